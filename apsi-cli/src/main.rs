@@ -1,0 +1,3 @@
+fn main() {
+    println!("apsi {}", apsi_core::VERSION);
+}

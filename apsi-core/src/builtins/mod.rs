@@ -1,0 +1,1 @@
+//! The prelude and the methods of the built-in types.

@@ -1,0 +1,1 @@
+//! The bytecode compiler: resolved syntax tree to register bytecode.

@@ -1,0 +1,18 @@
+//! apsi-core: the Apsi language — diagnostics, syntax, checker + Guard,
+//! bytecode compiler, VM and value model, and the Module API.
+//!
+//! This crate depends on no other crate of the project, does no network I/O
+//! and never talks to the terminal (the CLI does).
+
+pub mod builtins;
+pub mod check;
+pub mod compile;
+pub mod diagnostic;
+pub mod error;
+pub mod format;
+pub mod module;
+pub mod syntax;
+pub mod vm;
+
+/// The version of the core, as `apsi --version` prints it.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,3 @@
+//! Lexer and parser: source text to [`ast::Module`] plus every syntax error.
+
+pub mod ast;

@@ -1,0 +1,490 @@
+//! The value model (LANGUAGE.md §3).
+//!
+//! Invariants:
+//! - `Value` is 16 bytes (asserted below) and `Send + Sync`: scalars inline,
+//!   everything else behind an `Arc`.
+//! - Mutable containers (list, dict, struct fields) guard their contents with
+//!   a lock, so concurrent use from several threads can never corrupt them.
+//!   Locks are held only for the duration of one primitive operation and never
+//!   while calling back into Apsi code (no lock-order deadlocks).
+//! - Immutable values (str, tuple, range) need no lock.
+
+use crate::diagnostic::TraceEntry;
+use crate::error::ErrorKind;
+use indexmap::IndexMap;
+use parking_lot::{Mutex, RwLock};
+use std::fmt;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::sync::Arc;
+
+pub use crate::vm::function::Closure;
+
+pub type FxBuild = BuildHasherDefault<rustc_hash::FxHasher>;
+
+/// Keyword arguments as passed to a native function.
+pub type Kwargs<'a> = &'a [(Arc<str>, Value)];
+
+/// The result of anything that can raise an Apsi error.
+pub type VResult<T> = Result<T, Exc>;
+
+/// A raised error travelling up the Rust stack.
+pub type Exc = Arc<ErrorObj>;
+
+#[derive(Clone)]
+pub enum Value {
+    None,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(Arc<StrObj>),
+    List(Arc<ListObj>),
+    Tuple(Arc<TupleObj>),
+    Dict(Arc<DictObj>),
+    Range(Arc<RangeObj>),
+    /// `a:b:s` inside an index (`x[1:3]`); parts are `none` when omitted.
+    Slice(Arc<SliceObj>),
+    /// A function defined in Apsi (def or lambda) with its captured cells.
+    Func(Arc<Closure>),
+    /// A function implemented in Rust.
+    Native(Arc<NativeFn>),
+    /// `obj.method` bound to its receiver.
+    BoundMethod(Arc<BoundMethod>),
+    StructType(Arc<StructType>),
+    Struct(Arc<StructObj>),
+    /// An error kind as a value: `ValueError` (callable, usable in `except`).
+    Kind(ErrorKind),
+    /// An error value: `ValueError("bad")`, or the `e` of `except … as e`.
+    Error(Arc<ErrorObj>),
+    Module(Arc<ModuleObj>),
+    /// A value of a type defined outside the core value model (tensors,
+    /// tasks, channels, …), supplied by a module.
+    Object(Arc<ObjBox>),
+}
+
+const _: () = assert!(std::mem::size_of::<Value>() == 16);
+
+fn _assert_send_sync() {
+    fn is<T: Send + Sync>() {}
+    is::<Value>();
+}
+
+impl Value {
+    pub fn str(s: impl Into<String>) -> Value {
+        Value::Str(Arc::new(StrObj::new(s.into())))
+    }
+    pub fn list(items: Vec<Value>) -> Value {
+        Value::List(Arc::new(ListObj::new(items)))
+    }
+    pub fn tuple(items: Vec<Value>) -> Value {
+        Value::Tuple(Arc::new(TupleObj(items.into_boxed_slice())))
+    }
+    pub fn dict(map: IndexMap<HashKey, Value, FxBuild>) -> Value {
+        Value::Dict(Arc::new(DictObj { map: RwLock::new(map) }))
+    }
+    pub fn empty_dict() -> Value {
+        Value::dict(IndexMap::default())
+    }
+
+    /// The name of the value's type, as `type(x)` and error messages say it.
+    pub fn type_name(&self) -> &str {
+        match self {
+            Value::None => "none",
+            Value::Bool(_) => "bool",
+            Value::Int(_) => "int",
+            Value::Float(_) => "float",
+            Value::Str(_) => "str",
+            Value::List(_) => "list",
+            Value::Tuple(_) => "tuple",
+            Value::Dict(_) => "dict",
+            Value::Range(_) => "range",
+            Value::Slice(_) => "slice",
+            Value::Func(_) | Value::Native(_) | Value::BoundMethod(_) => "function",
+            Value::StructType(_) => "type",
+            Value::Struct(s) => &s.ty.name,
+            Value::Kind(_) => "type",
+            Value::Error(_) => "error",
+            Value::Module(_) => "module",
+            Value::Object(o) => o.0.type_name(),
+        }
+    }
+
+    /// Truthiness (LANGUAGE.md §3). Objects may raise (a tensor of more than one element).
+    pub fn truthy(&self) -> VResult<bool> {
+        Ok(match self {
+            Value::None => false,
+            Value::Bool(b) => *b,
+            Value::Int(i) => *i != 0,
+            Value::Float(f) => *f != 0.0,
+            Value::Str(s) => !s.as_str().is_empty(),
+            Value::List(l) => !l.items.read().is_empty(),
+            Value::Tuple(t) => !t.0.is_empty(),
+            Value::Dict(d) => !d.map.read().is_empty(),
+            Value::Range(r) => r.len() > 0,
+            Value::Object(o) => return o.0.truthy(),
+            _ => true,
+        })
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) => Some(s.as_str()),
+            _ => None,
+        }
+    }
+
+    /// Identity comparison (`is`).
+    pub fn is(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::None, Value::None) => true,
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::Int(a), Value::Int(b)) => a == b,
+            (Value::Float(a), Value::Float(b)) => a.to_bits() == b.to_bits(),
+            (Value::Str(a), Value::Str(b)) => Arc::ptr_eq(a, b),
+            (Value::List(a), Value::List(b)) => Arc::ptr_eq(a, b),
+            (Value::Tuple(a), Value::Tuple(b)) => Arc::ptr_eq(a, b),
+            (Value::Dict(a), Value::Dict(b)) => Arc::ptr_eq(a, b),
+            (Value::Range(a), Value::Range(b)) => Arc::ptr_eq(a, b),
+            (Value::Func(a), Value::Func(b)) => Arc::ptr_eq(a, b),
+            (Value::Native(a), Value::Native(b)) => Arc::ptr_eq(a, b),
+            (Value::BoundMethod(a), Value::BoundMethod(b)) => Arc::ptr_eq(a, b),
+            (Value::StructType(a), Value::StructType(b)) => Arc::ptr_eq(a, b),
+            (Value::Struct(a), Value::Struct(b)) => Arc::ptr_eq(a, b),
+            (Value::Kind(a), Value::Kind(b)) => a == b,
+            (Value::Error(a), Value::Error(b)) => Arc::ptr_eq(a, b),
+            (Value::Module(a), Value::Module(b)) => Arc::ptr_eq(a, b),
+            (Value::Object(a), Value::Object(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Debug for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::None => write!(f, "none"),
+            Value::Bool(b) => write!(f, "{b}"),
+            Value::Int(i) => write!(f, "{i}"),
+            Value::Float(x) => write!(f, "{x:?}"),
+            Value::Str(s) => write!(f, "{:?}", s.as_str()),
+            other => write!(f, "<{}>", other.type_name()),
+        }
+    }
+}
+
+/// An immutable Unicode string, indexed by character.
+pub struct StrObj {
+    s: Box<str>,
+    /// Number of characters (`len`); equals the byte length for ASCII text.
+    nchars: usize,
+}
+
+impl StrObj {
+    pub fn new(s: String) -> StrObj {
+        let nchars = if s.is_ascii() { s.len() } else { s.chars().count() };
+        StrObj { s: s.into_boxed_str(), nchars }
+    }
+    pub fn as_str(&self) -> &str {
+        &self.s
+    }
+    pub fn is_ascii(&self) -> bool {
+        self.nchars == self.s.len()
+    }
+    /// Length in characters.
+    pub fn char_len(&self) -> usize {
+        self.nchars
+    }
+    /// The `i`-th character (0-based, non-negative, in range).
+    pub fn char_at(&self, i: usize) -> Option<char> {
+        if self.is_ascii() {
+            self.s.as_bytes().get(i).map(|&b| b as char)
+        } else {
+            self.s.chars().nth(i)
+        }
+    }
+}
+
+/// A growable list, shared by reference.
+pub struct ListObj {
+    pub items: RwLock<Vec<Value>>,
+}
+
+impl ListObj {
+    pub fn new(items: Vec<Value>) -> ListObj {
+        ListObj { items: RwLock::new(items) }
+    }
+}
+
+/// An immutable tuple.
+pub struct TupleObj(pub Box<[Value]>);
+
+/// A slice `start:stop:step` as an index value; omitted parts are `Value::None`.
+pub struct SliceObj {
+    pub start: Value,
+    pub stop: Value,
+    pub step: Value,
+}
+
+/// A dict keeping insertion order.
+pub struct DictObj {
+    pub map: RwLock<IndexMap<HashKey, Value, FxBuild>>,
+}
+
+/// `range(start, stop, step)`; `step != 0`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RangeObj {
+    pub start: i64,
+    pub stop: i64,
+    pub step: i64,
+}
+
+impl RangeObj {
+    pub fn len(&self) -> i64 {
+        let (start, stop, step) = (self.start as i128, self.stop as i128, self.step as i128);
+        let n = if step > 0 {
+            if stop > start { (stop - start + step - 1) / step } else { 0 }
+        } else if start > stop {
+            (start - stop - step - 1) / (-step)
+        } else {
+            0
+        };
+        n as i64
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A dict key: a hashable value with Python's equality (`1 == 1.0 == true`
+/// hash alike). Construct with [`HashKey::new`], which refuses unhashable values.
+#[derive(Clone)]
+pub struct HashKey(Value);
+
+impl HashKey {
+    pub fn new(v: Value) -> VResult<HashKey> {
+        if key_hashable(&v) {
+            Ok(HashKey(v))
+        } else {
+            Err(ErrorObj::new(ErrorKind::TypeError, format!("unhashable type: '{}'", v.type_name())))
+        }
+    }
+    pub fn value(&self) -> &Value {
+        &self.0
+    }
+    pub fn into_value(self) -> Value {
+        self.0
+    }
+}
+
+fn key_hashable(v: &Value) -> bool {
+    match v {
+        Value::List(_) | Value::Dict(_) => false,
+        Value::Tuple(t) => t.0.iter().all(key_hashable),
+        Value::Object(o) => o.0.hashable(),
+        _ => true,
+    }
+}
+
+impl Hash for HashKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        hash_value(&self.0, state)
+    }
+}
+
+fn hash_value<H: Hasher>(v: &Value, state: &mut H) {
+    match v {
+        Value::None => 0u8.hash(state),
+        Value::Bool(b) => (*b as i64).hash(state),
+        Value::Int(i) => i.hash(state),
+        Value::Float(f) => {
+            if f.fract() == 0.0 && *f >= -9.2e18 && *f <= 9.2e18 {
+                (*f as i64).hash(state)
+            } else {
+                f.to_bits().hash(state)
+            }
+        }
+        Value::Str(s) => s.as_str().hash(state),
+        Value::Tuple(t) => {
+            t.0.len().hash(state);
+            for x in t.0.iter() {
+                hash_value(x, state)
+            }
+        }
+        Value::Kind(k) => k.hash(state),
+        other => {
+            // Identity hash for reference types compared with `is`.
+            let p: *const u8 = match other {
+                Value::Func(a) => Arc::as_ptr(a) as *const u8,
+                Value::Native(a) => Arc::as_ptr(a) as *const u8,
+                Value::StructType(a) => Arc::as_ptr(a) as *const u8,
+                Value::Struct(a) => Arc::as_ptr(a) as *const u8,
+                Value::Module(a) => Arc::as_ptr(a) as *const u8,
+                Value::Object(a) => Arc::as_ptr(a) as *const u8,
+                Value::Range(a) => Arc::as_ptr(a) as *const u8,
+                _ => std::ptr::null(),
+            };
+            (p as usize).hash(state)
+        }
+    }
+}
+
+impl PartialEq for HashKey {
+    fn eq(&self, other: &HashKey) -> bool {
+        key_eq(&self.0, &other.0)
+    }
+}
+impl Eq for HashKey {}
+
+/// Equality for hashable values (used by dict keys).
+pub fn key_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::None, Value::None) => true,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Int(x), Value::Int(y)) => x == y,
+        (Value::Float(x), Value::Float(y)) => x == y,
+        (Value::Int(x), Value::Float(y)) | (Value::Float(y), Value::Int(x)) => (*x as f64) == *y && y.fract() == 0.0 && (*y as i64) == *x,
+        (Value::Bool(x), Value::Int(y)) | (Value::Int(y), Value::Bool(x)) => (*x as i64) == *y,
+        (Value::Bool(x), Value::Float(y)) | (Value::Float(y), Value::Bool(x)) => (*x as i64 as f64) == *y,
+        (Value::Str(x), Value::Str(y)) => x.as_str() == y.as_str(),
+        (Value::Tuple(x), Value::Tuple(y)) => x.0.len() == y.0.len() && x.0.iter().zip(y.0.iter()).all(|(p, q)| key_eq(p, q)),
+        _ => a.is(b),
+    }
+}
+
+/// A Rust function callable from Apsi.
+pub type NativeFnPtr = fn(&mut dyn Caller, &[Value], Kwargs) -> VResult<Value>;
+
+/// A Rust closure callable from Apsi (for functions that carry state).
+pub type NativeClosure = dyn Fn(&mut dyn Caller, &[Value], Kwargs) -> VResult<Value> + Send + Sync;
+
+pub enum NativeImpl {
+    Ptr(NativeFnPtr),
+    Closure(Box<NativeClosure>),
+}
+
+pub struct NativeFn {
+    pub name: Arc<str>,
+    pub imp: NativeImpl,
+}
+
+impl NativeFn {
+    pub fn new(name: &str, f: NativeFnPtr) -> NativeFn {
+        NativeFn { name: name.into(), imp: NativeImpl::Ptr(f) }
+    }
+    pub fn closure(name: &str, f: Box<NativeClosure>) -> NativeFn {
+        NativeFn { name: name.into(), imp: NativeImpl::Closure(f) }
+    }
+    #[inline]
+    pub fn call(&self, caller: &mut dyn Caller, args: &[Value], kwargs: Kwargs) -> VResult<Value> {
+        match &self.imp {
+            NativeImpl::Ptr(f) => f(caller, args, kwargs),
+            NativeImpl::Closure(f) => f(caller, args, kwargs),
+        }
+    }
+}
+
+/// What a native function may ask of the interpreter that called it.
+pub trait Caller {
+    /// Call any callable Apsi value.
+    fn call(&mut self, f: &Value, args: &[Value], kwargs: Kwargs) -> VResult<Value>;
+    /// Write program output (stdout; captured by tests and the REPL).
+    fn write_out(&mut self, text: &str) -> VResult<()>;
+}
+
+/// A method bound to its receiver: calling it calls `func(receiver, *args)`.
+pub struct BoundMethod {
+    pub receiver: Value,
+    pub func: Value,
+}
+
+/// A struct declaration.
+pub struct StructType {
+    pub name: String,
+    pub fields: Vec<StructField>,
+    /// Methods by name (functions taking `self` first).
+    pub methods: IndexMap<Arc<str>, Value, FxBuild>,
+}
+
+pub struct StructField {
+    pub name: Arc<str>,
+    pub default: Option<Value>,
+    /// The annotation as written (`float`, `Tensor[N, f32]`), for checks and messages.
+    pub annotation: Option<String>,
+}
+
+impl StructType {
+    pub fn field_index(&self, name: &str) -> Option<usize> {
+        self.fields.iter().position(|f| &*f.name == name)
+    }
+}
+
+/// A struct instance. Fields are in declaration order.
+pub struct StructObj {
+    pub ty: Arc<StructType>,
+    pub fields: RwLock<Box<[Value]>>,
+}
+
+/// An error value. Created by `ValueError("…")` or by the runtime; the
+/// interpreter appends the Apsi call stack as the error unwinds.
+pub struct ErrorObj {
+    pub kind: ErrorKind,
+    pub message: String,
+    /// An optional hint for the person reading the error.
+    pub hint: Option<String>,
+    /// The call stack, outermost first (filled while unwinding).
+    pub trace: Mutex<Vec<TraceEntry>>,
+    /// `Some(code)` for the unwinding started by `exit(code)`: not an error,
+    /// never caught by `except`, ends the program with that status.
+    pub exit: Option<i32>,
+}
+
+impl ErrorObj {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Exc {
+        Arc::new(ErrorObj { kind, message: message.into(), hint: None, trace: Mutex::new(Vec::new()), exit: None })
+    }
+    pub fn with_hint(kind: ErrorKind, message: impl Into<String>, hint: impl Into<String>) -> Exc {
+        Arc::new(ErrorObj { kind, message: message.into(), hint: Some(hint.into()), trace: Mutex::new(Vec::new()), exit: None })
+    }
+    /// The unwinding that `exit(code)` starts.
+    pub fn exit(code: i32) -> Exc {
+        Arc::new(ErrorObj { kind: ErrorKind::Error, message: String::new(), hint: None, trace: Mutex::new(Vec::new()), exit: Some(code) })
+    }
+}
+
+/// Shorthand for building an error result: `return Err(err(TypeError, "…"))`.
+pub fn err(kind: ErrorKind, message: impl Into<String>) -> Exc {
+    ErrorObj::new(kind, message)
+}
+
+/// A loaded module: its exported names.
+pub struct ModuleObj {
+    pub name: String,
+    /// The file it was loaded from, for file modules.
+    pub path: Option<String>,
+    pub attrs: RwLock<IndexMap<Arc<str>, Value, FxBuild>>,
+}
+
+/// Behaviour of values whose types live outside the core value model.
+pub trait ApsiObject: Send + Sync + 'static {
+    fn type_name(&self) -> &str;
+    /// `str(x)` / `print(x)`.
+    fn to_str(&self) -> String;
+    /// `repr(x)`, used inside containers; defaults to `to_str`.
+    fn repr(&self) -> String {
+        self.to_str()
+    }
+    fn truthy(&self) -> VResult<bool> {
+        Ok(true)
+    }
+    fn hashable(&self) -> bool {
+        false
+    }
+    /// `x.name`: attributes and methods (a method comes back bound).
+    fn get_attr(&self, this: &Value, name: &str) -> Option<VResult<Value>> {
+        let _ = (this, name);
+        None
+    }
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+/// Keeps `Value` at 16 bytes: a thin pointer to the fat trait object.
+pub struct ObjBox(pub Box<dyn ApsiObject>);
