@@ -1,3 +1,69 @@
-fn main() {
-    println!("apsi {}", apsi_core::VERSION);
+//! The `apsi` command: thin wiring of the core and the compiled-in modules.
+//! This crate is the only place that talks to the terminal.
+//!
+//! Exit statuses: 0 success, 1 program error, 2 command-line usage error,
+//! 70 internal error (a bug in Apsi: never a raw Rust panic or backtrace).
+
+mod args;
+mod help;
+mod modules;
+mod repl;
+mod run;
+mod term;
+
+use std::process::ExitCode;
+
+/// The stack size of the thread that runs programs: the VM keeps Apsi frames
+/// on the heap, but parsing and native callbacks recurse on the Rust stack.
+const MAIN_STACK: usize = 256 * 1024 * 1024;
+
+fn main() -> ExitCode {
+    install_panic_hook();
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let worker = std::thread::Builder::new().name("apsi-main".into()).stack_size(MAIN_STACK).spawn(move || dispatch(&argv));
+    let code = match worker {
+        Ok(handle) => handle.join().unwrap_or(70),
+        Err(e) => {
+            eprintln!("internal error: cannot start the interpreter thread: {e}");
+            70
+        }
+    };
+    ExitCode::from(code)
+}
+
+fn dispatch(argv: &[String]) -> u8 {
+    let command = match args::parse(argv) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return 2;
+        }
+    };
+    match command {
+        args::Command::Version => {
+            print!("{}", help::version_text());
+            0
+        }
+        args::Command::Help(topic) => help::print_help(topic.as_deref()),
+        args::Command::Run(opts) => run::run_file(&opts),
+        args::Command::Check { files, allowed } => run::check_files(&files, &allowed),
+        args::Command::Repl(opts) => repl::start(&opts),
+    }
+}
+
+/// A panic anywhere is a bug in Apsi: say so plainly, with a report hint,
+/// and exit 70 without a Rust backtrace.
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown fault".to_string());
+        let place = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        eprintln!("internal error: {msg}{place}");
+        eprintln!("  = hint: this is a bug in Apsi {}, not in your program; please report it with the program that triggered it", apsi_core::VERSION);
+        std::process::exit(70);
+    }));
 }

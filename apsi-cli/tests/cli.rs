@@ -1,0 +1,101 @@
+//! The `apsi` command as a user meets it: exit statuses, usage errors,
+//! version and help text.
+
+use std::process::{Command, Output};
+
+fn apsi(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_apsi")).args(args).env("NO_COLOR", "1").output().expect("cannot run apsi")
+}
+
+fn write_temp(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("apsi-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn version_lists_the_core() {
+    let o = apsi(&["--version"]);
+    assert_eq!(o.status.code(), Some(0));
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(s.starts_with("apsi 2."), "{s}");
+    assert!(s.contains("apsi-core 2."), "{s}");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for args in [&["frobnicate"][..], &["run"], &["run", "--bogus", "x.apsi"], &["check"], &["run", "--threads", "zero", "x.apsi"]] {
+        let o = apsi(args);
+        assert_eq!(o.status.code(), Some(2), "args {args:?}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.starts_with("error: "), "{e}");
+    }
+}
+
+#[test]
+fn help_mentions_every_command() {
+    let o = apsi(&["help"]);
+    assert_eq!(o.status.code(), Some(0));
+    let s = String::from_utf8_lossy(&o.stdout);
+    for c in ["run", "check", "repl", "--version"] {
+        assert!(s.contains(c), "help lacks {c}: {s}");
+    }
+    assert_eq!(apsi(&["help", "run"]).status.code(), Some(0));
+    assert_eq!(apsi(&["help", "nonsense"]).status.code(), Some(2));
+}
+
+#[test]
+fn program_error_exits_1_with_location() {
+    let p = write_temp("boom.apsi", "x = 1\nprint(x / 0)\n");
+    let o = apsi(&["run", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("ZeroDivisionError"), "{e}");
+    assert!(e.contains("boom.apsi:2:"), "{e}");
+    assert!(!e.contains("panicked"), "{e}");
+}
+
+#[test]
+fn missing_file_is_a_program_error_not_a_crash() {
+    let o = apsi(&["run", "/nonexistent/dir/nothing.apsi"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("nothing.apsi"), "{e}");
+}
+
+#[test]
+fn exit_code_from_program() {
+    let p = write_temp("exit3.apsi", "print(\"bye\")\nexit(3)\nprint(\"never\")\n");
+    let o = apsi(&["run", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "bye\n");
+}
+
+#[test]
+fn argv_reaches_the_program() {
+    let p = write_temp("args.apsi", "print(argv)\n");
+    let o = apsi(&["run", p.to_str().unwrap(), "a", "--b"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "['a', '--b']\n");
+}
+
+#[test]
+fn check_reports_without_running() {
+    let p = write_temp("chk.apsi", "print(\"no\")\nprint(nope)\n");
+    let o = apsi(&["check", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(o.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("NameError"));
+    let ok = write_temp("fine.apsi", "print(1)\n");
+    let o = apsi(&["check", ok.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0));
+}
+
+#[test]
+fn time_flag_reports_on_stderr() {
+    let p = write_temp("t.apsi", "print(1)\n");
+    let o = apsi(&["run", "--time", p.to_str().unwrap()]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "1\n");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("time:"));
+}

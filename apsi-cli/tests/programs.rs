@@ -1,0 +1,120 @@
+//! Data-driven end-to-end tests: every `.apsi` file under `examples/` and
+//! `tests/spec/` runs through the real `apsi` binary and must print exactly
+//! its `# expect:` lines (the conformance format: `# expect-error: KIND`,
+//! `# expect-stderr: TEXT`, `# expect-exit: N`, `# args: …`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+struct Expect {
+    out: Vec<String>,
+    error: Option<String>,
+    stderr: Vec<String>,
+    exit: i32,
+    args: Vec<String>,
+}
+
+fn parse_expect(text: &str) -> Expect {
+    let mut e = Expect { out: vec![], error: None, stderr: vec![], exit: -1, args: vec![] };
+    for line in text.lines() {
+        let Some(pos) = line.find('#') else { continue };
+        let c = line[pos + 1..].trim_start();
+        let take = |key: &str| c.strip_prefix(key).map(|r| r.strip_prefix(' ').unwrap_or(r).to_string());
+        if let Some(v) = take("expect:") {
+            e.out.push(v);
+        } else if let Some(v) = take("expect-error:") {
+            e.error = Some(v.trim().to_string());
+        } else if let Some(v) = take("expect-stderr:") {
+            e.stderr.push(v.trim().to_string());
+        } else if let Some(v) = take("expect-exit:") {
+            e.exit = v.trim().parse().expect("expect-exit needs a number");
+        } else if let Some(v) = take("args:") {
+            e.args.extend(v.split_whitespace().map(str::to_string));
+        }
+    }
+    if e.exit < 0 {
+        e.exit = if e.error.is_some() { 1 } else { 0 };
+    }
+    e
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            if p.file_name().is_some_and(|n| n != "lib") {
+                collect(&p, out);
+            }
+        } else if p.extension().is_some_and(|x| x == "apsi") && !p.file_name().unwrap().to_string_lossy().starts_with('_') {
+            out.push(p);
+        }
+    }
+}
+
+fn run_dir(rel: &str) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel);
+    let mut files = Vec::new();
+    collect(&root, &mut files);
+    files.sort();
+    assert!(!files.is_empty(), "no programs found under {}", root.display());
+    let mut failures = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let e = parse_expect(&text);
+        let home = tempdir();
+        let out = Command::new(env!("CARGO_BIN_EXE_apsi"))
+            .arg("run")
+            .args(&e.args)
+            .arg(f.file_name().unwrap())
+            .current_dir(f.parent().unwrap())
+            .env("NO_COLOR", "1")
+            .env("APSI_HOME", &home)
+            .output()
+            .expect("cannot run apsi");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let got: Vec<&str> = stdout.lines().collect();
+        let mut problems = Vec::new();
+        if got != e.out {
+            problems.push(format!("stdout differs:\n--- expected\n{}\n--- got\n{}", e.out.join("\n"), got.join("\n")));
+        }
+        let code = out.status.code().unwrap_or(-1);
+        if code != e.exit {
+            problems.push(format!("exit status {code}, expected {}", e.exit));
+        }
+        if let Some(kind) = &e.error {
+            if !stderr.contains(kind.as_str()) {
+                problems.push(format!("stderr lacks {kind:?}"));
+            }
+        }
+        for s in &e.stderr {
+            if !stderr.contains(s.as_str()) {
+                problems.push(format!("stderr lacks {s:?}"));
+            }
+        }
+        if !problems.is_empty() {
+            failures.push(format!("{}:\n{}\nstderr:\n{}", f.display(), problems.join("\n"), stderr));
+        }
+        let _ = std::fs::remove_dir_all(&home);
+    }
+    assert!(failures.is_empty(), "{} of {} programs failed:\n\n{}", failures.len(), files.len(), failures.join("\n\n"));
+}
+
+fn tempdir() -> PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let p = std::env::temp_dir().join(format!("apsi-test-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
+    std::fs::create_dir_all(&p).unwrap();
+    p
+}
+
+#[test]
+fn examples_run_as_documented() {
+    run_dir("examples");
+}
+
+#[test]
+fn language_spec_programs() {
+    run_dir("tests/spec");
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Interpreter speed, start-up and memory of Apsi against CPython 3.11 and
+# Lua 5.4, all in one run on this machine (ratios, not absolute times).
+# usage: bench/run_interp.sh [REPS]      (default 5; needs a release build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPS=${1:-5}
+APSI=${APSI:-target/release/apsi}
+ANCHORS=../shared/bench/1_interp
+OUT=bench/results
+mkdir -p "$OUT"
+[ -x "$APSI" ] || cargo build --release -q
+need() { command -v "$1" >/dev/null || { echo "installing $2" >&2; (apt-get update -qq && apt-get install -y -qq "$2") >/dev/null; }; }
+need lua5.4 lua5.4
+need hyperfine hyperfine
+RAW="$OUT/interp.local.jsonl"
+: > "$RAW"
+echo "== interpreter micro-benchmarks (median of $REPS)" >&2
+"$APSI" run bench/interp/interp.apsi "$REPS" >> "$RAW"
+if [ -f "$ANCHORS/interp.py" ]; then
+  REPS=$REPS python3 "$ANCHORS/interp.py" >> "$RAW"
+  lua5.4 "$ANCHORS/interp.lua" lua5.4 "$REPS" >> "$RAW"
+else
+  echo "note: $ANCHORS not found; Apsi figures only" >&2
+fi
+python3 bench/report.py "$RAW"
+echo
+echo "== start-up (hyperfine -N, 40 runs)" >&2
+PY=$(python3 -c 'import sys; print(sys.executable)')
+VENV=bench/build/venv-clean
+[ -x $VENV/bin/python3 ] || python3 -m venv --without-pip $VENV
+hyperfine -N --warmup 5 --runs 40 "$APSI run bench/interp/hello.apsi" "$VENV/bin/python3 -c pass" "lua5.4 -e ''" 2>/dev/null | grep -E "Time|±|Benchmark" || true
+echo
+echo "== memory: list of 10M ints (peak RSS)" >&2
+/usr/bin/time -v "$APSI" run bench/interp/biglist.apsi 2>&1 | grep -E "Maximum resident|^[0-9]" || true
+/usr/bin/time -v python3 -c "xs = list(range(10000000)); print(len(xs), xs[-1])" 2>&1 | grep -E "Maximum resident" | sed 's/^/cpython: /' || true
