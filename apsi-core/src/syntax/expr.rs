@@ -432,7 +432,7 @@ impl<'a> Parser<'a> {
 
     /// The inside of `[…]` after a value, up to and including `]`.
     fn subscript(&mut self) -> Expr {
-        let start = self.tok().start;
+        let start = self.prev_end().saturating_sub(1);
         let mut items = Vec::new();
         let mut comma = false;
         while self.peek() != Tok::RBracket && !self.panicking {
