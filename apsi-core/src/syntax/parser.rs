@@ -17,6 +17,10 @@ use crate::error::ErrorKind;
 /// How deeply blocks and expressions may nest before "nested too deeply".
 pub const MAX_DEPTH: u32 = 200;
 
+/// How tall an expression tree may grow (long left-nested chains such as
+/// `a + b + …` are built by loops, not recursion, so they are counted apart).
+pub const MAX_HEIGHT: u32 = 1000;
+
 pub struct Parser<'a> {
     pub(super) file: FileId,
     pub(super) src: &'a str,
@@ -29,6 +33,8 @@ pub struct Parser<'a> {
     /// In panic mode: errors are not recorded until the statement resyncs.
     pub(super) panicking: bool,
     pub(super) too_deep: bool,
+    /// Height bookkeeping for expression trees (see `expr.rs`).
+    pub(super) hw: u32,
     /// Parser errors in these ranges are dropped (an unclosed bracket was
     /// reported at the start of each).
     suppress: Vec<(u32, u32)>,
@@ -53,6 +59,7 @@ impl<'a> Parser<'a> {
             depth: 0,
             panicking: false,
             too_deep: false,
+            hw: 0,
             suppress,
         }
     }
@@ -192,12 +199,15 @@ impl<'a> Parser<'a> {
             if !self.too_deep {
                 self.too_deep = true;
                 let span = self.tok_span(self.tok());
-                self.panicking = false;
-                self.error(
-                    span,
+                // Reported even inside an unclosed bracket's range: it is a
+                // problem of its own.
+                let d = Diagnostic::new(
+                    ErrorKind::SyntaxError,
                     format!("nested too deeply (more than {MAX_DEPTH} levels of brackets, expressions or blocks)"),
-                    Some("split the expression or block into smaller parts".to_string()),
-                );
+                )
+                .at(span)
+                .help("split the expression or block into smaller parts");
+                self.diags.push(d);
             }
             self.panicking = true;
             return false;
