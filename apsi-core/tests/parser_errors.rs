@@ -77,6 +77,7 @@ fn layout_errors() {
     assert!(help("if x:\npass").contains("pass"));
     assert_eq!(one("def f():\n# c\n\nx = 1"), at("expected an indented block after the function definition", 14, 15));
     assert_eq!(one("if x: if y: pass"), at("'if' cannot follow ':' on the same line", 6, 8));
+    assert_eq!(one("if x: parallel for i in y: pass"), at("'parallel for' cannot follow ':' on the same line", 6, 14));
     assert_eq!(one("x = 1 +\n"), at("expected an expression, found end of line", 7, 8));
     assert_eq!(one("x = 1 \\ 2"), at("unexpected character after line continuation character '\\'", 6, 7));
 }

@@ -160,3 +160,34 @@ fn repl_incomplete_inputs() {
         assert!(!is_incomplete(src), "should be complete: {src:?}");
     }
 }
+
+#[test]
+fn byte_order_mark_is_skipped() {
+    let (m, d) = parse(FileId(0), "\u{FEFF}x = 1\n");
+    assert!(d.is_empty(), "{d:?}");
+    assert_eq!(parser_common::stmt(&m.body[0]), "(= x 1)");
+}
+
+/// `cargo test --release -p apsi-core --test parser_robust -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn parse_speed() {
+    let unit = "def f(a, b=1):\n    x = [i * 2 for i in range(a) if i % 3 == 0]\n    return x, {\"k\": b}\n\nprint(f\"{f(10)}\")\n";
+    let big: String = unit.repeat(10_000);
+    let hello = "print(\"hello, world\")\n";
+    let t = Instant::now();
+    for _ in 0..1000 {
+        let _ = parse(FileId(0), hello);
+    }
+    let per_hello = t.elapsed().as_secs_f64() / 1000.0;
+    let t = Instant::now();
+    let _ = parse(FileId(0), &big);
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "parse_speed: hello.apsi {:.1} µs; {:.2} MB in {:.1} ms ({:.0} MB/s)",
+        per_hello * 1e6,
+        big.len() as f64 / 1e6,
+        secs * 1e3,
+        big.len() as f64 / 1e6 / secs
+    );
+}

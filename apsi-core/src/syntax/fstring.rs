@@ -156,7 +156,11 @@ impl<'a> Parser<'a> {
         if k < end && b[k] == b'}' {
             k += 1;
         } else {
-            self.report(open_span, "f-string field is not closed: expected '}'", Some("close the replacement field with '}'".to_string()));
+            self.report(
+                open_span,
+                "f-string field is not closed: expected '}'",
+                Some("close the replacement field with '}'; a string inside a field must use the other quote character, as in f\"{d['k']}\"".to_string()),
+            );
             k = end;
         }
         if debug_text.is_some() && conversion.is_none() && spec.is_empty() {

@@ -31,7 +31,9 @@ pub struct Lexed {
 
 /// Lexes a whole file.
 pub fn lex(file: FileId, src: &str) -> Lexed {
-    Lexer::new(file, src, 0, src.len(), false).run()
+    // A UTF-8 byte order mark at the start is skipped.
+    let start = if src.starts_with('\u{FEFF}') { 3 } else { 0 };
+    Lexer::new(file, src, start, src.len(), false).run()
 }
 
 /// Lexes `src[start..end]` as the inside of brackets (newlines and

@@ -377,6 +377,7 @@ impl<'a> Parser<'a> {
             }
             self.leave();
         } else {
+            let parallel_for = self.peek() == Tok::Name && self.peek_at(1) == Tok::For && self.is_name("parallel");
             match self.peek() {
                 Tok::If | Tok::While | Tok::For | Tok::Def | Tok::Struct | Tok::Try | Tok::With | Tok::At => {
                     let t = self.tok();
@@ -385,6 +386,14 @@ impl<'a> Parser<'a> {
                     self.error(
                         span,
                         format!("'{kw}' cannot follow ':' on the same line"),
+                        Some("start a new, indented line for a block inside a block".to_string()),
+                    );
+                }
+                _ if parallel_for => {
+                    let span = self.tok_span(self.tok());
+                    self.error(
+                        span,
+                        "'parallel for' cannot follow ':' on the same line",
                         Some("start a new, indented line for a block inside a block".to_string()),
                     );
                 }
