@@ -22,13 +22,27 @@ fn parse_sci(s: &str) -> Digits {
 }
 
 /// The shortest digits that read back as `x` (an f64, taken by magnitude).
+/// Of the candidates of that length, the one nearest to `x`, ties to even
+/// (as Python's repr chooses): Rust finds the length, and correctly rounded
+/// formatting at that length gives the nearest digits.
 pub(crate) fn shortest_f64(x: f64) -> Digits {
-    parse_sci(&format!("{:e}", x.abs()))
+    let d = parse_sci(&format!("{:e}", x.abs()));
+    let n = d.digits.len();
+    if n < 2 {
+        return d;
+    }
+    parse_sci(&format!("{:.*e}", n - 1, x.abs()))
 }
 
-/// The shortest digits that read back as `x` at f32 precision.
+/// The shortest digits that read back as `x` at f32 precision (nearest
+/// of that length, ties to even).
 pub(crate) fn shortest_f32(x: f32) -> Digits {
-    parse_sci(&format!("{:e}", x.abs()))
+    let d = parse_sci(&format!("{:e}", x.abs()));
+    let n = d.digits.len();
+    if n < 2 {
+        return d;
+    }
+    parse_sci(&format!("{:.*e}", n - 1, x.abs()))
 }
 
 /// `x` (by magnitude) correctly rounded to `n >= 1` significant digits.

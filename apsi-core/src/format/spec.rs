@@ -312,7 +312,14 @@ fn float_body(x: f64, ty: Option<char>, prec: Option<usize>, alt: bool) -> Strin
         Some('g') | Some('G') | Some('n') | None => {
             let no_type = ty.is_none();
             let p = match prec {
-                None if no_type => return float_repr(x),
+                None if no_type => {
+                    let mut t = float_repr(x);
+                    if alt && !t.contains('.') {
+                        let pos = t.find('e').unwrap_or(t.len());
+                        t.insert(pos, '.');
+                    }
+                    return t;
+                }
                 None => 6,
                 Some(0) => 1,
                 Some(p) => p,
@@ -325,10 +332,12 @@ fn float_body(x: f64, ty: Option<char>, prec: Option<usize>, alt: bool) -> Strin
             let upper = ty == Some('G');
             if exp < -4 || exp >= limit {
                 let mut t = scientific(&d, if alt { p - 1 } else { 0 }, upper);
-                if !alt {
-                    if let Some(pos) = t.find(['e', 'E']) {
-                        let (m, e) = t.split_at(pos);
+                if let Some(pos) = t.find(['e', 'E']) {
+                    let (m, e) = t.split_at(pos);
+                    if !alt {
                         t = format!("{}{e}", strip_trailing_zeros(m));
+                    } else if !m.contains('.') {
+                        t = format!("{m}.{e}");
                     }
                 }
                 t
@@ -357,8 +366,8 @@ fn format_float(x: f64, s: &Spec, type_name: &str) -> VResult<String> {
         None | Some('e' | 'E' | 'f' | 'F' | 'g' | 'G' | 'n' | '%') => {}
         Some(other) => return Err(unknown_code(other, type_name)),
     }
-    if s.grouping == Some(',') && ty == Some('n') {
-        return Err(err(ErrorKind::ValueError, "cannot specify ',' with 'n'"));
+    if let (Some(g), Some('n')) = (s.grouping, ty) {
+        return Err(err(ErrorKind::ValueError, format!("cannot specify '{g}' with 'n'")));
     }
     let upper = matches!(ty, Some('F' | 'E' | 'G'));
     let pct = ty == Some('%');
