@@ -463,7 +463,7 @@ mod tests {
 
     #[test]
     fn rounding_like_python() {
-        assert_eq!(round_float(3.14159, 2).must(), 3.14);
+        assert_eq!(round_float(1.23456, 2).must(), 1.23);
         assert_eq!(round_float(2.675, 2).must(), 2.67);
         assert_eq!(round_float(0.125, 2).must(), 0.12);
         assert_eq!(round_float(0.375, 2).must(), 0.38);

@@ -219,7 +219,7 @@ mod tests {
         call("remove", &xs, &[I(3)]).must();
         assert_eq!(str_of(&xs), "[9, 2, 1]");
         assert_eq!(call("remove", &xs, &[I(3)]).unwrap_err().kind, ErrorKind::ValueError);
-        call("extend", &xs, &[xs.clone()]).must();
+        call("extend", &xs, std::slice::from_ref(&xs)).must();
         assert_eq!(str_of(&xs), "[9, 2, 1, 9, 2, 1]");
         assert_eq!(str_of(&call("count", &xs, &[I(9)]).must()), "2");
         assert_eq!(call("pop", &xs, &[I(10)]).unwrap_err().kind, ErrorKind::IndexError);

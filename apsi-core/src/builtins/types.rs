@@ -46,8 +46,10 @@ fn tokens() -> &'static Vec<(&'static str, Arc<NativeFn>)> {
 }
 
 /// Type tokens of module object types, made on first use.
-fn object_tokens() -> &'static Mutex<Vec<(String, Arc<NativeFn>)>> {
-    static OBJ: OnceLock<Mutex<Vec<(String, Arc<NativeFn>)>>> = OnceLock::new();
+type ObjectTokens = Mutex<Vec<(String, Arc<NativeFn>)>>;
+
+fn object_tokens() -> &'static ObjectTokens {
+    static OBJ: OnceLock<ObjectTokens> = OnceLock::new();
     OBJ.get_or_init(|| Mutex::new(Vec::new()))
 }
 
@@ -132,6 +134,9 @@ pub(crate) fn type_fn(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResul
     Ok(type_of(a.req(0)?))
 }
 
+/// 2**63 as a float: the first float above every i64.
+const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+
 /// Float to int by truncation, refusing inf, nan and out-of-range values.
 pub(crate) fn float_to_int(f: f64) -> VResult<i64> {
     if f.is_nan() {
@@ -141,7 +146,7 @@ pub(crate) fn float_to_int(f: f64) -> VResult<i64> {
         return Err(err(ErrorKind::OverflowError, "cannot convert float infinity to int"));
     }
     let t = f.trunc();
-    if !(-9.223372036854775808e18..9.223372036854775808e18).contains(&t) {
+    if !(-TWO_63..TWO_63).contains(&t) {
         return Err(err(ErrorKind::OverflowError, format!("float {} does not fit in a 64-bit int", crate::format::float_repr(f))));
     }
     Ok(t as i64)

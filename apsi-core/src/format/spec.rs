@@ -185,7 +185,7 @@ fn group(digits: &str, sep: char, every: usize) -> String {
     let n = digits.len();
     let mut out = String::with_capacity(n + n / every);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (n - i) % every == 0 {
+        if i > 0 && (n - i).is_multiple_of(every) {
             out.push(sep);
         }
         out.push(c);
@@ -393,6 +393,7 @@ fn format_float(x: f64, s: &Spec, type_name: &str) -> VResult<String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::approx_constant)] // 3.14159 is the conformance programs' value
 mod tests {
     use super::*;
     #[allow(unused_imports)]
