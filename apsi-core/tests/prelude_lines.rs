@@ -1,3 +1,5 @@
+#![allow(clippy::approx_constant)] // 3.14159 is the conformance programs' value
+
 //! The library half of the conformance programs: each check builds the
 //! values a line of /work/shared/conformance/0*.apsi computes, with the ops
 //! and the prelude, and compares what `print` writes with the expected line.
@@ -216,7 +218,7 @@ fn pipes_and_errors_programs() {
     let r = e.call("map", &[native("times10", times10), Value::list(vec![i(1)])]);
     assert_eq!(e.print(&[r]), "[10]\n");
 
-    let err = ops::get_index(&Value::list(vec![i(1), i(2), i(3)]), &i(5)).err().map(|x| Value::Error(x));
+    let err = ops::get_index(&Value::list(vec![i(1), i(2), i(3)]), &i(5)).err().map(Value::Error);
     let err = err.unwrap_or(Value::None);
     let kind = ok(ops::get_attr(&err, "kind"));
     assert_eq!(e.print(&[s("index:"), kind]), "index: IndexError\n");
