@@ -124,10 +124,10 @@ pub fn render(d: &Diagnostic, sources: &SourceMap, color: bool) -> String {
     let has_source = !groups.is_empty();
     let indent = if has_source { format!("{blank}") } else { String::new() };
     for note in &d.notes {
-        write_tail(&mut out, &p, &indent, "note", note);
+        write_tail(&mut out, &p, &indent, "note", note, BOLD);
     }
     if let Some(help) = &d.help {
-        write_tail(&mut out, &p, &indent, "hint", help);
+        write_tail(&mut out, &p, &indent, "hint", help, CYAN);
     }
 
     if !d.trace.is_empty() {
@@ -169,8 +169,8 @@ pub(crate) fn location(sources: &SourceMap, span: Span) -> String {
     }
 }
 
-fn write_tail(out: &mut String, p: &Painter, indent: &str, what: &str, text: &str) {
-    let head = format!("{indent}{} {}: ", p.paint(BLUE, "="), p.paint(BOLD, what));
+fn write_tail(out: &mut String, p: &Painter, indent: &str, what: &str, text: &str, style: &str) {
+    let head = format!("{indent}{} {}: ", p.paint(BLUE, "="), p.paint(style, what));
     // Continuation lines line up under the text after `= what: `.
     let pad = " ".repeat(indent.len() + 2 + what.len() + 2);
     for (i, line) in text.lines().enumerate() {
