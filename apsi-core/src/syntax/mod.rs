@@ -1,3 +1,62 @@
 //! Lexer and parser: source text to [`ast::Module`] plus every syntax error.
+//!
+//! - [`parse`] never panics and always returns a complete tree (with `Error`
+//!   nodes where parsing failed) and every `SyntaxError` found, one per
+//!   broken statement.
+//! - [`is_incomplete`] tells the REPL whether an input needs more lines.
 
 pub mod ast;
+mod expr;
+mod fstring;
+pub mod lexer;
+pub mod literal;
+mod parser;
+pub mod token;
+
+pub use parser::MAX_DEPTH;
+
+use crate::diagnostic::{Diagnostic, FileId};
+use token::Tok;
+
+/// Parses one source file. Never panics; never stops at the first error.
+pub fn parse(file: FileId, src: &str) -> (ast::Module, Vec<Diagnostic>) {
+    let lexed = lexer::lex(file, src);
+    parser::Parser::new(file, src, lexed).parse_module()
+}
+
+/// Whether `src` (what the REPL has read so far) needs more lines: an open
+/// bracket, an unterminated triple-quoted string, a trailing backslash, a
+/// line ending in `:` or a decorator, or an indented block not yet closed by
+/// an empty line.
+pub fn is_incomplete(src: &str) -> bool {
+    let lexed = lexer::lex(FileId(0), src);
+    if lexed.open_bracket || lexed.open_triple || lexed.trailing_backslash {
+        return true;
+    }
+    let toks = &lexed.tokens;
+    let significant = |t: &&token::Token| !matches!(t.kind, Tok::Newline | Tok::Dedent | Tok::Eof);
+    let Some(last) = toks.iter().rev().find(significant) else {
+        return false;
+    };
+    if last.kind == Tok::Colon {
+        return true;
+    }
+    // The first token of the last logical line.
+    let last_idx = toks.iter().rposition(|t| std::ptr::eq(t, last)).unwrap_or(0);
+    let line_start = toks[..last_idx]
+        .iter()
+        .rposition(|t| t.kind == Tok::Newline)
+        .map(|i| i + 1)
+        .unwrap_or(0);
+    let first = toks[line_start..].iter().find(|t| !matches!(t.kind, Tok::Indent | Tok::Dedent));
+    if matches!(first, Some(t) if t.kind == Tok::At) {
+        return true;
+    }
+    if lexed.open_blocks > 0 {
+        // A block is open: it ends with an empty line.
+        let trimmed = src.trim_end_matches([' ', '\t', '\r']);
+        let ends_blank = trimmed.ends_with("\n\n") || trimmed.ends_with("\n\r\n");
+        return !ends_blank;
+    }
+    false
+}
