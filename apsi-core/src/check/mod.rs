@@ -37,6 +37,7 @@
 
 mod annot;
 mod calls;
+mod entry;
 mod guard;
 mod load;
 mod names;
@@ -46,6 +47,7 @@ mod suggest;
 mod walk;
 
 pub use annot::DTYPES;
+pub use entry::{check_source, load};
 pub use guard::{permission_error, scan_units as scan_capabilities, CapabilityUse, CAPABILITIES};
 pub use load::{check_source_with, load_with, LoadOptions, ParseFn};
 pub use resolve::{default_packages_dir, KNOWN_MODULES};

@@ -1,36 +1,49 @@
 //! "Did you mean …?" suggestions by edit distance.
 
-/// Levenshtein distance between two strings, by characters.
+/// Edit distance between two strings, by characters: insertions,
+/// deletions, substitutions and swaps of two neighbours each cost one
+/// (optimal string alignment).
 pub fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.chars().enumerate() {
-        cur[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
+    let w = b.len() + 1;
+    let mut d = vec![0usize; (a.len() + 1) * w];
+    for i in 0..=a.len() {
+        d[i * w] = i;
     }
-    prev[b.len()]
+    for (j, cell) in d.iter_mut().enumerate().take(w) {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[(i - 1) * w + j - 1] + cost).min(d[(i - 1) * w + j] + 1).min(d[i * w + j - 1] + 1);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[(i - 2) * w + j - 2] + 1);
+            }
+            d[i * w + j] = v;
+        }
+    }
+    d[a.len() * w + b.len()]
 }
 
 /// The candidate closest to `name`, if it is close enough to be a likely typo
-/// (at most a third of the name's length, at least one edit; a different
-/// capitalisation always counts). Ties go to the alphabetically first.
+/// (names of three or more characters may be a third of their length off,
+/// at least one edit; a different capitalisation always counts). Ties go to
+/// the alphabetically first.
 pub fn closest<'a, I>(name: &str, candidates: I) -> Option<String>
 where
     I: IntoIterator<Item = &'a str>,
 {
-    let limit = (name.chars().count() / 3).max(1);
+    let len = name.chars().count();
+    let limit = if len < 3 { 0 } else { ((len + 1) / 3).max(1) };
     let mut best: Option<(usize, &str)> = None;
     for c in candidates {
         if c == name {
             continue;
         }
         let d = if c.eq_ignore_ascii_case(name) { 0 } else { edit_distance(name, c) };
-        if d > limit {
+        if d > limit || (d == 0 && !c.eq_ignore_ascii_case(name)) {
             continue;
         }
         let better = match best {
@@ -54,13 +67,16 @@ mod tests {
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(edit_distance("abc", ""), 3);
         assert_eq!(edit_distance("πx", "πy"), 1);
+        assert_eq!(edit_distance("pritn", "print"), 1);
     }
 
     #[test]
     fn picks_close_names_only() {
         assert_eq!(closest("pritn", ["print", "len"]), Some("print".into()));
         assert_eq!(closest("undefined_name", ["undefined_nam", "f"]), Some("undefined_nam".into()));
-        assert_eq!(closest("x", ["y", "xy"]), Some("xy".into()));
+        assert_eq!(closest("x", ["y", "xy", "e"]), None);
+        assert_eq!(closest("X", ["x"]), Some("x".into()));
+        assert_eq!(closest("lenn", ["len", "lens"]), Some("len".into()));
         assert_eq!(closest("zzzz", ["print", "len"]), None);
         assert_eq!(closest("Print", ["print"]), Some("print".into()));
         assert_eq!(closest("len", ["len"]), None);
