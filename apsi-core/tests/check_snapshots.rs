@@ -217,7 +217,7 @@ fn repl_scope_accumulates_names() {
     let env = env(&[]);
     let sources = Arc::new(SourceMap::new());
     let mut scope = ReplScope::new(FIXTURES);
-    let mut input = |text: &str, scope: &mut ReplScope| {
+    let input = |text: &str, scope: &mut ReplScope| {
         let file = sources.add("<repl>", text);
         let (tree, errs) = syntax::parse(file, text);
         assert!(errs.is_empty(), "{text}");

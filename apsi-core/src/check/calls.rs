@@ -106,33 +106,9 @@ fn name_list(names: &[&str]) -> String {
     }
 }
 
-/// `f(a=1, a=2)`: Python's "keyword argument repeated".
-pub(crate) fn check_repeated_keywords(args: &[Arg]) -> Vec<Diagnostic> {
-    let mut seen: Vec<&str> = Vec::new();
-    let mut out = Vec::new();
-    for a in args {
-        if let Arg::Keyword(k, _) = a {
-            if seen.contains(&k.name.as_str()) {
-                out.push(
-                    Diagnostic::new(ErrorKind::SyntaxError, format!("keyword argument repeated: {}", k.name))
-                        .label(k.span, "given a second time here")
-                        .help("pass each keyword argument once"),
-                );
-            } else {
-                seen.push(&k.name);
-            }
-        }
-    }
-    out
-}
-
 /// Checks a call against the callee's signature. Reports the first arity
 /// problem (as Python does) and every literal of the wrong type.
 pub(crate) fn check_call(def: Def<'_>, call: Span, args: &[Arg]) -> Vec<Diagnostic> {
-    let repeated = check_repeated_keywords(args);
-    if !repeated.is_empty() {
-        return repeated;
-    }
     let sig = sig_of(def);
     let fname = format!("{}()", sig.name.name);
     let has_star = args.iter().any(|a| matches!(a, Arg::Star(_)));

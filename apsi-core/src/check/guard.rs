@@ -92,8 +92,9 @@ impl<'a> Visitor<'a> for Scan<'_> {
 
 /// The one `PermissionError` for every use of a capability not in
 /// `env.allowed`, or `None` when everything used is allowed. `program` is
-/// the main file as the user named it (for the rerun command).
-pub fn permission_error(uses: &[CapabilityUse], env: &CheckEnv, program: &str) -> Option<Diagnostic> {
+/// the main file as the user named it (for the rerun command); `None` for
+/// the REPL.
+pub fn permission_error(uses: &[CapabilityUse], env: &CheckEnv, program: Option<&str>) -> Option<Diagnostic> {
     let allowed = |c: &str| env.allowed.iter().any(|a| a == c || a == "all");
     let missing: Vec<&CapabilityUse> = uses.iter().filter(|u| !allowed(&u.capability)).collect();
     if missing.is_empty() {
@@ -130,5 +131,13 @@ pub fn permission_error(uses: &[CapabilityUse], env: &CheckEnv, program: &str) -
         })
         .collect();
     d = d.note(format!("the Guard checks every function, called or not, before anything runs; these flags let it {}", what.join(" and ")));
-    Some(d.help(format!("if you trust this program, run it again with: apsi run {} {program} (or --allow-all)", flags.join(" "))))
+    let flags = flags.join(" ");
+    let help = match program {
+        Some(program) => {
+            let shown = if program.contains(char::is_whitespace) { format!("\"{program}\"") } else { program.to_string() };
+            format!("if you trust this program, run it again with: apsi run {flags} {shown} (or --allow-all)")
+        }
+        None => format!("if you trust this code, restart the REPL with: apsi repl {flags} (or --allow-all)"),
+    };
+    Some(d.help(help))
 }

@@ -45,6 +45,10 @@ struct Loader<'e, 'p> {
     broken: FxHashSet<FileId>,
     /// Order in which files were first read (for sorting diagnostics).
     file_order: Vec<FileId>,
+    /// Files with an unqualified `use` that could not be resolved: the
+    /// missing module could export any name, so unknown names are not
+    /// reported there (the `ModuleNotFoundError` is).
+    open_files: FxHashSet<FileId>,
 }
 
 fn describe_io(e: &std::io::Error) -> String {
@@ -133,6 +137,7 @@ impl<'e, 'p> Loader<'e, 'p> {
             diags: Vec::new(),
             broken: FxHashSet::default(),
             file_order: Vec::new(),
+            open_files: FxHashSet::default(),
         }
     }
 
@@ -148,7 +153,8 @@ impl<'e, 'p> Loader<'e, 'p> {
         let main_place = self.main.clone();
         self.add_unit(tree, file, path, syntax, "__main__".to_string(), display_name.to_string(), &main_place);
 
-        let shared = names::Shared::new(&self.units, self.env, repl);
+        let mut shared = names::Shared::new(&self.units, self.env, repl);
+        shared.open_files = std::mem::take(&mut self.open_files);
         let mut found = std::mem::take(&mut self.diags);
         for (i, unit) in self.units.iter().enumerate() {
             if self.broken.contains(&unit.file) {
@@ -165,7 +171,8 @@ impl<'e, 'p> Loader<'e, 'p> {
         };
         found.sort_by_key(rank);
         let uses = guard::scan_units(&self.units, self.env);
-        if let Some(d) = guard::permission_error(&uses, self.env, display_name) {
+        let program = if repl.is_some() { None } else { Some(display_name) };
+        if let Some(d) = guard::permission_error(&uses, self.env, program) {
             found.push(d);
         }
         if found.is_empty() {
@@ -196,8 +203,12 @@ impl<'e, 'p> Loader<'e, 'p> {
         self.stack.push((path.clone(), display));
         let mut uses = Vec::new();
         for (span, ids, alias) in collect_uses(&tree) {
-            if let Some(ru) = self.resolve_use(span, &ids, alias.as_ref(), importer) {
-                uses.push(ru);
+            match self.resolve_use(span, &ids, alias.as_ref(), importer) {
+                Some(ru) => uses.push(ru),
+                None if alias.is_none() => {
+                    self.open_files.insert(file);
+                }
+                None => {}
             }
         }
         self.stack.pop();

@@ -44,6 +44,8 @@ mod names;
 mod resolve;
 mod scope;
 mod suggest;
+#[cfg(test)]
+mod tests;
 mod walk;
 
 pub use annot::DTYPES;

@@ -13,7 +13,7 @@ use super::calls;
 use super::scope::{module_scope, Binding, Def, ScopeInfo};
 use super::suggest::closest;
 use super::{CheckEnv, ReplScope, ResolvedUse, Unit, UseTarget};
-use crate::diagnostic::{Diagnostic, Span};
+use crate::diagnostic::{Diagnostic, FileId, Span};
 use crate::error::ErrorKind;
 use crate::syntax::ast::*;
 use rustc_hash::FxHashSet;
@@ -29,6 +29,9 @@ pub(crate) struct Shared<'a> {
     /// Prelude names plus the always-present ones (argv, error kinds, dtypes).
     pub builtins: FxHashSet<String>,
     pub repl: Option<&'a ReplScope>,
+    /// Files where unknown names are not reported (an unqualified `use`
+    /// there failed, and the missing module could define them).
+    pub open_files: FxHashSet<FileId>,
 }
 
 impl<'a> Shared<'a> {
@@ -36,14 +39,16 @@ impl<'a> Shared<'a> {
         let module_infos: Vec<ScopeInfo<'a>> = units.iter().map(|u| module_scope(&u.ast)).collect();
         let exports = units.iter().map(|u| super::scope::file_exports(&u.ast)).collect();
         let mut builtins: FxHashSet<String> = env.prelude.iter().cloned().collect();
+        // `argv` and `native` (`@native` needs no `use`) are always there.
         builtins.insert("argv".to_string());
+        builtins.insert("native".to_string());
         for k in ErrorKind::ALL {
             builtins.insert(k.name().to_string());
         }
         for d in super::annot::DTYPES {
             builtins.insert(d.to_string());
         }
-        Shared { units, env, module_infos, exports, builtins, repl }
+        Shared { units, env, module_infos, exports, builtins, repl, open_files: FxHashSet::default() }
     }
 
     fn export_list(&self, target: &UseTarget) -> &[String] {
@@ -189,6 +194,7 @@ impl<'s, 'a> Checker<'s, 'a> {
 
     fn read_name(&mut self, name: &str, span: Span) {
         match self.resolve(name) {
+            Res::Missing if self.shared.open_files.contains(&self.unit.file) => {}
             Res::Missing => {
                 let candidates = self.visible_names();
                 let hint = match closest(name, candidates) {
@@ -493,8 +499,6 @@ impl<'s, 'a> Checker<'s, 'a> {
                 }
                 if let Some(def) = self.callee(func) {
                     self.diags.extend(calls::check_call(def, e.span, args));
-                } else {
-                    self.diags.extend(calls::check_repeated_keywords(args));
                 }
             }
             ExprKind::Lambda { params, body } => {
