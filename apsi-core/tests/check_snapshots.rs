@@ -236,3 +236,17 @@ fn repl_scope_accumulates_names() {
     assert!(input("y = 2\nprint(zz)", &mut scope).is_err());
     assert!(!scope.names.contains("y"));
 }
+
+#[test]
+fn calls_into_file_modules_are_checked() {
+    let (res, sources) = load("modules/bad_calls.apsi", &env(&[]));
+    let ds = res.expect_err("two bad calls");
+    let messages: Vec<&str> = ds.iter().map(|d| d.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        ["circumference() missing 1 required positional argument: 'r'", "circumference() takes 1 positional argument but 2 were given"]
+    );
+    // The definition is labelled in the module's own file.
+    let out = render_all(&ds, &sources, false);
+    assert!(out.contains("::: modules/lib/geometry.apsi:3:5") || out.contains("::: modules\\lib\\geometry.apsi:3:5"), "{out}");
+}

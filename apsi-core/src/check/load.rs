@@ -231,7 +231,7 @@ impl<'e, 'p> Loader<'e, 'p> {
         let found = find_module(path, span, importer, &self.main, self.packages.as_deref(), self.env);
         let target = match found {
             Err(d) => {
-                self.diags.push(d);
+                self.diags.push(*d);
                 return None;
             }
             Ok(Found::Builtin(name)) => UseTarget::Builtin(name),

@@ -48,11 +48,11 @@ pub(crate) fn find_module(
     main: &Place,
     packages: Option<&Path>,
     env: &CheckEnv,
-) -> Result<Found, Diagnostic> {
+) -> Result<Found, Box<Diagnostic>> {
     let dotted: Vec<&str> = path.iter().map(|i| i.name.as_str()).collect();
     let full = dotted.join(".");
     if dotted.is_empty() {
-        return Err(Diagnostic::new(ErrorKind::SyntaxError, "`use` needs a module name").at(span));
+        return Err(Box::new(Diagnostic::new(ErrorKind::SyntaxError, "`use` needs a module name").at(span)));
     }
     if let [single] = dotted.as_slice() {
         if env.builtin_modules.iter().any(|m| m.name == *single) {
@@ -98,7 +98,7 @@ pub(crate) fn find_module(
             tried.push(show(&c));
         }
     }
-    Err(not_found(&full, &dotted, span, &tried, packages, env))
+    Err(Box::new(not_found(&full, &dotted, span, &tried, packages, env)))
 }
 
 fn not_found(

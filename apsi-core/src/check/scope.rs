@@ -200,7 +200,7 @@ pub fn file_exports(m: &Module) -> Vec<String> {
     let mut names: Vec<String> = info
         .bindings
         .iter()
-        .filter(|(name, b)| !name.starts_with('_') && !(b.count == 1 && b.use_span.is_some()))
+        .filter(|(name, b)| !name.starts_with('_') && b.use_span.is_none())
         .map(|(name, _)| name.clone())
         .collect();
     names.sort();

@@ -236,3 +236,34 @@ fn file_exports_rules() {
     let (tree, _) = crate::syntax::parse(crate::diagnostic::FileId(0), src);
     assert_eq!(file_exports(&tree), ["G", "S", "X", "Y", "f"]);
 }
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    const PIECES: &[&str] = &[
+        "x = 1\n", "def f(a, b=1, *r, k, **kw):\n", "    return a\n", "    nonlocal q\n", "parallel for i in range(3):\n",
+        "    break\n", "    continue\n", "for j in xs:\n", "struct S:\n", "    t: Tensor[N, f9]\n", "    def m(self):\n",
+        "        return self\n", "f(1, 2, 3, z=4)\n", "S(1, 2)\n", "use alpha\n", "use nowhere.deep as d\n", "use beta\n",
+        "print(shared)\n", "global g\n", "y = [v for v in w]\n", "lambda: zz\n", "read_text(\"https://x\")\n",
+        "try:\n", "    pass\n", "except E as e:\n", "with a as (b, c):\n", "if x:\n", "else:\n", "  \n", "\t\n", "(\n", ")\n",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+        #[test]
+        fn checker_never_panics(idx in proptest::collection::vec(0..PIECES.len(), 0..30)) {
+            let src: String = idx.iter().map(|&i| PIECES[i]).collect();
+            let sources = Arc::new(SourceMap::new());
+            let file = sources.add("fuzz.apsi", src.as_str());
+            let (tree, _) = crate::syntax::parse(file, &src);
+            let nowhere = std::path::PathBuf::from("/nonexistent-apsi-check-test");
+            let mut scope = ReplScope::new(&nowhere);
+            let opts = LoadOptions { packages_dir: Some(nowhere), parser: &crate::syntax::parse };
+            if let Err(ds) = check_source_with(tree, file, &env(), &mut scope, sources.clone(), &opts) {
+                let text = crate::diagnostic::render_all(&ds, &sources, true);
+                prop_assert!(!text.is_empty());
+            }
+        }
+    }
+}

@@ -122,7 +122,7 @@ pub fn render(d: &Diagnostic, sources: &SourceMap, color: bool) -> String {
     }
 
     let has_source = !groups.is_empty();
-    let indent = if has_source { format!("{blank}") } else { String::new() };
+    let indent = if has_source { blank.clone() } else { String::new() };
     for note in &d.notes {
         write_tail(&mut out, &p, &indent, "note", note, BOLD);
     }
