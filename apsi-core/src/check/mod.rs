@@ -19,13 +19,27 @@
 //!   (kept in [`ReplScope`]); on success the scope learns the input's names.
 //!   Its `Program` holds the file modules the input uses (again, even if an
 //!   earlier input loaded them: a module runs once per process, so the VM
-//!   skips a unit whose `path` it has already run) and the input itself last.
+//!   skips a module unit whose `path` it has already run) and the input
+//!   itself last (name `__main__`, path `<base_dir>/<repl>`; always run it).
+//!   The caller reports the snippet's own syntax errors before calling.
 //! - [`file_exports`] — the names a file module exports (the VM binds the
 //!   same ones unqualified): its top-level names except `use` bindings and
 //!   `_private` ones.
 //! - [`DTYPES`], [`KNOWN_MODULES`], [`default_packages_dir`],
 //!   [`scan_capabilities`] / [`permission_error`] (the Guard, for a caller
 //!   that wants to run it on its own).
+//!
+//! Names always known besides `env.prelude`: `argv`, `native` (`@native`
+//! needs no `use`), every error kind (`ValueError`, …) and every dtype
+//! (`f32`, `bf16`, …). `env.allowed` may also hold `all`.
+//!
+//! Diagnostic kinds produced: `SyntaxError` (the parser's; misplaced
+//! `break`/`continue`/`return`/`nonlocal`; `break`/`return` in `parallel
+//! for`), `NameError`, `TypeError` (calls, literal arguments and defaults,
+//! `Tensor[…]` annotations), `ModuleNotFoundError`, `IOError` (unreadable
+//! main file or module), `Error` (a `use` cycle), `PermissionError` (Guard).
+//! Files with syntax errors get no further checks (they would mislead), and
+//! a file whose unqualified `use` failed gets no unknown-name errors.
 //!
 //! # Rules the checker enforces (see each module)
 //! - names: `names` (Python scoping; a read of a name bound nowhere visible
@@ -56,9 +70,9 @@ pub use resolve::{default_packages_dir, KNOWN_MODULES};
 pub use scope::file_exports;
 pub use suggest::{closest, edit_distance};
 
-use std::collections::BTreeSet;
 use crate::diagnostic::{FileId, SourceMap, Span};
 use crate::syntax::ast;
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
