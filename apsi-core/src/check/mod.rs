@@ -29,8 +29,8 @@
 //!   [`scan_capabilities`] / [`permission_error`] (the Guard, for a caller
 //!   that wants to run it on its own).
 //!
-//! Names always known besides `env.prelude`: `argv`, `native` (`@native`
-//! needs no `use`), every error kind (`ValueError`, …) and every dtype
+//! Names always known besides `env.prelude`: `argv`, `Tensor`, `native`
+//! (`@native` needs no `use`), every error kind (`ValueError`, …) and every dtype
 //! (`f32`, `bf16`, …). `env.allowed` may also hold `all`.
 //!
 //! Diagnostic kinds produced: `SyntaxError` (the parser's; misplaced

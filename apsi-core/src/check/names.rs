@@ -39,9 +39,11 @@ impl<'a> Shared<'a> {
         let module_infos: Vec<ScopeInfo<'a>> = units.iter().map(|u| module_scope(&u.ast)).collect();
         let exports = units.iter().map(|u| super::scope::file_exports(&u.ast)).collect();
         let mut builtins: FxHashSet<String> = env.prelude.iter().cloned().collect();
-        // `argv` and `native` (`@native` needs no `use`) are always there.
-        builtins.insert("argv".to_string());
-        builtins.insert("native".to_string());
+        // `argv`, `native` (`@native` needs no `use`) and the `Tensor` type
+        // are always there.
+        for name in ["argv", "native", "Tensor"] {
+            builtins.insert(name.to_string());
+        }
         for k in ErrorKind::ALL {
             builtins.insert(k.name().to_string());
         }
