@@ -5,7 +5,7 @@
 
 use super::ast::*;
 use super::literal;
-use super::parser::Parser;
+use super::parser::{Parser, MAX_HEIGHT};
 use super::token::Tok;
 use crate::diagnostic::Span;
 
@@ -175,20 +175,45 @@ impl<'a> Parser<'a> {
     }
 
     /// Precedence climbing from `or` up to `**`.
+    ///
+    /// Tree height is tracked through `self.hw` (the greatest height of the
+    /// expressions finished since it was last reset): every call of `bp`
+    /// leaves max(previous, height of its result) there, so left-nested
+    /// chains (`a + b + …`, `f()()…`, `a.b.c…`) cannot build a tree deeper
+    /// than [`MAX_HEIGHT`] — later passes recurse over the tree.
     fn bp(&mut self, min: u8) -> Expr {
         if !self.enter() {
             self.leave();
             let span = self.tok_span(self.tok());
             return err_expr(span);
         }
-        let e = self.bp_inner(min);
+        let saved = std::mem::replace(&mut self.hw, 0);
+        let (e, h) = self.bp_inner(min);
+        self.hw = saved.max(h);
         self.leave();
         e
     }
 
-    fn bp_inner(&mut self, min: u8) -> Expr {
+    /// The height of a node whose children were just parsed: one more than
+    /// the tallest of `h` and what `self.hw` recorded. Reports "nested too
+    /// deeply" past [`MAX_HEIGHT`].
+    fn grow(&mut self, h: u32) -> u32 {
+        let h = h.max(std::mem::take(&mut self.hw)).saturating_add(1);
+        if h > MAX_HEIGHT && !self.panicking {
+            let span = self.tok_span(self.tok());
+            self.error(
+                span,
+                format!("nested too deeply (an expression more than {MAX_HEIGHT} operations deep)"),
+                Some("split the expression into several statements with intermediate variables".to_string()),
+            );
+        }
+        h
+    }
+
+    fn bp_inner(&mut self, min: u8) -> (Expr, u32) {
         let t = self.tok();
         let start = t.start;
+        let mut h = 0u32;
         let mut lhs = match t.kind {
             Tok::Not => {
                 self.bump();
@@ -212,9 +237,14 @@ impl<'a> Parser<'a> {
             }
             _ => {
                 let a = self.atom();
-                self.postfix(a)
+                h = self.grow(0);
+                self.postfix(a, &mut h)
             }
         };
+        if h == 0 {
+            // A prefix operator: one above its operand.
+            h = self.grow(0);
+        }
         loop {
             if self.panicking {
                 break;
@@ -229,6 +259,7 @@ impl<'a> Parser<'a> {
                     self.bump();
                     let right = self.bp(bp + 1);
                     lhs = Expr { kind: ExprKind::BoolOp { op, left: Box::new(lhs), right: Box::new(right) }, span: self.since(start) };
+                    h = self.grow(h);
                 }
                 Tok::Eq | Tok::NotEq | Tok::Lt | Tok::LtE | Tok::Gt | Tok::GtE | Tok::In | Tok::Is | Tok::Not => {
                     if BP_CMP < min || (k == Tok::Not && self.peek_at(1) != Tok::In) {
@@ -243,6 +274,7 @@ impl<'a> Parser<'a> {
                         }
                     }
                     lhs = Expr { kind: ExprKind::Compare { left: Box::new(lhs), ops }, span: self.since(start) };
+                    h = self.grow(h);
                 }
                 Tok::PipeGt => {
                     if BP_PIPE < min {
@@ -251,6 +283,7 @@ impl<'a> Parser<'a> {
                     self.bump();
                     let rhs = self.bp(BP_PIPE + 1);
                     lhs = self.pipe(lhs, rhs, start);
+                    h = self.grow(h);
                 }
                 Tok::DotDot => {
                     if BP_RANGE < min {
@@ -259,6 +292,7 @@ impl<'a> Parser<'a> {
                     self.bump();
                     let end = self.bp(BP_RANGE + 1);
                     lhs = Expr { kind: ExprKind::Range { start: Box::new(lhs), end: Box::new(end) }, span: self.since(start) };
+                    h = self.grow(h);
                 }
                 _ => {
                     let Some((op, bp)) = binop_of(k) else { break };
@@ -269,10 +303,11 @@ impl<'a> Parser<'a> {
                     // `**` is right-associative and its right operand may be unary.
                     let right = if op == BinOp::Pow { self.bp(BP_UNARY) } else { self.bp(bp + 1) };
                     lhs = Expr { kind: ExprKind::BinOp { op, left: Box::new(lhs), right: Box::new(right) }, span: self.since(start) };
+                    h = self.grow(h);
                 }
             }
         }
-        lhs
+        (lhs, h)
     }
 
     /// `-9223372036854775808` is the literal i64::MIN (the positive literal
@@ -331,7 +366,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Calls, indexing and attribute access after an atom.
-    fn postfix(&mut self, mut e: Expr) -> Expr {
+    fn postfix(&mut self, mut e: Expr, h: &mut u32) -> Expr {
         let start = e.span.start;
         loop {
             if self.panicking {
@@ -342,16 +377,21 @@ impl<'a> Parser<'a> {
                     self.bump();
                     let args = self.call_args();
                     e = Expr { kind: ExprKind::Call { func: Box::new(e), args }, span: self.since(start) };
+                    *h = self.grow(*h);
                 }
                 Tok::LBracket => {
                     self.bump();
                     let index = self.subscript();
                     e = Expr { kind: ExprKind::Index { value: Box::new(e), index: Box::new(index) }, span: self.since(start) };
+                    *h = self.grow(*h);
                 }
                 Tok::Dot => {
                     self.bump();
                     match self.expect_name("an attribute name after '.'") {
-                        Some(attr) => e = Expr { kind: ExprKind::Attribute { value: Box::new(e), attr }, span: self.since(start) },
+                        Some(attr) => {
+                            e = Expr { kind: ExprKind::Attribute { value: Box::new(e), attr }, span: self.since(start) };
+                            *h = self.grow(*h);
+                        }
                         None => return err_expr(self.since(start)),
                     }
                 }
@@ -432,7 +472,7 @@ impl<'a> Parser<'a> {
 
     /// The inside of `[…]` after a value, up to and including `]`.
     fn subscript(&mut self) -> Expr {
-        let start = self.tok().start;
+        let start = self.prev_end().saturating_sub(1);
         let mut items = Vec::new();
         let mut comma = false;
         while self.peek() != Tok::RBracket && !self.panicking {

@@ -189,7 +189,10 @@ impl<'a> Parser<'a> {
         };
         self.too_deep |= sub.too_deep;
         let diags = std::mem::take(&mut sub.diags);
-        for d in diags {
+        for mut d in diags {
+            if let Some(m) = d.message.strip_suffix("found end of file") {
+                d.message = format!("{m}found the end of the f-string field");
+            }
             if !self.panicking {
                 self.diags.push(d);
             }

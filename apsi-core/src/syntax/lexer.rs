@@ -24,6 +24,9 @@ pub struct Lexed {
     pub trailing_backslash: bool,
     /// How many indented blocks were still open at the end of the input.
     pub open_blocks: usize,
+    /// Byte ranges from an unclosed bracket to where the lexer gave up on it
+    /// (a reported error); parser errors inside them are consequences.
+    pub unclosed: Vec<(u32, u32)>,
 }
 
 /// Lexes a whole file.
@@ -50,6 +53,8 @@ struct Lexer<'a> {
     indents: Vec<u32>,
     at_line_start: bool,
     reported_tab: bool,
+    /// Indentation of the current logical line.
+    line_indent: u32,
 }
 
 fn is_ident_start(c: u8) -> bool {
@@ -75,6 +80,7 @@ impl<'a> Lexer<'a> {
             indents: vec![0],
             at_line_start: !nested,
             reported_tab: false,
+            line_indent: 0,
         }
     }
 
@@ -123,6 +129,9 @@ impl<'a> Lexer<'a> {
                     }
                 }
                 b'\n' => {
+                    if !self.brackets.is_empty() && !self.nested && self.next_line_is_statement() {
+                        self.close_brackets(self.pos + 1);
+                    }
                     if self.brackets.is_empty() && !self.nested {
                         if self.needs_newline() {
                             self.push(Tok::Newline, self.pos, self.pos + 1);
@@ -197,6 +206,7 @@ impl<'a> Lexer<'a> {
                 _ => {}
             }
             self.pos = p;
+            self.line_indent = col;
             if let Some(t) = tab {
                 if !self.reported_tab {
                     self.reported_tab = true;
@@ -259,6 +269,7 @@ impl<'a> Lexer<'a> {
                 "unexpected character after line continuation character '\\'",
                 Some("a backslash outside a string must be the last character of its line"),
             );
+            self.push(Tok::Bad, start, start + 1);
         }
     }
 
@@ -372,6 +383,7 @@ impl<'a> Lexer<'a> {
             let ch = self.src[start..].chars().next().unwrap_or('\u{0}');
             self.pos += ch.len_utf8().max(1);
             self.error(start, self.pos, format!("unexpected character '{ch}'"), None);
+            self.push(Tok::Bad, start, self.pos);
             return;
         }
         let text = &self.src[start..self.pos];
@@ -511,6 +523,7 @@ impl<'a> Lexer<'a> {
                     _ => None,
                 };
                 self.error(start, self.pos, format!("unexpected character '{}'", ch.escape_debug()), help);
+                self.push(Tok::Bad, start, self.pos);
                 return;
             }
         };
@@ -525,22 +538,66 @@ impl<'a> Lexer<'a> {
         self.push(kind, start, start + len);
     }
 
+    /// Whether the line after the newline at `self.pos` starts a statement
+    /// that cannot continue an expression (so an open bracket was
+    /// forgotten): a statement keyword, indented no deeper than the line
+    /// that opened the bracket.
+    fn next_line_is_statement(&self) -> bool {
+        let mut p = self.pos + 1;
+        let mut col = 0u32;
+        while p < self.end && self.b[p] == b' ' {
+            p += 1;
+            col += 1;
+        }
+        if col > self.line_indent {
+            return false;
+        }
+        let w0 = p;
+        while p < self.end && self.b[p].is_ascii_alphabetic() {
+            p += 1;
+        }
+        let word = &self.src[w0..p];
+        if p < self.end && is_ident_continue(self.b[p]) {
+            return false;
+        }
+        match word {
+            "def" | "struct" | "class" | "return" | "while" | "try" | "with" | "use" | "pass" | "break" | "continue"
+            | "raise" | "global" | "nonlocal" | "assert" | "except" | "finally" | "elif" | "import" => true,
+            "if" | "for" | "else" => {
+                // A block header: the line ends with ':'.
+                let line_end = self.src[p..self.end].find('\n').map(|i| p + i).unwrap_or(self.end);
+                self.src[p..line_end].trim_end().ends_with(':')
+            }
+            _ => false,
+        }
+    }
+
+    /// Reports the outermost open bracket as never closed and forgets all
+    /// open brackets; parser errors up to `upto` are suppressed.
+    fn close_brackets(&mut self, upto: usize) {
+        if let Some(&(c, at)) = self.brackets.first() {
+            let at = at as usize;
+            self.error(
+                at,
+                at + 1,
+                format!("'{}' was never closed", c as char),
+                Some(match c {
+                    b'(' => "add the matching ')'",
+                    b'[' => "add the matching ']'",
+                    _ => "add the matching '}'",
+                }),
+            );
+            self.out.unclosed.push((at as u32, upto as u32));
+        }
+        self.brackets.clear();
+    }
+
     fn finish(mut self) -> Lexed {
         let end = self.end;
-        if let Some(&(c, at)) = self.brackets.first() {
+        if !self.brackets.is_empty() {
             self.out.open_bracket = true;
             if !self.nested {
-                let at = at as usize;
-                self.error(
-                    at,
-                    at + 1,
-                    format!("'{}' was never closed", c as char),
-                    Some(match c {
-                        b'(' => "add the matching ')'",
-                        b'[' => "add the matching ']'",
-                        _ => "add the matching '}'",
-                    }),
-                );
+                self.close_brackets(end + 1);
             }
         }
         if !self.nested {

@@ -13,7 +13,7 @@ pub mod literal;
 mod parser;
 pub mod token;
 
-pub use parser::MAX_DEPTH;
+pub use parser::{MAX_DEPTH, MAX_HEIGHT};
 
 use crate::diagnostic::{Diagnostic, FileId};
 use token::Tok;

@@ -17,6 +17,10 @@ use crate::error::ErrorKind;
 /// How deeply blocks and expressions may nest before "nested too deeply".
 pub const MAX_DEPTH: u32 = 200;
 
+/// How tall an expression tree may grow (long left-nested chains such as
+/// `a + b + …` are built by loops, not recursion, so they are counted apart).
+pub const MAX_HEIGHT: u32 = 1000;
+
 pub struct Parser<'a> {
     pub(super) file: FileId,
     pub(super) src: &'a str,
@@ -29,18 +33,16 @@ pub struct Parser<'a> {
     /// In panic mode: errors are not recorded until the statement resyncs.
     pub(super) panicking: bool,
     pub(super) too_deep: bool,
-    /// Parser errors at or after this offset are dropped (an unclosed
-    /// bracket was reported there and everything after it is one line).
-    suppress_from: Option<u32>,
+    /// Height bookkeeping for expression trees (see `expr.rs`).
+    pub(super) hw: u32,
+    /// Parser errors in these ranges are dropped (an unclosed bracket was
+    /// reported at the start of each).
+    suppress: Vec<(u32, u32)>,
 }
 
 impl<'a> Parser<'a> {
     pub fn new(file: FileId, src: &'a str, lexed: Lexed) -> Parser<'a> {
-        let suppress_from = if lexed.open_bracket {
-            lexed.diags.iter().find(|d| d.message.ends_with("was never closed")).and_then(|d| d.primary_span()).map(|s| s.start)
-        } else {
-            None
-        };
+        let suppress = lexed.unclosed;
         let mut toks = lexed.tokens;
         if toks.last().map(|t| t.kind) != Some(Tok::Eof) {
             let end = src.len() as u32;
@@ -57,7 +59,8 @@ impl<'a> Parser<'a> {
             depth: 0,
             panicking: false,
             too_deep: false,
-            suppress_from,
+            hw: 0,
+            suppress,
         }
     }
 
@@ -134,10 +137,8 @@ impl<'a> Parser<'a> {
     /// Records a syntax error without entering panic mode (the statement
     /// parsed; only a rule about it was broken).
     pub(super) fn report(&mut self, span: Span, msg: impl Into<String>, help: Option<String>) {
-        if let Some(from) = self.suppress_from {
-            if span.start >= from {
-                return;
-            }
+        if self.suppress.iter().any(|&(a, b)| span.start >= a && span.start < b) {
+            return;
         }
         let mut d = Diagnostic::new(ErrorKind::SyntaxError, msg).at(span);
         d.help = help;
@@ -162,10 +163,11 @@ impl<'a> Parser<'a> {
         if self.eat(k) {
             return true;
         }
-        let what = match k.text() {
-            Some(t) => format!("'{t}'{}{context}", if context.is_empty() { "" } else { " " }),
-            None => context.to_string(),
+        let name = match k {
+            Tok::Newline => "end of line".to_string(),
+            _ => k.text().map(|t| format!("'{t}'")).unwrap_or_else(|| format!("{k:?}")),
         };
+        let what = if context.is_empty() { name } else { format!("{name} {context}") };
         let help = match (k, self.peek()) {
             (Tok::Colon, Tok::Assign) => Some("use '==' to compare values".to_string()),
             (Tok::Colon, Tok::Newline) => Some("a line that opens a block ends with ':'".to_string()),
@@ -197,12 +199,15 @@ impl<'a> Parser<'a> {
             if !self.too_deep {
                 self.too_deep = true;
                 let span = self.tok_span(self.tok());
-                self.panicking = false;
-                self.error(
-                    span,
+                // Reported even inside an unclosed bracket's range: it is a
+                // problem of its own.
+                let d = Diagnostic::new(
+                    ErrorKind::SyntaxError,
                     format!("nested too deeply (more than {MAX_DEPTH} levels of brackets, expressions or blocks)"),
-                    Some("split the expression or block into smaller parts".to_string()),
-                );
+                )
+                .at(span)
+                .help("split the expression or block into smaller parts");
+                self.diags.push(d);
             }
             self.panicking = true;
             return false;
@@ -238,7 +243,9 @@ impl<'a> Parser<'a> {
             }
         }
         let end = self.src.len() as u32;
-        (Module { body, span: self.span(0, end) }, self.diags)
+        let mut diags = self.diags;
+        diags.sort_by_key(|d| d.primary_span().map(|s| s.start).unwrap_or(0));
+        (Module { body, span: Span::new(self.file, 0, end) }, diags)
     }
 
     /// Statements up to the DEDENT (or end of file) that closes a block.
@@ -328,12 +335,11 @@ impl<'a> Parser<'a> {
         let t = self.tok();
         let kw = self.text(t).to_string();
         let owner = match t.kind {
-            Tok::Elif => "an 'if'",
-            Tok::Else => "an 'if' (loops have no 'else' in Apsi)",
-            _ => "a 'try'",
+            Tok::Elif | Tok::Else => "'if'",
+            _ => "'try'",
         };
         let span = self.tok_span(t);
-        self.error(span, format!("'{kw}' without {owner} before it"), Some(format!("'{kw}' must follow its block at the same indentation")));
+        self.error(span, format!("'{kw}' without a matching {owner} before it"), Some(format!("'{kw}' must follow the block of its {owner} at the same indentation")));
         Stmt { kind: StmtKind::Error, span }
     }
 
@@ -510,6 +516,21 @@ impl<'a> Parser<'a> {
 
     fn expr_statement(&mut self) -> Stmt {
         let start = self.tok().start;
+        if self.peek() == Tok::Name && matches!(self.peek_at(1), Tok::Name | Tok::Def) {
+            let t = self.tok();
+            let other = match self.text(t) {
+                "class" => Some(("Apsi has no 'class' statement", "declare a record type with 'struct Name:' and its fields")),
+                "import" | "from" => Some(("Apsi has no 'import' statement", "load a module with 'use name' or 'use a.b as m'")),
+                "del" => Some(("Apsi has no 'del' statement", "remove items with xs.pop(i) or d.pop(key)")),
+                "async" => Some(("Apsi has no 'async'", "run work concurrently with 'use parallel' (spawn, channels)")),
+                _ => None,
+            };
+            if let Some((msg, help)) = other {
+                let span = self.tok_span(t);
+                self.error(span, msg, Some(help.to_string()));
+                return Stmt { kind: StmtKind::Error, span };
+            }
+        }
         let first = self.testlist_star();
         let aug = match self.peek() {
             Tok::PlusEq => Some(BinOp::Add),
