@@ -148,3 +148,6 @@ impl Diagnostic {
         self.labels.first().map(|l| l.span)
     }
 }
+
+mod render;
+pub use render::{render, render_all};
