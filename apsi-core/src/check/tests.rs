@@ -267,3 +267,29 @@ mod fuzz {
         }
     }
 }
+
+#[test]
+fn deep_nesting_does_not_overflow() {
+    // Within the parser's nesting limit, and a long flat chain of `+`
+    // (a left-leaning tree as deep as the chain is long; the parser allows 1000).
+    let mut src = String::from("x = 1\ndef f(v):\n    return v\n");
+    for i in 0..150 {
+        src.push_str(&" ".repeat(i));
+        src.push_str("if x:\n");
+    }
+    src.push_str(&" ".repeat(150));
+    src.push_str("pass\n");
+    src.push_str(&format!("y = {}1{}\n", "(".repeat(150), ")".repeat(150)));
+    src.push_str(&format!("w = {}\n", vec!["f(1)"; 990].join(" + ")));
+    src.push_str("print(nope)\n");
+    let sources = Arc::new(SourceMap::new());
+    let file = sources.add("deep.apsi", src.as_str());
+    let (tree, perr) = crate::syntax::parse(file, &src);
+    assert!(perr.is_empty(), "{perr:?}");
+    let nowhere = std::path::PathBuf::from("/nonexistent-apsi-check-test");
+    let mut scope = ReplScope::new(&nowhere);
+    let opts = LoadOptions { packages_dir: Some(nowhere), parser: &crate::syntax::parse };
+    let ds = check_source_with(tree, file, &env(), &mut scope, sources.clone(), &opts).expect_err("nope is unknown");
+    assert_eq!(ds.len(), 1);
+    assert!(crate::diagnostic::render_all(&ds, &sources, false).contains("nope"));
+}
