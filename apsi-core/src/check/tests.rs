@@ -1,5 +1,4 @@
-//! Unit tests of the checker on in-memory programs (through the REPL entry,
-//! which needs no files).
+//! Unit tests of the checker on small programs.
 
 use super::*;
 use crate::diagnostic::{Diagnostic, SourceMap};
@@ -22,15 +21,21 @@ fn env() -> CheckEnv {
     }
 }
 
+/// Checks `src` as a program file (written to a fresh temporary folder).
 fn check_env(src: &str, env: &CheckEnv) -> Vec<Diagnostic> {
-    let sources = Arc::new(SourceMap::new());
-    let file = sources.add("t.apsi", src);
-    let (tree, errs) = crate::syntax::parse(file, src);
+    static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("apsi-check-test-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("t.apsi");
+    std::fs::write(&path, src).expect("write test program");
+    let (_, errs) = crate::syntax::parse(crate::diagnostic::FileId(0), src);
     assert!(errs.is_empty(), "parse errors in test source: {errs:?}");
-    let nowhere = std::path::PathBuf::from("/nonexistent-apsi-check-test");
-    let mut scope = ReplScope::new(&nowhere);
-    let opts = LoadOptions { packages_dir: Some(nowhere), parser: &crate::syntax::parse };
-    match check_source_with(tree, file, env, &mut scope, sources, &opts) {
+    let sources = Arc::new(SourceMap::new());
+    let opts = LoadOptions { packages_dir: Some(dir.join("packages")), parser: &crate::syntax::parse };
+    let result = load_with(&path, "t.apsi", env, sources, &opts);
+    let _ = std::fs::remove_dir_all(&dir);
+    match result {
         Ok(_) => Vec::new(),
         Err(ds) => ds,
     }
@@ -203,7 +208,7 @@ fn guard() {
     assert_eq!(d.kind, ErrorKind::PermissionError);
     assert_eq!(d.message, "this program needs permission it was not given: --allow-python, --allow-net");
     assert_eq!(d.labels.len(), 4);
-    assert!(d.help.as_deref().is_some_and(|h| h.contains("apsi repl --allow-python --allow-net")));
+    assert!(d.help.as_deref().is_some_and(|h| h.contains("apsi run --allow-python --allow-net t.apsi")));
     let mut allowed = env();
     allowed.allowed = strs(&["python", "net"]);
     assert!(check_env("use torchy\nread_text(\"https://a\")\n", &allowed).is_empty());
@@ -228,6 +233,11 @@ fn repl_scope_learns_only_from_clean_inputs() {
     assert!(run("use alpha\nb = only_a", &mut scope).is_ok());
     assert!(run("print(a)", &mut scope).is_err());
     assert!(run("print(b, only_a, alpha)", &mut scope).is_ok());
+    // A function may name what a later input defines; code that runs now may not.
+    assert!(run("def f():\n    return later()\ng = lambda: later2", &mut scope).is_ok());
+    assert!(run("h = [later3 for _ in range(1)]", &mut scope).is_err());
+    let guard = run("use torchy", &mut scope).expect_err("python not allowed");
+    assert!(guard[0].help.as_deref().is_some_and(|h| h.contains("restart the REPL with: apsi repl --allow-python")));
 }
 
 #[test]
