@@ -76,7 +76,9 @@ fn unknown_names_everywhere() {
     // A struct's field is not a name in its methods.
     assert_eq!(messages("struct P:\n    x: int\n    def m(self):\n        return x\n"), ["name 'x' is not defined"]);
     // Inside decorators, defaults, lambdas, f-strings and except clauses.
-    let ds = messages("@deco\ndef f(a=dflt):\n    return f\"{fmt}\"\ng = lambda: lam\ntry:\n    pass\nexcept Nope:\n    pass\n");
+    let ds = messages(
+        "@deco\ndef f(a=dflt):\n    return f\"{fmt}\"\ng = lambda: lam\ntry:\n    pass\nexcept Nope:\n    pass\n",
+    );
     assert_eq!(
         ds,
         [
@@ -137,7 +139,10 @@ fn arity() {
     assert!(m("f(*xs)\nxs = []").is_empty());
     assert!(m("f(1, **kw)\nkw = {}").is_empty());
     assert_eq!(m("f(1, 2, *xs, c=1)\nxs = []"), Vec::<String>::new());
-    assert_eq!(messages("def g(a, b):\n    pass\ng(1, *xs, 2, 3)\nxs = []\n"), ["g() takes 2 positional arguments but at least 3 were given"]);
+    assert_eq!(
+        messages("def g(a, b):\n    pass\ng(1, *xs, 2, 3)\nxs = []\n"),
+        ["g() takes 2 positional arguments but at least 3 were given"]
+    );
     assert_eq!(messages("def g():\n    pass\ng(1)\n"), ["g() takes 0 positional arguments but 1 was given"]);
     assert_eq!(
         messages("def g(a, b, c):\n    pass\ng()\n"),
@@ -150,17 +155,19 @@ fn arity() {
     clean("def g(a):\n    pass\ng = print\ng(1, 2, 3)\n");
     clean("def g(a):\n    pass\ndef h(g):\n    return g(1, 2, 3)\n");
     // A local def is known too; struct constructors.
-    assert_eq!(messages("def o():\n    def i(a):\n        pass\n    i()\n"), ["i() missing 1 required positional argument: 'a'"]);
     assert_eq!(
-        messages("struct P:\n    x: int\n    y: int = 0\nP(1, z=2)\n"),
-        ["P() got an unexpected field 'z'"]
+        messages("def o():\n    def i(a):\n        pass\n    i()\n"),
+        ["i() missing 1 required positional argument: 'a'"]
     );
+    assert_eq!(messages("struct P:\n    x: int\n    y: int = 0\nP(1, z=2)\n"), ["P() got an unexpected field 'z'"]);
     clean("struct P:\n    x: int\n    y: int = 0\nP(y=1, x=2)\n");
 }
 
 #[test]
 fn literal_types() {
-    let m = |src: &str| messages(&format!("def f(n: int, x: float = 0.0, s: str = none, xs: list[int] = []):\n    pass\n{src}\n"));
+    let m = |src: &str| {
+        messages(&format!("def f(n: int, x: float = 0.0, s: str = none, xs: list[int] = []):\n    pass\n{src}\n"))
+    };
     assert!(m("f(1, 2, \"a\", [1])").is_empty());
     assert!(m("f(true, x=1)").is_empty());
     assert_eq!(m("f(\"a\")"), ["f() argument 'n' must be int, not str"]);
@@ -182,17 +189,17 @@ fn tensor_annotations() {
     assert_eq!(messages("def f(a: Tensor[n]):\n    pass\n"), ["unknown dtype 'n' in a Tensor annotation"]);
     assert_eq!(messages("x: list[Tensor[N, f99]] = []\n"), ["unknown dtype 'f99' in a Tensor annotation"]);
     assert_eq!(messages("def f(a: Tensor[f32, f64]):\n    pass\n"), ["a Tensor annotation names at most one dtype"]);
-    assert_eq!(messages("struct S:\n    t: Tensor[N, \"f32\"]\n"), ["a Tensor annotation takes dimensions and a dtype"]);
+    assert_eq!(
+        messages("struct S:\n    t: Tensor[N, \"f32\"]\n"),
+        ["a Tensor annotation takes dimensions and a dtype"]
+    );
 }
 
 #[test]
 fn parallel_for_rules() {
     clean("parallel for i in range(3):\n    if i:\n        continue\n    for j in range(2):\n        break\n");
     clean("def f():\n    parallel for i in range(3):\n        def g():\n            return i\n        g()\n    return 1\n");
-    assert_eq!(
-        messages("parallel for i in range(3):\n    break\n"),
-        ["'break' is not allowed inside 'parallel for'"]
-    );
+    assert_eq!(messages("parallel for i in range(3):\n    break\n"), ["'break' is not allowed inside 'parallel for'"]);
     assert_eq!(
         messages("def f():\n    parallel for i in range(3):\n        while true:\n            return 1\n"),
         ["'return' is not allowed inside 'parallel for'"]
@@ -202,7 +209,9 @@ fn parallel_for_rules() {
 
 #[test]
 fn guard() {
-    let ds = check("use torchy\nx = read_text(\"http://a\")\ny = read_text(f\"https://{x}\")\nprint(list(x, backend=\"torch\"))\n");
+    let ds = check(
+        "use torchy\nx = read_text(\"http://a\")\ny = read_text(f\"https://{x}\")\nprint(list(x, backend=\"torch\"))\n",
+    );
     assert_eq!(ds.len(), 1);
     let d = &ds[0];
     assert_eq!(d.kind, ErrorKind::PermissionError);
@@ -252,11 +261,38 @@ mod fuzz {
     use proptest::prelude::*;
 
     const PIECES: &[&str] = &[
-        "x = 1\n", "def f(a, b=1, *r, k, **kw):\n", "    return a\n", "    nonlocal q\n", "parallel for i in range(3):\n",
-        "    break\n", "    continue\n", "for j in xs:\n", "struct S:\n", "    t: Tensor[N, f9]\n", "    def m(self):\n",
-        "        return self\n", "f(1, 2, 3, z=4)\n", "S(1, 2)\n", "use alpha\n", "use nowhere.deep as d\n", "use beta\n",
-        "print(shared)\n", "global g\n", "y = [v for v in w]\n", "lambda: zz\n", "read_text(\"https://x\")\n",
-        "try:\n", "    pass\n", "except E as e:\n", "with a as (b, c):\n", "if x:\n", "else:\n", "  \n", "\t\n", "(\n", ")\n",
+        "x = 1\n",
+        "def f(a, b=1, *r, k, **kw):\n",
+        "    return a\n",
+        "    nonlocal q\n",
+        "parallel for i in range(3):\n",
+        "    break\n",
+        "    continue\n",
+        "for j in xs:\n",
+        "struct S:\n",
+        "    t: Tensor[N, f9]\n",
+        "    def m(self):\n",
+        "        return self\n",
+        "f(1, 2, 3, z=4)\n",
+        "S(1, 2)\n",
+        "use alpha\n",
+        "use nowhere.deep as d\n",
+        "use beta\n",
+        "print(shared)\n",
+        "global g\n",
+        "y = [v for v in w]\n",
+        "lambda: zz\n",
+        "read_text(\"https://x\")\n",
+        "try:\n",
+        "    pass\n",
+        "except E as e:\n",
+        "with a as (b, c):\n",
+        "if x:\n",
+        "else:\n",
+        "  \n",
+        "\t\n",
+        "(\n",
+        ")\n",
     ];
 
     proptest! {

@@ -293,7 +293,12 @@ mod tests {
             .note("first\nsecond");
         let out = render(&d, &m, false);
         assert!(out.contains("--> t.apsi:5:1"), "{out}");
-        assert!(out.contains(" 1 | def f(a):\n   |     - 'f' defined here\n...\n 5 | f(1, 2)\n   | ^^^^^^^ 2 arguments given\n"), "{out}");
+        assert!(
+            out.contains(
+                " 1 | def f(a):\n   |     - 'f' defined here\n...\n 5 | f(1, 2)\n   | ^^^^^^^ 2 arguments given\n"
+            ),
+            "{out}"
+        );
         assert!(out.contains("   = note: first\n           second\n"), "{out}");
     }
 
@@ -306,7 +311,10 @@ mod tests {
             TraceEntry { function: "g".into(), span: Span::new(FileId(7), 2, 3) },
         ];
         let out = render(&d, &m, false);
-        assert!(out.ends_with("Call stack (most recent call last):\n  t.apsi:1:1 in <module>\n  <unknown> in g\n"), "{out}");
+        assert!(
+            out.ends_with("Call stack (most recent call last):\n  t.apsi:1:1 in <module>\n  <unknown> in g\n"),
+            "{out}"
+        );
         let all = render_all(&[d.clone(), d.clone()], &m, false);
         assert!(all.ends_with("\n\n2 errors found\n"), "{all}");
         assert_eq!(render_all(&[d.clone()], &m, false), render(&d, &m, false));
