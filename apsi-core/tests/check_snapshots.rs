@@ -30,12 +30,26 @@ fn env(allowed: &[&str]) -> CheckEnv {
             BuiltinModuleInfo {
                 name: "parallel".into(),
                 exports: strs(&[
-                    "spawn", "wait_all", "wait_any", "channel", "lock", "atomic", "parallel_for", "parallel_reduce",
-                    "pmap", "set_threads", "cpu_count", "bench",
+                    "spawn",
+                    "wait_all",
+                    "wait_any",
+                    "channel",
+                    "lock",
+                    "atomic",
+                    "parallel_for",
+                    "parallel_reduce",
+                    "pmap",
+                    "set_threads",
+                    "cpu_count",
+                    "bench",
                 ]),
                 capabilities: vec![],
             },
-            BuiltinModuleInfo { name: "python".into(), exports: strs(&["eval", "exec", "call"]), capabilities: strs(&["python"]) },
+            BuiltinModuleInfo {
+                name: "python".into(),
+                exports: strs(&["eval", "exec", "call"]),
+                capabilities: strs(&["python"]),
+            },
         ],
         allowed: strs(allowed),
     }
@@ -143,15 +157,19 @@ fn guard_respects_allowed_flags() {
 #[test]
 fn missing_main_file() {
     let sources = Arc::new(SourceMap::new());
-    let err = check::load_with(Path::new("no/such/prog.apsi"), "no/such/prog.apsi", &env(&[]), sources.clone(), &opts())
-        .expect_err("a missing file cannot load");
+    let err =
+        check::load_with(Path::new("no/such/prog.apsi"), "no/such/prog.apsi", &env(&[]), sources.clone(), &opts())
+            .expect_err("a missing file cannot load");
     insta::assert_snapshot!(render_all(&err, &sources, false));
 }
 
 #[test]
 fn runtime_diagnostic_layout() {
     let sources = SourceMap::new();
-    let f = sources.add("19_runtime_error.apsi", "def get(xs, i):\n    return xs[i]\n\nprint(\"before\")\nprint(get([1, 2, 3], 7))\n");
+    let f = sources.add(
+        "19_runtime_error.apsi",
+        "def get(xs, i):\n    return xs[i]\n\nprint(\"before\")\nprint(get([1, 2, 3], 7))\n",
+    );
     let mut d = Diagnostic::new(ErrorKind::IndexError, "list index 7 out of range (length 3)")
         .at(Span::new(f, 27, 32))
         .help("a list of length 3 has indices 0 to 2 (or -3 to -1)");
@@ -185,7 +203,10 @@ fn modules_load_once_in_dependency_order() {
     assert_eq!(main.uses[0].target, UseTarget::File(0));
     assert_eq!(main.uses[1].target, UseTarget::File(0));
     let geometry = program.sources.get(program.units[0].file).expect("file");
-    assert_eq!(geometry.name, format!("modules{}lib{}geometry.apsi", std::path::MAIN_SEPARATOR, std::path::MAIN_SEPARATOR));
+    assert_eq!(
+        geometry.name,
+        format!("modules{}lib{}geometry.apsi", std::path::MAIN_SEPARATOR, std::path::MAIN_SEPARATOR)
+    );
     assert_eq!(check::file_exports(&program.units[0].ast), ["TAU", "circumference"]);
 }
 
@@ -244,9 +265,15 @@ fn calls_into_file_modules_are_checked() {
     let messages: Vec<&str> = ds.iter().map(|d| d.message.as_str()).collect();
     assert_eq!(
         messages,
-        ["circumference() missing 1 required positional argument: 'r'", "circumference() takes 1 positional argument but 2 were given"]
+        [
+            "circumference() missing 1 required positional argument: 'r'",
+            "circumference() takes 1 positional argument but 2 were given"
+        ]
     );
     // The definition is labelled in the module's own file.
     let out = render_all(&ds, &sources, false);
-    assert!(out.contains("::: modules/lib/geometry.apsi:3:5") || out.contains("::: modules\\lib\\geometry.apsi:3:5"), "{out}");
+    assert!(
+        out.contains("::: modules/lib/geometry.apsi:3:5") || out.contains("::: modules\\lib\\geometry.apsi:3:5"),
+        "{out}"
+    );
 }

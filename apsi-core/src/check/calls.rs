@@ -172,15 +172,15 @@ pub(crate) fn check_call(def: Def<'_>, call: Span, args: &[Arg]) -> Vec<Diagnost
             let noun = plural(missing.len(), "required positional argument", "required positional arguments");
             return vec![sig.error(format!("{fname} missing {noun}: {}", name_list(&missing)), call, "in this call")];
         }
-        let missing_kw: Vec<&str> = sig
-            .kwonly
-            .iter()
-            .filter(|q| q.required && !given(&q.name.name))
-            .map(|q| q.name.name.as_str())
-            .collect();
+        let missing_kw: Vec<&str> =
+            sig.kwonly.iter().filter(|q| q.required && !given(&q.name.name)).map(|q| q.name.name.as_str()).collect();
         if !missing_kw.is_empty() {
             let noun = plural(missing_kw.len(), "required keyword-only argument", "required keyword-only arguments");
-            return vec![sig.error(format!("{fname} missing {noun}: {}", name_list(&missing_kw)), call, "in this call")];
+            return vec![sig.error(
+                format!("{fname} missing {noun}: {}", name_list(&missing_kw)),
+                call,
+                "in this call",
+            )];
         }
     }
 
@@ -245,7 +245,9 @@ fn annotated_type(e: &Expr) -> Option<&'static str> {
 /// Whether a value of type `found` may be passed where `expected` is declared
 /// (an int where a float is wanted is fine, as is a bool where a number is).
 fn compatible(expected: &str, found: &str) -> bool {
-    expected == found || (expected == "float" && matches!(found, "int" | "bool")) || (expected == "int" && found == "bool")
+    expected == found
+        || (expected == "float" && matches!(found, "int" | "bool"))
+        || (expected == "int" && found == "bool")
 }
 
 fn literal_mismatch(fname: &str, q: &P<'_>, arg: &Expr) -> Option<Diagnostic> {

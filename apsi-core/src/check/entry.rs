@@ -10,7 +10,12 @@ use std::sync::Arc;
 /// Loads and checks a program: the main file at `main` (shown to the user
 /// as `display_name`) and every module it uses. Returns every diagnostic
 /// found, in every file, or the checked [`Program`].
-pub fn load(main: &Path, display_name: &str, env: &CheckEnv, sources: Arc<SourceMap>) -> Result<Program, Vec<Diagnostic>> {
+pub fn load(
+    main: &Path,
+    display_name: &str,
+    env: &CheckEnv,
+    sources: Arc<SourceMap>,
+) -> Result<Program, Vec<Diagnostic>> {
     let opts = LoadOptions { packages_dir: None, parser: &syntax::parse };
     load_with(main, display_name, env, sources, &opts)
 }

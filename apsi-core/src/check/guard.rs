@@ -76,7 +76,9 @@ impl<'a> Visitor<'a> for Scan<'_> {
         if let ExprKind::Call { args, .. } = &e.kind {
             for a in args {
                 match a {
-                    Arg::Keyword(k, v) if k.name == "backend" && matches!(&v.kind, ExprKind::Str(s) if s == "torch") => {
+                    Arg::Keyword(k, v)
+                        if k.name == "backend" && matches!(&v.kind, ExprKind::Str(s) if s == "torch") =>
+                    {
                         self.add("python", v.span, "`backend=\"torch\"`".to_string());
                     }
                     Arg::Positional(v) | Arg::Keyword(_, v) if url_literal(v) => {
@@ -101,7 +103,11 @@ pub fn permission_error(uses: &[CapabilityUse], env: &CheckEnv, program: Option<
         return None;
     }
     let flag_of = |cap: &str| -> String {
-        CAPABILITIES.iter().find(|(c, _)| *c == cap).map(|(_, f)| f.to_string()).unwrap_or_else(|| format!("--allow-{cap}"))
+        CAPABILITIES
+            .iter()
+            .find(|(c, _)| *c == cap)
+            .map(|(_, f)| f.to_string())
+            .unwrap_or_else(|| format!("--allow-{cap}"))
     };
     let mut flags: Vec<String> = Vec::new();
     for (cap, flag) in CAPABILITIES {
@@ -130,11 +136,15 @@ pub fn permission_error(uses: &[CapabilityUse], env: &CheckEnv, program: Option<
             _ => "use a capability",
         })
         .collect();
-    d = d.note(format!("the Guard checks every function, called or not, before anything runs; these flags let it {}", what.join(" and ")));
+    d = d.note(format!(
+        "the Guard checks every function, called or not, before anything runs; these flags let it {}",
+        what.join(" and ")
+    ));
     let flags = flags.join(" ");
     let help = match program {
         Some(program) => {
-            let shown = if program.contains(char::is_whitespace) { format!("\"{program}\"") } else { program.to_string() };
+            let shown =
+                if program.contains(char::is_whitespace) { format!("\"{program}\"") } else { program.to_string() };
             format!("if you trust this program, run it again with: apsi run {flags} {shown} (or --allow-all)")
         }
         None => format!("if you trust this code, restart the REPL with: apsi repl {flags} (or --allow-all)"),

@@ -257,8 +257,11 @@ impl<'e, 'p> Loader<'e, 'p> {
             Err(e) => {
                 self.slots.insert(canon, Slot::Failed);
                 self.diags.push(
-                    Diagnostic::new(ErrorKind::IOError, format!("cannot read module file '{display}': {}", describe_io(&e)))
-                        .label(span, "used here"),
+                    Diagnostic::new(
+                        ErrorKind::IOError,
+                        format!("cannot read module file '{display}': {}", describe_io(&e)),
+                    )
+                    .label(span, "used here"),
                 );
                 return None;
             }

@@ -22,6 +22,8 @@
 //!   skips a module unit whose `path` it has already run) and the input
 //!   itself last (name `__main__`, path `<base_dir>/<repl>`; always run it).
 //!   The caller reports the snippet's own syntax errors before calling.
+//!   Unknown names inside a `def`/`lambda` are not errors in the REPL (a
+//!   later input may define them); everything else is checked as in a file.
 //! - [`file_exports`] — the names a file module exports (the VM binds the
 //!   same ones unqualified): its top-level names except `use` bindings and
 //!   `_private` ones.

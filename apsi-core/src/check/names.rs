@@ -180,6 +180,11 @@ impl<'s, 'a> Checker<'s, 'a> {
         Res::Missing
     }
 
+    /// Whether the code being checked runs later (inside a `def` or `lambda`).
+    fn in_deferred_code(&self) -> bool {
+        self.frames.iter().any(|f| matches!(f.kind, Kind::Function | Kind::Lambda))
+    }
+
     /// Every name visible from the current scope (for suggestions).
     fn visible_names(&self) -> Vec<&str> {
         let mut out: Vec<&str> = Vec::new();
@@ -197,6 +202,8 @@ impl<'s, 'a> Checker<'s, 'a> {
     fn read_name(&mut self, name: &str, span: Span) {
         match self.resolve(name) {
             Res::Missing if self.shared.open_files.contains(&self.unit.file) => {}
+            // In the REPL a function may name what a later input defines.
+            Res::Missing if self.shared.repl.is_some() && self.in_deferred_code() => {}
             Res::Missing => {
                 let candidates = self.visible_names();
                 let hint = match closest(name, candidates) {

@@ -109,8 +109,8 @@ fn not_found(
     packages: Option<&Path>,
     env: &CheckEnv,
 ) -> Diagnostic {
-    let mut d = Diagnostic::new(ErrorKind::ModuleNotFoundError, format!("no module named '{full}'"))
-        .label(span, "not found");
+    let mut d =
+        Diagnostic::new(ErrorKind::ModuleNotFoundError, format!("no module named '{full}'")).label(span, "not found");
     let compiled: Vec<&str> = env.builtin_modules.iter().map(|m| m.name.as_str()).collect();
     let compiled_text = if compiled.is_empty() { "none".to_string() } else { compiled.join(", ") };
     if dotted.len() == 1 {

@@ -1,5 +1,4 @@
-//! Unit tests of the checker on in-memory programs (through the REPL entry,
-//! which needs no files).
+//! Unit tests of the checker on small programs.
 
 use super::*;
 use crate::diagnostic::{Diagnostic, SourceMap};
@@ -22,15 +21,21 @@ fn env() -> CheckEnv {
     }
 }
 
+/// Checks `src` as a program file (written to a fresh temporary folder).
 fn check_env(src: &str, env: &CheckEnv) -> Vec<Diagnostic> {
-    let sources = Arc::new(SourceMap::new());
-    let file = sources.add("t.apsi", src);
-    let (tree, errs) = crate::syntax::parse(file, src);
+    static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("apsi-check-test-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("t.apsi");
+    std::fs::write(&path, src).expect("write test program");
+    let (_, errs) = crate::syntax::parse(crate::diagnostic::FileId(0), src);
     assert!(errs.is_empty(), "parse errors in test source: {errs:?}");
-    let nowhere = std::path::PathBuf::from("/nonexistent-apsi-check-test");
-    let mut scope = ReplScope::new(&nowhere);
-    let opts = LoadOptions { packages_dir: Some(nowhere), parser: &crate::syntax::parse };
-    match check_source_with(tree, file, env, &mut scope, sources, &opts) {
+    let sources = Arc::new(SourceMap::new());
+    let opts = LoadOptions { packages_dir: Some(dir.join("packages")), parser: &crate::syntax::parse };
+    let result = load_with(&path, "t.apsi", env, sources, &opts);
+    let _ = std::fs::remove_dir_all(&dir);
+    match result {
         Ok(_) => Vec::new(),
         Err(ds) => ds,
     }
@@ -71,7 +76,9 @@ fn unknown_names_everywhere() {
     // A struct's field is not a name in its methods.
     assert_eq!(messages("struct P:\n    x: int\n    def m(self):\n        return x\n"), ["name 'x' is not defined"]);
     // Inside decorators, defaults, lambdas, f-strings and except clauses.
-    let ds = messages("@deco\ndef f(a=dflt):\n    return f\"{fmt}\"\ng = lambda: lam\ntry:\n    pass\nexcept Nope:\n    pass\n");
+    let ds = messages(
+        "@deco\ndef f(a=dflt):\n    return f\"{fmt}\"\ng = lambda: lam\ntry:\n    pass\nexcept Nope:\n    pass\n",
+    );
     assert_eq!(
         ds,
         [
@@ -132,7 +139,10 @@ fn arity() {
     assert!(m("f(*xs)\nxs = []").is_empty());
     assert!(m("f(1, **kw)\nkw = {}").is_empty());
     assert_eq!(m("f(1, 2, *xs, c=1)\nxs = []"), Vec::<String>::new());
-    assert_eq!(messages("def g(a, b):\n    pass\ng(1, *xs, 2, 3)\nxs = []\n"), ["g() takes 2 positional arguments but at least 3 were given"]);
+    assert_eq!(
+        messages("def g(a, b):\n    pass\ng(1, *xs, 2, 3)\nxs = []\n"),
+        ["g() takes 2 positional arguments but at least 3 were given"]
+    );
     assert_eq!(messages("def g():\n    pass\ng(1)\n"), ["g() takes 0 positional arguments but 1 was given"]);
     assert_eq!(
         messages("def g(a, b, c):\n    pass\ng()\n"),
@@ -145,17 +155,19 @@ fn arity() {
     clean("def g(a):\n    pass\ng = print\ng(1, 2, 3)\n");
     clean("def g(a):\n    pass\ndef h(g):\n    return g(1, 2, 3)\n");
     // A local def is known too; struct constructors.
-    assert_eq!(messages("def o():\n    def i(a):\n        pass\n    i()\n"), ["i() missing 1 required positional argument: 'a'"]);
     assert_eq!(
-        messages("struct P:\n    x: int\n    y: int = 0\nP(1, z=2)\n"),
-        ["P() got an unexpected field 'z'"]
+        messages("def o():\n    def i(a):\n        pass\n    i()\n"),
+        ["i() missing 1 required positional argument: 'a'"]
     );
+    assert_eq!(messages("struct P:\n    x: int\n    y: int = 0\nP(1, z=2)\n"), ["P() got an unexpected field 'z'"]);
     clean("struct P:\n    x: int\n    y: int = 0\nP(y=1, x=2)\n");
 }
 
 #[test]
 fn literal_types() {
-    let m = |src: &str| messages(&format!("def f(n: int, x: float = 0.0, s: str = none, xs: list[int] = []):\n    pass\n{src}\n"));
+    let m = |src: &str| {
+        messages(&format!("def f(n: int, x: float = 0.0, s: str = none, xs: list[int] = []):\n    pass\n{src}\n"))
+    };
     assert!(m("f(1, 2, \"a\", [1])").is_empty());
     assert!(m("f(true, x=1)").is_empty());
     assert_eq!(m("f(\"a\")"), ["f() argument 'n' must be int, not str"]);
@@ -177,17 +189,17 @@ fn tensor_annotations() {
     assert_eq!(messages("def f(a: Tensor[n]):\n    pass\n"), ["unknown dtype 'n' in a Tensor annotation"]);
     assert_eq!(messages("x: list[Tensor[N, f99]] = []\n"), ["unknown dtype 'f99' in a Tensor annotation"]);
     assert_eq!(messages("def f(a: Tensor[f32, f64]):\n    pass\n"), ["a Tensor annotation names at most one dtype"]);
-    assert_eq!(messages("struct S:\n    t: Tensor[N, \"f32\"]\n"), ["a Tensor annotation takes dimensions and a dtype"]);
+    assert_eq!(
+        messages("struct S:\n    t: Tensor[N, \"f32\"]\n"),
+        ["a Tensor annotation takes dimensions and a dtype"]
+    );
 }
 
 #[test]
 fn parallel_for_rules() {
     clean("parallel for i in range(3):\n    if i:\n        continue\n    for j in range(2):\n        break\n");
     clean("def f():\n    parallel for i in range(3):\n        def g():\n            return i\n        g()\n    return 1\n");
-    assert_eq!(
-        messages("parallel for i in range(3):\n    break\n"),
-        ["'break' is not allowed inside 'parallel for'"]
-    );
+    assert_eq!(messages("parallel for i in range(3):\n    break\n"), ["'break' is not allowed inside 'parallel for'"]);
     assert_eq!(
         messages("def f():\n    parallel for i in range(3):\n        while true:\n            return 1\n"),
         ["'return' is not allowed inside 'parallel for'"]
@@ -197,13 +209,15 @@ fn parallel_for_rules() {
 
 #[test]
 fn guard() {
-    let ds = check("use torchy\nx = read_text(\"http://a\")\ny = read_text(f\"https://{x}\")\nprint(list(x, backend=\"torch\"))\n");
+    let ds = check(
+        "use torchy\nx = read_text(\"http://a\")\ny = read_text(f\"https://{x}\")\nprint(list(x, backend=\"torch\"))\n",
+    );
     assert_eq!(ds.len(), 1);
     let d = &ds[0];
     assert_eq!(d.kind, ErrorKind::PermissionError);
     assert_eq!(d.message, "this program needs permission it was not given: --allow-python, --allow-net");
     assert_eq!(d.labels.len(), 4);
-    assert!(d.help.as_deref().is_some_and(|h| h.contains("apsi repl --allow-python --allow-net")));
+    assert!(d.help.as_deref().is_some_and(|h| h.contains("apsi run --allow-python --allow-net t.apsi")));
     let mut allowed = env();
     allowed.allowed = strs(&["python", "net"]);
     assert!(check_env("use torchy\nread_text(\"https://a\")\n", &allowed).is_empty());
@@ -228,6 +242,11 @@ fn repl_scope_learns_only_from_clean_inputs() {
     assert!(run("use alpha\nb = only_a", &mut scope).is_ok());
     assert!(run("print(a)", &mut scope).is_err());
     assert!(run("print(b, only_a, alpha)", &mut scope).is_ok());
+    // A function may name what a later input defines; code that runs now may not.
+    assert!(run("def f():\n    return later()\ng = lambda: later2", &mut scope).is_ok());
+    assert!(run("h = [later3 for _ in range(1)]", &mut scope).is_err());
+    let guard = run("use torchy", &mut scope).expect_err("python not allowed");
+    assert!(guard[0].help.as_deref().is_some_and(|h| h.contains("restart the REPL with: apsi repl --allow-python")));
 }
 
 #[test]
@@ -242,11 +261,38 @@ mod fuzz {
     use proptest::prelude::*;
 
     const PIECES: &[&str] = &[
-        "x = 1\n", "def f(a, b=1, *r, k, **kw):\n", "    return a\n", "    nonlocal q\n", "parallel for i in range(3):\n",
-        "    break\n", "    continue\n", "for j in xs:\n", "struct S:\n", "    t: Tensor[N, f9]\n", "    def m(self):\n",
-        "        return self\n", "f(1, 2, 3, z=4)\n", "S(1, 2)\n", "use alpha\n", "use nowhere.deep as d\n", "use beta\n",
-        "print(shared)\n", "global g\n", "y = [v for v in w]\n", "lambda: zz\n", "read_text(\"https://x\")\n",
-        "try:\n", "    pass\n", "except E as e:\n", "with a as (b, c):\n", "if x:\n", "else:\n", "  \n", "\t\n", "(\n", ")\n",
+        "x = 1\n",
+        "def f(a, b=1, *r, k, **kw):\n",
+        "    return a\n",
+        "    nonlocal q\n",
+        "parallel for i in range(3):\n",
+        "    break\n",
+        "    continue\n",
+        "for j in xs:\n",
+        "struct S:\n",
+        "    t: Tensor[N, f9]\n",
+        "    def m(self):\n",
+        "        return self\n",
+        "f(1, 2, 3, z=4)\n",
+        "S(1, 2)\n",
+        "use alpha\n",
+        "use nowhere.deep as d\n",
+        "use beta\n",
+        "print(shared)\n",
+        "global g\n",
+        "y = [v for v in w]\n",
+        "lambda: zz\n",
+        "read_text(\"https://x\")\n",
+        "try:\n",
+        "    pass\n",
+        "except E as e:\n",
+        "with a as (b, c):\n",
+        "if x:\n",
+        "else:\n",
+        "  \n",
+        "\t\n",
+        "(\n",
+        ")\n",
     ];
 
     proptest! {
@@ -266,4 +312,30 @@ mod fuzz {
             }
         }
     }
+}
+
+#[test]
+fn deep_nesting_does_not_overflow() {
+    // Within the parser's nesting limit, and a long flat chain of `+`
+    // (a left-leaning tree as deep as the chain is long; the parser allows 1000).
+    let mut src = String::from("x = 1\ndef f(v):\n    return v\n");
+    for i in 0..150 {
+        src.push_str(&" ".repeat(i));
+        src.push_str("if x:\n");
+    }
+    src.push_str(&" ".repeat(150));
+    src.push_str("pass\n");
+    src.push_str(&format!("y = {}1{}\n", "(".repeat(150), ")".repeat(150)));
+    src.push_str(&format!("w = {}\n", vec!["f(1)"; 990].join(" + ")));
+    src.push_str("print(nope)\n");
+    let sources = Arc::new(SourceMap::new());
+    let file = sources.add("deep.apsi", src.as_str());
+    let (tree, perr) = crate::syntax::parse(file, &src);
+    assert!(perr.is_empty(), "{perr:?}");
+    let nowhere = std::path::PathBuf::from("/nonexistent-apsi-check-test");
+    let mut scope = ReplScope::new(&nowhere);
+    let opts = LoadOptions { packages_dir: Some(nowhere), parser: &crate::syntax::parse };
+    let ds = check_source_with(tree, file, &env(), &mut scope, sources.clone(), &opts).expect_err("nope is unknown");
+    assert_eq!(ds.len(), 1);
+    assert!(crate::diagnostic::render_all(&ds, &sources, false).contains("nope"));
 }

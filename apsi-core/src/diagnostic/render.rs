@@ -108,7 +108,8 @@ pub fn render(d: &Diagnostic, sources: &SourceMap, color: bool) -> String {
                 let mut row = mark.to_string().repeat(pl.width);
                 if let Some(msg) = &pl.label.message {
                     row.push(' ');
-                    row.push_str(msg);
+                    // A label is one line; any line breaks in it become spaces.
+                    row.push_str(&msg.replace(['\n', '\r'], " "));
                 }
                 let _ = writeln!(
                     out,
@@ -251,9 +252,13 @@ mod tests {
     fn never_panics_on_wild_spans() {
         let (m, f) = map("aé\tb\n\ncd");
         for (s, e) in [(0, 0), (2, 2), (1, 100), (100, 5), (u32::MAX, u32::MAX), (9, 10), (4, 3), (0, 7)] {
-            let d = Diagnostic::new(ErrorKind::Error, "x").at(Span::new(f, s, e)).label(Span::new(FileId(9), s, e), "other");
+            let d = Diagnostic::new(ErrorKind::Error, "x")
+                .at(Span::new(f, s, e))
+                .label(Span::new(FileId(9), s, e), "other")
+                .label(Span::new(f, e, s), "two\nlines");
             let out = render(&d, &m, true);
             assert!(out.starts_with("\x1b[1;31mError"));
+            assert!(out.contains("two lines"), "{out}");
         }
         let empty = SourceMap::new();
         let d = Diagnostic::new(ErrorKind::Error, "x").at(Span::new(FileId(0), 3, 4));
@@ -288,7 +293,12 @@ mod tests {
             .note("first\nsecond");
         let out = render(&d, &m, false);
         assert!(out.contains("--> t.apsi:5:1"), "{out}");
-        assert!(out.contains(" 1 | def f(a):\n   |     - 'f' defined here\n...\n 5 | f(1, 2)\n   | ^^^^^^^ 2 arguments given\n"), "{out}");
+        assert!(
+            out.contains(
+                " 1 | def f(a):\n   |     - 'f' defined here\n...\n 5 | f(1, 2)\n   | ^^^^^^^ 2 arguments given\n"
+            ),
+            "{out}"
+        );
         assert!(out.contains("   = note: first\n           second\n"), "{out}");
     }
 
@@ -301,7 +311,10 @@ mod tests {
             TraceEntry { function: "g".into(), span: Span::new(FileId(7), 2, 3) },
         ];
         let out = render(&d, &m, false);
-        assert!(out.ends_with("Call stack (most recent call last):\n  t.apsi:1:1 in <module>\n  <unknown> in g\n"), "{out}");
+        assert!(
+            out.ends_with("Call stack (most recent call last):\n  t.apsi:1:1 in <module>\n  <unknown> in g\n"),
+            "{out}"
+        );
         let all = render_all(&[d.clone(), d.clone()], &m, false);
         assert!(all.ends_with("\n\n2 errors found\n"), "{all}");
         assert_eq!(render_all(&[d.clone()], &m, false), render(&d, &m, false));
