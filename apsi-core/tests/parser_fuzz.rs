@@ -7,7 +7,6 @@ mod parser_common;
 
 use apsi_core::diagnostic::FileId;
 use apsi_core::syntax::{is_incomplete, parse};
-use parser_common::expr as _;
 use proptest::prelude::*;
 use std::path::Path;
 

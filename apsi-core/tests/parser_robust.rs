@@ -191,3 +191,25 @@ fn parse_speed() {
         big.len() as f64 / 1e6 / secs
     );
 }
+
+#[test]
+#[ignore]
+fn parse_speed_parts() {
+    for (name, unit) in [
+        ("assign", "x = 1\n"),
+        ("call", "print(a, b)\n"),
+        ("fstr", "f\"{x}\"\n"),
+        ("def", "def f(a):\n    return a\n"),
+        ("comp", "[i for i in y]\n"),
+    ] {
+        let big = unit.repeat(1_000_000 / unit.len());
+        let t = Instant::now();
+        let l = apsi_core::syntax::lexer::lex(FileId(0), &big);
+        let lt = t.elapsed().as_secs_f64();
+        drop(l);
+        let t = Instant::now();
+        let _ = parse(FileId(0), &big);
+        let pt = t.elapsed().as_secs_f64();
+        println!("{name}: lex {:.1} ms, parse {:.1} ms", lt * 1e3, pt * 1e3);
+    }
+}
