@@ -255,3 +255,17 @@ fn diagnostics_are_in_source_order() {
     sorted.sort();
     assert_eq!(starts, sorted);
 }
+
+#[test]
+fn hints_for_habits_from_other_languages() {
+    assert_eq!(one("if a:\n    pass\nelse if b:\n    pass\n"), at("expected ':' after 'else', found 'if'", 15, 22));
+    assert!(help("if a:\n    pass\nelse if b:\n    pass\n").contains("elif"));
+    assert_eq!(one("if (n := 3) > 1: pass"), at("expected ')' to close '(', found ':'", 6, 7));
+    assert!(help("if (n := 3) > 1: pass").contains(":="));
+    assert_eq!(one("x = a && b"), at("expected an expression, found '&'", 7, 8));
+    assert!(help("x = a && b").contains("'and'"));
+    assert!(help("x = a || b").contains("'or'"));
+    assert_eq!(one("x++"), at("expected an expression, found end of line", 3, 3));
+    assert!(help("x++").contains("x += 1"));
+    assert!(help("x--\n").contains("x -= 1"));
+}

@@ -155,7 +155,40 @@ impl<'a> Parser<'a> {
         }
         let found = t.describe(self.src);
         let span = self.tok_span(t);
+        let help = self.python_habit_hint().or(help);
         self.error(span, format!("expected {what}, found {found}"), help);
+    }
+
+    /// The token before the current one, if it ends where `at` starts.
+    fn touching_prev(&self, at: u32) -> Option<Tok> {
+        let p = self.pos.checked_sub(1)?;
+        let t = self.toks.get(p)?;
+        (t.end == at).then_some(t.kind)
+    }
+
+    /// A hint for habits from other languages, seen at the current token.
+    fn python_habit_hint(&self) -> Option<String> {
+        let t = self.tok();
+        let next = self.toks.get(self.pos + 1).copied();
+        let next_touches = |k: Tok| matches!(next, Some(n) if n.kind == k && n.start == t.end);
+        match t.kind {
+            Tok::Colon if next_touches(Tok::Assign) => {
+                Some("Apsi has no ':=' assignment expression; assign on a line of its own first".to_string())
+            }
+            Tok::Amp if self.touching_prev(t.start) == Some(Tok::Amp) => Some("use 'and' for logical and".to_string()),
+            Tok::Pipe if self.touching_prev(t.start) == Some(Tok::Pipe) => Some("use 'or' for logical or".to_string()),
+            Tok::Newline | Tok::Eof | Tok::RParen | Tok::RBracket | Tok::Semi => {
+                let p = self.pos.checked_sub(2)?;
+                let (a, b) = (self.toks.get(p)?, self.toks.get(p + 1)?);
+                if a.end == b.start && a.kind == b.kind && matches!(a.kind, Tok::Plus | Tok::Minus) {
+                    let op = if a.kind == Tok::Plus { "+" } else { "-" };
+                    Some(format!("Apsi has no '{op}{op}'; write x {op}= 1"))
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        }
     }
 
     /// Consumes `k` or reports "expected 'k' WHERE, found …".
@@ -657,6 +690,11 @@ impl<'a> Parser<'a> {
             Tok::Elif => vec![self.if_stmt()],
             Tok::Else => {
                 let s = self.bump().start;
+                if self.peek() == Tok::If {
+                    let span = self.span(s, self.tok().end);
+                    self.error(span, "expected ':' after 'else', found 'if'", Some("write 'elif condition:' instead of 'else if'".to_string()));
+                    return Stmt { kind: StmtKind::If { test, body, orelse: Vec::new() }, span: self.since(start) };
+                }
                 self.block("'else' clause", s)
             }
             _ => Vec::new(),
