@@ -9,7 +9,11 @@ use std::time::Instant;
 fn nested_too_deeply(src: &str) {
     let (_, d) = parse(FileId(0), src);
     assert!(!d.is_empty(), "no error");
-    assert!(d.iter().any(|d| d.message.starts_with("nested too deeply")), "{:?}", &d[..d.len().min(3)]);
+    assert!(
+        d.iter().any(|d| d.message.starts_with("nested too deeply")),
+        "{:?}",
+        &d[..d.len().min(3)]
+    );
     assert!(d.len() <= 3, "too many errors: {}", d.len());
 }
 

@@ -77,7 +77,10 @@ impl<'a> Lexer<'a> {
             pos: start,
             end,
             nested,
-            out: Lexed { tokens: Vec::with_capacity((end - start) / 3 + 4), ..Lexed::default() },
+            out: Lexed {
+                tokens: Vec::with_capacity((end - start) / 3 + 4),
+                ..Lexed::default()
+            },
             brackets: Vec::new(),
             indents: vec![0],
             at_line_start: !nested,
@@ -104,7 +107,11 @@ impl<'a> Lexer<'a> {
     }
 
     fn push(&mut self, kind: Tok, start: usize, end: usize) {
-        self.out.tokens.push(Token { kind, start: start as u32, end: end as u32 });
+        self.out.tokens.push(Token {
+            kind,
+            start: start as u32,
+            end: end as u32,
+        });
     }
 
     fn needs_newline(&self) -> bool {
@@ -229,7 +236,11 @@ impl<'a> Lexer<'a> {
                     if top <= col {
                         break;
                     }
-                    let below = if self.indents.len() >= 2 { self.indents[self.indents.len() - 2] } else { 0 };
+                    let below = if self.indents.len() >= 2 {
+                        self.indents[self.indents.len() - 2]
+                    } else {
+                        0
+                    };
                     if below < col {
                         let line_end = self.src[p..self.end].find('\n').map(|i| p + i).unwrap_or(self.end);
                         self.error(
@@ -261,7 +272,12 @@ impl<'a> Lexer<'a> {
             self.pos += 1;
             self.out.trailing_backslash = true;
             if !self.nested {
-                self.error(start, start + 1, "unexpected end of file after a line-continuation backslash", None);
+                self.error(
+                    start,
+                    start + 1,
+                    "unexpected end of file after a line-continuation backslash",
+                    None,
+                );
             }
         } else {
             self.pos += 1;
@@ -317,7 +333,10 @@ impl<'a> Lexer<'a> {
             if c0 != b'.' {
                 self.digits(|c| c.is_ascii_digit());
             }
-            if self.peek(0) == b'.' && self.peek(1) != b'.' && !(is_ident_start(self.peek(1)) && self.peek(1) != b'e' && self.peek(1) != b'E') {
+            if self.peek(0) == b'.'
+                && self.peek(1) != b'.'
+                && !(is_ident_start(self.peek(1)) && self.peek(1) != b'e' && self.peek(1) != b'E')
+            {
                 kind = Tok::Float;
                 self.pos += 1;
                 self.digits(|c| c.is_ascii_digit());
@@ -371,7 +390,11 @@ impl<'a> Lexer<'a> {
             if self.b[self.pos] >= 0x80 {
                 // Check the character: letters and digits of any script are fine.
                 let ch = self.src[self.pos..].chars().next().unwrap_or('\u{0}');
-                let ok = if self.pos == start { ch.is_alphabetic() } else { ch.is_alphanumeric() };
+                let ok = if self.pos == start {
+                    ch.is_alphabetic()
+                } else {
+                    ch.is_alphanumeric()
+                };
                 if !ok {
                     break;
                 }
@@ -450,7 +473,11 @@ impl<'a> Lexer<'a> {
     }
 
     fn unterminated(&mut self, start: usize, triple: bool) {
-        let msg = if triple { "unterminated triple-quoted string" } else { "unterminated string" };
+        let msg = if triple {
+            "unterminated triple-quoted string"
+        } else {
+            "unterminated string"
+        };
         let help = if triple {
             "close the string with the same three quotes that open it"
         } else {
@@ -524,7 +551,12 @@ impl<'a> Lexer<'a> {
                     '$' | '`' => None,
                     _ => None,
                 };
-                self.error(start, self.pos, format!("unexpected character '{}'", ch.escape_debug()), help);
+                self.error(
+                    start,
+                    self.pos,
+                    format!("unexpected character '{}'", ch.escape_debug()),
+                    help,
+                );
                 self.push(Tok::Bad, start, self.pos);
                 return;
             }
@@ -563,8 +595,10 @@ impl<'a> Lexer<'a> {
             return false;
         }
         match word {
-            "def" | "struct" | "class" | "return" | "while" | "try" | "with" | "use" | "pass" | "break" | "continue"
-            | "raise" | "global" | "nonlocal" | "assert" | "except" | "finally" | "elif" | "import" => true,
+            "def" | "struct" | "class" | "return" | "while" | "try" | "with" | "use" | "pass" | "break"
+            | "continue" | "raise" | "global" | "nonlocal" | "assert" | "except" | "finally" | "elif" | "import" => {
+                true
+            }
             "if" | "for" | "else" => {
                 // A block header: the line ends with ':'.
                 let line_end = self.src[p..self.end].find('\n').map(|i| p + i).unwrap_or(self.end);
@@ -625,7 +659,11 @@ mod tests {
     }
 
     fn texts(src: &str) -> Vec<String> {
-        lex(FileId(0), src).tokens.iter().map(|t| t.text(src).to_string()).collect()
+        lex(FileId(0), src)
+            .tokens
+            .iter()
+            .map(|t| t.text(src).to_string())
+            .collect()
     }
 
     fn errors(src: &str) -> Vec<(String, u32, u32)> {
@@ -654,25 +692,40 @@ mod tests {
         let src = "if x:\n    y\n    if z:\n        w\n\n  # c\nv\n";
         assert_eq!(
             kinds(src),
-            vec![If, Name, Colon, Newline, Indent, Name, Newline, If, Name, Colon, Newline, Indent, Name, Newline, Dedent, Dedent, Name, Newline, Eof]
+            vec![
+                If, Name, Colon, Newline, Indent, Name, Newline, If, Name, Colon, Newline, Indent, Name, Newline,
+                Dedent, Dedent, Name, Newline, Eof
+            ]
         );
-        assert_eq!(kinds("if x:\n  y"), vec![If, Name, Colon, Newline, Indent, Name, Newline, Dedent, Eof]);
+        assert_eq!(
+            kinds("if x:\n  y"),
+            vec![If, Name, Colon, Newline, Indent, Name, Newline, Dedent, Eof]
+        );
     }
 
     #[test]
     fn brackets_ignore_newlines() {
-        assert_eq!(kinds("f(1,\n      2)\n"), vec![Name, LParen, Int, Comma, Int, RParen, Newline, Eof]);
+        assert_eq!(
+            kinds("f(1,\n      2)\n"),
+            vec![Name, LParen, Int, Comma, Int, RParen, Newline, Eof]
+        );
         assert_eq!(kinds("[\n1\n]"), vec![LBracket, Int, RBracket, Newline, Eof]);
     }
 
     #[test]
     fn continuation_and_semicolon() {
-        assert_eq!(kinds("x = 1 + \\\n  2; y\n"), vec![Name, Assign, Int, Plus, Int, Semi, Name, Newline, Eof]);
+        assert_eq!(
+            kinds("x = 1 + \\\n  2; y\n"),
+            vec![Name, Assign, Int, Plus, Int, Semi, Name, Newline, Eof]
+        );
     }
 
     #[test]
     fn numbers() {
-        assert_eq!(kinds("42 1_000 0xff 0o17 0b1010 3.14 1e-9 2.5e3 1. .5 0 00"), vec![Int, Int, Int, Int, Int, Float, Float, Float, Float, Float, Int, Int, Newline, Eof]);
+        assert_eq!(
+            kinds("42 1_000 0xff 0o17 0b1010 3.14 1e-9 2.5e3 1. .5 0 00"),
+            vec![Int, Int, Int, Int, Int, Float, Float, Float, Float, Float, Int, Int, Newline, Eof]
+        );
         assert_eq!(texts("2..5"), vec!["2", "..", "5", "", ""]);
         assert_eq!(kinds("2..5"), vec![Int, DotDot, Int, Newline, Eof]);
         assert_eq!(kinds("1.5..2"), vec![Float, DotDot, Int, Newline, Eof]);
@@ -683,17 +736,36 @@ mod tests {
 
     #[test]
     fn number_errors() {
-        assert_eq!(errors("0x"), vec![("invalid hexadecimal literal '0x'".to_string(), 0, 2)]);
-        assert_eq!(errors("0b12"), vec![("invalid number literal '0b12'".to_string(), 0, 4)]);
+        assert_eq!(
+            errors("0x"),
+            vec![("invalid hexadecimal literal '0x'".to_string(), 0, 2)]
+        );
+        assert_eq!(
+            errors("0b12"),
+            vec![("invalid number literal '0b12'".to_string(), 0, 4)]
+        );
         assert_eq!(errors("1_"), vec![("invalid number literal '1_'".to_string(), 0, 2)]);
-        assert_eq!(errors("12abc"), vec![("invalid number literal '12abc'".to_string(), 0, 5)]);
-        assert_eq!(errors("017"), vec![("leading zeros in decimal integer literals are not allowed".to_string(), 0, 3)]);
+        assert_eq!(
+            errors("12abc"),
+            vec![("invalid number literal '12abc'".to_string(), 0, 5)]
+        );
+        assert_eq!(
+            errors("017"),
+            vec![(
+                "leading zeros in decimal integer literals are not allowed".to_string(),
+                0,
+                3
+            )]
+        );
         assert_eq!(kinds("1__0"), vec![Bad, Newline, Eof]);
     }
 
     #[test]
     fn strings() {
-        assert_eq!(kinds(r#""a" 'b' """c""" '''d''' r"e" f"{x}" rf'g' F"h" b"i""#), vec![Str, Str, Str, Str, Str, FStr, FStr, FStr, Name, Str, Newline, Eof]);
+        assert_eq!(
+            kinds(r#""a" 'b' """c""" '''d''' r"e" f"{x}" rf'g' F"h" b"i""#),
+            vec![Str, Str, Str, Str, Str, FStr, FStr, FStr, Name, Str, Newline, Eof]
+        );
         assert_eq!(kinds(r#""a\"b""#), vec![Str, Newline, Eof]);
         assert_eq!(kinds("\"\"\"a\nb\"\"\"\n"), vec![Str, Newline, Eof]);
         assert_eq!(kinds("'''a''b'''"), vec![Str, Newline, Eof]);
@@ -701,7 +773,10 @@ mod tests {
 
     #[test]
     fn string_errors() {
-        assert_eq!(errors("x = 'abc\ny = 2\n"), vec![("unterminated string".to_string(), 4, 5)]);
+        assert_eq!(
+            errors("x = 'abc\ny = 2\n"),
+            vec![("unterminated string".to_string(), 4, 5)]
+        );
         let l = lex(FileId(0), "x = \"\"\"abc\n");
         assert!(l.open_triple);
         assert_eq!(l.diags[0].message, "unterminated triple-quoted string");
@@ -722,7 +797,10 @@ mod tests {
         let src = "if x:\n    y\n  z\n";
         let l = lex(FileId(0), src);
         assert_eq!(l.diags.len(), 1);
-        assert_eq!(l.diags[0].message, "unindent does not match any outer indentation level");
+        assert_eq!(
+            l.diags[0].message,
+            "unindent does not match any outer indentation level"
+        );
         assert_eq!(l.diags[0].primary_span().unwrap().start, 14);
         // The line stays in the block: one INDENT, one DEDENT.
         let ks: Vec<Tok> = l.tokens.iter().map(|t| t.kind).collect();
@@ -735,7 +813,14 @@ mod tests {
         assert_eq!(errors("a ? b"), vec![("unexpected character '?'".to_string(), 2, 3)]);
         assert_eq!(errors("!x"), vec![("unexpected character '!'".to_string(), 0, 1)]);
         assert_eq!(errors("x → y"), vec![("unexpected character '→'".to_string(), 2, 5)]);
-        assert_eq!(errors("a \\ b"), vec![("unexpected character after line continuation character '\\'".to_string(), 2, 3)]);
+        assert_eq!(
+            errors("a \\ b"),
+            vec![(
+                "unexpected character after line continuation character '\\'".to_string(),
+                2,
+                3
+            )]
+        );
     }
 
     #[test]
@@ -756,7 +841,27 @@ mod tests {
     fn operators() {
         assert_eq!(
             kinds("|> .. -> ** // << >> <= >= == != **= //= <<= >>= @= @"),
-            vec![PipeGt, DotDot, Arrow, DoubleStar, DoubleSlash, Shl, Shr, LtE, GtE, Eq, NotEq, DoubleStarEq, DoubleSlashEq, ShlEq, ShrEq, AtEq, At, Newline, Eof]
+            vec![
+                PipeGt,
+                DotDot,
+                Arrow,
+                DoubleStar,
+                DoubleSlash,
+                Shl,
+                Shr,
+                LtE,
+                GtE,
+                Eq,
+                NotEq,
+                DoubleStarEq,
+                DoubleSlashEq,
+                ShlEq,
+                ShrEq,
+                AtEq,
+                At,
+                Newline,
+                Eof
+            ]
         );
     }
 
@@ -769,7 +874,10 @@ mod tests {
     fn nested_mode() {
         let src = "f\"{a +\n b}\"";
         let l = lex_nested(FileId(0), src, 3, 9);
-        assert_eq!(l.tokens.iter().map(|t| t.kind).collect::<Vec<_>>(), vec![Name, Plus, Name, Eof]);
+        assert_eq!(
+            l.tokens.iter().map(|t| t.kind).collect::<Vec<_>>(),
+            vec![Name, Plus, Name, Eof]
+        );
         assert_eq!(l.tokens[0].start, 3);
     }
 }

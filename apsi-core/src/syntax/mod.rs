@@ -48,7 +48,9 @@ pub fn is_incomplete(src: &str) -> bool {
         .rposition(|t| t.kind == Tok::Newline)
         .map(|i| i + 1)
         .unwrap_or(0);
-    let first = toks[line_start..].iter().find(|t| !matches!(t.kind, Tok::Indent | Tok::Dedent));
+    let first = toks[line_start..]
+        .iter()
+        .find(|t| !matches!(t.kind, Tok::Indent | Tok::Dedent));
     if matches!(first, Some(t) if t.kind == Tok::At) {
         return true;
     }

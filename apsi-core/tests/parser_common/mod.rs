@@ -68,11 +68,26 @@ pub fn stmt(s: &Stmt) -> String {
             format!("(= {} {})", ts.join(" "), expr(value))
         }
         StmtKind::AugAssign { target, op, value } => format!("({}= {} {})", op.symbol(), expr(target), expr(value)),
-        StmtKind::AnnAssign { target, annotation, value } => format!("(: {} {} {})", expr(target), expr(annotation), opt(value)),
+        StmtKind::AnnAssign {
+            target,
+            annotation,
+            value,
+        } => format!("(: {} {} {})", expr(target), expr(annotation), opt(value)),
         StmtKind::If { test, body, orelse } => format!("(if {} {} {})", expr(test), block(body), block(orelse)),
         StmtKind::While { test, body } => format!("(while {} {})", expr(test), block(body)),
-        StmtKind::For { target, iter, body, parallel } => {
-            format!("({} {} {} {})", if *parallel { "pfor" } else { "for" }, expr(target), expr(iter), block(body))
+        StmtKind::For {
+            target,
+            iter,
+            body,
+            parallel,
+        } => {
+            format!(
+                "({} {} {} {})",
+                if *parallel { "pfor" } else { "for" },
+                expr(target),
+                expr(iter),
+                block(body)
+            )
         }
         StmtKind::Break => "break".into(),
         StmtKind::Continue => "continue".into(),
@@ -87,7 +102,13 @@ pub fn stmt(s: &Stmt) -> String {
                 .collect();
             let methods: Vec<String> = sd.methods.iter().map(func).collect();
             let decos: Vec<String> = sd.decorators.iter().map(|d| format!("@{}", expr(d))).collect();
-            format!("(struct {}{} [{}] [{}])", decos.iter().map(|d| format!("{d} ")).collect::<String>(), sd.name.name, fields.join(" "), methods.join(" "))
+            format!(
+                "(struct {}{} [{}] [{}])",
+                decos.iter().map(|d| format!("{d} ")).collect::<String>(),
+                sd.name.name,
+                fields.join(" "),
+                methods.join(" ")
+            )
         }
         StmtKind::Use { path, alias } => {
             let p: Vec<&str> = path.iter().map(|i| i.name.as_str()).collect();
@@ -96,28 +117,62 @@ pub fn stmt(s: &Stmt) -> String {
                 None => format!("(use {})", p.join(".")),
             }
         }
-        StmtKind::Try { body, handlers, orelse, finalbody } => {
+        StmtKind::Try {
+            body,
+            handlers,
+            orelse,
+            finalbody,
+        } => {
             let hs: Vec<String> = handlers
                 .iter()
-                .map(|h| format!("(except {} {} {})", opt(&h.kind), h.name.as_ref().map(|n| n.name.as_str()).unwrap_or("_"), block(&h.body)))
+                .map(|h| {
+                    format!(
+                        "(except {} {} {})",
+                        opt(&h.kind),
+                        h.name.as_ref().map(|n| n.name.as_str()).unwrap_or("_"),
+                        block(&h.body)
+                    )
+                })
                 .collect();
-            format!("(try {} [{}] {} {})", block(body), hs.join(" "), block(orelse), block(finalbody))
+            format!(
+                "(try {} [{}] {} {})",
+                block(body),
+                hs.join(" "),
+                block(orelse),
+                block(finalbody)
+            )
         }
         StmtKind::Raise(v) => format!("(raise {})", opt(v)),
         StmtKind::Assert { test, msg } => format!("(assert {} {})", expr(test), opt(msg)),
         StmtKind::With { items, body } => {
-            let is: Vec<String> = items.iter().map(|i| format!("({} {})", expr(&i.context), opt(&i.target))).collect();
+            let is: Vec<String> = items
+                .iter()
+                .map(|i| format!("({} {})", expr(&i.context), opt(&i.target)))
+                .collect();
             format!("(with [{}] {})", is.join(" "), block(body))
         }
-        StmtKind::Global(ns) => format!("(global {})", ns.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(" ")),
-        StmtKind::Nonlocal(ns) => format!("(nonlocal {})", ns.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(" ")),
+        StmtKind::Global(ns) => format!(
+            "(global {})",
+            ns.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(" ")
+        ),
+        StmtKind::Nonlocal(ns) => format!(
+            "(nonlocal {})",
+            ns.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(" ")
+        ),
         StmtKind::Error => "ERROR".into(),
     }
 }
 
 fn func(f: &FuncDef) -> String {
     let decos: String = f.decorators.iter().map(|d| format!("@{} ", expr(d))).collect();
-    format!("(def {}{} {} -> {} {})", decos, f.name.name, params(&f.params), opt(&f.returns), block(&f.body))
+    format!(
+        "(def {}{} {} -> {} {})",
+        decos,
+        f.name.name,
+        params(&f.params),
+        opt(&f.returns),
+        block(&f.body)
+    )
 }
 
 fn param(p: &Param) -> String {
@@ -166,7 +221,12 @@ fn comps(gs: &[Comprehension]) -> String {
 fn fpart(p: &FStringPart) -> String {
     match p {
         FStringPart::Literal(s) => format!("{s:?}"),
-        FStringPart::Expr { expr: x, conversion, spec, debug_text } => {
+        FStringPart::Expr {
+            expr: x,
+            conversion,
+            spec,
+            debug_text,
+        } => {
             let mut s = format!("{{{}", expr(x));
             if let Some(d) = debug_text {
                 s.push_str(&format!(" debug={d:?}"));
@@ -217,7 +277,12 @@ pub fn expr(x: &Expr) -> String {
             format!("({s} {})", expr(operand))
         }
         ExprKind::BoolOp { op, left, right } => {
-            format!("({} {} {})", if *op == BoolOp::And { "and" } else { "or" }, expr(left), expr(right))
+            format!(
+                "({} {} {})",
+                if *op == BoolOp::And { "and" } else { "or" },
+                expr(left),
+                expr(right)
+            )
         }
         ExprKind::Compare { left, ops } => {
             let mut s = format!("(cmp {}", expr(left));
@@ -246,7 +311,9 @@ pub fn expr(x: &Expr) -> String {
         ExprKind::Lambda { params: p, body } => format!("(lambda {} {})", params(p), expr(body)),
         ExprKind::IfExp { test, body, orelse } => format!("(ifexp {} {} {})", expr(test), expr(body), expr(orelse)),
         ExprKind::ListComp { elt, generators } => format!("(listcomp {}{})", expr(elt), comps(generators)),
-        ExprKind::DictComp { key, value, generators } => format!("(dictcomp {}:{}{})", expr(key), expr(value), comps(generators)),
+        ExprKind::DictComp { key, value, generators } => {
+            format!("(dictcomp {}:{}{})", expr(key), expr(value), comps(generators))
+        }
         ExprKind::Error => "ERROR".into(),
     }
 }
