@@ -498,3 +498,10 @@ fn hints_for_habits_from_other_languages() {
     assert!(help("x++").contains("x += 1"));
     assert!(help("x--\n").contains("x -= 1"));
 }
+
+#[test]
+fn names_like_python_keywords_inside_brackets_are_fine() {
+    // Only Apsi keywords that cannot continue an expression end a forgotten bracket.
+    let (_, d) = parse(FileId(0), "x = f(\nimport)\ny = g(\nclass)\n");
+    assert!(d.is_empty(), "{d:#?}");
+}

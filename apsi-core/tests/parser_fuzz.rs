@@ -237,6 +237,12 @@ fn check(src: &str) {
         );
         assert!(!diag.message.is_empty());
     }
+    parser_common::all_spans(&m, &mut |s| {
+        assert!(
+            s.start <= s.end && s.end <= len,
+            "node span {s:?} outside {len} for {src:?}"
+        );
+    });
     let printed: String = m.body.iter().map(parser_common::stmt).collect();
     if printed.contains("ERROR") {
         assert!(!d.is_empty(), "an Error node without a diagnostic for {src:?}");

@@ -217,3 +217,21 @@ fn parse_speed_parts() {
         println!("{name}: lex {:.1} ms, parse {:.1} ms", lt * 1e3, pt * 1e3);
     }
 }
+
+#[test]
+#[ignore]
+fn parse_speed_assign() {
+    let big = "x = 1\n".repeat(166_000);
+    for _ in 0..5 {
+        let t = Instant::now();
+        let r = parse(FileId(0), &big);
+        let pt = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        drop(r);
+        println!(
+            "assign: parse {:.1} ms, drop {:.1} ms",
+            pt * 1e3,
+            t.elapsed().as_secs_f64() * 1e3
+        );
+    }
+}

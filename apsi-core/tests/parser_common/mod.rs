@@ -317,3 +317,209 @@ pub fn expr(x: &Expr) -> String {
         ExprKind::Error => "ERROR".into(),
     }
 }
+
+/// Calls `f` with the span of every statement and expression of `m`.
+pub fn all_spans(m: &Module, f: &mut dyn FnMut(apsi_core::diagnostic::Span)) {
+    for s in &m.body {
+        stmt_spans(s, f);
+    }
+}
+
+fn block_spans(b: &[Stmt], f: &mut dyn FnMut(apsi_core::diagnostic::Span)) {
+    for s in b {
+        stmt_spans(s, f);
+    }
+}
+
+fn params_spans(p: &Params, f: &mut dyn FnMut(apsi_core::diagnostic::Span)) {
+    let all = p
+        .params
+        .iter()
+        .chain(p.vararg.iter())
+        .chain(p.kwonly.iter())
+        .chain(p.kwarg.iter());
+    for q in all {
+        f(q.span);
+        f(q.name.span);
+        q.annotation
+            .iter()
+            .chain(q.default.iter())
+            .for_each(|x| expr_spans(x, f));
+    }
+}
+
+fn func_spans(d: &FuncDef, f: &mut dyn FnMut(apsi_core::diagnostic::Span)) {
+    f(d.span);
+    f(d.name.span);
+    d.decorators
+        .iter()
+        .chain(d.returns.iter())
+        .for_each(|x| expr_spans(x, f));
+    params_spans(&d.params, f);
+    block_spans(&d.body, f);
+}
+
+fn stmt_spans(s: &Stmt, f: &mut dyn FnMut(apsi_core::diagnostic::Span)) {
+    f(s.span);
+    match &s.kind {
+        StmtKind::Expr(x) | StmtKind::Return(Some(x)) | StmtKind::Raise(Some(x)) => expr_spans(x, f),
+        StmtKind::Assign { targets, value } => {
+            targets.iter().for_each(|x| expr_spans(x, f));
+            expr_spans(value, f);
+        }
+        StmtKind::AugAssign { target, value, .. } => {
+            expr_spans(target, f);
+            expr_spans(value, f);
+        }
+        StmtKind::AnnAssign {
+            target,
+            annotation,
+            value,
+        } => {
+            expr_spans(target, f);
+            expr_spans(annotation, f);
+            value.iter().for_each(|x| expr_spans(x, f));
+        }
+        StmtKind::If { test, body, orelse } => {
+            expr_spans(test, f);
+            block_spans(body, f);
+            block_spans(orelse, f);
+        }
+        StmtKind::While { test, body } => {
+            expr_spans(test, f);
+            block_spans(body, f);
+        }
+        StmtKind::For { target, iter, body, .. } => {
+            expr_spans(target, f);
+            expr_spans(iter, f);
+            block_spans(body, f);
+        }
+        StmtKind::FuncDef(d) => func_spans(d, f),
+        StmtKind::StructDef(d) => {
+            f(d.span);
+            f(d.name.span);
+            d.decorators.iter().for_each(|x| expr_spans(x, f));
+            for fl in &d.fields {
+                f(fl.span);
+                f(fl.name.span);
+                fl.annotation
+                    .iter()
+                    .chain(fl.default.iter())
+                    .for_each(|x| expr_spans(x, f));
+            }
+            d.methods.iter().for_each(|m| func_spans(m, f));
+        }
+        StmtKind::Use { path, alias } => path.iter().chain(alias.iter()).for_each(|i| f(i.span)),
+        StmtKind::Try {
+            body,
+            handlers,
+            orelse,
+            finalbody,
+        } => {
+            block_spans(body, f);
+            for h in handlers {
+                f(h.span);
+                h.kind.iter().for_each(|x| expr_spans(x, f));
+                h.name.iter().for_each(|i| f(i.span));
+                block_spans(&h.body, f);
+            }
+            block_spans(orelse, f);
+            block_spans(finalbody, f);
+        }
+        StmtKind::Assert { test, msg } => {
+            expr_spans(test, f);
+            msg.iter().for_each(|x| expr_spans(x, f));
+        }
+        StmtKind::With { items, body } => {
+            for i in items {
+                expr_spans(&i.context, f);
+                i.target.iter().for_each(|x| expr_spans(x, f));
+            }
+            block_spans(body, f);
+        }
+        StmtKind::Global(ns) | StmtKind::Nonlocal(ns) => ns.iter().for_each(|i| f(i.span)),
+        _ => {}
+    }
+}
+
+fn expr_spans(x: &Expr, f: &mut dyn FnMut(apsi_core::diagnostic::Span)) {
+    f(x.span);
+    let mut go = |e: &Expr| expr_spans(e, f);
+    match &x.kind {
+        ExprKind::FString(ps) => fparts(ps, &mut go),
+        ExprKind::List(xs) | ExprKind::Tuple(xs) => xs.iter().for_each(go),
+        ExprKind::Dict(items) => {
+            for i in items {
+                match i {
+                    DictItem::Pair(k, v) => {
+                        go(k);
+                        go(v);
+                    }
+                    DictItem::Spread(v) => go(v),
+                }
+            }
+        }
+        ExprKind::Starred(v) | ExprKind::UnaryOp { operand: v, .. } => go(v),
+        ExprKind::BinOp { left, right, .. } | ExprKind::BoolOp { left, right, .. } => {
+            go(left);
+            go(right);
+        }
+        ExprKind::Range { start, end } => {
+            go(start);
+            go(end);
+        }
+        ExprKind::Compare { left, ops } => {
+            go(left);
+            ops.iter().for_each(|(_, r)| go(r));
+        }
+        ExprKind::Call { func, args } => {
+            go(func);
+            for a in args {
+                match a {
+                    Arg::Positional(v) | Arg::Star(v) | Arg::DoubleStar(v) | Arg::Keyword(_, v) => go(v),
+                }
+            }
+        }
+        ExprKind::Attribute { value, .. } => go(value),
+        ExprKind::Index { value, index } => {
+            go(value);
+            go(index);
+        }
+        ExprKind::Slice { lower, upper, step } => {
+            lower.iter().chain(upper.iter()).chain(step.iter()).for_each(|b| go(b));
+        }
+        ExprKind::Lambda { body, .. } => go(body),
+        ExprKind::IfExp { test, body, orelse } => {
+            go(test);
+            go(body);
+            go(orelse);
+        }
+        ExprKind::ListComp { elt, generators } => {
+            go(elt);
+            comp_spans(generators, &mut go);
+        }
+        ExprKind::DictComp { key, value, generators } => {
+            go(key);
+            go(value);
+            comp_spans(generators, &mut go);
+        }
+        _ => {}
+    }
+}
+
+fn comp_spans(gs: &[Comprehension], go: &mut dyn FnMut(&Expr)) {
+    for g in gs {
+        go(&g.target);
+        go(&g.iter);
+        g.ifs.iter().for_each(&mut *go);
+    }
+}
+
+fn fparts(ps: &[FStringPart], go: &mut dyn FnMut(&Expr)) {
+    for p in ps {
+        if let FStringPart::Expr { expr, spec, .. } = p {
+            go(expr);
+            fparts(spec, go);
+        }
+    }
+}
