@@ -505,3 +505,15 @@ fn names_like_python_keywords_inside_brackets_are_fine() {
     let (_, d) = parse(FileId(0), "x = f(\nimport)\ny = g(\nclass)\n");
     assert!(d.is_empty(), "{d:#?}");
 }
+
+#[test]
+fn display_errors() {
+    assert_eq!(one("d = {1: 2 3}"), at("expected ',' or '}' in the dict, found number 3", 10, 11));
+    assert_eq!(one("x = [*a for a in b]"), at("a starred expression cannot be the element of a comprehension", 5, 7));
+    assert_eq!(one("f((x = 1))"), at("expected ')', found '='", 5, 6));
+    assert!(help("f((x = 1))").contains("=="));
+    let long = format!("x = 1{}", " + 1".repeat(1_200));
+    let (m, s, _) = one(&long);
+    assert_eq!(m, "nested too deeply (an expression more than 1000 operations deep)");
+    assert_eq!(s, 4 + 1000 * 4 + 2);
+}
