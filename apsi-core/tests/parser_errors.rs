@@ -508,8 +508,14 @@ fn names_like_python_keywords_inside_brackets_are_fine() {
 
 #[test]
 fn display_errors() {
-    assert_eq!(one("d = {1: 2 3}"), at("expected ',' or '}' in the dict, found number 3", 10, 11));
-    assert_eq!(one("x = [*a for a in b]"), at("a starred expression cannot be the element of a comprehension", 5, 7));
+    assert_eq!(
+        one("d = {1: 2 3}"),
+        at("expected ',' or '}' in the dict, found number 3", 10, 11)
+    );
+    assert_eq!(
+        one("x = [*a for a in b]"),
+        at("a starred expression cannot be the element of a comprehension", 5, 7)
+    );
     assert_eq!(one("f((x = 1))"), at("expected ')', found '='", 5, 6));
     assert!(help("f((x = 1))").contains("=="));
     let long = format!("x = 1{}", " + 1".repeat(1_200));

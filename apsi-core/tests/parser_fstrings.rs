@@ -145,3 +145,19 @@ fn fstring_errors() {
     let es = errs("a = f\"{}\"\nb = f\"}\"\n");
     assert_eq!(es.len(), 2);
 }
+
+#[test]
+fn same_quotes_inside_fields() {
+    // As in Python 3.12: a field may hold a string with the f-string's own quotes.
+    assert_eq!(e(r#"f"{d["k"]}""#), r#"(f {(idx d "k")})"#);
+    assert_eq!(
+        e(r#"f"{", ".join(xs)} end""#),
+        r#"(f {(call (. ", " join) xs)} " end")"#
+    );
+    assert_eq!(e(r#"f"{x:'>10}""#), r#"(f {x :"'>10"})"#);
+    assert_eq!(e(r#"f"{x:{"w"}}""#), r#"(f {x :{"w"}})"#);
+    assert_eq!(e(r#"f"{ {"a": 1}["a"] }""#), r#"(f {(idx {"a":1} "a")})"#);
+    assert_eq!(e(r#"f"{f"{x}"}""#), "(f {(f {x})})");
+    assert_eq!(e(r#"f"{{}}" "x""#), r#"(f "{}x")"#);
+    assert_eq!(e(r#"f"{t:%H:%M}""#), r#"(f {t :"%H:%M"})"#);
+}

@@ -178,7 +178,7 @@ impl<'a> Parser<'a> {
             self.report(
                 open_span,
                 "f-string field is not closed: expected '}'",
-                Some("close the replacement field with '}'; a string inside a field must use the other quote character, as in f\"{d['k']}\"".to_string()),
+                Some("close the replacement field with '}' (write '{{' for a literal brace)".to_string()),
             );
             k = end;
         }

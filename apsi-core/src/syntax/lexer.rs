@@ -441,6 +441,12 @@ impl<'a> Lexer<'a> {
         let triple = self.peek(1) == q && self.peek(2) == q;
         let qlen = if triple { 3 } else { 1 };
         self.pos += qlen;
+        // f-string state: replacement-field nesting, whether we are in a
+        // field's expression (where quotes open nested strings, as in
+        // Python 3.12) and its bracket depth.
+        let mut level = 0u32;
+        let mut in_expr = false;
+        let mut brackets = 0u32;
         loop {
             if self.pos >= self.end {
                 if triple {
@@ -450,6 +456,55 @@ impl<'a> Lexer<'a> {
                 return;
             }
             let c = self.b[self.pos];
+            if in_expr {
+                match c {
+                    b'\'' | b'"' => {
+                        let at = self.pos;
+                        if !self.skip_nested_string() && c == q && !triple {
+                            // No closing quote on this line: read the quote as
+                            // the end of the f-string (the field is unclosed).
+                            self.pos = at + 1;
+                            break;
+                        }
+                        continue;
+                    }
+                    b'\n' if !triple => {
+                        self.unterminated(start, triple);
+                        return;
+                    }
+                    b'\\' => {
+                        self.pos = (self.pos + 2).min(self.end);
+                        continue;
+                    }
+                    b'(' | b'[' | b'{' => brackets += 1,
+                    b')' | b']' => brackets = brackets.saturating_sub(1),
+                    b'}' if brackets > 0 => brackets -= 1,
+                    b'}' => {
+                        level -= 1;
+                        in_expr = false;
+                    }
+                    b':' if brackets == 0 => in_expr = false,
+                    _ => {}
+                }
+                self.pos += 1;
+                continue;
+            }
+            if fstring && c == b'{' {
+                if level == 0 && self.peek(1) == b'{' {
+                    self.pos += 2;
+                } else {
+                    level += 1;
+                    in_expr = true;
+                    brackets = 0;
+                    self.pos += 1;
+                }
+                continue;
+            }
+            if fstring && c == b'}' && level > 0 {
+                level -= 1;
+                self.pos += 1;
+                continue;
+            }
             if c == b'\\' {
                 self.pos = (self.pos + 2).min(self.end);
             } else if c == b'\n' && !triple {
@@ -470,6 +525,29 @@ impl<'a> Lexer<'a> {
             }
         }
         self.push(if fstring { Tok::FStr } else { Tok::Str }, start, self.pos);
+    }
+
+    /// Skips a string literal inside an f-string field, from its opening
+    /// quote at `self.pos`; false when it is not closed (a newline ends a
+    /// one-line string).
+    fn skip_nested_string(&mut self) -> bool {
+        let q = self.b[self.pos];
+        let triple = self.peek(1) == q && self.peek(2) == q;
+        self.pos += if triple { 3 } else { 1 };
+        while self.pos < self.end {
+            let c = self.b[self.pos];
+            if c == b'\\' {
+                self.pos = (self.pos + 2).min(self.end);
+            } else if c == b'\n' && !triple {
+                return false;
+            } else if c == q && (!triple || (self.peek(1) == q && self.peek(2) == q)) {
+                self.pos += if triple { 3 } else { 1 };
+                return true;
+            } else {
+                self.pos += 1;
+            }
+        }
+        false
     }
 
     fn unterminated(&mut self, start: usize, triple: bool) {

@@ -11,8 +11,8 @@
 //!   hint (or, for `yield`, an ordinary name).
 //! - `{x=}` in an f-string gets conversion `'r'` unless a conversion or a
 //!   format spec is given (Python's rule), so later passes need no special case.
-//! - A string inside an f-string field must use the other quote character
-//!   (Python before 3.12).
+//! - A string inside an f-string field may use the f-string's own quotes
+//!   (`f"{d["k"]}"`, as in Python 3.12); a format spec's quotes are literal.
 //! - `-9223372036854775808` is folded to `Int(i64::MIN)`; any other int literal
 //!   beyond i64 is a SyntaxError. Other negative literals stay `UnaryOp(Neg)`.
 //! - A docstring in a struct body is dropped; in a function it stays an
