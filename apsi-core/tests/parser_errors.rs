@@ -133,7 +133,7 @@ fn bracket_errors() {
     assert_eq!(one("print(1))"), at("expected end of line, found ')'", 8, 9));
     assert_eq!(
         one("x = [1, 2)"),
-        at("expected ',' or ']' in the list, found ')'", 9, 10)
+        at("closing ')' does not match the opening '['", 9, 10)
     );
     assert_eq!(
         one("f(1 2)"),
@@ -522,4 +522,21 @@ fn display_errors() {
     let (m, s, _) = one(&long);
     assert_eq!(m, "nested too deeply (an expression more than 1000 operations deep)");
     assert_eq!(s, 4 + 1000 * 4 + 2);
+}
+
+#[test]
+fn mismatched_brackets() {
+    assert_eq!(
+        one("x = (1, 2]"),
+        at("closing ']' does not match the opening '('", 9, 10)
+    );
+    assert_eq!(help("x = (1, 2]"), "close it with ')'");
+    let d = diags("f([1, 2)");
+    assert_eq!(d.len(), 1, "{d:#?}");
+    assert_eq!(d[0].labels[1].span.start, 2);
+    assert_eq!(d[0].labels[1].message.as_deref(), Some("opened here"));
+    assert_eq!(
+        one("y = {'a': 1)\nz = 2\n"),
+        at("closing ')' does not match the opening '{'", 11, 12)
+    );
 }

@@ -642,7 +642,31 @@ impl<'a> Lexer<'a> {
         match kind {
             Tok::LParen | Tok::LBracket | Tok::LBrace => self.brackets.push((c, start as u32)),
             Tok::RParen | Tok::RBracket | Tok::RBrace => {
-                self.brackets.pop();
+                if let Some((open, at)) = self.brackets.pop() {
+                    let expected = match open {
+                        b'(' => b')',
+                        b'[' => b']',
+                        _ => b'}',
+                    };
+                    if c != expected && !self.nested {
+                        let open_span = Span::new(self.file, at, at + 1);
+                        let d = Diagnostic::new(
+                            ErrorKind::SyntaxError,
+                            format!("closing '{}' does not match the opening '{}'", c as char, open as char),
+                        )
+                        .at(Span::new(self.file, start as u32, start as u32 + 1))
+                        .label(open_span, "opened here")
+                        .help(format!("close it with '{}'", expected as char));
+                        self.out.diags.push(d);
+                        // The parser's own complaint about this token is the same error.
+                        self.out.unclosed.push((start as u32, start as u32 + 1));
+                        // `f([1, 2)`: the ')' closes the '(' below as well.
+                        let matches_below = |o: u8| matches!((o, c), (b'(', b')') | (b'[', b']') | (b'{', b'}'));
+                        if self.brackets.last().is_some_and(|&(o, _)| matches_below(o)) {
+                            self.brackets.pop();
+                        }
+                    }
+                }
             }
             _ => {}
         }
