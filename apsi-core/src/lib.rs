@@ -11,6 +11,7 @@ pub mod diagnostic;
 pub mod error;
 pub mod format;
 pub mod module;
+pub mod ops;
 pub mod syntax;
 pub mod vm;
 

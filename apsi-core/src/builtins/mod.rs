@@ -1,1 +1,158 @@
 //! The prelude and the methods of the built-in types.
+//!
+//! [`prelude`] is the module every program sees without `use`;
+//! [`method`] finds the native method of a str/list/dict/tuple receiver
+//! (the receiver is passed as `args[0]`).
+
+mod args;
+mod core;
+mod dicts;
+mod lists;
+mod math;
+mod sort;
+mod strs;
+mod system;
+mod types;
+
+pub use system::{bench_result_type, cpu_count_value};
+pub use types::{type_of, type_token, type_token_name};
+
+use crate::error::ErrorKind;
+use crate::module::{ModuleBuilder, ModuleDescriptor};
+use crate::vm::value::{NativeFnPtr, Value};
+
+/// The prelude: the names every program sees without `use`.
+///
+/// `argv` is bound to an empty list here; the runtime replaces it with the
+/// program's arguments.
+pub fn prelude() -> ModuleDescriptor {
+    let mut b = ModuleBuilder::new("prelude", crate::VERSION, "^2.0");
+    let fns: &[(&str, NativeFnPtr)] = &[
+        ("print", core::print),
+        ("len", core::len),
+        ("repr", core::repr),
+        ("format", core::format),
+        ("enumerate", core::enumerate),
+        ("zip", core::zip),
+        ("sorted", core::sorted),
+        ("reversed", core::reversed),
+        ("sum", core::sum),
+        ("min", core::min),
+        ("max", core::max),
+        ("any", core::any),
+        ("all", core::all),
+        ("chr", core::chr),
+        ("ord", core::ord),
+        ("divmod", core::divmod),
+        ("abs", core::abs),
+        ("round", core::round),
+        ("map", core::map),
+        ("filter", core::filter),
+        ("reduce", core::reduce),
+        ("isinstance", types::isinstance),
+        ("type", types::type_fn),
+        ("sqrt", math::sqrt),
+        ("exp", math::exp),
+        ("log", math::log),
+        ("log1p", math::log1p),
+        ("log2", math::log2),
+        ("log10", math::log10),
+        ("sin", math::sin),
+        ("cos", math::cos),
+        ("tan", math::tan),
+        ("asin", math::asin),
+        ("acos", math::acos),
+        ("atan", math::atan),
+        ("atan2", math::atan2),
+        ("sinh", math::sinh),
+        ("cosh", math::cosh),
+        ("tanh", math::tanh),
+        ("sigmoid", math::sigmoid),
+        ("floor", math::floor),
+        ("ceil", math::ceil),
+        ("sign", math::sign),
+        ("maximum", math::maximum),
+        ("minimum", math::minimum),
+        ("isnan", math::isnan),
+        ("isinf", math::isinf),
+        ("hypot", math::hypot),
+        ("pow", math::pow),
+        ("input", system::input),
+        ("read_text", system::read_text),
+        ("write_text", system::write_text),
+        ("exit", system::exit),
+        ("time", system::time),
+        ("cpu_count", system::cpu_count),
+        ("bench", system::bench),
+    ];
+    for (name, f) in fns {
+        b = b.function(name, *f);
+    }
+    for (name, v) in types::constructor_exports() {
+        b = b.constant(name, v);
+    }
+    b = b
+        .constant("inf", Value::Float(f64::INFINITY))
+        .constant("nan", Value::Float(f64::NAN))
+        .constant("pi", Value::Float(std::f64::consts::PI))
+        .constant("e", Value::Float(std::f64::consts::E))
+        .constant("argv", Value::list(Vec::new()));
+    for k in ErrorKind::ALL {
+        b = b.constant(k.name(), Value::Kind(k));
+    }
+    b.build()
+}
+
+/// The native method `name` of a built-in receiver (str, list, dict,
+/// tuple); it takes the receiver as `args[0]`.
+pub fn method(receiver: &Value, name: &str) -> Option<NativeFnPtr> {
+    match receiver {
+        Value::Str(_) => strs::method(name),
+        Value::List(_) => lists::list_method(name),
+        Value::Tuple(_) => lists::tuple_method(name),
+        Value::Dict(_) => dicts::method(name),
+        _ => None,
+    }
+}
+
+/// The method names of a built-in receiver (for "did you mean" hints).
+pub fn method_names(receiver: &Value) -> &'static [&'static str] {
+    match receiver {
+        Value::Str(_) => strs::NAMES,
+        Value::List(_) => lists::LIST_NAMES,
+        Value::Tuple(_) => lists::TUPLE_NAMES,
+        Value::Dict(_) => dicts::NAMES,
+        _ => &[],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prelude_has_the_spec_names() {
+        let p = prelude();
+        assert_eq!(p.name, "prelude");
+        assert_eq!(p.version, crate::VERSION);
+        for n in [
+            "print", "len", "range", "enumerate", "zip", "sorted", "reversed", "sum", "min", "max", "abs", "round", "int",
+            "float", "str", "bool", "list", "dict", "tuple", "isinstance", "type", "map", "filter", "reduce", "sqrt",
+            "floor", "ceil", "inf", "nan", "pi", "e", "input", "read_text", "write_text", "argv", "exit", "time",
+            "bench", "cpu_count", "Error", "ValueError", "NotImplementedError",
+        ] {
+            assert!(p.get(n).is_some(), "prelude lacks {n}");
+        }
+        assert!(matches!(p.get("nan"), Some(Value::Float(f)) if f.is_nan() && f.is_sign_positive()));
+    }
+
+    #[test]
+    fn every_listed_method_exists() {
+        let receivers = [Value::str(""), Value::list(vec![]), Value::tuple(vec![]), Value::empty_dict()];
+        for r in &receivers {
+            for n in method_names(r) {
+                assert!(method(r, n).is_some(), "{} lacks {n}", r.type_name());
+            }
+        }
+    }
+}

@@ -1,2 +1,10 @@
 //! Text forms of values: Python's float repr, `str`/`repr` of values and
 //! the format mini-language of f-strings.
+
+mod float;
+mod repr;
+mod spec;
+
+pub use float::{f32_repr, float_repr};
+pub use repr::{quote_str, repr_of, str_of};
+pub use spec::format_value;

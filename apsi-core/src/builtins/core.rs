@@ -1,0 +1,485 @@
+//! The general prelude functions: printing, sequences, reductions, the
+//! functional helpers (data-first `map`, `filter`, `reduce`).
+//!
+//! Decisions (for docs/LANGUAGE.md): `enumerate`, `zip`, `reversed`, `map`
+//! and `filter` return lists (eagerly), not iterators. `map`, `filter` and
+//! `reduce` take the data first (`xs |> map(f)`); Python's order
+//! (`map(f, xs)`) is accepted too when the first argument is callable and
+//! the second is not. Given a module object (a dataset), `map` and
+//! `filter` call its own `map`/`filter` method, keeping it lazy.
+
+use super::args::{expect_int, is_callable, Args};
+use super::sort::merge_sort;
+use crate::error::ErrorKind;
+use crate::format::{format_value, repr_of, str_of};
+use crate::ops;
+use crate::syntax::ast::BinOp;
+use crate::vm::value::{err, Caller, Kwargs, VResult, Value};
+use std::cmp::Ordering;
+
+pub(crate) fn print(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let mut sep = " ".to_string();
+    let mut end = "\n".to_string();
+    for (k, v) in kw {
+        let slot = match &**k {
+            "sep" => &mut sep,
+            "end" => &mut end,
+            "flush" => continue,
+            other => return Err(err(ErrorKind::TypeError, format!("print() got an unexpected keyword argument '{other}'"))),
+        };
+        match v {
+            Value::None => {}
+            Value::Str(s) => *slot = s.as_str().to_string(),
+            other => {
+                return Err(err(ErrorKind::TypeError, format!("print() argument '{k}' must be a str or none, not {}", other.type_name())))
+            }
+        }
+    }
+    let mut out = String::new();
+    for (i, a) in args.iter().enumerate() {
+        if i > 0 {
+            out.push_str(&sep);
+        }
+        out.push_str(&str_of(a));
+    }
+    out.push_str(&end);
+    c.write_out(&out)?;
+    Ok(Value::None)
+}
+
+pub(crate) fn len(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = Args::new("len", args, kw, 1, &["x"])?;
+    Ok(Value::Int(ops::len_with(c, a.req(0)?)?))
+}
+
+pub(crate) fn repr(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = Args::new("repr", args, kw, 1, &["x"])?;
+    Ok(Value::str(repr_of(a.req(0)?)))
+}
+
+pub(crate) fn format(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = Args::new("format", args, kw, 1, &["x", "spec"])?;
+    let spec = match a.opt(1) {
+        Some(_) => a.str(1)?,
+        None => "",
+    };
+    Ok(Value::str(format_value(a.req(0)?, spec)?))
+}
+
+pub(crate) fn enumerate(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = Args::new("enumerate", args, kw, 1, &["xs", "start"])?;
+    let start = a.int_or(1, 0)?;
+    let items = ops::iterate(c, a.req(0)?)?;
+    let mut out = Vec::with_capacity(items.len());
+    for (i, x) in items.into_iter().enumerate() {
+        let n = start
+            .checked_add(i as i64)
+            .ok_or_else(|| err(ErrorKind::OverflowError, "enumerate() count does not fit in a 64-bit int"))?;
+        out.push(Value::tuple(vec![Value::Int(n), x]));
+    }
+    Ok(Value::list(out))
+}
+
+pub(crate) fn zip(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    if let Some((k, _)) = kw.first() {
+        return Err(err(ErrorKind::TypeError, format!("zip() got an unexpected keyword argument '{k}'")));
+    }
+    let mut cols = Vec::with_capacity(args.len());
+    for a in args {
+        cols.push(ops::iterate(c, a)?);
+    }
+    let n = cols.iter().map(|c| c.len()).min().unwrap_or(0);
+    let rows = (0..n).map(|i| Value::tuple(cols.iter().map(|col| col[i].clone()).collect())).collect();
+    Ok(Value::list(rows))
+}
+
+pub(crate) fn reversed(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = Args::new("reversed", args, kw, 1, &["xs"])?;
+    let mut items = ops::iterate(c, a.req(0)?)?;
+    items.reverse();
+    Ok(Value::list(items))
+}
+
+/// Sorts values, by `key(x)` when a key function is given; stable, and
+/// with `reverse` equal elements keep their order (as Python's).
+pub(crate) fn sort_values(c: &mut dyn Caller, items: Vec<Value>, key: Option<&Value>, reverse: bool) -> VResult<Vec<Value>> {
+    let mut pairs: Vec<(Value, Value)> = Vec::with_capacity(items.len());
+    for x in items {
+        let k = match key {
+            Some(f) => c.call(f, std::slice::from_ref(&x), &[])?,
+            None => x.clone(),
+        };
+        pairs.push((k, x));
+    }
+    merge_sort(&mut pairs, &mut |a, b| if reverse { ops::order(&b.0, &a.0) } else { ops::order(&a.0, &b.0) })?;
+    Ok(pairs.into_iter().map(|(_, x)| x).collect())
+}
+
+pub(crate) fn sorted(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = Args::new("sorted", args, kw, 1, &["xs", "key", "reverse"])?;
+    let items = ops::iterate(c, a.req(0)?)?;
+    let reverse = a.bool_or(2, false)?;
+    Ok(Value::list(sort_values(c, items, a.opt(1), reverse)?))
+}
+
+pub(crate) fn sum(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = Args::new("sum", args, kw, 1, &["xs", "start"])?;
+    let start = a.opt(1).cloned().unwrap_or(Value::Int(0));
+    if matches!(start, Value::Str(_)) {
+        return Err(err(ErrorKind::TypeError, "sum() can't sum strings (use ''.join(xs) instead)"));
+    }
+    let items = ops::iterate(c, a.req(0)?)?;
+    let mut acc = start;
+    for x in &items {
+        // Plain left-to-right addition: ints stay exact (checked), floats
+        // round at each step as CPython 3.11's sum does.
+        acc = match (&acc, x) {
+            (Value::Float(p), Value::Float(q)) => Value::Float(p + q),
+            _ => ops::binary(BinOp::Add, &acc, x)?,
+        };
+    }
+    Ok(acc)
+}
+
+fn extreme(c: &mut dyn Caller, name: &'static str, args: &[Value], kw: Kwargs, keep: Ordering) -> VResult<Value> {
+    let mut key = None;
+    let mut default = None;
+    for (k, v) in kw {
+        match &**k {
+            "key" => key = Some(v).filter(|v| !matches!(v, Value::None)),
+            "default" => default = Some(v),
+            other => return Err(err(ErrorKind::TypeError, format!("{name}() got an unexpected keyword argument '{other}'"))),
+        }
+    }
+    let items = match args {
+        [] => return Err(err(ErrorKind::TypeError, format!("{name}() expected at least 1 argument, got 0"))),
+        [one] => ops::iterate(c, one)?,
+        many => {
+            if default.is_some() {
+                return Err(err(ErrorKind::TypeError, format!("cannot specify a default for {name}() with multiple positional arguments")));
+            }
+            many.to_vec()
+        }
+    };
+    let mut best: Option<(Value, Value)> = None;
+    for x in items {
+        let k = match key {
+            Some(f) => c.call(f, std::slice::from_ref(&x), &[])?,
+            None => x.clone(),
+        };
+        match &best {
+            None => best = Some((k, x)),
+            Some((bk, _)) => {
+                if ops::order(&k, bk)? == keep {
+                    best = Some((k, x));
+                }
+            }
+        }
+    }
+    match (best, default) {
+        (Some((_, x)), _) => Ok(x),
+        (None, Some(d)) => Ok(d.clone()),
+        (None, None) => Err(err(ErrorKind::ValueError, format!("{name}() of an empty sequence"))),
+    }
+}
+
+pub(crate) fn min(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    extreme(c, "min", args, kw, Ordering::Less)
+}
+
+pub(crate) fn max(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    extreme(c, "max", args, kw, Ordering::Greater)
+}
+
+pub(crate) fn any(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = Args::new("any", args, kw, 1, &["xs"])?;
+    for x in ops::iterate(c, a.req(0)?)? {
+        if x.truthy()? {
+            return Ok(Value::Bool(true));
+        }
+    }
+    Ok(Value::Bool(false))
+}
+
+pub(crate) fn all(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = Args::new("all", args, kw, 1, &["xs"])?;
+    for x in ops::iterate(c, a.req(0)?)? {
+        if !x.truthy()? {
+            return Ok(Value::Bool(false));
+        }
+    }
+    Ok(Value::Bool(true))
+}
+
+pub(crate) fn chr(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = Args::new("chr", args, kw, 1, &["code"])?;
+    let i = a.int(0)?;
+    let ch = u32::try_from(i)
+        .ok()
+        .and_then(char::from_u32)
+        .ok_or_else(|| err(ErrorKind::ValueError, format!("chr() arg {i} is not a valid Unicode code point")))?;
+    Ok(Value::str(ch.to_string()))
+}
+
+pub(crate) fn ord(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = Args::new("ord", args, kw, 1, &["ch"])?;
+    let s = a.str(0)?;
+    let mut it = s.chars();
+    match (it.next(), it.next()) {
+        (Some(ch), None) => Ok(Value::Int(ch as i64)),
+        _ => Err(err(
+            ErrorKind::TypeError,
+            format!("ord() expected a string of one character, but a string of length {} was found", s.chars().count()),
+        )),
+    }
+}
+
+pub(crate) fn divmod(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = Args::new("divmod", args, kw, 2, &["a", "b"])?;
+    let (x, y) = (a.req(0)?, a.req(1)?);
+    Ok(Value::tuple(vec![ops::binary(BinOp::FloorDiv, x, y)?, ops::binary(BinOp::Mod, x, y)?]))
+}
+
+/// Splits `(xs, f, …)` / `(f, xs, …)` into data and function.
+fn data_and_fn<'v>(name: &str, a: &'v Value, b: &'v Value) -> VResult<(&'v Value, &'v Value)> {
+    if is_callable(b) {
+        Ok((a, b))
+    } else if is_callable(a) {
+        Ok((b, a))
+    } else if matches!(b, Value::None) && name == "filter" {
+        Ok((a, b))
+    } else {
+        Err(err(ErrorKind::TypeError, format!("{name}() needs a function, got a {} and a {}", a.type_name(), b.type_name())))
+    }
+}
+
+/// Calls a module object's own lazy `name` step (datasets).
+fn lazy_step(c: &mut dyn Caller, xs: &Value, name: &str, f: &Value, kw: Kwargs) -> VResult<Value> {
+    let step = ops::get_attr(xs, name)?;
+    c.call(&step, std::slice::from_ref(f), kw)
+}
+
+pub(crate) fn map(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    if args.len() < 2 {
+        return Err(err(ErrorKind::TypeError, format!("map() takes a sequence and a function ({} given)", args.len())));
+    }
+    // Python's form with several sequences: map(f, xs, ys).
+    if args.len() > 2 {
+        if !is_callable(&args[0]) {
+            return Err(err(ErrorKind::TypeError, "map() with several sequences takes the function first"));
+        }
+        let zipped = zip(c, &args[1..], &[])?;
+        let mut out = Vec::new();
+        for row in ops::iterate(c, &zipped)? {
+            let parts = ops::iterate(c, &row)?;
+            out.push(c.call(&args[0], &parts, &[])?);
+        }
+        return Ok(Value::list(out));
+    }
+    let (xs, f) = data_and_fn("map", &args[0], &args[1])?;
+    if matches!(xs, Value::Object(_)) {
+        return lazy_step(c, xs, "map", f, kw);
+    }
+    if let Some((k, _)) = kw.first() {
+        return Err(err(ErrorKind::TypeError, format!("map() got an unexpected keyword argument '{k}'")));
+    }
+    let items = ops::iterate(c, xs)?;
+    let mut out = Vec::with_capacity(items.len());
+    for x in items {
+        out.push(c.call(f, std::slice::from_ref(&x), &[])?);
+    }
+    Ok(Value::list(out))
+}
+
+pub(crate) fn filter(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    if args.len() != 2 {
+        return Err(err(ErrorKind::TypeError, format!("filter() takes a sequence and a function ({} given)", args.len())));
+    }
+    let (xs, f) = data_and_fn("filter", &args[0], &args[1])?;
+    if matches!(xs, Value::Object(_)) {
+        return lazy_step(c, xs, "filter", f, kw);
+    }
+    if let Some((k, _)) = kw.first() {
+        return Err(err(ErrorKind::TypeError, format!("filter() got an unexpected keyword argument '{k}'")));
+    }
+    let mut out = Vec::new();
+    for x in ops::iterate(c, xs)? {
+        let keep = match f {
+            Value::None => x.truthy()?,
+            f => c.call(f, std::slice::from_ref(&x), &[])?.truthy()?,
+        };
+        if keep {
+            out.push(x);
+        }
+    }
+    Ok(Value::list(out))
+}
+
+pub(crate) fn reduce(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = Args::new("reduce", args, kw, 2, &["xs", "f", "init"])?;
+    let (xs, f) = data_and_fn("reduce", a.req(0)?, a.req(1)?)?;
+    let mut items = ops::iterate(c, xs)?.into_iter();
+    let mut acc = match a.get(2) {
+        Some(init) => init.clone(),
+        None => items
+            .next()
+            .ok_or_else(|| err(ErrorKind::TypeError, "reduce() of an empty sequence with no initial value"))?,
+    };
+    for x in items {
+        acc = c.call(f, &[acc, x], &[])?;
+    }
+    Ok(acc)
+}
+
+pub(crate) fn abs(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = Args::new("abs", args, kw, 1, &["x"])?;
+    match a.req(0)? {
+        Value::Int(i) => i
+            .checked_abs()
+            .map(Value::Int)
+            .ok_or_else(|| err(ErrorKind::OverflowError, format!("abs({i}) does not fit in a 64-bit int"))),
+        Value::Bool(b) => Ok(Value::Int(*b as i64)),
+        Value::Float(f) => Ok(Value::Float(f.abs())),
+        obj @ Value::Object(_) => super::math::call_method(c, obj, "abs", &[]),
+        other => Err(err(ErrorKind::TypeError, format!("bad operand type for abs(): '{}'", other.type_name()))),
+    }
+}
+
+pub(crate) fn round(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = Args::new("round", args, kw, 1, &["x", "ndigits"])?;
+    let x = a.req(0)?;
+    if let Value::Object(_) = x {
+        let rest: Vec<Value> = a.opt(1).cloned().into_iter().collect();
+        return super::math::call_method(c, x, "round", &rest);
+    }
+    match a.opt(1) {
+        None => match x {
+            Value::Int(i) => Ok(Value::Int(*i)),
+            Value::Bool(b) => Ok(Value::Int(*b as i64)),
+            Value::Float(f) => Ok(Value::Int(super::types::float_to_int(f.round_ties_even())?)),
+            other => Err(err(ErrorKind::TypeError, format!("type {} doesn't define round()", other.type_name()))),
+        },
+        Some(nd) => {
+            let n = expect_int(nd, "round", "ndigits")?;
+            match x {
+                Value::Int(i) => Ok(Value::Int(round_int(*i, n)?)),
+                Value::Bool(b) => Ok(Value::Int(round_int(*b as i64, n)?)),
+                Value::Float(f) => Ok(Value::Float(round_float(*f, n)?)),
+                other => Err(err(ErrorKind::TypeError, format!("type {} doesn't define round()", other.type_name()))),
+            }
+        }
+    }
+}
+
+/// `round(i, n)` for an int: unchanged for `n >= 0`, else to a multiple of
+/// `10**-n`, ties to even.
+fn round_int(i: i64, n: i64) -> VResult<i64> {
+    if n >= 0 {
+        return Ok(i);
+    }
+    if n < -19 {
+        return Ok(0);
+    }
+    let m = 10i128.pow((-n) as u32);
+    let x = i as i128;
+    let q = x.div_euclid(m);
+    let r = x.rem_euclid(m);
+    let q = match (2 * r).cmp(&m) {
+        Ordering::Greater => q + 1,
+        Ordering::Equal if q % 2 != 0 => q + 1,
+        _ => q,
+    };
+    i64::try_from(q * m).map_err(|_| err(ErrorKind::OverflowError, "rounded value does not fit in a 64-bit int"))
+}
+
+/// Python's `round(x, n)` for a float: round half to even on the exact
+/// binary value at the `n`-th decimal, then the nearest float to that.
+pub(crate) fn round_float(x: f64, n: i64) -> VResult<f64> {
+    if !x.is_finite() || x == 0.0 {
+        return Ok(x);
+    }
+    if n > 330 {
+        return Ok(x);
+    }
+    let r = if n >= 0 {
+        let text = format!("{:.*}", n as usize, x);
+        text.parse::<f64>().unwrap_or(x)
+    } else {
+        let k = (-n) as usize;
+        // The exact integer part and the (exact) fraction.
+        let int_text = format!("{:.0}", x.abs().trunc());
+        let frac = x.abs() - x.abs().trunc();
+        let (high, low) = if k >= int_text.len() {
+            ("0".to_string(), format!("{int_text:0>k$}"))
+        } else {
+            let (h, l) = int_text.split_at(int_text.len() - k);
+            (h.to_string(), l.to_string())
+        };
+        let half = format!("5{}", "0".repeat(k - 1));
+        let up = match low.cmp(&half) {
+            Ordering::Greater => true,
+            Ordering::Less => false,
+            Ordering::Equal => frac > 0.0 || high.bytes().last().is_some_and(|d| (d - b'0') % 2 == 1),
+        };
+        let high = if up { increment_decimal(&high) } else { high };
+        let text = format!("{high}e{k}");
+        let v = text.parse::<f64>().unwrap_or(f64::INFINITY);
+        if x < 0.0 {
+            -v
+        } else {
+            v
+        }
+    };
+    if r.is_infinite() {
+        return Err(err(ErrorKind::OverflowError, "rounded value too large to represent"));
+    }
+    Ok(if r == 0.0 { 0.0f64.copysign(x) } else { r })
+}
+
+fn increment_decimal(s: &str) -> String {
+    let mut digits: Vec<u8> = s.bytes().collect();
+    let mut i = digits.len();
+    loop {
+        if i == 0 {
+            digits.insert(0, b'1');
+            break;
+        }
+        i -= 1;
+        if digits[i] == b'9' {
+            digits[i] = b'0';
+        } else {
+            digits[i] += 1;
+            break;
+        }
+    }
+    String::from_utf8(digits).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[allow(unused_imports)]
+    use crate::ops::Must;
+
+    #[test]
+    fn rounding_like_python() {
+        assert_eq!(round_float(1.23456, 2).must(), 1.23);
+        assert_eq!(round_float(2.675, 2).must(), 2.67);
+        assert_eq!(round_float(0.125, 2).must(), 0.12);
+        assert_eq!(round_float(0.375, 2).must(), 0.38);
+        assert_eq!(round_float(1250.0, -2).must(), 1200.0);
+        assert_eq!(round_float(1350.0, -2).must(), 1400.0);
+        assert_eq!(round_float(1250.0001, -2).must(), 1300.0);
+        assert_eq!(round_float(-1250.0, -2).must(), -1200.0);
+        assert_eq!(round_float(49.0, -2).must(), 0.0);
+        assert_eq!(round_float(51.0, -2).must(), 100.0);
+        assert_eq!(round_float(960.0, -2).must(), 1000.0);
+        assert_eq!(round_float(1.5, -400).must(), 0.0);
+        assert!(round_float(1.7e308, -308).is_err());
+        assert_eq!(round_int(1250, -2).must(), 1200);
+        assert_eq!(round_int(-1350, -2).must(), -1400);
+        assert_eq!(round_int(15, -1).must(), 20);
+        assert_eq!(increment_decimal("199"), "200");
+        assert_eq!(increment_decimal("99"), "100");
+    }
+}

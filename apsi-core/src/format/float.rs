@@ -1,0 +1,205 @@
+//! Float text exactly as Python writes it.
+//!
+//! Rust's float formatting is exact (shortest round-trip digits for `{:e}`,
+//! correctly rounded, ties-to-even on the exact binary value, for
+//! `{:.N}`/`{:.Ne}`); this file only lays the digits out the way Python does.
+
+/// Decimal digits `d1 d2 … dn` (no leading zeros unless the value is zero)
+/// and the exponent `e` such that the value is `d1.d2…dn × 10^e`.
+pub(crate) struct Digits {
+    pub digits: String,
+    pub exp: i32,
+}
+
+/// Parses the output of Rust's `{:e}` formatting (`"1.2345e-7"`).
+fn parse_sci(s: &str) -> Digits {
+    let (mant, exp) = match s.split_once('e') {
+        Some((m, e)) => (m, e.parse::<i32>().unwrap_or(0)),
+        None => (s, 0),
+    };
+    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
+    Digits { digits, exp }
+}
+
+/// The shortest digits that read back as `x` (an f64, taken by magnitude).
+/// Of the candidates of that length, the one nearest to `x`, ties to even
+/// (as Python's repr chooses): Rust finds the length, and correctly rounded
+/// formatting at that length gives the nearest digits.
+pub(crate) fn shortest_f64(x: f64) -> Digits {
+    let d = parse_sci(&format!("{:e}", x.abs()));
+    let n = d.digits.len();
+    if n < 2 {
+        return d;
+    }
+    parse_sci(&format!("{:.*e}", n - 1, x.abs()))
+}
+
+/// The shortest digits that read back as `x` at f32 precision (nearest
+/// of that length, ties to even).
+pub(crate) fn shortest_f32(x: f32) -> Digits {
+    let d = parse_sci(&format!("{:e}", x.abs()));
+    let n = d.digits.len();
+    if n < 2 {
+        return d;
+    }
+    parse_sci(&format!("{:.*e}", n - 1, x.abs()))
+}
+
+/// `x` (by magnitude) correctly rounded to `n >= 1` significant digits.
+pub(crate) fn significant(x: f64, n: usize) -> Digits {
+    parse_sci(&format!("{:.*e}", n.saturating_sub(1), x.abs()))
+}
+
+/// `x` (by magnitude) correctly rounded to `prec` digits after the point.
+pub(crate) fn fixed(x: f64, prec: usize) -> String {
+    format!("{:.*}", prec, x.abs())
+}
+
+/// Python's exponent suffix: `e+16`, `e-05`, `e+300`.
+pub(crate) fn exp_suffix(e: i32, upper: bool) -> String {
+    let sign = if e < 0 { '-' } else { '+' };
+    format!("{}{}{:02}", if upper { 'E' } else { 'e' }, sign, e.unsigned_abs())
+}
+
+/// Lays out digits positionally: `digits × 10^exp` with at least
+/// `min_frac` digits after the point (zeros appended); the point is written
+/// only when there is a fractional part.
+pub(crate) fn positional(d: &Digits, min_frac: usize) -> String {
+    let digits = d.digits.as_bytes();
+    let n = digits.len() as i64;
+    let point = d.exp as i64 + 1; // digits before the decimal point
+    let mut out = String::new();
+    if point <= 0 {
+        out.push('0');
+        let mut frac = String::new();
+        for _ in 0..(-point) {
+            frac.push('0');
+        }
+        frac.push_str(&d.digits);
+        while frac.len() < min_frac {
+            frac.push('0');
+        }
+        out.push('.');
+        out.push_str(&frac);
+    } else {
+        for i in 0..point {
+            out.push(if i < n { digits[i as usize] as char } else { '0' });
+        }
+        let mut frac = String::new();
+        for i in point..n {
+            frac.push(digits[i as usize] as char);
+        }
+        while frac.len() < min_frac {
+            frac.push('0');
+        }
+        if !frac.is_empty() {
+            out.push('.');
+            out.push_str(&frac);
+        }
+    }
+    out
+}
+
+/// Lays out digits as `d.ddd` plus Python's exponent, with at least
+/// `min_frac` digits after the point.
+pub(crate) fn scientific(d: &Digits, min_frac: usize, upper: bool) -> String {
+    let mut out = String::new();
+    let mut chars = d.digits.chars();
+    out.push(chars.next().unwrap_or('0'));
+    let mut frac: String = chars.collect();
+    while frac.len() < min_frac {
+        frac.push('0');
+    }
+    if !frac.is_empty() {
+        out.push('.');
+        out.push_str(&frac);
+    }
+    out.push_str(&exp_suffix(d.exp, upper));
+    out
+}
+
+/// Python's repr layout of shortest digits: scientific when the exponent is
+/// below -4 or at least 16, else positional with `.0` for integral values.
+fn repr_layout(neg: bool, d: &Digits) -> String {
+    let body = if d.exp < -4 || d.exp >= 16 { scientific(d, 0, false) } else { positional(d, 1) };
+    if neg {
+        format!("-{body}")
+    } else {
+        body
+    }
+}
+
+/// `repr(x)` of a Python float: `1.0`, `0.1`, `1e-10`, `1.5e+300`, `1e+16`,
+/// `-0.0`, `inf`, `-inf`, `nan`.
+pub fn float_repr(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    repr_layout(x.is_sign_negative(), &shortest_f64(x))
+}
+
+/// Like [`float_repr`] but with the shortest digits that read back to the
+/// same f32: `0.1f32` → `0.1`, bf16's 0.1 → `0.100097656`.
+pub fn f32_repr(x: f32) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    repr_layout(x.is_sign_negative(), &shortest_f32(x))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repr_examples_from_the_spec() {
+        let cases: &[(f64, &str)] = &[
+            (1.0, "1.0"),
+            (0.1, "0.1"),
+            (1e-10, "1e-10"),
+            (1.5e300, "1.5e+300"),
+            (1e16, "1e+16"),
+            (1e15, "1000000000000000.0"),
+            (-0.0, "-0.0"),
+            (0.0, "0.0"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (f64::NAN, "nan"),
+            (1.0 / 3.0, "0.3333333333333333"),
+            (123456789.0, "123456789.0"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (1e-5, "1e-05"),
+            (0.0001, "0.0001"),
+            (2f64.sqrt(), "1.4142135623730951"),
+            (5e-324, "5e-324"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (-2.5, "-2.5"),
+            (1234.5e10, "12345000000000.0"),
+        ];
+        for (x, want) in cases {
+            assert_eq!(float_repr(*x), *want, "repr of {x:e}");
+        }
+    }
+
+    #[test]
+    fn f32_examples() {
+        assert_eq!(f32_repr(0.1f32), "0.1");
+        assert_eq!(f32_repr(f32::from_bits(0x3dcd0000)), "0.100097656");
+        assert_eq!(f32_repr(1e-5f32), "1e-05");
+        assert_eq!(f32_repr(3.0f32), "3.0");
+        assert_eq!(f32_repr(-0.0f32), "-0.0");
+        assert_eq!(f32_repr(f32::MAX), "3.4028235e+38");
+    }
+
+    #[test]
+    fn exponent_suffix() {
+        assert_eq!(exp_suffix(5, false), "e+05");
+        assert_eq!(exp_suffix(-300, true), "E-300");
+    }
+}

@@ -1,0 +1,250 @@
+//! `str(x)` and `repr(x)` of every value (LANGUAGE.md §3 "Printing").
+
+use super::float::float_repr;
+use crate::vm::value::Value;
+use std::cell::RefCell;
+
+thread_local! {
+    /// Containers being printed on this thread, to print a list that
+    /// contains itself as `[...]` instead of recursing forever.
+    static IN_PROGRESS: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` unless the container at `ptr` is already being printed.
+fn guarded(ptr: usize, f: impl FnOnce() -> String, cycle: &str) -> String {
+    let entered = IN_PROGRESS.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.contains(&ptr) {
+            false
+        } else {
+            s.push(ptr);
+            true
+        }
+    });
+    if !entered {
+        return cycle.to_string();
+    }
+    let out = f();
+    IN_PROGRESS.with(|s| {
+        let mut s = s.borrow_mut();
+        if let Some(pos) = s.iter().rposition(|p| *p == ptr) {
+            s.remove(pos);
+        }
+    });
+    out
+}
+
+/// `str(x)`: what `print` shows. Strings are raw at the top level; an
+/// error is `ValueError: message`; everything else is its repr.
+pub fn str_of(v: &Value) -> String {
+    match v {
+        Value::Str(s) => s.as_str().to_string(),
+        Value::Error(e) => {
+            if e.message.is_empty() {
+                e.kind.name().to_string()
+            } else {
+                format!("{}: {}", e.kind.name(), e.message)
+            }
+        }
+        Value::Object(o) => o.0.to_str(),
+        other => repr_of(other),
+    }
+}
+
+/// Python's repr of a string: single quotes unless the text contains `'`
+/// and no `"`; escapes backslash, the quote, `\n \r \t` and non-printables.
+pub fn quote_str(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
+                let n = c as u32;
+                if n <= 0xff {
+                    out.push_str(&format!("\\x{n:02x}"));
+                } else if n <= 0xffff {
+                    out.push_str(&format!("\\u{n:04x}"));
+                } else {
+                    out.push_str(&format!("\\U{n:08x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+fn join_reprs(items: &[Value]) -> String {
+    let parts: Vec<String> = items.iter().map(repr_of).collect();
+    parts.join(", ")
+}
+
+/// `repr(x)`: how a value shows inside a container.
+pub fn repr_of(v: &Value) -> String {
+    match v {
+        Value::None => "none".into(),
+        Value::Bool(b) => if *b { "true" } else { "false" }.into(),
+        Value::Int(i) => i.to_string(),
+        Value::Float(f) => float_repr(*f),
+        Value::Str(s) => quote_str(s.as_str()),
+        Value::List(l) => {
+            let ptr = std::sync::Arc::as_ptr(l) as usize;
+            guarded(
+                ptr,
+                || {
+                    let items: Vec<Value> = l.items.read().clone();
+                    format!("[{}]", join_reprs(&items))
+                },
+                "[...]",
+            )
+        }
+        Value::Tuple(t) => {
+            let ptr = std::sync::Arc::as_ptr(t) as usize;
+            guarded(
+                ptr,
+                || {
+                    if t.0.len() == 1 {
+                        format!("({},)", repr_of(&t.0[0]))
+                    } else {
+                        format!("({})", join_reprs(&t.0))
+                    }
+                },
+                "(...)",
+            )
+        }
+        Value::Dict(d) => {
+            let ptr = std::sync::Arc::as_ptr(d) as usize;
+            guarded(
+                ptr,
+                || {
+                    let pairs: Vec<(Value, Value)> =
+                        d.map.read().iter().map(|(k, v)| (k.value().clone(), v.clone())).collect();
+                    let parts: Vec<String> =
+                        pairs.iter().map(|(k, v)| format!("{}: {}", repr_of(k), repr_of(v))).collect();
+                    format!("{{{}}}", parts.join(", "))
+                },
+                "{...}",
+            )
+        }
+        Value::Range(r) => {
+            if r.step == 1 {
+                format!("range({}, {})", r.start, r.stop)
+            } else {
+                format!("range({}, {}, {})", r.start, r.stop, r.step)
+            }
+        }
+        Value::Slice(s) => format!("slice({}, {}, {})", repr_of(&s.start), repr_of(&s.stop), repr_of(&s.step)),
+        Value::Func(f) => format!("<function {}>", f.name),
+        Value::Native(f) => match crate::builtins::type_token_name(f) {
+            Some(name) => format!("<type {name}>"),
+            None => format!("<function {}>", f.name),
+        },
+        Value::BoundMethod(m) => {
+            let name = match &m.func {
+                Value::Func(f) => f.name.to_string(),
+                Value::Native(f) => f.name.to_string(),
+                other => other.type_name().to_string(),
+            };
+            format!("<bound method {}.{}>", m.receiver.type_name(), name)
+        }
+        Value::StructType(t) => format!("<struct {}>", t.name),
+        Value::Struct(s) => {
+            let ptr = std::sync::Arc::as_ptr(s) as usize;
+            guarded(
+                ptr,
+                || {
+                    let fields: Vec<Value> = s.fields.read().to_vec();
+                    let parts: Vec<String> = s
+                        .ty
+                        .fields
+                        .iter()
+                        .zip(fields.iter())
+                        .map(|(f, v)| format!("{}={}", f.name, repr_of(v)))
+                        .collect();
+                    format!("{}({})", s.ty.name, parts.join(", "))
+                },
+                &format!("{}(...)", s.ty.name),
+            )
+        }
+        Value::Kind(k) => format!("<error kind {}>", k.name()),
+        Value::Error(e) => {
+            if e.message.is_empty() {
+                format!("{}()", e.kind.name())
+            } else {
+                format!("{}({})", e.kind.name(), quote_str(&e.message))
+            }
+        }
+        Value::Module(m) => format!("<module {}>", m.name),
+        Value::Object(o) => o.0.repr(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[allow(unused_imports)]
+    use crate::ops::Must;
+    use crate::error::ErrorKind;
+    use crate::vm::value::{ErrorObj, HashKey, RangeObj};
+    use std::sync::Arc;
+
+    #[test]
+    fn containers_use_repr_of_elements() {
+        let mut map = indexmap::IndexMap::default();
+        map.insert(HashKey::new(Value::str("k")).must(), Value::list(vec![Value::None]));
+        let v = Value::list(vec![
+            Value::Float(1.0),
+            Value::str("x"),
+            Value::tuple(vec![Value::Int(1), Value::Int(2)]),
+            Value::dict(map),
+        ]);
+        assert_eq!(str_of(&v), "[1.0, 'x', (1, 2), {'k': [none]}]");
+        assert_eq!(str_of(&Value::tuple(vec![Value::Int(1)])), "(1,)");
+        assert_eq!(str_of(&Value::tuple(vec![])), "()");
+        assert_eq!(str_of(&Value::empty_dict()), "{}");
+        assert_eq!(str_of(&Value::list(vec![Value::Bool(true), Value::Bool(false)])), "[true, false]");
+    }
+
+    #[test]
+    fn strings_raw_at_top_level_quoted_inside() {
+        assert_eq!(str_of(&Value::str("a'b")), "a'b");
+        assert_eq!(repr_of(&Value::str("a'b")), "\"a'b\"");
+        assert_eq!(repr_of(&Value::str("a'b\"")), "'a\\'b\"'");
+        assert_eq!(repr_of(&Value::str("x\ny\t\\")), "'x\\ny\\t\\\\'");
+        assert_eq!(repr_of(&Value::str("\u{1}é")), "'\\x01é'");
+    }
+
+    #[test]
+    fn self_containing_list_prints_ellipsis() {
+        let l = Value::list(vec![Value::Int(1)]);
+        if let Value::List(inner) = &l {
+            inner.items.write().push(l.clone());
+        }
+        assert_eq!(str_of(&l), "[1, [...]]");
+        // Break the cycle so the test does not leak.
+        if let Value::List(inner) = &l {
+            inner.items.write().clear();
+        }
+    }
+
+    #[test]
+    fn misc_values() {
+        assert_eq!(str_of(&Value::Range(Arc::new(RangeObj { start: 0, stop: 10, step: 1 }))), "range(0, 10)");
+        assert_eq!(str_of(&Value::Range(Arc::new(RangeObj { start: 0, stop: 10, step: 2 }))), "range(0, 10, 2)");
+        assert_eq!(str_of(&Value::Kind(ErrorKind::ValueError)), "<error kind ValueError>");
+        let e = Value::Error(ErrorObj::new(ErrorKind::ValueError, "base"));
+        assert_eq!(str_of(&e), "ValueError: base");
+        assert_eq!(repr_of(&e), "ValueError('base')");
+        assert_eq!(str_of(&Value::None), "none");
+    }
+}

@@ -1,0 +1,67 @@
+//! The semantics of Apsi's operators on the core values: arithmetic,
+//! comparison, indexing, attributes, iteration (LANGUAGE.md §3–4).
+//!
+//! The VM inlines the hot cases (int + int, float * float, list[i]) and
+//! calls these functions for everything else; they are the reference.
+//!
+//! Values from modules (`Value::Object`, e.g. tensors) take part through a
+//! small attribute protocol, since `ApsiObject` has no operator hooks: an
+//! object that answers `get_attr` for `__add__`, `__radd__`, `__sub__`, …,
+//! `__neg__`, `__eq__`, `__lt__`, `__getitem__`, `__setitem__`,
+//! `__contains__`, `__len__` or `__iter__` with a native function (or a
+//! method bound to a native function) gets that operation. Such functions
+//! must not call back into Apsi code (they run without an interpreter).
+
+mod arith;
+mod attr;
+mod compare;
+mod index;
+mod iter;
+mod protocol;
+
+pub use arith::{binary, unary};
+pub use attr::{get_attr, set_attr, suggest};
+pub use compare::{compare, eq, order};
+pub use index::{get_index, set_index, slice_indices};
+pub use iter::{contains, hash_key, iterate, len, len_with};
+pub use protocol::{call_dunder, NoCaller};
+
+/// Unwrapping for tests: `ErrorObj` has no `Debug`, so a failed
+/// `VResult` shows the error's kind and message instead.
+#[cfg(test)]
+pub(crate) trait Must<T> {
+    fn must(self) -> T;
+}
+
+#[cfg(test)]
+impl<T> Must<T> for crate::vm::value::VResult<T> {
+    #[track_caller]
+    fn must(self) -> T {
+        match self {
+            Ok(v) => v,
+            Err(e) => panic!("unexpected error {}: {}", e.kind, e.message),
+        }
+    }
+}
+
+#[cfg(test)]
+impl<T> Must<T> for Option<T> {
+    #[track_caller]
+    fn must(self) -> T {
+        match self {
+            Some(v) => v,
+            None => panic!("unexpected none"),
+        }
+    }
+}
+
+#[cfg(test)]
+impl<T> Must<T> for std::io::Result<T> {
+    #[track_caller]
+    fn must(self) -> T {
+        match self {
+            Ok(v) => v,
+            Err(e) => panic!("unexpected I/O error {e}"),
+        }
+    }
+}

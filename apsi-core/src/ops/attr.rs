@@ -1,0 +1,194 @@
+//! Attributes: `x.name` and `x.name = v`, with did-you-mean hints.
+
+use crate::error::ErrorKind;
+use crate::vm::value::{err, BoundMethod, ErrorObj, Exc, NativeFn, VResult, Value};
+use std::sync::Arc;
+
+/// Edit distance between two short names (for "did you mean" hints).
+fn distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The candidate closest to `name`, when it is close enough to be a typo.
+pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let limit = (name.chars().count() / 3).max(1);
+    candidates
+        .into_iter()
+        .filter(|c| *c != name)
+        .map(|c| (distance(name, c), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c.to_string())
+}
+
+fn no_attr<'a>(what: String, name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Exc {
+    let msg = format!("{what} has no attribute '{name}'");
+    match suggest(name, candidates) {
+        Some(s) => ErrorObj::with_hint(ErrorKind::AttributeError, msg, format!("did you mean '{s}'?")),
+        None => err(ErrorKind::AttributeError, msg),
+    }
+}
+
+/// `obj.name`: struct fields and methods (bound), an error's `message` and
+/// `kind` (the kind's name as a str), a module's exports, the methods of
+/// str/list/dict/tuple (bound), a range's `start`/`stop`/`step`, and
+/// whatever a module object answers.
+pub fn get_attr(obj: &Value, name: &str) -> VResult<Value> {
+    match obj {
+        Value::Struct(s) => {
+            if let Some(i) = s.ty.field_index(name) {
+                let fields = s.fields.read();
+                if let Some(v) = fields.get(i) {
+                    return Ok(v.clone());
+                }
+            }
+            if let Some(m) = s.ty.methods.get(name) {
+                return Ok(Value::BoundMethod(Arc::new(BoundMethod { receiver: obj.clone(), func: m.clone() })));
+            }
+            let names = s.ty.fields.iter().map(|f| &*f.name).chain(s.ty.methods.keys().map(|k| &**k));
+            Err(no_attr(format!("'{}' object", s.ty.name), name, names))
+        }
+        Value::StructType(t) => match t.methods.get(name) {
+            Some(m) => Ok(m.clone()),
+            None => Err(no_attr(format!("struct '{}'", t.name), name, t.methods.keys().map(|k| &**k))),
+        },
+        Value::Error(e) => match name {
+            "message" => Ok(Value::str(e.message.clone())),
+            "kind" => Ok(Value::str(e.kind.name())),
+            _ => Err(no_attr("an error".to_string(), name, ["message", "kind"])),
+        },
+        Value::Kind(k) => match name {
+            "name" => Ok(Value::str(k.name())),
+            _ => Err(no_attr(format!("error kind {}", k.name()), name, ["name"])),
+        },
+        Value::Module(m) => {
+            let attrs = m.attrs.read();
+            match attrs.get(name) {
+                Some(v) => Ok(v.clone()),
+                None => Err(no_attr(format!("module '{}'", m.name), name, attrs.keys().map(|k| &**k))),
+            }
+        }
+        Value::Range(r) => match name {
+            "start" => Ok(Value::Int(r.start)),
+            "stop" => Ok(Value::Int(r.stop)),
+            "step" => Ok(Value::Int(r.step)),
+            _ => Err(no_attr("'range' object".to_string(), name, ["start", "stop", "step"])),
+        },
+        Value::Object(o) => match o.0.get_attr(obj, name) {
+            Some(r) => r,
+            None => Err(no_attr(format!("'{}' object", o.0.type_name()), name, [])),
+        },
+        _ => match crate::builtins::method(obj, name) {
+            Some(f) => Ok(Value::BoundMethod(Arc::new(BoundMethod {
+                receiver: obj.clone(),
+                func: Value::Native(Arc::new(NativeFn::new(name, f))),
+            }))),
+            None => Err(no_attr(
+                format!("'{}' object", obj.type_name()),
+                name,
+                crate::builtins::method_names(obj).iter().copied(),
+            )),
+        },
+    }
+}
+
+/// `obj.name = v`: a struct's declared fields and a module's names.
+pub fn set_attr(obj: &Value, name: &str, v: Value) -> VResult<()> {
+    match obj {
+        Value::Struct(s) => match s.ty.field_index(name) {
+            Some(i) => {
+                let mut fields = s.fields.write();
+                match fields.get_mut(i) {
+                    Some(slot) => {
+                        *slot = v;
+                        Ok(())
+                    }
+                    None => Err(err(ErrorKind::AttributeError, format!("'{}' object has no field '{name}'", s.ty.name))),
+                }
+            }
+            None => {
+                let msg = format!("'{}' object has no field '{name}'", s.ty.name);
+                Err(match suggest(name, s.ty.fields.iter().map(|f| &*f.name)) {
+                    Some(h) => ErrorObj::with_hint(ErrorKind::AttributeError, msg, format!("did you mean '{h}'?")),
+                    None => ErrorObj::with_hint(
+                        ErrorKind::AttributeError,
+                        msg,
+                        format!("a struct's fields are fixed by its declaration of '{}'", s.ty.name),
+                    ),
+                })
+            }
+        },
+        Value::Module(m) => {
+            m.attrs.write().insert(name.into(), v);
+            Ok(())
+        }
+        other => Err(err(
+            ErrorKind::AttributeError,
+            format!("cannot set attribute '{name}' on a '{}' object", other.type_name()),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[allow(unused_imports)]
+    use crate::ops::Must;
+    use crate::vm::value::{StructField, StructObj, StructType};
+    use parking_lot::RwLock;
+
+    fn vec2() -> Value {
+        let ty = Arc::new(StructType {
+            name: "Vec2".into(),
+            fields: vec![
+                StructField { name: "x".into(), default: None, annotation: None },
+                StructField { name: "y".into(), default: None, annotation: None },
+            ],
+            methods: Default::default(),
+        });
+        Value::Struct(Arc::new(StructObj { ty, fields: RwLock::new(vec![Value::Float(3.0), Value::Float(4.0)].into()) }))
+    }
+
+    #[test]
+    fn struct_fields() {
+        let v = vec2();
+        assert_eq!(crate::format::str_of(&get_attr(&v, "y").must()), "4.0");
+        set_attr(&v, "y", Value::Float(5.0)).must();
+        assert_eq!(crate::format::str_of(&v), "Vec2(x=3.0, y=5.0)");
+        let e = set_attr(&v, "z", Value::Int(1)).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::AttributeError);
+        let e = get_attr(&v, "yy").unwrap_err();
+        assert_eq!(e.hint.as_deref(), Some("did you mean 'y'?"));
+    }
+
+    #[test]
+    fn builtin_methods_and_errors() {
+        let l = Value::list(vec![]);
+        assert!(matches!(get_attr(&l, "append").must(), Value::BoundMethod(_)));
+        let e = get_attr(&l, "apend").unwrap_err();
+        assert_eq!(e.message, "'list' object has no attribute 'apend'");
+        assert_eq!(e.hint.as_deref(), Some("did you mean 'append'?"));
+        let e = get_attr(&l, "foo").unwrap_err();
+        assert_eq!(e.message, "'list' object has no attribute 'foo'");
+        let ev = Value::Error(ErrorObj::new(ErrorKind::IndexError, "boom"));
+        assert_eq!(crate::format::str_of(&get_attr(&ev, "kind").must()), "IndexError");
+        assert_eq!(crate::format::str_of(&get_attr(&ev, "message").must()), "boom");
+    }
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(suggest("lenght", ["length", "width"]), Some("length".into()));
+        assert_eq!(suggest("zzz", ["length"]), None);
+    }
+}

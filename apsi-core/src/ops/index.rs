@@ -1,0 +1,290 @@
+//! Indexing and slicing: `x[i]`, `x[a:b:s]`, `x[i] = v`, `x[a:b] = xs`.
+
+use super::protocol::call_dunder;
+use crate::error::ErrorKind;
+use crate::vm::value::{err, Exc, HashKey, RangeObj, SliceObj, VResult, Value};
+use std::sync::Arc;
+
+/// An index operand as an int (bools count as 0 and 1, as in Python).
+fn as_index(container: &str, idx: &Value) -> VResult<i64> {
+    match idx {
+        Value::Int(i) => Ok(*i),
+        Value::Bool(b) => Ok(*b as i64),
+        other => Err(err(
+            ErrorKind::TypeError,
+            format!("{container} indices must be integers or slices, not {}", other.type_name()),
+        )),
+    }
+}
+
+/// Resolves a possibly negative index against `len`.
+fn resolve(container: &str, i: i64, len: usize) -> VResult<usize> {
+    let n = len as i64;
+    let j = if i < 0 { i + n } else { i };
+    if j < 0 || j >= n {
+        return Err(err(ErrorKind::IndexError, format!("{container} index {i} out of range (length {len})")));
+    }
+    Ok(j as usize)
+}
+
+fn slice_part(v: &Value) -> VResult<Option<i64>> {
+    match v {
+        Value::None => Ok(None),
+        Value::Int(i) => Ok(Some(*i)),
+        Value::Bool(b) => Ok(Some(*b as i64)),
+        other => Err(err(
+            ErrorKind::TypeError,
+            format!("slice indices must be integers or none, not {}", other.type_name()),
+        )),
+    }
+}
+
+/// Python's `slice.indices(len)`: the concrete `(start, stop, step)` and the
+/// number of selected elements. A zero step is a `ValueError`.
+pub fn slice_indices(s: &SliceObj, len: usize) -> VResult<(i64, i64, i64, usize)> {
+    let step = slice_part(&s.step)?.unwrap_or(1);
+    if step == 0 {
+        return Err(err(ErrorKind::ValueError, "slice step cannot be zero"));
+    }
+    let n = len as i64;
+    let clamp = |v: Option<i64>, default: i64| -> i64 {
+        match v {
+            None => default,
+            Some(i) => {
+                let i = if i < 0 { i.saturating_add(n) } else { i };
+                if step > 0 {
+                    i.clamp(0, n)
+                } else {
+                    i.clamp(-1, n - 1)
+                }
+            }
+        }
+    };
+    let (start, stop) = if step > 0 {
+        (clamp(slice_part(&s.start)?, 0), clamp(slice_part(&s.stop)?, n))
+    } else {
+        (clamp(slice_part(&s.start)?, n - 1), clamp(slice_part(&s.stop)?, -1))
+    };
+    let count = if step > 0 {
+        if stop > start { ((stop - start - 1) / step + 1) as usize } else { 0 }
+    } else if start > stop {
+        ((start - stop - 1) / (-step) + 1) as usize
+    } else {
+        0
+    };
+    Ok((start, stop, step, count))
+}
+
+fn pick<T: Clone>(items: &[T], s: &SliceObj) -> VResult<Vec<T>> {
+    let (start, _, step, count) = slice_indices(s, items.len())?;
+    let mut out = Vec::with_capacity(count);
+    let mut i = start;
+    for _ in 0..count {
+        if let Some(x) = items.get(i as usize) {
+            out.push(x.clone());
+        }
+        i += step;
+    }
+    Ok(out)
+}
+
+fn not_subscriptable(v: &Value) -> Exc {
+    err(ErrorKind::TypeError, format!("'{}' object is not subscriptable", v.type_name()))
+}
+
+/// `obj[idx]`.
+pub fn get_index(obj: &Value, idx: &Value) -> VResult<Value> {
+    match obj {
+        Value::List(l) => {
+            if let Value::Slice(s) = idx {
+                let items = l.items.read();
+                return Ok(Value::list(pick(&items, s)?));
+            }
+            let i = as_index("list", idx)?;
+            let items = l.items.read();
+            let j = resolve("list", i, items.len())?;
+            Ok(items[j].clone())
+        }
+        Value::Tuple(t) => {
+            if let Value::Slice(s) = idx {
+                return Ok(Value::tuple(pick(&t.0, s)?));
+            }
+            let j = resolve("tuple", as_index("tuple", idx)?, t.0.len())?;
+            Ok(t.0[j].clone())
+        }
+        Value::Str(s) => {
+            if let Value::Slice(sl) = idx {
+                if s.is_ascii() {
+                    let bytes: Vec<u8> = pick(s.as_str().as_bytes(), sl)?;
+                    return Ok(Value::str(String::from_utf8_lossy(&bytes).into_owned()));
+                }
+                let chars: Vec<char> = s.as_str().chars().collect();
+                return Ok(Value::str(pick(&chars, sl)?.into_iter().collect::<String>()));
+            }
+            let j = resolve("string", as_index("string", idx)?, s.char_len())?;
+            let c = s.char_at(j).ok_or_else(|| err(ErrorKind::IndexError, "string index out of range"))?;
+            Ok(Value::str(c.to_string()))
+        }
+        Value::Range(r) => {
+            let len = usize::try_from(r.len()).unwrap_or(0);
+            if let Value::Slice(s) = idx {
+                let (start, _, step, count) = slice_indices(s, len)?;
+                let fit = |v: i128| {
+                    i64::try_from(v).map_err(|_| err(ErrorKind::OverflowError, "range slice does not fit in 64-bit ints"))
+                };
+                let new_start = r.start as i128 + start as i128 * r.step as i128;
+                let new_step = r.step as i128 * step as i128;
+                let new_stop = new_start + count as i128 * new_step;
+                return Ok(Value::Range(Arc::new(RangeObj {
+                    start: fit(new_start)?,
+                    stop: fit(new_stop)?,
+                    step: fit(new_step)?,
+                })));
+            }
+            let j = resolve("range object", as_index("range", idx)?, len)?;
+            Ok(Value::Int(r.start + j as i64 * r.step))
+        }
+        Value::Dict(d) => {
+            let key = HashKey::new(idx.clone())?;
+            let found = d.map.read().get(&key).cloned();
+            found.ok_or_else(|| err(ErrorKind::KeyError, crate::format::repr_of(idx)))
+        }
+        Value::Object(_) => {
+            call_dunder(obj, "__getitem__", std::slice::from_ref(idx)).unwrap_or_else(|| Err(not_subscriptable(obj)))
+        }
+        other => Err(not_subscriptable(other)),
+    }
+}
+
+/// `obj[idx] = v`.
+pub fn set_index(obj: &Value, idx: &Value, v: Value) -> VResult<()> {
+    match obj {
+        Value::List(l) => {
+            if let Value::Slice(s) = idx {
+                let new_items = super::iter::iterate_plain(&v)?;
+                let mut items = l.items.write();
+                let (start, stop, step, count) = slice_indices(s, items.len())?;
+                if step == 1 {
+                    let lo = start as usize;
+                    let hi = (stop.max(start)) as usize;
+                    items.splice(lo..hi, new_items);
+                    return Ok(());
+                }
+                if new_items.len() != count {
+                    return Err(err(
+                        ErrorKind::ValueError,
+                        format!(
+                            "attempt to assign a sequence of size {} to an extended slice of size {count}",
+                            new_items.len()
+                        ),
+                    ));
+                }
+                let mut i = start;
+                for x in new_items {
+                    if let Some(slot) = items.get_mut(i as usize) {
+                        *slot = x;
+                    }
+                    i += step;
+                }
+                return Ok(());
+            }
+            let i = as_index("list", idx)?;
+            let mut items = l.items.write();
+            let j = resolve("list assignment", i, items.len())?;
+            items[j] = v;
+            Ok(())
+        }
+        Value::Dict(d) => {
+            let key = HashKey::new(idx.clone())?;
+            d.map.write().insert(key, v);
+            Ok(())
+        }
+        Value::Object(_) => match call_dunder(obj, "__setitem__", &[idx.clone(), v]) {
+            Some(r) => r.map(|_| ()),
+            None => Err(no_item_assignment(obj)),
+        },
+        other => Err(no_item_assignment(other)),
+    }
+}
+
+fn no_item_assignment(v: &Value) -> Exc {
+    err(ErrorKind::TypeError, format!("'{}' object does not support item assignment", v.type_name()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[allow(unused_imports)]
+    use crate::ops::Must;
+    use crate::format::str_of;
+    use Value::Int as I;
+
+    fn sl(a: Value, b: Value, c: Value) -> Value {
+        Value::Slice(Arc::new(SliceObj { start: a, stop: b, step: c }))
+    }
+    fn ints(v: &[i64]) -> Value {
+        Value::list(v.iter().map(|i| I(*i)).collect())
+    }
+    fn get(o: &Value, i: Value) -> String {
+        str_of(&get_index(o, &i).must())
+    }
+
+    #[test]
+    fn list_indexing_and_errors() {
+        let xs = ints(&[1, 2, 3]);
+        assert_eq!(get(&xs, I(-1)), "3");
+        let e = get_index(&xs, &I(7)).unwrap_err();
+        assert_eq!((e.kind, e.message.as_str()), (ErrorKind::IndexError, "list index 7 out of range (length 3)"));
+        assert_eq!(get_index(&xs, &I(-4)).unwrap_err().kind, ErrorKind::IndexError);
+        assert_eq!(get_index(&xs, &Value::Float(1.0)).unwrap_err().kind, ErrorKind::TypeError);
+        assert_eq!(get(&xs, Value::Bool(true)), "2");
+    }
+
+    #[test]
+    fn slices_with_steps() {
+        let xs = ints(&[9, 3, 1, 2]);
+        assert_eq!(get(&xs, sl(I(1), I(3), Value::None)), "[3, 1]");
+        assert_eq!(get(&xs, sl(Value::None, Value::None, I(-1))), "[2, 1, 3, 9]");
+        assert_eq!(get(&xs, sl(I(-1), I(0), I(-2))), "[2, 3]");
+        assert_eq!(get(&xs, sl(I(100), Value::None, Value::None)), "[]");
+        assert_eq!(get_index(&xs, &sl(Value::None, Value::None, I(0))).unwrap_err().kind, ErrorKind::ValueError);
+        let s = Value::str("héllo wörld");
+        assert_eq!(get(&s, I(1)), "é");
+        assert_eq!(get(&s, I(-1)), "d");
+        assert_eq!(get(&s, sl(I(0), I(5), Value::None)), "héllo");
+        assert_eq!(get(&s, sl(Value::None, Value::None, I(-2))), "drwolh");
+        assert_eq!(get(&Value::str("abcdef"), sl(I(1), Value::None, I(2))), "bdf");
+        let t = Value::tuple(vec![I(1), I(2), I(3)]);
+        assert_eq!(get(&t, sl(Value::None, I(1), Value::None)), "(1,)");
+        let r = Value::Range(Arc::new(RangeObj { start: 0, stop: 10, step: 1 }));
+        assert_eq!(get(&r, sl(I(1), Value::None, I(3))), "range(1, 10, 3)");
+        assert_eq!(get(&r, sl(Value::None, Value::None, I(-1))), "range(9, -1, -1)");
+        assert_eq!(get(&r, I(-1)), "9");
+    }
+
+    #[test]
+    fn slice_assignment() {
+        let xs = ints(&[1, 2, 3, 4]);
+        set_index(&xs, &sl(I(1), I(3), Value::None), ints(&[7, 8, 9])).must();
+        assert_eq!(str_of(&xs), "[1, 7, 8, 9, 4]");
+        set_index(&xs, &sl(Value::None, Value::None, I(2)), ints(&[0, 0, 0])).must();
+        assert_eq!(str_of(&xs), "[0, 7, 0, 9, 0]");
+        assert_eq!(set_index(&xs, &sl(Value::None, Value::None, I(2)), ints(&[1])).unwrap_err().kind, ErrorKind::ValueError);
+        set_index(&xs, &sl(Value::None, Value::None, Value::None), xs.clone()).must();
+        assert_eq!(str_of(&xs), "[0, 7, 0, 9, 0]");
+        set_index(&xs, &I(-1), I(5)).must();
+        assert_eq!(str_of(&xs), "[0, 7, 0, 9, 5]");
+        assert_eq!(set_index(&Value::str("ab"), &I(0), I(1)).unwrap_err().kind, ErrorKind::TypeError);
+    }
+
+    #[test]
+    fn dicts() {
+        let d = Value::empty_dict();
+        set_index(&d, &Value::str("a"), I(1)).must();
+        assert_eq!(get(&d, Value::str("a")), "1");
+        let e = get_index(&d, &Value::str("missing")).unwrap_err();
+        assert_eq!((e.kind, e.message.as_str()), (ErrorKind::KeyError, "'missing'"));
+        assert_eq!(get_index(&d, &ints(&[1])).unwrap_err().kind, ErrorKind::TypeError);
+        assert_eq!(get_index(&I(3), &I(0)).unwrap_err().message, "'int' object is not subscriptable");
+    }
+}

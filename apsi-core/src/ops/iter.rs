@@ -1,0 +1,203 @@
+//! Iteration, membership, `len` and hashing.
+
+use super::arith::{num, Num};
+use super::compare::eq;
+use super::protocol::call_dunder;
+use crate::error::ErrorKind;
+use crate::vm::value::{err, Caller, HashKey, RangeObj, VResult, Value};
+
+/// The most elements materialising a range may create.
+const MAX_MATERIALISE: i64 = 1 << 28;
+
+fn range_items(r: &RangeObj) -> VResult<Vec<Value>> {
+    let n = r.len();
+    if n > MAX_MATERIALISE {
+        return Err(err(ErrorKind::OverflowError, format!("a range of {n} elements is too large to turn into a list")));
+    }
+    let mut out = Vec::with_capacity(n as usize);
+    let mut x = r.start as i128;
+    for _ in 0..n {
+        out.push(Value::Int(x as i64));
+        x += r.step as i128;
+    }
+    Ok(out)
+}
+
+fn not_iterable(v: &Value) -> crate::vm::value::Exc {
+    err(ErrorKind::TypeError, format!("'{}' object is not iterable", v.type_name()))
+}
+
+/// The elements of any iterable that needs no interpreter to produce them.
+pub(crate) fn iterate_plain(v: &Value) -> VResult<Vec<Value>> {
+    match v {
+        Value::List(l) => Ok(l.items.read().clone()),
+        Value::Tuple(t) => Ok(t.0.to_vec()),
+        Value::Range(r) => range_items(r),
+        Value::Str(s) => Ok(s.as_str().chars().map(|c| Value::str(c.to_string())).collect()),
+        Value::Dict(d) => Ok(d.map.read().keys().map(|k| k.value().clone()).collect()),
+        Value::Object(_) => match call_dunder(v, "__iter__", &[]) {
+            Some(r) => {
+                let inner = r?;
+                if matches!(inner, Value::Object(_)) {
+                    return Err(not_iterable(v));
+                }
+                iterate_plain(&inner)
+            }
+            None => Err(not_iterable(v)),
+        },
+        other => Err(not_iterable(other)),
+    }
+}
+
+/// Materialises any iterable: lists, tuples, ranges, strings (characters),
+/// dicts (keys), and module objects through their `__iter__` hook (a
+/// function returning a list or tuple of the elements; it is called through
+/// `caller`, so it may be written in Apsi).
+pub fn iterate(caller: &mut dyn Caller, v: &Value) -> VResult<Vec<Value>> {
+    if let Value::Object(o) = v {
+        let hook = o.0.get_attr(v, "__iter__").ok_or_else(|| not_iterable(v))??;
+        let inner = caller.call(&hook, &[], &[])?;
+        if matches!(inner, Value::Object(_)) {
+            return Err(not_iterable(v));
+        }
+        return iterate_plain(&inner);
+    }
+    iterate_plain(v)
+}
+
+/// `item in container`.
+pub fn contains(container: &Value, item: &Value) -> VResult<bool> {
+    match container {
+        Value::Str(s) => match item {
+            Value::Str(sub) => Ok(s.as_str().contains(sub.as_str())),
+            other => Err(err(
+                ErrorKind::TypeError,
+                format!("'in <str>' requires a str as left operand, not {}", other.type_name()),
+            )),
+        },
+        Value::List(l) => {
+            let items = l.items.read().clone();
+            for x in &items {
+                if eq(x, item)? {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        }
+        Value::Tuple(t) => {
+            for x in t.0.iter() {
+                if eq(x, item)? {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        }
+        Value::Dict(d) => {
+            let key = HashKey::new(item.clone())?;
+            Ok(d.map.read().contains_key(&key))
+        }
+        Value::Range(r) => {
+            let i = match num(item) {
+                Some(Num::I(i)) => i,
+                Some(Num::F(f)) if f.fract() == 0.0 && f.abs() < 9.2e18 => f as i64,
+                _ => return Ok(false),
+            };
+            let (start, stop, step) = (r.start as i128, r.stop as i128, r.step as i128);
+            let i = i as i128;
+            let inside = if step > 0 { i >= start && i < stop } else { i <= start && i > stop };
+            Ok(inside && (i - start) % step == 0)
+        }
+        Value::Object(_) => match call_dunder(container, "__contains__", std::slice::from_ref(item)) {
+            Some(r) => r?.truthy(),
+            None => Err(err(ErrorKind::TypeError, format!("argument of type '{}' is not a container", container.type_name()))),
+        },
+        other => Err(err(ErrorKind::TypeError, format!("argument of type '{}' is not a container", other.type_name()))),
+    }
+}
+
+fn no_len(v: &Value) -> crate::vm::value::Exc {
+    err(ErrorKind::TypeError, format!("object of type '{}' has no len()", v.type_name()))
+}
+
+/// `len(v)`: characters of a string, elements of a container; a module
+/// object through its `__len__` hook.
+pub fn len(v: &Value) -> VResult<i64> {
+    match v {
+        Value::Str(s) => Ok(s.char_len() as i64),
+        Value::List(l) => Ok(l.items.read().len() as i64),
+        Value::Tuple(t) => Ok(t.0.len() as i64),
+        Value::Dict(d) => Ok(d.map.read().len() as i64),
+        Value::Range(r) => Ok(r.len()),
+        Value::Object(_) => match call_dunder(v, "__len__", &[]) {
+            Some(r) => match r? {
+                Value::Int(n) => Ok(n),
+                _ => Err(no_len(v)),
+            },
+            None => Err(no_len(v)),
+        },
+        other => Err(no_len(other)),
+    }
+}
+
+/// Like [`len`], but a module object's `__len__` may be written in Apsi.
+pub fn len_with(caller: &mut dyn Caller, v: &Value) -> VResult<i64> {
+    if let Value::Object(o) = v {
+        let hook = o.0.get_attr(v, "__len__").ok_or_else(|| no_len(v))??;
+        return match caller.call(&hook, &[], &[])? {
+            Value::Int(n) => Ok(n),
+            _ => Err(no_len(v)),
+        };
+    }
+    len(v)
+}
+
+/// The dict key for `v`; lists and dicts are unhashable (`TypeError`).
+pub fn hash_key(v: &Value) -> VResult<HashKey> {
+    HashKey::new(v.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[allow(unused_imports)]
+    use crate::ops::Must;
+    use crate::ops::NoCaller;
+    use std::sync::Arc;
+    use Value::Int as I;
+
+    #[test]
+    fn iterate_everything() {
+        let r = Value::Range(Arc::new(RangeObj { start: 10, stop: 0, step: -3 }));
+        let got = iterate(&mut NoCaller, &r).must();
+        assert_eq!(crate::format::str_of(&Value::list(got)), "[10, 7, 4, 1]");
+        let got = iterate(&mut NoCaller, &Value::str("hé")).must();
+        assert_eq!(crate::format::str_of(&Value::list(got)), "['h', 'é']");
+        let e = iterate(&mut NoCaller, &I(3)).unwrap_err();
+        assert_eq!(e.message, "'int' object is not iterable");
+        let huge = Value::Range(Arc::new(RangeObj { start: 0, stop: i64::MAX, step: 1 }));
+        assert_eq!(iterate(&mut NoCaller, &huge).unwrap_err().kind, ErrorKind::OverflowError);
+    }
+
+    #[test]
+    fn membership() {
+        assert!(contains(&Value::str("abc"), &Value::str("b")).must());
+        assert!(contains(&Value::str("abc"), &Value::str("")).must());
+        assert_eq!(contains(&Value::str("abc"), &I(1)).unwrap_err().kind, ErrorKind::TypeError);
+        assert!(contains(&Value::list(vec![I(1), Value::Float(2.0)]), &I(2)).must());
+        let r = Value::Range(Arc::new(RangeObj { start: 10, stop: 0, step: -3 }));
+        assert!(contains(&r, &I(7)).must());
+        assert!(!contains(&r, &I(8)).must());
+        assert!(!contains(&r, &I(0)).must());
+        assert!(contains(&r, &Value::Float(4.0)).must());
+        assert_eq!(contains(&I(3), &I(3)).unwrap_err().kind, ErrorKind::TypeError);
+    }
+
+    #[test]
+    fn lengths() {
+        assert_eq!(len(&Value::str("héllo")).must(), 5);
+        assert_eq!(len(&Value::tuple(vec![I(1)])).must(), 1);
+        assert_eq!(len(&I(1)).unwrap_err().message, "object of type 'int' has no len()");
+        assert!(hash_key(&Value::list(vec![])).is_err());
+        assert!(hash_key(&Value::tuple(vec![I(1)])).is_ok());
+    }
+}
