@@ -273,6 +273,8 @@ fn small_int(e: &Expr) -> Option<i16> {
     }
 }
 
+static NO_PARAMS: Params = Params { params: Vec::new(), vararg: None, kwonly: Vec::new(), kwarg: None };
+
 impl<'a, 'e> Compiler<'a, 'e> {
     #[inline]
     fn f(&mut self) -> &mut FnState<'a> {
@@ -456,7 +458,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
 
     /// Evaluate into a register that already holds the value if possible
     /// (a local), else into a new temporary.
-    fn expr_reg(&mut self, e: &Expr) -> CResult<Reg> {
+    fn expr_reg(&mut self, e: &'a Expr) -> CResult<Reg> {
         if let ExprKind::Name(n) = &e.kind {
             if self.resolve(n) == Binding::Local {
                 if let Some(r) = self.local_reg(n) {
@@ -464,13 +466,6 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 }
             }
         }
-        let r = self.alloc()?;
-        self.expr_to(e, r)?;
-        Ok(r)
-    }
-
-    /// Evaluate into a new temporary.
-    fn expr_tmp(&mut self, e: &Expr) -> CResult<Reg> {
         let r = self.alloc()?;
         self.expr_to(e, r)?;
         Ok(r)
@@ -486,14 +481,14 @@ impl<'a, 'e> Compiler<'a, 'e> {
         Ok(())
     }
 
-    fn expr_to(&mut self, e: &Expr, dst: Reg) -> CResult<()> {
+    fn expr_to(&mut self, e: &'a Expr, dst: Reg) -> CResult<()> {
         let m = self.mark();
         let r = self.expr_inner(e, dst);
         self.free_to(m);
         r
     }
 
-    fn expr_inner(&mut self, e: &Expr, dst: Reg) -> CResult<()> {
+    fn expr_inner(&mut self, e: &'a Expr, dst: Reg) -> CResult<()> {
         let span = e.span;
         self.f().span = span;
         match &e.kind {
@@ -630,7 +625,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 let sid = self.table.of_expr(e).ok_or_else(|| cerr(span, "internal: comprehension without scope"))?;
                 let first = generators.first().ok_or_else(|| cerr(span, "a comprehension needs a `for`"))?;
                 let f = self.alloc()?;
-                self.make_function(sid, "<comprehension>", &Params::default(), FnBody::Comp(e), f, span)?;
+                self.make_function(sid, "<comprehension>", &NO_PARAMS, FnBody::Comp(e), f, span)?;
                 let a = self.alloc()?;
                 self.expr_to(&first.iter, a)?;
                 self.emit_at(Instr::Call { a: f, n: 1 }, span);
@@ -643,13 +638,13 @@ impl<'a, 'e> Compiler<'a, 'e> {
     }
 
     /// A temporary that stays allocated after the call (for chained comparisons).
-    fn expr_tmp_keep(&mut self, e: &Expr) -> CResult<Reg> {
+    fn expr_tmp_keep(&mut self, e: &'a Expr) -> CResult<Reg> {
         let r = self.alloc()?;
         self.expr_to(e, r)?;
         Ok(r)
     }
 
-    fn sequence(&mut self, xs: &[Expr], dst: Reg, tuple: bool, span: Span) -> CResult<()> {
+    fn sequence(&mut self, xs: &'a [Expr], dst: Reg, tuple: bool, span: Span) -> CResult<()> {
         if xs.iter().any(|x| matches!(x.kind, ExprKind::Starred(_))) {
             let l = self.alloc()?;
             self.emit(Instr::BuildList { a: l, b: l, n: 0 });
@@ -686,7 +681,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         Ok(())
     }
 
-    fn dict(&mut self, items: &[DictItem], dst: Reg, span: Span) -> CResult<()> {
+    fn dict(&mut self, items: &'a [DictItem], dst: Reg, span: Span) -> CResult<()> {
         if items.iter().any(|i| matches!(i, DictItem::Spread(_))) {
             let d = self.alloc()?;
             self.emit(Instr::BuildDict { a: d, b: d, n: 0 });
@@ -718,7 +713,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         Ok(())
     }
 
-    fn fstring(&mut self, parts: &[FStringPart], dst: Reg, span: Span) -> CResult<()> {
+    fn fstring(&mut self, parts: &'a [FStringPart], dst: Reg, span: Span) -> CResult<()> {
         if parts.is_empty() {
             let k = self.konst(Value::str(""))?;
             self.emit(Instr::LoadK { a: dst, k });
@@ -786,7 +781,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         Ok(())
     }
 
-    fn call(&mut self, func: &Expr, args: &[Arg], dst: Reg, span: Span) -> CResult<()> {
+    fn call(&mut self, func: &'a Expr, args: &'a [Arg], dst: Reg, span: Span) -> CResult<()> {
         let general = args.iter().any(|a| matches!(a, Arg::Star(_) | Arg::DoubleStar(_)));
         let has_kw = args.iter().any(|a| matches!(a, Arg::Keyword(..)));
         // The callee register: reuse `dst` when it is the newest temporary.
@@ -903,14 +898,14 @@ impl<'a, 'e> Compiler<'a, 'e> {
     }
 
     /// Compile a condition; returns the jump sites taken when its truth equals `jump_if`.
-    fn cond_jump(&mut self, e: &Expr, jump_if: bool) -> CResult<Vec<usize>> {
+    fn cond_jump(&mut self, e: &'a Expr, jump_if: bool) -> CResult<Vec<usize>> {
         let m = self.mark();
         let r = self.cond_inner(e, jump_if);
         self.free_to(m);
         r
     }
 
-    fn cond_inner(&mut self, e: &Expr, jump_if: bool) -> CResult<Vec<usize>> {
+    fn cond_inner(&mut self, e: &'a Expr, jump_if: bool) -> CResult<Vec<usize>> {
         match &e.kind {
             ExprKind::Bool(b) => {
                 if *b == jump_if {
@@ -958,7 +953,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
 
     // ----------------------------------------------------------- assignment
 
-    fn assign(&mut self, target: &Expr, src: Reg) -> CResult<()> {
+    fn assign(&mut self, target: &'a Expr, src: Reg) -> CResult<()> {
         let span = target.span;
         match &target.kind {
             ExprKind::Name(n) => self.store_name(n, src, span),
@@ -1153,7 +1148,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         Ok(())
     }
 
-    fn assign_stmt(&mut self, targets: &[Expr], value: &Expr) -> CResult<()> {
+    fn assign_stmt(&mut self, targets: &'a [Expr], value: &'a Expr) -> CResult<()> {
         if let [t] = targets {
             if let ExprKind::Name(n) = &t.kind {
                 if self.resolve(n) == Binding::Local && !mentions(value, n) {
@@ -1164,7 +1159,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
             }
             // `a, b = x, y`: evaluate every value first, then assign.
             if let (ExprKind::Tuple(ts) | ExprKind::List(ts), ExprKind::Tuple(vs)) = (&t.kind, &value.kind) {
-                let simple = |xs: &[Expr]| xs.iter().all(|x| !matches!(x.kind, ExprKind::Starred(_)));
+                let simple = |xs: &'a [Expr]| xs.iter().all(|x| !matches!(x.kind, ExprKind::Starred(_)));
                 if ts.len() == vs.len() && simple(ts) && simple(vs) {
                     let b = self.alloc_n(vs.len())?;
                     for (i, v) in vs.iter().enumerate() {
@@ -1184,7 +1179,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         Ok(())
     }
 
-    fn binop_into(&mut self, op: BinOp, dst: Reg, l: Reg, value: &Expr, span: Span) -> CResult<()> {
+    fn binop_into(&mut self, op: BinOp, dst: Reg, l: Reg, value: &'a Expr, span: Span) -> CResult<()> {
         if matches!(op, BinOp::Add | BinOp::Sub) {
             if let Some(v) = small_int(value) {
                 let v = if op == BinOp::Sub { v.checked_neg() } else { Some(v) };
@@ -1205,7 +1200,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         Ok(())
     }
 
-    fn aug_assign(&mut self, target: &Expr, op: BinOp, value: &Expr, span: Span) -> CResult<()> {
+    fn aug_assign(&mut self, target: &'a Expr, op: BinOp, value: &'a Expr, span: Span) -> CResult<()> {
         match &target.kind {
             ExprKind::Name(n) => {
                 if self.resolve(n) == Binding::Local {
@@ -1248,7 +1243,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
     }
 
     /// Is `iter` a call of the prelude's `range` (so the loop can count in registers)?
-    fn range_args<'x>(&mut self, iter: &'x Expr) -> Option<Vec<&'x Expr>> {
+    fn range_args(&mut self, iter: &'a Expr) -> Option<Vec<&'a Expr>> {
         match &iter.kind {
             ExprKind::Range { start, end } => Some(vec![start, end]),
             ExprKind::Call { func, args } => {
@@ -1273,7 +1268,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         }
     }
 
-    fn loop_target_reg(&mut self, target: &Expr) -> CResult<(Reg, bool)> {
+    fn loop_target_reg(&mut self, target: &'a Expr) -> CResult<(Reg, bool)> {
         if let ExprKind::Name(n) = &target.kind {
             if self.resolve(n) == Binding::Local {
                 if let Some(r) = self.local_reg(n) {
