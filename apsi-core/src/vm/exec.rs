@@ -49,6 +49,8 @@ pub struct Executor {
     cells: Vec<Arc<Cell>>,
     handlers: Vec<Handler>,
     native_depth: usize,
+    /// (error, frame) whose trace entry was recorded when a handler caught it.
+    reraise_skip: Option<(usize, usize)>,
 }
 
 // SAFETY: the only non-Send fields are the raw closure pointers in `frames`;
@@ -154,7 +156,7 @@ fn float_op(op: BinOp, x: f64, y: f64) -> Option<Value> {
 
 impl Executor {
     pub fn new(shared: Arc<Shared>) -> Executor {
-        Executor { shared, stack: vec![Value::None; 256], frames: Vec::new(), cells: Vec::new(), handlers: Vec::new(), native_depth: 0 }
+        Executor { shared, stack: vec![Value::None; 256], frames: Vec::new(), cells: Vec::new(), handlers: Vec::new(), native_depth: 0, reraise_skip: None }
     }
 
     /// The first stack slot above every live register window.
@@ -253,10 +255,21 @@ impl Executor {
                 return Err(exc);
             };
             let fi = self.frames.len() - 1;
+            // SAFETY: the frame is live.
+            let clo = unsafe { &*fr.clo };
+            let code = &clo.proto.code;
+            let entry = TraceEntry { function: code.name.to_string(), span: code.span_at((fr.pc as usize).saturating_sub(1)) };
+            let key = (Arc::as_ptr(&exc) as usize, fi);
             if let Some(h) = self.handlers.last().copied() {
                 if h.frame as usize == fi {
                     self.handlers.pop();
-                    exc.trace.lock().clear();
+                    // Record where it passed now: if the handler re-raises,
+                    // this frame is not recorded a second time.
+                    flush(&exc, std::mem::take(&mut inner), std::mem::take(&mut outer));
+                    if self.reraise_skip != Some(key) {
+                        exc.trace.lock().push(entry);
+                        self.reraise_skip = Some(key);
+                    }
                     let slot = fr.base as usize + h.reg as usize;
                     if let Some(s) = self.stack.get_mut(slot) {
                         *s = Value::Error(exc);
@@ -267,11 +280,9 @@ impl Executor {
                     return Ok(());
                 }
             }
-            // SAFETY: the frame is live.
-            let clo = unsafe { &*fr.clo };
-            let code = &clo.proto.code;
-            let entry = TraceEntry { function: code.name.to_string(), span: code.span_at((fr.pc as usize).saturating_sub(1)) };
-            if inner.len() < TRACE_INNER {
+            if self.reraise_skip == Some(key) {
+                self.reraise_skip = None;
+            } else if inner.len() < TRACE_INNER {
                 inner.push(entry);
             } else {
                 if outer.len() >= TRACE_OUTER {
