@@ -60,6 +60,8 @@ pub enum Instr {
     CallKw { a: Reg, n: u16, k: u16 },
     /// `a(*a+1, **a+2)`: `a+1` a list/tuple, `a+2` a dict or none.
     CallEx { a: Reg },
+    /// Call the constant `k` (a prelude or module function) with `a+1 ..= a+n`; result in `a`.
+    CallK { a: Reg, k: u16, n: u16 },
     /// Load global `g` into `a`, then `Call { a, n }`.
     CallGlobal { a: Reg, g: u16, n: u16 },
     /// `a = (a+1).name(a+2 ..= a+1+n)` where `name` is constant `k`.

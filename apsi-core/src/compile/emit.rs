@@ -836,6 +836,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 Plain,
                 Global(u16),
                 Method(u16),
+                Const(u16),
             }
             let mut kind = Kind::Plain;
             match &func.kind {
@@ -847,7 +848,12 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 ExprKind::Name(name) if self.resolve(name) == Binding::Global => match self.env.resolve(name) {
                     GlobalRef::Const(v) => {
                         let k = self.konst(v)?;
-                        self.emit(Instr::LoadK { a: f, k });
+                        match u16::try_from(k) {
+                            Ok(k16) if !has_kw => kind = Kind::Const(k16),
+                            _ => {
+                                self.emit(Instr::LoadK { a: f, k });
+                            }
+                        }
                     }
                     GlobalRef::Slot(s) => {
                         let g = self.global_index(s);
@@ -883,6 +889,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
                     Kind::Plain => Instr::Call { a: f, n },
                     Kind::Global(g) => Instr::CallGlobal { a: f, g, n },
                     Kind::Method(k) => Instr::CallMethod { a: f, k, n },
+                    Kind::Const(k) => Instr::CallK { a: f, k, n },
                 };
                 self.emit_at(ins, span);
             }

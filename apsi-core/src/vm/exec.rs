@@ -7,8 +7,9 @@
 //!
 //! Invariants:
 //! - Every frame's window `base .. base + nregs` lies inside `stack`, and the
-//!   slot just below `base` holds the frame's `Value::Func` (which keeps the
-//!   closure that `Frame::clo` points to alive).
+//!   closure that `Frame::clo` points to is kept alive either by the slot just
+//!   below `base` (a `Value::Func`) or by a write-once global slot that the
+//!   caller's code object holds (`CallGlobal`); callers outlive callees.
 //! - `stack` only grows; slots above the live windows are `none`.
 //! - A handler belongs to one frame and is dropped when that frame ends.
 
@@ -29,6 +30,7 @@ pub(crate) type Args = SmallVec<[Value; 8]>;
 #[derive(Clone, Copy)]
 struct Frame {
     clo: *const Closure,
+    code: *const Code,
     pc: u32,
     base: u32,
     cell_base: u32,
@@ -49,6 +51,7 @@ pub struct Executor {
     cells: Vec<Arc<Cell>>,
     handlers: Vec<Handler>,
     native_depth: usize,
+    max_depth: usize,
     /// (error, frame) whose trace entry was recorded when a handler caught it.
     reraise_skip: Option<(usize, usize)>,
 }
@@ -63,6 +66,29 @@ const TRACE_OUTER: usize = 20;
 
 fn type_err(msg: String) -> Exc {
     err(ErrorKind::TypeError, msg)
+}
+
+/// Store into a register; a scalar being overwritten needs no drop.
+#[inline(always)]
+fn setv(slot: &mut Value, v: Value) {
+    if matches!(slot, Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_)) {
+        // SAFETY: the old value owns nothing, so skipping its drop leaks nothing.
+        unsafe { std::ptr::write(slot, v) }
+    } else {
+        *slot = v;
+    }
+}
+
+/// Copy a register; scalars are copied bitwise without touching a refcount.
+#[inline(always)]
+fn dup(v: &Value) -> Value {
+    match v {
+        Value::Int(i) => Value::Int(*i),
+        Value::Float(f) => Value::Float(*f),
+        Value::Bool(b) => Value::Bool(*b),
+        Value::None => Value::None,
+        other => other.clone(),
+    }
 }
 
 #[inline(always)]
@@ -156,7 +182,9 @@ fn float_op(op: BinOp, x: f64, y: f64) -> Option<Value> {
 
 impl Executor {
     pub fn new(shared: Arc<Shared>) -> Executor {
-        Executor { shared, stack: vec![Value::None; 256], frames: Vec::new(), cells: Vec::new(), handlers: Vec::new(), native_depth: 0, reraise_skip: None }
+        let max_depth = shared.max_depth;
+        Executor {
+            max_depth, shared, stack: vec![Value::None; 256], frames: Vec::new(), cells: Vec::new(), handlers: Vec::new(), native_depth: 0, reraise_skip: None }
     }
 
     /// The first stack slot above every live register window.
@@ -196,14 +224,15 @@ impl Executor {
     }
 
     fn push_frame(&mut self, fpos: usize, clo: *const Closure) -> VResult<()> {
-        if self.frames.len() >= self.shared.max_depth {
+        if self.frames.len() >= self.max_depth {
             return Err(err(ErrorKind::RecursionError, "maximum recursion depth exceeded"));
         }
-        // SAFETY: `clo` is owned by the Value at `stack[fpos]`.
-        let nregs = unsafe { &*clo }.proto.code.nregs as usize;
+        // SAFETY: `clo` is owned by the Value at `stack[fpos]` (or by a write-once global).
+        let code: *const Code = &*unsafe { &*clo }.proto.code;
+        let nregs = unsafe { &*code }.nregs as usize;
         let base = fpos + 1;
         self.ensure(base + nregs + 1);
-        self.frames.push(Frame { clo, pc: 0, base: base as u32, cell_base: self.cells.len() as u32 });
+        self.frames.push(Frame { clo, code, pc: 0, base: base as u32, cell_base: self.cells.len() as u32 });
         Ok(())
     }
 
@@ -329,7 +358,7 @@ impl Executor {
             };
             // SAFETY: the closure is kept alive by its stack slot (see module invariants).
             let clo: &Closure = unsafe { &*fr.clo };
-            let code: &Code = &clo.proto.code;
+            let code: &Code = unsafe { &*fr.code };
             let instrs: &[Instr] = &code.instrs;
             let mut pc = fr.pc as usize;
             let base = fr.base as usize;
@@ -380,7 +409,7 @@ impl Executor {
                         Ok(None) => continue 'reload,
                         Ok(Some(v)) => {
                             refresh!();
-                            *r!($a) = v;
+                            setv(r!($a), v);
                         }
                         Err(e) => {
                             refresh!();
@@ -397,51 +426,51 @@ impl Executor {
                 match ins {
                     Instr::Nop => {}
                     Instr::Move { a, b } => {
-                        let v = r!(b).clone();
-                        *r!(a) = v;
+                        let v = dup(r!(b));
+                        setv(r!(a), v);
                     }
                     Instr::LoadK { a, k } => {
-                        *r!(a) = code.consts.get(k as usize).cloned().unwrap_or(Value::None);
+                        setv(r!(a), code.consts.get(k as usize).cloned().unwrap_or(Value::None));
                     }
-                    Instr::LoadInt { a, v } => *r!(a) = Value::Int(v as i64),
-                    Instr::LoadNone { a } => *r!(a) = Value::None,
-                    Instr::LoadBool { a, v } => *r!(a) = Value::Bool(v),
+                    Instr::LoadInt { a, v } => setv(r!(a), Value::Int(v as i64)),
+                    Instr::LoadNone { a } => setv(r!(a), Value::None),
+                    Instr::LoadBool { a, v } => setv(r!(a), Value::Bool(v)),
                     Instr::GetGlobal { a, g } => {
                         let Some(slot) = code.globals.get(g as usize) else { throw!(err(ErrorKind::Error, "internal error: bad global")) };
                         let v = if slot.is_const { slot.get_const().cloned() } else { slot.get() };
                         match v {
-                            Some(v) => *r!(a) = v,
+                            Some(v) => setv(r!(a), v),
                             None => throw!(err(ErrorKind::NameError, format!("name '{}' is not defined", slot.name))),
                         }
                     }
                     Instr::SetGlobal { a, g } => {
                         let Some(slot) = code.globals.get(g as usize) else { throw!(err(ErrorKind::Error, "internal error: bad global")) };
-                        slot.set(r!(a).clone());
+                        slot.set(dup(r!(a)));
                     }
                     Instr::GetCell { a, c } => {
                         let v = match self.cells.get(fr.cell_base as usize + c as usize) {
                             Some(cell) => cell.get(),
                             None => throw!(err(ErrorKind::Error, "internal error: bad cell")),
                         };
-                        *r!(a) = v;
+                        setv(r!(a), v);
                     }
                     Instr::SetCell { a, c } => {
-                        let v = r!(a).clone();
+                        let v = dup(r!(a));
                         match self.cells.get(fr.cell_base as usize + c as usize) {
                             Some(cell) => cell.set(v),
                             None => throw!(err(ErrorKind::Error, "internal error: bad cell")),
                         }
                     }
                     Instr::GetFree { a, c } => match clo.free.get(c as usize) {
-                        Some(cell) => *r!(a) = cell.get(),
+                        Some(cell) => setv(r!(a), cell.get()),
                         None => throw!(err(ErrorKind::Error, "internal error: bad free variable")),
                     },
                     Instr::SetFree { a, c } => match clo.free.get(c as usize) {
-                        Some(cell) => cell.set(r!(a).clone()),
+                        Some(cell) => cell.set(dup(r!(a))),
                         None => throw!(err(ErrorKind::Error, "internal error: bad free variable")),
                     },
                     Instr::MakeCell { a, c: _ } => {
-                        let v = if a == NO_REG { Value::None } else { r!(a).clone() };
+                        let v = if a == NO_REG { Value::None } else { dup(r!(a)) };
                         self.cells.push(Arc::new(Cell::new(v)));
                     }
                     Instr::Add { a, b, c } => {
@@ -456,7 +485,7 @@ impl Executor {
                                 None => tri!(ops::binary(BinOp::Add, x, y)),
                             },
                         };
-                        *r!(a) = v;
+                        setv(r!(a), v);
                     }
                     Instr::Sub { a, b, c } => {
                         let v = match (&*r!(b), &*r!(c)) {
@@ -470,7 +499,7 @@ impl Executor {
                                 None => tri!(ops::binary(BinOp::Sub, x, y)),
                             },
                         };
-                        *r!(a) = v;
+                        setv(r!(a), v);
                     }
                     Instr::Mul { a, b, c } => {
                         let v = match (&*r!(b), &*r!(c)) {
@@ -484,7 +513,7 @@ impl Executor {
                                 None => tri!(ops::binary(BinOp::Mul, x, y)),
                             },
                         };
-                        *r!(a) = v;
+                        setv(r!(a), v);
                     }
                     Instr::AddI { a, b, v } => {
                         let res = match &*r!(b) {
@@ -495,14 +524,14 @@ impl Executor {
                             Value::Float(x) => Value::Float(x + v as f64),
                             other => tri!(ops::binary(BinOp::Add, other, &Value::Int(v as i64))),
                         };
-                        *r!(a) = res;
+                        setv(r!(a), res);
                     }
                     Instr::Bin { op, a, b, c } => {
                         let v = match bin_fast(op, r!(b), r!(c)) {
                             Some(v) => v,
                             None => tri!(ops::binary(op, r!(b), r!(c))),
                         };
-                        *r!(a) = v;
+                        setv(r!(a), v);
                     }
                     Instr::Unary { op, a, b } => {
                         let v = match (op, &*r!(b)) {
@@ -511,14 +540,14 @@ impl Executor {
                             (UnaryOp::Neg, Value::Float(x)) => Value::Float(-*x),
                             (op, x) => tri!(ops::unary(op, x)),
                         };
-                        *r!(a) = v;
+                        setv(r!(a), v);
                     }
                     Instr::Cmp { op, a, b, c } => {
                         let v = match cmp_fast(op, r!(b), r!(c)) {
                             Some(v) => v,
                             None => tri!(compare(op, r!(b), r!(c))),
                         };
-                        *r!(a) = Value::Bool(v);
+                        setv(r!(a), Value::Bool(v));
                     }
                     Instr::CmpJmp { op, a, b, jt } => {
                         let v = match cmp_fast(op, r!(a), r!(b)) {
@@ -562,11 +591,41 @@ impl Executor {
                         }
                     }
                     Instr::Call { a, n } => do_call!(a, n),
+                    Instr::CallK { a, k, n } => {
+                        let Some(f) = code.consts.get(k as usize) else { throw!(err(ErrorKind::Error, "internal error: bad constant")) };
+                        if let Value::Native(nf) = f {
+                            // The constant table (alive as long as this code) owns the function.
+                            let nf: *const NativeFn = Arc::as_ptr(nf);
+                            save_pc!();
+                            let args: Args = (1..=n as usize).map(|i| std::mem::replace(r!(a as usize + i), Value::None)).collect();
+                            // SAFETY: see above; natives cannot free this code's constants.
+                            let res = unsafe { &*nf }.call(self, &args, &[]);
+                            refresh!();
+                            match res {
+                                Ok(v) => setv(r!(a), v),
+                                Err(e) => throw!(e),
+                            }
+                        } else {
+                            setv(r!(a), dup(f));
+                            do_call!(a, n)
+                        }
+                    }
                     Instr::CallGlobal { a, g, n } => {
                         let Some(slot) = code.globals.get(g as usize) else { throw!(err(ErrorKind::Error, "internal error: bad global")) };
+                        // A write-once global function: call it without touching its
+                        // refcount. The slot (kept alive by this code object, which
+                        // outlives the callee's frame) owns the closure.
+                        if let Some(Value::Func(c)) = slot.get_const() {
+                            if c.proto.simple && n == c.proto.nparams {
+                                save_pc!();
+                                setv(r!(a), Value::None);
+                                tri!(self.push_frame(base + a as usize, Arc::as_ptr(c)));
+                                continue 'reload;
+                            }
+                        }
                         let v = if slot.is_const { slot.get_const().cloned() } else { slot.get() };
                         match v {
-                            Some(v) => *r!(a) = v,
+                            Some(v) => setv(r!(a), v),
                             None => throw!(err(ErrorKind::NameError, format!("name '{}' is not defined", slot.name))),
                         }
                         do_call!(a, n)
@@ -590,7 +649,7 @@ impl Executor {
                         refresh!();
                         match res {
                             Ok(None) => continue 'reload,
-                            Ok(Some(v)) => *r!(a) = v,
+                            Ok(Some(v)) => setv(r!(a), v),
                             Err(e) => throw!(e),
                         }
                     }
@@ -622,7 +681,7 @@ impl Executor {
                         refresh!();
                         match res {
                             Ok(None) => continue 'reload,
-                            Ok(Some(v)) => *r!(a) = v,
+                            Ok(Some(v)) => setv(r!(a), v),
                             Err(e) => throw!(e),
                         }
                     }
@@ -636,7 +695,7 @@ impl Executor {
                         if let Value::Struct(s) = &*r!(recv_reg) {
                             if s.ty.field_index(name).is_none() {
                                 if let Some(m) = s.ty.methods.get(name) {
-                                    *r!(a) = m.clone();
+                                    setv(r!(a), m.clone());
                                     do_call!(a, n + 1);
                                     continue;
                                 }
@@ -649,17 +708,17 @@ impl Executor {
                                 let res = fp(self, &args, &[]);
                                 refresh!();
                                 match res {
-                                    Ok(v) => *r!(a) = v,
+                                    Ok(v) => setv(r!(a), v),
                                     Err(e) => throw!(e),
                                 }
                                 continue;
                             }
                         }
                         let f = tri!(ops::get_attr(r!(recv_reg), name));
-                        *r!(a) = f;
+                        setv(r!(a), f);
                         for i in 0..n as usize {
                             let v = std::mem::replace(r!(recv_reg + 1 + i), Value::None);
-                            *r!(recv_reg + i) = v;
+                            setv(r!(recv_reg + i), v);
                         }
                         do_call!(a, n)
                     }
@@ -697,14 +756,14 @@ impl Executor {
                             },
                             other => tri!(ops::get_attr(other, name)),
                         };
-                        *r!(a) = v;
+                        setv(r!(a), v);
                     }
                     Instr::SetAttr { a, k, c } => {
                         let name = match code.consts.get(k as usize) {
                             Some(Value::Str(s)) => s.as_str(),
                             _ => throw!(err(ErrorKind::Error, "internal error: bad attribute name")),
                         };
-                        let v = r!(c).clone();
+                        let v = dup(r!(c));
                         tri!(ops::set_attr(r!(a), name, v));
                     }
                     Instr::GetIndex { a, b, c } => {
@@ -720,12 +779,19 @@ impl Executor {
                                     tri!(ops::get_index(r!(b), r!(c)))
                                 }
                             }
+                            (Value::Dict(d), Value::Int(i)) => {
+                                let found = d.map.read().get(&HashKey::int(*i)).map(dup);
+                                match found {
+                                    Some(v) => v,
+                                    None => tri!(ops::get_index(r!(b), r!(c))),
+                                }
+                            }
                             (x, i) => tri!(ops::get_index(x, i)),
                         };
-                        *r!(a) = v;
+                        setv(r!(a), v);
                     }
                     Instr::SetIndex { a, b, c } => {
-                        let v = r!(c).clone();
+                        let v = dup(r!(c));
                         if let (Value::List(l), Value::Int(i)) = (&*r!(a), &*r!(b)) {
                             let mut items = l.items.write();
                             let n = items.len() as i64;
@@ -735,11 +801,15 @@ impl Executor {
                                 continue;
                             }
                         }
+                        if let (Value::Dict(d), Value::Int(i)) = (&*r!(a), &*r!(b)) {
+                            d.map.write().insert(HashKey::int(*i), v);
+                            continue;
+                        }
                         tri!(ops::set_index(r!(a), r!(b), v));
                     }
                     Instr::BuildList { a, b, n } => {
                         let items: Vec<Value> = (0..n as usize).map(|i| std::mem::replace(r!(b as usize + i), Value::None)).collect();
-                        *r!(a) = Value::list(items);
+                        setv(r!(a), Value::list(items));
                     }
                     Instr::BuildTuple { a, b, n } => {
                         if n == u16::MAX {
@@ -747,10 +817,10 @@ impl Executor {
                                 Value::List(l) => Value::tuple(l.items.read().clone()),
                                 other => other.clone(),
                             };
-                            *r!(a) = v;
+                            setv(r!(a), v);
                         } else {
                             let items: Vec<Value> = (0..n as usize).map(|i| std::mem::replace(r!(b as usize + i), Value::None)).collect();
-                            *r!(a) = Value::tuple(items);
+                            setv(r!(a), Value::tuple(items));
                         }
                     }
                     Instr::BuildDict { a, b, n } => {
@@ -760,17 +830,17 @@ impl Executor {
                             let v = std::mem::replace(r!(b as usize + 2 * i + 1), Value::None);
                             map.insert(tri!(ops::hash_key(&k)), v);
                         }
-                        *r!(a) = Value::dict(map);
+                        setv(r!(a), Value::dict(map));
                     }
                     Instr::ListAppend { a, b } => {
-                        let v = r!(b).clone();
+                        let v = dup(r!(b));
                         match &*r!(a) {
                             Value::List(l) => l.items.write().push(v),
                             other => throw!(type_err(format!("cannot append to {}", other.type_name()))),
                         }
                     }
                     Instr::ListExtend { a, b } => {
-                        let src = r!(b).clone();
+                        let src = dup(r!(b));
                         save_pc!();
                         let items = match &src {
                             Value::List(l) => l.items.read().clone(),
@@ -788,7 +858,7 @@ impl Executor {
                     }
                     Instr::DictSet { a, b, c } => {
                         let key = tri!(ops::hash_key(r!(b)));
-                        let v = r!(c).clone();
+                        let v = dup(r!(c));
                         match &*r!(a) {
                             Value::Dict(d) => {
                                 d.map.write().insert(key, v);
@@ -807,13 +877,13 @@ impl Executor {
                         }
                     }
                     Instr::BuildSlice { a, b } => {
-                        let s = SliceObj { start: r!(b).clone(), stop: r!(b as usize + 1).clone(), step: r!(b as usize + 2).clone() };
-                        *r!(a) = Value::Slice(Arc::new(s));
+                        let s = SliceObj { start: dup(r!(b)), stop: dup(r!(b as usize + 1)), step: dup(r!(b as usize + 2)) };
+                        setv(r!(a), Value::Slice(Arc::new(s)));
                     }
                     Instr::BuildRange { a, b, c } => {
                         let start = tri!(call::range_int(r!(b)));
                         let stop = tri!(call::range_int(r!(c)));
-                        *r!(a) = Value::Range(Arc::new(RangeObj { start, stop, step: 1 }));
+                        setv(r!(a), Value::Range(Arc::new(RangeObj { start, stop, step: 1 })));
                     }
                     Instr::ForPrep { a } => {
                         let v = std::mem::replace(r!(a), Value::None);
@@ -828,8 +898,8 @@ impl Executor {
                                 Value::tuple(tri!(items))
                             }
                         };
-                        *r!(a) = prepared;
-                        *r!(a as usize + 1) = Value::Int(0);
+                        setv(r!(a), prepared);
+                        setv(r!(a as usize + 1), Value::Int(0));
                     }
                     Instr::ForNext { a, b } => {
                         let i = match &*r!(a as usize + 1) {
@@ -851,8 +921,8 @@ impl Executor {
                         };
                         match item {
                             Some(v) => {
-                                *r!(b) = v;
-                                *r!(a as usize + 1) = Value::Int(i + 1);
+                                setv(r!(b), v);
+                                setv(r!(a as usize + 1), Value::Int(i + 1));
                                 pc += 1;
                             }
                             None => pc = jump_target(instrs, pc),
@@ -865,11 +935,11 @@ impl Executor {
                         if step == 0 {
                             throw!(err(ErrorKind::ValueError, "range() arg 3 must not be zero"));
                         }
-                        *r!(a) = Value::Int(start);
-                        *r!(a as usize + 1) = Value::Int(stop);
-                        *r!(a as usize + 2) = Value::Int(step);
+                        setv(r!(a), Value::Int(start));
+                        setv(r!(a as usize + 1), Value::Int(stop));
+                        setv(r!(a as usize + 2), Value::Int(step));
                         if (step > 0 && start < stop) || (step < 0 && start > stop) {
-                            *r!(b) = Value::Int(start);
+                            setv(r!(b), Value::Int(start));
                             pc += 1;
                         } else {
                             pc = jump_target(instrs, pc);
@@ -880,8 +950,8 @@ impl Executor {
                             let (stop, step) = (*stop, *step);
                             if let Some(next) = cur.checked_add(step) {
                                 if (step > 0 && next < stop) || (step < 0 && next > stop) {
-                                    *r!(a) = Value::Int(next);
-                                    *r!(b) = Value::Int(next);
+                                    setv(r!(a), Value::Int(next));
+                                    setv(r!(b), Value::Int(next));
                                     pc = jump_target(instrs, pc);
                                     continue;
                                 }
@@ -890,29 +960,29 @@ impl Executor {
                         pc += 1;
                     }
                     Instr::Unpack { a, b, n } => {
-                        let src = r!(b).clone();
+                        let src = dup(r!(b));
                         save_pc!();
                         let res = call::unpack(self, &src, n as usize, None);
                         refresh!();
                         let items = tri!(res);
                         for (i, v) in items.into_iter().enumerate() {
-                            *r!(a as usize + i) = v;
+                            setv(r!(a as usize + i), v);
                         }
                     }
                     Instr::UnpackEx { a, b, before, after } => {
-                        let src = r!(b).clone();
+                        let src = dup(r!(b));
                         save_pc!();
                         let res = call::unpack(self, &src, before as usize, Some(after as usize));
                         refresh!();
                         let items = tri!(res);
                         for (i, v) in items.into_iter().enumerate() {
-                            *r!(a as usize + i) = v;
+                            setv(r!(a as usize + i), v);
                         }
                     }
                     Instr::MakeFunc { a, p, b } => {
                         let Some(proto) = code.protos.get(p as usize) else { throw!(err(ErrorKind::Error, "internal error: bad function")) };
                         let nd = proto.ndefaults as usize;
-                        let defaults: Box<[Value]> = (0..nd).map(|i| r!(b as usize + i).clone()).collect();
+                        let defaults: Box<[Value]> = (0..nd).map(|i| dup(r!(b as usize + i))).collect();
                         let mut j = nd;
                         let kwdefaults: Box<[Option<Value>]> = proto
                             .kwonly_has_default
@@ -920,7 +990,7 @@ impl Executor {
                             .map(|&has| {
                                 if has {
                                     j += 1;
-                                    Some(r!(b as usize + j - 1).clone())
+                                    Some(dup(r!(b as usize + j - 1)))
                                 } else {
                                     None
                                 }
@@ -938,13 +1008,13 @@ impl Executor {
                             }
                         }
                         let f = Closure { name: proto.name.to_string(), proto: proto.clone(), defaults, kwdefaults, free: free.into_boxed_slice() };
-                        *r!(a) = Value::Func(Arc::new(f));
+                        setv(r!(a), Value::Func(Arc::new(f)));
                     }
                     Instr::MakeStruct { a, p, b } => {
                         let Some(sp) = code.structs.get(p as usize) else { throw!(err(ErrorKind::Error, "internal error: bad struct")) };
                         let ndef = sp.has_default.iter().filter(|d| **d).count();
-                        let vals: Vec<Value> = (0..ndef + sp.methods.len()).map(|i| r!(b as usize + i).clone()).collect();
-                        *r!(a) = call::make_struct_type(sp, vals);
+                        let vals: Vec<Value> = (0..ndef + sp.methods.len()).map(|i| dup(r!(b as usize + i))).collect();
+                        setv(r!(a), call::make_struct_type(sp, vals));
                     }
                     Instr::Raise { a } => {
                         let e = match &*r!(a) {
@@ -984,23 +1054,23 @@ impl Executor {
                             Value::Error(e) => tri!(call::error_matches(e, r!(c))),
                             _ => false,
                         };
-                        *r!(a) = Value::Bool(m);
+                        setv(r!(a), Value::Bool(m));
                     }
                     Instr::ToStr { a, b } => {
                         let v = match &*r!(b) {
-                            Value::Str(_) => r!(b).clone(),
+                            Value::Str(_) => dup(r!(b)),
                             other => Value::str(format::str_of(other)),
                         };
-                        *r!(a) = v;
+                        setv(r!(a), v);
                     }
                     Instr::ToRepr { a, b } => {
                         let v = Value::str(format::repr_of(r!(b)));
-                        *r!(a) = v;
+                        setv(r!(a), v);
                     }
                     Instr::Format { a, b, c } => {
                         let spec = r!(c).as_str().unwrap_or("").to_string();
                         let s = tri!(format::format_value(r!(b), &spec));
-                        *r!(a) = Value::str(s);
+                        setv(r!(a), Value::str(s));
                     }
                     Instr::Concat { a, b, n } => {
                         let mut s = String::new();
@@ -1010,7 +1080,7 @@ impl Executor {
                                 other => s.push_str(&format::str_of(other)),
                             }
                         }
-                        *r!(a) = Value::str(s);
+                        setv(r!(a), Value::str(s));
                     }
                 }
             }

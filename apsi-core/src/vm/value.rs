@@ -267,6 +267,11 @@ impl HashKey {
             Err(ErrorObj::new(ErrorKind::TypeError, format!("unhashable type: '{}'", v.type_name())))
         }
     }
+    /// An int key (always hashable).
+    #[inline]
+    pub fn int(i: i64) -> HashKey {
+        HashKey(Value::Int(i))
+    }
     pub fn value(&self) -> &Value {
         &self.0
     }
