@@ -7,7 +7,10 @@ use std::time::Instant;
 
 fn time(name: &str, src: &str, ops: f64) {
     let t = Instant::now();
-    let o = vm_common::run_src(src);
+    // APSI_THREAD_STACK=0 runs on the test's own thread (use --test-threads=1
+    // so that is the process's main thread, with glibc's main malloc arena).
+    let stack = std::env::var("APSI_THREAD_STACK").ok().and_then(|s| s.parse().ok()).unwrap_or(256 << 20);
+    let o = vm_common::run_src_with(src, apsi_core::vm::RuntimeConfig { thread_stack: stack, ..Default::default() });
     let dt = t.elapsed().as_secs_f64();
     if let Err(e) = &o.result {
         panic!("{name} failed: {e:?}");

@@ -33,13 +33,14 @@ pub struct RuntimeConfig {
     pub max_depth: usize,
     /// Deepest nesting of native functions calling back into Apsi.
     pub max_native_depth: usize,
-    /// Stack size of the thread programs run on (native callbacks use it).
+    /// Stack size of the thread programs run on (native callbacks nest on
+    /// it); 0 runs them on the calling thread.
     pub thread_stack: usize,
 }
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
-        RuntimeConfig { argv: Vec::new(), modules: Vec::new(), output: None, max_depth: 200_000, max_native_depth: 2_000, thread_stack: 256 << 20 }
+        RuntimeConfig { argv: Vec::new(), modules: Vec::new(), output: None, max_depth: 200_000, max_native_depth: 400, thread_stack: 0 }
     }
 }
 
@@ -194,7 +195,7 @@ impl Runtime {
             max_depth: config.max_depth.max(1),
             max_native_depth: config.max_native_depth.max(1),
         };
-        Runtime { shared: Arc::new(shared), repl: UnitGlobals::default(), thread_stack: config.thread_stack.max(1 << 20) }
+        Runtime { shared: Arc::new(shared), repl: UnitGlobals::default(), thread_stack: if config.thread_stack == 0 { 0 } else { config.thread_stack.max(1 << 20) } }
     }
 
     /// A new executor for running Apsi code on the current thread (for
@@ -212,6 +213,11 @@ impl Runtime {
     pub fn run(&mut self, program: &Program) -> Result<(), RunError> {
         let stack = self.thread_stack;
         let this = &*self;
+        if stack == 0 {
+            let r = this.run_here(program);
+            self.flush();
+            return r;
+        }
         let r = std::thread::scope(|s| {
             let h = std::thread::Builder::new().name("apsi-main".into()).stack_size(stack).spawn_scoped(s, move || this.run_here(program));
             match h {
@@ -327,16 +333,18 @@ impl Runtime {
         let clo = Arc::new(Closure { name: "<module>".into(), proto, defaults: Box::new([]), kwdefaults: Box::new([]), free: Box::new([]) });
         let stack = self.thread_stack;
         let shared = self.shared.clone();
-        let r = std::thread::scope(|s| {
-            let run = move || {
-                let mut exec = Executor::new(shared);
-                exec.run_closure(clo)
-            };
-            match std::thread::Builder::new().name("apsi-repl".into()).stack_size(stack).spawn_scoped(s, run) {
+        let run = move || {
+            let mut exec = Executor::new(shared);
+            exec.run_closure(clo)
+        };
+        let r = if stack == 0 {
+            run()
+        } else {
+            std::thread::scope(|s| match std::thread::Builder::new().name("apsi-repl".into()).stack_size(stack).spawn_scoped(s, run) {
                 Ok(h) => h.join().unwrap_or_else(|_| Err(err(ErrorKind::Error, "internal error: the interpreter thread panicked"))),
                 Err(_) => Err(err(ErrorKind::Error, "cannot start the interpreter thread")),
-            }
-        });
+            })
+        };
         self.flush();
         match r {
             Ok(Value::None) => Ok(None),

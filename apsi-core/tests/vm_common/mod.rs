@@ -91,11 +91,15 @@ pub fn run_file(path: &Path, config: RuntimeConfig) -> Outcome {
 }
 
 pub fn run_src(src: &str) -> Outcome {
+    run_src_with(src, RuntimeConfig::default())
+}
+
+pub fn run_src_with(src: &str, config: RuntimeConfig) -> Outcome {
     let dir = std::env::temp_dir().join(format!("apsi-vm-test-{}-{:?}", std::process::id(), std::thread::current().id()));
     let _ = std::fs::create_dir_all(&dir);
     let p = dir.join("main.apsi");
     std::fs::write(&p, src).expect("write temp file");
-    run_file(&p, RuntimeConfig::default())
+    run_file(&p, config)
 }
 
 /// Output of a program that must succeed.
