@@ -1765,3 +1765,107 @@ enum FnBody<'a> {
     Expr(&'a Expr),
     Comp(&'a Expr),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::scope::analyze;
+    use crate::diagnostic::FileId;
+
+    /// Globals are write-once slots; `range` and `print` come from the prelude.
+    struct TestEnv(HashMap<String, Arc<GlobalSlot>>);
+    impl GlobalEnv for TestEnv {
+        fn resolve(&mut self, name: &str) -> GlobalRef {
+            if let Some(v) = crate::builtins::prelude().get(name) {
+                return GlobalRef::Const(v.clone());
+            }
+            GlobalRef::Slot(self.slot_for_write(name))
+        }
+        fn slot_for_write(&mut self, name: &str) -> Arc<GlobalSlot> {
+            self.0.entry(name.to_string()).or_insert_with(|| Arc::new(GlobalSlot::new(name, true, None))).clone()
+        }
+    }
+
+    fn compile(src: &str) -> Result<Arc<FuncProto>, Vec<Diagnostic>> {
+        let (m, diags) = crate::syntax::parse(FileId(0), src);
+        assert!(diags.is_empty(), "{diags:?}");
+        let t = analyze(&m, &[]);
+        compile_module(&m, &t, &mut TestEnv(HashMap::new()), false)
+    }
+
+    fn func(src: &str, i: usize) -> Arc<Code> {
+        match compile(src) {
+            Ok(p) => p.code.protos[i].code.clone(),
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+
+    #[test]
+    fn fib_uses_superinstructions() {
+        let code = func("def fib(n):\n    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\n", 0);
+        let ins = &code.instrs;
+        assert!(matches!(ins[0], Instr::CmpJmpI { op: CmpOp::Lt, a: 0, v: 2, jt: false }), "{code:?}");
+        assert!(matches!(ins[1], Instr::Jmp { .. }));
+        assert_eq!(ins.iter().filter(|i| matches!(i, Instr::CallGlobal { n: 1, .. })).count(), 2, "{code:?}");
+        assert_eq!(ins.iter().filter(|i| matches!(i, Instr::AddI { .. })).count(), 2, "{code:?}");
+        assert!(ins.iter().all(|i| !matches!(i, Instr::LoadInt { .. })), "constants are immediates: {code:?}");
+    }
+
+    #[test]
+    fn range_loops_count_in_registers() {
+        let code = func("def f(n):\n    s = 0\n    for i in range(n):\n        s += i * i\n    return s\n", 0);
+        assert!(code.instrs.iter().any(|i| matches!(i, Instr::ForRangePrep { .. })), "{code:?}");
+        assert!(code.instrs.iter().any(|i| matches!(i, Instr::ForRangeLoop { .. })), "{code:?}");
+        assert!(!code.instrs.iter().any(|i| matches!(i, Instr::ForPrep { .. } | Instr::CallK { .. })), "{code:?}");
+        // `s += i * i` writes straight into s's register.
+        assert!(code.instrs.iter().any(|i| matches!(i, Instr::Add { a: 1, b: 1, .. })), "{code:?}");
+    }
+
+    #[test]
+    fn shadowed_range_is_a_plain_loop() {
+        let code = func("def f(range):\n    for i in range(3):\n        pass\n", 0);
+        assert!(code.instrs.iter().any(|i| matches!(i, Instr::ForPrep { .. })), "{code:?}");
+    }
+
+    #[test]
+    fn folding_keeps_runtime_errors() {
+        let p = compile("x = 1 / 0\ny = 2 ** 10 + 3\nz = 9223372036854775807 + 1\n").unwrap_or_else(|e| panic!("{e:?}"));
+        let ins = &p.code.instrs;
+        assert!(ins.iter().any(|i| matches!(i, Instr::Bin { op: BinOp::Div, .. })), "1/0 stays a division: {:?}", p.code);
+        assert!(ins.iter().any(|i| matches!(i, Instr::LoadInt { v: 1027, .. })), "{:?}", p.code);
+        assert!(ins.iter().any(|i| matches!(i, Instr::AddI { v: 1, .. })), "the overflow happens at run time: {:?}", p.code);
+    }
+
+    #[test]
+    fn every_instruction_has_a_span() {
+        let src = "def f(a):\n    return a[0] + 1\nprint(f([1]))\n";
+        let p = compile(src).unwrap_or_else(|e| panic!("{e:?}"));
+        let code = &p.code.protos[0].code;
+        assert_eq!(code.instrs.len(), code.spans.len());
+        let idx = code.instrs.iter().position(|i| matches!(i, Instr::GetIndex { .. })).unwrap_or(usize::MAX);
+        let sp = code.span_at(idx);
+        assert_eq!(&src[sp.start as usize..sp.end as usize], "a[0]");
+    }
+
+    #[test]
+    fn misplaced_statements_are_errors() {
+        for (src, msg) in [
+            ("break\n", "'break' outside a loop"),
+            ("return 1\n", "'return' outside a function"),
+            ("def f():\n    continue\n", "'continue' outside a loop"),
+        ] {
+            match compile(src) {
+                Ok(_) => panic!("{src:?} compiled"),
+                Err(ds) => assert!(ds[0].message.contains(msg), "{src:?}: {}", ds[0].message),
+            }
+        }
+    }
+
+    #[test]
+    fn captured_parameters_move_into_cells() {
+        let code = func("def f(p):\n    return lambda: p\n", 0);
+        assert!(matches!(code.instrs[0], Instr::MakeCell { a: 0, c: 0 }), "{code:?}");
+        assert_eq!(code.ncells, 1);
+        assert_eq!(code.protos[0].captures.as_ref(), &[Capture::Cell(0)]);
+    }
+}

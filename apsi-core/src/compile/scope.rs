@@ -52,6 +52,8 @@ pub struct Scope {
     pub locals: IndexMap<String, bool>,
     pub declared_global: HashSet<String>,
     pub declared_nonlocal: HashSet<String>,
+    /// Where each `nonlocal` name was declared (for errors).
+    nonlocal_spans: HashMap<String, Span>,
     /// Names captured from enclosing functions, in cell order.
     pub frees: IndexSet<String>,
     /// Names this scope reads or writes that are not its locals.
@@ -70,6 +72,7 @@ impl Scope {
             locals: IndexMap::new(),
             declared_global: HashSet::new(),
             declared_nonlocal: HashSet::new(),
+            nonlocal_spans: HashMap::new(),
             frees: IndexSet::new(),
             used: IndexSet::new(),
             cells: Vec::new(),
@@ -401,6 +404,7 @@ impl Analyzer {
                 continue;
             }
             s.declared_nonlocal.insert(n.name.clone());
+            s.nonlocal_spans.insert(n.name.clone(), n.span);
             s.used.insert(n.name.clone());
         }
         self.stmts(&f.body);
@@ -536,9 +540,10 @@ impl Analyzer {
                     continue;
                 }
                 let nonlocal = s.declared_nonlocal.contains(&name);
+                let span = s.nonlocal_spans.get(&name).copied().unwrap_or_default();
                 if !self.resolve_free(id, &name) && nonlocal {
-                    let msg = format!("no binding for nonlocal '{name}' found");
-                    self.t.errors.push(Diagnostic::new(ErrorKind::SyntaxError, msg).at(Span::default()));
+                    let msg = format!("no binding for nonlocal '{name}' found in an enclosing function");
+                    self.t.errors.push(Diagnostic::new(ErrorKind::SyntaxError, msg).at(span));
                 }
             }
         }
@@ -592,5 +597,110 @@ fn collect_decls<'a>(body: &'a [Stmt], g: &mut Vec<&'a Ident>, nl: &mut Vec<&'a 
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostic::FileId;
+
+    fn table(src: &str) -> (Module, ScopeTable) {
+        let (m, diags) = crate::syntax::parse(FileId(0), src);
+        assert!(diags.is_empty(), "{diags:?}");
+        let t = analyze(&m, &[]);
+        (m, t)
+    }
+
+    fn scope_named<'t>(t: &'t ScopeTable, name: &str) -> ScopeId {
+        t.scopes.iter().position(|s| s.name == name).unwrap_or_else(|| panic!("no scope {name}"))
+    }
+
+    #[test]
+    fn assignment_makes_a_local_unless_declared() {
+        let (_, t) = table("x = 1\ndef f():\n    y = x\n    return y\ndef g():\n    global x\n    x = 2\n");
+        let f = scope_named(&t, "f");
+        assert_eq!(t.resolve(f, "y"), Binding::Local);
+        assert_eq!(t.resolve(f, "x"), Binding::Global);
+        let g = scope_named(&t, "g");
+        assert_eq!(t.resolve(g, "x"), Binding::Global);
+        assert!(t.module_names.contains("x"));
+        assert!(!t.module_once.contains("x"), "x is bound twice");
+        assert!(t.module_once.contains("f"));
+    }
+
+    #[test]
+    fn captured_locals_become_cells_and_frees() {
+        let src = "def outer():\n    a = 1\n    b = 2\n    def mid():\n        def inner():\n            return a\n        return inner\n    return mid\n";
+        let (_, t) = table(src);
+        let outer = scope_named(&t, "outer");
+        let mid = scope_named(&t, "mid");
+        let inner = scope_named(&t, "inner");
+        assert_eq!(t.resolve(outer, "a"), Binding::Cell(0));
+        assert_eq!(t.resolve(outer, "b"), Binding::Local);
+        // `mid` passes the cell through to `inner`.
+        assert_eq!(t.resolve(mid, "a"), Binding::Free(0));
+        assert_eq!(t.resolve(inner, "a"), Binding::Free(0));
+    }
+
+    #[test]
+    fn nonlocal_writes_the_enclosing_cell() {
+        let (_, t) = table("def c():\n    n = 0\n    def inc():\n        nonlocal n\n        n += 1\n    return inc\n");
+        assert_eq!(t.resolve(scope_named(&t, "c"), "n"), Binding::Cell(0));
+        assert_eq!(t.resolve(scope_named(&t, "inc"), "n"), Binding::Free(0));
+    }
+
+    #[test]
+    fn nonlocal_without_binding_is_an_error() {
+        let (_, t) = table("def f():\n    nonlocal q\n    q = 1\n");
+        assert_eq!(t.errors.len(), 1);
+        assert!(t.errors[0].message.contains("no binding for nonlocal 'q'"));
+    }
+
+    #[test]
+    fn comprehension_and_lambda_have_their_own_scope() {
+        let (_, t) = table("def f(xs):\n    k = 5\n    ys = [k + x for x in xs]\n    g = lambda y, k=k: y + k\n    return ys\n");
+        let f = scope_named(&t, "f");
+        let comp = scope_named(&t, "<comprehension>");
+        let lam = scope_named(&t, "<lambda>");
+        assert_eq!(t.resolve(comp, "x"), Binding::Local);
+        assert_eq!(t.resolve(comp, "k"), Binding::Free(0));
+        assert_eq!(t.resolve(f, "k"), Binding::Cell(0));
+        assert_eq!(t.resolve(f, "x"), Binding::Global, "x does not leak out of the comprehension");
+        assert_eq!(t.resolve(lam, "k"), Binding::Local, "a parameter shadows the outer k");
+        assert_eq!(t.scope(comp).params, vec![".0".to_string()]);
+    }
+
+    #[test]
+    fn module_level_comprehension_variables_stay_local() {
+        let (_, t) = table("k = 1\nys = [k for k in range(3)]\n");
+        let comp = scope_named(&t, "<comprehension>");
+        assert_eq!(t.resolve(comp, "k"), Binding::Local);
+        assert!(t.module_names.contains("k"));
+        assert!(t.module_names.contains("ys"));
+    }
+
+    #[test]
+    fn methods_skip_the_struct_body() {
+        let (_, t) = table("struct P:\n    x: int\n    def get(self):\n        return x\n");
+        let get = scope_named(&t, "get");
+        assert_eq!(t.resolve(get, "self"), Binding::Local);
+        assert_eq!(t.resolve(get, "x"), Binding::Global, "fields are reached through self");
+        assert!(t.module_once.contains("P"));
+    }
+
+    #[test]
+    fn defs_inside_compound_statements_are_not_write_once() {
+        let (_, t) = table("if true:\n    def f():\n        pass\ndef g():\n    pass\n");
+        assert!(!t.module_once.contains("f"));
+        assert!(t.module_once.contains("g"));
+    }
+
+    #[test]
+    fn use_bindings_are_module_names() {
+        let (m, _) = table("print(1)\n");
+        let t = analyze(&m, &["geometry".to_string()]);
+        assert!(t.module_names.contains("geometry"));
+        assert!(t.module_once.contains("geometry"));
     }
 }
