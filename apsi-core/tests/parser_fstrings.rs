@@ -8,7 +8,10 @@ use parser_common::*;
 #[test]
 fn literal_and_fields() {
     assert_eq!(e(r#"f"{x}""#), "(f {x})");
-    assert_eq!(e(r#"f"{name} has {len(name)} letters""#), r#"(f {name} " has " {(call len name)} " letters")"#);
+    assert_eq!(
+        e(r#"f"{name} has {len(name)} letters""#),
+        r#"(f {name} " has " {(call len name)} " letters")"#
+    );
     assert_eq!(e(r#"f"plain""#), r#"(f "plain")"#);
     assert_eq!(e(r#"f"""#), "(f )");
     assert_eq!(e(r#"f'{a}{b}'"#), "(f {a} {b})");
@@ -28,7 +31,10 @@ fn escaped_braces_and_escapes() {
 fn conversions_and_specs() {
     assert_eq!(e(r#"f"{x!r}""#), "(f {x !r})");
     assert_eq!(e(r#"f"{x!s:>5}""#), r#"(f {x !s :">5"})"#);
-    assert_eq!(e(r#"f"{x:.2f}|{n:5d}|{n:<5d}|{x:e}|{0.25:.1%}""#), r#"(f {x :".2f"} "|" {n :"5d"} "|" {n :"<5d"} "|" {x :"e"} "|" {0.25 :".1%"})"#);
+    assert_eq!(
+        e(r#"f"{x:.2f}|{n:5d}|{n:<5d}|{x:e}|{0.25:.1%}""#),
+        r#"(f {x :".2f"} "|" {n :"5d"} "|" {n :"<5d"} "|" {x :"e"} "|" {0.25 :".1%"})"#
+    );
     assert_eq!(e(r#"f"{x:{w}.{p}f}""#), r#"(f {x :{w} "." {p} "f"})"#);
     assert_eq!(e(r#"f"{total:.3f}""#), r#"(f {total :".3f"})"#);
     assert_eq!(e(r#"f"{a != b}""#), "(f {(cmp a != b)})");
@@ -65,11 +71,19 @@ fn triple_quoted_fstrings() {
 fn inner_expression_spans_are_absolute() {
     let src = "y = f\"ab{foo + 1}\"";
     let m = ok(src);
-    let StmtKind::Assign { value, .. } = &m.body[0].kind else { panic!() };
-    let ExprKind::FString(parts) = &value.kind else { panic!() };
-    let FStringPart::Expr { expr, .. } = &parts[1] else { panic!() };
+    let StmtKind::Assign { value, .. } = &m.body[0].kind else {
+        panic!()
+    };
+    let ExprKind::FString(parts) = &value.kind else {
+        panic!()
+    };
+    let FStringPart::Expr { expr, .. } = &parts[1] else {
+        panic!()
+    };
     assert_eq!(&src[expr.span.start as usize..expr.span.end as usize], "foo + 1");
-    let ExprKind::BinOp { left, .. } = &expr.kind else { panic!() };
+    let ExprKind::BinOp { left, .. } = &expr.kind else {
+        panic!()
+    };
     assert_eq!((left.span.start, left.span.end), (9, 12));
 }
 
@@ -79,21 +93,71 @@ fn nested_spec_field_spans() {
     let m = ok(src);
     let StmtKind::Expr(v) = &m.body[0].kind else { panic!() };
     let ExprKind::FString(parts) = &v.kind else { panic!() };
-    let FStringPart::Expr { spec, .. } = &parts[0] else { panic!() };
-    let FStringPart::Expr { expr, .. } = &spec[0] else { panic!() };
+    let FStringPart::Expr { spec, .. } = &parts[0] else {
+        panic!()
+    };
+    let FStringPart::Expr { expr, .. } = &spec[0] else {
+        panic!()
+    };
     assert_eq!(&src[expr.span.start as usize..expr.span.end as usize], "width");
 }
 
 #[test]
 fn fstring_errors() {
-    assert_eq!(errs(r#"f"{}""#), vec![("empty expression in an f-string field".to_string(), 2, 4)]);
-    assert_eq!(errs(r#"f"a}b""#), vec![("single '}' is not allowed in an f-string".to_string(), 3, 4)]);
-    assert_eq!(errs(r#"f"{x""#), vec![("f-string field is not closed: expected '}'".to_string(), 2, 3)]);
-    assert_eq!(errs(r#"f"{x!z}""#), vec![("invalid conversion in an f-string field: expected '!r', '!s' or '!a'".to_string(), 4, 6)]);
-    assert_eq!(errs(r#"f"{1 +}""#), vec![("expected an expression, found the end of the f-string field".to_string(), 6, 6)]);
-    assert_eq!(errs(r#"f"{a b}""#), vec![("expected '}' after the f-string expression, found name 'b'".to_string(), 5, 6)]);
+    assert_eq!(
+        errs(r#"f"{}""#),
+        vec![("empty expression in an f-string field".to_string(), 2, 4)]
+    );
+    assert_eq!(
+        errs(r#"f"a}b""#),
+        vec![("single '}' is not allowed in an f-string".to_string(), 3, 4)]
+    );
+    assert_eq!(
+        errs(r#"f"{x""#),
+        vec![("f-string field is not closed: expected '}'".to_string(), 2, 3)]
+    );
+    assert_eq!(
+        errs(r#"f"{x!z}""#),
+        vec![(
+            "invalid conversion in an f-string field: expected '!r', '!s' or '!a'".to_string(),
+            4,
+            6
+        )]
+    );
+    assert_eq!(
+        errs(r#"f"{1 +}""#),
+        vec![(
+            "expected an expression, found the end of the f-string field".to_string(),
+            6,
+            6
+        )]
+    );
+    assert_eq!(
+        errs(r#"f"{a b}""#),
+        vec![(
+            "expected '}' after the f-string expression, found name 'b'".to_string(),
+            5,
+            6
+        )]
+    );
     assert_eq!(errs(r#"f"{x:{}}""#)[0].0, "empty expression in an f-string field");
     // The program goes on after a bad f-string.
     let es = errs("a = f\"{}\"\nb = f\"}\"\n");
     assert_eq!(es.len(), 2);
+}
+
+#[test]
+fn same_quotes_inside_fields() {
+    // As in Python 3.12: a field may hold a string with the f-string's own quotes.
+    assert_eq!(e(r#"f"{d["k"]}""#), r#"(f {(idx d "k")})"#);
+    assert_eq!(
+        e(r#"f"{", ".join(xs)} end""#),
+        r#"(f {(call (. ", " join) xs)} " end")"#
+    );
+    assert_eq!(e(r#"f"{x:'>10}""#), r#"(f {x :"'>10"})"#);
+    assert_eq!(e(r#"f"{x:{"w"}}""#), r#"(f {x :{"w"}})"#);
+    assert_eq!(e(r#"f"{ {"a": 1}["a"] }""#), r#"(f {(idx {"a":1} "a")})"#);
+    assert_eq!(e(r#"f"{f"{x}"}""#), "(f {(f {x})})");
+    assert_eq!(e(r#"f"{{}}" "x""#), r#"(f "{}x")"#);
+    assert_eq!(e(r#"f"{t:%H:%M}""#), r#"(f {t :"%H:%M"})"#);
 }

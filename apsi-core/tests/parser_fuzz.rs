@@ -7,7 +7,6 @@ mod parser_common;
 
 use apsi_core::diagnostic::FileId;
 use apsi_core::syntax::{is_incomplete, parse};
-use parser_common::expr as _;
 use proptest::prelude::*;
 use std::path::Path;
 
@@ -26,15 +25,133 @@ fn corpus() -> Vec<String> {
 
 /// Pieces random inputs are made of: every token kind, layout, and trouble.
 const PIECES: &[&str] = &[
-    "def", "return", "if", "elif", "else", "while", "for", "in", "break", "continue", "pass", "use", "as", "struct",
-    "and", "or", "not", "is", "true", "false", "none", "lambda", "try", "except", "finally", "raise", "with", "assert",
-    "global", "nonlocal", "parallel", "x", "foo", "_a1", "héllo", "0", "42", "1_000", "0xff", "0o17", "0b1", "3.14",
-    "1e-9", "1.", ".5", "2..5", "9223372036854775808", "-9223372036854775808", "\"s\"", "'t'", "\"\"\"tri\nple\"\"\"",
-    "r\"\\d\"", "f\"{x}\"", "f\"{x:.2f}\"", "f\"{x=}\"", "f\"{{\"", "f\"{\"", "f\"}\"", "f'{a!r:>{w}}'", "\"\\u{263A}\"",
-    "\"\\x4\"", "'unterminated", "\"\"\"open", "(", ")", "[", "]", "{", "}", ",", ":", ";", ".", "..", "->", "@", "=",
-    "+", "-", "*", "**", "/", "//", "%", "&", "|", "^", "~", "<<", ">>", "|>", "==", "!=", "<", "<=", ">", ">=", "+=",
-    "-=", "*=", "/=", "//=", "%=", "@=", "**=", "&=", "|=", "^=", "<<=", ">>=", "\n", "\n", "\n    ", "\n        ",
-    "\n  ", "\t", "\\\n", "\\", "#c\n", " ", " ", " ", "!", "?", "$", "\r\n", "→",
+    "def",
+    "return",
+    "if",
+    "elif",
+    "else",
+    "while",
+    "for",
+    "in",
+    "break",
+    "continue",
+    "pass",
+    "use",
+    "as",
+    "struct",
+    "and",
+    "or",
+    "not",
+    "is",
+    "true",
+    "false",
+    "none",
+    "lambda",
+    "try",
+    "except",
+    "finally",
+    "raise",
+    "with",
+    "assert",
+    "global",
+    "nonlocal",
+    "parallel",
+    "x",
+    "foo",
+    "_a1",
+    "héllo",
+    "0",
+    "42",
+    "1_000",
+    "0xff",
+    "0o17",
+    "0b1",
+    "3.14",
+    "1e-9",
+    "1.",
+    ".5",
+    "2..5",
+    "9223372036854775808",
+    "-9223372036854775808",
+    "\"s\"",
+    "'t'",
+    "\"\"\"tri\nple\"\"\"",
+    "r\"\\d\"",
+    "f\"{x}\"",
+    "f\"{x:.2f}\"",
+    "f\"{x=}\"",
+    "f\"{{\"",
+    "f\"{\"",
+    "f\"}\"",
+    "f'{a!r:>{w}}'",
+    "\"\\u{263A}\"",
+    "\"\\x4\"",
+    "'unterminated",
+    "\"\"\"open",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    ",",
+    ":",
+    ";",
+    ".",
+    "..",
+    "->",
+    "@",
+    "=",
+    "+",
+    "-",
+    "*",
+    "**",
+    "/",
+    "//",
+    "%",
+    "&",
+    "|",
+    "^",
+    "~",
+    "<<",
+    ">>",
+    "|>",
+    "==",
+    "!=",
+    "<",
+    "<=",
+    ">",
+    ">=",
+    "+=",
+    "-=",
+    "*=",
+    "/=",
+    "//=",
+    "%=",
+    "@=",
+    "**=",
+    "&=",
+    "|=",
+    "^=",
+    "<<=",
+    ">>=",
+    "\n",
+    "\n",
+    "\n    ",
+    "\n        ",
+    "\n  ",
+    "\t",
+    "\\\n",
+    "\\",
+    "#c\n",
+    " ",
+    " ",
+    " ",
+    "!",
+    "?",
+    "$",
+    "\r\n",
+    "→",
 ];
 
 /// A tiny deterministic generator (xorshift64*), so the duration fuzzer
@@ -114,9 +231,18 @@ fn check(src: &str) {
     for diag in &d {
         assert_eq!(diag.kind, apsi_core::error::ErrorKind::SyntaxError);
         let s = diag.primary_span().expect("a span");
-        assert!(s.start <= s.end && s.end <= len + 1, "span {s:?} outside {len} for {src:?}");
+        assert!(
+            s.start <= s.end && s.end <= len + 1,
+            "span {s:?} outside {len} for {src:?}"
+        );
         assert!(!diag.message.is_empty());
     }
+    parser_common::all_spans(&m, &mut |s| {
+        assert!(
+            s.start <= s.end && s.end <= len,
+            "node span {s:?} outside {len} for {src:?}"
+        );
+    });
     let printed: String = m.body.iter().map(parser_common::stmt).collect();
     if printed.contains("ERROR") {
         assert!(!d.is_empty(), "an Error node without a diagnostic for {src:?}");
@@ -155,15 +281,23 @@ fn mutations_change_programs() {
     // The mutator really mutates (otherwise the property above proves nothing).
     let corpus = corpus();
     let mut rng = Rng(7);
-    let changed = (0..50).filter(|i| mutate(&corpus[i % corpus.len()], &mut rng) != corpus[i % corpus.len()]).count();
+    let changed = (0..50)
+        .filter(|i| mutate(&corpus[i % corpus.len()], &mut rng) != corpus[i % corpus.len()])
+        .count();
     assert!(changed > 40, "{changed}");
 }
 
 #[test]
 #[ignore]
 fn fuzz_parser_for_duration() {
-    let secs: u64 = std::env::var("APSI_FUZZ_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(600);
-    let seed: u64 = std::env::var("APSI_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x9E37_79B9_7F4A_7C15);
+    let secs: u64 = std::env::var("APSI_FUZZ_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(600);
+    let seed: u64 = std::env::var("APSI_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x9E37_79B9_7F4A_7C15);
     let corpus = corpus();
     let mut rng = Rng(seed);
     let start = std::time::Instant::now();
@@ -181,7 +315,10 @@ fn fuzz_parser_for_duration() {
             if result.is_err() {
                 let path = std::env::temp_dir().join("apsi_fuzz_failure.apsi");
                 let _ = std::fs::write(&path, &src);
-                panic!("parser failed after {count} inputs; input saved to {}:\n{src}", path.display());
+                panic!(
+                    "parser failed after {count} inputs; input saved to {}:\n{src}",
+                    path.display()
+                );
             }
             if !parse(FileId(0), &src).1.is_empty() {
                 with_errors += 1;

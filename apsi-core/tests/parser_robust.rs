@@ -9,7 +9,11 @@ use std::time::Instant;
 fn nested_too_deeply(src: &str) {
     let (_, d) = parse(FileId(0), src);
     assert!(!d.is_empty(), "no error");
-    assert!(d.iter().any(|d| d.message.starts_with("nested too deeply")), "{:?}", &d[..d.len().min(3)]);
+    assert!(
+        d.iter().any(|d| d.message.starts_with("nested too deeply")),
+        "{:?}",
+        &d[..d.len().min(3)]
+    );
     assert!(d.len() <= 3, "too many errors: {}", d.len());
 }
 
@@ -148,6 +152,9 @@ fn repl_incomplete_inputs() {
         "x = 1\n",
         "print(1)",
         "if x:\n    y = 1\n\n",
+        "if x:\n    y = 1\n    \n",
+        "if x:\n    y = 1\n\r\n",
+        "if x:\n    y = 1\n\n\n",
         "def f():\n    return 1\n\n",
         "if x: y = 1",
         "x = 'abc",
@@ -190,4 +197,44 @@ fn parse_speed() {
         secs * 1e3,
         big.len() as f64 / 1e6 / secs
     );
+}
+
+#[test]
+#[ignore]
+fn parse_speed_parts() {
+    for (name, unit) in [
+        ("assign", "x = 1\n"),
+        ("call", "print(a, b)\n"),
+        ("fstr", "f\"{x}\"\n"),
+        ("def", "def f(a):\n    return a\n"),
+        ("comp", "[i for i in y]\n"),
+    ] {
+        let big = unit.repeat(1_000_000 / unit.len());
+        let t = Instant::now();
+        let l = apsi_core::syntax::lexer::lex(FileId(0), &big);
+        let lt = t.elapsed().as_secs_f64();
+        drop(l);
+        let t = Instant::now();
+        let _ = parse(FileId(0), &big);
+        let pt = t.elapsed().as_secs_f64();
+        println!("{name}: lex {:.1} ms, parse {:.1} ms", lt * 1e3, pt * 1e3);
+    }
+}
+
+#[test]
+#[ignore]
+fn parse_speed_assign() {
+    let big = "x = 1\n".repeat(166_000);
+    for _ in 0..5 {
+        let t = Instant::now();
+        let r = parse(FileId(0), &big);
+        let pt = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        drop(r);
+        println!(
+            "assign: parse {:.1} ms, drop {:.1} ms",
+            pt * 1e3,
+            t.elapsed().as_secs_f64() * 1e3
+        );
+    }
 }

@@ -24,7 +24,9 @@ fn assignments() {
 
 #[test]
 fn augmented_assignments() {
-    let ops = ["+=", "-=", "*=", "/=", "//=", "%=", "@=", "**=", "&=", "|=", "^=", "<<=", ">>="];
+    let ops = [
+        "+=", "-=", "*=", "/=", "//=", "%=", "@=", "**=", "&=", "|=", "^=", "<<=", ">>=",
+    ];
     for op in ops {
         assert_eq!(sexp(&format!("x {op} 2")), format!("({op} x 2)"));
     }
@@ -40,7 +42,10 @@ fn simple_statements() {
     assert_eq!(sexp("raise"), "(raise _)");
     assert_eq!(sexp("raise ValueError(\"bad\")"), "(raise (call ValueError \"bad\"))");
     assert_eq!(sexp("assert x"), "(assert x _)");
-    assert_eq!(sexp("assert 1 == 2, \"math broke\""), "(assert (cmp 1 == 2) \"math broke\")");
+    assert_eq!(
+        sexp("assert 1 == 2, \"math broke\""),
+        "(assert (cmp 1 == 2) \"math broke\")"
+    );
     assert_eq!(sexp("global a, b"), "(global a b)");
     assert_eq!(sexp("nonlocal count"), "(nonlocal count)");
     assert_eq!(sexp("x = 1; y = 2;"), "(= x 1)\n(= y 2)");
@@ -53,7 +58,9 @@ fn use_statements() {
     assert_eq!(sexp("use lib.geometry"), "(use lib.geometry)");
     assert_eq!(sexp("use a.b.c as m"), "(use a.b.c as m)");
     let m = ok("use a.b as m");
-    let StmtKind::Use { path, alias } = &m.body[0].kind else { panic!() };
+    let StmtKind::Use { path, alias } = &m.body[0].kind else {
+        panic!()
+    };
     assert_eq!((path[1].span.start, path[1].span.end), (6, 7));
     assert_eq!(alias.as_ref().unwrap().span.start, 11);
 }
@@ -64,17 +71,35 @@ fn if_elif_else() {
     assert_eq!(sexp(src), "(if a [(= x 1)] [(if b [(= x 2)] [(= x 3)])])");
     assert_eq!(sexp("if x: return 1"), "(if x [(return 1)] [])");
     assert_eq!(sexp("if x: a; b\nelse: c"), "(if x [a b] [c])");
-    assert_eq!(sexp("if a:\n    if b:\n        pass\n    c\nd"), "(if a [(if b [pass] []) c] [])\nd");
+    assert_eq!(
+        sexp("if a:\n    if b:\n        pass\n    c\nd"),
+        "(if a [(if b [pass] []) c] [])\nd"
+    );
 }
 
 #[test]
 fn loops() {
-    assert_eq!(sexp("while true:\n    k += 1\n    if k >= 5:\n        break\n"), "(while true [(+= k 1) (if (cmp k >= 5) [break] [])])");
-    assert_eq!(sexp("for i in range(10):\n    continue"), "(for i (call range 10) [continue])");
-    assert_eq!(sexp("for i, c in enumerate(s):\n    pass"), "(for (tuple i c) (call enumerate s) [pass])");
+    assert_eq!(
+        sexp("while true:\n    k += 1\n    if k >= 5:\n        break\n"),
+        "(while true [(+= k 1) (if (cmp k >= 5) [break] [])])"
+    );
+    assert_eq!(
+        sexp("for i in range(10):\n    continue"),
+        "(for i (call range 10) [continue])"
+    );
+    assert_eq!(
+        sexp("for i, c in enumerate(s):\n    pass"),
+        "(for (tuple i c) (call enumerate s) [pass])"
+    );
     assert_eq!(sexp("for x in 1, 2:\n    pass"), "(for x (tuple 1 2) [pass])");
-    assert_eq!(sexp("for i in 2..5:\n    print(i)"), "(for i (.. 2 5) [(call print i)])");
-    assert_eq!(sexp("parallel for i in range(n):\n    s += x[i]"), "(pfor i (call range n) [(+= s (idx x i))])");
+    assert_eq!(
+        sexp("for i in 2..5:\n    print(i)"),
+        "(for i (.. 2 5) [(call print i)])"
+    );
+    assert_eq!(
+        sexp("parallel for i in range(n):\n    s += x[i]"),
+        "(pfor i (call range n) [(+= s (idx x i))])"
+    );
     assert_eq!(sexp("for (a, b) in xs: pass"), "(for (tuple a b) xs [pass])");
 }
 
@@ -95,18 +120,36 @@ fn functions() {
         sexp("def step(x: Tensor[N, f32], dt: float = 0.01, *, damping=0.0) -> Tensor[N, f32]:\n    return x"),
         "(def step (x:(idx Tensor (tuple N f32)) dt:float=0.01 * damping=0.0) -> (idx Tensor (tuple N f32)) [(return x)])"
     );
-    assert_eq!(sexp("def f(*args: int, **kw: str): pass"), "(def f (*args:int **kw:str) -> _ [pass])");
+    assert_eq!(
+        sexp("def f(*args: int, **kw: str): pass"),
+        "(def f (*args:int **kw:str) -> _ [pass])"
+    );
     assert_eq!(sexp("def f(a,): pass"), "(def f (a) -> _ [pass])");
-    assert_eq!(sexp("def f(\n    a,\n    b,\n):\n    pass"), "(def f (a b) -> _ [pass])");
+    assert_eq!(
+        sexp("def f(\n    a,\n    b,\n):\n    pass"),
+        "(def f (a b) -> _ [pass])"
+    );
 }
 
 #[test]
 fn decorators() {
     assert_eq!(sexp("@timed\ndef f(): pass"), "(def @timed f () -> _ [pass])");
-    assert_eq!(sexp("@times(3)\ndef f(): pass"), "(def @(call times 3) f () -> _ [pass])");
-    assert_eq!(sexp("@a.b(x)\n@c\ndef f(): pass"), "(def @(call (. a b) x) @c f () -> _ [pass])");
-    assert_eq!(sexp("@native(fastmath=true)\ndef f(): pass"), "(def @(call native fastmath=true) f () -> _ [pass])");
-    assert_eq!(sexp("@dataclassy\nstruct P:\n    x: int"), "(struct @dataclassy P [(x int _)] [])");
+    assert_eq!(
+        sexp("@times(3)\ndef f(): pass"),
+        "(def @(call times 3) f () -> _ [pass])"
+    );
+    assert_eq!(
+        sexp("@a.b(x)\n@c\ndef f(): pass"),
+        "(def @(call (. a b) x) @c f () -> _ [pass])"
+    );
+    assert_eq!(
+        sexp("@native(fastmath=true)\ndef f(): pass"),
+        "(def @(call native fastmath=true) f () -> _ [pass])"
+    );
+    assert_eq!(
+        sexp("@dataclassy\nstruct P:\n    x: int"),
+        "(struct @dataclassy P [(x int _)] [])"
+    );
 }
 
 #[test]
@@ -139,7 +182,10 @@ fn try_statements() {
 fn with_statements() {
     assert_eq!(sexp("with l:\n    pass"), "(with [(l _)] [pass])");
     assert_eq!(sexp("with a as x, b:\n    pass"), "(with [(a x) (b _)] [pass])");
-    assert_eq!(sexp("with open(p) as (a, b): pass"), "(with [((call open p) (tuple a b))] [pass])");
+    assert_eq!(
+        sexp("with open(p) as (a, b): pass"),
+        "(with [((call open p) (tuple a b))] [pass])"
+    );
 }
 
 #[test]
@@ -164,7 +210,11 @@ fn expression_spans() {
     let m = ok("print(a + b, c)");
     let StmtKind::Expr(x) = &m.body[0].kind else { panic!() };
     assert_eq!((x.span.start, x.span.end), (0, 15));
-    let apsi_core::syntax::ast::ExprKind::Call { args, .. } = &x.kind else { panic!() };
-    let apsi_core::syntax::ast::Arg::Positional(a) = &args[0] else { panic!() };
+    let apsi_core::syntax::ast::ExprKind::Call { args, .. } = &x.kind else {
+        panic!()
+    };
+    let apsi_core::syntax::ast::Arg::Positional(a) = &args[0] else {
+        panic!()
+    };
     assert_eq!((a.span.start, a.span.end), (6, 11));
 }

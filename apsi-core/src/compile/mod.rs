@@ -1,1 +1,16 @@
-//! The bytecode compiler: resolved syntax tree to register bytecode.
+//! The bytecode compiler: syntax tree (plus scope analysis) to register
+//! bytecode.
+//!
+//! - [`scope`]: Python's scoping rules as a reusable pass.
+//! - [`code`]: the lowered form (instructions, code objects, prototypes).
+//! - [`fold`]: constant folding that never hides a run-time error.
+//! - [`emit`]: code generation.
+
+pub mod code;
+pub mod emit;
+pub mod fold;
+pub mod scope;
+
+pub use code::{Code, FuncProto, Instr, StructProto};
+pub use emit::{compile_module, GlobalEnv, GlobalRef};
+pub use scope::{analyze, Binding, ScopeTable};

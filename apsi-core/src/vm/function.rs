@@ -1,6 +1,41 @@
-//! Functions defined in Apsi: compiled code objects and closures.
-//! (Owned by the compiler/VM work; this is the minimal shape the value model names.)
+//! Functions defined in Apsi: closures over compiled code, and the cells
+//! that captured variables live in.
+//!
+//! Invariants: a [`Closure`] is immutable once made (defaults and captured
+//! cells are fixed at definition time); only the contents of its cells change,
+//! behind a lock, so closures may be called from several threads at once.
 
+use crate::compile::code::FuncProto;
+use crate::vm::value::Value;
+use parking_lot::RwLock;
+use std::sync::Arc;
+
+/// A variable captured by an inner function (or declared `nonlocal`).
+pub struct Cell(RwLock<Value>);
+
+impl Cell {
+    pub fn new(v: Value) -> Cell {
+        Cell(RwLock::new(v))
+    }
+    #[inline]
+    pub fn get(&self) -> Value {
+        self.0.read().clone()
+    }
+    #[inline]
+    pub fn set(&self, v: Value) {
+        *self.0.write() = v;
+    }
+}
+
+/// A function value: compiled code plus what it captured when defined.
 pub struct Closure {
+    /// The function's name (`<lambda>` for lambdas).
     pub name: String,
+    pub proto: Arc<FuncProto>,
+    /// Values of the defaulted positional parameters (the last `defaults.len()`).
+    pub defaults: Box<[Value]>,
+    /// Defaults of the keyword-only parameters, by position (`None`: required).
+    pub kwdefaults: Box<[Option<Value>]>,
+    /// Captured cells, in the order of `proto.free`.
+    pub free: Box<[Arc<Cell>]>,
 }

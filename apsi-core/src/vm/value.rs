@@ -267,6 +267,11 @@ impl HashKey {
             Err(ErrorObj::new(ErrorKind::TypeError, format!("unhashable type: '{}'", v.type_name())))
         }
     }
+    /// An int key (always hashable).
+    #[inline]
+    pub fn int(i: i64) -> HashKey {
+        HashKey(Value::Int(i))
+    }
     pub fn value(&self) -> &Value {
         &self.0
     }
@@ -388,6 +393,15 @@ pub trait Caller {
     fn call(&mut self, f: &Value, args: &[Value], kwargs: Kwargs) -> VResult<Value>;
     /// Write program output (stdout; captured by tests and the REPL).
     fn write_out(&mut self, text: &str) -> VResult<()>;
+    /// Flush buffered program output (before reading input, for example).
+    fn flush_out(&mut self) -> VResult<()> {
+        Ok(())
+    }
+    /// A caller for running Apsi code on another OS thread (thread pools),
+    /// sharing this interpreter's globals and output. `None` where not supported.
+    fn new_thread_caller(&self) -> Option<Box<dyn Caller + Send>> {
+        None
+    }
 }
 
 /// A method bound to its receiver: calling it calls `func(receiver, *args)`.

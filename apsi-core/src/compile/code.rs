@@ -1,0 +1,266 @@
+//! The lowered form: register bytecode, code objects and function/struct
+//! prototypes. Code objects are immutable after compilation and shared by
+//! every thread that runs them.
+//!
+//! Register conventions: a frame's registers are numbered from 0; the
+//! parameters occupy the first registers (positional, then `*args`, then the
+//! keyword-only ones, then `**kwargs`). A call `Call { a, n }` has the callee
+//! in `a` and its `n` arguments in `a+1 ..= a+n`; the result lands in `a`.
+//! Conditional instructions marked "+J" are followed by a `Jmp` whose target
+//! is taken when the condition holds (otherwise the `Jmp` is skipped).
+
+use crate::diagnostic::Span;
+use crate::syntax::ast::{BinOp, CmpOp, UnaryOp};
+use crate::vm::globals::GlobalSlot;
+use crate::vm::value::Value;
+use std::sync::Arc;
+
+pub type Reg = u16;
+
+/// "No register" marker (e.g. `AssertFail` without a message).
+pub const NO_REG: Reg = u16::MAX;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Instr {
+    Nop,
+    Move { a: Reg, b: Reg },
+    LoadK { a: Reg, k: u32 },
+    LoadInt { a: Reg, v: i32 },
+    LoadNone { a: Reg },
+    LoadBool { a: Reg, v: bool },
+    /// `a = globals[g]` (NameError when unbound).
+    GetGlobal { a: Reg, g: u32 },
+    SetGlobal { a: Reg, g: u32 },
+    /// Own cell `c` (this frame's captured locals).
+    GetCell { a: Reg, c: u16 },
+    SetCell { a: Reg, c: u16 },
+    /// Captured cell `c` of the running closure.
+    GetFree { a: Reg, c: u16 },
+    SetFree { a: Reg, c: u16 },
+    /// Create own cell `c` holding register `a` (or none when `a == NO_REG`).
+    MakeCell { a: Reg, c: u16 },
+    Add { a: Reg, b: Reg, c: Reg },
+    Sub { a: Reg, b: Reg, c: Reg },
+    Mul { a: Reg, b: Reg, c: Reg },
+    /// `a = b + v`
+    AddI { a: Reg, b: Reg, v: i16 },
+    Bin { op: BinOp, a: Reg, b: Reg, c: Reg },
+    Unary { op: UnaryOp, a: Reg, b: Reg },
+    Cmp { op: CmpOp, a: Reg, b: Reg, c: Reg },
+    /// +J: jump when `(a op b) == jt`.
+    CmpJmp { op: CmpOp, a: Reg, b: Reg, jt: bool },
+    /// +J: jump when `(a op v) == jt`.
+    CmpJmpI { op: CmpOp, a: Reg, v: i16, jt: bool },
+    Jmp { t: u32 },
+    JmpIf { a: Reg, t: u32 },
+    JmpIfNot { a: Reg, t: u32 },
+    Call { a: Reg, n: u16 },
+    /// Positional args in `a+1 ..= a+n`, then one value per name in the
+    /// constant tuple `k`.
+    CallKw { a: Reg, n: u16, k: u16 },
+    /// `a(*a+1, **a+2)`: `a+1` a list/tuple, `a+2` a dict or none.
+    CallEx { a: Reg },
+    /// Call the constant `k` (a prelude or module function) with `a+1 ..= a+n`; result in `a`.
+    CallK { a: Reg, k: u16, n: u16 },
+    /// Load global `g` into `a`, then `Call { a, n }`.
+    CallGlobal { a: Reg, g: u16, n: u16 },
+    /// `a = (a+1).name(a+2 ..= a+1+n)` where `name` is constant `k`.
+    CallMethod { a: Reg, k: u16, n: u16 },
+    Return { a: Reg },
+    ReturnNone,
+    GetAttr { a: Reg, b: Reg, k: u16 },
+    /// `a.name = c`
+    SetAttr { a: Reg, k: u16, c: Reg },
+    GetIndex { a: Reg, b: Reg, c: Reg },
+    /// `a[b] = c`
+    SetIndex { a: Reg, b: Reg, c: Reg },
+    BuildList { a: Reg, b: Reg, n: u16 },
+    BuildTuple { a: Reg, b: Reg, n: u16 },
+    /// `n` key/value pairs in `b ..`.
+    BuildDict { a: Reg, b: Reg, n: u16 },
+    /// `a.append(b)` for the list in `a`.
+    ListAppend { a: Reg, b: Reg },
+    /// Extend the list in `a` with the iterable `b`.
+    ListExtend { a: Reg, b: Reg },
+    /// `a[b] = c` for the dict in `a`.
+    DictSet { a: Reg, b: Reg, c: Reg },
+    /// Merge the mapping `b` into the dict `a` (`**b`).
+    DictUpdate { a: Reg, b: Reg },
+    /// `a = slice(b, b+1, b+2)`
+    BuildSlice { a: Reg, b: Reg },
+    /// `a = range(b, c)` (the `..` operator).
+    BuildRange { a: Reg, b: Reg, c: Reg },
+    /// Prepare `a` (an iterable) for `ForNext`; `a+1` becomes the position.
+    ForPrep { a: Reg },
+    /// +J (exit): jump when the iteration in `a` is exhausted; otherwise `b = next item`.
+    ForNext { a: Reg, b: Reg },
+    /// +J (exit): `a, a+1, a+2` = start, stop, step (ints, checked); jump when empty, else `b = start`.
+    ForRangePrep { a: Reg, b: Reg },
+    /// +J (loop): advance `a`; jump back while in range, with `b = a`.
+    ForRangeLoop { a: Reg, b: Reg },
+    /// Unpack the iterable `b` into `a ..< a+n` (ValueError on a count mismatch).
+    Unpack { a: Reg, b: Reg, n: u16 },
+    /// Starred unpack: `before` values, a list, `after` values into `a ..`.
+    UnpackEx { a: Reg, b: Reg, before: u8, after: u8 },
+    /// `a = function(protos[p])` with its defaults in `b ..`.
+    MakeFunc { a: Reg, p: u16, b: Reg },
+    /// `a = struct(structs[p])` with field defaults then methods in `b ..`.
+    MakeStruct { a: Reg, p: u16, b: Reg },
+    Raise { a: Reg },
+    /// Re-raise the error value in `a` (bare `raise`, end of unmatched `except`).
+    Reraise { a: Reg },
+    /// Raise AssertionError with message `a` (or none when `NO_REG`).
+    AssertFail { a: Reg },
+    /// Errors raised until the matching `PopHandler` jump to `t` with the error in `a`.
+    PushHandler { a: Reg, t: u32 },
+    PopHandler,
+    /// `a = error b matches kind(s) c`.
+    ExcMatch { a: Reg, b: Reg, c: Reg },
+    /// `a = str(b)`
+    ToStr { a: Reg, b: Reg },
+    /// `a = repr(b)`
+    ToRepr { a: Reg, b: Reg },
+    /// `a = format(b, spec c)`
+    Format { a: Reg, b: Reg, c: Reg },
+    /// `a = concatenation of the n strings in b ..`
+    Concat { a: Reg, b: Reg, n: u16 },
+}
+
+const _: () = assert!(std::mem::size_of::<Instr>() == 8);
+
+/// A compiled body (function, lambda, comprehension or module top level).
+pub struct Code {
+    pub name: Arc<str>,
+    pub instrs: Box<[Instr]>,
+    /// The source span of each instruction (same length as `instrs`).
+    pub spans: Box<[Span]>,
+    pub consts: Box<[Value]>,
+    pub globals: Box<[Arc<GlobalSlot>]>,
+    pub protos: Box<[Arc<FuncProto>]>,
+    pub structs: Box<[Arc<StructProto>]>,
+    pub nregs: u16,
+    pub ncells: u16,
+    /// The span of the whole body.
+    pub span: Span,
+}
+
+impl Code {
+    pub fn span_at(&self, pc: usize) -> Span {
+        self.spans.get(pc).copied().unwrap_or(self.span)
+    }
+}
+
+impl std::fmt::Debug for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "code {} (regs {}, cells {})", self.name, self.nregs, self.ncells)?;
+        for (i, ins) in self.instrs.iter().enumerate() {
+            writeln!(f, "  {i:4} {ins:?}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Where a closure's captured cell comes from in the defining frame.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Capture {
+    /// The defining frame's own cell.
+    Cell(u16),
+    /// A cell the defining closure itself captured.
+    Free(u16),
+}
+
+/// A run-time check of an annotated parameter or field.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TypeCheck {
+    Int,
+    /// `float` accepts ints too.
+    Float,
+    Str,
+    Bool,
+    List,
+    Dict,
+    Tuple,
+    NoneType,
+}
+
+impl TypeCheck {
+    pub fn from_name(name: &str) -> Option<TypeCheck> {
+        Some(match name {
+            "int" => TypeCheck::Int,
+            "float" => TypeCheck::Float,
+            "str" => TypeCheck::Str,
+            "bool" => TypeCheck::Bool,
+            "list" => TypeCheck::List,
+            "dict" => TypeCheck::Dict,
+            "tuple" => TypeCheck::Tuple,
+            "none" => TypeCheck::NoneType,
+            _ => return None,
+        })
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            TypeCheck::Int => "int",
+            TypeCheck::Float => "float",
+            TypeCheck::Str => "str",
+            TypeCheck::Bool => "bool",
+            TypeCheck::List => "list",
+            TypeCheck::Dict => "dict",
+            TypeCheck::Tuple => "tuple",
+            TypeCheck::NoneType => "none",
+        }
+    }
+    pub fn accepts(self, v: &Value) -> bool {
+        matches!(
+            (self, v),
+            (TypeCheck::Int, Value::Int(_) | Value::Bool(_))
+                | (TypeCheck::Float, Value::Float(_) | Value::Int(_) | Value::Bool(_))
+                | (TypeCheck::Str, Value::Str(_))
+                | (TypeCheck::Bool, Value::Bool(_))
+                | (TypeCheck::List, Value::List(_))
+                | (TypeCheck::Dict, Value::Dict(_))
+                | (TypeCheck::Tuple, Value::Tuple(_))
+                | (TypeCheck::NoneType, Value::None)
+        )
+    }
+}
+
+/// Everything about a `def`/`lambda`/comprehension known at compile time.
+#[derive(Debug)]
+pub struct FuncProto {
+    pub name: Arc<str>,
+    pub code: Arc<Code>,
+    /// Positional parameters (may be passed by keyword too).
+    pub nparams: u16,
+    pub has_vararg: bool,
+    pub nkwonly: u16,
+    pub has_kwarg: bool,
+    /// All parameter names in register order.
+    pub param_names: Box<[Arc<str>]>,
+    /// How many of the positional parameters have defaults (the last ones).
+    pub ndefaults: u16,
+    /// Which keyword-only parameters have defaults.
+    pub kwonly_has_default: Box<[bool]>,
+    pub captures: Box<[Capture]>,
+    /// Annotated parameters checked on every call: (register, check).
+    pub checks: Box<[(u16, TypeCheck)]>,
+    /// Plain positional parameters only, no checks: the fast call path.
+    pub simple: bool,
+}
+
+impl FuncProto {
+    /// Total number of parameter registers.
+    pub fn nslots(&self) -> usize {
+        self.nparams as usize + self.has_vararg as usize + self.nkwonly as usize + self.has_kwarg as usize
+    }
+}
+
+/// A `struct` declaration known at compile time.
+#[derive(Debug)]
+pub struct StructProto {
+    pub name: String,
+    pub fields: Box<[Arc<str>]>,
+    pub has_default: Box<[bool]>,
+    /// The annotations as written.
+    pub annotations: Box<[Option<String>]>,
+    pub methods: Box<[Arc<str>]>,
+}

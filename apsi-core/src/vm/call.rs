@@ -1,0 +1,294 @@
+//! Calling conventions off the fast path: binding arguments to parameters
+//! with Python's rules and messages, struct construction, error values,
+//! unpacking and `except` matching.
+
+use super::exec::Args;
+use super::function::Closure;
+use super::value::*;
+use crate::compile::code::{StructProto, TypeCheck};
+use crate::error::ErrorKind;
+use crate::{format, ops};
+use indexmap::IndexMap;
+use std::sync::Arc;
+
+fn type_err(msg: String) -> Exc {
+    err(ErrorKind::TypeError, msg)
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("{n} {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+/// `'a'`, `'a' and 'b'`, `'a', 'b', and 'c'` (Python's wording).
+fn name_list(names: &[&str]) -> String {
+    let q: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
+    match q.len() {
+        0 => String::new(),
+        1 => q[0].clone(),
+        2 => format!("{} and {}", q[0], q[1]),
+        n => format!("{}, and {}", q[..n - 1].join(", "), q[n - 1]),
+    }
+}
+
+/// Bind positional and keyword arguments to the parameter slots of `f`
+/// (register order: positional, `*args`, keyword-only, `**kwargs`).
+pub(crate) fn bind_args(f: &Closure, pos: Args, kw: Vec<(Arc<str>, Value)>) -> VResult<Args> {
+    let p = &f.proto;
+    let name = &*p.name;
+    let np = p.nparams as usize;
+    let nkw = p.nkwonly as usize;
+    let va = p.has_vararg as usize;
+    let nslots = p.nslots();
+    let mut slots: SmallVecOpt = (0..nslots).map(|_| None).collect();
+    let npos = pos.len();
+    let mut extra = Vec::new();
+    for (i, v) in pos.into_iter().enumerate() {
+        if i < np {
+            slots[i] = Some(v);
+        } else if p.has_vararg {
+            extra.push(v);
+        } else {
+            let nd = p.ndefaults as usize;
+            let takes = if nd > 0 { format!("from {} to {}", np - nd, np) } else { np.to_string() };
+            let word = if np == 1 && nd == 0 { "positional argument" } else { "positional arguments" };
+            let given = if npos == 1 { "was" } else { "were" };
+            return Err(type_err(format!("{name}() takes {takes} {word} but {npos} {given} given")));
+        }
+    }
+    let mut kwdict: IndexMap<HashKey, Value, FxBuild> = IndexMap::default();
+    for (k, v) in kw {
+        let idx = p.param_names.iter().position(|n| **n == *k);
+        let ok = match idx {
+            Some(i) if i < np => Some(i),
+            Some(i) if i >= np + va && i < np + va + nkw => Some(i),
+            _ => None,
+        };
+        match ok {
+            Some(i) => {
+                if slots[i].is_some() {
+                    return Err(type_err(format!("{name}() got multiple values for argument '{k}'")));
+                }
+                slots[i] = Some(v);
+            }
+            None if p.has_kwarg => {
+                kwdict.insert(HashKey::new(Value::str(&*k))?, v);
+            }
+            None => return Err(type_err(format!("{name}() got an unexpected keyword argument '{k}'"))),
+        }
+    }
+    let nd = p.ndefaults as usize;
+    let mut missing = Vec::new();
+    for i in 0..np {
+        if slots[i].is_none() {
+            if i + nd >= np {
+                slots[i] = f.defaults.get(i + nd - np).cloned();
+            }
+            if slots[i].is_none() {
+                missing.push(&*p.param_names[i]);
+            }
+        }
+    }
+    if !missing.is_empty() {
+        return Err(type_err(format!(
+            "{name}() missing {} positional argument{}: {}",
+            missing.len().to_string() + " required",
+            if missing.len() == 1 { "" } else { "s" },
+            name_list(&missing)
+        )));
+    }
+    if p.has_vararg {
+        slots[np] = Some(Value::tuple(extra));
+    }
+    let mut missing_kw = Vec::new();
+    for j in 0..nkw {
+        let i = np + va + j;
+        if slots[i].is_none() {
+            slots[i] = f.kwdefaults.get(j).cloned().flatten();
+            if slots[i].is_none() {
+                missing_kw.push(&*p.param_names[i]);
+            }
+        }
+    }
+    if !missing_kw.is_empty() {
+        return Err(type_err(format!(
+            "{name}() missing {} required keyword-only argument{}: {}",
+            missing_kw.len(),
+            if missing_kw.len() == 1 { "" } else { "s" },
+            name_list(&missing_kw)
+        )));
+    }
+    if p.has_kwarg {
+        slots[nslots - 1] = Some(Value::dict(kwdict));
+    }
+    for &(i, check) in p.checks.iter() {
+        if let Some(Some(v)) = slots.get(i as usize) {
+            check_type(name, &p.param_names[i as usize], check, v)?;
+        }
+    }
+    Ok(slots.into_iter().map(|s| s.unwrap_or(Value::None)).collect())
+}
+
+type SmallVecOpt = smallvec::SmallVec<[Option<Value>; 8]>;
+
+fn check_type(fname: &str, param: &str, check: TypeCheck, v: &Value) -> VResult<()> {
+    if check.accepts(v) {
+        Ok(())
+    } else {
+        Err(type_err(format!("{fname}() argument '{param}' must be {}, not {}", check.name(), v.type_name())))
+    }
+}
+
+/// A struct type from its prototype and the evaluated field defaults, then methods.
+pub(crate) fn make_struct_type(sp: &StructProto, vals: Vec<Value>) -> Value {
+    let mut it = vals.into_iter();
+    let fields = sp
+        .fields
+        .iter()
+        .zip(sp.has_default.iter())
+        .zip(sp.annotations.iter())
+        .map(|((name, has), ann)| StructField { name: name.clone(), default: if *has { it.next() } else { None }, annotation: ann.clone() })
+        .collect();
+    let mut methods = IndexMap::default();
+    for m in sp.methods.iter() {
+        if let Some(f) = it.next() {
+            methods.insert(m.clone(), f);
+        }
+    }
+    Value::StructType(Arc::new(StructType { name: sp.name.clone(), fields, methods }))
+}
+
+/// `Point(1.0, y=2.0)`
+pub(crate) fn construct_struct(t: &Arc<StructType>, pos: Args, kw: Vec<(Arc<str>, Value)>) -> VResult<Value> {
+    let n = t.fields.len();
+    let name = &t.name;
+    if pos.len() > n {
+        let given = if pos.len() == 1 { "was" } else { "were" };
+        return Err(type_err(format!("{name}() takes {} but {} {given} given", plural(n, "positional argument"), pos.len())));
+    }
+    let mut vals: Vec<Option<Value>> = vec![None; n];
+    for (i, v) in pos.into_iter().enumerate() {
+        vals[i] = Some(v);
+    }
+    for (k, v) in kw {
+        match t.field_index(&k) {
+            Some(i) => {
+                if vals[i].is_some() {
+                    return Err(type_err(format!("{name}() got multiple values for field '{k}'")));
+                }
+                vals[i] = Some(v);
+            }
+            None => {
+                let fields: Vec<&str> = t.fields.iter().map(|f| &*f.name).collect();
+                return Err(type_err(format!("{name}() got an unexpected keyword argument '{k}' (its fields are {})", fields.join(", "))));
+            }
+        }
+    }
+    let mut missing = Vec::new();
+    for (i, f) in t.fields.iter().enumerate() {
+        if vals[i].is_none() {
+            vals[i] = f.default.clone();
+            if vals[i].is_none() {
+                missing.push(&*f.name);
+            }
+        }
+    }
+    if !missing.is_empty() {
+        return Err(type_err(format!(
+            "{name}() missing {} required argument{}: {}",
+            missing.len(),
+            if missing.len() == 1 { "" } else { "s" },
+            name_list(&missing)
+        )));
+    }
+    let vals: Vec<Value> = vals.into_iter().map(|v| v.unwrap_or(Value::None)).collect();
+    for (f, v) in t.fields.iter().zip(vals.iter()) {
+        if let Some(check) = f.annotation.as_deref().and_then(TypeCheck::from_name) {
+            if !check.accepts(v) {
+                return Err(type_err(format!("{name}() field '{}' must be {}, not {}", f.name, check.name(), v.type_name())));
+            }
+        }
+    }
+    Ok(Value::Struct(Arc::new(StructObj { ty: t.clone(), fields: parking_lot::RwLock::new(vals.into_boxed_slice()) })))
+}
+
+/// `ValueError("message")`
+pub(crate) fn make_error(kind: ErrorKind, pos: &[Value], kw: &[(Arc<str>, Value)]) -> VResult<Value> {
+    if let Some((k, _)) = kw.first() {
+        return Err(type_err(format!("{}() got an unexpected keyword argument '{k}'", kind.name())));
+    }
+    if pos.len() > 1 {
+        return Err(type_err(format!("{}() takes at most 1 argument (the message) but {} were given", kind.name(), pos.len())));
+    }
+    let msg = pos.first().map(format::str_of).unwrap_or_default();
+    Ok(Value::Error(ErrorObj::new(kind, msg)))
+}
+
+/// An int operand of `range`/`..`.
+pub(crate) fn range_int(v: &Value) -> VResult<i64> {
+    match v {
+        Value::Int(i) => Ok(*i),
+        Value::Bool(b) => Ok(*b as i64),
+        other => Err(type_err(format!("range needs int bounds, found {}", other.type_name()))),
+    }
+}
+
+/// Unpack `src` into exactly `n` values, or with `after = Some(m)` into `n`
+/// values, a list of the rest, and `m` values.
+pub(crate) fn unpack(c: &mut dyn Caller, src: &Value, n: usize, after: Option<usize>) -> VResult<Vec<Value>> {
+    let items: Vec<Value> = match src {
+        Value::Tuple(t) => t.0.to_vec(),
+        Value::List(l) => l.items.read().clone(),
+        other => match ops::iterate(c, other) {
+            Ok(v) => v,
+            Err(e) if e.kind == ErrorKind::TypeError => {
+                return Err(type_err(format!("cannot unpack a non-iterable {} value", other.type_name())));
+            }
+            Err(e) => return Err(e),
+        },
+    };
+    match after {
+        None => {
+            if items.len() != n {
+                if items.len() > n {
+                    return Err(err(ErrorKind::ValueError, format!("too many values to unpack (expected {n})")));
+                }
+                return Err(err(ErrorKind::ValueError, format!("not enough values to unpack (expected {n}, got {})", items.len())));
+            }
+            Ok(items)
+        }
+        Some(m) => {
+            if items.len() < n + m {
+                return Err(err(ErrorKind::ValueError, format!("not enough values to unpack (expected at least {}, got {})", n + m, items.len())));
+            }
+            let mut items = items;
+            let tail = items.split_off(items.len() - m);
+            let mid = items.split_off(n);
+            items.push(Value::list(mid));
+            items.extend(tail);
+            Ok(items)
+        }
+    }
+}
+
+/// Does `except kinds` catch `e`? (`kinds` is NO_REG-as-none for a bare except.)
+pub(crate) fn error_matches(e: &ErrorObj, kinds: &Value) -> VResult<bool> {
+    if e.exit.is_some() {
+        return Ok(false);
+    }
+    match kinds {
+        Value::Kind(k) => Ok(k.catches(e.kind)),
+        Value::Tuple(t) => {
+            for k in t.0.iter() {
+                if error_matches(e, k)? {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        }
+        other => Err(type_err(format!("except needs an error kind such as ValueError, not {}", other.type_name()))),
+    }
+}

@@ -1,0 +1,1156 @@
+//! The per-thread executor: a value stack of register windows, a heap stack
+//! of frames, and the dispatch loop.
+//!
+//! Apsi → Apsi calls never recurse on the Rust stack: a call pushes a
+//! [`Frame`] and the loop continues with the callee. Only native callbacks
+//! (`Caller::call`) re-enter the loop, and their nesting is bounded.
+//!
+//! Invariants:
+//! - Every frame's window `base .. base + nregs` lies inside `stack`, and the
+//!   closure that `Frame::clo` points to is kept alive either by the slot just
+//!   below `base` (a `Value::Func`) or by a write-once global slot that the
+//!   caller's code object holds (`CallGlobal`); callers outlive callees.
+//! - `stack` only grows; slots above the live windows are `none`.
+//! - A handler belongs to one frame and is dropped when that frame ends.
+
+use super::call;
+use super::function::{Cell, Closure};
+use super::runtime::Shared;
+use super::value::*;
+use crate::compile::code::{Capture, Code, Instr, NO_REG};
+use crate::diagnostic::TraceEntry;
+use crate::error::ErrorKind;
+use crate::syntax::ast::{BinOp, CmpOp, UnaryOp};
+use crate::{format, ops};
+use smallvec::SmallVec;
+use std::sync::Arc;
+
+pub(crate) type Args = SmallVec<[Value; 8]>;
+
+#[derive(Clone, Copy)]
+struct Frame {
+    clo: *const Closure,
+    code: *const Code,
+    pc: u32,
+    base: u32,
+    cell_base: u32,
+}
+
+#[derive(Clone, Copy)]
+struct Handler {
+    frame: u32,
+    target: u32,
+    reg: u16,
+}
+
+/// Runs Apsi code on one thread. Cheap to create; one per OS thread.
+pub struct Executor {
+    pub(crate) shared: Arc<Shared>,
+    stack: Vec<Value>,
+    frames: Vec<Frame>,
+    cells: Vec<Arc<Cell>>,
+    handlers: Vec<Handler>,
+    native_depth: usize,
+    max_depth: usize,
+    /// (error, frame) whose trace entry was recorded when a handler caught it.
+    reraise_skip: Option<(usize, usize)>,
+}
+
+// SAFETY: the only non-Send fields are the raw closure pointers in `frames`;
+// each points into an `Arc<Closure>` owned by a `Value` in this executor's own
+// `stack`, so moving the executor moves the owners along with the pointers.
+unsafe impl Send for Executor {}
+
+const TRACE_INNER: usize = 40;
+const TRACE_OUTER: usize = 20;
+
+fn type_err(msg: String) -> Exc {
+    err(ErrorKind::TypeError, msg)
+}
+
+/// Store into a register; a scalar being overwritten needs no drop.
+#[inline(always)]
+fn setv(slot: &mut Value, v: Value) {
+    if matches!(slot, Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_)) {
+        // SAFETY: the old value owns nothing, so skipping its drop leaks nothing.
+        unsafe { std::ptr::write(slot, v) }
+    } else {
+        *slot = v;
+    }
+}
+
+/// Copy a register; scalars are copied bitwise without touching a refcount.
+#[inline(always)]
+fn dup(v: &Value) -> Value {
+    match v {
+        Value::Int(i) => Value::Int(*i),
+        Value::Float(f) => Value::Float(*f),
+        Value::Bool(b) => Value::Bool(*b),
+        Value::None => Value::None,
+        other => other.clone(),
+    }
+}
+
+#[inline(always)]
+fn jump_target(instrs: &[Instr], pc: usize) -> usize {
+    match instrs.get(pc) {
+        Some(Instr::Jmp { t }) => *t as usize,
+        _ => pc + 1,
+    }
+}
+
+#[inline(always)]
+fn cmp_fast(op: CmpOp, a: &Value, b: &Value) -> Option<bool> {
+    match (a, b) {
+        (Value::Int(x), Value::Int(y)) => Some(match op {
+            CmpOp::Lt => x < y,
+            CmpOp::LtE => x <= y,
+            CmpOp::Gt => x > y,
+            CmpOp::GtE => x >= y,
+            CmpOp::Eq => x == y,
+            CmpOp::NotEq => x != y,
+            _ => return None,
+        }),
+        (Value::Float(x), Value::Float(y)) => Some(match op {
+            CmpOp::Lt => x < y,
+            CmpOp::LtE => x <= y,
+            CmpOp::Gt => x > y,
+            CmpOp::GtE => x >= y,
+            CmpOp::Eq => x == y,
+            CmpOp::NotEq => x != y,
+            _ => return None,
+        }),
+        _ => None,
+    }
+}
+
+#[inline(always)]
+fn cmp_int(op: CmpOp, x: i64, y: i64) -> bool {
+    match op {
+        CmpOp::Lt => x < y,
+        CmpOp::LtE => x <= y,
+        CmpOp::Gt => x > y,
+        CmpOp::GtE => x >= y,
+        CmpOp::Eq | CmpOp::Is => x == y,
+        _ => x != y,
+    }
+}
+
+fn compare(op: CmpOp, a: &Value, b: &Value) -> VResult<bool> {
+    match op {
+        CmpOp::Is => Ok(a.is(b)),
+        CmpOp::IsNot => Ok(!a.is(b)),
+        _ => ops::compare(op, a, b),
+    }
+}
+
+#[inline(always)]
+fn bin_fast(op: BinOp, a: &Value, b: &Value) -> Option<Value> {
+    match (a, b) {
+        (Value::Int(x), Value::Int(y)) => {
+            let (x, y) = (*x, *y);
+            match op {
+                BinOp::Add => x.checked_add(y).map(Value::Int),
+                BinOp::Sub => x.checked_sub(y).map(Value::Int),
+                BinOp::Mul => x.checked_mul(y).map(Value::Int),
+                BinOp::FloorDiv if y > 0 => Some(Value::Int(x.div_euclid(y))),
+                BinOp::Mod if y > 0 => Some(Value::Int(x.rem_euclid(y))),
+                BinOp::Div if y != 0 && x.unsigned_abs() < (1 << 53) && y.unsigned_abs() < (1 << 53) => Some(Value::Float(x as f64 / y as f64)),
+                BinOp::BitAnd => Some(Value::Int(x & y)),
+                BinOp::BitOr => Some(Value::Int(x | y)),
+                BinOp::BitXor => Some(Value::Int(x ^ y)),
+                _ => None,
+            }
+        }
+        (Value::Float(x), Value::Float(y)) => float_op(op, *x, *y),
+        (Value::Float(x), Value::Int(y)) => float_op(op, *x, *y as f64),
+        (Value::Int(x), Value::Float(y)) => float_op(op, *x as f64, *y),
+        _ => None,
+    }
+}
+
+#[inline(always)]
+fn float_op(op: BinOp, x: f64, y: f64) -> Option<Value> {
+    match op {
+        BinOp::Add => Some(Value::Float(x + y)),
+        BinOp::Sub => Some(Value::Float(x - y)),
+        BinOp::Mul => Some(Value::Float(x * y)),
+        BinOp::Div if y != 0.0 => Some(Value::Float(x / y)),
+        _ => None,
+    }
+}
+
+impl Executor {
+    pub fn new(shared: Arc<Shared>) -> Executor {
+        let max_depth = shared.max_depth;
+        Executor {
+            max_depth, shared, stack: vec![Value::None; 256], frames: Vec::new(), cells: Vec::new(), handlers: Vec::new(), native_depth: 0, reraise_skip: None }
+    }
+
+    /// The first stack slot above every live register window.
+    fn frame_end(&self) -> usize {
+        match self.frames.last() {
+            // SAFETY: a live frame's closure is kept alive by its stack slot.
+            Some(f) => f.base as usize + unsafe { &*f.clo }.proto.code.nregs as usize,
+            None => 0,
+        }
+    }
+
+    #[inline(always)]
+    fn ensure(&mut self, n: usize) {
+        if self.stack.len() < n {
+            let new = n.max(self.stack.len() * 2);
+            self.stack.resize(new, Value::None);
+        }
+    }
+
+    /// Call any callable with the given arguments, running Apsi code to completion.
+    pub fn call_value(&mut self, f: &Value, args: &[Value], kwargs: Kwargs) -> VResult<Value> {
+        let fpos = self.frame_end();
+        self.ensure(fpos + 2 + args.len());
+        self.stack[fpos] = f.clone();
+        let pos: Args = args.iter().cloned().collect();
+        let kw: Vec<(Arc<str>, Value)> = kwargs.to_vec();
+        let depth = self.frames.len();
+        let r = match self.setup_call(fpos, f.clone(), pos, kw) {
+            Ok(Some(v)) => Ok(v),
+            Ok(None) => self.run(depth),
+            Err(e) => Err(e),
+        };
+        if let Some(s) = self.stack.get_mut(fpos) {
+            *s = Value::None;
+        }
+        r
+    }
+
+    fn push_frame(&mut self, fpos: usize, clo: *const Closure) -> VResult<()> {
+        if self.frames.len() >= self.max_depth {
+            return Err(err(ErrorKind::RecursionError, "maximum recursion depth exceeded"));
+        }
+        // SAFETY: `clo` is owned by the Value at `stack[fpos]` (or by a write-once global).
+        let code: *const Code = &*unsafe { &*clo }.proto.code;
+        let nregs = unsafe { &*code }.nregs as usize;
+        let base = fpos + 1;
+        self.ensure(base + nregs + 1);
+        self.frames.push(Frame { clo, code, pc: 0, base: base as u32, cell_base: self.cells.len() as u32 });
+        Ok(())
+    }
+
+    /// Prepare a call of `f` placed at `stack[fpos]` with arguments taken out
+    /// of the registers. Returns the value at once for natives, struct
+    /// constructors and error kinds, or `None` when a frame was pushed.
+    pub(crate) fn setup_call(&mut self, fpos: usize, f: Value, mut pos: Args, kw: Vec<(Arc<str>, Value)>) -> VResult<Option<Value>> {
+        match f {
+            Value::Func(c) => {
+                let slots = call::bind_args(&c, pos, kw)?;
+                self.ensure(fpos + 1 + slots.len() + 1);
+                for (i, v) in slots.into_iter().enumerate() {
+                    self.stack[fpos + 1 + i] = v;
+                }
+                let ptr = Arc::as_ptr(&c);
+                self.stack[fpos] = Value::Func(c);
+                self.push_frame(fpos, ptr)?;
+                Ok(None)
+            }
+            Value::Native(nf) => {
+                if let Some(s) = self.frames.last_mut() {
+                    let _ = s;
+                }
+                nf.call(self, &pos, &kw).map(Some)
+            }
+            Value::BoundMethod(bm) => {
+                pos.insert(0, bm.receiver.clone());
+                self.setup_call(fpos, bm.func.clone(), pos, kw)
+            }
+            Value::StructType(t) => call::construct_struct(&t, pos, kw).map(Some),
+            Value::Kind(k) => call::make_error(k, &pos, &kw).map(Some),
+            other => Err(type_err(format!("'{}' object is not callable", other.type_name()))),
+        }
+    }
+
+    /// Record where `exc` passed and pop frames until a handler catches it
+    /// (`Ok`) or the frame at depth `stop` is gone (`Err`).
+    fn unwind(&mut self, exc: Exc, stop: usize) -> Result<(), Exc> {
+        let mut inner: Vec<TraceEntry> = Vec::new();
+        let mut outer: std::collections::VecDeque<TraceEntry> = std::collections::VecDeque::new();
+        let flush = |exc: &Exc, inner: Vec<TraceEntry>, outer: std::collections::VecDeque<TraceEntry>| {
+            let mut t = exc.trace.lock();
+            t.extend(inner);
+            t.extend(outer);
+        };
+        loop {
+            let Some(&fr) = self.frames.last() else {
+                flush(&exc, inner, outer);
+                return Err(exc);
+            };
+            let fi = self.frames.len() - 1;
+            // SAFETY: the frame is live.
+            let clo = unsafe { &*fr.clo };
+            let code = &clo.proto.code;
+            let entry = TraceEntry { function: code.name.to_string(), span: code.span_at((fr.pc as usize).saturating_sub(1)) };
+            let key = (Arc::as_ptr(&exc) as usize, fi);
+            if let Some(h) = self.handlers.last().copied() {
+                if h.frame as usize == fi {
+                    self.handlers.pop();
+                    // Record where it passed now: if the handler re-raises,
+                    // this frame is not recorded a second time.
+                    flush(&exc, std::mem::take(&mut inner), std::mem::take(&mut outer));
+                    if self.reraise_skip != Some(key) {
+                        exc.trace.lock().push(entry);
+                        self.reraise_skip = Some(key);
+                    }
+                    let slot = fr.base as usize + h.reg as usize;
+                    if let Some(s) = self.stack.get_mut(slot) {
+                        *s = Value::Error(exc);
+                    }
+                    if let Some(f) = self.frames.last_mut() {
+                        f.pc = h.target;
+                    }
+                    return Ok(());
+                }
+            }
+            if self.reraise_skip == Some(key) {
+                self.reraise_skip = None;
+            } else if inner.len() < TRACE_INNER {
+                inner.push(entry);
+            } else {
+                if outer.len() >= TRACE_OUTER {
+                    outer.pop_front();
+                }
+                outer.push_back(entry);
+            }
+            self.pop_frame();
+            if self.frames.len() <= stop {
+                flush(&exc, inner, outer);
+                return Err(exc);
+            }
+        }
+    }
+
+    /// Drop the top frame and clear its registers.
+    #[inline(always)]
+    fn pop_frame(&mut self) {
+        if let Some(fr) = self.frames.pop() {
+            // SAFETY: the closure is still owned by stack[base - 1].
+            let nregs = unsafe { &*fr.clo }.proto.code.nregs as usize;
+            let base = fr.base as usize;
+            if let Some(w) = self.stack.get_mut(base..base + nregs) {
+                for v in w {
+                    if !matches!(v, Value::None | Value::Int(_) | Value::Float(_) | Value::Bool(_)) {
+                        *v = Value::None;
+                    }
+                }
+            }
+            self.cells.truncate(fr.cell_base as usize);
+            let depth = self.frames.len() as u32;
+            while matches!(self.handlers.last(), Some(h) if h.frame >= depth) {
+                self.handlers.pop();
+            }
+        }
+    }
+
+    /// Run until the frame count drops back to `stop`; returns the value the
+    /// frame at depth `stop` returned.
+    pub(crate) fn run(&mut self, stop: usize) -> VResult<Value> {
+        'reload: loop {
+            let Some(&fr) = self.frames.last() else {
+                return Ok(Value::None);
+            };
+            // SAFETY: the closure is kept alive by its stack slot (see module invariants).
+            let clo: &Closure = unsafe { &*fr.clo };
+            let code: &Code = unsafe { &*fr.code };
+            let instrs: &[Instr] = &code.instrs;
+            let mut pc = fr.pc as usize;
+            let base = fr.base as usize;
+            let mut regs: *mut Value = unsafe { self.stack.as_mut_ptr().add(base) };
+
+            macro_rules! r {
+                ($i:expr) => {
+                    // SAFETY: the compiler keeps every register below `nregs`,
+                    // and push_frame reserved `base + nregs` slots.
+                    unsafe { &mut *regs.add($i as usize) }
+                };
+            }
+            macro_rules! save_pc {
+                () => {
+                    if let Some(f) = self.frames.last_mut() {
+                        f.pc = pc as u32;
+                    }
+                };
+            }
+            macro_rules! throw {
+                ($e:expr) => {{
+                    let e: Exc = $e;
+                    save_pc!();
+                    match self.unwind(e, stop) {
+                        Ok(()) => continue 'reload,
+                        Err(e) => return Err(e),
+                    }
+                }};
+            }
+            macro_rules! tri {
+                ($x:expr) => {
+                    match $x {
+                        Ok(v) => v,
+                        Err(e) => throw!(e),
+                    }
+                };
+            }
+            macro_rules! refresh {
+                () => {
+                    regs = unsafe { self.stack.as_mut_ptr().add(base) };
+                };
+            }
+            macro_rules! do_call {
+                ($a:expr, $n:expr) => {{
+                    save_pc!();
+                    let fpos = base + $a as usize;
+                    match self.call_at(fpos, $n as usize) {
+                        Ok(None) => continue 'reload,
+                        Ok(Some(v)) => {
+                            refresh!();
+                            setv(r!($a), v);
+                        }
+                        Err(e) => {
+                            refresh!();
+                            throw!(e)
+                        }
+                    }
+                }};
+            }
+
+            loop {
+                // SAFETY: every code object ends in a return, and jump targets are in range.
+                let ins = unsafe { *instrs.get_unchecked(pc) };
+                pc += 1;
+                match ins {
+                    Instr::Nop => {}
+                    Instr::Move { a, b } => {
+                        let v = dup(r!(b));
+                        setv(r!(a), v);
+                    }
+                    Instr::LoadK { a, k } => {
+                        setv(r!(a), code.consts.get(k as usize).cloned().unwrap_or(Value::None));
+                    }
+                    Instr::LoadInt { a, v } => setv(r!(a), Value::Int(v as i64)),
+                    Instr::LoadNone { a } => setv(r!(a), Value::None),
+                    Instr::LoadBool { a, v } => setv(r!(a), Value::Bool(v)),
+                    Instr::GetGlobal { a, g } => {
+                        let Some(slot) = code.globals.get(g as usize) else { throw!(err(ErrorKind::Error, "internal error: bad global")) };
+                        let v = if slot.is_const { slot.get_const().cloned() } else { slot.get() };
+                        match v {
+                            Some(v) => setv(r!(a), v),
+                            None => throw!(err(ErrorKind::NameError, format!("name '{}' is not defined", slot.name))),
+                        }
+                    }
+                    Instr::SetGlobal { a, g } => {
+                        let Some(slot) = code.globals.get(g as usize) else { throw!(err(ErrorKind::Error, "internal error: bad global")) };
+                        slot.set(dup(r!(a)));
+                    }
+                    Instr::GetCell { a, c } => {
+                        let v = match self.cells.get(fr.cell_base as usize + c as usize) {
+                            Some(cell) => cell.get(),
+                            None => throw!(err(ErrorKind::Error, "internal error: bad cell")),
+                        };
+                        setv(r!(a), v);
+                    }
+                    Instr::SetCell { a, c } => {
+                        let v = dup(r!(a));
+                        match self.cells.get(fr.cell_base as usize + c as usize) {
+                            Some(cell) => cell.set(v),
+                            None => throw!(err(ErrorKind::Error, "internal error: bad cell")),
+                        }
+                    }
+                    Instr::GetFree { a, c } => match clo.free.get(c as usize) {
+                        Some(cell) => setv(r!(a), cell.get()),
+                        None => throw!(err(ErrorKind::Error, "internal error: bad free variable")),
+                    },
+                    Instr::SetFree { a, c } => match clo.free.get(c as usize) {
+                        Some(cell) => cell.set(dup(r!(a))),
+                        None => throw!(err(ErrorKind::Error, "internal error: bad free variable")),
+                    },
+                    Instr::MakeCell { a, c: _ } => {
+                        let v = if a == NO_REG { Value::None } else { dup(r!(a)) };
+                        self.cells.push(Arc::new(Cell::new(v)));
+                    }
+                    Instr::Add { a, b, c } => {
+                        let v = match (&*r!(b), &*r!(c)) {
+                            (Value::Int(x), Value::Int(y)) => match x.checked_add(*y) {
+                                Some(s) => Value::Int(s),
+                                None => tri!(ops::binary(BinOp::Add, r!(b), r!(c))),
+                            },
+                            (Value::Float(x), Value::Float(y)) => Value::Float(x + y),
+                            (x, y) => match bin_fast(BinOp::Add, x, y) {
+                                Some(v) => v,
+                                None => tri!(ops::binary(BinOp::Add, x, y)),
+                            },
+                        };
+                        setv(r!(a), v);
+                    }
+                    Instr::Sub { a, b, c } => {
+                        let v = match (&*r!(b), &*r!(c)) {
+                            (Value::Int(x), Value::Int(y)) => match x.checked_sub(*y) {
+                                Some(s) => Value::Int(s),
+                                None => tri!(ops::binary(BinOp::Sub, r!(b), r!(c))),
+                            },
+                            (Value::Float(x), Value::Float(y)) => Value::Float(x - y),
+                            (x, y) => match bin_fast(BinOp::Sub, x, y) {
+                                Some(v) => v,
+                                None => tri!(ops::binary(BinOp::Sub, x, y)),
+                            },
+                        };
+                        setv(r!(a), v);
+                    }
+                    Instr::Mul { a, b, c } => {
+                        let v = match (&*r!(b), &*r!(c)) {
+                            (Value::Int(x), Value::Int(y)) => match x.checked_mul(*y) {
+                                Some(s) => Value::Int(s),
+                                None => tri!(ops::binary(BinOp::Mul, r!(b), r!(c))),
+                            },
+                            (Value::Float(x), Value::Float(y)) => Value::Float(x * y),
+                            (x, y) => match bin_fast(BinOp::Mul, x, y) {
+                                Some(v) => v,
+                                None => tri!(ops::binary(BinOp::Mul, x, y)),
+                            },
+                        };
+                        setv(r!(a), v);
+                    }
+                    Instr::AddI { a, b, v } => {
+                        let res = match &*r!(b) {
+                            Value::Int(x) => match x.checked_add(v as i64) {
+                                Some(s) => Value::Int(s),
+                                None => tri!(ops::binary(BinOp::Add, r!(b), &Value::Int(v as i64))),
+                            },
+                            Value::Float(x) => Value::Float(x + v as f64),
+                            other => tri!(ops::binary(BinOp::Add, other, &Value::Int(v as i64))),
+                        };
+                        setv(r!(a), res);
+                    }
+                    Instr::Bin { op, a, b, c } => {
+                        let v = match bin_fast(op, r!(b), r!(c)) {
+                            Some(v) => v,
+                            None => tri!(ops::binary(op, r!(b), r!(c))),
+                        };
+                        setv(r!(a), v);
+                    }
+                    Instr::Unary { op, a, b } => {
+                        let v = match (op, &*r!(b)) {
+                            (UnaryOp::Not, x) => Value::Bool(!tri!(x.truthy())),
+                            (UnaryOp::Neg, Value::Int(x)) if *x != i64::MIN => Value::Int(-*x),
+                            (UnaryOp::Neg, Value::Float(x)) => Value::Float(-*x),
+                            (op, x) => tri!(ops::unary(op, x)),
+                        };
+                        setv(r!(a), v);
+                    }
+                    Instr::Cmp { op, a, b, c } => {
+                        let v = match cmp_fast(op, r!(b), r!(c)) {
+                            Some(v) => v,
+                            None => tri!(compare(op, r!(b), r!(c))),
+                        };
+                        setv(r!(a), Value::Bool(v));
+                    }
+                    Instr::CmpJmp { op, a, b, jt } => {
+                        let v = match cmp_fast(op, r!(a), r!(b)) {
+                            Some(v) => v,
+                            None => tri!(compare(op, r!(a), r!(b))),
+                        };
+                        if v == jt {
+                            pc = jump_target(instrs, pc);
+                        } else {
+                            pc += 1;
+                        }
+                    }
+                    Instr::CmpJmpI { op, a, v, jt } => {
+                        let res = match &*r!(a) {
+                            Value::Int(x) => cmp_int(op, *x, v as i64),
+                            other => tri!(compare(op, other, &Value::Int(v as i64))),
+                        };
+                        if res == jt {
+                            pc = jump_target(instrs, pc);
+                        } else {
+                            pc += 1;
+                        }
+                    }
+                    Instr::Jmp { t } => pc = t as usize,
+                    Instr::JmpIf { a, t } => {
+                        let b = match &*r!(a) {
+                            Value::Bool(b) => *b,
+                            other => tri!(other.truthy()),
+                        };
+                        if b {
+                            pc = t as usize;
+                        }
+                    }
+                    Instr::JmpIfNot { a, t } => {
+                        let b = match &*r!(a) {
+                            Value::Bool(b) => *b,
+                            other => tri!(other.truthy()),
+                        };
+                        if !b {
+                            pc = t as usize;
+                        }
+                    }
+                    Instr::Call { a, n } => do_call!(a, n),
+                    Instr::CallK { a, k, n } => {
+                        let Some(f) = code.consts.get(k as usize) else { throw!(err(ErrorKind::Error, "internal error: bad constant")) };
+                        if let Value::Native(nf) = f {
+                            // The constant table (alive as long as this code) owns the function.
+                            let nf: *const NativeFn = Arc::as_ptr(nf);
+                            save_pc!();
+                            let args: Args = (1..=n as usize).map(|i| std::mem::replace(r!(a as usize + i), Value::None)).collect();
+                            // SAFETY: see above; natives cannot free this code's constants.
+                            let res = unsafe { &*nf }.call(self, &args, &[]);
+                            refresh!();
+                            match res {
+                                Ok(v) => setv(r!(a), v),
+                                Err(e) => throw!(e),
+                            }
+                        } else {
+                            setv(r!(a), dup(f));
+                            do_call!(a, n)
+                        }
+                    }
+                    Instr::CallGlobal { a, g, n } => {
+                        let Some(slot) = code.globals.get(g as usize) else { throw!(err(ErrorKind::Error, "internal error: bad global")) };
+                        // A write-once global function: call it without touching its
+                        // refcount. The slot (kept alive by this code object, which
+                        // outlives the callee's frame) owns the closure.
+                        if let Some(Value::Func(c)) = slot.get_const() {
+                            if c.proto.simple && n == c.proto.nparams {
+                                save_pc!();
+                                setv(r!(a), Value::None);
+                                tri!(self.push_frame(base + a as usize, Arc::as_ptr(c)));
+                                continue 'reload;
+                            }
+                        }
+                        let v = if slot.is_const { slot.get_const().cloned() } else { slot.get() };
+                        match v {
+                            Some(v) => setv(r!(a), v),
+                            None => throw!(err(ErrorKind::NameError, format!("name '{}' is not defined", slot.name))),
+                        }
+                        do_call!(a, n)
+                    }
+                    Instr::CallKw { a, n, k } => {
+                        save_pc!();
+                        let names = match code.consts.get(k as usize) {
+                            Some(Value::Tuple(t)) => t.clone(),
+                            _ => throw!(err(ErrorKind::Error, "internal error: bad keyword names")),
+                        };
+                        let n = n as usize;
+                        let f = std::mem::replace(r!(a), Value::None);
+                        let pos: Args = (0..n).map(|i| std::mem::replace(r!(a as usize + 1 + i), Value::None)).collect();
+                        let mut kw = Vec::with_capacity(names.0.len());
+                        for (j, name) in names.0.iter().enumerate() {
+                            let v = std::mem::replace(r!(a as usize + 1 + n + j), Value::None);
+                            kw.push((Arc::<str>::from(name.as_str().unwrap_or("")), v));
+                        }
+                        let fpos = base + a as usize;
+                        let res = self.setup_call(fpos, f, pos, kw);
+                        refresh!();
+                        match res {
+                            Ok(None) => continue 'reload,
+                            Ok(Some(v)) => setv(r!(a), v),
+                            Err(e) => throw!(e),
+                        }
+                    }
+                    Instr::CallEx { a } => {
+                        save_pc!();
+                        let f = std::mem::replace(r!(a), Value::None);
+                        let pos: Args = match std::mem::replace(r!(a as usize + 1), Value::None) {
+                            Value::List(l) => l.items.read().iter().cloned().collect(),
+                            Value::Tuple(t) => t.0.iter().cloned().collect(),
+                            other => tri!(ops::iterate(self, &other)).into_iter().collect(),
+                        };
+                        refresh!();
+                        let kw = match std::mem::replace(r!(a as usize + 2), Value::None) {
+                            Value::None => Vec::new(),
+                            Value::Dict(d) => {
+                                let mut kw = Vec::new();
+                                for (k, v) in d.map.read().iter() {
+                                    match k.value() {
+                                        Value::Str(s) => kw.push((Arc::<str>::from(s.as_str()), v.clone())),
+                                        other => throw!(type_err(format!("keywords must be strings, not {}", other.type_name()))),
+                                    }
+                                }
+                                kw
+                            }
+                            other => throw!(type_err(format!("argument after ** must be a dict, not {}", other.type_name()))),
+                        };
+                        let fpos = base + a as usize;
+                        let res = self.setup_call(fpos, f, pos, kw);
+                        refresh!();
+                        match res {
+                            Ok(None) => continue 'reload,
+                            Ok(Some(v)) => setv(r!(a), v),
+                            Err(e) => throw!(e),
+                        }
+                    }
+                    Instr::CallMethod { a, k, n } => {
+                        let name = match code.consts.get(k as usize) {
+                            Some(Value::Str(s)) => s.as_str(),
+                            _ => throw!(err(ErrorKind::Error, "internal error: bad method name")),
+                        };
+                        let recv_reg = a as usize + 1;
+                        // A struct's own method: call it with the receiver as `self`.
+                        if let Value::Struct(s) = &*r!(recv_reg) {
+                            if s.ty.field_index(name).is_none() {
+                                if let Some(m) = s.ty.methods.get(name) {
+                                    setv(r!(a), m.clone());
+                                    do_call!(a, n + 1);
+                                    continue;
+                                }
+                            }
+                        }
+                        if !matches!(&*r!(recv_reg), Value::Struct(_) | Value::Object(_) | Value::Module(_)) {
+                            if let Some(fp) = crate::builtins::method(r!(recv_reg), name) {
+                                save_pc!();
+                                let args: Args = (0..=n as usize).map(|i| std::mem::replace(r!(recv_reg + i), Value::None)).collect();
+                                let res = fp(self, &args, &[]);
+                                refresh!();
+                                match res {
+                                    Ok(v) => setv(r!(a), v),
+                                    Err(e) => throw!(e),
+                                }
+                                continue;
+                            }
+                        }
+                        let f = tri!(ops::get_attr(r!(recv_reg), name));
+                        setv(r!(a), f);
+                        for i in 0..n as usize {
+                            let v = std::mem::replace(r!(recv_reg + 1 + i), Value::None);
+                            setv(r!(recv_reg + i), v);
+                        }
+                        do_call!(a, n)
+                    }
+                    Instr::Return { a } => {
+                        let v = std::mem::replace(r!(a), Value::None);
+                        self.pop_frame();
+                        if self.frames.len() <= stop {
+                            return Ok(v);
+                        }
+                        // The result replaces the callee in the caller's register.
+                        if let Some(s) = self.stack.get_mut(base - 1) {
+                            *s = v;
+                        }
+                        continue 'reload;
+                    }
+                    Instr::ReturnNone => {
+                        self.pop_frame();
+                        if self.frames.len() <= stop {
+                            return Ok(Value::None);
+                        }
+                        if let Some(s) = self.stack.get_mut(base - 1) {
+                            *s = Value::None;
+                        }
+                        continue 'reload;
+                    }
+                    Instr::GetAttr { a, b, k } => {
+                        let name = match code.consts.get(k as usize) {
+                            Some(Value::Str(s)) => s.as_str(),
+                            _ => throw!(err(ErrorKind::Error, "internal error: bad attribute name")),
+                        };
+                        let v = match &*r!(b) {
+                            Value::Struct(s) => match s.ty.field_index(name) {
+                                Some(i) => s.fields.read().get(i).cloned().unwrap_or(Value::None),
+                                None => tri!(ops::get_attr(r!(b), name)),
+                            },
+                            other => tri!(ops::get_attr(other, name)),
+                        };
+                        setv(r!(a), v);
+                    }
+                    Instr::SetAttr { a, k, c } => {
+                        let name = match code.consts.get(k as usize) {
+                            Some(Value::Str(s)) => s.as_str(),
+                            _ => throw!(err(ErrorKind::Error, "internal error: bad attribute name")),
+                        };
+                        let v = dup(r!(c));
+                        tri!(ops::set_attr(r!(a), name, v));
+                    }
+                    Instr::GetIndex { a, b, c } => {
+                        let v = match (&*r!(b), &*r!(c)) {
+                            (Value::List(l), Value::Int(i)) => {
+                                let items = l.items.read();
+                                let n = items.len() as i64;
+                                let j = if *i < 0 { *i + n } else { *i };
+                                if j >= 0 && j < n {
+                                    items[j as usize].clone()
+                                } else {
+                                    drop(items);
+                                    tri!(ops::get_index(r!(b), r!(c)))
+                                }
+                            }
+                            (Value::Dict(d), Value::Int(i)) => {
+                                let found = d.map.read().get(&HashKey::int(*i)).map(dup);
+                                match found {
+                                    Some(v) => v,
+                                    None => tri!(ops::get_index(r!(b), r!(c))),
+                                }
+                            }
+                            (x, i) => tri!(ops::get_index(x, i)),
+                        };
+                        setv(r!(a), v);
+                    }
+                    Instr::SetIndex { a, b, c } => {
+                        let v = dup(r!(c));
+                        if let (Value::List(l), Value::Int(i)) = (&*r!(a), &*r!(b)) {
+                            let mut items = l.items.write();
+                            let n = items.len() as i64;
+                            let j = if *i < 0 { *i + n } else { *i };
+                            if j >= 0 && j < n {
+                                items[j as usize] = v;
+                                continue;
+                            }
+                        }
+                        if let (Value::Dict(d), Value::Int(i)) = (&*r!(a), &*r!(b)) {
+                            d.map.write().insert(HashKey::int(*i), v);
+                            continue;
+                        }
+                        tri!(ops::set_index(r!(a), r!(b), v));
+                    }
+                    Instr::BuildList { a, b, n } => {
+                        let items: Vec<Value> = (0..n as usize).map(|i| std::mem::replace(r!(b as usize + i), Value::None)).collect();
+                        setv(r!(a), Value::list(items));
+                    }
+                    Instr::BuildTuple { a, b, n } => {
+                        if n == u16::MAX {
+                            let v = match &*r!(b) {
+                                Value::List(l) => Value::tuple(l.items.read().clone()),
+                                other => other.clone(),
+                            };
+                            setv(r!(a), v);
+                        } else {
+                            let items: Vec<Value> = (0..n as usize).map(|i| std::mem::replace(r!(b as usize + i), Value::None)).collect();
+                            setv(r!(a), Value::tuple(items));
+                        }
+                    }
+                    Instr::BuildDict { a, b, n } => {
+                        let mut map = indexmap::IndexMap::with_capacity_and_hasher(n as usize, FxBuild::default());
+                        for i in 0..n as usize {
+                            let k = std::mem::replace(r!(b as usize + 2 * i), Value::None);
+                            let v = std::mem::replace(r!(b as usize + 2 * i + 1), Value::None);
+                            map.insert(tri!(ops::hash_key(&k)), v);
+                        }
+                        setv(r!(a), Value::dict(map));
+                    }
+                    Instr::ListAppend { a, b } => {
+                        let v = dup(r!(b));
+                        match &*r!(a) {
+                            Value::List(l) => l.items.write().push(v),
+                            other => throw!(type_err(format!("cannot append to {}", other.type_name()))),
+                        }
+                    }
+                    Instr::ListExtend { a, b } => {
+                        let src = dup(r!(b));
+                        save_pc!();
+                        let items = match &src {
+                            Value::List(l) => l.items.read().clone(),
+                            Value::Tuple(t) => t.0.to_vec(),
+                            other => {
+                                let r = ops::iterate(self, other);
+                                refresh!();
+                                tri!(r)
+                            }
+                        };
+                        match &*r!(a) {
+                            Value::List(l) => l.items.write().extend(items),
+                            other => throw!(type_err(format!("cannot extend {}", other.type_name()))),
+                        }
+                    }
+                    Instr::DictSet { a, b, c } => {
+                        let key = tri!(ops::hash_key(r!(b)));
+                        let v = dup(r!(c));
+                        match &*r!(a) {
+                            Value::Dict(d) => {
+                                d.map.write().insert(key, v);
+                            }
+                            other => throw!(type_err(format!("cannot set a key of {}", other.type_name()))),
+                        }
+                    }
+                    Instr::DictUpdate { a, b } => {
+                        let entries: Vec<(HashKey, Value)> = match &*r!(b) {
+                            Value::Dict(d) => d.map.read().iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                            other => throw!(type_err(format!("argument after ** must be a dict, not {}", other.type_name()))),
+                        };
+                        match &*r!(a) {
+                            Value::Dict(d) => d.map.write().extend(entries),
+                            other => throw!(type_err(format!("cannot update {}", other.type_name()))),
+                        }
+                    }
+                    Instr::BuildSlice { a, b } => {
+                        let s = SliceObj { start: dup(r!(b)), stop: dup(r!(b as usize + 1)), step: dup(r!(b as usize + 2)) };
+                        setv(r!(a), Value::Slice(Arc::new(s)));
+                    }
+                    Instr::BuildRange { a, b, c } => {
+                        let start = tri!(call::range_int(r!(b)));
+                        let stop = tri!(call::range_int(r!(c)));
+                        setv(r!(a), Value::Range(Arc::new(RangeObj { start, stop, step: 1 })));
+                    }
+                    Instr::ForPrep { a } => {
+                        let v = std::mem::replace(r!(a), Value::None);
+                        let prepared = match v {
+                            Value::List(_) | Value::Tuple(_) | Value::Range(_) => v,
+                            Value::Str(ref s) if s.is_ascii() => v,
+                            Value::Dict(d) => Value::tuple(d.map.read().keys().map(|k| k.value().clone()).collect()),
+                            other => {
+                                save_pc!();
+                                let items = ops::iterate(self, &other);
+                                refresh!();
+                                Value::tuple(tri!(items))
+                            }
+                        };
+                        setv(r!(a), prepared);
+                        setv(r!(a as usize + 1), Value::Int(0));
+                    }
+                    Instr::ForNext { a, b } => {
+                        let i = match &*r!(a as usize + 1) {
+                            Value::Int(i) => *i,
+                            _ => 0,
+                        };
+                        let item = match &*r!(a) {
+                            Value::List(l) => l.items.read().get(i as usize).cloned(),
+                            Value::Tuple(t) => t.0.get(i as usize).cloned(),
+                            Value::Range(rg) => {
+                                if i < rg.len() {
+                                    Some(Value::Int(rg.start + i * rg.step))
+                                } else {
+                                    None
+                                }
+                            }
+                            Value::Str(s) => s.as_str().as_bytes().get(i as usize).map(|&c| Value::str((c as char).to_string())),
+                            _ => None,
+                        };
+                        match item {
+                            Some(v) => {
+                                setv(r!(b), v);
+                                setv(r!(a as usize + 1), Value::Int(i + 1));
+                                pc += 1;
+                            }
+                            None => pc = jump_target(instrs, pc),
+                        }
+                    }
+                    Instr::ForRangePrep { a, b } => {
+                        let start = tri!(call::range_int(r!(a)));
+                        let stop = tri!(call::range_int(r!(a as usize + 1)));
+                        let step = tri!(call::range_int(r!(a as usize + 2)));
+                        if step == 0 {
+                            throw!(err(ErrorKind::ValueError, "range() arg 3 must not be zero"));
+                        }
+                        setv(r!(a), Value::Int(start));
+                        setv(r!(a as usize + 1), Value::Int(stop));
+                        setv(r!(a as usize + 2), Value::Int(step));
+                        if (step > 0 && start < stop) || (step < 0 && start > stop) {
+                            setv(r!(b), Value::Int(start));
+                            pc += 1;
+                        } else {
+                            pc = jump_target(instrs, pc);
+                        }
+                    }
+                    Instr::ForRangeLoop { a, b } => {
+                        if let (Value::Int(cur), Value::Int(stop), Value::Int(step)) = (&*r!(a), &*r!(a as usize + 1), &*r!(a as usize + 2)) {
+                            let (stop, step) = (*stop, *step);
+                            if let Some(next) = cur.checked_add(step) {
+                                if (step > 0 && next < stop) || (step < 0 && next > stop) {
+                                    setv(r!(a), Value::Int(next));
+                                    setv(r!(b), Value::Int(next));
+                                    pc = jump_target(instrs, pc);
+                                    continue;
+                                }
+                            }
+                        }
+                        pc += 1;
+                    }
+                    Instr::Unpack { a, b, n } => {
+                        let src = dup(r!(b));
+                        save_pc!();
+                        let res = call::unpack(self, &src, n as usize, None);
+                        refresh!();
+                        let items = tri!(res);
+                        for (i, v) in items.into_iter().enumerate() {
+                            setv(r!(a as usize + i), v);
+                        }
+                    }
+                    Instr::UnpackEx { a, b, before, after } => {
+                        let src = dup(r!(b));
+                        save_pc!();
+                        let res = call::unpack(self, &src, before as usize, Some(after as usize));
+                        refresh!();
+                        let items = tri!(res);
+                        for (i, v) in items.into_iter().enumerate() {
+                            setv(r!(a as usize + i), v);
+                        }
+                    }
+                    Instr::MakeFunc { a, p, b } => {
+                        let Some(proto) = code.protos.get(p as usize) else { throw!(err(ErrorKind::Error, "internal error: bad function")) };
+                        let nd = proto.ndefaults as usize;
+                        let defaults: Box<[Value]> = (0..nd).map(|i| dup(r!(b as usize + i))).collect();
+                        let mut j = nd;
+                        let kwdefaults: Box<[Option<Value>]> = proto
+                            .kwonly_has_default
+                            .iter()
+                            .map(|&has| {
+                                if has {
+                                    j += 1;
+                                    Some(dup(r!(b as usize + j - 1)))
+                                } else {
+                                    None
+                                }
+                            })
+                            .collect();
+                        let mut free = Vec::with_capacity(proto.captures.len());
+                        for cap in proto.captures.iter() {
+                            let cell = match cap {
+                                Capture::Cell(c) => self.cells.get(fr.cell_base as usize + *c as usize).cloned(),
+                                Capture::Free(c) => clo.free.get(*c as usize).cloned(),
+                            };
+                            match cell {
+                                Some(c) => free.push(c),
+                                None => throw!(err(ErrorKind::Error, "internal error: bad capture")),
+                            }
+                        }
+                        let f = Closure { name: proto.name.to_string(), proto: proto.clone(), defaults, kwdefaults, free: free.into_boxed_slice() };
+                        setv(r!(a), Value::Func(Arc::new(f)));
+                    }
+                    Instr::MakeStruct { a, p, b } => {
+                        let Some(sp) = code.structs.get(p as usize) else { throw!(err(ErrorKind::Error, "internal error: bad struct")) };
+                        let ndef = sp.has_default.iter().filter(|d| **d).count();
+                        let vals: Vec<Value> = (0..ndef + sp.methods.len()).map(|i| dup(r!(b as usize + i))).collect();
+                        setv(r!(a), call::make_struct_type(sp, vals));
+                    }
+                    Instr::Raise { a } => {
+                        let e = match &*r!(a) {
+                            Value::Error(e) => {
+                                e.trace.lock().clear();
+                                e.clone()
+                            }
+                            Value::Kind(k) => err(*k, ""),
+                            other => type_err(format!("raise needs an error value such as ValueError(\"…\"), not {}", other.type_name())),
+                        };
+                        throw!(e)
+                    }
+                    Instr::Reraise { a } => {
+                        let e = if a == NO_REG {
+                            err(ErrorKind::Error, "a bare 'raise' is only allowed inside an except block")
+                        } else {
+                            match &*r!(a) {
+                                Value::Error(e) => e.clone(),
+                                _ => err(ErrorKind::Error, "internal error: nothing to re-raise"),
+                            }
+                        };
+                        throw!(e)
+                    }
+                    Instr::AssertFail { a } => {
+                        let msg = if a == NO_REG { String::new() } else { format::str_of(r!(a)) };
+                        throw!(err(ErrorKind::AssertionError, msg))
+                    }
+                    Instr::PushHandler { a, t } => {
+                        self.handlers.push(Handler { frame: (self.frames.len() - 1) as u32, target: t, reg: a });
+                    }
+                    Instr::PopHandler => {
+                        self.handlers.pop();
+                    }
+                    Instr::ExcMatch { a, b, c } => {
+                        let m = match &*r!(b) {
+                            Value::Error(e) if c == NO_REG => e.exit.is_none(),
+                            Value::Error(e) => tri!(call::error_matches(e, r!(c))),
+                            _ => false,
+                        };
+                        setv(r!(a), Value::Bool(m));
+                    }
+                    Instr::ToStr { a, b } => {
+                        let v = match &*r!(b) {
+                            Value::Str(_) => dup(r!(b)),
+                            other => Value::str(format::str_of(other)),
+                        };
+                        setv(r!(a), v);
+                    }
+                    Instr::ToRepr { a, b } => {
+                        let v = Value::str(format::repr_of(r!(b)));
+                        setv(r!(a), v);
+                    }
+                    Instr::Format { a, b, c } => {
+                        let spec = r!(c).as_str().unwrap_or("").to_string();
+                        let s = tri!(format::format_value(r!(b), &spec));
+                        setv(r!(a), Value::str(s));
+                    }
+                    Instr::Concat { a, b, n } => {
+                        let mut s = String::new();
+                        for i in 0..n as usize {
+                            match &*r!(b as usize + i) {
+                                Value::Str(x) => s.push_str(x.as_str()),
+                                other => s.push_str(&format::str_of(other)),
+                            }
+                        }
+                        setv(r!(a), Value::str(s));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Call the value at `stack[fpos]` with the `n` arguments above it.
+    #[inline(always)]
+    fn call_at(&mut self, fpos: usize, n: usize) -> VResult<Option<Value>> {
+        if let Some(Value::Func(c)) = self.stack.get(fpos) {
+            let proto = &c.proto;
+            if proto.simple {
+                let np = proto.nparams as usize;
+                let ptr = Arc::as_ptr(c);
+                if n == np {
+                    self.push_frame(fpos, ptr)?;
+                    return Ok(None);
+                }
+                let nd = proto.ndefaults as usize;
+                if n < np && n + nd >= np {
+                    let c = c.clone();
+                    self.ensure(fpos + 1 + np + 1);
+                    for i in n..np {
+                        self.stack[fpos + 1 + i] = c.defaults[i + nd - np].clone();
+                    }
+                    self.push_frame(fpos, ptr)?;
+                    return Ok(None);
+                }
+            }
+        }
+        let f = std::mem::replace(&mut self.stack[fpos], Value::None);
+        let pos: Args = (0..n).map(|i| std::mem::replace(&mut self.stack[fpos + 1 + i], Value::None)).collect();
+        self.setup_call(fpos, f, pos, Vec::new())
+    }
+
+    pub(crate) fn native_enter(&mut self) -> VResult<()> {
+        if self.native_depth >= self.shared.max_native_depth {
+            return Err(err(ErrorKind::RecursionError, "maximum recursion depth exceeded (through native functions)"));
+        }
+        self.native_depth += 1;
+        Ok(())
+    }
+
+    pub(crate) fn native_leave(&mut self) {
+        self.native_depth = self.native_depth.saturating_sub(1);
+    }
+
+    /// Run a module body (a closure without parameters) to completion.
+    pub fn run_closure(&mut self, clo: Arc<Closure>) -> VResult<Value> {
+        self.call_value(&Value::Func(clo), &[], &[])
+    }
+}
+
+impl Caller for Executor {
+    fn call(&mut self, f: &Value, args: &[Value], kwargs: Kwargs) -> VResult<Value> {
+        self.native_enter()?;
+        let r = self.call_value(f, args, kwargs);
+        self.native_leave();
+        r
+    }
+
+    fn write_out(&mut self, text: &str) -> VResult<()> {
+        self.shared.write_out(text)
+    }
+
+    fn flush_out(&mut self) -> VResult<()> {
+        self.shared.flush_out()
+    }
+
+    fn new_thread_caller(&self) -> Option<Box<dyn Caller + Send>> {
+        Some(Box::new(Executor::new(self.shared.clone())))
+    }
+}

@@ -1,0 +1,363 @@
+//! The runtime: what all threads share (code, module globals, the prelude,
+//! program output) and the entry points that run programs and REPL inputs.
+//!
+//! Name lookup at module level (LANGUAGE.md §8): the unit's own globals,
+//! then the unqualified exports of the modules it uses, then the prelude
+//! (with `argv`). Resolution happens at compile time; a global that is not
+//! bound yet when read raises `NameError`.
+
+use super::exec::Executor;
+use super::function::Closure;
+use super::globals::GlobalSlot;
+use super::value::*;
+use crate::check::{Program, UseTarget};
+use crate::compile::{analyze, compile_module, GlobalEnv, GlobalRef};
+use crate::diagnostic::{Diagnostic, FileId, Label};
+use crate::error::ErrorKind;
+use crate::module::ModuleDescriptor;
+use crate::syntax::ast;
+use indexmap::IndexMap;
+use parking_lot::{Mutex, RwLock};
+use std::collections::HashMap;
+use std::io::{BufWriter, Write};
+use std::sync::Arc;
+
+pub struct RuntimeConfig {
+    /// The program's arguments (after its file name), as `argv` shows them.
+    pub argv: Vec<String>,
+    /// Modules compiled into this binary (`use NAME` finds them by name).
+    pub modules: Vec<ModuleDescriptor>,
+    /// Where program output goes; `None` is the process's standard output.
+    pub output: Option<Box<dyn Write + Send>>,
+    /// Deepest Apsi call nesting before `RecursionError`.
+    pub max_depth: usize,
+    /// Deepest nesting of native functions calling back into Apsi.
+    pub max_native_depth: usize,
+    /// Stack size of the thread programs run on (native callbacks nest on
+    /// it); 0 runs them on the calling thread.
+    pub thread_stack: usize,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig { argv: Vec::new(), modules: Vec::new(), output: None, max_depth: 200_000, max_native_depth: 400, thread_stack: 0 }
+    }
+}
+
+/// Why a program stopped early.
+#[derive(Debug)]
+pub enum RunError {
+    /// An uncaught error (or a compile error), ready to render.
+    Error(Diagnostic),
+    /// `exit(code)` was called.
+    Exit(i32),
+}
+
+/// State every thread shares. Immutable except for the output sink.
+pub struct Shared {
+    out: Mutex<BufWriter<Box<dyn Write + Send>>>,
+    pub(crate) prelude: HashMap<String, Value>,
+    pub(crate) modules: HashMap<String, Arc<ModuleObj>>,
+    pub(crate) max_depth: usize,
+    pub(crate) max_native_depth: usize,
+}
+
+impl Shared {
+    pub(crate) fn write_out(&self, text: &str) -> VResult<()> {
+        self.out.lock().write_all(text.as_bytes()).map_err(|e| err(ErrorKind::IOError, format!("cannot write output: {e}")))
+    }
+    pub(crate) fn flush_out(&self) -> VResult<()> {
+        self.out.lock().flush().map_err(|e| err(ErrorKind::IOError, format!("cannot write output: {e}")))
+    }
+}
+
+/// The globals of one unit (or of the REPL session).
+#[derive(Default)]
+struct UnitGlobals {
+    own: IndexMap<String, Arc<GlobalSlot>>,
+    unqualified: Vec<(String, GlobalRef)>,
+}
+
+/// A file module after it ran.
+struct FileModule {
+    value: Value,
+    exports: Vec<(String, GlobalRef)>,
+}
+
+/// The interpreter. `Send + Sync`; create one per process (or per test).
+pub struct Runtime {
+    shared: Arc<Shared>,
+    repl: UnitGlobals,
+    thread_stack: usize,
+}
+
+struct Env<'a> {
+    g: &'a mut UnitGlobals,
+    shared: &'a Shared,
+}
+
+impl Env<'_> {
+    fn outer(&self, name: &str) -> Option<GlobalRef> {
+        if let Some((_, r)) = self.g.unqualified.iter().find(|(n, _)| n == name) {
+            return Some(r.clone());
+        }
+        self.shared.prelude.get(name).map(|v| GlobalRef::Const(v.clone()))
+    }
+
+    /// Create the slots of the names a unit binds at module level.
+    fn declare(&mut self, names: &indexmap::IndexSet<String>, once: &std::collections::HashSet<String>, repl: bool) {
+        for n in names {
+            if self.g.own.contains_key(n) {
+                continue;
+            }
+            let outer = self.outer(n);
+            let is_const = !repl && once.contains(n) && outer.is_none();
+            let initial = match outer {
+                Some(GlobalRef::Const(v)) => Some(v),
+                Some(GlobalRef::Slot(s)) => s.get(),
+                None => None,
+            };
+            self.g.own.insert(n.clone(), Arc::new(GlobalSlot::new(n, is_const, initial)));
+        }
+    }
+}
+
+impl GlobalEnv for Env<'_> {
+    fn resolve(&mut self, name: &str) -> GlobalRef {
+        if let Some(s) = self.g.own.get(name) {
+            return GlobalRef::Slot(s.clone());
+        }
+        if let Some(r) = self.outer(name) {
+            return r;
+        }
+        let s = Arc::new(GlobalSlot::new(name, false, None));
+        self.g.own.insert(name.to_string(), s.clone());
+        GlobalRef::Slot(s)
+    }
+
+    fn slot_for_write(&mut self, name: &str) -> Arc<GlobalSlot> {
+        if let Some(s) = self.g.own.get(name) {
+            return s.clone();
+        }
+        let initial = match self.outer(name) {
+            Some(GlobalRef::Const(v)) => Some(v),
+            Some(GlobalRef::Slot(s)) => s.get(),
+            None => None,
+        };
+        let s = Arc::new(GlobalSlot::new(name, false, initial));
+        self.g.own.insert(name.to_string(), s.clone());
+        s
+    }
+}
+
+/// Turn an uncaught error into what the caller reports.
+pub fn error_to_run_error(e: &ErrorObj) -> RunError {
+    if let Some(code) = e.exit {
+        return RunError::Exit(code);
+    }
+    let mut trace = e.trace.lock().clone();
+    let primary = trace.first().map(|t| t.span);
+    trace.reverse();
+    let mut d = Diagnostic::new(e.kind, e.message.clone());
+    if let Some(sp) = primary {
+        d.labels.push(Label { span: sp, message: None });
+    }
+    d.help = e.hint.clone();
+    d.trace = trace;
+    RunError::Error(d)
+}
+
+fn module_obj(desc: &ModuleDescriptor) -> Arc<ModuleObj> {
+    let mut attrs = IndexMap::default();
+    for (n, v) in &desc.exports {
+        attrs.insert(n.clone(), v.clone());
+    }
+    Arc::new(ModuleObj { name: desc.name.to_string(), path: None, attrs: RwLock::new(attrs) })
+}
+
+fn module_exports(m: &ModuleObj) -> Vec<(String, GlobalRef)> {
+    m.attrs.read().iter().map(|(n, v)| (n.to_string(), GlobalRef::Const(v.clone()))).collect()
+}
+
+impl Runtime {
+    pub fn new(config: RuntimeConfig) -> Runtime {
+        let mut prelude = HashMap::new();
+        for (n, v) in crate::builtins::prelude().exports {
+            prelude.insert(n.to_string(), v);
+        }
+        prelude.insert("argv".to_string(), Value::list(config.argv.iter().map(|a| Value::str(a.as_str())).collect()));
+        let modules = config.modules.iter().map(|d| (d.name.to_string(), module_obj(d))).collect();
+        let out: Box<dyn Write + Send> = config.output.unwrap_or_else(|| Box::new(std::io::stdout()));
+        let shared = Shared {
+            out: Mutex::new(BufWriter::with_capacity(1 << 16, out)),
+            prelude,
+            modules,
+            max_depth: config.max_depth.max(1),
+            max_native_depth: config.max_native_depth.max(1),
+        };
+        Runtime { shared: Arc::new(shared), repl: UnitGlobals::default(), thread_stack: if config.thread_stack == 0 { 0 } else { config.thread_stack.max(1 << 20) } }
+    }
+
+    /// A new executor for running Apsi code on the current thread (for
+    /// modules that run callables: thread pools, benchmarks).
+    pub fn executor(&self) -> Executor {
+        Executor::new(self.shared.clone())
+    }
+
+    /// Flush program output.
+    pub fn flush(&self) {
+        let _ = self.shared.flush_out();
+    }
+
+    /// Run a checked program: every unit once, dependencies first, the main last.
+    pub fn run(&mut self, program: &Program) -> Result<(), RunError> {
+        let stack = self.thread_stack;
+        let this = &*self;
+        if stack == 0 {
+            let r = this.run_here(program);
+            self.flush();
+            return r;
+        }
+        let r = std::thread::scope(|s| {
+            let h = std::thread::Builder::new().name("apsi-main".into()).stack_size(stack).spawn_scoped(s, move || this.run_here(program));
+            match h {
+                Ok(h) => h.join().unwrap_or_else(|_| Err(RunError::Error(Diagnostic::new(ErrorKind::Error, "internal error: the interpreter thread panicked")))),
+                Err(_) => this.run_here(program),
+            }
+        });
+        self.flush();
+        r
+    }
+
+    fn run_here(&self, program: &Program) -> Result<(), RunError> {
+        let mut exec = Executor::new(self.shared.clone());
+        let mut done: Vec<Option<FileModule>> = Vec::with_capacity(program.units.len());
+        for unit in &program.units {
+            let mut g = UnitGlobals::default();
+            let mut binds = Vec::new();
+            for u in &unit.uses {
+                let (value, exports) = match &u.target {
+                    UseTarget::Builtin(name) => match self.shared.modules.get(name) {
+                        Some(m) => (Value::Module(m.clone()), module_exports(m)),
+                        None => {
+                            let d = Diagnostic::new(ErrorKind::ModuleNotFoundError, format!("no module named '{name}' is compiled into this interpreter")).at(u.span);
+                            return Err(RunError::Error(d));
+                        }
+                    },
+                    UseTarget::File(j) => match done.get(*j).and_then(|m| m.as_ref()) {
+                        Some(m) => (m.value.clone(), m.exports.clone()),
+                        None => {
+                            let d = Diagnostic::new(ErrorKind::ModuleNotFoundError, format!("module '{}' was not loaded before its use", u.binding)).at(u.span);
+                            return Err(RunError::Error(d));
+                        }
+                    },
+                };
+                if u.unqualified {
+                    g.unqualified.extend(exports);
+                }
+                binds.push((u.binding.clone(), value));
+            }
+            let bind_names: Vec<String> = binds.iter().map(|(n, _)| n.clone()).collect();
+            let proto = {
+                let table = analyze(&unit.ast, &bind_names);
+                let mut env = Env { g: &mut g, shared: &self.shared };
+                env.declare(&table.module_names, &table.module_once, false);
+                compile_module(&unit.ast, &table, &mut env, false).map_err(|ds| RunError::Error(first_diag(ds)))?
+            };
+            for (n, v) in binds {
+                if let Some(s) = g.own.get(&n) {
+                    s.set(v);
+                }
+            }
+            let clo = Arc::new(Closure { name: "<module>".into(), proto, defaults: Box::new([]), kwdefaults: Box::new([]), free: Box::new([]) });
+            if let Err(e) = exec.run_closure(clo) {
+                self.flush();
+                return Err(error_to_run_error(&e));
+            }
+            // What this unit gives to the units that use it.
+            let use_names: std::collections::HashSet<&str> = unit.uses.iter().map(|u| u.binding.as_str()).collect();
+            let mut attrs = IndexMap::default();
+            let mut exports = Vec::new();
+            for (n, s) in &g.own {
+                if use_names.contains(n.as_str()) {
+                    continue;
+                }
+                if let Some(v) = s.get() {
+                    attrs.insert(Arc::<str>::from(n.as_str()), v);
+                    exports.push((n.clone(), GlobalRef::Slot(s.clone())));
+                }
+            }
+            let obj = ModuleObj { name: unit.name.clone(), path: Some(unit.path.display().to_string()), attrs: RwLock::new(attrs) };
+            done.push(Some(FileModule { value: Value::Module(Arc::new(obj)), exports }));
+        }
+        Ok(())
+    }
+
+    /// Run one REPL input, keeping globals between inputs. Returns the value
+    /// of a trailing expression statement (unless it is none).
+    pub fn eval_snippet(&mut self, file: FileId, ast: &ast::Module) -> Result<Option<Value>, RunError> {
+        let _ = file;
+        // `use NAME` of a compiled-in module binds it (and its exports).
+        let mut binds = Vec::new();
+        for s in &ast.body {
+            if let ast::StmtKind::Use { path, alias } = &s.kind {
+                let name: Vec<&str> = path.iter().map(|p| p.name.as_str()).collect();
+                let name = name.join(".");
+                match self.shared.modules.get(&name) {
+                    Some(m) => {
+                        if alias.is_none() {
+                            self.repl.unqualified.extend(module_exports(m));
+                        }
+                        let b = alias.as_ref().or(path.last()).map(|i| i.name.clone()).unwrap_or_default();
+                        binds.push((b, Value::Module(m.clone())));
+                    }
+                    None => {
+                        let d = Diagnostic::new(ErrorKind::ModuleNotFoundError, format!("no module named '{name}' is available in the REPL")).at(s.span);
+                        return Err(RunError::Error(d));
+                    }
+                }
+            }
+        }
+        let bind_names: Vec<String> = binds.iter().map(|(n, _)| n.clone()).collect();
+        let proto = {
+            let table = analyze(ast, &bind_names);
+            let mut env = Env { g: &mut self.repl, shared: &self.shared };
+            env.declare(&table.module_names, &table.module_once, true);
+            compile_module(ast, &table, &mut env, true).map_err(|ds| RunError::Error(first_diag(ds)))?
+        };
+        for (n, v) in binds {
+            if let Some(s) = self.repl.own.get(&n) {
+                s.set(v);
+            }
+        }
+        let clo = Arc::new(Closure { name: "<module>".into(), proto, defaults: Box::new([]), kwdefaults: Box::new([]), free: Box::new([]) });
+        let stack = self.thread_stack;
+        let shared = self.shared.clone();
+        let run = move || {
+            let mut exec = Executor::new(shared);
+            exec.run_closure(clo)
+        };
+        let r = if stack == 0 {
+            run()
+        } else {
+            std::thread::scope(|s| match std::thread::Builder::new().name("apsi-repl".into()).stack_size(stack).spawn_scoped(s, run) {
+                Ok(h) => h.join().unwrap_or_else(|_| Err(err(ErrorKind::Error, "internal error: the interpreter thread panicked"))),
+                Err(_) => Err(err(ErrorKind::Error, "cannot start the interpreter thread")),
+            })
+        };
+        self.flush();
+        match r {
+            Ok(Value::None) => Ok(None),
+            Ok(v) => Ok(Some(v)),
+            Err(e) => Err(error_to_run_error(&e)),
+        }
+    }
+}
+
+fn first_diag(mut ds: Vec<Diagnostic>) -> Diagnostic {
+    if ds.is_empty() {
+        Diagnostic::new(ErrorKind::Error, "internal error: compilation failed without a message")
+    } else {
+        ds.swap_remove(0)
+    }
+}
