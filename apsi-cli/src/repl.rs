@@ -3,7 +3,7 @@
 
 use crate::args::RunOptions;
 use crate::run::report;
-use apsi_core::check::ReplScope;
+use apsi_core::check::{self, CheckEnv, ReplScope};
 use apsi_core::diagnostic::SourceMap;
 use apsi_core::vm::{RunError, Runtime, RuntimeConfig};
 use apsi_core::{format, syntax};
@@ -33,6 +33,7 @@ struct Session {
     runtime: Runtime,
     sources: Arc<SourceMap>,
     scope: ReplScope,
+    env: CheckEnv,
     counter: usize,
 }
 
@@ -47,12 +48,15 @@ impl Session {
             report(&syntax_errors, &self.sources);
             return false;
         }
-        let check_errors = self.scope.check(&ast, &crate::run::check_env(&[]));
-        if !check_errors.is_empty() {
-            report(&check_errors, &self.sources);
-            return false;
-        }
-        match self.runtime.eval_snippet(file, &ast) {
+        let program = match check::check_source(ast, file, &self.env, &mut self.scope, self.sources.clone()) {
+            Ok(p) => p,
+            Err(check_errors) => {
+                report(&check_errors, &self.sources);
+                return false;
+            }
+        };
+        let Some(input) = program.units.last() else { return true };
+        match self.runtime.eval_snippet(file, &input.ast) {
             Ok(Some(v)) => {
                 if print_value {
                     println!("{}", format::repr_of(&v));
@@ -107,10 +111,16 @@ pub fn start(opts: &RunOptions) -> u8 {
     let config = RuntimeConfig {
         argv: Vec::new(),
         modules: crate::modules::compiled_in(),
-        threads: opts.threads,
         ..RuntimeConfig::default()
     };
-    let mut session = Session { runtime: Runtime::new(config), sources: Arc::new(SourceMap::new()), scope: ReplScope::new(), counter: 0 };
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let mut session = Session {
+        runtime: Runtime::new(config),
+        sources: Arc::new(SourceMap::new()),
+        scope: ReplScope::new(cwd),
+        env: crate::run::check_env(&opts.allowed),
+        counter: 0,
+    };
     let mut editor: Editor<(), FileHistory> = match Editor::new() {
         Ok(e) => e,
         Err(e) => {
