@@ -318,7 +318,7 @@ impl<'a> Parser<'a> {
     /// An unexpected INDENT: report it, then parse the block's statements
     /// into `out` so nothing inside is lost.
     fn stray_block(&mut self, out: &mut Vec<Stmt>, report: bool) {
-        let t = self.bump();
+        self.bump();
         if report {
             let span = self.tok_span(self.tok());
             self.report(
@@ -326,7 +326,6 @@ impl<'a> Parser<'a> {
                 "unexpected indent",
                 Some("indent a line only to open a block after a line ending in ':'".to_string()),
             );
-            let _ = t;
         }
         if self.enter() {
             self.statements(out);
