@@ -410,8 +410,19 @@ impl<'a> Parser<'a> {
     /// messages ("'if' statement").
     fn block(&mut self, what: &str, header_start: u32) -> Vec<Stmt> {
         let mut body = Vec::new();
-        if !self.expect(Tok::Colon, &format!("at the end of the {what} header")) {
-            return body;
+        if !self.panicking {
+            self.expect(Tok::Colon, &format!("at the end of the {what} header"));
+        }
+        if self.panicking {
+            // The header is broken (already reported): skip the rest of its
+            // line; an indented block after it still belongs to it.
+            while !matches!(self.peek(), Tok::Newline | Tok::Eof | Tok::Indent | Tok::Dedent) {
+                self.bump();
+            }
+            self.panicking = false;
+            if !(self.peek() == Tok::Newline && self.peek_at(1) == Tok::Indent) {
+                return body;
+            }
         }
         if self.eat(Tok::Newline) {
             if self.peek() != Tok::Indent {
@@ -463,6 +474,14 @@ impl<'a> Parser<'a> {
                     );
                 }
                 _ => self.simple_line(&mut body),
+            }
+            if self.panicking {
+                // Recover here so the clauses after this one (`else:`,
+                // `except:`) still attach to their statement.
+                self.sync();
+                if self.peek() == Tok::Indent {
+                    self.stray_block(&mut body, false);
+                }
             }
         }
         body
@@ -761,24 +780,9 @@ impl<'a> Parser<'a> {
     fn if_stmt(&mut self) -> Stmt {
         let start = self.bump().start;
         let test = self.named_test();
-        if self.panicking {
-            return Stmt {
-                kind: StmtKind::Error,
-                span: self.since(start),
-            };
-        }
         let body = self.block("'if' statement", start);
-        if self.panicking {
-            return Stmt {
-                kind: StmtKind::If {
-                    test,
-                    body,
-                    orelse: Vec::new(),
-                },
-                span: self.since(start),
-            };
-        }
         let orelse = match self.peek() {
+            _ if self.panicking => Vec::new(),
             Tok::Elif => vec![self.if_stmt()],
             Tok::Else => {
                 let s = self.bump().start;
@@ -789,14 +793,6 @@ impl<'a> Parser<'a> {
                         "expected ':' after 'else', found 'if'",
                         Some("write 'elif condition:' instead of 'else if'".to_string()),
                     );
-                    return Stmt {
-                        kind: StmtKind::If {
-                            test,
-                            body,
-                            orelse: Vec::new(),
-                        },
-                        span: self.since(start),
-                    };
                 }
                 self.block("'else' clause", s)
             }
@@ -825,12 +821,6 @@ impl<'a> Parser<'a> {
     fn while_stmt(&mut self) -> Stmt {
         let start = self.bump().start;
         let test = self.named_test();
-        if self.panicking {
-            return Stmt {
-                kind: StmtKind::Error,
-                span: self.since(start),
-            };
-        }
         let body = self.block("'while' statement", start);
         self.loop_else("while");
         Stmt {
@@ -858,34 +848,23 @@ impl<'a> Parser<'a> {
         }
         self.bump();
         let target = self.target_list();
-        if self.panicking {
-            return Stmt {
-                kind: StmtKind::Error,
-                span: self.since(start),
-            };
+        if !self.panicking {
+            self.check_target(&target, true);
         }
-        self.check_target(&target, true);
-        if !self.expect(Tok::In, "after the loop variable of 'for'") {
-            return Stmt {
-                kind: StmtKind::Error,
-                span: self.since(start),
-            };
-        }
-        let iter = self.testlist_star();
-        if self.panicking {
-            return Stmt {
-                kind: StmtKind::Error,
-                span: self.since(start),
-            };
-        }
-        let body = self.block(
-            if parallel {
-                "'parallel for' statement"
-            } else {
-                "'for' statement"
-            },
-            start,
-        );
+        let iter = if !self.panicking && self.expect(Tok::In, "after the loop variable of 'for'") {
+            self.testlist_star()
+        } else {
+            Expr {
+                kind: ExprKind::Error,
+                span: self.tok_span(self.tok()),
+            }
+        };
+        let what = if parallel {
+            "'parallel for' statement"
+        } else {
+            "'for' statement"
+        };
+        let body = self.block(what, start);
         self.loop_else("for");
         Stmt {
             kind: StmtKind::For {
@@ -920,16 +899,13 @@ impl<'a> Parser<'a> {
                 (None, None)
             } else {
                 let k = self.test();
-                let n = if self.eat(Tok::As) {
+                let n = if !self.panicking && self.eat(Tok::As) {
                     self.expect_name("a name after 'as'")
                 } else {
                     None
                 };
                 (Some(k), n)
             };
-            if self.panicking {
-                break;
-            }
             let hbody = self.block("'except' clause", t.start);
             handlers.push(ExceptHandler {
                 kind,
@@ -976,9 +952,11 @@ impl<'a> Parser<'a> {
         let mut items = Vec::new();
         loop {
             let context = self.test();
-            let target = if self.eat(Tok::As) {
+            let target = if !self.panicking && self.eat(Tok::As) {
                 let t = self.target_atom();
-                self.check_target(&t, true);
+                if !self.panicking {
+                    self.check_target(&t, true);
+                }
                 Some(t)
             } else {
                 None
@@ -987,12 +965,6 @@ impl<'a> Parser<'a> {
             if self.panicking || !self.eat(Tok::Comma) {
                 break;
             }
-        }
-        if self.panicking {
-            return Stmt {
-                kind: StmtKind::Error,
-                span: self.since(start),
-            };
         }
         let body = self.block("'with' statement", start);
         Stmt {
@@ -1052,7 +1024,7 @@ impl<'a> Parser<'a> {
             });
         let mut params = Params::default();
         let mut returns = None;
-        let mut body = Vec::new();
+        let body;
         if !self.panicking && self.expect(Tok::LParen, "after the function name") {
             params = self.params(Tok::RParen);
             if !self.panicking {
@@ -1061,10 +1033,8 @@ impl<'a> Parser<'a> {
             if !self.panicking && self.eat(Tok::Arrow) {
                 returns = Some(self.test());
             }
-            if !self.panicking {
-                body = self.block("function definition", def_tok.start);
-            }
         }
+        body = self.block("function definition", def_tok.start);
         FuncDef {
             name,
             params,
