@@ -1024,7 +1024,6 @@ impl<'a> Parser<'a> {
             });
         let mut params = Params::default();
         let mut returns = None;
-        let body;
         if !self.panicking && self.expect(Tok::LParen, "after the function name") {
             params = self.params(Tok::RParen);
             if !self.panicking {
@@ -1034,7 +1033,7 @@ impl<'a> Parser<'a> {
                 returns = Some(self.test());
             }
         }
-        body = self.block("function definition", def_tok.start);
+        let body = self.block("function definition", def_tok.start);
         FuncDef {
             name,
             params,
