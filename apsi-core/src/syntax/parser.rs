@@ -781,23 +781,68 @@ impl<'a> Parser<'a> {
         let start = self.bump().start;
         let test = self.named_test();
         let body = self.block("'if' statement", start);
-        let orelse = match self.peek() {
-            _ if self.panicking => Vec::new(),
-            Tok::Elif => vec![self.if_stmt()],
-            Tok::Else => {
-                let s = self.bump().start;
-                if self.peek() == Tok::If {
-                    let span = self.span(s, self.tok().end);
-                    self.error(
-                        span,
-                        "expected ':' after 'else', found 'if'",
-                        Some("write 'elif condition:' instead of 'else if'".to_string()),
-                    );
+        // `elif` clauses are read in a loop (a long chain must not recurse)
+        // and nested into `orelse` afterwards.
+        let mut chain: Vec<(u32, Expr, Vec<Stmt>)> = Vec::new();
+        let mut orelse = Vec::new();
+        while !self.panicking {
+            match self.peek() {
+                Tok::Elif => {
+                    let too_many = chain.len() as u32 >= MAX_HEIGHT;
+                    if too_many && chain.len() as u32 == MAX_HEIGHT {
+                        let span = self.tok_span(self.tok());
+                        self.report(
+                            span,
+                            format!("nested too deeply (more than {MAX_HEIGHT} 'elif' clauses in one 'if')"),
+                            Some("use a dict of cases, or split the chain".to_string()),
+                        );
+                    }
+                    let s = self.bump().start;
+                    let t = self.named_test();
+                    let b = self.block("'elif' clause", s);
+                    if too_many {
+                        // Parsed (for its errors) but not kept: the tree stays shallow.
+                        if chain.len() as u32 == MAX_HEIGHT {
+                            chain.push((
+                                s,
+                                Expr {
+                                    kind: ExprKind::Error,
+                                    span: t.span,
+                                },
+                                Vec::new(),
+                            ));
+                        }
+                    } else {
+                        chain.push((s, t, b));
+                    }
                 }
-                self.block("'else' clause", s)
+                Tok::Else => {
+                    let s = self.bump().start;
+                    if self.peek() == Tok::If {
+                        let span = self.span(s, self.tok().end);
+                        self.error(
+                            span,
+                            "expected ':' after 'else', found 'if'",
+                            Some("write 'elif condition:' instead of 'else if'".to_string()),
+                        );
+                    }
+                    orelse = self.block("'else' clause", s);
+                    break;
+                }
+                _ => break,
             }
-            _ => Vec::new(),
-        };
+        }
+        let end = self.prev_end();
+        for (s, t, b) in chain.into_iter().rev() {
+            orelse = vec![Stmt {
+                kind: StmtKind::If {
+                    test: t,
+                    body: b,
+                    orelse,
+                },
+                span: self.span(s, end),
+            }];
+        }
         Stmt {
             kind: StmtKind::If { test, body, orelse },
             span: self.since(start),
