@@ -238,3 +238,33 @@ fn parse_speed_assign() {
         );
     }
 }
+
+#[test]
+fn deeply_nested_fstrings_do_not_crash() {
+    for q in ["\"", "'"] {
+        let src = format!(
+            "x = {}x{}",
+            format!("f{q}{{").repeat(3_000),
+            format!("}}{q}").repeat(3_000)
+        );
+        let _ = parse(FileId(0), &src);
+        let _ = is_incomplete(&src);
+    }
+    let src = format!("x = f\"{}\"", "{x:{".repeat(100_000));
+    nested_too_deeply(&src);
+    let nested = "f\"{f'{f\"{f'{x}'}\"}'}\"";
+    assert!(parse(FileId(0), nested).1.is_empty());
+}
+
+#[test]
+fn long_elif_chains() {
+    let mut src = String::from("if a:\n    pass\n");
+    src.push_str(&"elif b:\n    pass\n".repeat(500));
+    src.push_str("else:\n    pass\n");
+    let (m, d) = parse(FileId(0), &src);
+    assert!(d.is_empty());
+    assert_eq!(m.body.len(), 1);
+    let mut src = String::from("if a:\n    pass\n");
+    src.push_str(&"elif b:\n    pass\n".repeat(100_000));
+    nested_too_deeply(&src);
+}
