@@ -464,6 +464,15 @@ impl ErrorObj {
     }
 }
 
+impl fmt::Debug for ErrorObj {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.exit {
+            Some(code) => write!(f, "exit({code})"),
+            None => write!(f, "{}: {}", self.kind, self.message),
+        }
+    }
+}
+
 /// Shorthand for building an error result: `return Err(err(TypeError, "…"))`.
 pub fn err(kind: ErrorKind, message: impl Into<String>) -> Exc {
     ErrorObj::new(kind, message)
