@@ -173,7 +173,8 @@ impl fmt::Debug for Value {
 
 /// An immutable Unicode string, indexed by character.
 pub struct StrObj {
-    s: Box<str>,
+    /// Kept as a `String` so building one never reallocates to shrink.
+    s: String,
     /// Number of characters (`len`); equals the byte length for ASCII text.
     nchars: usize,
 }
@@ -181,7 +182,7 @@ pub struct StrObj {
 impl StrObj {
     pub fn new(s: String) -> StrObj {
         let nchars = if s.is_ascii() { s.len() } else { s.chars().count() };
-        StrObj { s: s.into_boxed_str(), nchars }
+        StrObj { s, nchars }
     }
     pub fn as_str(&self) -> &str {
         &self.s
