@@ -1,6 +1,8 @@
 //! Runtime API: REPL snippets, diagnostics of uncaught errors, exit,
 //! compiled-in modules, and running Apsi code from several threads.
 
+#![allow(clippy::result_large_err)]
+
 mod vm_common;
 
 use apsi_core::diagnostic::FileId;

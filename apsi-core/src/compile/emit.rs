@@ -84,10 +84,10 @@ pub struct Compiler<'a, 'e> {
     pub errors: Vec<Diagnostic>,
 }
 
-type CResult<T> = Result<T, Diagnostic>;
+type CResult<T> = Result<T, Box<Diagnostic>>;
 
-fn cerr(span: Span, msg: impl Into<String>) -> Diagnostic {
-    Diagnostic::new(ErrorKind::SyntaxError, msg).at(span)
+fn cerr(span: Span, msg: impl Into<String>) -> Box<Diagnostic> {
+    Box::new(Diagnostic::new(ErrorKind::SyntaxError, msg).at(span))
 }
 
 /// Compile a module body. With `repl`, a trailing expression statement's
@@ -119,7 +119,7 @@ pub fn compile_module(module: &Module, table: &ScopeTable, env: &mut dyn GlobalE
         }
     }
     if let Err(d) = result {
-        c.errors.push(d);
+        c.errors.push(*d);
         return Err(c.errors);
     }
     c.emit(Instr::ReturnNone);
@@ -304,11 +304,10 @@ impl<'a, 'e> Compiler<'a, 'e> {
 
     fn patch(&mut self, site: usize, target: usize) {
         let t = target as u32;
-        if let Some(ins) = self.f().instrs.get_mut(site) {
-            match ins {
-                Instr::Jmp { t: x } | Instr::JmpIf { t: x, .. } | Instr::JmpIfNot { t: x, .. } | Instr::PushHandler { t: x, .. } => *x = t,
-                _ => {}
-            }
+        if let Some(Instr::Jmp { t: x } | Instr::JmpIf { t: x, .. } | Instr::JmpIfNot { t: x, .. } | Instr::PushHandler { t: x, .. }) =
+            self.f().instrs.get_mut(site)
+        {
+            *x = t;
         }
     }
 

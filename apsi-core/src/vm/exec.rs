@@ -1171,7 +1171,7 @@ impl Executor {
                     Instr::ToStr { a, b } => {
                         let v = match &*r!(b) {
                             Value::Str(_) => dup(r!(b)),
-                            Value::Int(i) => Value::Str(Arc::new(StrObj::from_str(itoa(*i, &mut [0u8; 20])))),
+                            Value::Int(i) => Value::Str(Arc::new(StrObj::from_text(itoa(*i, &mut [0u8; 20])))),
                             other => Value::str(format::str_of(other)),
                         };
                         setv(r!(a), v);

@@ -6,6 +6,10 @@
 //! (with `argv`). Resolution happens at compile time; a global that is not
 //! bound yet when read raises `NameError`.
 
+// `RunError::Error` carries a whole Diagnostic by the shared contract; it is
+// produced once per run, so its size does not matter.
+#![allow(clippy::result_large_err)]
+
 use super::exec::Executor;
 use super::function::Closure;
 use super::globals::GlobalSlot;
