@@ -51,7 +51,10 @@ fn pipes() {
     assert_eq!(e("1 + 2 |> f"), "(call f (+ 1 2))");
     assert_eq!(e("x |> f(a, b)"), "(call f x a b)");
     assert_eq!(e("x |> m.f(a)"), "(call (. m f) x a)");
-    assert_eq!(e("3 |> double |> add(1) |> str"), "(call str (call add (call double 3) 1))");
+    assert_eq!(
+        e("3 |> double |> add(1) |> str"),
+        "(call str (call add (call double 3) 1))"
+    );
     assert_eq!(e("xs |> sum > 40"), "(cmp (call sum xs) > 40)");
     assert_eq!(e("0..n |> list"), "(call list (.. 0 n))");
     assert_eq!(e("x |> f(k=1)"), "(call f x k=1)");
@@ -62,7 +65,9 @@ fn pipes() {
 #[test]
 fn pipe_span_covers_whole_pipe() {
     let m = ok("x |> f(a)");
-    let apsi_core::syntax::ast::StmtKind::Expr(x) = &m.body[0].kind else { panic!() };
+    let apsi_core::syntax::ast::StmtKind::Expr(x) = &m.body[0].kind else {
+        panic!()
+    };
     assert_eq!((x.span.start, x.span.end), (0, 9));
 }
 
@@ -103,8 +108,11 @@ fn constants() {
 fn strings() {
     assert_eq!(e(r#""a\tb""#), r#""a\tb""#);
     assert_eq!(e("'it\\'s'"), r#""it's""#);
-    assert_eq!(e(r#""""x
-y""""#), r#""x\ny""#);
+    assert_eq!(
+        e(r#""""x
+y""""#),
+        r#""x\ny""#
+    );
     assert_eq!(e("'''a'b'''"), r#""a'b""#);
     assert_eq!(e(r#""\u{263A}\u263A\x41""#), r#""☺☺A""#);
     assert_eq!(e(r#""\d""#), r#""\\d""#);
@@ -140,14 +148,23 @@ fn lists_and_dicts() {
 #[test]
 fn comprehensions() {
     assert_eq!(e("[x for x in xs]"), "(listcomp x (for x xs))");
-    assert_eq!(e("[f(x) for x in xs if p(x)]"), "(listcomp (call f x) (for x xs (if (call p x))))");
-    assert_eq!(e("[(i, j) for i in a for j in b if i < j if j > 0]"), "(listcomp (tuple i j) (for i a) (for j b (if (cmp i < j)) (if (cmp j > 0))))");
+    assert_eq!(
+        e("[f(x) for x in xs if p(x)]"),
+        "(listcomp (call f x) (for x xs (if (call p x))))"
+    );
+    assert_eq!(
+        e("[(i, j) for i in a for j in b if i < j if j > 0]"),
+        "(listcomp (tuple i j) (for i a) (for j b (if (cmp i < j)) (if (cmp j > 0))))"
+    );
     assert_eq!(e("{k: v for k, v in items}"), "(dictcomp k:v (for (tuple k v) items))");
     assert_eq!(e("(x for x in xs)"), "(listcomp x (for x xs))");
     assert_eq!(e("sum(x * x for x in xs)"), "(call sum (listcomp (* x x) (for x xs)))");
     assert_eq!(e("[a if c else b for x in xs]"), "(listcomp (ifexp c a b) (for x xs))");
     assert_eq!(e("[x for x in a if b if c]"), "(listcomp x (for x a (if b) (if c)))");
-    assert_eq!(e("[lambda x, k=k: x + k for k in range(3)]"), "(listcomp (lambda (x k=k) (+ x k)) (for k (call range 3)))");
+    assert_eq!(
+        e("[lambda x, k=k: x + k for k in range(3)]"),
+        "(listcomp (lambda (x k=k) (+ x k)) (for k (call range 3)))"
+    );
 }
 
 #[test]
@@ -183,7 +200,10 @@ fn lambdas() {
     assert_eq!(e("lambda x, k=k: x + k"), "(lambda (x k=k) (+ x k))");
     assert_eq!(e("lambda *args, **kw: args"), "(lambda (*args **kw) args)");
     assert_eq!(e("lambda x, *, k=1: k"), "(lambda (x * k=1) k)");
-    assert_eq!(e("lambda n: n if n < 2 else f(n - 1)"), "(lambda (n) (ifexp (cmp n < 2) n (call f (- n 1))))");
+    assert_eq!(
+        e("lambda n: n if n < 2 else f(n - 1)"),
+        "(lambda (n) (ifexp (cmp n < 2) n (call f (- n 1))))"
+    );
     assert_eq!(e("f(lambda v: v % 2 == 1)"), "(call f (lambda (v) (cmp (% v 2) == 1)))");
 }
 
@@ -191,7 +211,10 @@ fn lambdas() {
 fn conditional_expressions() {
     assert_eq!(e("a if c else b"), "(ifexp c a b)");
     assert_eq!(e("a if c else b if d else e"), "(ifexp c a (ifexp d b e))");
-    assert_eq!(e("0 if n == 0 else 1 + depth(n - 1)"), "(ifexp (cmp n == 0) 0 (+ 1 (call depth (- n 1))))");
+    assert_eq!(
+        e("0 if n == 0 else 1 + depth(n - 1)"),
+        "(ifexp (cmp n == 0) 0 (+ 1 (call depth (- n 1))))"
+    );
     assert_eq!(e("(a or b) if c and d else e"), "(ifexp (and c d) (or a b) e)");
 }
 

@@ -28,5 +28,13 @@ fn all_fixtures_parse_cleanly() {
         let (m, d) = parse(FileId(0), &text);
         assert!(d.is_empty(), "{name}: {:#?}", d);
         assert!(!m.body.is_empty(), "{name}: empty body");
+        // Every span lies in the text and starts on a character boundary.
+        parser_common::all_spans(&m, &mut |s| {
+            assert!(s.start <= s.end && s.end as usize <= text.len(), "{name}: {s:?}");
+            assert!(
+                text.is_char_boundary(s.start as usize) && text.is_char_boundary(s.end as usize),
+                "{name}: {s:?}"
+            );
+        });
     }
 }

@@ -4,9 +4,77 @@
 //!
 //! Its output, [`Program`], is what the bytecode compiler (and later the
 //! native back end) consume.
+//!
+//! # API
+//!
+//! - [`load`]`(main, display_name, env, sources)` — read and parse the main
+//!   file and every file module it uses, resolve every `use` (LANGUAGE.md §8),
+//!   run all static checks and the Guard; `Err` holds *every* diagnostic of
+//!   every file (syntax errors included), sorted by file then position, with
+//!   the Guard's single `PermissionError` last.
+//! - [`load_with`] — the same with an explicit parser and packages folder
+//!   ([`LoadOptions`]; tests use it to avoid `$APSI_HOME`).
+//! - [`check_source`]`(snippet, file, env, &mut ReplScope, sources)` — the
+//!   REPL: check one parsed input against the names earlier inputs defined
+//!   (kept in [`ReplScope`]); on success the scope learns the input's names.
+//!   Its `Program` holds the file modules the input uses (again, even if an
+//!   earlier input loaded them: a module runs once per process, so the VM
+//!   skips a module unit whose `path` it has already run) and the input
+//!   itself last (name `__main__`, path `<base_dir>/<repl>`; always run it).
+//!   The caller reports the snippet's own syntax errors before calling.
+//!   Unknown names inside a `def`/`lambda` are not errors in the REPL (a
+//!   later input may define them); everything else is checked as in a file.
+//! - [`file_exports`] — the names a file module exports (the VM binds the
+//!   same ones unqualified): its top-level names except `use` bindings and
+//!   `_private` ones.
+//! - [`DTYPES`], [`KNOWN_MODULES`], [`default_packages_dir`],
+//!   [`scan_capabilities`] / [`permission_error`] (the Guard, for a caller
+//!   that wants to run it on its own).
+//!
+//! Names always known besides `env.prelude`: `argv`, `Tensor`, `native`
+//! (`@native` needs no `use`), every error kind (`ValueError`, …) and every dtype
+//! (`f32`, `bf16`, …). `env.allowed` may also hold `all`.
+//!
+//! Diagnostic kinds produced: `SyntaxError` (the parser's; misplaced
+//! `break`/`continue`/`return`/`nonlocal`; `break`/`return` in `parallel
+//! for`), `NameError`, `TypeError` (calls, literal arguments and defaults,
+//! `Tensor[…]` annotations), `ModuleNotFoundError`, `IOError` (unreadable
+//! main file or module), `Error` (a `use` cycle), `PermissionError` (Guard).
+//! Files with syntax errors get no further checks (they would mislead), and
+//! a file whose unqualified `use` failed gets no unknown-name errors.
+//!
+//! # Rules the checker enforces (see each module)
+//! - names: `names` (Python scoping; a read of a name bound nowhere visible
+//!   is a `NameError` with a did-you-mean hint; two `use`d modules exporting
+//!   a name read unqualified is a `NameError` asking for `module.name`);
+//! - calls to a known `def`/`struct`: `calls` (`TypeError`, Python wording);
+//! - `Tensor[…]` dtypes: `annot`; loops and `parallel for`: `names`;
+//! - the Guard: `guard`.
+
+mod annot;
+mod calls;
+mod entry;
+mod guard;
+mod load;
+mod names;
+mod resolve;
+mod scope;
+mod suggest;
+#[cfg(test)]
+mod tests;
+mod walk;
+
+pub use annot::DTYPES;
+pub use entry::{check_source, load};
+pub use guard::{permission_error, scan_units as scan_capabilities, CapabilityUse, CAPABILITIES};
+pub use load::{check_source_with, load_with, LoadOptions, ParseFn};
+pub use resolve::{default_packages_dir, KNOWN_MODULES};
+pub use scope::file_exports;
+pub use suggest::{closest, edit_distance};
 
 use crate::diagnostic::{FileId, SourceMap, Span};
 use crate::syntax::ast;
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -67,4 +135,44 @@ pub enum UseTarget {
     Builtin(String),
     /// A file module: index into `Program::units`.
     File(usize),
+}
+
+/// What earlier REPL inputs defined, for checking the next one.
+#[derive(Debug, Clone, Default)]
+pub struct ReplScope {
+    /// The folder `use` looks in first (the REPL's working folder).
+    pub base_dir: PathBuf,
+    /// Every name earlier inputs bound at top level, plus the unqualified
+    /// exports of the modules they used.
+    pub names: BTreeSet<String>,
+}
+
+impl ReplScope {
+    pub fn new(base_dir: impl Into<PathBuf>) -> ReplScope {
+        ReplScope { base_dir: base_dir.into(), names: BTreeSet::new() }
+    }
+
+    /// Learns what a successfully checked input defines.
+    fn absorb(&mut self, unit: &Unit, program: &Program, env: &CheckEnv) {
+        let info = scope::module_scope(&unit.ast);
+        self.names.extend(info.bindings.keys().cloned());
+        for u in &unit.uses {
+            self.names.insert(u.binding.clone());
+            if !u.unqualified {
+                continue;
+            }
+            match &u.target {
+                UseTarget::Builtin(name) => {
+                    if let Some(m) = env.builtin_modules.iter().find(|m| &m.name == name) {
+                        self.names.extend(m.exports.iter().cloned());
+                    }
+                }
+                UseTarget::File(i) => {
+                    if let Some(dep) = program.units.get(*i) {
+                        self.names.extend(file_exports(&dep.ast));
+                    }
+                }
+            }
+        }
+    }
 }

@@ -117,15 +117,18 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> VResult<Value> {
     }
 }
 
-/// The most elements (or bytes of text) one repetition may create.
-const MAX_REPEAT: usize = 1 << 32;
+/// The most bytes of text one repetition may create.
+const MAX_REPEAT_BYTES: usize = 1 << 30;
+/// The most elements one repetition may create.
+const MAX_REPEAT: usize = 1 << 27;
 
 fn repeat(seq: &Value, count: usize) -> VResult<Value> {
     let too_long = || err(ErrorKind::OverflowError, "repeated sequence is too long");
     match seq {
         Value::Str(s) => {
-            let n = s.as_str().len().checked_mul(count).filter(|n| *n <= MAX_REPEAT).ok_or_else(too_long)?;
-            let mut out = String::with_capacity(n);
+            let n = s.as_str().len().checked_mul(count).filter(|n| *n <= MAX_REPEAT_BYTES).ok_or_else(too_long)?;
+            let mut out = String::new();
+            out.try_reserve_exact(n).map_err(|_| too_long())?;
             for _ in 0..count {
                 out.push_str(s.as_str());
             }
@@ -134,7 +137,8 @@ fn repeat(seq: &Value, count: usize) -> VResult<Value> {
         Value::List(l) => {
             let items = l.items.read().clone();
             let n = items.len().checked_mul(count).filter(|n| *n <= MAX_REPEAT).ok_or_else(too_long)?;
-            let mut out = Vec::with_capacity(n);
+            let mut out = Vec::new();
+            out.try_reserve_exact(n).map_err(|_| too_long())?;
             for _ in 0..count {
                 out.extend(items.iter().cloned());
             }
@@ -142,7 +146,8 @@ fn repeat(seq: &Value, count: usize) -> VResult<Value> {
         }
         Value::Tuple(t) => {
             let n = t.0.len().checked_mul(count).filter(|n| *n <= MAX_REPEAT).ok_or_else(too_long)?;
-            let mut out = Vec::with_capacity(n);
+            let mut out = Vec::new();
+            out.try_reserve_exact(n).map_err(|_| too_long())?;
             for _ in 0..count {
                 out.extend(t.0.iter().cloned());
             }

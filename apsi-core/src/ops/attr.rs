@@ -173,6 +173,28 @@ mod tests {
     }
 
     #[test]
+    fn struct_methods_bind_and_structs_compare_by_fields() {
+        let v = vec2();
+        let Value::Struct(s) = &v else { panic!("not a struct") };
+        let ty = s.ty.clone();
+        let f = Value::Native(Arc::new(NativeFn::new("norm2", |_c, _a, _k| Ok(Value::Int(0)))));
+        let mut methods: indexmap::IndexMap<Arc<str>, Value, crate::vm::value::FxBuild> = Default::default();
+        methods.insert("norm2".into(), f.clone());
+        let ty2 = Arc::new(StructType { name: ty.name.clone(), fields: Vec::new(), methods });
+        let w = Value::Struct(Arc::new(StructObj { ty: ty2, fields: RwLock::new(Vec::new().into()) }));
+        match get_attr(&w, "norm2").must() {
+            Value::BoundMethod(m) => assert!(m.receiver.is(&w) && m.func.is(&f)),
+            other => panic!("got {}", other.type_name()),
+        }
+        let same = Value::Struct(Arc::new(StructObj { ty: ty.clone(), fields: RwLock::new(vec![Value::Int(3), Value::Float(4.0)].into()) }));
+        assert!(crate::ops::eq(&v, &same).must());
+        set_attr(&same, "x", Value::Float(1.0)).must();
+        assert!(!crate::ops::eq(&v, &same).must());
+        // Same fields, different struct type: not equal.
+        assert!(!crate::ops::eq(&v, &w).must());
+    }
+
+    #[test]
     fn builtin_methods_and_errors() {
         let l = Value::list(vec![]);
         assert!(matches!(get_attr(&l, "append").must(), Value::BoundMethod(_)));

@@ -37,15 +37,38 @@ pub enum StmtKind {
     Expr(Expr),
     /// `a = b = value`: one or more targets (Name, Tuple/List of targets,
     /// Attribute, Index, Starred inside a tuple/list).
-    Assign { targets: Vec<Expr>, value: Expr },
+    Assign {
+        targets: Vec<Expr>,
+        value: Expr,
+    },
     /// `target op= value`; `op` is the binary operator (`+=` is `BinOp::Add`).
-    AugAssign { target: Expr, op: BinOp, value: Expr },
+    AugAssign {
+        target: Expr,
+        op: BinOp,
+        value: Expr,
+    },
     /// `target: annotation` or `target: annotation = value`.
-    AnnAssign { target: Expr, annotation: Expr, value: Option<Expr> },
-    If { test: Expr, body: Vec<Stmt>, orelse: Vec<Stmt> },
-    While { test: Expr, body: Vec<Stmt> },
+    AnnAssign {
+        target: Expr,
+        annotation: Expr,
+        value: Option<Expr>,
+    },
+    If {
+        test: Expr,
+        body: Vec<Stmt>,
+        orelse: Vec<Stmt>,
+    },
+    While {
+        test: Expr,
+        body: Vec<Stmt>,
+    },
     /// `for target in iter:`; `parallel` is true for `parallel for`.
-    For { target: Expr, iter: Expr, body: Vec<Stmt>, parallel: bool },
+    For {
+        target: Expr,
+        iter: Expr,
+        body: Vec<Stmt>,
+        parallel: bool,
+    },
     Break,
     Continue,
     Pass,
@@ -53,7 +76,10 @@ pub enum StmtKind {
     FuncDef(Box<FuncDef>),
     StructDef(Box<StructDef>),
     /// `use a.b.c` (path = [a, b, c]) or `use a.b as m`.
-    Use { path: Vec<Ident>, alias: Option<Ident> },
+    Use {
+        path: Vec<Ident>,
+        alias: Option<Ident>,
+    },
     Try {
         body: Vec<Stmt>,
         handlers: Vec<ExceptHandler>,
@@ -62,9 +88,15 @@ pub enum StmtKind {
     },
     /// `raise expr` or bare `raise` (re-raise inside `except`).
     Raise(Option<Expr>),
-    Assert { test: Expr, msg: Option<Expr> },
+    Assert {
+        test: Expr,
+        msg: Option<Expr>,
+    },
     /// `with a as x, b:`
-    With { items: Vec<WithItem>, body: Vec<Stmt> },
+    With {
+        items: Vec<WithItem>,
+        body: Vec<Stmt>,
+    },
     Global(Vec<Ident>),
     Nonlocal(Vec<Ident>),
     /// A statement that could not be parsed; a diagnostic was recorded.
@@ -157,27 +189,71 @@ pub enum ExprKind {
     Dict(Vec<DictItem>),
     /// `*xs` in a list/tuple display or an assignment target.
     Starred(Box<Expr>),
-    BinOp { op: BinOp, left: Box<Expr>, right: Box<Expr> },
-    UnaryOp { op: UnaryOp, operand: Box<Expr> },
+    BinOp {
+        op: BinOp,
+        left: Box<Expr>,
+        right: Box<Expr>,
+    },
+    UnaryOp {
+        op: UnaryOp,
+        operand: Box<Expr>,
+    },
     /// Short-circuit `and`/`or`; the value is an operand, as in Python.
-    BoolOp { op: BoolOp, left: Box<Expr>, right: Box<Expr> },
+    BoolOp {
+        op: BoolOp,
+        left: Box<Expr>,
+        right: Box<Expr>,
+    },
     /// `a < b <= c` is `Compare { left: a, ops: [(Lt, b), (Le, c)] }`.
-    Compare { left: Box<Expr>, ops: Vec<(CmpOp, Expr)> },
+    Compare {
+        left: Box<Expr>,
+        ops: Vec<(CmpOp, Expr)>,
+    },
     /// `a..b`, the same as `range(a, b)`.
-    Range { start: Box<Expr>, end: Box<Expr> },
-    Call { func: Box<Expr>, args: Vec<Arg> },
-    Attribute { value: Box<Expr>, attr: Ident },
+    Range {
+        start: Box<Expr>,
+        end: Box<Expr>,
+    },
+    Call {
+        func: Box<Expr>,
+        args: Vec<Arg>,
+    },
+    Attribute {
+        value: Box<Expr>,
+        attr: Ident,
+    },
     /// `value[index]`; several indices `x[i, j]` give a `Tuple` index.
-    Index { value: Box<Expr>, index: Box<Expr> },
+    Index {
+        value: Box<Expr>,
+        index: Box<Expr>,
+    },
     /// `lower:upper:step`, only valid as (part of) an index.
-    Slice { lower: Option<Box<Expr>>, upper: Option<Box<Expr>>, step: Option<Box<Expr>> },
-    Lambda { params: Box<Params>, body: Box<Expr> },
+    Slice {
+        lower: Option<Box<Expr>>,
+        upper: Option<Box<Expr>>,
+        step: Option<Box<Expr>>,
+    },
+    Lambda {
+        params: Box<Params>,
+        body: Box<Expr>,
+    },
     /// `body if test else orelse`
-    IfExp { test: Box<Expr>, body: Box<Expr>, orelse: Box<Expr> },
+    IfExp {
+        test: Box<Expr>,
+        body: Box<Expr>,
+        orelse: Box<Expr>,
+    },
     /// `[elt for … in … if …]`; a parenthesised generator expression
     /// `(elt for …)` (also as the only argument of a call) is parsed to this too.
-    ListComp { elt: Box<Expr>, generators: Vec<Comprehension> },
-    DictComp { key: Box<Expr>, value: Box<Expr>, generators: Vec<Comprehension> },
+    ListComp {
+        elt: Box<Expr>,
+        generators: Vec<Comprehension>,
+    },
+    DictComp {
+        key: Box<Expr>,
+        value: Box<Expr>,
+        generators: Vec<Comprehension>,
+    },
     /// An expression that could not be parsed; a diagnostic was recorded.
     Error,
 }

@@ -5,7 +5,7 @@
 
 use super::ast::*;
 use super::literal;
-use super::parser::Parser;
+use super::parser::{Parser, MAX_HEIGHT};
 use super::token::Tok;
 use crate::diagnostic::Span;
 
@@ -26,7 +26,10 @@ const BP_UNARY: u8 = 13;
 const BP_POW: u8 = 14;
 
 fn err_expr(span: Span) -> Expr {
-    Expr { kind: ExprKind::Error, span }
+    Expr {
+        kind: ExprKind::Error,
+        span,
+    }
 }
 
 fn binop_of(k: Tok) -> Option<(BinOp, u8)> {
@@ -95,7 +98,14 @@ impl<'a> Parser<'a> {
         }
         let orelse = self.test();
         self.leave();
-        Expr { kind: ExprKind::IfExp { test: Box::new(test), body: Box::new(body), orelse: Box::new(orelse) }, span: self.since(start) }
+        Expr {
+            kind: ExprKind::IfExp {
+                test: Box::new(test),
+                body: Box::new(body),
+                orelse: Box::new(orelse),
+            },
+            span: self.since(start),
+        }
     }
 
     fn lambda(&mut self) -> Expr {
@@ -110,7 +120,13 @@ impl<'a> Parser<'a> {
         }
         let body = self.test();
         self.leave();
-        Expr { kind: ExprKind::Lambda { params: Box::new(params), body: Box::new(body) }, span: self.since(start) }
+        Expr {
+            kind: ExprKind::Lambda {
+                params: Box::new(params),
+                body: Box::new(body),
+            },
+            span: self.since(start),
+        }
     }
 
     /// `*expr` or a full expression.
@@ -118,7 +134,10 @@ impl<'a> Parser<'a> {
         if self.peek() == Tok::Star {
             let start = self.bump().start;
             let inner = self.bp(BP_PIPE);
-            return Expr { kind: ExprKind::Starred(Box::new(inner)), span: self.since(start) };
+            return Expr {
+                kind: ExprKind::Starred(Box::new(inner)),
+                span: self.since(start),
+            };
         }
         self.test()
     }
@@ -141,7 +160,10 @@ impl<'a> Parser<'a> {
                 break;
             }
         }
-        Expr { kind: ExprKind::Tuple(items), span: self.since(start) }
+        Expr {
+            kind: ExprKind::Tuple(items),
+            span: self.since(start),
+        }
     }
 
     /// Targets of `for` (and comprehensions): expressions above the
@@ -162,38 +184,75 @@ impl<'a> Parser<'a> {
                 break;
             }
         }
-        Expr { kind: ExprKind::Tuple(items), span: self.since(start) }
+        Expr {
+            kind: ExprKind::Tuple(items),
+            span: self.since(start),
+        }
     }
 
     pub(super) fn target_atom(&mut self) -> Expr {
         if self.peek() == Tok::Star {
             let start = self.bump().start;
             let inner = self.bp(BP_PIPE);
-            return Expr { kind: ExprKind::Starred(Box::new(inner)), span: self.since(start) };
+            return Expr {
+                kind: ExprKind::Starred(Box::new(inner)),
+                span: self.since(start),
+            };
         }
         self.bp(BP_PIPE)
     }
 
     /// Precedence climbing from `or` up to `**`.
+    ///
+    /// Tree height is tracked through `self.hw` (the greatest height of the
+    /// expressions finished since it was last reset): every call of `bp`
+    /// leaves max(previous, height of its result) there, so left-nested
+    /// chains (`a + b + …`, `f()()…`, `a.b.c…`) cannot build a tree deeper
+    /// than [`MAX_HEIGHT`] — later passes recurse over the tree.
     fn bp(&mut self, min: u8) -> Expr {
         if !self.enter() {
             self.leave();
             let span = self.tok_span(self.tok());
             return err_expr(span);
         }
-        let e = self.bp_inner(min);
+        let saved = std::mem::replace(&mut self.hw, 0);
+        let (e, h) = self.bp_inner(min);
+        self.hw = saved.max(h);
         self.leave();
         e
     }
 
-    fn bp_inner(&mut self, min: u8) -> Expr {
+    /// The height of a node whose children were just parsed: one more than
+    /// the tallest of `h` and what `self.hw` recorded. Reports "nested too
+    /// deeply" past [`MAX_HEIGHT`].
+    fn grow(&mut self, h: u32) -> u32 {
+        let h = h.max(std::mem::take(&mut self.hw)).saturating_add(1);
+        if h > MAX_HEIGHT && !self.panicking {
+            let span = self.tok_span(self.tok());
+            self.error(
+                span,
+                format!("nested too deeply (an expression more than {MAX_HEIGHT} operations deep)"),
+                Some("split the expression into several statements with intermediate variables".to_string()),
+            );
+        }
+        h
+    }
+
+    fn bp_inner(&mut self, min: u8) -> (Expr, u32) {
         let t = self.tok();
         let start = t.start;
+        let mut h = 0u32;
         let mut lhs = match t.kind {
             Tok::Not => {
                 self.bump();
                 let operand = self.bp(BP_NOT);
-                Expr { kind: ExprKind::UnaryOp { op: UnaryOp::Not, operand: Box::new(operand) }, span: self.since(start) }
+                Expr {
+                    kind: ExprKind::UnaryOp {
+                        op: UnaryOp::Not,
+                        operand: Box::new(operand),
+                    },
+                    span: self.since(start),
+                }
             }
             Tok::Minus | Tok::Plus | Tok::Tilde => {
                 self.bump();
@@ -202,19 +261,40 @@ impl<'a> Parser<'a> {
                         e
                     } else {
                         let operand = self.bp(BP_UNARY);
-                        Expr { kind: ExprKind::UnaryOp { op: UnaryOp::Neg, operand: Box::new(operand) }, span: self.since(start) }
+                        Expr {
+                            kind: ExprKind::UnaryOp {
+                                op: UnaryOp::Neg,
+                                operand: Box::new(operand),
+                            },
+                            span: self.since(start),
+                        }
                     }
                 } else {
-                    let op = if t.kind == Tok::Plus { UnaryOp::Pos } else { UnaryOp::Invert };
+                    let op = if t.kind == Tok::Plus {
+                        UnaryOp::Pos
+                    } else {
+                        UnaryOp::Invert
+                    };
                     let operand = self.bp(BP_UNARY);
-                    Expr { kind: ExprKind::UnaryOp { op, operand: Box::new(operand) }, span: self.since(start) }
+                    Expr {
+                        kind: ExprKind::UnaryOp {
+                            op,
+                            operand: Box::new(operand),
+                        },
+                        span: self.since(start),
+                    }
                 }
             }
             _ => {
                 let a = self.atom();
-                self.postfix(a)
+                h = self.grow(0);
+                self.postfix(a, &mut h)
             }
         };
+        if h == 0 {
+            // A prefix operator: one above its operand.
+            h = self.grow(0);
+        }
         loop {
             if self.panicking {
                 break;
@@ -222,13 +302,25 @@ impl<'a> Parser<'a> {
             let k = self.peek();
             match k {
                 Tok::Or | Tok::And => {
-                    let (op, bp) = if k == Tok::Or { (BoolOp::Or, BP_OR) } else { (BoolOp::And, BP_AND) };
+                    let (op, bp) = if k == Tok::Or {
+                        (BoolOp::Or, BP_OR)
+                    } else {
+                        (BoolOp::And, BP_AND)
+                    };
                     if bp < min {
                         break;
                     }
                     self.bump();
                     let right = self.bp(bp + 1);
-                    lhs = Expr { kind: ExprKind::BoolOp { op, left: Box::new(lhs), right: Box::new(right) }, span: self.since(start) };
+                    lhs = Expr {
+                        kind: ExprKind::BoolOp {
+                            op,
+                            left: Box::new(lhs),
+                            right: Box::new(right),
+                        },
+                        span: self.since(start),
+                    };
+                    h = self.grow(h);
                 }
                 Tok::Eq | Tok::NotEq | Tok::Lt | Tok::LtE | Tok::Gt | Tok::GtE | Tok::In | Tok::Is | Tok::Not => {
                     if BP_CMP < min || (k == Tok::Not && self.peek_at(1) != Tok::In) {
@@ -242,7 +334,14 @@ impl<'a> Parser<'a> {
                             break;
                         }
                     }
-                    lhs = Expr { kind: ExprKind::Compare { left: Box::new(lhs), ops }, span: self.since(start) };
+                    lhs = Expr {
+                        kind: ExprKind::Compare {
+                            left: Box::new(lhs),
+                            ops,
+                        },
+                        span: self.since(start),
+                    };
+                    h = self.grow(h);
                 }
                 Tok::PipeGt => {
                     if BP_PIPE < min {
@@ -251,6 +350,7 @@ impl<'a> Parser<'a> {
                     self.bump();
                     let rhs = self.bp(BP_PIPE + 1);
                     lhs = self.pipe(lhs, rhs, start);
+                    h = self.grow(h);
                 }
                 Tok::DotDot => {
                     if BP_RANGE < min {
@@ -258,7 +358,14 @@ impl<'a> Parser<'a> {
                     }
                     self.bump();
                     let end = self.bp(BP_RANGE + 1);
-                    lhs = Expr { kind: ExprKind::Range { start: Box::new(lhs), end: Box::new(end) }, span: self.since(start) };
+                    lhs = Expr {
+                        kind: ExprKind::Range {
+                            start: Box::new(lhs),
+                            end: Box::new(end),
+                        },
+                        span: self.since(start),
+                    };
+                    h = self.grow(h);
                 }
                 _ => {
                     let Some((op, bp)) = binop_of(k) else { break };
@@ -267,26 +374,46 @@ impl<'a> Parser<'a> {
                     }
                     self.bump();
                     // `**` is right-associative and its right operand may be unary.
-                    let right = if op == BinOp::Pow { self.bp(BP_UNARY) } else { self.bp(bp + 1) };
-                    lhs = Expr { kind: ExprKind::BinOp { op, left: Box::new(lhs), right: Box::new(right) }, span: self.since(start) };
+                    let right = if op == BinOp::Pow {
+                        self.bp(BP_UNARY)
+                    } else {
+                        self.bp(bp + 1)
+                    };
+                    lhs = Expr {
+                        kind: ExprKind::BinOp {
+                            op,
+                            left: Box::new(lhs),
+                            right: Box::new(right),
+                        },
+                        span: self.since(start),
+                    };
+                    h = self.grow(h);
                 }
             }
         }
-        lhs
+        (lhs, h)
     }
 
     /// `-9223372036854775808` is the literal i64::MIN (the positive literal
     /// alone does not fit).
     fn fold_min_int(&mut self, start: u32) -> Option<Expr> {
         let t = self.tok();
-        if t.kind != Tok::Int || matches!(self.peek_at(1), Tok::DoubleStar | Tok::LParen | Tok::LBracket | Tok::Dot) {
+        if t.kind != Tok::Int
+            || matches!(
+                self.peek_at(1),
+                Tok::DoubleStar | Tok::LParen | Tok::LBracket | Tok::Dot
+            )
+        {
             return None;
         }
         if literal::int_value(self.text(t)) != Some(1u64 << 63) {
             return None;
         }
         self.bump();
-        Some(Expr { kind: ExprKind::Int(i64::MIN), span: self.since(start) })
+        Some(Expr {
+            kind: ExprKind::Int(i64::MIN),
+            span: self.since(start),
+        })
     }
 
     /// Consumes a comparison operator if one is next.
@@ -323,15 +450,27 @@ impl<'a> Parser<'a> {
         match rhs.kind {
             ExprKind::Call { func, mut args } => {
                 args.insert(0, Arg::Positional(lhs));
-                Expr { kind: ExprKind::Call { func, args }, span }
+                Expr {
+                    kind: ExprKind::Call { func, args },
+                    span,
+                }
             }
-            ExprKind::Error => Expr { kind: ExprKind::Error, span },
-            _ => Expr { kind: ExprKind::Call { func: Box::new(rhs), args: vec![Arg::Positional(lhs)] }, span },
+            ExprKind::Error => Expr {
+                kind: ExprKind::Error,
+                span,
+            },
+            _ => Expr {
+                kind: ExprKind::Call {
+                    func: Box::new(rhs),
+                    args: vec![Arg::Positional(lhs)],
+                },
+                span,
+            },
         }
     }
 
     /// Calls, indexing and attribute access after an atom.
-    fn postfix(&mut self, mut e: Expr) -> Expr {
+    fn postfix(&mut self, mut e: Expr, h: &mut u32) -> Expr {
         let start = e.span.start;
         loop {
             if self.panicking {
@@ -341,17 +480,40 @@ impl<'a> Parser<'a> {
                 Tok::LParen => {
                     self.bump();
                     let args = self.call_args();
-                    e = Expr { kind: ExprKind::Call { func: Box::new(e), args }, span: self.since(start) };
+                    e = Expr {
+                        kind: ExprKind::Call {
+                            func: Box::new(e),
+                            args,
+                        },
+                        span: self.since(start),
+                    };
+                    *h = self.grow(*h);
                 }
                 Tok::LBracket => {
                     self.bump();
                     let index = self.subscript();
-                    e = Expr { kind: ExprKind::Index { value: Box::new(e), index: Box::new(index) }, span: self.since(start) };
+                    e = Expr {
+                        kind: ExprKind::Index {
+                            value: Box::new(e),
+                            index: Box::new(index),
+                        },
+                        span: self.since(start),
+                    };
+                    *h = self.grow(*h);
                 }
                 Tok::Dot => {
                     self.bump();
                     match self.expect_name("an attribute name after '.'") {
-                        Some(attr) => e = Expr { kind: ExprKind::Attribute { value: Box::new(e), attr }, span: self.since(start) },
+                        Some(attr) => {
+                            e = Expr {
+                                kind: ExprKind::Attribute {
+                                    value: Box::new(e),
+                                    attr,
+                                },
+                                span: self.since(start),
+                            };
+                            *h = self.grow(*h);
+                        }
                         None => return err_expr(self.since(start)),
                     }
                 }
@@ -363,7 +525,6 @@ impl<'a> Parser<'a> {
 
     /// Arguments after `(`, up to and including `)`.
     fn call_args(&mut self) -> Vec<Arg> {
-        let open = self.prev_end().saturating_sub(1);
         let mut args = Vec::new();
         let mut seen_keyword = false;
         let mut seen_double_star = false;
@@ -374,7 +535,11 @@ impl<'a> Parser<'a> {
                     self.bump();
                     let e = self.test();
                     if seen_double_star {
-                        self.report(self.since(t.start), "'*' unpacking cannot follow '**' unpacking in a call", None);
+                        self.report(
+                            self.since(t.start),
+                            "'*' unpacking cannot follow '**' unpacking in a call",
+                            None,
+                        );
                     }
                     args.push(Arg::Star(e));
                 }
@@ -384,9 +549,15 @@ impl<'a> Parser<'a> {
                     args.push(Arg::DoubleStar(self.test()));
                 }
                 Tok::Name if self.peek_at(1) == Tok::Assign => {
-                    let name = self.expect_name("an argument name").unwrap_or(Ident { name: String::new(), span: self.tok_span(t) });
+                    let name = self.expect_name("an argument name").unwrap_or(Ident {
+                        name: String::new(),
+                        span: self.tok_span(t),
+                    });
                     self.bump();
-                    if args.iter().any(|a| matches!(a, Arg::Keyword(n, _) if n.name == name.name)) {
+                    if args
+                        .iter()
+                        .any(|a| matches!(a, Arg::Keyword(n, _) if n.name == name.name))
+                    {
                         self.report(name.span, format!("keyword argument '{}' given twice", name.name), None);
                     }
                     seen_keyword = true;
@@ -398,13 +569,21 @@ impl<'a> Parser<'a> {
                     if self.peek() == Tok::For && !self.panicking {
                         let comp = self.comprehension_of(e);
                         if !args.is_empty() || self.peek() != Tok::RParen {
-                            self.report(comp.span, "a generator expression must be the only argument unless it is in parentheses", Some("write f((x for x in xs), …)".to_string()));
+                            self.report(
+                                comp.span,
+                                "a generator expression must be the only argument unless it is in parentheses",
+                                Some("write f((x for x in xs), …)".to_string()),
+                            );
                         }
                         args.push(Arg::Positional(comp));
                     } else {
                         if self.peek() == Tok::Assign && !self.panicking {
                             let span = self.tok_span(self.tok());
-                            self.error(span, "expected an argument name before '='", Some("a keyword argument is 'name=value'; use '==' to compare".to_string()));
+                            self.error(
+                                span,
+                                "expected an argument name before '='",
+                                Some("a keyword argument is 'name=value'; use '==' to compare".to_string()),
+                            );
                             break;
                         }
                         if (seen_keyword || seen_double_star) && !self.panicking {
@@ -413,7 +592,11 @@ impl<'a> Parser<'a> {
                             } else {
                                 "a positional argument cannot follow a keyword argument"
                             };
-                            self.report(e.span, msg, Some("put positional arguments before keyword arguments".to_string()));
+                            self.report(
+                                e.span,
+                                msg,
+                                Some("put positional arguments before keyword arguments".to_string()),
+                            );
                         }
                         args.push(Arg::Positional(e));
                     }
@@ -424,7 +607,6 @@ impl<'a> Parser<'a> {
             }
         }
         if !self.panicking && !self.eat(Tok::RParen) {
-            let _ = open;
             self.expected("',' or ')' in the argument list", None);
         }
         args
@@ -432,7 +614,7 @@ impl<'a> Parser<'a> {
 
     /// The inside of `[…]` after a value, up to and including `]`.
     fn subscript(&mut self) -> Expr {
-        let start = self.tok().start;
+        let start = self.prev_end().saturating_sub(1);
         let mut items = Vec::new();
         let mut comma = false;
         while self.peek() != Tok::RBracket && !self.panicking {
@@ -448,19 +630,30 @@ impl<'a> Parser<'a> {
         if items.is_empty() {
             if !self.panicking {
                 let span = self.since(start);
-                self.error(span, "expected an index inside '[]'", Some("write x[i], x[a:b] or x[i, j]".to_string()));
+                self.error(
+                    span,
+                    "expected an index inside '[]'",
+                    Some("write x[i], x[a:b] or x[i, j]".to_string()),
+                );
             }
             return err_expr(self.since(start));
         }
         if items.len() == 1 && !comma {
             return items.pop().unwrap_or_else(|| err_expr(self.since(start)));
         }
-        Expr { kind: ExprKind::Tuple(items), span: self.since(start) }
+        Expr {
+            kind: ExprKind::Tuple(items),
+            span: self.since(start),
+        }
     }
 
     fn slice_or_test(&mut self) -> Expr {
         let start = self.tok().start;
-        let lower = if self.peek() == Tok::Colon { None } else { Some(Box::new(self.test())) };
+        let lower = if self.peek() == Tok::Colon {
+            None
+        } else {
+            Some(Box::new(self.test()))
+        };
         if self.peek() != Tok::Colon || self.panicking {
             return match lower {
                 Some(e) => *e,
@@ -469,7 +662,11 @@ impl<'a> Parser<'a> {
         }
         self.bump();
         let ends = |k: Tok| matches!(k, Tok::Colon | Tok::Comma | Tok::RBracket);
-        let upper = if ends(self.peek()) { None } else { Some(Box::new(self.test())) };
+        let upper = if ends(self.peek()) {
+            None
+        } else {
+            Some(Box::new(self.test()))
+        };
         let mut step = None;
         if self.peek() == Tok::Colon && !self.panicking {
             self.bump();
@@ -477,7 +674,10 @@ impl<'a> Parser<'a> {
                 step = Some(Box::new(self.test()));
             }
         }
-        Expr { kind: ExprKind::Slice { lower, upper, step }, span: self.since(start) }
+        Expr {
+            kind: ExprKind::Slice { lower, upper, step },
+            span: self.since(start),
+        }
     }
 
     fn atom(&mut self) -> Expr {
@@ -496,7 +696,11 @@ impl<'a> Parser<'a> {
                         self.report(
                             span,
                             "integer literal too large for a 64-bit int",
-                            Some(format!("ints range from {} to {}; write a float (like 1e20) for larger numbers", i64::MIN, i64::MAX)),
+                            Some(format!(
+                                "ints range from {} to {}; write a float (like 1e20) for larger numbers",
+                                i64::MIN,
+                                i64::MAX
+                            )),
                         );
                         ExprKind::Error
                     }
@@ -532,10 +736,14 @@ impl<'a> Parser<'a> {
             }
             _ => {
                 let help = match t.kind {
-                    Tok::Star => Some("'*' unpacking works only in calls, lists, tuples and assignment targets".to_string()),
+                    Tok::Star => {
+                        Some("'*' unpacking works only in calls, lists, tuples and assignment targets".to_string())
+                    }
                     Tok::Newline | Tok::Eof => Some("the expression is incomplete".to_string()),
                     Tok::Indent => Some("this line is indented more than the one before it".to_string()),
-                    k if k.is_keyword() => Some(format!("'{}' is a keyword and cannot be used as a name", self.text(t))),
+                    k if k.is_keyword() => {
+                        Some(format!("'{}' is a keyword and cannot be used as a name", self.text(t)))
+                    }
                     _ => None,
                 };
                 self.expected("an expression", help);
@@ -549,7 +757,10 @@ impl<'a> Parser<'a> {
     fn paren(&mut self) -> Expr {
         let start = self.bump().start;
         if self.eat(Tok::RParen) {
-            return Expr { kind: ExprKind::Tuple(Vec::new()), span: self.since(start) };
+            return Expr {
+                kind: ExprKind::Tuple(Vec::new()),
+                span: self.since(start),
+            };
         }
         let first = self.star_or_test();
         let mut e = if self.peek() == Tok::For && !self.panicking {
@@ -567,14 +778,25 @@ impl<'a> Parser<'a> {
                     break;
                 }
             }
-            Expr { kind: ExprKind::Tuple(items), span: self.span(start, start) }
+            Expr {
+                kind: ExprKind::Tuple(items),
+                span: self.span(start, start),
+            }
         } else {
             if let ExprKind::Starred(_) = first.kind {
-                self.report(first.span, "a starred expression '*x' cannot stand alone in parentheses", Some("add a comma to make a tuple: (*x,)".to_string()));
+                self.report(
+                    first.span,
+                    "a starred expression '*x' cannot stand alone in parentheses",
+                    Some("add a comma to make a tuple: (*x,)".to_string()),
+                );
             }
             if self.peek() == Tok::Assign && !self.panicking {
                 let span = self.tok_span(self.tok());
-                self.error(span, "expected ')', found '='", Some("assignment is a statement in Apsi; use '==' to compare".to_string()));
+                self.error(
+                    span,
+                    "expected ')', found '='",
+                    Some("assignment is a statement in Apsi; use '==' to compare".to_string()),
+                );
             }
             // A parenthesised expression keeps its own span.
             if !self.panicking {
@@ -615,7 +837,10 @@ impl<'a> Parser<'a> {
         if !self.panicking && !self.eat(Tok::RBracket) {
             self.expected("',' or ']' in the list", None);
         }
-        Expr { kind: ExprKind::List(items), span: self.since(start) }
+        Expr {
+            kind: ExprKind::List(items),
+            span: self.since(start),
+        }
     }
 
     /// `{ … }`: dict display or dict comprehension.
@@ -646,7 +871,14 @@ impl<'a> Parser<'a> {
                     if !self.panicking {
                         self.expect(Tok::RBrace, "to close the dict comprehension");
                     }
-                    return Expr { kind: ExprKind::DictComp { key: Box::new(key), value: Box::new(value), generators }, span: self.since(start) };
+                    return Expr {
+                        kind: ExprKind::DictComp {
+                            key: Box::new(key),
+                            value: Box::new(value),
+                            generators,
+                        },
+                        span: self.since(start),
+                    };
                 }
                 items.push(DictItem::Pair(key, value));
             }
@@ -658,17 +890,30 @@ impl<'a> Parser<'a> {
         if !self.panicking && !self.eat(Tok::RBrace) {
             self.expected("',' or '}' in the dict", None);
         }
-        Expr { kind: ExprKind::Dict(items), span: self.since(start) }
+        Expr {
+            kind: ExprKind::Dict(items),
+            span: self.since(start),
+        }
     }
 
     /// `elt for … in … if …` with `elt` already parsed; `for` is next.
     pub(super) fn comprehension_of(&mut self, elt: Expr) -> Expr {
         let start = elt.span.start;
         if let ExprKind::Starred(_) = elt.kind {
-            self.report(elt.span, "a starred expression cannot be the element of a comprehension", None);
+            self.report(
+                elt.span,
+                "a starred expression cannot be the element of a comprehension",
+                None,
+            );
         }
         let generators = self.comp_clauses();
-        Expr { kind: ExprKind::ListComp { elt: Box::new(elt), generators }, span: self.since(start) }
+        Expr {
+            kind: ExprKind::ListComp {
+                elt: Box::new(elt),
+                generators,
+            },
+            span: self.since(start),
+        }
     }
 
     fn comp_clauses(&mut self) -> Vec<Comprehension> {
@@ -730,8 +975,14 @@ impl<'a> Parser<'a> {
         }
         let span = self.since(start);
         match parts {
-            Some(ps) => Expr { kind: ExprKind::FString(ps), span },
-            None => Expr { kind: ExprKind::Str(plain), span },
+            Some(ps) => Expr {
+                kind: ExprKind::FString(ps),
+                span,
+            },
+            None => Expr {
+                kind: ExprKind::Str(plain),
+                span,
+            },
         }
     }
 

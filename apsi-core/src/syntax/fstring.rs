@@ -18,7 +18,14 @@ impl<'a> Parser<'a> {
 
     /// Literal text and fields from `i` up to `end`; in a format spec
     /// (`in_spec`) it stops at the first single `}`. Returns where it stopped.
-    fn fstring_parts(&mut self, mut i: usize, end: usize, raw: bool, in_spec: bool, out: &mut Vec<FStringPart>) -> usize {
+    fn fstring_parts(
+        &mut self,
+        mut i: usize,
+        end: usize,
+        raw: bool,
+        in_spec: bool,
+        out: &mut Vec<FStringPart>,
+    ) -> usize {
         let b = self.src.as_bytes();
         let mut run = i;
         let mut lit = String::new();
@@ -48,7 +55,11 @@ impl<'a> Parser<'a> {
                     }
                     self.unescape_into(run, i, raw, &mut lit);
                     let span = self.span(i as u32, i as u32 + 1);
-                    self.report(span, "single '}' is not allowed in an f-string", Some("write '}}' for a literal brace".to_string()));
+                    self.report(
+                        span,
+                        "single '}' is not allowed in an f-string",
+                        Some("write '}}' for a literal brace".to_string()),
+                    );
                     i += 1;
                     run = i;
                 }
@@ -64,6 +75,17 @@ impl<'a> Parser<'a> {
     /// A replacement field starting at the `{` at `open`; returns the offset
     /// after its closing `}`.
     fn field(&mut self, open: usize, end: usize, raw: bool, out: &mut Vec<FStringPart>) -> usize {
+        // Fields nest through format specs (`{x:{w}}`): bound the recursion.
+        if !self.enter() {
+            self.leave();
+            return end;
+        }
+        let next = self.field_inner(open, end, raw, out);
+        self.leave();
+        next
+    }
+
+    fn field_inner(&mut self, open: usize, end: usize, raw: bool, out: &mut Vec<FStringPart>) -> usize {
         let b = self.src.as_bytes();
         let expr_start = open + 1;
         let mut j = expr_start;
@@ -114,9 +136,13 @@ impl<'a> Parser<'a> {
         let j = j.min(end);
         let expr_end = j;
         let open_span = self.span(open as u32, open as u32 + 1);
-        if self.src.get(expr_start..expr_end).map_or(true, |s| s.trim().is_empty()) {
+        if self.src.get(expr_start..expr_end).is_none_or(|s| s.trim().is_empty()) {
             let span = self.span(open as u32, (expr_end + 1).min(end) as u32);
-            self.report(span, "empty expression in an f-string field", Some("put an expression between the braces, or write '{{' for a literal brace".to_string()));
+            self.report(
+                span,
+                "empty expression in an f-string field",
+                Some("put an expression between the braces, or write '{{' for a literal brace".to_string()),
+            );
             // Skip to the closing brace, if any.
             let mut k = j;
             while k < end && b[k] != b'}' {
@@ -141,7 +167,11 @@ impl<'a> Parser<'a> {
                 }
                 _ => {
                     let span = self.span(k as u32, (k + 2).min(end) as u32);
-                    self.report(span, "invalid conversion in an f-string field: expected '!r', '!s' or '!a'", None);
+                    self.report(
+                        span,
+                        "invalid conversion in an f-string field: expected '!r', '!s' or '!a'",
+                        None,
+                    );
                     k += 1;
                     if k < end && b[k] != b'}' && b[k] != b':' {
                         k += 1;
@@ -156,14 +186,23 @@ impl<'a> Parser<'a> {
         if k < end && b[k] == b'}' {
             k += 1;
         } else {
-            self.report(open_span, "f-string field is not closed: expected '}'", Some("close the replacement field with '}'".to_string()));
+            self.report(
+                open_span,
+                "f-string field is not closed: expected '}'",
+                Some("close the replacement field with '}' (write '{{' for a literal brace)".to_string()),
+            );
             k = end;
         }
         if debug_text.is_some() && conversion.is_none() && spec.is_empty() {
             // Python: `{x=}` shows the repr unless a format spec is given.
             conversion = Some('r');
         }
-        out.push(FStringPart::Expr { expr, conversion, spec, debug_text });
+        out.push(FStringPart::Expr {
+            expr,
+            conversion,
+            spec,
+            debug_text,
+        });
         k
     }
 
@@ -174,12 +213,18 @@ impl<'a> Parser<'a> {
         sub.depth = self.depth;
         sub.too_deep = self.too_deep;
         let e = if !sub.enter() {
-            Expr { kind: ExprKind::Error, span: sub.span(start as u32, end as u32) }
+            Expr {
+                kind: ExprKind::Error,
+                span: sub.span(start as u32, end as u32),
+            }
         } else {
             let e = sub.testlist_star();
             if !sub.panicking && sub.peek() != Tok::Eof {
                 let help = if sub.peek() == Tok::Assign {
-                    Some("use '==' to compare; '=' right before '}' shows the expression's text (debug form)".to_string())
+                    Some(
+                        "use '==' to compare; '=' right before '}' shows the expression's text (debug form)"
+                            .to_string(),
+                    )
                 } else {
                     None
                 };
@@ -189,7 +234,10 @@ impl<'a> Parser<'a> {
         };
         self.too_deep |= sub.too_deep;
         let diags = std::mem::take(&mut sub.diags);
-        for d in diags {
+        for mut d in diags {
+            if let Some(m) = d.message.strip_suffix("found end of file") {
+                d.message = format!("{m}found the end of the f-string field");
+            }
             if !self.panicking {
                 self.diags.push(d);
             }

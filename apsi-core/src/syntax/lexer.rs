@@ -24,11 +24,16 @@ pub struct Lexed {
     pub trailing_backslash: bool,
     /// How many indented blocks were still open at the end of the input.
     pub open_blocks: usize,
+    /// Byte ranges from an unclosed bracket to where the lexer gave up on it
+    /// (a reported error); parser errors inside them are consequences.
+    pub unclosed: Vec<(u32, u32)>,
 }
 
 /// Lexes a whole file.
 pub fn lex(file: FileId, src: &str) -> Lexed {
-    Lexer::new(file, src, 0, src.len(), false).run()
+    // A UTF-8 byte order mark at the start is skipped.
+    let start = if src.starts_with('\u{FEFF}') { 3 } else { 0 };
+    Lexer::new(file, src, start, src.len(), false).run()
 }
 
 /// Lexes `src[start..end]` as the inside of brackets (newlines and
@@ -50,6 +55,8 @@ struct Lexer<'a> {
     indents: Vec<u32>,
     at_line_start: bool,
     reported_tab: bool,
+    /// Indentation of the current logical line.
+    line_indent: u32,
 }
 
 fn is_ident_start(c: u8) -> bool {
@@ -70,11 +77,15 @@ impl<'a> Lexer<'a> {
             pos: start,
             end,
             nested,
-            out: Lexed { tokens: Vec::with_capacity((end - start) / 3 + 4), ..Lexed::default() },
+            out: Lexed {
+                tokens: Vec::with_capacity((end - start) / 3 + 4),
+                ..Lexed::default()
+            },
             brackets: Vec::new(),
             indents: vec![0],
             at_line_start: !nested,
             reported_tab: false,
+            line_indent: 0,
         }
     }
 
@@ -96,7 +107,11 @@ impl<'a> Lexer<'a> {
     }
 
     fn push(&mut self, kind: Tok, start: usize, end: usize) {
-        self.out.tokens.push(Token { kind, start: start as u32, end: end as u32 });
+        self.out.tokens.push(Token {
+            kind,
+            start: start as u32,
+            end: end as u32,
+        });
     }
 
     fn needs_newline(&self) -> bool {
@@ -123,6 +138,9 @@ impl<'a> Lexer<'a> {
                     }
                 }
                 b'\n' => {
+                    if !self.brackets.is_empty() && !self.nested && self.next_line_is_statement() {
+                        self.close_brackets(self.pos + 1);
+                    }
                     if self.brackets.is_empty() && !self.nested {
                         if self.needs_newline() {
                             self.push(Tok::Newline, self.pos, self.pos + 1);
@@ -197,6 +215,7 @@ impl<'a> Lexer<'a> {
                 _ => {}
             }
             self.pos = p;
+            self.line_indent = col;
             if let Some(t) = tab {
                 if !self.reported_tab {
                     self.reported_tab = true;
@@ -217,7 +236,11 @@ impl<'a> Lexer<'a> {
                     if top <= col {
                         break;
                     }
-                    let below = if self.indents.len() >= 2 { self.indents[self.indents.len() - 2] } else { 0 };
+                    let below = if self.indents.len() >= 2 {
+                        self.indents[self.indents.len() - 2]
+                    } else {
+                        0
+                    };
                     if below < col {
                         let line_end = self.src[p..self.end].find('\n').map(|i| p + i).unwrap_or(self.end);
                         self.error(
@@ -249,7 +272,12 @@ impl<'a> Lexer<'a> {
             self.pos += 1;
             self.out.trailing_backslash = true;
             if !self.nested {
-                self.error(start, start + 1, "unexpected end of file after a line-continuation backslash", None);
+                self.error(
+                    start,
+                    start + 1,
+                    "unexpected end of file after a line-continuation backslash",
+                    None,
+                );
             }
         } else {
             self.pos += 1;
@@ -259,6 +287,7 @@ impl<'a> Lexer<'a> {
                 "unexpected character after line continuation character '\\'",
                 Some("a backslash outside a string must be the last character of its line"),
             );
+            self.push(Tok::Bad, start, start + 1);
         }
     }
 
@@ -304,7 +333,10 @@ impl<'a> Lexer<'a> {
             if c0 != b'.' {
                 self.digits(|c| c.is_ascii_digit());
             }
-            if self.peek(0) == b'.' && self.peek(1) != b'.' && !(is_ident_start(self.peek(1)) && self.peek(1) != b'e' && self.peek(1) != b'E') {
+            if self.peek(0) == b'.'
+                && self.peek(1) != b'.'
+                && !(is_ident_start(self.peek(1)) && self.peek(1) != b'e' && self.peek(1) != b'E')
+            {
                 kind = Tok::Float;
                 self.pos += 1;
                 self.digits(|c| c.is_ascii_digit());
@@ -358,7 +390,11 @@ impl<'a> Lexer<'a> {
             if self.b[self.pos] >= 0x80 {
                 // Check the character: letters and digits of any script are fine.
                 let ch = self.src[self.pos..].chars().next().unwrap_or('\u{0}');
-                let ok = if self.pos == start { ch.is_alphabetic() } else { ch.is_alphanumeric() };
+                let ok = if self.pos == start {
+                    ch.is_alphabetic()
+                } else {
+                    ch.is_alphanumeric()
+                };
                 if !ok {
                     break;
                 }
@@ -372,6 +408,7 @@ impl<'a> Lexer<'a> {
             let ch = self.src[start..].chars().next().unwrap_or('\u{0}');
             self.pos += ch.len_utf8().max(1);
             self.error(start, self.pos, format!("unexpected character '{ch}'"), None);
+            self.push(Tok::Bad, start, self.pos);
             return;
         }
         let text = &self.src[start..self.pos];
@@ -404,6 +441,12 @@ impl<'a> Lexer<'a> {
         let triple = self.peek(1) == q && self.peek(2) == q;
         let qlen = if triple { 3 } else { 1 };
         self.pos += qlen;
+        // f-string state: replacement-field nesting, whether we are in a
+        // field's expression (where quotes open nested strings, as in
+        // Python 3.12) and its bracket depth.
+        let mut level = 0u32;
+        let mut in_expr = false;
+        let mut brackets = 0u32;
         loop {
             if self.pos >= self.end {
                 if triple {
@@ -413,6 +456,55 @@ impl<'a> Lexer<'a> {
                 return;
             }
             let c = self.b[self.pos];
+            if in_expr {
+                match c {
+                    b'\'' | b'"' => {
+                        let at = self.pos;
+                        if !self.skip_nested_string() && c == q && !triple {
+                            // No closing quote on this line: read the quote as
+                            // the end of the f-string (the field is unclosed).
+                            self.pos = at + 1;
+                            break;
+                        }
+                        continue;
+                    }
+                    b'\n' if !triple => {
+                        self.unterminated(start, triple);
+                        return;
+                    }
+                    b'\\' => {
+                        self.pos = (self.pos + 2).min(self.end);
+                        continue;
+                    }
+                    b'(' | b'[' | b'{' => brackets += 1,
+                    b')' | b']' => brackets = brackets.saturating_sub(1),
+                    b'}' if brackets > 0 => brackets -= 1,
+                    b'}' => {
+                        level -= 1;
+                        in_expr = false;
+                    }
+                    b':' if brackets == 0 => in_expr = false,
+                    _ => {}
+                }
+                self.pos += 1;
+                continue;
+            }
+            if fstring && c == b'{' {
+                if level == 0 && self.peek(1) == b'{' {
+                    self.pos += 2;
+                } else {
+                    level += 1;
+                    in_expr = true;
+                    brackets = 0;
+                    self.pos += 1;
+                }
+                continue;
+            }
+            if fstring && c == b'}' && level > 0 {
+                level -= 1;
+                self.pos += 1;
+                continue;
+            }
             if c == b'\\' {
                 self.pos = (self.pos + 2).min(self.end);
             } else if c == b'\n' && !triple {
@@ -435,8 +527,35 @@ impl<'a> Lexer<'a> {
         self.push(if fstring { Tok::FStr } else { Tok::Str }, start, self.pos);
     }
 
+    /// Skips a string literal inside an f-string field, from its opening
+    /// quote at `self.pos`; false when it is not closed (a newline ends a
+    /// one-line string).
+    fn skip_nested_string(&mut self) -> bool {
+        let q = self.b[self.pos];
+        let triple = self.peek(1) == q && self.peek(2) == q;
+        self.pos += if triple { 3 } else { 1 };
+        while self.pos < self.end {
+            let c = self.b[self.pos];
+            if c == b'\\' {
+                self.pos = (self.pos + 2).min(self.end);
+            } else if c == b'\n' && !triple {
+                return false;
+            } else if c == q && (!triple || (self.peek(1) == q && self.peek(2) == q)) {
+                self.pos += if triple { 3 } else { 1 };
+                return true;
+            } else {
+                self.pos += 1;
+            }
+        }
+        false
+    }
+
     fn unterminated(&mut self, start: usize, triple: bool) {
-        let msg = if triple { "unterminated triple-quoted string" } else { "unterminated string" };
+        let msg = if triple {
+            "unterminated triple-quoted string"
+        } else {
+            "unterminated string"
+        };
         let help = if triple {
             "close the string with the same three quotes that open it"
         } else {
@@ -510,14 +629,44 @@ impl<'a> Lexer<'a> {
                     '$' | '`' => None,
                     _ => None,
                 };
-                self.error(start, self.pos, format!("unexpected character '{}'", ch.escape_debug()), help);
+                self.error(
+                    start,
+                    self.pos,
+                    format!("unexpected character '{}'", ch.escape_debug()),
+                    help,
+                );
+                self.push(Tok::Bad, start, self.pos);
                 return;
             }
         };
         match kind {
             Tok::LParen | Tok::LBracket | Tok::LBrace => self.brackets.push((c, start as u32)),
             Tok::RParen | Tok::RBracket | Tok::RBrace => {
-                self.brackets.pop();
+                if let Some((open, at)) = self.brackets.pop() {
+                    let expected = match open {
+                        b'(' => b')',
+                        b'[' => b']',
+                        _ => b'}',
+                    };
+                    if c != expected && !self.nested {
+                        let open_span = Span::new(self.file, at, at + 1);
+                        let d = Diagnostic::new(
+                            ErrorKind::SyntaxError,
+                            format!("closing '{}' does not match the opening '{}'", c as char, open as char),
+                        )
+                        .at(Span::new(self.file, start as u32, start as u32 + 1))
+                        .label(open_span, "opened here")
+                        .help(format!("close it with '{}'", expected as char));
+                        self.out.diags.push(d);
+                        // The parser's own complaint about this token is the same error.
+                        self.out.unclosed.push((start as u32, start as u32 + 1));
+                        // `f([1, 2)`: the ')' closes the '(' below as well.
+                        let matches_below = |o: u8| matches!((o, c), (b'(', b')') | (b'[', b']') | (b'{', b'}'));
+                        if self.brackets.last().is_some_and(|&(o, _)| matches_below(o)) {
+                            self.brackets.pop();
+                        }
+                    }
+                }
             }
             _ => {}
         }
@@ -525,22 +674,67 @@ impl<'a> Lexer<'a> {
         self.push(kind, start, start + len);
     }
 
+    /// Whether the line after the newline at `self.pos` starts a statement
+    /// that cannot continue an expression (so an open bracket was
+    /// forgotten): a statement keyword, indented no deeper than the line
+    /// that opened the bracket.
+    fn next_line_is_statement(&self) -> bool {
+        let mut p = self.pos + 1;
+        let mut col = 0u32;
+        while p < self.end && self.b[p] == b' ' {
+            p += 1;
+            col += 1;
+        }
+        if col > self.line_indent {
+            return false;
+        }
+        let w0 = p;
+        while p < self.end && self.b[p].is_ascii_alphabetic() {
+            p += 1;
+        }
+        let word = &self.src[w0..p];
+        if p < self.end && is_ident_continue(self.b[p]) {
+            return false;
+        }
+        match word {
+            // Only keywords that can never continue an expression.
+            "def" | "struct" | "return" | "while" | "try" | "with" | "use" | "pass" | "break" | "continue"
+            | "raise" | "global" | "nonlocal" | "assert" | "except" | "finally" | "elif" => true,
+            "if" | "for" | "else" => {
+                // A block header: the line ends with ':'.
+                let line_end = self.src[p..self.end].find('\n').map(|i| p + i).unwrap_or(self.end);
+                self.src[p..line_end].trim_end().ends_with(':')
+            }
+            _ => false,
+        }
+    }
+
+    /// Reports the outermost open bracket as never closed and forgets all
+    /// open brackets; parser errors up to `upto` are suppressed.
+    fn close_brackets(&mut self, upto: usize) {
+        if let Some(&(c, at)) = self.brackets.first() {
+            let at = at as usize;
+            self.error(
+                at,
+                at + 1,
+                format!("'{}' was never closed", c as char),
+                Some(match c {
+                    b'(' => "add the matching ')'",
+                    b'[' => "add the matching ']'",
+                    _ => "add the matching '}'",
+                }),
+            );
+            self.out.unclosed.push((at as u32, upto as u32));
+        }
+        self.brackets.clear();
+    }
+
     fn finish(mut self) -> Lexed {
         let end = self.end;
-        if let Some(&(c, at)) = self.brackets.first() {
+        if !self.brackets.is_empty() {
             self.out.open_bracket = true;
             if !self.nested {
-                let at = at as usize;
-                self.error(
-                    at,
-                    at + 1,
-                    format!("'{}' was never closed", c as char),
-                    Some(match c {
-                        b'(' => "add the matching ')'",
-                        b'[' => "add the matching ']'",
-                        _ => "add the matching '}'",
-                    }),
-                );
+                self.close_brackets(end + 1);
             }
         }
         if !self.nested {
@@ -566,7 +760,11 @@ mod tests {
     }
 
     fn texts(src: &str) -> Vec<String> {
-        lex(FileId(0), src).tokens.iter().map(|t| t.text(src).to_string()).collect()
+        lex(FileId(0), src)
+            .tokens
+            .iter()
+            .map(|t| t.text(src).to_string())
+            .collect()
     }
 
     fn errors(src: &str) -> Vec<(String, u32, u32)> {
@@ -595,25 +793,40 @@ mod tests {
         let src = "if x:\n    y\n    if z:\n        w\n\n  # c\nv\n";
         assert_eq!(
             kinds(src),
-            vec![If, Name, Colon, Newline, Indent, Name, Newline, If, Name, Colon, Newline, Indent, Name, Newline, Dedent, Dedent, Name, Newline, Eof]
+            vec![
+                If, Name, Colon, Newline, Indent, Name, Newline, If, Name, Colon, Newline, Indent, Name, Newline,
+                Dedent, Dedent, Name, Newline, Eof
+            ]
         );
-        assert_eq!(kinds("if x:\n  y"), vec![If, Name, Colon, Newline, Indent, Name, Newline, Dedent, Eof]);
+        assert_eq!(
+            kinds("if x:\n  y"),
+            vec![If, Name, Colon, Newline, Indent, Name, Newline, Dedent, Eof]
+        );
     }
 
     #[test]
     fn brackets_ignore_newlines() {
-        assert_eq!(kinds("f(1,\n      2)\n"), vec![Name, LParen, Int, Comma, Int, RParen, Newline, Eof]);
+        assert_eq!(
+            kinds("f(1,\n      2)\n"),
+            vec![Name, LParen, Int, Comma, Int, RParen, Newline, Eof]
+        );
         assert_eq!(kinds("[\n1\n]"), vec![LBracket, Int, RBracket, Newline, Eof]);
     }
 
     #[test]
     fn continuation_and_semicolon() {
-        assert_eq!(kinds("x = 1 + \\\n  2; y\n"), vec![Name, Assign, Int, Plus, Int, Semi, Name, Newline, Eof]);
+        assert_eq!(
+            kinds("x = 1 + \\\n  2; y\n"),
+            vec![Name, Assign, Int, Plus, Int, Semi, Name, Newline, Eof]
+        );
     }
 
     #[test]
     fn numbers() {
-        assert_eq!(kinds("42 1_000 0xff 0o17 0b1010 3.14 1e-9 2.5e3 1. .5 0 00"), vec![Int, Int, Int, Int, Int, Float, Float, Float, Float, Float, Int, Int, Newline, Eof]);
+        assert_eq!(
+            kinds("42 1_000 0xff 0o17 0b1010 3.14 1e-9 2.5e3 1. .5 0 00"),
+            vec![Int, Int, Int, Int, Int, Float, Float, Float, Float, Float, Int, Int, Newline, Eof]
+        );
         assert_eq!(texts("2..5"), vec!["2", "..", "5", "", ""]);
         assert_eq!(kinds("2..5"), vec![Int, DotDot, Int, Newline, Eof]);
         assert_eq!(kinds("1.5..2"), vec![Float, DotDot, Int, Newline, Eof]);
@@ -624,17 +837,36 @@ mod tests {
 
     #[test]
     fn number_errors() {
-        assert_eq!(errors("0x"), vec![("invalid hexadecimal literal '0x'".to_string(), 0, 2)]);
-        assert_eq!(errors("0b12"), vec![("invalid number literal '0b12'".to_string(), 0, 4)]);
+        assert_eq!(
+            errors("0x"),
+            vec![("invalid hexadecimal literal '0x'".to_string(), 0, 2)]
+        );
+        assert_eq!(
+            errors("0b12"),
+            vec![("invalid number literal '0b12'".to_string(), 0, 4)]
+        );
         assert_eq!(errors("1_"), vec![("invalid number literal '1_'".to_string(), 0, 2)]);
-        assert_eq!(errors("12abc"), vec![("invalid number literal '12abc'".to_string(), 0, 5)]);
-        assert_eq!(errors("017"), vec![("leading zeros in decimal integer literals are not allowed".to_string(), 0, 3)]);
+        assert_eq!(
+            errors("12abc"),
+            vec![("invalid number literal '12abc'".to_string(), 0, 5)]
+        );
+        assert_eq!(
+            errors("017"),
+            vec![(
+                "leading zeros in decimal integer literals are not allowed".to_string(),
+                0,
+                3
+            )]
+        );
         assert_eq!(kinds("1__0"), vec![Bad, Newline, Eof]);
     }
 
     #[test]
     fn strings() {
-        assert_eq!(kinds(r#""a" 'b' """c""" '''d''' r"e" f"{x}" rf'g' F"h" b"i""#), vec![Str, Str, Str, Str, Str, FStr, FStr, FStr, Name, Str, Newline, Eof]);
+        assert_eq!(
+            kinds(r#""a" 'b' """c""" '''d''' r"e" f"{x}" rf'g' F"h" b"i""#),
+            vec![Str, Str, Str, Str, Str, FStr, FStr, FStr, Name, Str, Newline, Eof]
+        );
         assert_eq!(kinds(r#""a\"b""#), vec![Str, Newline, Eof]);
         assert_eq!(kinds("\"\"\"a\nb\"\"\"\n"), vec![Str, Newline, Eof]);
         assert_eq!(kinds("'''a''b'''"), vec![Str, Newline, Eof]);
@@ -642,7 +874,10 @@ mod tests {
 
     #[test]
     fn string_errors() {
-        assert_eq!(errors("x = 'abc\ny = 2\n"), vec![("unterminated string".to_string(), 4, 5)]);
+        assert_eq!(
+            errors("x = 'abc\ny = 2\n"),
+            vec![("unterminated string".to_string(), 4, 5)]
+        );
         let l = lex(FileId(0), "x = \"\"\"abc\n");
         assert!(l.open_triple);
         assert_eq!(l.diags[0].message, "unterminated triple-quoted string");
@@ -663,7 +898,10 @@ mod tests {
         let src = "if x:\n    y\n  z\n";
         let l = lex(FileId(0), src);
         assert_eq!(l.diags.len(), 1);
-        assert_eq!(l.diags[0].message, "unindent does not match any outer indentation level");
+        assert_eq!(
+            l.diags[0].message,
+            "unindent does not match any outer indentation level"
+        );
         assert_eq!(l.diags[0].primary_span().unwrap().start, 14);
         // The line stays in the block: one INDENT, one DEDENT.
         let ks: Vec<Tok> = l.tokens.iter().map(|t| t.kind).collect();
@@ -676,7 +914,14 @@ mod tests {
         assert_eq!(errors("a ? b"), vec![("unexpected character '?'".to_string(), 2, 3)]);
         assert_eq!(errors("!x"), vec![("unexpected character '!'".to_string(), 0, 1)]);
         assert_eq!(errors("x → y"), vec![("unexpected character '→'".to_string(), 2, 5)]);
-        assert_eq!(errors("a \\ b"), vec![("unexpected character after line continuation character '\\'".to_string(), 2, 3)]);
+        assert_eq!(
+            errors("a \\ b"),
+            vec![(
+                "unexpected character after line continuation character '\\'".to_string(),
+                2,
+                3
+            )]
+        );
     }
 
     #[test]
@@ -697,7 +942,27 @@ mod tests {
     fn operators() {
         assert_eq!(
             kinds("|> .. -> ** // << >> <= >= == != **= //= <<= >>= @= @"),
-            vec![PipeGt, DotDot, Arrow, DoubleStar, DoubleSlash, Shl, Shr, LtE, GtE, Eq, NotEq, DoubleStarEq, DoubleSlashEq, ShlEq, ShrEq, AtEq, At, Newline, Eof]
+            vec![
+                PipeGt,
+                DotDot,
+                Arrow,
+                DoubleStar,
+                DoubleSlash,
+                Shl,
+                Shr,
+                LtE,
+                GtE,
+                Eq,
+                NotEq,
+                DoubleStarEq,
+                DoubleSlashEq,
+                ShlEq,
+                ShrEq,
+                AtEq,
+                At,
+                Newline,
+                Eof
+            ]
         );
     }
 
@@ -710,7 +975,10 @@ mod tests {
     fn nested_mode() {
         let src = "f\"{a +\n b}\"";
         let l = lex_nested(FileId(0), src, 3, 9);
-        assert_eq!(l.tokens.iter().map(|t| t.kind).collect::<Vec<_>>(), vec![Name, Plus, Name, Eof]);
+        assert_eq!(
+            l.tokens.iter().map(|t| t.kind).collect::<Vec<_>>(),
+            vec![Name, Plus, Name, Eof]
+        );
         assert_eq!(l.tokens[0].start, 3);
     }
 }

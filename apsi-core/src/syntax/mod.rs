@@ -4,6 +4,27 @@
 //!   nodes where parsing failed) and every `SyntaxError` found, one per
 //!   broken statement.
 //! - [`is_incomplete`] tells the REPL whether an input needs more lines.
+//!
+//! Decisions where LANGUAGE.md is silent (Python's behaviour unless noted):
+//! - No set literals, no `while … else`/`for … else`, no `:=`, no `del`,
+//!   `class`, `import`, `async`, `yield`, `...`: each is a SyntaxError with a
+//!   hint (or, for `yield`, an ordinary name).
+//! - `{x=}` in an f-string gets conversion `'r'` unless a conversion or a
+//!   format spec is given (Python's rule), so later passes need no special case.
+//! - A string inside an f-string field may use the f-string's own quotes
+//!   (`f"{d["k"]}"`, as in Python 3.12); a format spec's quotes are literal.
+//! - `-9223372036854775808` is folded to `Int(i64::MIN)`; any other int literal
+//!   beyond i64 is a SyntaxError. Other negative literals stay `UnaryOp(Neg)`.
+//! - A docstring in a struct body is dropped; in a function it stays an
+//!   expression statement.
+//! - Brackets, expressions and blocks nest at most [`MAX_DEPTH`] levels and an
+//!   expression tree is at most about [`MAX_HEIGHT`] nodes tall (a chain of more
+//!   than 1000 operators is an error), so passes that recurse over the tree
+//!   stay within ordinary stack sizes.
+//! - A forgotten closing bracket is reported once, at the bracket; the lexer
+//!   gives up on it at the next line that starts with a statement keyword
+//!   (`def`, `return`, …) indented no deeper than the line that opened it.
+//! - A UTF-8 byte order mark at the start of a file is ignored.
 
 pub mod ast;
 mod expr;
@@ -13,7 +34,7 @@ pub mod literal;
 mod parser;
 pub mod token;
 
-pub use parser::MAX_DEPTH;
+pub use parser::{MAX_DEPTH, MAX_HEIGHT};
 
 use crate::diagnostic::{Diagnostic, FileId};
 use token::Tok;
@@ -48,14 +69,17 @@ pub fn is_incomplete(src: &str) -> bool {
         .rposition(|t| t.kind == Tok::Newline)
         .map(|i| i + 1)
         .unwrap_or(0);
-    let first = toks[line_start..].iter().find(|t| !matches!(t.kind, Tok::Indent | Tok::Dedent));
+    let first = toks[line_start..]
+        .iter()
+        .find(|t| !matches!(t.kind, Tok::Indent | Tok::Dedent));
     if matches!(first, Some(t) if t.kind == Tok::At) {
         return true;
     }
     if lexed.open_blocks > 0 {
         // A block is open: it ends with an empty line.
-        let trimmed = src.trim_end_matches([' ', '\t', '\r']);
-        let ends_blank = trimmed.ends_with("\n\n") || trimmed.ends_with("\n\r\n");
+        let body = src.strip_suffix('\n').unwrap_or(src);
+        let last_line = body.rsplit('\n').next().unwrap_or("");
+        let ends_blank = body.contains('\n') && last_line.trim().is_empty();
         return !ends_blank;
     }
     false

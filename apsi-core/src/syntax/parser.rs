@@ -17,6 +17,10 @@ use crate::error::ErrorKind;
 /// How deeply blocks and expressions may nest before "nested too deeply".
 pub const MAX_DEPTH: u32 = 200;
 
+/// How tall an expression tree may grow (long left-nested chains such as
+/// `a + b + …` are built by loops, not recursion, so they are counted apart).
+pub const MAX_HEIGHT: u32 = 1000;
+
 pub struct Parser<'a> {
     pub(super) file: FileId,
     pub(super) src: &'a str,
@@ -29,22 +33,24 @@ pub struct Parser<'a> {
     /// In panic mode: errors are not recorded until the statement resyncs.
     pub(super) panicking: bool,
     pub(super) too_deep: bool,
-    /// Parser errors at or after this offset are dropped (an unclosed
-    /// bracket was reported there and everything after it is one line).
-    suppress_from: Option<u32>,
+    /// Height bookkeeping for expression trees (see `expr.rs`).
+    pub(super) hw: u32,
+    /// Parser errors in these ranges are dropped (an unclosed bracket was
+    /// reported at the start of each).
+    suppress: Vec<(u32, u32)>,
 }
 
 impl<'a> Parser<'a> {
     pub fn new(file: FileId, src: &'a str, lexed: Lexed) -> Parser<'a> {
-        let suppress_from = if lexed.open_bracket {
-            lexed.diags.iter().find(|d| d.message.ends_with("was never closed")).and_then(|d| d.primary_span()).map(|s| s.start)
-        } else {
-            None
-        };
+        let suppress = lexed.unclosed;
         let mut toks = lexed.tokens;
         if toks.last().map(|t| t.kind) != Some(Tok::Eof) {
             let end = src.len() as u32;
-            toks.push(Token { kind: Tok::Eof, start: end, end });
+            toks.push(Token {
+                kind: Tok::Eof,
+                start: end,
+                end,
+            });
         }
         let prev_end = toks.first().map(|t| t.start).unwrap_or(0);
         Parser {
@@ -57,7 +63,8 @@ impl<'a> Parser<'a> {
             depth: 0,
             panicking: false,
             too_deep: false,
-            suppress_from,
+            hw: 0,
+            suppress,
         }
     }
 
@@ -134,10 +141,8 @@ impl<'a> Parser<'a> {
     /// Records a syntax error without entering panic mode (the statement
     /// parsed; only a rule about it was broken).
     pub(super) fn report(&mut self, span: Span, msg: impl Into<String>, help: Option<String>) {
-        if let Some(from) = self.suppress_from {
-            if span.start >= from {
-                return;
-            }
+        if self.suppress.iter().any(|&(a, b)| span.start >= a && span.start < b) {
+            return;
         }
         let mut d = Diagnostic::new(ErrorKind::SyntaxError, msg).at(span);
         d.help = help;
@@ -154,7 +159,40 @@ impl<'a> Parser<'a> {
         }
         let found = t.describe(self.src);
         let span = self.tok_span(t);
+        let help = self.python_habit_hint().or(help);
         self.error(span, format!("expected {what}, found {found}"), help);
+    }
+
+    /// The token before the current one, if it ends where `at` starts.
+    fn touching_prev(&self, at: u32) -> Option<Tok> {
+        let p = self.pos.checked_sub(1)?;
+        let t = self.toks.get(p)?;
+        (t.end == at).then_some(t.kind)
+    }
+
+    /// A hint for habits from other languages, seen at the current token.
+    fn python_habit_hint(&self) -> Option<String> {
+        let t = self.tok();
+        let next = self.toks.get(self.pos + 1).copied();
+        let next_touches = |k: Tok| matches!(next, Some(n) if n.kind == k && n.start == t.end);
+        match t.kind {
+            Tok::Colon if next_touches(Tok::Assign) => {
+                Some("Apsi has no ':=' assignment expression; assign on a line of its own first".to_string())
+            }
+            Tok::Amp if self.touching_prev(t.start) == Some(Tok::Amp) => Some("use 'and' for logical and".to_string()),
+            Tok::Pipe if self.touching_prev(t.start) == Some(Tok::Pipe) => Some("use 'or' for logical or".to_string()),
+            Tok::Newline | Tok::Eof | Tok::RParen | Tok::RBracket | Tok::Semi => {
+                let p = self.pos.checked_sub(2)?;
+                let (a, b) = (self.toks.get(p)?, self.toks.get(p + 1)?);
+                if a.end == b.start && a.kind == b.kind && matches!(a.kind, Tok::Plus | Tok::Minus) {
+                    let op = if a.kind == Tok::Plus { "+" } else { "-" };
+                    Some(format!("Apsi has no '{op}{op}'; write x {op}= 1"))
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        }
     }
 
     /// Consumes `k` or reports "expected 'k' WHERE, found …".
@@ -162,9 +200,14 @@ impl<'a> Parser<'a> {
         if self.eat(k) {
             return true;
         }
-        let what = match k.text() {
-            Some(t) => format!("'{t}'{}{context}", if context.is_empty() { "" } else { " " }),
-            None => context.to_string(),
+        let name = match k {
+            Tok::Newline => "end of line".to_string(),
+            _ => k.text().map(|t| format!("'{t}'")).unwrap_or_else(|| format!("{k:?}")),
+        };
+        let what = if context.is_empty() {
+            name
+        } else {
+            format!("{name} {context}")
         };
         let help = match (k, self.peek()) {
             (Tok::Colon, Tok::Assign) => Some("use '==' to compare values".to_string()),
@@ -179,7 +222,10 @@ impl<'a> Parser<'a> {
         let t = self.tok();
         if t.kind == Tok::Name {
             self.bump();
-            return Some(Ident { name: self.text(t).to_string(), span: self.tok_span(t) });
+            return Some(Ident {
+                name: self.text(t).to_string(),
+                span: self.tok_span(t),
+            });
         }
         let help = if t.kind.is_keyword() {
             Some(format!("'{}' is a keyword and cannot be used as a name", self.text(t)))
@@ -197,12 +243,15 @@ impl<'a> Parser<'a> {
             if !self.too_deep {
                 self.too_deep = true;
                 let span = self.tok_span(self.tok());
-                self.panicking = false;
-                self.error(
-                    span,
+                // Reported even inside an unclosed bracket's range: it is a
+                // problem of its own.
+                let d = Diagnostic::new(
+                    ErrorKind::SyntaxError,
                     format!("nested too deeply (more than {MAX_DEPTH} levels of brackets, expressions or blocks)"),
-                    Some("split the expression or block into smaller parts".to_string()),
-                );
+                )
+                .at(span)
+                .help("split the expression or block into smaller parts");
+                self.diags.push(d);
             }
             self.panicking = true;
             return false;
@@ -238,7 +287,15 @@ impl<'a> Parser<'a> {
             }
         }
         let end = self.src.len() as u32;
-        (Module { body, span: self.span(0, end) }, self.diags)
+        let mut diags = self.diags;
+        diags.sort_by_key(|d| d.primary_span().map(|s| s.start).unwrap_or(0));
+        (
+            Module {
+                body,
+                span: Span::new(self.file, 0, end),
+            },
+            diags,
+        )
     }
 
     /// Statements up to the DEDENT (or end of file) that closes a block.
@@ -261,11 +318,14 @@ impl<'a> Parser<'a> {
     /// An unexpected INDENT: report it, then parse the block's statements
     /// into `out` so nothing inside is lost.
     fn stray_block(&mut self, out: &mut Vec<Stmt>, report: bool) {
-        let t = self.bump();
+        self.bump();
         if report {
             let span = self.tok_span(self.tok());
-            self.report(span, "unexpected indent", Some("indent a line only to open a block after a line ending in ':'".to_string()));
-            let _ = t;
+            self.report(
+                span,
+                "unexpected indent",
+                Some("indent a line only to open a block after a line ending in ':'".to_string()),
+            );
         }
         if self.enter() {
             self.statements(out);
@@ -328,13 +388,21 @@ impl<'a> Parser<'a> {
         let t = self.tok();
         let kw = self.text(t).to_string();
         let owner = match t.kind {
-            Tok::Elif => "an 'if'",
-            Tok::Else => "an 'if' (loops have no 'else' in Apsi)",
-            _ => "a 'try'",
+            Tok::Elif | Tok::Else => "'if'",
+            _ => "'try'",
         };
         let span = self.tok_span(t);
-        self.error(span, format!("'{kw}' without {owner} before it"), Some(format!("'{kw}' must follow its block at the same indentation")));
-        Stmt { kind: StmtKind::Error, span }
+        self.error(
+            span,
+            format!("'{kw}' without a matching {owner} before it"),
+            Some(format!(
+                "'{kw}' must follow the block of its {owner} at the same indentation"
+            )),
+        );
+        Stmt {
+            kind: StmtKind::Error,
+            span,
+        }
     }
 
     /// The block after a header's `:` — an indented block on the next lines
@@ -342,8 +410,19 @@ impl<'a> Parser<'a> {
     /// messages ("'if' statement").
     fn block(&mut self, what: &str, header_start: u32) -> Vec<Stmt> {
         let mut body = Vec::new();
-        if !self.expect(Tok::Colon, &format!("at the end of the {what} header")) {
-            return body;
+        if !self.panicking {
+            self.expect(Tok::Colon, &format!("at the end of the {what} header"));
+        }
+        if self.panicking {
+            // The header is broken (already reported): skip the rest of its
+            // line; an indented block after it still belongs to it.
+            while !matches!(self.peek(), Tok::Newline | Tok::Eof | Tok::Indent | Tok::Dedent) {
+                self.bump();
+            }
+            self.panicking = false;
+            if !(self.peek() == Tok::Newline && self.peek_at(1) == Tok::Indent) {
+                return body;
+            }
         }
         if self.eat(Tok::Newline) {
             if self.peek() != Tok::Indent {
@@ -356,7 +435,10 @@ impl<'a> Parser<'a> {
                 );
                 if let Some(d) = self.diags.last_mut() {
                     if d.primary_span() == Some(span) {
-                        d.labels.push(crate::diagnostic::Label { span: header, message: Some(format!("the {what} starts here")) });
+                        d.labels.push(crate::diagnostic::Label {
+                            span: header,
+                            message: Some(format!("the {what} starts here")),
+                        });
                     }
                 }
                 // Error already points here; do not skip the next statement.
@@ -371,6 +453,7 @@ impl<'a> Parser<'a> {
             }
             self.leave();
         } else {
+            let parallel_for = self.peek() == Tok::Name && self.peek_at(1) == Tok::For && self.is_name("parallel");
             match self.peek() {
                 Tok::If | Tok::While | Tok::For | Tok::Def | Tok::Struct | Tok::Try | Tok::With | Tok::At => {
                     let t = self.tok();
@@ -382,7 +465,23 @@ impl<'a> Parser<'a> {
                         Some("start a new, indented line for a block inside a block".to_string()),
                     );
                 }
+                _ if parallel_for => {
+                    let span = self.tok_span(self.tok());
+                    self.error(
+                        span,
+                        "'parallel for' cannot follow ':' on the same line",
+                        Some("start a new, indented line for a block inside a block".to_string()),
+                    );
+                }
                 _ => self.simple_line(&mut body),
+            }
+            if self.panicking {
+                // Recover here so the clauses after this one (`else:`,
+                // `except:`) still attach to their statement.
+                self.sync();
+                if self.peek() == Tok::Indent {
+                    self.stray_block(&mut body, false);
+                }
             }
         }
         body
@@ -411,10 +510,12 @@ impl<'a> Parser<'a> {
             Tok::Eof | Tok::Dedent => {}
             _ => {
                 let help = match self.peek() {
-                    Tok::Name | Tok::Int | Tok::Float | Tok::Str | Tok::FStr | Tok::LParen | Tok::LBracket => {
-                        Some("put ';' or a new line between two statements, or an operator between two values".to_string())
+                    Tok::Name | Tok::Int | Tok::Float | Tok::Str | Tok::FStr | Tok::LParen | Tok::LBracket => Some(
+                        "put ';' or a new line between two statements, or an operator between two values".to_string(),
+                    ),
+                    Tok::Assign => {
+                        Some("only names, attributes, indexing and tuples/lists of them can be assigned to".to_string())
                     }
-                    Tok::Assign => Some("only names, attributes, indexing and tuples/lists of them can be assigned to".to_string()),
                     _ => None,
                 };
                 self.expected("end of line", help);
@@ -463,11 +564,8 @@ impl<'a> Parser<'a> {
             Tok::Global | Tok::Nonlocal => {
                 self.bump();
                 let mut names = Vec::new();
-                loop {
-                    match self.expect_name(&format!("a name after '{}'", self.text(t))) {
-                        Some(n) => names.push(n),
-                        None => break,
-                    }
+                while let Some(n) = self.expect_name(&format!("a name after '{}'", self.text(t))) {
+                    names.push(n);
                     if !self.eat(Tok::Comma) {
                         break;
                     }
@@ -481,7 +579,10 @@ impl<'a> Parser<'a> {
             Tok::Use => self.use_stmt(),
             _ => return self.expr_statement(),
         };
-        Stmt { kind, span: self.since(start) }
+        Stmt {
+            kind,
+            span: self.since(start),
+        }
     }
 
     fn use_stmt(&mut self) -> StmtKind {
@@ -510,6 +611,36 @@ impl<'a> Parser<'a> {
 
     fn expr_statement(&mut self) -> Stmt {
         let start = self.tok().start;
+        if self.peek() == Tok::Name && matches!(self.peek_at(1), Tok::Name | Tok::Def) {
+            let t = self.tok();
+            let other = match self.text(t) {
+                "class" => Some((
+                    "Apsi has no 'class' statement",
+                    "declare a record type with 'struct Name:' and its fields",
+                )),
+                "import" | "from" => Some((
+                    "Apsi has no 'import' statement",
+                    "load a module with 'use name' or 'use a.b as m'",
+                )),
+                "del" => Some((
+                    "Apsi has no 'del' statement",
+                    "remove items with xs.pop(i) or d.pop(key)",
+                )),
+                "async" => Some((
+                    "Apsi has no 'async'",
+                    "run work concurrently with 'use parallel' (spawn, channels)",
+                )),
+                _ => None,
+            };
+            if let Some((msg, help)) = other {
+                let span = self.tok_span(t);
+                self.error(span, msg, Some(help.to_string()));
+                return Stmt {
+                    kind: StmtKind::Error,
+                    span,
+                };
+            }
+        }
         let first = self.testlist_star();
         let aug = match self.peek() {
             Tok::PlusEq => Some(BinOp::Add),
@@ -531,7 +662,10 @@ impl<'a> Parser<'a> {
             StmtKind::Expr(first)
         } else if let Some(op) = aug {
             let op_tok = self.bump();
-            if !matches!(first.kind, ExprKind::Name(_) | ExprKind::Attribute { .. } | ExprKind::Index { .. } | ExprKind::Error) {
+            if !matches!(
+                first.kind,
+                ExprKind::Name(_) | ExprKind::Attribute { .. } | ExprKind::Index { .. } | ExprKind::Error
+            ) {
                 let sym = self.text(op_tok).to_string();
                 self.report(
                     first.span,
@@ -540,7 +674,11 @@ impl<'a> Parser<'a> {
                 );
             }
             let value = self.testlist_star();
-            StmtKind::AugAssign { target: first, op, value }
+            StmtKind::AugAssign {
+                target: first,
+                op,
+                value,
+            }
         } else if self.peek() == Tok::Assign {
             let mut targets = vec![first];
             let value = loop {
@@ -558,7 +696,10 @@ impl<'a> Parser<'a> {
             StmtKind::Assign { targets, value }
         } else if self.peek() == Tok::Colon {
             self.bump();
-            if !matches!(first.kind, ExprKind::Name(_) | ExprKind::Attribute { .. } | ExprKind::Index { .. } | ExprKind::Error) {
+            if !matches!(
+                first.kind,
+                ExprKind::Name(_) | ExprKind::Attribute { .. } | ExprKind::Index { .. } | ExprKind::Error
+            ) {
                 self.report(
                     first.span,
                     format!("cannot annotate {}", describe_expr(&first)),
@@ -566,15 +707,30 @@ impl<'a> Parser<'a> {
                 );
             }
             let annotation = self.test();
-            let value = if self.eat(Tok::Assign) { Some(self.testlist_star()) } else { None };
-            StmtKind::AnnAssign { target: first, annotation, value }
+            let value = if self.eat(Tok::Assign) {
+                Some(self.testlist_star())
+            } else {
+                None
+            };
+            StmtKind::AnnAssign {
+                target: first,
+                annotation,
+                value,
+            }
         } else {
             if let ExprKind::Starred(_) = first.kind {
-                self.report(first.span, "a starred expression '*x' cannot stand alone here", Some("'*' unpacks into a list, tuple, call or assignment target".to_string()));
+                self.report(
+                    first.span,
+                    "a starred expression '*x' cannot stand alone here",
+                    Some("'*' unpacks into a list, tuple, call or assignment target".to_string()),
+                );
             }
             StmtKind::Expr(first)
         };
-        Stmt { kind, span: self.since(start) }
+        Stmt {
+            kind,
+            span: self.since(start),
+        }
     }
 
     /// Reports an invalid assignment target (Name, Attribute, Index, and
@@ -588,7 +744,11 @@ impl<'a> Parser<'a> {
                     if let ExprKind::Starred(inner) = &item.kind {
                         starred += 1;
                         if starred == 2 {
-                            self.report(item.span, "more than one starred target in an assignment", Some("only one '*name' may collect the rest".to_string()));
+                            self.report(
+                                item.span,
+                                "more than one starred target in an assignment",
+                                Some("only one '*name' may collect the rest".to_string()),
+                            );
                         }
                         self.check_target(inner, false);
                     } else {
@@ -597,7 +757,11 @@ impl<'a> Parser<'a> {
                 }
             }
             ExprKind::Starred(_) if top => {
-                self.report(e.span, "a starred assignment target must be in a list or tuple", Some("write '*a, = …' or '[*a] = …'".to_string()));
+                self.report(
+                    e.span,
+                    "a starred assignment target must be in a list or tuple",
+                    Some("write '*a, = …' or '[*a] = …'".to_string()),
+                );
             }
             _ => {
                 let help = match &e.kind {
@@ -616,22 +780,73 @@ impl<'a> Parser<'a> {
     fn if_stmt(&mut self) -> Stmt {
         let start = self.bump().start;
         let test = self.named_test();
-        if self.panicking {
-            return Stmt { kind: StmtKind::Error, span: self.since(start) };
-        }
         let body = self.block("'if' statement", start);
-        if self.panicking {
-            return Stmt { kind: StmtKind::If { test, body, orelse: Vec::new() }, span: self.since(start) };
-        }
-        let orelse = match self.peek() {
-            Tok::Elif => vec![self.if_stmt()],
-            Tok::Else => {
-                let s = self.bump().start;
-                self.block("'else' clause", s)
+        // `elif` clauses are read in a loop (a long chain must not recurse)
+        // and nested into `orelse` afterwards.
+        let mut chain: Vec<(u32, Expr, Vec<Stmt>)> = Vec::new();
+        let mut orelse = Vec::new();
+        while !self.panicking {
+            match self.peek() {
+                Tok::Elif => {
+                    let too_many = chain.len() as u32 >= MAX_HEIGHT;
+                    if too_many && chain.len() as u32 == MAX_HEIGHT {
+                        let span = self.tok_span(self.tok());
+                        self.report(
+                            span,
+                            format!("nested too deeply (more than {MAX_HEIGHT} 'elif' clauses in one 'if')"),
+                            Some("use a dict of cases, or split the chain".to_string()),
+                        );
+                    }
+                    let s = self.bump().start;
+                    let t = self.named_test();
+                    let b = self.block("'elif' clause", s);
+                    if too_many {
+                        // Parsed (for its errors) but not kept: the tree stays shallow.
+                        if chain.len() as u32 == MAX_HEIGHT {
+                            chain.push((
+                                s,
+                                Expr {
+                                    kind: ExprKind::Error,
+                                    span: t.span,
+                                },
+                                Vec::new(),
+                            ));
+                        }
+                    } else {
+                        chain.push((s, t, b));
+                    }
+                }
+                Tok::Else => {
+                    let s = self.bump().start;
+                    if self.peek() == Tok::If {
+                        let span = self.span(s, self.tok().end);
+                        self.error(
+                            span,
+                            "expected ':' after 'else', found 'if'",
+                            Some("write 'elif condition:' instead of 'else if'".to_string()),
+                        );
+                    }
+                    orelse = self.block("'else' clause", s);
+                    break;
+                }
+                _ => break,
             }
-            _ => Vec::new(),
-        };
-        Stmt { kind: StmtKind::If { test, body, orelse }, span: self.since(start) }
+        }
+        let end = self.prev_end();
+        for (s, t, b) in chain.into_iter().rev() {
+            orelse = vec![Stmt {
+                kind: StmtKind::If {
+                    test: t,
+                    body: b,
+                    orelse,
+                },
+                span: self.span(s, end),
+            }];
+        }
+        Stmt {
+            kind: StmtKind::If { test, body, orelse },
+            span: self.since(start),
+        }
     }
 
     /// A condition; reports `if x = 1:` nicely.
@@ -639,7 +854,11 @@ impl<'a> Parser<'a> {
         let e = self.test();
         if self.peek() == Tok::Assign && !self.panicking {
             let span = self.tok_span(self.tok());
-            self.error(span, "expected ':' after the condition, found '='", Some("use '==' to compare values".to_string()));
+            self.error(
+                span,
+                "expected ':' after the condition, found '='",
+                Some("use '==' to compare values".to_string()),
+            );
         }
         e
     }
@@ -647,12 +866,12 @@ impl<'a> Parser<'a> {
     fn while_stmt(&mut self) -> Stmt {
         let start = self.bump().start;
         let test = self.named_test();
-        if self.panicking {
-            return Stmt { kind: StmtKind::Error, span: self.since(start) };
-        }
         let body = self.block("'while' statement", start);
         self.loop_else("while");
-        Stmt { kind: StmtKind::While { test, body }, span: self.since(start) }
+        Stmt {
+            kind: StmtKind::While { test, body },
+            span: self.since(start),
+        }
     }
 
     fn loop_else(&mut self, what: &str) {
@@ -674,20 +893,33 @@ impl<'a> Parser<'a> {
         }
         self.bump();
         let target = self.target_list();
-        if self.panicking {
-            return Stmt { kind: StmtKind::Error, span: self.since(start) };
+        if !self.panicking {
+            self.check_target(&target, true);
         }
-        self.check_target(&target, true);
-        if !self.expect(Tok::In, "after the loop variable of 'for'") {
-            return Stmt { kind: StmtKind::Error, span: self.since(start) };
-        }
-        let iter = self.testlist_star();
-        if self.panicking {
-            return Stmt { kind: StmtKind::Error, span: self.since(start) };
-        }
-        let body = self.block(if parallel { "'parallel for' statement" } else { "'for' statement" }, start);
+        let iter = if !self.panicking && self.expect(Tok::In, "after the loop variable of 'for'") {
+            self.testlist_star()
+        } else {
+            Expr {
+                kind: ExprKind::Error,
+                span: self.tok_span(self.tok()),
+            }
+        };
+        let what = if parallel {
+            "'parallel for' statement"
+        } else {
+            "'for' statement"
+        };
+        let body = self.block(what, start);
         self.loop_else("for");
-        Stmt { kind: StmtKind::For { target, iter, body, parallel }, span: self.since(start) }
+        Stmt {
+            kind: StmtKind::For {
+                target,
+                iter,
+                body,
+                parallel,
+            },
+            span: self.since(start),
+        }
     }
 
     fn try_stmt(&mut self) -> Stmt {
@@ -700,7 +932,11 @@ impl<'a> Parser<'a> {
         while self.peek() == Tok::Except && !self.panicking {
             let t = self.bump();
             if let Some(b) = bare_at {
-                self.report(b, "a bare 'except:' must be the last except clause", Some("move it after the other except clauses".to_string()));
+                self.report(
+                    b,
+                    "a bare 'except:' must be the last except clause",
+                    Some("move it after the other except clauses".to_string()),
+                );
                 bare_at = None;
             }
             let (kind, name) = if self.peek() == Tok::Colon {
@@ -708,14 +944,20 @@ impl<'a> Parser<'a> {
                 (None, None)
             } else {
                 let k = self.test();
-                let n = if self.eat(Tok::As) { self.expect_name("a name after 'as'") } else { None };
+                let n = if !self.panicking && self.eat(Tok::As) {
+                    self.expect_name("a name after 'as'")
+                } else {
+                    None
+                };
                 (Some(k), n)
             };
-            if self.panicking {
-                break;
-            }
             let hbody = self.block("'except' clause", t.start);
-            handlers.push(ExceptHandler { kind, name, body: hbody, span: self.since(t.start) });
+            handlers.push(ExceptHandler {
+                kind,
+                name,
+                body: hbody,
+                span: self.since(t.start),
+            });
         }
         if self.peek() == Tok::Else && !self.panicking {
             let t = self.bump();
@@ -739,7 +981,15 @@ impl<'a> Parser<'a> {
                 Some("a 'try' needs at least one 'except' or a 'finally' clause at the same indentation".to_string()),
             );
         }
-        Stmt { kind: StmtKind::Try { body, handlers, orelse, finalbody }, span: self.since(start) }
+        Stmt {
+            kind: StmtKind::Try {
+                body,
+                handlers,
+                orelse,
+                finalbody,
+            },
+            span: self.since(start),
+        }
     }
 
     fn with_stmt(&mut self) -> Stmt {
@@ -747,9 +997,11 @@ impl<'a> Parser<'a> {
         let mut items = Vec::new();
         loop {
             let context = self.test();
-            let target = if self.eat(Tok::As) {
+            let target = if !self.panicking && self.eat(Tok::As) {
                 let t = self.target_atom();
-                self.check_target(&t, true);
+                if !self.panicking {
+                    self.check_target(&t, true);
+                }
                 Some(t)
             } else {
                 None
@@ -759,11 +1011,11 @@ impl<'a> Parser<'a> {
                 break;
             }
         }
-        if self.panicking {
-            return Stmt { kind: StmtKind::Error, span: self.since(start) };
-        }
         let body = self.block("'with' statement", start);
-        Stmt { kind: StmtKind::With { items, body }, span: self.since(start) }
+        Stmt {
+            kind: StmtKind::With { items, body },
+            span: self.since(start),
+        }
     }
 
     /// Decorators (if any) then a `def` or `struct`.
@@ -775,32 +1027,48 @@ impl<'a> Parser<'a> {
             let d = self.test();
             decorators.push(d);
             if self.panicking {
-                return Stmt { kind: StmtKind::Error, span: self.since(start) };
+                return Stmt {
+                    kind: StmtKind::Error,
+                    span: self.since(start),
+                };
             }
             if !self.expect(Tok::Newline, "after a decorator") {
-                return Stmt { kind: StmtKind::Error, span: self.since(start) };
+                return Stmt {
+                    kind: StmtKind::Error,
+                    span: self.since(start),
+                };
             }
         }
         match self.peek() {
             Tok::Def => {
                 let f = self.funcdef(decorators, start);
                 let span = f.span;
-                Stmt { kind: StmtKind::FuncDef(Box::new(f)), span }
+                Stmt {
+                    kind: StmtKind::FuncDef(Box::new(f)),
+                    span,
+                }
             }
             Tok::Struct => self.structdef(decorators, start),
             _ => {
                 self.expected("'def' or 'struct' after a decorator", None);
-                Stmt { kind: StmtKind::Error, span: self.since(start) }
+                Stmt {
+                    kind: StmtKind::Error,
+                    span: self.since(start),
+                }
             }
         }
     }
 
     fn funcdef(&mut self, decorators: Vec<Expr>, start: u32) -> FuncDef {
         let def_tok = self.bump();
-        let name = self.expect_name("a function name after 'def'").unwrap_or_else(|| Ident { name: String::new(), span: self.tok_span(def_tok) });
+        let name = self
+            .expect_name("a function name after 'def'")
+            .unwrap_or_else(|| Ident {
+                name: String::new(),
+                span: self.tok_span(def_tok),
+            });
         let mut params = Params::default();
         let mut returns = None;
-        let mut body = Vec::new();
         if !self.panicking && self.expect(Tok::LParen, "after the function name") {
             params = self.params(Tok::RParen);
             if !self.panicking {
@@ -809,11 +1077,16 @@ impl<'a> Parser<'a> {
             if !self.panicking && self.eat(Tok::Arrow) {
                 returns = Some(self.test());
             }
-            if !self.panicking {
-                body = self.block("function definition", def_tok.start);
-            }
         }
-        FuncDef { name, params, returns, body, decorators, span: self.since(start) }
+        let body = self.block("function definition", def_tok.start);
+        FuncDef {
+            name,
+            params,
+            returns,
+            body,
+            decorators,
+            span: self.since(start),
+        }
     }
 
     /// A parameter list up to (not including) `end`: `)` for `def`
@@ -848,7 +1121,11 @@ impl<'a> Parser<'a> {
                     self.eat(Tok::Comma);
                     if self.peek() != end && !self.panicking {
                         let span = self.tok_span(self.tok());
-                        self.error(span, "no parameter may follow '**' parameters", Some("put '**kwargs' last".to_string()));
+                        self.error(
+                            span,
+                            "no parameter may follow '**' parameters",
+                            Some("put '**kwargs' last".to_string()),
+                        );
                     }
                     break;
                 }
@@ -862,8 +1139,14 @@ impl<'a> Parser<'a> {
                             } else if seen_default {
                                 self.report(
                                     p.span,
-                                    format!("parameter '{}' without a default follows a parameter with a default", p.name.name),
-                                    Some("give it a default value, or move it before the parameters that have defaults".to_string()),
+                                    format!(
+                                        "parameter '{}' without a default follows a parameter with a default",
+                                        p.name.name
+                                    ),
+                                    Some(
+                                        "give it a default value, or move it before the parameters that have defaults"
+                                            .to_string(),
+                                    ),
                                 );
                             }
                             ps.params.push(p);
@@ -872,7 +1155,10 @@ impl<'a> Parser<'a> {
                 }
                 _ => {
                     let help = if t.kind.is_keyword() {
-                        Some(format!("'{}' is a keyword and cannot be a parameter name", self.text(t)))
+                        Some(format!(
+                            "'{}' is a keyword and cannot be a parameter name",
+                            self.text(t)
+                        ))
                     } else {
                         None
                     };
@@ -886,7 +1172,11 @@ impl<'a> Parser<'a> {
         }
         if let Some(star) = seen_star {
             if ps.vararg.is_none() && ps.kwonly.is_empty() && !self.panicking {
-                self.report(star, "a bare '*' must be followed by keyword-only parameters", Some("remove the '*', or add parameters after it".to_string()));
+                self.report(
+                    star,
+                    "a bare '*' must be followed by keyword-only parameters",
+                    Some("remove the '*', or add parameters after it".to_string()),
+                );
             }
         }
         ps
@@ -894,13 +1184,17 @@ impl<'a> Parser<'a> {
 
     fn param(&mut self, annotations: bool, defaults: bool, names: &mut Vec<String>) -> Option<Param> {
         let name = self.expect_name("a parameter name")?;
-        if names.iter().any(|n| *n == name.name) {
+        if names.contains(&name.name) {
             self.report(name.span, format!("duplicate parameter '{}'", name.name), None);
         } else {
             names.push(name.name.clone());
         }
         let start = name.span.start;
-        let annotation = if annotations && self.eat(Tok::Colon) { Some(self.test()) } else { None };
+        let annotation = if annotations && self.eat(Tok::Colon) {
+            Some(self.test())
+        } else {
+            None
+        };
         let default = if self.peek() == Tok::Assign {
             let t = self.bump();
             if !defaults {
@@ -911,18 +1205,33 @@ impl<'a> Parser<'a> {
         } else {
             None
         };
-        Some(Param { name, annotation, default, span: self.since(start) })
+        Some(Param {
+            name,
+            annotation,
+            default,
+            span: self.since(start),
+        })
     }
 
     fn structdef(&mut self, decorators: Vec<Expr>, start: u32) -> Stmt {
         let kw = self.bump();
         let Some(name) = self.expect_name("a struct name after 'struct'") else {
-            return Stmt { kind: StmtKind::Error, span: self.since(start) };
+            return Stmt {
+                kind: StmtKind::Error,
+                span: self.since(start),
+            };
         };
         if self.peek() == Tok::LParen {
             let span = self.tok_span(self.tok());
-            self.error(span, "a struct cannot have base classes", Some("write 'struct Name:' and list the fields in the block".to_string()));
-            return Stmt { kind: StmtKind::Error, span: self.since(start) };
+            self.error(
+                span,
+                "a struct cannot have base classes",
+                Some("write 'struct Name:' and list the fields in the block".to_string()),
+            );
+            return Stmt {
+                kind: StmtKind::Error,
+                span: self.since(start),
+            };
         }
         let body = self.block("struct definition", kw.start);
         let mut fields: Vec<Field> = Vec::new();
@@ -948,14 +1257,27 @@ impl<'a> Parser<'a> {
                 ),
             }
         }
-        let def = StructDef { name, fields, methods, decorators, span: self.since(start) };
+        let def = StructDef {
+            name,
+            fields,
+            methods,
+            decorators,
+            span: self.since(start),
+        };
         let span = def.span;
-        Stmt { kind: StmtKind::StructDef(Box::new(def)), span }
+        Stmt {
+            kind: StmtKind::StructDef(Box::new(def)),
+            span,
+        }
     }
 
     fn add_field(&mut self, fields: &mut Vec<Field>, f: Field) {
         if fields.iter().any(|g| g.name.name == f.name.name) {
-            self.report(f.name.span, format!("duplicate field '{}' in struct", f.name.name), None);
+            self.report(
+                f.name.span,
+                format!("duplicate field '{}' in struct", f.name.name),
+                None,
+            );
         } else {
             fields.push(f);
         }
@@ -982,4 +1304,3 @@ pub(super) fn describe_expr(e: &Expr) -> &'static str {
         _ => "an expression",
     }
 }
-

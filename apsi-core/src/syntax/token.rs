@@ -300,11 +300,51 @@ mod tests {
     #[test]
     fn describe_tokens() {
         let src = "foo 12";
-        assert_eq!(Token { kind: Tok::Name, start: 0, end: 3 }.describe(src), "name 'foo'");
-        assert_eq!(Token { kind: Tok::Int, start: 4, end: 6 }.describe(src), "number 12");
-        assert_eq!(Token { kind: Tok::Newline, start: 6, end: 6 }.describe(src), "end of line");
-        assert_eq!(Token { kind: Tok::Colon, start: 0, end: 1 }.describe(src), "':'");
+        assert_eq!(
+            Token {
+                kind: Tok::Name,
+                start: 0,
+                end: 3
+            }
+            .describe(src),
+            "name 'foo'"
+        );
+        assert_eq!(
+            Token {
+                kind: Tok::Int,
+                start: 4,
+                end: 6
+            }
+            .describe(src),
+            "number 12"
+        );
+        assert_eq!(
+            Token {
+                kind: Tok::Newline,
+                start: 6,
+                end: 6
+            }
+            .describe(src),
+            "end of line"
+        );
+        assert_eq!(
+            Token {
+                kind: Tok::Colon,
+                start: 0,
+                end: 1
+            }
+            .describe(src),
+            "':'"
+        );
         let long = "a".repeat(40);
-        assert_eq!(Token { kind: Tok::Name, start: 0, end: 40 }.describe(&long), format!("name '{}…'", "a".repeat(30)));
+        assert_eq!(
+            Token {
+                kind: Tok::Name,
+                start: 0,
+                end: 40
+            }
+            .describe(&long),
+            format!("name '{}…'", "a".repeat(30))
+        );
     }
 }

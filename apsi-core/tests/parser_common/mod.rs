@@ -68,11 +68,26 @@ pub fn stmt(s: &Stmt) -> String {
             format!("(= {} {})", ts.join(" "), expr(value))
         }
         StmtKind::AugAssign { target, op, value } => format!("({}= {} {})", op.symbol(), expr(target), expr(value)),
-        StmtKind::AnnAssign { target, annotation, value } => format!("(: {} {} {})", expr(target), expr(annotation), opt(value)),
+        StmtKind::AnnAssign {
+            target,
+            annotation,
+            value,
+        } => format!("(: {} {} {})", expr(target), expr(annotation), opt(value)),
         StmtKind::If { test, body, orelse } => format!("(if {} {} {})", expr(test), block(body), block(orelse)),
         StmtKind::While { test, body } => format!("(while {} {})", expr(test), block(body)),
-        StmtKind::For { target, iter, body, parallel } => {
-            format!("({} {} {} {})", if *parallel { "pfor" } else { "for" }, expr(target), expr(iter), block(body))
+        StmtKind::For {
+            target,
+            iter,
+            body,
+            parallel,
+        } => {
+            format!(
+                "({} {} {} {})",
+                if *parallel { "pfor" } else { "for" },
+                expr(target),
+                expr(iter),
+                block(body)
+            )
         }
         StmtKind::Break => "break".into(),
         StmtKind::Continue => "continue".into(),
@@ -87,7 +102,13 @@ pub fn stmt(s: &Stmt) -> String {
                 .collect();
             let methods: Vec<String> = sd.methods.iter().map(func).collect();
             let decos: Vec<String> = sd.decorators.iter().map(|d| format!("@{}", expr(d))).collect();
-            format!("(struct {}{} [{}] [{}])", decos.iter().map(|d| format!("{d} ")).collect::<String>(), sd.name.name, fields.join(" "), methods.join(" "))
+            format!(
+                "(struct {}{} [{}] [{}])",
+                decos.iter().map(|d| format!("{d} ")).collect::<String>(),
+                sd.name.name,
+                fields.join(" "),
+                methods.join(" ")
+            )
         }
         StmtKind::Use { path, alias } => {
             let p: Vec<&str> = path.iter().map(|i| i.name.as_str()).collect();
@@ -96,28 +117,62 @@ pub fn stmt(s: &Stmt) -> String {
                 None => format!("(use {})", p.join(".")),
             }
         }
-        StmtKind::Try { body, handlers, orelse, finalbody } => {
+        StmtKind::Try {
+            body,
+            handlers,
+            orelse,
+            finalbody,
+        } => {
             let hs: Vec<String> = handlers
                 .iter()
-                .map(|h| format!("(except {} {} {})", opt(&h.kind), h.name.as_ref().map(|n| n.name.as_str()).unwrap_or("_"), block(&h.body)))
+                .map(|h| {
+                    format!(
+                        "(except {} {} {})",
+                        opt(&h.kind),
+                        h.name.as_ref().map(|n| n.name.as_str()).unwrap_or("_"),
+                        block(&h.body)
+                    )
+                })
                 .collect();
-            format!("(try {} [{}] {} {})", block(body), hs.join(" "), block(orelse), block(finalbody))
+            format!(
+                "(try {} [{}] {} {})",
+                block(body),
+                hs.join(" "),
+                block(orelse),
+                block(finalbody)
+            )
         }
         StmtKind::Raise(v) => format!("(raise {})", opt(v)),
         StmtKind::Assert { test, msg } => format!("(assert {} {})", expr(test), opt(msg)),
         StmtKind::With { items, body } => {
-            let is: Vec<String> = items.iter().map(|i| format!("({} {})", expr(&i.context), opt(&i.target))).collect();
+            let is: Vec<String> = items
+                .iter()
+                .map(|i| format!("({} {})", expr(&i.context), opt(&i.target)))
+                .collect();
             format!("(with [{}] {})", is.join(" "), block(body))
         }
-        StmtKind::Global(ns) => format!("(global {})", ns.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(" ")),
-        StmtKind::Nonlocal(ns) => format!("(nonlocal {})", ns.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(" ")),
+        StmtKind::Global(ns) => format!(
+            "(global {})",
+            ns.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(" ")
+        ),
+        StmtKind::Nonlocal(ns) => format!(
+            "(nonlocal {})",
+            ns.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(" ")
+        ),
         StmtKind::Error => "ERROR".into(),
     }
 }
 
 fn func(f: &FuncDef) -> String {
     let decos: String = f.decorators.iter().map(|d| format!("@{} ", expr(d))).collect();
-    format!("(def {}{} {} -> {} {})", decos, f.name.name, params(&f.params), opt(&f.returns), block(&f.body))
+    format!(
+        "(def {}{} {} -> {} {})",
+        decos,
+        f.name.name,
+        params(&f.params),
+        opt(&f.returns),
+        block(&f.body)
+    )
 }
 
 fn param(p: &Param) -> String {
@@ -166,7 +221,12 @@ fn comps(gs: &[Comprehension]) -> String {
 fn fpart(p: &FStringPart) -> String {
     match p {
         FStringPart::Literal(s) => format!("{s:?}"),
-        FStringPart::Expr { expr: x, conversion, spec, debug_text } => {
+        FStringPart::Expr {
+            expr: x,
+            conversion,
+            spec,
+            debug_text,
+        } => {
             let mut s = format!("{{{}", expr(x));
             if let Some(d) = debug_text {
                 s.push_str(&format!(" debug={d:?}"));
@@ -217,7 +277,12 @@ pub fn expr(x: &Expr) -> String {
             format!("({s} {})", expr(operand))
         }
         ExprKind::BoolOp { op, left, right } => {
-            format!("({} {} {})", if *op == BoolOp::And { "and" } else { "or" }, expr(left), expr(right))
+            format!(
+                "({} {} {})",
+                if *op == BoolOp::And { "and" } else { "or" },
+                expr(left),
+                expr(right)
+            )
         }
         ExprKind::Compare { left, ops } => {
             let mut s = format!("(cmp {}", expr(left));
@@ -246,7 +311,215 @@ pub fn expr(x: &Expr) -> String {
         ExprKind::Lambda { params: p, body } => format!("(lambda {} {})", params(p), expr(body)),
         ExprKind::IfExp { test, body, orelse } => format!("(ifexp {} {} {})", expr(test), expr(body), expr(orelse)),
         ExprKind::ListComp { elt, generators } => format!("(listcomp {}{})", expr(elt), comps(generators)),
-        ExprKind::DictComp { key, value, generators } => format!("(dictcomp {}:{}{})", expr(key), expr(value), comps(generators)),
+        ExprKind::DictComp { key, value, generators } => {
+            format!("(dictcomp {}:{}{})", expr(key), expr(value), comps(generators))
+        }
         ExprKind::Error => "ERROR".into(),
+    }
+}
+
+/// Calls `f` with the span of every statement and expression of `m`.
+pub fn all_spans(m: &Module, f: &mut dyn FnMut(apsi_core::diagnostic::Span)) {
+    for s in &m.body {
+        stmt_spans(s, f);
+    }
+}
+
+fn block_spans(b: &[Stmt], f: &mut dyn FnMut(apsi_core::diagnostic::Span)) {
+    for s in b {
+        stmt_spans(s, f);
+    }
+}
+
+fn params_spans(p: &Params, f: &mut dyn FnMut(apsi_core::diagnostic::Span)) {
+    let all = p
+        .params
+        .iter()
+        .chain(p.vararg.iter())
+        .chain(p.kwonly.iter())
+        .chain(p.kwarg.iter());
+    for q in all {
+        f(q.span);
+        f(q.name.span);
+        q.annotation
+            .iter()
+            .chain(q.default.iter())
+            .for_each(|x| expr_spans(x, f));
+    }
+}
+
+fn func_spans(d: &FuncDef, f: &mut dyn FnMut(apsi_core::diagnostic::Span)) {
+    f(d.span);
+    f(d.name.span);
+    d.decorators
+        .iter()
+        .chain(d.returns.iter())
+        .for_each(|x| expr_spans(x, f));
+    params_spans(&d.params, f);
+    block_spans(&d.body, f);
+}
+
+fn stmt_spans(s: &Stmt, f: &mut dyn FnMut(apsi_core::diagnostic::Span)) {
+    f(s.span);
+    match &s.kind {
+        StmtKind::Expr(x) | StmtKind::Return(Some(x)) | StmtKind::Raise(Some(x)) => expr_spans(x, f),
+        StmtKind::Assign { targets, value } => {
+            targets.iter().for_each(|x| expr_spans(x, f));
+            expr_spans(value, f);
+        }
+        StmtKind::AugAssign { target, value, .. } => {
+            expr_spans(target, f);
+            expr_spans(value, f);
+        }
+        StmtKind::AnnAssign {
+            target,
+            annotation,
+            value,
+        } => {
+            expr_spans(target, f);
+            expr_spans(annotation, f);
+            value.iter().for_each(|x| expr_spans(x, f));
+        }
+        StmtKind::If { test, body, orelse } => {
+            expr_spans(test, f);
+            block_spans(body, f);
+            block_spans(orelse, f);
+        }
+        StmtKind::While { test, body } => {
+            expr_spans(test, f);
+            block_spans(body, f);
+        }
+        StmtKind::For { target, iter, body, .. } => {
+            expr_spans(target, f);
+            expr_spans(iter, f);
+            block_spans(body, f);
+        }
+        StmtKind::FuncDef(d) => func_spans(d, f),
+        StmtKind::StructDef(d) => {
+            f(d.span);
+            f(d.name.span);
+            d.decorators.iter().for_each(|x| expr_spans(x, f));
+            for fl in &d.fields {
+                f(fl.span);
+                f(fl.name.span);
+                fl.annotation
+                    .iter()
+                    .chain(fl.default.iter())
+                    .for_each(|x| expr_spans(x, f));
+            }
+            d.methods.iter().for_each(|m| func_spans(m, f));
+        }
+        StmtKind::Use { path, alias } => path.iter().chain(alias.iter()).for_each(|i| f(i.span)),
+        StmtKind::Try {
+            body,
+            handlers,
+            orelse,
+            finalbody,
+        } => {
+            block_spans(body, f);
+            for h in handlers {
+                f(h.span);
+                h.kind.iter().for_each(|x| expr_spans(x, f));
+                h.name.iter().for_each(|i| f(i.span));
+                block_spans(&h.body, f);
+            }
+            block_spans(orelse, f);
+            block_spans(finalbody, f);
+        }
+        StmtKind::Assert { test, msg } => {
+            expr_spans(test, f);
+            msg.iter().for_each(|x| expr_spans(x, f));
+        }
+        StmtKind::With { items, body } => {
+            for i in items {
+                expr_spans(&i.context, f);
+                i.target.iter().for_each(|x| expr_spans(x, f));
+            }
+            block_spans(body, f);
+        }
+        StmtKind::Global(ns) | StmtKind::Nonlocal(ns) => ns.iter().for_each(|i| f(i.span)),
+        _ => {}
+    }
+}
+
+fn expr_spans(x: &Expr, f: &mut dyn FnMut(apsi_core::diagnostic::Span)) {
+    f(x.span);
+    let mut go = |e: &Expr| expr_spans(e, f);
+    match &x.kind {
+        ExprKind::FString(ps) => fparts(ps, &mut go),
+        ExprKind::List(xs) | ExprKind::Tuple(xs) => xs.iter().for_each(go),
+        ExprKind::Dict(items) => {
+            for i in items {
+                match i {
+                    DictItem::Pair(k, v) => {
+                        go(k);
+                        go(v);
+                    }
+                    DictItem::Spread(v) => go(v),
+                }
+            }
+        }
+        ExprKind::Starred(v) | ExprKind::UnaryOp { operand: v, .. } => go(v),
+        ExprKind::BinOp { left, right, .. } | ExprKind::BoolOp { left, right, .. } => {
+            go(left);
+            go(right);
+        }
+        ExprKind::Range { start, end } => {
+            go(start);
+            go(end);
+        }
+        ExprKind::Compare { left, ops } => {
+            go(left);
+            ops.iter().for_each(|(_, r)| go(r));
+        }
+        ExprKind::Call { func, args } => {
+            go(func);
+            for a in args {
+                match a {
+                    Arg::Positional(v) | Arg::Star(v) | Arg::DoubleStar(v) | Arg::Keyword(_, v) => go(v),
+                }
+            }
+        }
+        ExprKind::Attribute { value, .. } => go(value),
+        ExprKind::Index { value, index } => {
+            go(value);
+            go(index);
+        }
+        ExprKind::Slice { lower, upper, step } => {
+            lower.iter().chain(upper.iter()).chain(step.iter()).for_each(|b| go(b));
+        }
+        ExprKind::Lambda { body, .. } => go(body),
+        ExprKind::IfExp { test, body, orelse } => {
+            go(test);
+            go(body);
+            go(orelse);
+        }
+        ExprKind::ListComp { elt, generators } => {
+            go(elt);
+            comp_spans(generators, &mut go);
+        }
+        ExprKind::DictComp { key, value, generators } => {
+            go(key);
+            go(value);
+            comp_spans(generators, &mut go);
+        }
+        _ => {}
+    }
+}
+
+fn comp_spans(gs: &[Comprehension], go: &mut dyn FnMut(&Expr)) {
+    for g in gs {
+        go(&g.target);
+        go(&g.iter);
+        g.ifs.iter().for_each(&mut *go);
+    }
+}
+
+fn fparts(ps: &[FStringPart], go: &mut dyn FnMut(&Expr)) {
+    for p in ps {
+        if let FStringPart::Expr { expr, spec, .. } = p {
+            go(expr);
+            fparts(spec, go);
+        }
     }
 }

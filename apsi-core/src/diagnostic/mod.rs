@@ -126,7 +126,14 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { kind, message: message.into(), labels: Vec::new(), notes: Vec::new(), help: None, trace: Vec::new() }
+        Diagnostic {
+            kind,
+            message: message.into(),
+            labels: Vec::new(),
+            notes: Vec::new(),
+            help: None,
+            trace: Vec::new(),
+        }
     }
     pub fn at(mut self, span: Span) -> Diagnostic {
         self.labels.push(Label { span, message: None });
@@ -148,3 +155,6 @@ impl Diagnostic {
         self.labels.first().map(|l| l.span)
     }
 }
+
+mod render;
+pub use render::{render, render_all};

@@ -1,0 +1,153 @@
+//! The Guard scan (LANGUAGE.md §9): every capability a program uses —
+//! Python (`use python`, a module needing it, `backend="torch"`) and the
+//! network (an `http://`/`https://` literal passed to a call) — found in all
+//! code, called or not, before anything runs. Capabilities not granted give
+//! one `PermissionError` naming every missing flag.
+
+use super::walk::{walk_body, walk_expr, walk_stmt, Visitor};
+use super::{CheckEnv, Unit};
+use crate::diagnostic::{Diagnostic, Label, Span};
+use crate::error::ErrorKind;
+use crate::syntax::ast::*;
+
+/// The capabilities the Guard knows, with their flags, in flag order.
+pub const CAPABILITIES: &[(&str, &str)] = &[("python", "--allow-python"), ("net", "--allow-net")];
+
+/// One use of a capability.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CapabilityUse {
+    pub capability: String,
+    pub span: Span,
+    pub what: String,
+}
+
+struct Scan<'e> {
+    env: &'e CheckEnv,
+    found: Vec<CapabilityUse>,
+}
+
+/// Every capability use in these units.
+pub fn scan_units(units: &[Unit], env: &CheckEnv) -> Vec<CapabilityUse> {
+    let mut s = Scan { env, found: Vec::new() };
+    for u in units {
+        walk_body(&mut s, &u.ast.body);
+    }
+    s.found
+}
+
+impl Scan<'_> {
+    fn add(&mut self, capability: &str, span: Span, what: String) {
+        self.found.push(CapabilityUse { capability: capability.to_string(), span, what });
+    }
+}
+
+fn url_literal(e: &Expr) -> bool {
+    let starts = |s: &str| s.starts_with("http://") || s.starts_with("https://");
+    match &e.kind {
+        ExprKind::Str(s) => starts(s),
+        ExprKind::FString(parts) => matches!(parts.first(), Some(FStringPart::Literal(s)) if starts(s)),
+        _ => false,
+    }
+}
+
+impl<'a> Visitor<'a> for Scan<'_> {
+    fn stmt(&mut self, s: &'a Stmt) {
+        if let StmtKind::Use { path, .. } = &s.kind {
+            if let [single] = path.as_slice() {
+                let mut caps: Vec<String> = self
+                    .env
+                    .builtin_modules
+                    .iter()
+                    .find(|m| m.name == single.name)
+                    .map(|m| m.capabilities.clone())
+                    .unwrap_or_default();
+                if single.name == "python" && !caps.iter().any(|c| c == "python") {
+                    caps.push("python".to_string());
+                }
+                for c in caps {
+                    self.add(&c, s.span, format!("`use {}`", single.name));
+                }
+            }
+        }
+        walk_stmt(self, s);
+    }
+
+    fn expr(&mut self, e: &'a Expr) {
+        if let ExprKind::Call { args, .. } = &e.kind {
+            for a in args {
+                match a {
+                    Arg::Keyword(k, v)
+                        if k.name == "backend" && matches!(&v.kind, ExprKind::Str(s) if s == "torch") =>
+                    {
+                        self.add("python", v.span, "`backend=\"torch\"`".to_string());
+                    }
+                    Arg::Positional(v) | Arg::Keyword(_, v) if url_literal(v) => {
+                        self.add("net", v.span, "a network address".to_string());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        walk_expr(self, e);
+    }
+}
+
+/// The one `PermissionError` for every use of a capability not in
+/// `env.allowed`, or `None` when everything used is allowed. `program` is
+/// the main file as the user named it (for the rerun command); `None` for
+/// the REPL.
+pub fn permission_error(uses: &[CapabilityUse], env: &CheckEnv, program: Option<&str>) -> Option<Diagnostic> {
+    let allowed = |c: &str| env.allowed.iter().any(|a| a == c || a == "all");
+    let missing: Vec<&CapabilityUse> = uses.iter().filter(|u| !allowed(&u.capability)).collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let flag_of = |cap: &str| -> String {
+        CAPABILITIES
+            .iter()
+            .find(|(c, _)| *c == cap)
+            .map(|(_, f)| f.to_string())
+            .unwrap_or_else(|| format!("--allow-{cap}"))
+    };
+    let mut flags: Vec<String> = Vec::new();
+    for (cap, flag) in CAPABILITIES {
+        if missing.iter().any(|u| u.capability == *cap) {
+            flags.push(flag.to_string());
+        }
+    }
+    for u in &missing {
+        let f = flag_of(&u.capability);
+        if !flags.contains(&f) {
+            flags.push(f);
+        }
+    }
+    let mut d = Diagnostic::new(
+        ErrorKind::PermissionError,
+        format!("this program needs permission it was not given: {}", flags.join(", ")),
+    );
+    for u in &missing {
+        d.labels.push(Label { span: u.span, message: Some(format!("{} needs {}", u.what, flag_of(&u.capability))) });
+    }
+    let what: Vec<&str> = flags
+        .iter()
+        .map(|f| match f.as_str() {
+            "--allow-python" => "run Python code",
+            "--allow-net" => "read from the network",
+            _ => "use a capability",
+        })
+        .collect();
+    d = d.note(format!(
+        "the Guard checks every function, called or not, before anything runs; these flags let it {}",
+        what.join(" and ")
+    ));
+    let flags = flags.join(" ");
+    let help = match program {
+        Some(program) => {
+            let shown =
+                if program.contains(char::is_whitespace) { format!("\"{program}\"") } else { program.to_string() };
+            format!("if you trust this program, run it again with: apsi run {flags} {shown} (or --allow-all)")
+        }
+        None => format!("if you trust this code, restart the REPL with: apsi repl {flags} (or --allow-all)"),
+    };
+    Some(d.help(help))
+}

@@ -1,0 +1,599 @@
+//! Name resolution and the checks that need it: unknown names (with a
+//! did-you-mean hint), ambiguous unqualified module exports, `nonlocal`
+//! without a binding, `break`/`continue`/`return` out of place (and inside
+//! `parallel for`), and calls whose callee is statically known (arity,
+//! keywords, literal argument types — see `calls`).
+//!
+//! Lookup order for a name read in a scope (Python's, plus modules):
+//! the scope's own bindings → enclosing function scopes (with their
+//! function-level `use` exports) → module globals → unqualified exports of
+//! the module's `use`s → names from earlier REPL inputs → the prelude.
+
+use super::calls;
+use super::scope::{module_scope, Binding, Def, ScopeInfo};
+use super::suggest::closest;
+use super::{CheckEnv, ReplScope, ResolvedUse, Unit, UseTarget};
+use crate::diagnostic::{Diagnostic, FileId, Span};
+use crate::error::ErrorKind;
+use crate::syntax::ast::*;
+use rustc_hash::FxHashSet;
+
+/// What every unit of one check shares.
+pub(crate) struct Shared<'a> {
+    pub units: &'a [Unit],
+    pub env: &'a CheckEnv,
+    /// Module scope of each unit, by unit index.
+    pub module_infos: Vec<ScopeInfo<'a>>,
+    /// Exports of each unit, by unit index.
+    pub exports: Vec<Vec<String>>,
+    /// Prelude names plus the always-present ones (argv, error kinds, dtypes).
+    pub builtins: FxHashSet<String>,
+    pub repl: Option<&'a ReplScope>,
+    /// Files where unknown names are not reported (an unqualified `use`
+    /// there failed, and the missing module could define them).
+    pub open_files: FxHashSet<FileId>,
+}
+
+impl<'a> Shared<'a> {
+    pub fn new(units: &'a [Unit], env: &'a CheckEnv, repl: Option<&'a ReplScope>) -> Shared<'a> {
+        let module_infos: Vec<ScopeInfo<'a>> = units.iter().map(|u| module_scope(&u.ast)).collect();
+        let exports = units.iter().map(|u| super::scope::file_exports(&u.ast)).collect();
+        let mut builtins: FxHashSet<String> = env.prelude.iter().cloned().collect();
+        // `argv`, `native` (`@native` needs no `use`) and the `Tensor` type
+        // are always there.
+        for name in ["argv", "native", "Tensor"] {
+            builtins.insert(name.to_string());
+        }
+        for k in ErrorKind::ALL {
+            builtins.insert(k.name().to_string());
+        }
+        for d in super::annot::DTYPES {
+            builtins.insert(d.to_string());
+        }
+        Shared { units, env, module_infos, exports, builtins, repl, open_files: FxHashSet::default() }
+    }
+
+    fn export_list(&self, target: &UseTarget) -> &[String] {
+        match target {
+            UseTarget::Builtin(name) => {
+                self.env.builtin_modules.iter().find(|m| &m.name == name).map(|m| m.exports.as_slice()).unwrap_or(&[])
+            }
+            UseTarget::File(i) => self.exports.get(*i).map(|v| v.as_slice()).unwrap_or(&[]),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Kind {
+    Module,
+    Function,
+    Lambda,
+    Comp,
+}
+
+/// An unqualified export visible in a scope.
+struct Export {
+    name: String,
+    module: String,
+    target: UseTarget,
+}
+
+struct Frame<'a> {
+    kind: Kind,
+    info: ScopeInfo<'a>,
+    exports: Vec<Export>,
+}
+
+/// Where a name read resolves to.
+enum Res<'a, 'b> {
+    /// Bound in one of the open scopes.
+    Frame(&'b Binding<'a>),
+    Export(UseTarget),
+    Builtin,
+    Missing,
+    Ambiguous(Vec<String>),
+}
+
+struct FnCtx {
+    in_function: bool,
+    /// Enclosing loops of the current function, innermost last; true = parallel.
+    loops: Vec<bool>,
+}
+
+pub(crate) struct Checker<'s, 'a> {
+    shared: &'s Shared<'a>,
+    unit: &'a Unit,
+    frames: Vec<Frame<'a>>,
+    ctx: Vec<FnCtx>,
+    pub diags: Vec<Diagnostic>,
+}
+
+/// Runs the name and call checks over one unit.
+pub(crate) fn check_unit(shared: &Shared<'_>, idx: usize) -> Vec<Diagnostic> {
+    let Some(unit) = shared.units.get(idx) else { return Vec::new() };
+    let info = module_scope(&unit.ast);
+    let mut c = Checker { shared, unit, frames: Vec::new(), ctx: Vec::new(), diags: Vec::new() };
+    c.push_frame(Kind::Module, info);
+    c.ctx.push(FnCtx { in_function: false, loops: Vec::new() });
+    c.body(&unit.ast.body);
+    c.diags
+}
+
+impl<'s, 'a> Checker<'s, 'a> {
+    fn push_frame(&mut self, kind: Kind, info: ScopeInfo<'a>) {
+        let mut exports = Vec::new();
+        for span in &info.uses {
+            let Some(ru) = self.resolved_use(*span) else { continue };
+            if !ru.unqualified {
+                continue;
+            }
+            for name in self.shared.export_list(&ru.target) {
+                exports.push(Export { name: name.clone(), module: ru.binding.clone(), target: ru.target.clone() });
+            }
+        }
+        self.frames.push(Frame { kind, info, exports });
+    }
+
+    fn resolved_use(&self, span: Span) -> Option<&'a ResolvedUse> {
+        self.unit.uses.iter().find(|u| u.span == span)
+    }
+
+    // ----- resolution -------------------------------------------------
+
+    fn resolve(&self, name: &str) -> Res<'a, '_> {
+        let Some(cur) = self.frames.len().checked_sub(1) else { return Res::Missing };
+        for j in (0..=cur).rev() {
+            let f = &self.frames[j];
+            if f.kind == Kind::Module {
+                break;
+            }
+            if f.info.globals.contains(name) {
+                return self.resolve_global(name);
+            }
+            if f.info.nonlocals.contains(name) {
+                // Checked where the `nonlocal` stands; look further out.
+                continue;
+            }
+            if let Some(b) = f.info.bindings.get(name) {
+                return Res::Frame(b);
+            }
+            let hits: Vec<&Export> = f.exports.iter().filter(|e| e.name == name).collect();
+            if let Some(r) = pick_export(&hits) {
+                return r;
+            }
+        }
+        self.resolve_global(name)
+    }
+
+    fn resolve_global(&self, name: &str) -> Res<'a, '_> {
+        let Some(module) = self.frames.first() else { return Res::Missing };
+        if let Some(b) = module.info.bindings.get(name) {
+            return Res::Frame(b);
+        }
+        let hits: Vec<&Export> = module.exports.iter().filter(|e| e.name == name).collect();
+        if let Some(r) = pick_export(&hits) {
+            return r;
+        }
+        if self.shared.repl.is_some_and(|r| r.names.contains(name)) || self.shared.builtins.contains(name) {
+            return Res::Builtin;
+        }
+        Res::Missing
+    }
+
+    /// Whether the code being checked runs later (inside a `def` or `lambda`).
+    fn in_deferred_code(&self) -> bool {
+        self.frames.iter().any(|f| matches!(f.kind, Kind::Function | Kind::Lambda))
+    }
+
+    /// Every name visible from the current scope (for suggestions).
+    fn visible_names(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for f in &self.frames {
+            out.extend(f.info.bindings.keys().map(|s| s.as_str()));
+            out.extend(f.exports.iter().map(|e| e.name.as_str()));
+        }
+        out.extend(self.shared.builtins.iter().map(|s| s.as_str()));
+        if let Some(r) = self.shared.repl {
+            out.extend(r.names.iter().map(|s| s.as_str()));
+        }
+        out
+    }
+
+    fn read_name(&mut self, name: &str, span: Span) {
+        match self.resolve(name) {
+            Res::Missing if self.shared.open_files.contains(&self.unit.file) => {}
+            // In the REPL a function may name what a later input defines.
+            Res::Missing if self.shared.repl.is_some() && self.in_deferred_code() => {}
+            Res::Missing => {
+                let candidates = self.visible_names();
+                let hint = match closest(name, candidates) {
+                    Some(s) => format!("did you mean '{s}'?"),
+                    None => format!(
+                        "assign '{name}' before reading it, define it with `def` or `struct`, or `use` the module that provides it"
+                    ),
+                };
+                self.diags.push(
+                    Diagnostic::new(ErrorKind::NameError, format!("name '{name}' is not defined"))
+                        .label(span, "not defined")
+                        .help(hint),
+                );
+            }
+            Res::Ambiguous(modules) => {
+                let quoted: Vec<String> = modules.iter().map(|m| format!("'{m}'")).collect();
+                let qualified: Vec<String> = modules.iter().map(|m| format!("{m}.{name}")).collect();
+                self.diags.push(
+                    Diagnostic::new(
+                        ErrorKind::NameError,
+                        format!("name '{name}' is ambiguous: it is exported by {}", join_and(&quoted)),
+                    )
+                    .label(span, "which module's?")
+                    .help(format!("write {} to say which one you mean", join_or(&qualified))),
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// The known signature of a called name, if any.
+    fn callee(&self, func: &Expr) -> Option<Def<'a>> {
+        match &func.kind {
+            ExprKind::Name(name) => match self.resolve(name) {
+                Res::Frame(b) if b.count == 1 => b.def,
+                Res::Export(UseTarget::File(i)) => self.unit_def(i, name),
+                _ => None,
+            },
+            ExprKind::Attribute { value, attr } => {
+                let ExprKind::Name(m) = &value.kind else { return None };
+                let Res::Frame(b) = self.resolve(m) else { return None };
+                let span = b.use_span?;
+                match self.resolved_use(span)?.target {
+                    UseTarget::File(i) => self.unit_def(i, &attr.name),
+                    UseTarget::Builtin(_) => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    fn unit_def(&self, unit: usize, name: &str) -> Option<Def<'a>> {
+        let b = self.shared.module_infos.get(unit)?.bindings.get(name)?;
+        if b.count == 1 {
+            b.def
+        } else {
+            None
+        }
+    }
+
+    // ----- statements -------------------------------------------------
+
+    fn body(&mut self, body: &'a [Stmt]) {
+        for s in body {
+            self.stmt(s);
+        }
+    }
+
+    fn fn_ctx(&mut self) -> &mut FnCtx {
+        if self.ctx.is_empty() {
+            self.ctx.push(FnCtx { in_function: false, loops: Vec::new() });
+        }
+        let last = self.ctx.len() - 1;
+        &mut self.ctx[last]
+    }
+
+    fn stmt(&mut self, s: &'a Stmt) {
+        match &s.kind {
+            StmtKind::Expr(e) => self.expr(e),
+            StmtKind::Assign { targets, value } => {
+                self.expr(value);
+                for t in targets {
+                    self.target(t);
+                }
+            }
+            StmtKind::AugAssign { target, value, .. } => {
+                self.expr(target);
+                self.expr(value);
+            }
+            StmtKind::AnnAssign { target, value, .. } => {
+                if let Some(v) = value {
+                    self.expr(v);
+                }
+                self.target(target);
+            }
+            StmtKind::If { test, body, orelse } => {
+                self.expr(test);
+                self.body(body);
+                self.body(orelse);
+            }
+            StmtKind::While { test, body } => {
+                self.expr(test);
+                self.loop_body(false, body);
+            }
+            StmtKind::For { target, iter, body, parallel } => {
+                self.expr(iter);
+                self.target(target);
+                self.loop_body(*parallel, body);
+            }
+            StmtKind::Break | StmtKind::Continue => self.loop_jump(s),
+            StmtKind::Pass => {}
+            StmtKind::Return(value) => {
+                if let Some(v) = value {
+                    self.expr(v);
+                }
+                self.check_return(s.span);
+            }
+            StmtKind::FuncDef(f) => self.func(f),
+            StmtKind::StructDef(sd) => {
+                for d in &sd.decorators {
+                    self.expr(d);
+                }
+                for field in &sd.fields {
+                    if let Some(d) = &field.default {
+                        self.expr(d);
+                    }
+                }
+                self.diags.extend(calls::check_field_defaults(sd));
+                for m in &sd.methods {
+                    self.func(m);
+                }
+            }
+            StmtKind::Use { .. } | StmtKind::Global(_) | StmtKind::Error => {}
+            StmtKind::Nonlocal(names) => self.check_nonlocal(names, s.span),
+            StmtKind::Try { body, handlers, orelse, finalbody } => {
+                self.body(body);
+                for h in handlers {
+                    if let Some(k) = &h.kind {
+                        self.expr(k);
+                    }
+                    self.body(&h.body);
+                }
+                self.body(orelse);
+                self.body(finalbody);
+            }
+            StmtKind::Raise(e) => {
+                if let Some(e) = e {
+                    self.expr(e);
+                }
+            }
+            StmtKind::Assert { test, msg } => {
+                self.expr(test);
+                if let Some(m) = msg {
+                    self.expr(m);
+                }
+            }
+            StmtKind::With { items, body } => {
+                for item in items {
+                    self.expr(&item.context);
+                    if let Some(t) = &item.target {
+                        self.target(t);
+                    }
+                }
+                self.body(body);
+            }
+        }
+    }
+
+    fn loop_body(&mut self, parallel: bool, body: &'a [Stmt]) {
+        self.fn_ctx().loops.push(parallel);
+        self.body(body);
+        self.fn_ctx().loops.pop();
+    }
+
+    fn loop_jump(&mut self, s: &Stmt) {
+        let is_break = matches!(s.kind, StmtKind::Break);
+        let word = if is_break { "break" } else { "continue" };
+        match self.fn_ctx().loops.last().copied() {
+            None => {
+                let msg = if is_break { "'break' outside loop" } else { "'continue' not properly in loop" };
+                self.diags.push(
+                    Diagnostic::new(ErrorKind::SyntaxError, msg)
+                        .label(s.span, "not inside a `for` or `while` loop")
+                        .help(format!("`{word}` can only stand inside a loop of the same function")),
+                );
+            }
+            Some(true) if is_break => {
+                self.diags.push(
+                    Diagnostic::new(ErrorKind::SyntaxError, "'break' is not allowed inside 'parallel for'")
+                        .label(s.span, "iterations of a `parallel for` run at once, so none can stop the others")
+                        .help(
+                            "use a plain `for` loop if you need `break`, or skip the rest of one iteration with `continue`",
+                        ),
+                );
+            }
+            Some(_) => {}
+        }
+    }
+
+    fn check_return(&mut self, span: Span) {
+        let ctx = self.fn_ctx();
+        if !ctx.in_function {
+            self.diags.push(
+                Diagnostic::new(ErrorKind::SyntaxError, "'return' outside function")
+                    .label(span, "not inside a `def`")
+                    .help("`return` can only stand inside a function body"),
+            );
+        } else if ctx.loops.contains(&true) {
+            self.diags.push(
+                Diagnostic::new(ErrorKind::SyntaxError, "'return' is not allowed inside 'parallel for'")
+                    .label(span, "iterations of a `parallel for` run at once, so none can return for the function")
+                    .help("collect results into a list or tensor inside the loop and return after it, or use a plain `for`"),
+            );
+        }
+    }
+
+    fn check_nonlocal(&mut self, names: &[Ident], span: Span) {
+        let Some(cur) = self.frames.len().checked_sub(1) else { return };
+        if self.frames[cur].kind == Kind::Module {
+            self.diags.push(
+                Diagnostic::new(ErrorKind::SyntaxError, "nonlocal declaration not allowed at module level")
+                    .label(span, "not inside a function")
+                    .help("use `global` to assign a module-level name from a function"),
+            );
+            return;
+        }
+        for n in names {
+            let found = (1..cur).rev().any(|j| {
+                let f = &self.frames[j];
+                f.kind != Kind::Module
+                    && !f.info.globals.contains(&n.name)
+                    && (f.info.bindings.contains_key(&n.name) || f.info.nonlocals.contains(&n.name))
+            });
+            if !found {
+                self.diags.push(
+                    Diagnostic::new(ErrorKind::SyntaxError, format!("no binding for nonlocal '{}' found", n.name))
+                        .label(n.span, "no enclosing function assigns this name")
+                        .help(format!(
+                            "`nonlocal {0}` needs an enclosing function that assigns '{0}'; for a module-level name use `global {0}`",
+                            n.name
+                        )),
+                );
+            }
+        }
+    }
+
+    fn func(&mut self, f: &'a FuncDef) {
+        for d in &f.decorators {
+            self.expr(d);
+        }
+        self.param_defaults(&f.params);
+        self.diags.extend(calls::check_param_defaults(&f.params, &f.name.name));
+        let mut info = ScopeInfo::default();
+        info.bind_params(&f.params);
+        info.collect_body(&f.body);
+        self.push_frame(Kind::Function, info);
+        self.ctx.push(FnCtx { in_function: true, loops: Vec::new() });
+        self.body(&f.body);
+        self.ctx.pop();
+        self.frames.pop();
+    }
+
+    fn param_defaults(&mut self, p: &'a Params) {
+        for param in p.params.iter().chain(&p.kwonly) {
+            if let Some(d) = &param.default {
+                self.expr(d);
+            }
+        }
+    }
+
+    /// An assignment target: names are bound (nothing to check), but the
+    /// objects and indices of `a.b = …` and `a[i] = …` are read.
+    fn target(&mut self, e: &'a Expr) {
+        match &e.kind {
+            ExprKind::Name(_) => {}
+            ExprKind::Tuple(xs) | ExprKind::List(xs) => {
+                for x in xs {
+                    self.target(x);
+                }
+            }
+            ExprKind::Starred(x) => self.target(x),
+            ExprKind::Attribute { value, .. } => self.expr(value),
+            ExprKind::Index { value, index } => {
+                self.expr(value);
+                self.expr(index);
+            }
+            _ => self.expr(e),
+        }
+    }
+
+    // ----- expressions ------------------------------------------------
+
+    fn expr(&mut self, e: &'a Expr) {
+        match &e.kind {
+            ExprKind::Name(n) => self.read_name(n, e.span),
+            ExprKind::Call { func, args } => {
+                self.expr(func);
+                for a in args {
+                    match a {
+                        Arg::Positional(x) | Arg::Keyword(_, x) | Arg::Star(x) | Arg::DoubleStar(x) => self.expr(x),
+                    }
+                }
+                if let Some(def) = self.callee(func) {
+                    self.diags.extend(calls::check_call(def, e.span, args));
+                }
+            }
+            ExprKind::Lambda { params, body } => {
+                self.param_defaults(params);
+                let mut info = ScopeInfo::default();
+                info.bind_params(params);
+                self.push_frame(Kind::Lambda, info);
+                self.expr(body);
+                self.frames.pop();
+            }
+            ExprKind::ListComp { elt, generators } => self.comprehension(generators, &[elt]),
+            ExprKind::DictComp { key, value, generators } => self.comprehension(generators, &[key, value]),
+            _ => {
+                let mut sub = SubExprs(Vec::new());
+                super::walk::walk_expr(&mut sub, e);
+                for x in sub.0 {
+                    self.expr(x);
+                }
+            }
+        }
+    }
+
+    fn comprehension(&mut self, generators: &'a [Comprehension], elts: &[&'a Expr]) {
+        if let Some(first) = generators.first() {
+            self.expr(&first.iter);
+        }
+        let mut info = ScopeInfo::default();
+        for g in generators {
+            info.bind_target(&g.target);
+        }
+        self.push_frame(Kind::Comp, info);
+        for (k, g) in generators.iter().enumerate() {
+            if k > 0 {
+                self.expr(&g.iter);
+            }
+            self.target(&g.target);
+            for c in &g.ifs {
+                self.expr(c);
+            }
+        }
+        for e in elts {
+            self.expr(e);
+        }
+        self.frames.pop();
+    }
+}
+
+/// Collects the direct children of an expression.
+struct SubExprs<'a>(Vec<&'a Expr>);
+
+impl<'a> super::walk::Visitor<'a> for SubExprs<'a> {
+    fn expr(&mut self, e: &'a Expr) {
+        self.0.push(e);
+    }
+}
+
+fn pick_export<'a, 'b>(hits: &[&Export]) -> Option<Res<'a, 'b>> {
+    let first = hits.first()?;
+    let mut modules: Vec<String> = Vec::new();
+    let mut targets: Vec<&UseTarget> = Vec::new();
+    for h in hits {
+        if !targets.contains(&&h.target) {
+            targets.push(&h.target);
+            modules.push(h.module.clone());
+        }
+    }
+    if targets.len() > 1 {
+        Some(Res::Ambiguous(modules))
+    } else {
+        Some(Res::Export(first.target.clone()))
+    }
+}
+
+fn join_and(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [a] => a.clone(),
+        [a, b] => format!("{a} and {b}"),
+        [rest @ .., last] => format!("{}, and {last}", rest.join(", ")),
+    }
+}
+
+fn join_or(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [a] => a.clone(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+    }
+}

@@ -1,0 +1,91 @@
+//! Property tests of the operators against Python's identities.
+
+use apsi_core::ops::{binary, compare, eq, get_index};
+use apsi_core::syntax::ast::{BinOp, CmpOp};
+use apsi_core::vm::value::{SliceObj, Value};
+use proptest::prelude::*;
+use std::sync::Arc;
+
+fn int(v: Value) -> Option<i64> {
+    match v {
+        Value::Int(i) => Some(i),
+        _ => None,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    #[test]
+    fn floor_division_identity(a in any::<i64>(), b in any::<i64>()) {
+        prop_assume!(b != 0);
+        let q = binary(BinOp::FloorDiv, &Value::Int(a), &Value::Int(b)).ok().and_then(int);
+        let r = binary(BinOp::Mod, &Value::Int(a), &Value::Int(b)).ok().and_then(int);
+        match (q, r) {
+            (Some(q), Some(r)) => {
+                prop_assert_eq!(q as i128 * b as i128 + r as i128, a as i128);
+                prop_assert!(r == 0 || (r < 0) == (b < 0));
+                prop_assert!((r as i128).abs() < (b as i128).abs());
+            }
+            // Only i64::MIN // -1 overflows.
+            (None, Some(0)) => prop_assert!(a == i64::MIN && b == -1),
+            other => prop_assert!(false, "unexpected {:?}", other),
+        }
+    }
+
+    #[test]
+    fn checked_arithmetic_never_wraps(a in any::<i64>(), b in any::<i64>()) {
+        let exact = [(BinOp::Add, a as i128 + b as i128), (BinOp::Sub, a as i128 - b as i128), (BinOp::Mul, a as i128 * b as i128)];
+        for (op, want) in exact {
+            match binary(op, &Value::Int(a), &Value::Int(b)) {
+                Ok(Value::Int(got)) => prop_assert_eq!(got as i128, want),
+                Ok(_) => prop_assert!(false, "not an int"),
+                Err(e) => {
+                    prop_assert_eq!(e.kind.name(), "OverflowError");
+                    prop_assert!(want > i64::MAX as i128 || want < i64::MIN as i128);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn int_float_comparison_is_exact(a in any::<i64>(), d in -3i64..3) {
+        let f = (a as f64) + d as f64;
+        let lt = compare(CmpOp::Lt, &Value::Int(a), &Value::Float(f)).ok();
+        // Exact: compare through i128 when f is integral and in range.
+        if f.fract() == 0.0 && f.abs() < 9.2e18 {
+            prop_assert_eq!(lt, Some((a as i128) < (f as i128)));
+            prop_assert_eq!(eq(&Value::Int(a), &Value::Float(f)).ok(), Some(a as i128 == f as i128));
+        }
+    }
+
+    #[test]
+    fn slicing_matches_a_reference(len in 0usize..12, start in proptest::option::of(-15i64..15), stop in proptest::option::of(-15i64..15), step in proptest::option::of(-4i64..5)) {
+        prop_assume!(step != Some(0));
+        let items: Vec<Value> = (0..len as i64).map(Value::Int).collect();
+        let opt = |v: Option<i64>| v.map(Value::Int).unwrap_or(Value::None);
+        let s = Value::Slice(Arc::new(SliceObj { start: opt(start), stop: opt(stop), step: opt(step) }));
+        let got = get_index(&Value::list(items), &s).ok();
+        // Reference: Python's algorithm written out naively.
+        let n = len as i64;
+        let st = step.unwrap_or(1);
+        let norm = |v: i64| if v < 0 { v + n } else { v };
+        let mut want = Vec::new();
+        if st > 0 {
+            let lo = start.map(norm).unwrap_or(0).clamp(0, n);
+            let hi = stop.map(norm).unwrap_or(n).clamp(0, n);
+            let mut i = lo;
+            while i < hi { want.push(i); i += st; }
+        } else {
+            let lo = start.map(norm).unwrap_or(n - 1).clamp(-1, n - 1);
+            let hi = stop.map(norm).unwrap_or(-1).clamp(-1, n - 1);
+            let mut i = lo;
+            while i > hi { want.push(i); i += st; }
+        }
+        let got: Option<Vec<i64>> = got.and_then(|v| match v {
+            Value::List(l) => Some(l.items.read().iter().filter_map(|x| int(x.clone())).collect()),
+            _ => None,
+        });
+        prop_assert_eq!(got, Some(want));
+    }
+}
