@@ -82,6 +82,9 @@ struct UnitGlobals {
     unqualified: Vec<(String, GlobalRef)>,
 }
 
+/// What a unit's `use` statements bind, and the exports made visible unqualified.
+type UseBindings = (Vec<(String, Value)>, Vec<(String, GlobalRef)>);
+
 /// A file module after it ran.
 #[derive(Clone)]
 struct FileModule {
@@ -248,7 +251,7 @@ impl Runtime {
 
     /// The values a unit's `use` statements bind, and the exports they make
     /// visible unqualified.
-    fn resolve_uses(&self, unit: &Unit, done: &[Option<FileModule>]) -> Result<(Vec<(String, Value)>, Vec<(String, GlobalRef)>), RunError> {
+    fn resolve_uses(&self, unit: &Unit, done: &[Option<FileModule>]) -> Result<UseBindings, RunError> {
         let mut binds = Vec::new();
         let mut unqualified = Vec::new();
         for u in &unit.uses {
