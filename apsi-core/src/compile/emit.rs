@@ -793,6 +793,19 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 }
             }
         }
+        // `xs.append(v)` on a local: one instruction, no receiver copy.
+        if let (ExprKind::Attribute { value, attr }, [Arg::Positional(x)]) = (&func.kind, args) {
+            if let ExprKind::Name(n) = &value.kind {
+                if attr.name == "append" && self.resolve(n) == Binding::Local {
+                    if let Some(b) = self.local_reg(n) {
+                        let c = self.expr_reg(x)?;
+                        let mv = !self.is_local_reg(c);
+                        self.emit_at(Instr::AppendTo { a: dst, b, c, mv }, span);
+                        return Ok(());
+                    }
+                }
+            }
+        }
         let general = args.iter().any(|a| matches!(a, Arg::Star(_) | Arg::DoubleStar(_)));
         let has_kw = args.iter().any(|a| matches!(a, Arg::Keyword(..)));
         // The callee register: reuse `dst` when it is the newest temporary.

@@ -775,6 +775,27 @@ impl Executor {
                             Err(e) => throw!(e),
                         }
                     }
+                    Instr::AppendTo { a, b, c, mv } => {
+                        if let Value::List(l) = &*r!(b) {
+                            let v = if mv { take(r!(c)) } else { dup(r!(c)) };
+                            l.items.write().push(v);
+                            setv(r!(a), Value::None);
+                            continue;
+                        }
+                        // Not a list: the general method call, through the caller interface.
+                        save_pc!();
+                        let recv = dup(r!(b));
+                        let arg = dup(r!(c));
+                        let res = match ops::get_attr(&recv, "append") {
+                            Ok(f) => Caller::call(self, &f, &[arg], &[]),
+                            Err(e) => Err(e),
+                        };
+                        refresh!();
+                        match res {
+                            Ok(v) => setv(r!(a), v),
+                            Err(e) => throw!(e),
+                        }
+                    }
                     Instr::CallMethod { a, k, n } => {
                         let name = match code.consts.get(k as usize) {
                             Some(Value::Str(s)) => s.as_str(),
