@@ -100,6 +100,14 @@ fn dup(v: &Value) -> Value {
     }
 }
 
+/// Program output is flushed before `input()` reads, so its prompt shows.
+#[inline(always)]
+fn flush_before(shared: &Shared, nf: &NativeFn) {
+    if &*nf.name == "input" {
+        let _ = shared.flush_out();
+    }
+}
+
 /// Decimal text of an int, written into `buf` (no allocation).
 fn itoa(i: i64, buf: &mut [u8; 20]) -> &str {
     let mut n = i.unsigned_abs();
@@ -315,9 +323,7 @@ impl Executor {
                 Ok(None)
             }
             Value::Native(nf) => {
-                if let Some(s) = self.frames.last_mut() {
-                    let _ = s;
-                }
+                flush_before(&self.shared, &nf);
                 nf.call(self, &pos, &kw).map(Some)
             }
             Value::BoundMethod(bm) => {
@@ -689,7 +695,9 @@ impl Executor {
                             save_pc!();
                             let args: Args = (1..=n as usize).map(|i| take(r!(a as usize + i))).collect();
                             // SAFETY: see above; natives cannot free this code's constants.
-                            let res = unsafe { &*nf }.call(self, &args, &[]);
+                            let nf = unsafe { &*nf };
+                            flush_before(&self.shared, nf);
+                            let res = nf.call(self, &args, &[]);
                             refresh!();
                             match res {
                                 Ok(v) => setv(r!(a), v),
