@@ -2,7 +2,7 @@
 //! of frames, and the dispatch loop.
 //!
 //! Apsi → Apsi calls never recurse on the Rust stack: a call pushes a
-//! [`Frame`] and the loop continues with the callee. Only native callbacks
+//! `Frame` and the loop continues with the callee. Only native callbacks
 //! (`Caller::call`) re-enter the loop, and their nesting is bounded.
 //!
 //! Invariants:

@@ -8,7 +8,7 @@
 //!   windows, a heap stack of frames (Apsi calls never recurse on the Rust
 //!   stack; 200,000 frames deep by default, then `RecursionError`), and the
 //!   dispatch loop with inline int/float fast paths.
-//! - [`call`]: argument binding with Python's rules and messages, struct
+//! - `call`: argument binding with Python's rules and messages, struct
 //!   construction, unpacking, `except` matching.
 //! - [`globals`]: module globals, one slot each, readable from any thread
 //!   without a global lock; write-once slots (top-level `def`/`struct`/`use`)
