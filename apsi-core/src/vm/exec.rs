@@ -402,10 +402,10 @@ impl Executor {
             let nregs = fr.nregs as usize;
             let base = fr.base as usize;
             if let Some(w) = self.stack.get_mut(base..base + nregs) {
+                // Every slot goes back to none: a later frame's locals must
+                // never see a value left over from an earlier call.
                 for v in w {
-                    if !matches!(v, Value::None | Value::Int(_) | Value::Float(_) | Value::Bool(_)) {
-                        *v = Value::None;
-                    }
+                    setv(v, Value::None);
                 }
             }
             self.cells.truncate(fr.cell_base as usize);
