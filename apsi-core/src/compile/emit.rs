@@ -666,7 +666,8 @@ impl<'a, 'e> Compiler<'a, 'e> {
             }
             return Ok(());
         }
-        let n = u16::try_from(xs.len()).map_err(|_| cerr(span, "too many elements in one display"))?;
+        // (u16::MAX is BuildTuple's "convert a list" marker.)
+        let n = u16::try_from(xs.len()).ok().filter(|&n| n < u16::MAX).ok_or_else(|| cerr(span, "too many elements in one display"))?;
         let b = self.alloc_n(xs.len())?;
         for (i, x) in xs.iter().enumerate() {
             self.expr_to(x, b + i as u16)?;
