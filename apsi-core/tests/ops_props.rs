@@ -143,3 +143,52 @@ proptest! {
         }
     }
 }
+
+struct QuietCaller;
+
+impl apsi_core::vm::value::Caller for QuietCaller {
+    fn call(&mut self, f: &Value, args: &[Value], kw: apsi_core::vm::value::Kwargs) -> apsi_core::vm::value::VResult<Value> {
+        apsi_core::ops::NoCaller.call(f, args, kw)
+    }
+    fn write_out(&mut self, _text: &str) -> apsi_core::vm::value::VResult<()> {
+        Ok(())
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1500))]
+
+    /// No prelude function or built-in method panics or hangs on any
+    /// arguments (those touching stdin, files or the process are skipped).
+    #[test]
+    fn prelude_and_methods_never_panic(args in proptest::collection::vec(arb_value(), 0..4), kwv in arb_value()) {
+        use apsi_core::vm::value::Caller as _;
+        let p = apsi_core::builtins::prelude();
+        let kws: Vec<(Arc<str>, Value)> = vec![("key".into(), kwv.clone())];
+        for (name, f) in &p.exports {
+            if matches!(&**name, "input" | "exit" | "read_text" | "write_text" | "bench") {
+                continue;
+            }
+            let _ = QuietCaller.call(f, &args, &[]);
+            let _ = QuietCaller.call(f, &args, &kws);
+        }
+        if let Some((recv, rest)) = args.split_first() {
+            for name in apsi_core::builtins::method_names(recv) {
+                if let Some(m) = apsi_core::builtins::method(recv, name) {
+                    let mut all = vec![recv.clone()];
+                    all.extend_from_slice(rest);
+                    let _ = m(&mut QuietCaller, &all, &[]);
+                }
+            }
+        }
+        // Methods on a string receiver with these arguments too.
+        let s = Value::str("héllo, wörld {} {0}");
+        for name in apsi_core::builtins::method_names(&s) {
+            if let Some(m) = apsi_core::builtins::method(&s, name) {
+                let mut all = vec![s.clone()];
+                all.extend_from_slice(&args);
+                let _ = m(&mut QuietCaller, &all, &[]);
+            }
+        }
+    }
+}
