@@ -1051,10 +1051,11 @@ impl Executor {
                             Value::List(l) => l.items.read().get(i as usize).cloned(),
                             Value::Tuple(t) => t.0.get(i as usize).cloned(),
                             Value::Range(rg) => {
-                                if i < rg.len() {
-                                    Some(Value::Int(rg.start + i * rg.step))
-                                } else {
-                                    None
+                                // The i-th element, in range while it has not reached `stop`
+                                // (no length division per step; overflow ends the range).
+                                match i.checked_mul(rg.step).and_then(|d| rg.start.checked_add(d)) {
+                                    Some(x) if (rg.step > 0 && x < rg.stop) || (rg.step < 0 && x > rg.stop) => Some(Value::Int(x)),
+                                    _ => None,
                                 }
                             }
                             Value::Str(s) => s.as_str().as_bytes().get(i as usize).map(|&c| Value::str((c as char).to_string())),
