@@ -782,6 +782,18 @@ impl<'a, 'e> Compiler<'a, 'e> {
     }
 
     fn call(&mut self, func: &'a Expr, args: &'a [Arg], dst: Reg, span: Span) -> CResult<()> {
+        // `str(x)` of the prelude's `str` is one instruction.
+        if let (ExprKind::Name(n), [Arg::Positional(x)]) = (&func.kind, args) {
+            if n == "str" && self.resolve(n) == Binding::Global {
+                if let GlobalRef::Const(Value::Native(f)) = self.env.resolve(n) {
+                    if &*f.name == "str" {
+                        let r = self.expr_reg(x)?;
+                        self.emit_at(Instr::ToStr { a: dst, b: r }, span);
+                        return Ok(());
+                    }
+                }
+            }
+        }
         let general = args.iter().any(|a| matches!(a, Arg::Star(_) | Arg::DoubleStar(_)));
         let has_kw = args.iter().any(|a| matches!(a, Arg::Keyword(..)));
         // The callee register: reuse `dst` when it is the newest temporary.
