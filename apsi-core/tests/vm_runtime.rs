@@ -1,6 +1,8 @@
 //! Runtime API: REPL snippets, diagnostics of uncaught errors, exit,
 //! compiled-in modules, and running Apsi code from several threads.
 
+#![allow(clippy::result_large_err)]
+
 mod vm_common;
 
 use apsi_core::diagnostic::FileId;
@@ -123,4 +125,29 @@ fn deep_recursion_then_recursion_error() {
     let (k, m) = error("def f(n):\n    return f(n + 1)\nf(0)\n");
     assert_eq!(k, "RecursionError");
     assert!(m.contains("maximum recursion depth"), "{m}");
+}
+
+#[test]
+fn repl_inputs_checked_by_the_checker_can_use_file_modules() {
+    use apsi_core::check::{check_source, CheckEnv, ReplScope};
+    use apsi_core::diagnostic::SourceMap;
+    use std::sync::Arc;
+    let dir = std::env::temp_dir().join(format!("apsi-vm-repl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    std::fs::write(dir.join("helpers.apsi"), "print('helpers loaded')\nK = 5\ndef twice(x):\n    return 2 * x\n").expect("write module");
+    let env = CheckEnv { prelude: apsi_core::builtins::prelude().exports.iter().map(|(n, _)| n.to_string()).collect(), ..Default::default() };
+    let sources = Arc::new(SourceMap::new());
+    let mut scope = ReplScope::new(&dir);
+    let (mut rt, cap) = repl();
+    let mut input = |src: &str| {
+        let file = sources.add("<repl>", src);
+        let (m, diags) = syntax::parse(file, src);
+        assert!(diags.is_empty(), "{diags:?}");
+        let program = check_source(m, file, &env, &mut scope, sources.clone()).unwrap_or_else(|ds| panic!("{ds:?}"));
+        rt.eval_program(&program)
+    };
+    assert!(matches!(input("use helpers\n"), Ok(None)));
+    assert!(matches!(input("twice(K)\n"), Ok(Some(Value::Int(10)))));
+    assert!(matches!(input("use helpers\nhelpers.K + 1\n"), Ok(Some(Value::Int(6)))));
+    assert_eq!(cap.text(), "helpers loaded\n", "a module runs once per process");
 }

@@ -2,7 +2,7 @@
 //! of frames, and the dispatch loop.
 //!
 //! Apsi → Apsi calls never recurse on the Rust stack: a call pushes a
-//! [`Frame`] and the loop continues with the callee. Only native callbacks
+//! `Frame` and the loop continues with the callee. Only native callbacks
 //! (`Caller::call`) re-enter the loop, and their nesting is bounded.
 //!
 //! Invariants:
@@ -97,6 +97,14 @@ fn dup(v: &Value) -> Value {
             Value::None => Value::None,
             other => other.clone(),
         }
+    }
+}
+
+/// Program output is flushed before `input()` reads, so its prompt shows.
+#[inline(always)]
+fn flush_before(shared: &Shared, nf: &NativeFn) {
+    if &*nf.name == "input" {
+        let _ = shared.flush_out();
     }
 }
 
@@ -315,9 +323,7 @@ impl Executor {
                 Ok(None)
             }
             Value::Native(nf) => {
-                if let Some(s) = self.frames.last_mut() {
-                    let _ = s;
-                }
+                flush_before(&self.shared, &nf);
                 nf.call(self, &pos, &kw).map(Some)
             }
             Value::BoundMethod(bm) => {
@@ -396,10 +402,10 @@ impl Executor {
             let nregs = fr.nregs as usize;
             let base = fr.base as usize;
             if let Some(w) = self.stack.get_mut(base..base + nregs) {
+                // Every slot goes back to none: a later frame's locals must
+                // never see a value left over from an earlier call.
                 for v in w {
-                    if !matches!(v, Value::None | Value::Int(_) | Value::Float(_) | Value::Bool(_)) {
-                        *v = Value::None;
-                    }
+                    setv(v, Value::None);
                 }
             }
             self.cells.truncate(fr.cell_base as usize);
@@ -689,7 +695,9 @@ impl Executor {
                             save_pc!();
                             let args: Args = (1..=n as usize).map(|i| take(r!(a as usize + i))).collect();
                             // SAFETY: see above; natives cannot free this code's constants.
-                            let res = unsafe { &*nf }.call(self, &args, &[]);
+                            let nf = unsafe { &*nf };
+                            flush_before(&self.shared, nf);
+                            let res = nf.call(self, &args, &[]);
                             refresh!();
                             match res {
                                 Ok(v) => setv(r!(a), v),
@@ -772,6 +780,27 @@ impl Executor {
                         match res {
                             Ok(None) => continue 'reload,
                             Ok(Some(v)) => setv(r!(a), v),
+                            Err(e) => throw!(e),
+                        }
+                    }
+                    Instr::AppendTo { a, b, c, mv } => {
+                        if let Value::List(l) = &*r!(b) {
+                            let v = if mv { take(r!(c)) } else { dup(r!(c)) };
+                            l.items.write().push(v);
+                            setv(r!(a), Value::None);
+                            continue;
+                        }
+                        // Not a list: the general method call, through the caller interface.
+                        save_pc!();
+                        let recv = dup(r!(b));
+                        let arg = dup(r!(c));
+                        let res = match ops::get_attr(&recv, "append") {
+                            Ok(f) => Caller::call(self, &f, &[arg], &[]),
+                            Err(e) => Err(e),
+                        };
+                        refresh!();
+                        match res {
+                            Ok(v) => setv(r!(a), v),
                             Err(e) => throw!(e),
                         }
                     }
@@ -1171,7 +1200,7 @@ impl Executor {
                     Instr::ToStr { a, b } => {
                         let v = match &*r!(b) {
                             Value::Str(_) => dup(r!(b)),
-                            Value::Int(i) => Value::Str(Arc::new(StrObj::from_str(itoa(*i, &mut [0u8; 20])))),
+                            Value::Int(i) => Value::Str(Arc::new(StrObj::from_text(itoa(*i, &mut [0u8; 20])))),
                             other => Value::str(format::str_of(other)),
                         };
                         setv(r!(a), v);

@@ -119,7 +119,7 @@ impl Value {
             Value::List(l) => !l.items.read().is_empty(),
             Value::Tuple(t) => !t.0.is_empty(),
             Value::Dict(d) => !d.map.read().is_empty(),
-            Value::Range(r) => r.len() > 0,
+            Value::Range(r) => !r.is_empty(),
             Value::Object(o) => return o.0.truthy(),
             _ => true,
         })
@@ -192,14 +192,14 @@ impl StrObj {
 
     pub fn new(s: String) -> StrObj {
         if s.len() <= Self::INLINE {
-            return StrObj::from_str(&s);
+            return StrObj::from_text(&s);
         }
         let nchars = if s.is_ascii() { s.len() } else { s.chars().count() };
         StrObj { data: StrData::Heap(s), nchars }
     }
 
     /// Build from a borrowed string (no intermediate `String` for short text).
-    pub fn from_str(s: &str) -> StrObj {
+    pub fn from_text(s: &str) -> StrObj {
         let nchars = if s.is_ascii() { s.len() } else { s.chars().count() };
         if s.len() <= Self::INLINE {
             let mut buf = [0u8; Self::INLINE];
@@ -248,7 +248,7 @@ mod str_tests {
             let o = StrObj::new(s.to_string());
             assert_eq!(o.as_str(), s);
             assert_eq!(o.char_len(), s.chars().count());
-            assert_eq!(StrObj::from_str(s).as_str(), s);
+            assert_eq!(StrObj::from_text(s).as_str(), s);
             assert_eq!(o.char_at(1), s.chars().nth(1));
         }
     }
