@@ -12,6 +12,7 @@ pub mod error;
 pub mod format;
 pub mod module;
 pub mod ops;
+pub mod par;
 pub mod syntax;
 pub mod vm;
 

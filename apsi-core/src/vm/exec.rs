@@ -1215,6 +1215,28 @@ impl Executor {
                         let s = tri!(format::format_value(r!(b), &spec));
                         setv(r!(a), Value::str(s));
                     }
+                    Instr::ParFor { a, n, range } => {
+                        // `parallel for`: the chunks run on the pool (crate::par::parfor);
+                        // this thread runs the first and waits for the rest.
+                        let a = a as usize;
+                        let f = take(r!(a));
+                        let iter = if range {
+                            crate::par::parfor::LoopIter::Range(dup(r!(a + 1)), dup(r!(a + 2)), dup(r!(a + 3)))
+                        } else {
+                            crate::par::parfor::LoopIter::Items(take(r!(a + 1)))
+                        };
+                        let inits: Vec<(Value, Value)> = (0..n as usize).map(|j| (take(r!(a + 4 + 2 * j)), take(r!(a + 5 + 2 * j)))).collect();
+                        save_pc!();
+                        let res = crate::par::parfor::run_loop(self, &f, iter, inits);
+                        refresh!();
+                        match res {
+                            Ok((first, rest)) => {
+                                setv(r!(a), first);
+                                setv(r!(a + 1), rest);
+                            }
+                            Err(e) => throw!(e),
+                        }
+                    }
                     Instr::Concat { a, b, n } => {
                         let mut s = String::new();
                         for i in 0..n as usize {
@@ -1295,5 +1317,9 @@ impl Caller for Executor {
 
     fn new_thread_caller(&self) -> Option<Box<dyn Caller + Send>> {
         Some(Box::new(Executor::new(self.shared.clone())))
+    }
+
+    fn tasks(&self) -> Option<Arc<crate::par::tasks::TaskRegistry>> {
+        Some(self.shared.tasks.clone())
     }
 }

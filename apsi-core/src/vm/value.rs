@@ -453,6 +453,12 @@ pub trait Caller {
     fn new_thread_caller(&self) -> Option<Box<dyn Caller + Send>> {
         None
     }
+    /// The registry of spawned tasks of this interpreter (the runtime waits
+    /// for them at exit and reports failures nobody waited for). `None`
+    /// where there is no interpreter.
+    fn tasks(&self) -> Option<Arc<crate::par::tasks::TaskRegistry>> {
+        None
+    }
 }
 
 /// A method bound to its receiver: calling it calls `func(receiver, *args)`.
