@@ -108,25 +108,6 @@ fn flush_before(shared: &Shared, nf: &NativeFn) {
     }
 }
 
-/// Decimal text of an int, written into `buf` (no allocation).
-fn itoa(i: i64, buf: &mut [u8; 20]) -> &str {
-    let mut n = i.unsigned_abs();
-    let mut pos = buf.len();
-    loop {
-        pos -= 1;
-        buf[pos] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    if i < 0 {
-        pos -= 1;
-        buf[pos] = b'-';
-    }
-    std::str::from_utf8(&buf[pos..]).unwrap_or("")
-}
-
 /// A returned value on its way to the caller's register.
 enum Ret {
     Int(i64),
@@ -1201,7 +1182,7 @@ impl Executor {
                     Instr::ToStr { a, b } => {
                         let v = match &*r!(b) {
                             Value::Str(_) => dup(r!(b)),
-                            Value::Int(i) => Value::Str(Arc::new(StrObj::from_text(itoa(*i, &mut [0u8; 20])))),
+                            Value::Int(i) => Value::Str(Arc::new(StrObj::from_int(*i))),
                             other => Value::str(format::str_of(other)),
                         };
                         setv(r!(a), v);

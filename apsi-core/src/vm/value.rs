@@ -210,6 +210,30 @@ impl StrObj {
         }
     }
 
+    /// The decimal text of an int, written straight into the inline buffer
+    /// (at most 20 bytes, all ASCII: no validation, no intermediate copy).
+    pub fn from_int(i: i64) -> StrObj {
+        let mut tmp = [0u8; 20];
+        let mut pos = tmp.len();
+        let mut n = i.unsigned_abs();
+        loop {
+            pos -= 1;
+            tmp[pos] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        if i < 0 {
+            pos -= 1;
+            tmp[pos] = b'-';
+        }
+        let len = tmp.len() - pos;
+        let mut buf = [0u8; Self::INLINE];
+        buf[..len].copy_from_slice(&tmp[pos..]);
+        StrObj { data: StrData::Inline(len as u8, buf), nchars: len }
+    }
+
     #[inline]
     pub fn as_str(&self) -> &str {
         match &self.data {
@@ -250,6 +274,15 @@ mod str_tests {
             assert_eq!(o.char_len(), s.chars().count());
             assert_eq!(StrObj::from_text(s).as_str(), s);
             assert_eq!(o.char_at(1), s.chars().nth(1));
+        }
+    }
+
+    #[test]
+    fn ints_format_inline() {
+        for i in [0, 5, -5, 42, -1_000_000, i64::MAX, i64::MIN] {
+            let o = StrObj::from_int(i);
+            assert_eq!(o.as_str(), i.to_string());
+            assert_eq!(o.char_len(), i.to_string().len());
         }
     }
 }
