@@ -13,6 +13,7 @@ pub mod format;
 pub mod module;
 pub mod ops;
 pub mod syntax;
+pub mod tensor;
 pub mod vm;
 
 /// The version of the core, as `apsi --version` prints it.
