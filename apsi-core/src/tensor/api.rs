@@ -43,6 +43,19 @@ pub fn register(mut b: ModuleBuilder) -> ModuleBuilder {
     for (name, f) in fns {
         b = b.function(name, *f);
     }
+    // Method names that are also functions: `f(x, …)` is `x.f(…)`.
+    for name in ["expand_dims", "squeeze", "transpose", "reshape", "flatten", "sort", "argsort", "cumsum", "mean", "std", "var", "prod", "argmax", "argmin", "astype"] {
+        let f = move |c: &mut dyn Caller, args: &[Value], kw: Kwargs| -> VResult<Value> {
+            let x = args.first().ok_or_else(|| err(ErrorKind::TypeError, format!("{name}() missing required argument 'x'")))?;
+            let t = match as_tensor(x) {
+                Some(_) => x.clone(),
+                None => tensor_value(from_data(x, None)?),
+            };
+            let m = crate::ops::get_attr(&t, name)?;
+            c.call(&m, &args[1..], kw)
+        };
+        b = b.constant(name, Value::Native(Arc::new(NativeFn::closure(name, Box::new(f)))));
+    }
     for (name, d) in DType::prelude_names() {
         b = b.constant(name, dtype_value(d));
     }

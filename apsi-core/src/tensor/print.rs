@@ -1,6 +1,7 @@
 //! Printing tensors (LANGUAGE.md §3): `tensor([1.0, 2.5])` for f64, with
 //! `dtype=…` otherwise; one row per line for 2-D and up (aligned under the
-//! first row, blank lines between blocks as NumPy does); past 1,000
+//! first row, elements right-aligned to the widest so columns line up, blank
+//! lines between blocks as NumPy does); past 1,000
 //! elements every axis shows its first and last 3 entries around `...`.
 
 use super::core::Tensor;
@@ -26,7 +27,17 @@ pub fn tensor_str(t: &Tensor) -> String {
         elem_strings(t).into_iter().next().unwrap_or_default()
     } else {
         let summarize = t.size() > THRESHOLD;
-        let elems = elem_strings(t);
+        let mut elems = elem_strings(t);
+        if t.ndim() >= 2 {
+            // Columns line up: every element right-aligned to the widest.
+            let w = elems.iter().map(|s| s.chars().count()).max().unwrap_or(0);
+            for s in elems.iter_mut() {
+                let pad = w - s.chars().count();
+                if pad > 0 {
+                    *s = format!("{}{s}", " ".repeat(pad));
+                }
+            }
+        }
         let mut out = String::new();
         block(&elems, t.shape(), 0, 0, summarize, prefix.len(), &mut out);
         out
@@ -88,6 +99,8 @@ mod tests {
         assert_eq!(tensor_str(&i), "tensor([[1, 2],\n        [3, 4]], dtype=i64)");
         let f = Tensor::from_vec(vec![0.1f32, 1e-5], vec![2]);
         assert_eq!(tensor_str(&f), "tensor([0.1, 1e-05], dtype=f32)");
+        let p = Tensor::from_vec(vec![1.0f64, -2.5, 10.0, 4.0], vec![2, 2]);
+        assert_eq!(tensor_str(&p), "tensor([[ 1.0, -2.5],\n        [10.0,  4.0]])");
         let c = Tensor::from_vec((0..8i64).collect(), vec![2, 2, 2]);
         assert_eq!(tensor_str(&c), "tensor([[[0, 1],\n         [2, 3]],\n\n        [[4, 5],\n         [6, 7]]], dtype=i64)");
     }

@@ -122,7 +122,7 @@ pub fn concat(ts: &[Tensor], axis: i64) -> VResult<Tensor> {
     let outer: usize = shape[..ax].iter().product();
     let inner: usize = shape[ax + 1..].iter().product();
     checked_size(&shape)?;
-    let parts: Vec<Tensor> = ts.iter().map(|t| t.cast(dtype)).collect::<VResult<_>>()?;
+    let parts: Vec<Tensor> = ts.iter().map(|t| super::arith::Arg::T(t.clone()).to_tensor(dtype)).collect::<VResult<_>>()?;
     let mut r = crate::with_dtype!(dtype, T => {
         let vs: Vec<Vec<T>> = parts.iter().map(|p| p.to_vec::<T>()).collect();
         let mut out: Vec<T> = Vec::with_capacity(shape.iter().product());
