@@ -79,7 +79,8 @@ fn run<T: Scalar + Default + 'static>(x: &Tensor, y: &Tensor, batch: &[usize], m
             let oy = batch_offsets(ly, batch);
             let (xr, xc) = (lx.strides[lx.shape.len() - 2], lx.strides[lx.shape.len() - 1]);
             let (yr, yc) = (ly.strides[ly.shape.len() - 2], ly.strides[ly.shape.len() - 1]);
-            let threads = if m * n * k >= 1 << 18 { rayon::current_num_threads() } else { 1 };
+            // Bounded by the program's thread count (`set_threads`, `--threads`).
+            let threads = if m * n * k >= 1 << 18 { rayon::current_num_threads().min(crate::par::threads()) } else { 1 };
             for (bi, (&px, &py)) in ox.iter().zip(&oy).enumerate() {
                 if m == 0 || n == 0 {
                     continue;
