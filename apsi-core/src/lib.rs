@@ -14,6 +14,7 @@ pub mod module;
 pub mod ops;
 pub mod par;
 pub mod syntax;
+pub mod tensor;
 pub mod vm;
 
 /// The version of the core, as `apsi --version` prints it.

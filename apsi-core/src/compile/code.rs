@@ -220,6 +220,10 @@ impl TypeCheck {
         }
     }
     pub fn accepts(self, v: &Value) -> bool {
+        // Under `grad`, a float argument travels as a traced 0-d tensor.
+        if let (TypeCheck::Float, Some(t)) = (self, crate::tensor::as_tensor(v)) {
+            return t.ndim() == 0 && t.dtype.is_float();
+        }
         matches!(
             (self, v),
             (TypeCheck::Int, Value::Int(_) | Value::Bool(_))

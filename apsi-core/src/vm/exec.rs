@@ -621,10 +621,12 @@ impl Executor {
                     }
                     Instr::Cmp { op, a, b, c } => {
                         let v = match cmp_fast(op, r!(b), r!(c)) {
-                            Some(v) => v,
-                            None => tri!(compare(op, r!(b), r!(c))),
+                            Some(v) => Value::Bool(v),
+                            // Objects (tensors) may compare elementwise.
+                            None if matches!(op, CmpOp::Is | CmpOp::IsNot) => Value::Bool(tri!(compare(op, r!(b), r!(c)))),
+                            None => tri!(ops::compare_value(op, r!(b), r!(c))),
                         };
-                        setv(r!(a), Value::Bool(v));
+                        setv(r!(a), v);
                     }
                     Instr::CmpJmp { op, a, b, jt } => {
                         let v = match cmp_fast(op, r!(a), r!(b)) {

@@ -213,6 +213,9 @@ impl Runtime {
         };
         if let Some(n) = config.threads {
             crate::par::set_threads(n);
+            // Tensor kernels run on rayon's global pool, sized once: size it
+            // now (a no-op when it already exists).
+            let _ = rayon::ThreadPoolBuilder::new().num_threads(n).build_global();
         }
         Runtime { shared: Arc::new(shared), repl: UnitGlobals::default(), repl_modules: HashMap::new(), thread_stack: if config.thread_stack == 0 { 0 } else { config.thread_stack.max(1 << 20) } }
     }
