@@ -4,5 +4,9 @@ use apsi_core::module::ModuleDescriptor;
 
 /// Every compiled-in module, freshly described.
 pub fn compiled_in() -> Vec<ModuleDescriptor> {
-    Vec::new()
+    #[allow(unused_mut)]
+    let mut out = Vec::new();
+    #[cfg(feature = "parallel")]
+    out.push(apsi_parallel::module());
+    out
 }

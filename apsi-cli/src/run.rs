@@ -52,6 +52,7 @@ pub fn run_file(opts: &RunOptions) -> u8 {
     let config = RuntimeConfig {
         argv: opts.argv.clone(),
         modules: crate::modules::compiled_in(),
+        threads: opts.threads,
         ..RuntimeConfig::default()
     };
     let mut runtime = Runtime::new(config);

@@ -12,7 +12,9 @@ pub mod error;
 pub mod format;
 pub mod module;
 pub mod ops;
+pub mod par;
 pub mod syntax;
+pub mod tensor;
 pub mod vm;
 
 /// The version of the core, as `apsi --version` prints it.

@@ -21,7 +21,7 @@ mod protocol;
 
 pub use arith::{binary, unary};
 pub use attr::{get_attr, set_attr, suggest};
-pub use compare::{compare, eq, order};
+pub use compare::{compare, compare_value, eq, order};
 pub use index::{get_index, set_index, slice_indices};
 pub use iter::{contains, hash_key, iterate, len, len_with};
 pub use protocol::{call_dunder, NoCaller};

@@ -100,6 +100,7 @@ pub fn prelude() -> ModuleDescriptor {
     for k in ErrorKind::ALL {
         b = b.constant(k.name(), Value::Kind(k));
     }
+    b = crate::tensor::register(b);
     b.build()
 }
 

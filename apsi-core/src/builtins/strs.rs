@@ -215,20 +215,39 @@ fn splitlines(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value>
 fn join(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let (sep, rest) = recv(args, "join")?;
     let a = Args::new("join", rest, kw, 1, &["xs"])?;
-    let items = ops::iterate(c, a.req(0)?)?;
-    let mut out = String::new();
-    for (i, x) in items.iter().enumerate() {
-        if i > 0 {
-            out.push_str(sep);
+    // Lists and tuples are joined in place (one read lock, no copy of the
+    // items); other iterables are materialised first.
+    match a.req(0)? {
+        Value::List(l) => s(join_items(sep, &l.items.read())?),
+        Value::Tuple(t) => s(join_items(sep, &t.0)?),
+        other => {
+            let items = ops::iterate(c, other)?;
+            s(join_items(sep, &items)?)
         }
+    }
+}
+
+/// `sep` between the strings `items`, sized exactly before copying.
+fn join_items(sep: &str, items: &[Value]) -> VResult<String> {
+    let mut total = sep.len().saturating_mul(items.len().saturating_sub(1));
+    for (i, x) in items.iter().enumerate() {
         match x {
-            Value::Str(p) => out.push_str(p.as_str()),
+            Value::Str(p) => total = total.saturating_add(p.as_str().len()),
             other => {
                 return Err(err(ErrorKind::TypeError, format!("join(): item {i} is a {}, expected a str", other.type_name())))
             }
         }
     }
-    s(out)
+    let mut out = String::with_capacity(total);
+    for (i, x) in items.iter().enumerate() {
+        if i > 0 {
+            out.push_str(sep);
+        }
+        if let Value::Str(p) = x {
+            out.push_str(p.as_str());
+        }
+    }
+    Ok(out)
 }
 
 fn replace(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
@@ -615,6 +634,17 @@ mod tests {
     }
     fn st(x: &str) -> Value {
         Value::str(x)
+    }
+
+    #[test]
+    fn join_lists_tuples_and_errors() {
+        let l = Value::list(vec![st("a"), st("bc"), st("")]);
+        assert_eq!(show("join", ", ", &[l]), "'a, bc, '");
+        let t = Value::tuple(vec![st("x"), st("y")]);
+        assert_eq!(show("join", "", &[t]), "'xy'");
+        assert_eq!(show("join", "-", &[Value::list(vec![])]), "''");
+        let bad = Value::list(vec![st("a"), Value::Int(1)]);
+        assert_eq!(call("join", "", &[bad]).unwrap_err().message, "join(): item 1 is a int, expected a str");
     }
 
     #[test]

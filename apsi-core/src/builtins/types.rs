@@ -281,8 +281,14 @@ fn str_ctor(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     Ok(match a.get(0) {
         None => Value::str(""),
         Some(v @ Value::Str(_)) => v.clone(),
+        Some(Value::Int(i)) => int_str(*i),
         Some(v) => Value::str(crate::format::str_of(v)),
     })
+}
+
+/// `str(i)` for an int, formatted straight into an inline string.
+fn int_str(i: i64) -> Value {
+    Value::Str(std::sync::Arc::new(crate::vm::value::StrObj::from_int(i)))
 }
 
 fn bool_ctor(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
@@ -371,6 +377,13 @@ mod tests {
     #[allow(unused_imports)]
     use crate::ops::Must;
     use crate::ops::NoCaller;
+
+    #[test]
+    fn int_to_str_matches_display() {
+        for i in [0, 7, -7, 10, 1234567890, i64::MAX, i64::MIN, -1_000_000] {
+            assert_eq!(int_str(i).as_str(), Some(i.to_string().as_str()));
+        }
+    }
 
     #[test]
     fn int_parsing() {

@@ -127,6 +127,13 @@ pub enum Instr {
     Format { a: Reg, b: Reg, c: Reg },
     /// `a = concatenation of the n strings in b ..`
     Concat { a: Reg, b: Reg, n: u16 },
+    /// `parallel for` (see `compile::parfor`): run the chunk function in `a`
+    /// over `range(a+1, a+2, a+3)` (`range`) or over the iterable `a+1`, with
+    /// `n` reductions whose first-worker and other-worker initial values are
+    /// the pairs in `a+4 ..`. Afterwards `a` = the first worker's partials
+    /// (a tuple, or none without reductions) and `a+1` = a list of the other
+    /// workers' partial tuples, in worker order.
+    ParFor { a: Reg, n: u16, range: bool },
 }
 
 const _: () = assert!(std::mem::size_of::<Instr>() == 8);
@@ -213,6 +220,10 @@ impl TypeCheck {
         }
     }
     pub fn accepts(self, v: &Value) -> bool {
+        // Under `grad`, a float argument travels as a traced 0-d tensor.
+        if let (TypeCheck::Float, Some(t)) = (self, crate::tensor::as_tensor(v)) {
+            return t.ndim() == 0 && t.dtype.is_float();
+        }
         matches!(
             (self, v),
             (TypeCheck::Int, Value::Int(_) | Value::Bool(_))

@@ -9,6 +9,7 @@
 pub mod code;
 pub mod emit;
 pub mod fold;
+pub mod parfor;
 pub mod scope;
 
 pub use code::{Code, FuncProto, Instr, StructProto};

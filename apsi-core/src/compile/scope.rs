@@ -104,6 +104,11 @@ impl ScopeTable {
         self.by_node.get(&(f as *const FuncDef as usize)).copied()
     }
 
+    /// The scope of the outlined body of a `parallel for` statement.
+    pub fn of_stmt(&self, s: &Stmt) -> Option<ScopeId> {
+        self.by_node.get(&(s as *const Stmt as usize)).copied()
+    }
+
     /// The scope of a lambda or comprehension expression.
     pub fn of_expr(&self, e: &Expr) -> Option<ScopeId> {
         self.by_node.get(&(e as *const Expr as usize)).copied()
@@ -246,6 +251,7 @@ impl Analyzer {
                 self.expr(test);
                 self.nested(body);
             }
+            StmtKind::For { target, iter, body, parallel: true } => self.parallel_for(s, target, iter, body),
             StmtKind::For { target, iter, body, .. } => {
                 self.expr(iter);
                 self.target(target);
@@ -337,6 +343,47 @@ impl Analyzer {
             }
             StmtKind::Nonlocal(_) => {}
         }
+    }
+
+    /// `parallel for`: the body is a function scope of its own (see
+    /// `compile::parfor`). The enclosing scope reads and (when combining)
+    /// writes the reduction variables; `global`/`nonlocal` declarations of
+    /// the enclosing function hold inside the body too.
+    fn parallel_for(&mut self, s: &Stmt, target: &Expr, iter: &Expr, body: &[Stmt]) {
+        self.expr(iter);
+        let reds = super::parfor::reductions(target, body);
+        for r in &reds {
+            self.use_name(&r.name);
+            self.bind(&r.name);
+            if let Some(f) = r.func {
+                self.expr(f);
+            }
+        }
+        let outer = self.cur;
+        let id = self.push_scope(ScopeKind::Function, "<parallel for>", s as *const Stmt as usize);
+        let saved = (self.cur, self.depth);
+        self.cur = id;
+        self.depth = 1;
+        let (g, nl): (Vec<String>, Vec<String>) = {
+            let o = &self.t.scopes[outer];
+            let keep = |n: &&String| !reds.iter().any(|r| &r.name == *n);
+            (o.declared_global.iter().filter(keep).cloned().collect(), o.declared_nonlocal.iter().filter(keep).cloned().collect())
+        };
+        {
+            let sc = &mut self.t.scopes[id];
+            for p in super::parfor::FIXED_PARAMS.iter().map(|p| p.to_string()).chain(reds.iter().map(|r| r.name.clone())) {
+                sc.params.push(p.clone());
+                sc.locals.insert(p, false);
+            }
+            sc.declared_global.extend(g);
+            for n in nl {
+                sc.used.insert(n.clone());
+                sc.declared_nonlocal.insert(n);
+            }
+        }
+        self.target(target);
+        self.stmts(body);
+        (self.cur, self.depth) = saved;
     }
 
     fn target(&mut self, t: &Expr) {

@@ -31,6 +31,32 @@ pub fn compare(op: CmpOp, a: &Value, b: &Value) -> VResult<bool> {
     }
 }
 
+/// `a op b` as a value: like [`compare`], except that a module object's
+/// comparison hook may answer with any value (a tensor compares
+/// elementwise and gives a bool tensor).
+pub fn compare_value(op: CmpOp, a: &Value, b: &Value) -> VResult<Value> {
+    if matches!(a, Value::Object(_)) || matches!(b, Value::Object(_)) {
+        let names = match op {
+            CmpOp::Eq => Some(("__eq__", "__eq__")),
+            CmpOp::NotEq => Some(("__ne__", "__ne__")),
+            CmpOp::Lt => Some(("__lt__", "__gt__")),
+            CmpOp::LtE => Some(("__le__", "__ge__")),
+            CmpOp::Gt => Some(("__gt__", "__lt__")),
+            CmpOp::GtE => Some(("__ge__", "__le__")),
+            _ => None,
+        };
+        if let Some((fwd, rev)) = names {
+            if let Some(r) = call_dunder(a, fwd, std::slice::from_ref(b)) {
+                return r;
+            }
+            if let Some(r) = call_dunder(b, rev, std::slice::from_ref(a)) {
+                return r;
+            }
+        }
+    }
+    compare(op, a, b).map(Value::Bool)
+}
+
 /// 2**63 as a float: the first float above every i64.
 const TWO_63: f64 = 9_223_372_036_854_775_808.0;
 

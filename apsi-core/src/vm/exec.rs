@@ -108,25 +108,6 @@ fn flush_before(shared: &Shared, nf: &NativeFn) {
     }
 }
 
-/// Decimal text of an int, written into `buf` (no allocation).
-fn itoa(i: i64, buf: &mut [u8; 20]) -> &str {
-    let mut n = i.unsigned_abs();
-    let mut pos = buf.len();
-    loop {
-        pos -= 1;
-        buf[pos] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    if i < 0 {
-        pos -= 1;
-        buf[pos] = b'-';
-    }
-    std::str::from_utf8(&buf[pos..]).unwrap_or("")
-}
-
 /// A returned value on its way to the caller's register.
 enum Ret {
     Int(i64),
@@ -640,10 +621,12 @@ impl Executor {
                     }
                     Instr::Cmp { op, a, b, c } => {
                         let v = match cmp_fast(op, r!(b), r!(c)) {
-                            Some(v) => v,
-                            None => tri!(compare(op, r!(b), r!(c))),
+                            Some(v) => Value::Bool(v),
+                            // Objects (tensors) may compare elementwise.
+                            None if matches!(op, CmpOp::Is | CmpOp::IsNot) => Value::Bool(tri!(compare(op, r!(b), r!(c)))),
+                            None => tri!(ops::compare_value(op, r!(b), r!(c))),
                         };
-                        setv(r!(a), Value::Bool(v));
+                        setv(r!(a), v);
                     }
                     Instr::CmpJmp { op, a, b, jt } => {
                         let v = match cmp_fast(op, r!(a), r!(b)) {
@@ -1051,10 +1034,11 @@ impl Executor {
                             Value::List(l) => l.items.read().get(i as usize).cloned(),
                             Value::Tuple(t) => t.0.get(i as usize).cloned(),
                             Value::Range(rg) => {
-                                if i < rg.len() {
-                                    Some(Value::Int(rg.start + i * rg.step))
-                                } else {
-                                    None
+                                // The i-th element, in range while it has not reached `stop`
+                                // (no length division per step; overflow ends the range).
+                                match i.checked_mul(rg.step).and_then(|d| rg.start.checked_add(d)) {
+                                    Some(x) if (rg.step > 0 && x < rg.stop) || (rg.step < 0 && x > rg.stop) => Some(Value::Int(x)),
+                                    _ => None,
                                 }
                             }
                             Value::Str(s) => s.as_str().as_bytes().get(i as usize).map(|&c| Value::str((c as char).to_string())),
@@ -1200,7 +1184,7 @@ impl Executor {
                     Instr::ToStr { a, b } => {
                         let v = match &*r!(b) {
                             Value::Str(_) => dup(r!(b)),
-                            Value::Int(i) => Value::Str(Arc::new(StrObj::from_text(itoa(*i, &mut [0u8; 20])))),
+                            Value::Int(i) => Value::Str(Arc::new(StrObj::from_int(*i))),
                             other => Value::str(format::str_of(other)),
                         };
                         setv(r!(a), v);
@@ -1213,6 +1197,28 @@ impl Executor {
                         let spec = r!(c).as_str().unwrap_or("").to_string();
                         let s = tri!(format::format_value(r!(b), &spec));
                         setv(r!(a), Value::str(s));
+                    }
+                    Instr::ParFor { a, n, range } => {
+                        // `parallel for`: the chunks run on the pool (crate::par::parfor);
+                        // this thread runs the first and waits for the rest.
+                        let a = a as usize;
+                        let f = take(r!(a));
+                        let iter = if range {
+                            crate::par::parfor::LoopIter::Range(dup(r!(a + 1)), dup(r!(a + 2)), dup(r!(a + 3)))
+                        } else {
+                            crate::par::parfor::LoopIter::Items(take(r!(a + 1)))
+                        };
+                        let inits: Vec<(Value, Value)> = (0..n as usize).map(|j| (take(r!(a + 4 + 2 * j)), take(r!(a + 5 + 2 * j)))).collect();
+                        save_pc!();
+                        let res = crate::par::parfor::run_loop(self, &f, iter, inits);
+                        refresh!();
+                        match res {
+                            Ok((first, rest)) => {
+                                setv(r!(a), first);
+                                setv(r!(a + 1), rest);
+                            }
+                            Err(e) => throw!(e),
+                        }
                     }
                     Instr::Concat { a, b, n } => {
                         let mut s = String::new();
@@ -1294,5 +1300,9 @@ impl Caller for Executor {
 
     fn new_thread_caller(&self) -> Option<Box<dyn Caller + Send>> {
         Some(Box::new(Executor::new(self.shared.clone())))
+    }
+
+    fn tasks(&self) -> Option<Arc<crate::par::tasks::TaskRegistry>> {
+        Some(self.shared.tasks.clone())
     }
 }

@@ -40,11 +40,14 @@ pub struct RuntimeConfig {
     /// Stack size of the thread programs run on (native callbacks nest on
     /// it); 0 runs them on the calling thread.
     pub thread_stack: usize,
+    /// `--threads N`: the thread count of `parallel for` and the `parallel`
+    /// module (process-wide, see `par::set_threads`); `None` keeps the current one.
+    pub threads: Option<usize>,
 }
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
-        RuntimeConfig { argv: Vec::new(), modules: Vec::new(), output: None, max_depth: 200_000, max_native_depth: 400, thread_stack: 0 }
+        RuntimeConfig { argv: Vec::new(), modules: Vec::new(), output: None, max_depth: 200_000, max_native_depth: 400, thread_stack: 0, threads: None }
     }
 }
 
@@ -64,6 +67,8 @@ pub struct Shared {
     pub(crate) modules: HashMap<String, Arc<ModuleObj>>,
     pub(crate) max_depth: usize,
     pub(crate) max_native_depth: usize,
+    /// Tasks the program spawned (`use parallel`): waited for at exit.
+    pub(crate) tasks: Arc<crate::par::tasks::TaskRegistry>,
 }
 
 impl Shared {
@@ -204,7 +209,14 @@ impl Runtime {
             modules,
             max_depth: config.max_depth.max(1),
             max_native_depth: config.max_native_depth.max(1),
+            tasks: Arc::new(crate::par::tasks::TaskRegistry::new()),
         };
+        if let Some(n) = config.threads {
+            crate::par::set_threads(n);
+            // Tensor kernels run on rayon's global pool, sized once: size it
+            // now (a no-op when it already exists).
+            let _ = rayon::ThreadPoolBuilder::new().num_threads(n).build_global();
+        }
         Runtime { shared: Arc::new(shared), repl: UnitGlobals::default(), repl_modules: HashMap::new(), thread_stack: if config.thread_stack == 0 { 0 } else { config.thread_stack.max(1 << 20) } }
     }
 
@@ -220,23 +232,25 @@ impl Runtime {
     }
 
     /// Run a checked program: every unit once, dependencies first, the main last.
+    /// The program ends when its main code and every task it spawned have
+    /// ended; a task that failed without being waited for is reported.
     pub fn run(&mut self, program: &Program) -> Result<(), RunError> {
         let stack = self.thread_stack;
         let this = &*self;
-        if stack == 0 {
-            let r = this.run_here(program);
-            self.flush();
-            return r;
-        }
-        let r = std::thread::scope(|s| {
-            let h = std::thread::Builder::new().name("apsi-main".into()).stack_size(stack).spawn_scoped(s, move || this.run_here(program));
-            match h {
-                Ok(h) => h.join().unwrap_or_else(|_| Err(RunError::Error(Diagnostic::new(ErrorKind::Error, "internal error: the interpreter thread panicked")))),
-                Err(_) => this.run_here(program),
-            }
-        });
+        let r = if stack == 0 {
+            this.run_here(program)
+        } else {
+            std::thread::scope(|s| {
+                let h = std::thread::Builder::new().name("apsi-main".into()).stack_size(stack).spawn_scoped(s, move || this.run_here(program));
+                match h {
+                    Ok(h) => h.join().unwrap_or_else(|_| Err(RunError::Error(Diagnostic::new(ErrorKind::Error, "internal error: the interpreter thread panicked")))),
+                    Err(_) => this.run_here(program),
+                }
+            })
+        };
+        let failures = self.shared.tasks.finish();
         self.flush();
-        r
+        with_task_failures(r, failures)
     }
 
     fn run_here(&self, program: &Program) -> Result<(), RunError> {
@@ -410,6 +424,31 @@ impl Runtime {
             Ok(v) => Ok(Some(v)),
             Err(e) => Err(error_to_run_error(&e)),
         }
+    }
+}
+
+/// Add the failures of tasks nobody waited for to a program's outcome: the
+/// first becomes the error when the program itself succeeded; the others
+/// (and all of them when the program failed) become notes.
+fn with_task_failures(r: Result<(), RunError>, failures: Vec<Exc>) -> Result<(), RunError> {
+    if failures.is_empty() {
+        return r;
+    }
+    let note = |e: &Exc| format!("a task that was never waited for failed: {}: {}", e.kind.name(), e.message);
+    match r {
+        Ok(()) | Err(RunError::Exit(0)) => {
+            let mut it = failures.iter();
+            let Some(first) = it.next() else { return Ok(()) };
+            let RunError::Error(mut d) = error_to_run_error(first) else { return Ok(()) };
+            d.notes.push("this error happened in a task that was never waited for (call .wait() or wait_all() to handle it)".into());
+            d.notes.extend(it.map(note));
+            Err(RunError::Error(d))
+        }
+        Err(RunError::Error(mut d)) => {
+            d.notes.extend(failures.iter().map(note));
+            Err(RunError::Error(d))
+        }
+        other => other,
     }
 }
 

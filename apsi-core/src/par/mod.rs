@@ -1,0 +1,60 @@
+//! Threads for Apsi programs: the shared worker pool, the thread count, the
+//! runner behind `parallel for` (and the `parallel` module's `pmap` and
+//! friends), and the registry of spawned tasks a runtime waits for at exit.
+//!
+//! Why not rayon's pool: `spawn`ed Apsi tasks may block (a channel, a lock,
+//! another task), and a fixed pool would deadlock once every worker waits on
+//! work still queued behind it (with `--threads 1` at once). This pool keeps
+//! at most `threads()` workers *running*; a worker that blocks in a parallel
+//! primitive (see [`blocking`]) lets another worker start, as Go's scheduler
+//! does. Work that never blocks (loop chunks) keeps exactly `threads()` busy.
+//!
+//! - [`pool`]: the elastic worker pool (`submit`, `blocking`).
+//! - [`parts`]: run N pieces of Apsi work, the caller taking part 0, results
+//!   in part order, the first error stopping the rest.
+//! - [`tasks`]: what a runtime knows about the tasks its program spawned.
+
+pub mod parfor;
+pub mod parts;
+pub mod pool;
+pub mod tasks;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+static THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// The hooks told about a new thread count (tensor kernels, BLAS).
+static HOOKS: parking_lot::Mutex<Vec<fn(usize)>> = parking_lot::Mutex::new(Vec::new());
+
+/// How many threads `parallel for`, `pmap` and friends use: `set_threads`,
+/// else `--threads`, else [`cpu_count`].
+pub fn threads() -> usize {
+    match THREADS.load(Ordering::Relaxed) {
+        0 => cpu_count(),
+        n => n,
+    }
+}
+
+/// Set the thread count (at least 1) for the whole process, and tell every
+/// registered hook (so tensor kernels and BLAS follow the same bound).
+pub fn set_threads(n: usize) {
+    let n = n.max(1);
+    THREADS.store(n, Ordering::Relaxed);
+    let hooks: Vec<fn(usize)> = HOOKS.lock().clone();
+    for h in hooks {
+        h(n);
+    }
+}
+
+/// Register a function called with the new count on every `set_threads`
+/// (and once now, with the current count).
+pub fn on_set_threads(hook: fn(usize)) {
+    HOOKS.lock().push(hook);
+    hook(threads());
+}
+
+/// CPUs this process may use: affinity and cgroup quotas (v1 and v2, as the
+/// standard library reads them), further capped by a cgroup v2 `cpu.max`.
+pub fn cpu_count() -> usize {
+    crate::builtins::cpu_count_value()
+}

@@ -1,0 +1,374 @@
+//! Reverse-mode automatic differentiation: a tape of tensor operations,
+//! one vector-Jacobian rule per operation.
+//!
+//! While `grad` runs a function, its inputs are leaf tensors with a
+//! [`Node`]; every operation with a traced input records a node holding its
+//! inputs (and output where the rule needs it). Node ids grow with time, so
+//! visiting nodes by decreasing id is a topological order. The rules are
+//! written with the same recorded operations, so when the inputs of an
+//! inner `grad` are themselves traced (by an outer `grad`), the gradients
+//! it returns are traced too and `grad(grad(f))` is the second derivative.
+
+use super::arith::{binary_same, compare, unary, where_, Arg, UFn};
+use super::core::Tensor;
+use super::dtype::DType;
+use super::shape::{broadcast_to, permute, reshape, sum_to};
+use crate::error::ErrorKind;
+use crate::syntax::ast::{BinOp, CmpOp};
+use crate::vm::value::{err, VResult};
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+pub struct Node {
+    pub id: u64,
+    pub op: Op,
+}
+
+pub enum Op {
+    Leaf,
+    /// A leaf standing for a tensor traced by an outer `grad`.
+    Alias(Tensor),
+    Add(Tensor, Tensor),
+    Sub(Tensor, Tensor),
+    Mul(Tensor, Tensor),
+    Div(Tensor, Tensor),
+    /// base, exponent, result
+    Pow(Tensor, Tensor, Tensor),
+    /// function, input, result
+    Unary(UFn, Tensor, Tensor),
+    Cast(Tensor),
+    /// maximum/minimum: a, b, result
+    Select(Tensor, Tensor, Tensor),
+    Where(Tensor, Tensor, Tensor),
+    Clip(Tensor, Option<f64>, Option<f64>),
+    Sum(Tensor, Vec<usize>, bool),
+    Extreme(Tensor, Vec<usize>, bool, Tensor),
+    Prod(Tensor, Vec<usize>, bool, Tensor),
+    Cumsum(Tensor, usize),
+    Reshape(Tensor),
+    Permute(Tensor, Vec<usize>),
+    /// parts, axis, their lengths along it
+    Concat(Vec<Tensor>, usize, Vec<usize>),
+    /// source, logical (row-major) indices into it, result shape
+    Gather(Tensor, Vec<usize>, Vec<usize>),
+    /// values, logical indices, shape of the zero tensor they are added into
+    Scatter(Tensor, Vec<usize>, Vec<usize>),
+    Matmul(Tensor, Tensor),
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    static PAUSED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// A node for `op` producing `out`, unless recording is paused (a
+/// first-order backward pass needs no tape of its own).
+pub fn record(op: Op, _out: &Tensor) -> Option<Arc<Node>> {
+    if PAUSED.with(|p| p.get()) {
+        return None;
+    }
+    Some(Arc::new(Node { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), op }))
+}
+
+/// A fresh leaf standing for `t` (linked to `t` when `t` is traced).
+pub fn leaf(t: &Tensor) -> Tensor {
+    let mut x = t.clone();
+    let op = if t.node.is_some() { Op::Alias(t.clone()) } else { Op::Leaf };
+    x.node = Some(Arc::new(Node { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), op }));
+    x
+}
+
+fn inputs(op: &Op) -> Vec<&Tensor> {
+    match op {
+        Op::Leaf => vec![],
+        Op::Alias(a) | Op::Unary(_, a, _) | Op::Cast(a) | Op::Clip(a, _, _) | Op::Sum(a, _, _) => vec![a],
+        Op::Extreme(a, _, _, _) | Op::Prod(a, _, _, _) | Op::Cumsum(a, _) | Op::Reshape(a) | Op::Permute(a, _) => vec![a],
+        Op::Gather(a, _, _) | Op::Scatter(a, _, _) => vec![a],
+        Op::Add(a, b) | Op::Sub(a, b) | Op::Mul(a, b) | Op::Div(a, b) | Op::Matmul(a, b) => vec![a, b],
+        Op::Pow(a, b, _) | Op::Select(a, b, _) => vec![a, b],
+        Op::Where(_, a, b) => vec![a, b],
+        Op::Concat(parts, _, _) => parts.iter().collect(),
+    }
+}
+
+fn detach(t: &Tensor) -> Tensor {
+    let mut d = t.clone();
+    d.node = None;
+    d
+}
+
+fn bin(op: BinOp, a: &Tensor, b: &Tensor) -> VResult<Tensor> {
+    let d = DType::promote(a.dtype, b.dtype);
+    binary_same(op, &Arg::T(a.clone()).to_tensor(d)?, &Arg::T(b.clone()).to_tensor(d)?)
+}
+
+fn scal(op: BinOp, a: &Tensor, x: f64) -> VResult<Tensor> {
+    let s = Tensor::full(vec![], x, a.dtype)?;
+    binary_same(op, a, &s)
+}
+
+fn zeros_like(t: &Tensor) -> VResult<Tensor> {
+    Tensor::full(t.shape().to_vec(), 0.0, t.dtype)
+}
+
+fn keep_shape(shape: &[usize], axes: &[usize]) -> Vec<usize> {
+    shape.iter().enumerate().map(|(i, &d)| if axes.contains(&i) { 1 } else { d }).collect()
+}
+
+/// Scatter-adds `g` (row-major over its shape) into zeros of `shape` at `idx`.
+pub fn scatter(g: &Tensor, idx: &[usize], shape: &[usize]) -> VResult<Tensor> {
+    let n: usize = shape.iter().product();
+    let vals: Vec<f64> = g.to_vec();
+    let mut out = vec![0f64; n];
+    for (&i, &v) in idx.iter().zip(&vals) {
+        if let Some(o) = out.get_mut(i) {
+            *o += v;
+        }
+    }
+    let mut r = Tensor::from_vec(out, shape.to_vec()).cast(g.dtype)?;
+    if g.node.is_some() {
+        r.node = record(Op::Scatter(g.clone(), idx.to_vec(), shape.to_vec()), &r);
+    }
+    Ok(r)
+}
+
+pub fn gather(x: &Tensor, idx: &[usize], shape: &[usize]) -> VResult<Tensor> {
+    let vals: Vec<f64> = x.to_vec();
+    let out: Vec<f64> = idx.iter().map(|&i| vals.get(i).copied().unwrap_or(0.0)).collect();
+    let mut r = Tensor::from_vec(out, shape.to_vec()).cast(x.dtype)?;
+    if x.node.is_some() {
+        r.node = record(Op::Gather(x.clone(), idx.to_vec(), shape.to_vec()), &r);
+    }
+    Ok(r)
+}
+
+/// The cotangents of a node's inputs, given the cotangent `g` of its output.
+fn vjp(op: &Op, g: &Tensor) -> VResult<Vec<Option<Tensor>>> {
+    use BinOp::*;
+    Ok(match op {
+        Op::Leaf => vec![],
+        Op::Alias(_) => vec![Some(g.clone())],
+        Op::Add(a, b) => vec![Some(sum_to(g, a.shape())?), Some(sum_to(g, b.shape())?)],
+        Op::Sub(a, b) => vec![Some(sum_to(g, a.shape())?), Some(sum_to(&unary(UFn::Neg, g)?, b.shape())?)],
+        Op::Mul(a, b) => vec![Some(sum_to(&bin(Mul, g, b)?, a.shape())?), Some(sum_to(&bin(Mul, g, a)?, b.shape())?)],
+        Op::Div(a, b) => {
+            let ga = sum_to(&bin(Div, g, b)?, a.shape())?;
+            let gb = if b.node.is_some() {
+                let q = bin(Div, &bin(Mul, g, a)?, &bin(Mul, b, b)?)?;
+                Some(sum_to(&unary(UFn::Neg, &q)?, b.shape())?)
+            } else {
+                None
+            };
+            vec![Some(ga), gb]
+        }
+        Op::Pow(x, y, out) => {
+            let ym1 = scal(Sub, y, 1.0)?;
+            let gx = bin(Mul, g, &bin(Mul, y, &bin(Pow, x, &ym1)?)?)?;
+            let gy = if y.node.is_some() {
+                Some(sum_to(&bin(Mul, &bin(Mul, g, out)?, &unary(UFn::Log, x)?)?, y.shape())?)
+            } else {
+                None
+            };
+            vec![Some(sum_to(&gx, x.shape())?), gy]
+        }
+        Op::Unary(f, x, out) => {
+            let d = match f {
+                UFn::Neg => unary(UFn::Neg, g)?,
+                UFn::Abs => bin(Mul, g, &unary(UFn::Sign, &detach(x))?)?,
+                UFn::Sqrt => bin(Div, g, &scal(Mul, out, 2.0)?)?,
+                UFn::Exp => bin(Mul, g, out)?,
+                UFn::Log => bin(Div, g, x)?,
+                UFn::Log1p => bin(Div, g, &scal(Add, x, 1.0)?)?,
+                UFn::Sin => bin(Mul, g, &unary(UFn::Cos, x)?)?,
+                UFn::Cos => unary(UFn::Neg, &bin(Mul, g, &unary(UFn::Sin, x)?)?)?,
+                UFn::Tan => bin(Mul, g, &scal(Add, &bin(Mul, out, out)?, 1.0)?)?,
+                UFn::Tanh => bin(Mul, g, &scal(Sub, &bin(Mul, out, out)?, 1.0).and_then(|t| unary(UFn::Neg, &t))?)?,
+                UFn::Sigmoid => bin(Mul, g, &bin(Mul, out, &scal(Sub, out, 1.0).and_then(|t| unary(UFn::Neg, &t))?)?)?,
+                UFn::Floor | UFn::Ceil | UFn::Round | UFn::Sign => zeros_like(x)?,
+            };
+            vec![Some(d)]
+        }
+        Op::Cast(x) => vec![Some(Arg::T(g.clone()).to_tensor(x.dtype)?)],
+        Op::Select(a, b, out) => {
+            let m = compare(CmpOp::Eq, &Arg::T(detach(out)), &Arg::T(detach(a)))?;
+            let z = Arg::Float(0.0);
+            let ga = where_(&m, &Arg::T(g.clone()), &z)?;
+            let gb = where_(&m, &z, &Arg::T(g.clone()))?;
+            vec![Some(sum_to(&ga, a.shape())?), Some(sum_to(&gb, b.shape())?)]
+        }
+        Op::Where(c, a, b) => {
+            let z = Arg::Float(0.0);
+            let ga = where_(c, &Arg::T(g.clone()), &z)?;
+            let gb = where_(c, &z, &Arg::T(g.clone()))?;
+            vec![Some(sum_to(&ga, a.shape())?), Some(sum_to(&gb, b.shape())?)]
+        }
+        Op::Clip(x, lo, hi) => {
+            let (l, h) = (lo.unwrap_or(f64::NEG_INFINITY), hi.unwrap_or(f64::INFINITY));
+            let m = super::kernels::map::<f64, bool>(&detach(x), move |v| v >= l && v <= h);
+            vec![Some(where_(&m, &Arg::T(g.clone()), &Arg::Float(0.0))?)]
+        }
+        Op::Sum(x, axes, keepdims) => {
+            let gk = if *keepdims { g.clone() } else { reshape(g, keep_shape(x.shape(), axes))? };
+            vec![Some(broadcast_to(&gk, x.shape())?)]
+        }
+        Op::Extreme(x, axes, keepdims, out) => {
+            let ks = keep_shape(x.shape(), axes);
+            let ok = detach(out).reshaped(ks.clone())?;
+            let m = compare(CmpOp::Eq, &Arg::T(detach(x)), &Arg::T(ok))?.astype(x.dtype)?;
+            let cnt = super::reduce::reduce(&m, axes, true, super::reduce::RKind::Sum)?;
+            let gk = if *keepdims { g.clone() } else { reshape(g, ks)? };
+            vec![Some(bin(Mul, &bin(Div, &gk, &cnt)?, &m)?)]
+        }
+        Op::Prod(x, axes, keepdims, out) => {
+            let ks = keep_shape(x.shape(), axes);
+            let gk = if *keepdims { g.clone() } else { reshape(g, ks.clone())? };
+            let ok = out.reshaped(ks)?;
+            let mut okt = ok;
+            okt.node = out.node.clone().filter(|_| false);
+            vec![Some(bin(Div, &bin(Mul, &gk, &okt)?, x)?)]
+        }
+        Op::Cumsum(x, axis) => {
+            let total = super::reduce::reduce(g, &[*axis], true, super::reduce::RKind::Sum)?;
+            let c = super::reduce::cumsum(g, Some(*axis))?;
+            let r = bin(Add, &bin(Sub, &total, &c)?, g)?;
+            vec![Some(r).filter(|_| x.ndim() > 0)]
+        }
+        Op::Reshape(x) => vec![Some(reshape(g, x.shape().to_vec())?)],
+        Op::Permute(_, perm) => {
+            let mut inv = vec![0usize; perm.len()];
+            for (i, &p) in perm.iter().enumerate() {
+                inv[p] = i;
+            }
+            vec![Some(permute(g, &inv)?)]
+        }
+        Op::Concat(parts, axis, sizes) => {
+            let mut out = Vec::new();
+            let mut start = 0usize;
+            let shape = g.shape().to_vec();
+            let outer: usize = shape[..*axis].iter().product();
+            let inner: usize = shape[axis + 1..].iter().product();
+            let total = shape[*axis];
+            for (p, &len) in parts.iter().zip(sizes) {
+                let mut idx = Vec::with_capacity(outer * len * inner);
+                for o in 0..outer {
+                    for k in start..start + len {
+                        for i in 0..inner {
+                            idx.push((o * total + k) * inner + i);
+                        }
+                    }
+                }
+                out.push(Some(gather(g, &idx, p.shape())?));
+                start += len;
+            }
+            out
+        }
+        Op::Gather(x, idx, _) => vec![Some(scatter(g, idx, x.shape())?)],
+        Op::Scatter(v, idx, _) => vec![Some(gather(g, idx, v.shape())?)],
+        Op::Matmul(a, b) => matmul_vjp(a, b, g)?,
+    })
+}
+
+fn swap_last(t: &Tensor) -> VResult<Tensor> {
+    let n = t.ndim();
+    let mut perm: Vec<usize> = (0..n).collect();
+    perm.swap(n - 2, n - 1);
+    permute(t, &perm)
+}
+
+fn matmul_vjp(a: &Tensor, b: &Tensor, g: &Tensor) -> VResult<Vec<Option<Tensor>>> {
+    use super::matmul::matmul;
+    let a2 = if a.ndim() == 1 { reshape(a, vec![1, a.shape()[0]])? } else { a.clone() };
+    let b2 = if b.ndim() == 1 { reshape(b, vec![b.shape()[0], 1])? } else { b.clone() };
+    // g has the result shape; restore the lifted axes.
+    let mut gs = g.shape().to_vec();
+    if a.ndim() == 1 {
+        let at = gs.len() - if b.ndim() == 1 { 0 } else { 1 };
+        gs.insert(at, 1);
+    }
+    if b.ndim() == 1 {
+        gs.push(1);
+    }
+    let g2 = reshape(g, gs)?;
+    let ga = matmul(&g2, &swap_last(&b2)?)?;
+    let gb = matmul(&swap_last(&a2)?, &g2)?;
+    let ga = sum_to(&ga, a2.shape())?;
+    let gb = sum_to(&gb, b2.shape())?;
+    Ok(vec![Some(reshape(&ga, a.shape().to_vec())?), Some(reshape(&gb, b.shape().to_vec())?)])
+}
+
+fn add_into(map: &mut HashMap<u64, Tensor>, id: u64, g: Tensor) -> VResult<()> {
+    let v = match map.remove(&id) {
+        Some(prev) => bin(BinOp::Add, &prev, &g)?,
+        None => g,
+    };
+    map.insert(id, v);
+    Ok(())
+}
+
+/// The cotangents of `leaves` for the scalar `out` (seed 1).
+/// `record_grads`: keep the tape while computing (for higher order).
+pub fn backward(out: &Tensor, leaves: &[Tensor], record_grads: bool) -> VResult<Vec<Option<Tensor>>> {
+    let Some(root) = &out.node else { return Ok(vec![None; leaves.len()]) };
+    let leaf_ids: Vec<u64> = leaves.iter().filter_map(|l| l.node.as_ref().map(|n| n.id)).collect();
+    let min_leaf = leaf_ids.iter().copied().min().unwrap_or(0);
+    // Collect reachable nodes (only those newer than the oldest leaf can
+    // depend on a leaf).
+    let mut nodes: HashMap<u64, Arc<Node>> = HashMap::new();
+    let mut stack = vec![root.clone()];
+    while let Some(n) = stack.pop() {
+        if n.id < min_leaf || nodes.contains_key(&n.id) {
+            continue;
+        }
+        if !leaf_ids.contains(&n.id) {
+            for t in inputs(&n.op) {
+                if let Some(m) = &t.node {
+                    stack.push(m.clone());
+                }
+            }
+        }
+        nodes.insert(n.id, n);
+    }
+    let mut order: Vec<u64> = nodes.keys().copied().collect();
+    order.sort_unstable_by(|a, b| b.cmp(a));
+    let was = PAUSED.with(|p| p.replace(!record_grads));
+    let result = (|| {
+        let mut grads: HashMap<u64, Tensor> = HashMap::new();
+        let seed = Tensor::full(out.shape().to_vec(), 1.0, out.dtype)?;
+        grads.insert(root.id, seed);
+        for id in order {
+            if leaf_ids.contains(&id) {
+                continue;
+            }
+            let Some(node) = nodes.get(&id) else { continue };
+            let Some(g) = grads.remove(&id) else { continue };
+            let ins = inputs(&node.op);
+            let gs = vjp(&node.op, &g)?;
+            for (t, gi) in ins.iter().zip(gs) {
+                if let (Some(n), Some(gi)) = (&t.node, gi) {
+                    if nodes.contains_key(&n.id) {
+                        add_into(&mut grads, n.id, gi)?;
+                    }
+                }
+            }
+        }
+        Ok(leaves
+            .iter()
+            .map(|l| l.node.as_ref().and_then(|n| grads.get(&n.id).cloned()))
+            .collect())
+    })();
+    PAUSED.with(|p| p.set(was));
+    result
+}
+
+pub fn not_scalar(shape: &[usize]) -> crate::vm::value::Exc {
+    err(
+        ErrorKind::TypeError,
+        format!(
+            "grad() needs a function that returns a scalar (a float or a 1-element tensor); it returned a tensor of shape {}",
+            super::layout::shape_str(shape)
+        ),
+    )
+}

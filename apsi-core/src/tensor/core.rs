@@ -1,0 +1,210 @@
+//! The `Tensor` type: storage + layout + dtype (+ its place on the autodiff tape).
+
+use super::autodiff::Node;
+use super::dtype::DType;
+use super::layout::{checked_size, for_each_offset, Layout};
+use super::storage::{Buffer, Scalar, Storage};
+use crate::error::ErrorKind;
+use crate::vm::value::{err, VResult};
+use std::sync::Arc;
+
+#[derive(Clone)]
+pub struct Tensor {
+    pub storage: Arc<Storage>,
+    pub layout: Layout,
+    pub dtype: DType,
+    /// Set while `grad` traces a computation that depends on this tensor.
+    pub node: Option<Arc<Node>>,
+}
+
+fn _assert_send_sync() {
+    fn is<T: Send + Sync>() {}
+    is::<Tensor>();
+}
+
+/// Elements at or above which kernels split work across threads.
+pub const PAR_MIN: usize = 1 << 15;
+
+impl Tensor {
+    pub fn from_vec<T: Scalar>(v: Vec<T>, shape: Vec<usize>) -> Tensor {
+        debug_assert_eq!(v.len(), shape.iter().product::<usize>());
+        Tensor { storage: Arc::new(Storage::cpu(T::buffer(v))), layout: Layout::contiguous(shape), dtype: T::DTYPE, node: None }
+    }
+
+    pub fn from_buffer(b: Buffer, shape: Vec<usize>, dtype: DType) -> Tensor {
+        Tensor { storage: Arc::new(Storage::cpu(b)), layout: Layout::contiguous(shape), dtype, node: None }
+    }
+
+    pub fn scalar<T: Scalar>(x: T) -> Tensor {
+        Tensor::from_vec(vec![x], vec![])
+    }
+
+    /// A tensor of `shape` filled with `x` converted to `dtype`.
+    pub fn full(shape: Vec<usize>, x: f64, dtype: DType) -> VResult<Tensor> {
+        let n = checked_size(&shape)?;
+        let dtype = dtype.check_supported()?;
+        Ok(crate::with_dtype!(dtype, T => Tensor::from_vec(vec![T::from_f64(x); n], shape), other => unreachable_dtype()))
+    }
+
+    pub fn shape(&self) -> &[usize] {
+        &self.layout.shape
+    }
+    pub fn ndim(&self) -> usize {
+        self.layout.shape.len()
+    }
+    pub fn size(&self) -> usize {
+        self.layout.size()
+    }
+
+    /// The same elements seen through another layout (no copy, no tape).
+    pub fn view(&self, layout: Layout) -> Tensor {
+        Tensor { storage: self.storage.clone(), layout, dtype: self.dtype, node: None }
+    }
+
+    /// Whether the elements are exactly the storage from offset 0, in order.
+    pub fn is_dense(&self) -> bool {
+        self.layout.offset == 0 && self.layout.is_contiguous() && self.storage.read(|b| b.len()) == self.size()
+    }
+
+    /// Runs `f` on the elements as `T`: borrowed from storage under the read
+    /// lock when the dtype's native type is `T`, else converted to a fresh
+    /// contiguous vector.
+    pub fn with_slice<T: Scalar, R>(&self, f: impl FnOnce(&[T], &Layout) -> R) -> R {
+        let direct = self.storage.read(|b| T::slice(b).is_some());
+        if direct {
+            let layout = &self.layout;
+            let mut f = Some(f);
+            let r = self.storage.read(|b| T::slice(b).map(|s| f.take().map(|f| f(s, layout))));
+            if let Some(Some(r)) = r {
+                return r;
+            }
+            unreachable_state()
+        } else {
+            let v: Vec<T> = self.to_vec();
+            let l = Layout::contiguous(self.layout.shape.clone());
+            f(&v, &l)
+        }
+    }
+
+    /// The elements in row-major order, converted to `U`.
+    pub fn to_vec<U: Scalar>(&self) -> Vec<U> {
+        let layout = &self.layout;
+        self.storage.read(|b| {
+            crate::with_buffer!(b, v => gather::<_, U>(v, layout), packed => Vec::new())
+        })
+    }
+
+    /// A dense copy (fresh storage) with the same dtype.
+    pub fn contiguous(&self) -> Tensor {
+        let shape = self.layout.shape.clone();
+        let layout = &self.layout;
+        let buf = self.storage.read(|b| match b {
+            Buffer::F64(v) => Buffer::F64(gather(v, layout)),
+            Buffer::F32(v) => Buffer::F32(gather(v, layout)),
+            Buffer::F16(v) => Buffer::F16(gather(v, layout)),
+            Buffer::BF16(v) => Buffer::BF16(gather(v, layout)),
+            Buffer::I64(v) => Buffer::I64(gather(v, layout)),
+            Buffer::I32(v) => Buffer::I32(gather(v, layout)),
+            Buffer::Bool(v) => Buffer::Bool(gather(v, layout)),
+            Buffer::Packed { .. } => Buffer::Bool(Vec::new()),
+        });
+        Tensor::from_buffer(buf, shape, self.dtype)
+    }
+
+    /// Dense with a layout starting at 0 (self when already so).
+    pub fn dense(&self) -> Tensor {
+        if self.is_dense() {
+            let mut t = self.clone();
+            t.node = None;
+            t
+        } else {
+            self.contiguous()
+        }
+    }
+
+    /// A converted copy (`astype`); the same dtype still copies.
+    pub fn astype(&self, dtype: DType) -> VResult<Tensor> {
+        let dtype = dtype.check_supported()?;
+        let shape = self.layout.shape.clone();
+        Ok(crate::with_dtype!(dtype, T => Tensor::from_vec(self.to_vec::<T>(), shape), other => unreachable_dtype()))
+    }
+
+    /// The dtype-converted tensor, sharing storage when already of that dtype.
+    pub fn cast(&self, dtype: DType) -> VResult<Tensor> {
+        if dtype == self.dtype {
+            let mut t = self.clone();
+            t.node = None;
+            Ok(t)
+        } else {
+            self.astype(dtype)
+        }
+    }
+
+    /// The single element as f64 (for `item`, truthiness, scalars).
+    pub fn first_f64(&self) -> f64 {
+        self.with_slice::<f64, _>(|s, l| s.get(l.offset).copied().unwrap_or(0.0))
+    }
+
+    /// Reshaped view (or copy when the layout cannot be viewed so).
+    pub fn reshaped(&self, shape: Vec<usize>) -> VResult<Tensor> {
+        if checked_size(&shape)? != self.size() {
+            return Err(err(
+                ErrorKind::ShapeError,
+                format!(
+                    "cannot reshape a tensor of shape {} (size {}) into shape {}",
+                    super::layout::shape_str(self.shape()),
+                    self.size(),
+                    super::layout::shape_str(&shape)
+                ),
+            ));
+        }
+        if self.layout.is_contiguous() {
+            let mut l = Layout::contiguous(shape);
+            l.offset = self.layout.offset;
+            Ok(self.view(l))
+        } else {
+            let c = self.contiguous();
+            Ok(c.view(Layout::contiguous(shape)))
+        }
+    }
+
+    pub fn nbytes(&self) -> usize {
+        (self.size() * self.dtype.bits()).div_ceil(8)
+    }
+}
+
+/// Copies a strided view into a row-major vector, converting elements.
+pub fn gather<T: Scalar, U: Scalar>(src: &[T], layout: &Layout) -> Vec<U> {
+    let n = layout.size();
+    if layout.is_contiguous() {
+        if let Some(s) = src.get(layout.offset..layout.offset + n) {
+            if T::DTYPE == U::DTYPE {
+                // Same type: a straight copy.
+                return s.iter().map(|&x| x.cast::<U>()).collect();
+            }
+            if n >= PAR_MIN {
+                use rayon::prelude::*;
+                return s.par_iter().map(|&x| x.cast::<U>()).collect();
+            }
+            return s.iter().map(|&x| x.cast::<U>()).collect();
+        }
+    }
+    let mut out = Vec::with_capacity(n);
+    for_each_offset(&layout.shape, &layout.strides, layout.offset, |o| {
+        if let Some(&x) = src.get(o) {
+            out.push(x.cast::<U>());
+        }
+    });
+    out
+}
+
+#[cold]
+pub(crate) fn unreachable_dtype() -> ! {
+    // `check_supported` ran first; reaching here is a bug in this module.
+    panic!("internal error: unsupported dtype reached a kernel")
+}
+
+#[cold]
+fn unreachable_state() -> ! {
+    panic!("internal error: tensor storage changed type under a lock")
+}

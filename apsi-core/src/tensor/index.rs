@@ -1,0 +1,287 @@
+//! Indexing: ints and slices give views sharing storage; bool masks and int
+//! arrays/lists copy on read and scatter on write (LANGUAGE.md §4).
+
+use super::arith::Arg;
+use super::autodiff::{record, Op};
+use super::core::Tensor;
+use super::dtype::{DType, Kind};
+use super::layout::{for_each_offset, shape_str, Layout};
+use super::storage::Scalar;
+use crate::error::ErrorKind;
+use crate::vm::value::{err, Exc, VResult, Value};
+use std::sync::Arc;
+
+enum Item {
+    Int(i64),
+    Slice(Arc<crate::vm::value::SliceObj>),
+    NewAxis,
+    Mask(Tensor),
+    Ints(Tensor),
+}
+
+fn bad_index(v: &Value) -> Exc {
+    err(
+        ErrorKind::TypeError,
+        format!("a tensor index must be an int, a slice, a bool tensor or an int tensor/list, not {}", v.type_name()),
+    )
+}
+
+fn item(v: &Value) -> VResult<Item> {
+    Ok(match v {
+        Value::Int(i) => Item::Int(*i),
+        Value::Bool(b) => Item::Int(*b as i64),
+        Value::Slice(s) => Item::Slice(s.clone()),
+        Value::None => Item::NewAxis,
+        Value::List(_) => {
+            let t = super::api::from_data(v, None)?;
+            if t.size() == 0 {
+                Item::Ints(t.cast(DType::I64)?)
+            } else {
+                match t.dtype.kind() {
+                    Kind::Int => Item::Ints(t),
+                    Kind::Bool => Item::Mask(t),
+                    Kind::Float => return Err(bad_index(v)),
+                }
+            }
+        }
+        other => match super::object::as_tensor(other) {
+            Some(t) => match t.dtype.kind() {
+                Kind::Bool => Item::Mask(t),
+                Kind::Int => Item::Ints(t),
+                Kind::Float => {
+                    return Err(err(ErrorKind::TypeError, "a tensor index must be an int or bool tensor, not a float tensor"))
+                }
+            },
+            None => return Err(bad_index(other)),
+        },
+    })
+}
+
+/// What an index selects: a view, or a list of storage offsets (advanced).
+enum Target {
+    View(Layout),
+    Gather { offsets: Vec<usize>, shape: Vec<usize> },
+}
+
+fn out_of_range(i: i64, axis: usize, len: usize) -> Exc {
+    err(ErrorKind::IndexError, format!("index {i} is out of bounds for axis {axis} with size {len}"))
+}
+
+fn norm_index(i: i64, axis: usize, len: usize) -> VResult<usize> {
+    let n = len as i64;
+    let j = if i < 0 { i + n } else { i };
+    if j < 0 || j >= n {
+        return Err(out_of_range(i, axis, len));
+    }
+    Ok(j as usize)
+}
+
+fn basic(l: &Layout, items: &[Item]) -> VResult<(Layout, Vec<Option<usize>>)> {
+    // Returns the view and, for each original axis position of the view, which
+    // item produced it (for locating an advanced item later).
+    let used = items.iter().filter(|i| !matches!(i, Item::NewAxis)).count();
+    if used > l.shape.len() {
+        return Err(err(
+            ErrorKind::IndexError,
+            format!("too many indices for a tensor: it has {} dimension(s) but {used} were indexed", l.shape.len()),
+        ));
+    }
+    let mut shape = Vec::new();
+    let mut strides = Vec::new();
+    let mut src = Vec::new();
+    let mut offset = l.offset as isize;
+    let mut ax = 0usize;
+    for (k, it) in items.iter().enumerate() {
+        match it {
+            Item::Int(i) => {
+                let j = norm_index(*i, ax, l.shape[ax])?;
+                offset += j as isize * l.strides[ax];
+                ax += 1;
+            }
+            Item::Slice(s) => {
+                let (start, _stop, step, count) = crate::ops::slice_indices(s, l.shape[ax])?;
+                if count > 0 {
+                    offset += start as isize * l.strides[ax];
+                }
+                shape.push(count);
+                strides.push(l.strides[ax] * step as isize);
+                src.push(Some(k));
+                ax += 1;
+            }
+            Item::NewAxis => {
+                shape.push(1);
+                strides.push(0);
+                src.push(None);
+            }
+            Item::Mask(_) | Item::Ints(_) => {
+                shape.push(l.shape[ax]);
+                strides.push(l.strides[ax]);
+                src.push(Some(k));
+                ax += 1;
+            }
+        }
+    }
+    for a in ax..l.shape.len() {
+        shape.push(l.shape[a]);
+        strides.push(l.strides[a]);
+        src.push(None);
+    }
+    Ok((Layout { shape, strides, offset: offset.max(0) as usize }, src))
+}
+
+fn target(t: &Tensor, idx: &Value) -> VResult<Target> {
+    let items: Vec<Item> = match idx {
+        Value::Tuple(parts) => parts.0.iter().map(item).collect::<VResult<_>>()?,
+        other => vec![item(other)?],
+    };
+    // A whole-tensor (or leading-axes) bool mask.
+    if let [Item::Mask(m)] = items.as_slice() {
+        if m.ndim() > 1 || t.ndim() == 0 {
+            return mask_target(t, m);
+        }
+    }
+    let adv: Vec<usize> = items.iter().enumerate().filter(|(_, i)| matches!(i, Item::Mask(_) | Item::Ints(_))).map(|(k, _)| k).collect();
+    if adv.len() > 1 {
+        return Err(err(ErrorKind::IndexError, "only one bool-mask or int-array index per indexing is supported"));
+    }
+    let (view, src) = basic(&t.layout, &items)?;
+    let Some(&k) = adv.first() else { return Ok(Target::View(view)) };
+    let ax = src.iter().position(|s| *s == Some(k)).unwrap_or(0);
+    let len = view.shape[ax];
+    let (ids, idx_shape): (Vec<i64>, Vec<usize>) = match &items[k] {
+        Item::Mask(m) => {
+            if m.ndim() != 1 || m.shape()[0] != len {
+                return Err(err(
+                    ErrorKind::IndexError,
+                    format!("boolean index of shape {} does not match axis {ax} of length {len}", shape_str(m.shape())),
+                ));
+            }
+            let bits: Vec<bool> = m.to_vec();
+            let ids: Vec<i64> = bits.iter().enumerate().filter(|(_, b)| **b).map(|(i, _)| i as i64).collect();
+            let n = ids.len();
+            (ids, vec![n])
+        }
+        Item::Ints(ix) => (ix.to_vec(), ix.shape().to_vec()),
+        _ => (vec![], vec![0]),
+    };
+    let ids: Vec<usize> = ids.iter().map(|&i| norm_index(i, ax, len)).collect::<VResult<_>>()?;
+    let outer = &view.shape[..ax];
+    let inner = &view.shape[ax + 1..];
+    let mut offsets = Vec::new();
+    let st = view.strides[ax];
+    for_each_offset(outer, &view.strides[..ax], view.offset, |o| {
+        for &j in &ids {
+            let base = (o as isize + j as isize * st) as usize;
+            for_each_offset(inner, &view.strides[ax + 1..], base, |p| offsets.push(p));
+        }
+    });
+    let mut shape = outer.to_vec();
+    shape.extend(idx_shape);
+    shape.extend_from_slice(inner);
+    Ok(Target::Gather { offsets, shape })
+}
+
+fn mask_target(t: &Tensor, m: &Tensor) -> VResult<Target> {
+    let k = m.ndim();
+    if k > t.ndim() || m.shape() != &t.shape()[..k] {
+        return Err(err(
+            ErrorKind::IndexError,
+            format!("boolean index of shape {} does not match the tensor's shape {}", shape_str(m.shape()), shape_str(t.shape())),
+        ));
+    }
+    let bits: Vec<bool> = m.to_vec();
+    let l = &t.layout;
+    let mut lead = Vec::new();
+    for_each_offset(&l.shape[..k], &l.strides[..k], l.offset, |o| lead.push(o));
+    let mut offsets = Vec::new();
+    let mut count = 0;
+    for (o, b) in lead.iter().zip(&bits) {
+        if *b {
+            count += 1;
+            for_each_offset(&l.shape[k..], &l.strides[k..], *o, |p| offsets.push(p));
+        }
+    }
+    let mut shape = vec![count];
+    shape.extend_from_slice(&l.shape[k..]);
+    Ok(Target::Gather { offsets, shape })
+}
+
+/// `t[idx]`: a view, a copy, or (every axis given an int) a plain number.
+pub fn get(t: &Tensor, idx: &Value) -> VResult<Value> {
+    match target(t, idx)? {
+        Target::View(l) => {
+            let mut v = t.view(l);
+            if v.ndim() == 0 && t.node.is_none() {
+                return Ok(super::object::scalar_value(&v));
+            }
+            if t.node.is_some() {
+                let offs = v.layout.offsets();
+                let shape = v.shape().to_vec();
+                v = v.contiguous();
+                v.node = record(Op::Gather(t.clone(), offs, shape), &v);
+            }
+            Ok(super::object::tensor_value(v))
+        }
+        Target::Gather { offsets, shape } => {
+            let mut r = crate::with_dtype!(t.dtype, T => {
+                let vals: Vec<T> = t.storage.read(|b| {
+                    let s = T::slice(b).unwrap_or(&[]);
+                    offsets.iter().map(|&o| s.get(o).copied().unwrap_or(T::from_i64(0))).collect()
+                });
+                Tensor::from_vec(vals, shape.clone())
+            }, other => return Err(t.dtype.check_supported().err().unwrap_or_else(|| err(ErrorKind::TypeError, "bad dtype"))));
+            if t.node.is_some() {
+                r.node = record(Op::Gather(t.clone(), offsets, shape), &r);
+            }
+            Ok(super::object::tensor_value(r))
+        }
+    }
+}
+
+/// `t[idx] = v`: writes through the view or scatters into the selected elements.
+pub fn set(t: &Tensor, idx: &Value, v: &Value) -> VResult<()> {
+    if t.node.is_some() {
+        return Err(err(
+            ErrorKind::ValueError,
+            "assignment into a tensor that grad is differentiating is not supported (build a new tensor with where() instead)",
+        ));
+    }
+    let (offsets, shape) = match target(t, idx)? {
+        Target::View(l) => {
+            let shape = l.shape.clone();
+            (l.offsets(), shape)
+        }
+        Target::Gather { offsets, shape } => (offsets, shape),
+    };
+    let arg = match Arg::from_value(v) {
+        Some(a) => a,
+        None => match v {
+            Value::List(_) | Value::Tuple(_) => Arg::T(super::api::from_data(v, None)?),
+            other => return Err(err(ErrorKind::TypeError, format!("cannot assign a {} into a tensor", other.type_name()))),
+        },
+    };
+    let mut src = arg.to_tensor(if let Arg::T(x) = &arg { x.dtype } else { t.dtype })?.cast(t.dtype)?;
+    if Arc::ptr_eq(&src.storage, &t.storage) {
+        src = src.contiguous();
+    }
+    let bshape = super::layout::broadcast_shapes(src.shape(), &shape)?;
+    if bshape != shape {
+        return Err(err(
+            ErrorKind::ShapeError,
+            format!("cannot assign a value of shape {} into a selection of shape {}", shape_str(src.shape()), shape_str(&shape)),
+        ));
+    }
+    crate::with_dtype!(t.dtype, T => {
+        let vals: Vec<T> = super::kernels::expand_to::<T>(&src, &shape);
+        t.storage.write(|b| {
+            if let Some(s) = T::slice_mut(b) {
+                for (&o, &x) in offsets.iter().zip(&vals) {
+                    if let Some(slot) = s.get_mut(o) {
+                        *slot = x;
+                    }
+                }
+            }
+        });
+        Ok(())
+    }, other => Err(t.dtype.check_supported().err().unwrap_or_else(|| err(ErrorKind::TypeError, "bad dtype"))))
+}

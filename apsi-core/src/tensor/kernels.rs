@@ -1,0 +1,161 @@
+//! Elementwise kernels with broadcasting: strided inputs, dense outputs,
+//! split across threads (rayon) when large.
+
+use super::core::{Tensor, PAR_MIN};
+use super::layout::{broadcast_shapes, for_each_offset, Layout};
+use super::storage::Scalar;
+use crate::vm::value::VResult;
+use rayon::prelude::*;
+
+/// Maps every element of `t` (read as `T`) to an `R`.
+pub fn map<T: Scalar, R: Scalar>(t: &Tensor, f: impl Fn(T) -> R + Sync + Send) -> Tensor {
+    let shape = t.shape().to_vec();
+    let out = t.with_slice::<T, _>(|s, l| map_slice(s, l, &f));
+    Tensor::from_vec(out, shape)
+}
+
+pub fn map_slice<T: Scalar, R: Scalar>(s: &[T], l: &Layout, f: &(impl Fn(T) -> R + Sync + Send)) -> Vec<R> {
+    let n = l.size();
+    if l.is_contiguous() {
+        if let Some(src) = s.get(l.offset..l.offset + n) {
+            if n >= PAR_MIN {
+                let mut out: Vec<R> = Vec::with_capacity(n);
+                let spare = out.spare_capacity_mut();
+                spare.par_chunks_mut(1 << 14).zip(src.par_chunks(1 << 14)).for_each(|(o, i)| {
+                    for (o, &x) in o.iter_mut().zip(i) {
+                        o.write(f(x));
+                    }
+                });
+                // SAFETY: every slot of the spare capacity was written above (zip of equal lengths).
+                unsafe { out.set_len(n) };
+                return out;
+            }
+            return src.iter().map(|&x| f(x)).collect();
+        }
+    }
+    let mut out = Vec::with_capacity(n);
+    for_each_offset(&l.shape, &l.strides, l.offset, |o| {
+        if let Some(&x) = s.get(o) {
+            out.push(f(x))
+        }
+    });
+    out
+}
+
+/// Combines two tensors elementwise with NumPy broadcasting.
+pub fn zip<T: Scalar, R: Scalar>(a: &Tensor, b: &Tensor, f: impl Fn(T, T) -> R + Sync + Send) -> VResult<Tensor> {
+    let shape = broadcast_shapes(a.shape(), b.shape())?;
+    let out = a.with_slice::<T, _>(|sa, la| b.with_slice::<T, _>(|sb, lb| zip_slices(sa, la, sb, lb, &shape, &f)));
+    Ok(Tensor::from_vec(out, shape))
+}
+
+fn zip_slices<T: Scalar, R: Scalar>(
+    sa: &[T],
+    la: &Layout,
+    sb: &[T],
+    lb: &Layout,
+    shape: &[usize],
+    f: &(impl Fn(T, T) -> R + Sync + Send),
+) -> Vec<R> {
+    let n: usize = shape.iter().product();
+    let same = la.shape == shape && lb.shape == shape;
+    if same && la.is_contiguous() && lb.is_contiguous() {
+        if let (Some(x), Some(y)) = (sa.get(la.offset..la.offset + n), sb.get(lb.offset..lb.offset + n)) {
+            return zip_dense(x, y, f);
+        }
+    }
+    // One side a single element: map the other.
+    if lb.size() == 1 && la.shape == shape {
+        if let Some(&y) = sb.get(lb.offset) {
+            return map_slice(sa, la, &|x| f(x, y));
+        }
+    }
+    if la.size() == 1 && lb.shape == shape {
+        if let Some(&x) = sa.get(la.offset) {
+            return map_slice(sb, lb, &|y| f(x, y));
+        }
+    }
+    if n == 0 {
+        return Vec::new();
+    }
+    let nd = shape.len();
+    let sta = la.broadcast_strides(shape);
+    let stb = lb.broadcast_strides(shape);
+    let last = shape[nd - 1];
+    let (ia, ib) = (sta[nd - 1], stb[nd - 1]);
+    let outer = &shape[..nd - 1];
+    let mut rows_a = Vec::new();
+    for_each_offset(outer, &sta[..nd - 1], la.offset, |o| rows_a.push(o));
+    let mut rows_b = Vec::new();
+    for_each_offset(outer, &stb[..nd - 1], lb.offset, |o| rows_b.push(o));
+    let row = |(ra, rb): (&usize, &usize), o: &mut [std::mem::MaybeUninit<R>]| {
+        let (mut pa, mut pb) = (*ra as isize, *rb as isize);
+        for slot in o.iter_mut().take(last) {
+            let x = sa.get(pa as usize).copied();
+            let y = sb.get(pb as usize).copied();
+            if let (Some(x), Some(y)) = (x, y) {
+                slot.write(f(x, y));
+            } else {
+                slot.write(R::from_i64(0));
+            }
+            pa += ia;
+            pb += ib;
+        }
+    };
+    let mut out: Vec<R> = Vec::with_capacity(n);
+    let spare = &mut out.spare_capacity_mut()[..n];
+    if n >= PAR_MIN {
+        spare.par_chunks_mut(last).zip(rows_a.par_iter().zip(rows_b.par_iter())).for_each(|(o, r)| row(r, o));
+    } else {
+        spare.chunks_mut(last).zip(rows_a.iter().zip(rows_b.iter())).for_each(|(o, r)| row(r, o));
+    }
+    // SAFETY: rows_a has one entry per row of `last` elements, so every slot was written.
+    unsafe { out.set_len(n) };
+    out
+}
+
+fn zip_dense<T: Scalar, R: Scalar>(x: &[T], y: &[T], f: &(impl Fn(T, T) -> R + Sync + Send)) -> Vec<R> {
+    let n = x.len();
+    if n >= PAR_MIN {
+        let mut out: Vec<R> = Vec::with_capacity(n);
+        let spare = out.spare_capacity_mut();
+        spare.par_chunks_mut(1 << 14).zip(x.par_chunks(1 << 14).zip(y.par_chunks(1 << 14))).for_each(|(o, (a, b))| {
+            for ((o, &p), &q) in o.iter_mut().zip(a).zip(b) {
+                o.write(f(p, q));
+            }
+        });
+        // SAFETY: the chunks cover all n slots.
+        unsafe { out.set_len(n) };
+        out
+    } else {
+        x.iter().zip(y).map(|(&p, &q)| f(p, q)).collect()
+    }
+}
+
+/// `f(a, b, c)` elementwise with broadcasting of all three (for `where` and fused `a*b+c`).
+pub fn zip3<T: Scalar, R: Scalar>(a: &Tensor, b: &Tensor, c: &Tensor, f: impl Fn(T, T, T) -> R + Sync + Send) -> VResult<Tensor> {
+    let s1 = broadcast_shapes(a.shape(), b.shape())?;
+    let shape = broadcast_shapes(&s1, c.shape())?;
+    let av = expand_to::<T>(a, &shape);
+    let bv = expand_to::<T>(b, &shape);
+    let cv = expand_to::<T>(c, &shape);
+    let n = av.len();
+    let out: Vec<R> = if n >= PAR_MIN {
+        av.par_iter().zip(bv.par_iter()).zip(cv.par_iter()).map(|((&x, &y), &z)| f(x, y, z)).collect()
+    } else {
+        av.iter().zip(&bv).zip(&cv).map(|((&x, &y), &z)| f(x, y, z)).collect()
+    };
+    Ok(Tensor::from_vec(out, shape))
+}
+
+/// The elements of `t` broadcast to `shape`, dense, as `T`.
+pub fn expand_to<T: Scalar>(t: &Tensor, shape: &[usize]) -> Vec<T> {
+    if t.shape() == shape {
+        return t.to_vec();
+    }
+    let st = t.layout.broadcast_strides(shape);
+    let l = Layout { shape: shape.to_vec(), strides: st, offset: t.layout.offset };
+    let mut tt = t.clone();
+    tt.layout = l;
+    tt.to_vec()
+}

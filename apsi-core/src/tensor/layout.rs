@@ -1,0 +1,199 @@
+//! Shapes, strides and offsets: how a view maps indices to storage.
+
+use crate::error::ErrorKind;
+use crate::vm::value::{err, Exc};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub shape: Vec<usize>,
+    /// In elements; may be negative (reversed slices) or 0 (broadcast).
+    pub strides: Vec<isize>,
+    pub offset: usize,
+}
+
+pub fn row_major_strides(shape: &[usize]) -> Vec<isize> {
+    let mut s = vec![0isize; shape.len()];
+    let mut acc = 1isize;
+    for i in (0..shape.len()).rev() {
+        s[i] = acc;
+        acc = acc.saturating_mul(shape[i].max(1) as isize);
+    }
+    s
+}
+
+/// The element count of a shape, or an error when it overflows.
+pub fn checked_size(shape: &[usize]) -> Result<usize, Exc> {
+    shape
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .ok_or_else(|| err(ErrorKind::ValueError, format!("a tensor of shape {} is too large", shape_str(shape))))
+}
+
+/// A shape as Python prints a tuple: `(2, 3)`, `(3,)`, `()`.
+pub fn shape_str(shape: &[usize]) -> String {
+    match shape.len() {
+        0 => "()".into(),
+        1 => format!("({},)", shape[0]),
+        _ => format!("({})", shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+impl Layout {
+    pub fn contiguous(shape: Vec<usize>) -> Layout {
+        let strides = row_major_strides(&shape);
+        Layout { shape, strides, offset: 0 }
+    }
+
+    pub fn size(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// Row-major and gap-free (dimensions of length 1 may have any stride).
+    pub fn is_contiguous(&self) -> bool {
+        let mut acc = 1isize;
+        for i in (0..self.shape.len()).rev() {
+            if self.shape[i] != 1 {
+                if self.strides[i] != acc {
+                    return false;
+                }
+                acc *= self.shape[i] as isize;
+            }
+        }
+        true
+    }
+
+    /// The strides that read this layout as if broadcast to `out` (0 on
+    /// stretched and missing leading dimensions). `out` must be a broadcast
+    /// of this shape.
+    pub fn broadcast_strides(&self, out: &[usize]) -> Vec<isize> {
+        let lead = out.len() - self.shape.len();
+        let mut s = vec![0isize; out.len()];
+        for (i, (&d, &st)) in self.shape.iter().zip(&self.strides).enumerate() {
+            s[lead + i] = if d == 1 { 0 } else { st };
+        }
+        s
+    }
+
+    pub fn permuted(&self, perm: &[usize]) -> Layout {
+        Layout {
+            shape: perm.iter().map(|&p| self.shape[p]).collect(),
+            strides: perm.iter().map(|&p| self.strides[p]).collect(),
+            offset: self.offset,
+        }
+    }
+
+    /// Storage offsets of every element in row-major order.
+    pub fn offsets(&self) -> Vec<usize> {
+        let mut v = Vec::with_capacity(self.size());
+        for_each_offset(&self.shape, &self.strides, self.offset, |o| v.push(o));
+        v
+    }
+}
+
+/// NumPy's broadcast of two shapes, or a `ShapeError` naming both.
+pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>, Exc> {
+    let n = a.len().max(b.len());
+    let mut out = vec![0usize; n];
+    for i in 0..n {
+        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
+        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        out[i] = if da == db || db == 1 {
+            da
+        } else if da == 1 {
+            db
+        } else {
+            return Err(err(
+                ErrorKind::ShapeError,
+                format!("shapes {} and {} cannot be broadcast together", shape_str(a), shape_str(b)),
+            ));
+        };
+    }
+    Ok(out)
+}
+
+/// Calls `f` with the storage offset of every element of a strided view, in
+/// row-major order of `shape`.
+#[inline]
+pub fn for_each_offset(shape: &[usize], strides: &[isize], offset: usize, mut f: impl FnMut(usize)) {
+    let n = shape.len();
+    if shape.iter().any(|&d| d == 0) {
+        return;
+    }
+    if n == 0 {
+        f(offset);
+        return;
+    }
+    let last = shape[n - 1];
+    let ls = strides[n - 1];
+    let mut idx = vec![0usize; n];
+    let mut base = offset as isize;
+    loop {
+        let mut o = base;
+        for _ in 0..last {
+            f(o as usize);
+            o += ls;
+        }
+        // advance the outer index
+        let mut d = n - 1;
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            idx[d] += 1;
+            base += strides[d];
+            if idx[d] < shape[d] {
+                break;
+            }
+            base -= strides[d] * shape[d] as isize;
+            idx[d] = 0;
+        }
+    }
+}
+
+/// Normalises an axis (negative counts from the end) against `ndim`.
+pub fn norm_axis(axis: i64, ndim: usize) -> Result<usize, Exc> {
+    let n = ndim as i64;
+    let a = if axis < 0 { axis + n } else { axis };
+    if a < 0 || a >= n.max(if ndim == 0 { 0 } else { 1 }) || (ndim == 0) {
+        return Err(err(
+            ErrorKind::IndexError,
+            format!("axis {axis} is out of bounds for a tensor of dimension {ndim}"),
+        ));
+    }
+    Ok(a as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcasting_matches_numpy() {
+        assert_eq!(broadcast_shapes(&[2, 1], &[3]).ok(), Some(vec![2, 3]));
+        assert_eq!(broadcast_shapes(&[], &[4]).ok(), Some(vec![4]));
+        let e = broadcast_shapes(&[2], &[3]).err().map(|e| e.message.clone());
+        assert_eq!(e.as_deref(), Some("shapes (2,) and (3,) cannot be broadcast together"));
+    }
+
+    #[test]
+    fn offsets_walk_strided_views() {
+        let l = Layout { shape: vec![2, 2], strides: vec![1, 2], offset: 0 };
+        assert_eq!(l.offsets(), vec![0, 2, 1, 3]);
+        let r = Layout { shape: vec![3], strides: vec![-1], offset: 2 };
+        assert_eq!(r.offsets(), vec![2, 1, 0]);
+        assert!(!l.is_contiguous());
+        assert!(Layout::contiguous(vec![2, 3]).is_contiguous());
+    }
+
+    #[test]
+    fn axes_normalise() {
+        assert_eq!(norm_axis(-1, 2).ok(), Some(1));
+        assert!(norm_axis(2, 2).is_err());
+        assert!(norm_axis(0, 0).is_err());
+    }
+}

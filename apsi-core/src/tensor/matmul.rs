@@ -1,0 +1,152 @@
+//! `matmul`/`@` for 1-D, 2-D and batched operands (NumPy's rules), on the
+//! `gemm` crate's tuned kernels for f32/f64 (multi-threaded when large).
+
+use super::autodiff::{record, Op};
+use super::core::Tensor;
+use super::dtype::{DType, Kind};
+use super::layout::{broadcast_shapes, for_each_offset, shape_str, Layout};
+use super::storage::Scalar;
+use crate::error::ErrorKind;
+use crate::vm::value::{err, VResult};
+
+fn mismatch(a: &[usize], b: &[usize]) -> crate::vm::value::Exc {
+    err(ErrorKind::ShapeError, format!("matmul: shapes {} and {} are not aligned", shape_str(a), shape_str(b)))
+}
+
+pub fn matmul(a: &Tensor, b: &Tensor) -> VResult<Tensor> {
+    if a.ndim() == 0 || b.ndim() == 0 {
+        return Err(err(ErrorKind::ValueError, "matmul: an operand is 0-d (use * to scale)"));
+    }
+    let d = DType::promote(a.dtype, b.dtype);
+    let x = if a.dtype == d { a.clone() } else { a.astype(d)? };
+    let y = if b.dtype == d { b.clone() } else { b.astype(d)? };
+    // Lift 1-D operands to matrices.
+    let xl = if x.ndim() == 1 { x.view(Layout { shape: vec![1, x.shape()[0]], strides: vec![0, x.layout.strides[0]], offset: x.layout.offset }) } else { x.clone() };
+    let yl = if y.ndim() == 1 { y.view(Layout { shape: vec![y.shape()[0], 1], strides: vec![y.layout.strides[0], 0], offset: y.layout.offset }) } else { y.clone() };
+    let (xs, ys) = (xl.shape(), yl.shape());
+    let (m, k) = (xs[xs.len() - 2], xs[xs.len() - 1]);
+    let (k2, n) = (ys[ys.len() - 2], ys[ys.len() - 1]);
+    if k != k2 {
+        return Err(mismatch(a.shape(), b.shape()));
+    }
+    let batch = broadcast_shapes(&xs[..xs.len() - 2], &ys[..ys.len() - 2]).map_err(|_| mismatch(a.shape(), b.shape()))?;
+    let mut out_shape = batch.clone();
+    out_shape.push(m);
+    out_shape.push(n);
+    let mut r = match d {
+        DType::F64 => run::<f64>(&xl, &yl, &batch, m, k, n, out_shape.clone()),
+        DType::F32 => run::<f32>(&xl, &yl, &batch, m, k, n, out_shape.clone()),
+        DType::F16 | DType::BF16 => {
+            let (xf, yf) = (xl.astype(DType::F32)?, yl.astype(DType::F32)?);
+            run::<f32>(&xf, &yf, &batch, m, k, n, out_shape.clone()).astype(d)?
+        }
+        _ if d.kind() != Kind::Float => run_int(&xl, &yl, &batch, m, k, n, out_shape.clone()).cast(if d == DType::Bool { DType::Bool } else { d })?,
+        other => return Err(other.check_supported().err().unwrap_or_else(|| err(ErrorKind::TypeError, "bad dtype"))),
+    };
+    // Drop the lifted axes.
+    let mut final_shape = batch;
+    if a.ndim() > 1 {
+        final_shape.push(m);
+    }
+    if b.ndim() > 1 {
+        final_shape.push(n);
+    }
+    r = r.reshaped(final_shape)?;
+    if (x.node.is_some() || y.node.is_some() || a.node.is_some() || b.node.is_some()) && d.is_float() {
+        let xa = if a.dtype == d { a.clone() } else { x.clone() };
+        let yb = if b.dtype == d { b.clone() } else { y.clone() };
+        r.node = record(Op::Matmul(xa, yb), &r);
+    }
+    Ok(r)
+}
+
+/// Storage offsets of each batch matrix of `t` broadcast over `batch`.
+fn batch_offsets(t: &Layout, batch: &[usize]) -> Vec<usize> {
+    let nb = t.shape.len() - 2;
+    let bl = Layout { shape: t.shape[..nb].to_vec(), strides: t.strides[..nb].to_vec(), offset: t.offset };
+    let st = bl.broadcast_strides(batch);
+    let mut v = Vec::new();
+    for_each_offset(batch, &st, t.offset, |o| v.push(o));
+    v
+}
+
+fn run<T: Scalar + Default + 'static>(x: &Tensor, y: &Tensor, batch: &[usize], m: usize, k: usize, n: usize, shape: Vec<usize>) -> Tensor {
+    let nb: usize = batch.iter().product();
+    let mut out = vec![T::default(); nb * m * n];
+    x.with_slice::<T, _>(|sx, lx| {
+        y.with_slice::<T, _>(|sy, ly| {
+            let ox = batch_offsets(lx, batch);
+            let oy = batch_offsets(ly, batch);
+            let (xr, xc) = (lx.strides[lx.shape.len() - 2], lx.strides[lx.shape.len() - 1]);
+            let (yr, yc) = (ly.strides[ly.shape.len() - 2], ly.strides[ly.shape.len() - 1]);
+            // Bounded by the program's thread count (`set_threads`, `--threads`).
+            let threads = if m * n * k >= 1 << 18 { rayon::current_num_threads().min(crate::par::threads()) } else { 1 };
+            for (bi, (&px, &py)) in ox.iter().zip(&oy).enumerate() {
+                if m == 0 || n == 0 {
+                    continue;
+                }
+                let Some(dst) = out.get_mut(bi * m * n..(bi + 1) * m * n) else { continue };
+                if k == 0 {
+                    continue;
+                }
+                let par = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
+                // SAFETY: the layouts of x and y address only elements inside
+                // their storage slices (offset + strides within bounds, checked
+                // when the views were made); dst has m*n elements, row-major.
+                unsafe {
+                    gemm::gemm(
+                        m,
+                        n,
+                        k,
+                        dst.as_mut_ptr(),
+                        1,
+                        n as isize,
+                        false,
+                        sx.as_ptr().offset(px as isize),
+                        xc,
+                        xr,
+                        sy.as_ptr().offset(py as isize),
+                        yc,
+                        yr,
+                        T::from_i64(0),
+                        T::from_i64(1),
+                        false,
+                        false,
+                        false,
+                        par,
+                    );
+                }
+            }
+        })
+    });
+    Tensor::from_vec(out, shape)
+}
+
+fn run_int(x: &Tensor, y: &Tensor, batch: &[usize], m: usize, k: usize, n: usize, shape: Vec<usize>) -> Tensor {
+    let nb: usize = batch.iter().product();
+    let mut out = vec![0i64; nb * m * n];
+    x.with_slice::<i64, _>(|sx, lx| {
+        y.with_slice::<i64, _>(|sy, ly| {
+            let ox = batch_offsets(lx, batch);
+            let oy = batch_offsets(ly, batch);
+            let (xr, xc) = (lx.strides[lx.shape.len() - 2], lx.strides[lx.shape.len() - 1]);
+            let (yr, yc) = (ly.strides[ly.shape.len() - 2], ly.strides[ly.shape.len() - 1]);
+            for (bi, (&px, &py)) in ox.iter().zip(&oy).enumerate() {
+                for i in 0..m {
+                    for j in 0..n {
+                        let mut acc = 0i64;
+                        for p in 0..k {
+                            let a = sx.get((px as isize + i as isize * xr + p as isize * xc) as usize).copied().unwrap_or(0);
+                            let b = sy.get((py as isize + p as isize * yr + j as isize * yc) as usize).copied().unwrap_or(0);
+                            acc = acc.wrapping_add(a.wrapping_mul(b));
+                        }
+                        if let Some(o) = out.get_mut(bi * m * n + i * n + j) {
+                            *o = acc;
+                        }
+                    }
+                }
+            }
+        })
+    });
+    Tensor::from_vec(out, shape)
+}

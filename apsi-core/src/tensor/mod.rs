@@ -1,0 +1,38 @@
+//! Tensors (LANGUAGE.md §7) and reverse-mode autodiff.
+//!
+//! - [`core::Tensor`]: `storage: Arc<Storage>` + [`layout::Layout`] (shape,
+//!   strides, offset) + [`dtype::DType`] (+ its autodiff node).
+//! - [`storage`]: CPU memory now; memory-mapped and device variants are
+//!   stand-ins. Buffers are behind a lock (see the module docs for the rule
+//!   that keeps writes through views from several threads safe).
+//! - [`arith`], [`reduce`], [`shape`], [`index`], [`matmul`], [`fused`]:
+//!   the operations; [`kernels`]: broadcasting loops (rayon when large).
+//! - [`autodiff`]: the tape and vector-Jacobian rules; [`api`]: the prelude
+//!   functions (`tensor`, `zeros`, …, `grad`, `value_and_grad`).
+//! - [`object`]: tensors as Apsi values (`Value::Object`), their methods and
+//!   the operator hooks `ops` calls; [`print`]: their text.
+
+pub mod api;
+pub mod arith;
+pub mod autodiff;
+pub mod core;
+pub mod dtype;
+pub mod fused;
+pub mod index;
+pub mod kernels;
+pub mod layout;
+pub mod matmul;
+pub mod object;
+pub mod print;
+pub mod random;
+pub mod real;
+pub mod reduce;
+pub mod shape;
+pub mod storage;
+
+pub use self::core::Tensor;
+pub use api::register;
+pub use object::{as_tensor, tensor_value};
+
+#[cfg(test)]
+mod tests;

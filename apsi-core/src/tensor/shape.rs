@@ -1,0 +1,190 @@
+//! Shape operations: reshape, transpose, squeeze, expand_dims, concat,
+//! stack, and the reverse of broadcasting (`sum_to`) that autodiff uses.
+
+use super::autodiff::{record, Op};
+use super::core::Tensor;
+use super::dtype::DType;
+use super::layout::{checked_size, shape_str, Layout};
+use crate::error::ErrorKind;
+use crate::vm::value::{err, VResult};
+
+/// Resolves a requested shape with at most one `-1` against `size`.
+pub fn resolve_shape(want: &[i64], size: usize, from: &[usize]) -> VResult<Vec<usize>> {
+    let mut unknown = None;
+    let mut known = 1usize;
+    for (i, &d) in want.iter().enumerate() {
+        if d == -1 {
+            if unknown.is_some() {
+                return Err(err(ErrorKind::ValueError, "reshape() allows only one -1 dimension"));
+            }
+            unknown = Some(i);
+        } else if d < 0 {
+            return Err(err(ErrorKind::ValueError, format!("reshape() dimension {d} is negative")));
+        } else {
+            known = known
+                .checked_mul(d as usize)
+                .ok_or_else(|| err(ErrorKind::ValueError, "reshape() shape is too large"))?;
+        }
+    }
+    let mut out: Vec<usize> = want.iter().map(|&d| d.max(0) as usize).collect();
+    if let Some(i) = unknown {
+        if known == 0 || size % known != 0 {
+            return Err(err(
+                ErrorKind::ShapeError,
+                format!("cannot reshape a tensor of shape {} (size {size}) into shape {:?} ", shape_str(from), want).trim_end().to_string(),
+            ));
+        }
+        out[i] = size / known;
+    }
+    Ok(out)
+}
+
+pub fn reshape(t: &Tensor, shape: Vec<usize>) -> VResult<Tensor> {
+    let mut r = t.reshaped(shape)?;
+    if t.node.is_some() {
+        r.node = record(Op::Reshape(t.clone()), &r);
+    }
+    Ok(r)
+}
+
+/// Axes permuted (`transpose(axes)`; none reverses them).
+pub fn permute(t: &Tensor, perm: &[usize]) -> VResult<Tensor> {
+    let n = t.ndim();
+    let mut seen = vec![false; n];
+    if perm.len() != n {
+        return Err(err(ErrorKind::ValueError, format!("transpose() axes must list all {n} axes once")));
+    }
+    for &p in perm {
+        if p >= n || seen[p] {
+            return Err(err(ErrorKind::ValueError, format!("transpose() axes must list all {n} axes once")));
+        }
+        seen[p] = true;
+    }
+    let mut r = t.view(t.layout.permuted(perm));
+    if t.node.is_some() {
+        r.node = record(Op::Permute(t.clone(), perm.to_vec()), &r);
+    }
+    Ok(r)
+}
+
+pub fn reversed_axes(n: usize) -> Vec<usize> {
+    (0..n).rev().collect()
+}
+
+pub fn squeeze(t: &Tensor, axes: Option<Vec<usize>>) -> VResult<Tensor> {
+    let shape: Vec<usize> = match &axes {
+        None => t.shape().iter().copied().filter(|&d| d != 1).collect(),
+        Some(ax) => {
+            for &a in ax {
+                if t.shape()[a] != 1 {
+                    return Err(err(ErrorKind::ValueError, format!("cannot squeeze axis {a}: its length is {}, not 1", t.shape()[a])));
+                }
+            }
+            t.shape().iter().enumerate().filter(|(i, _)| !ax.contains(i)).map(|(_, &d)| d).collect()
+        }
+    };
+    reshape(t, shape)
+}
+
+pub fn expand_dims(t: &Tensor, axis: i64) -> VResult<Tensor> {
+    let n = t.ndim() as i64 + 1;
+    let a = if axis < 0 { axis + n } else { axis };
+    if a < 0 || a >= n {
+        return Err(err(ErrorKind::IndexError, format!("axis {axis} is out of bounds for a tensor of dimension {n}")));
+    }
+    let mut shape = t.shape().to_vec();
+    shape.insert(a as usize, 1);
+    reshape(t, shape)
+}
+
+/// `concat(ts, axis)`.
+pub fn concat(ts: &[Tensor], axis: i64) -> VResult<Tensor> {
+    let first = ts.first().ok_or_else(|| err(ErrorKind::ValueError, "concat() needs at least one tensor"))?;
+    let nd = first.ndim();
+    if nd == 0 {
+        return Err(err(ErrorKind::ValueError, "concat() cannot join 0-d tensors (use stack)"));
+    }
+    let ax = super::layout::norm_axis(axis, nd)?;
+    let mut dtype = first.dtype;
+    let mut total = 0usize;
+    for t in ts {
+        if t.ndim() != nd || t.shape().iter().enumerate().any(|(i, &d)| i != ax && d != first.shape()[i]) {
+            return Err(err(
+                ErrorKind::ShapeError,
+                format!("concat() shapes {} and {} differ outside axis {ax}", shape_str(first.shape()), shape_str(t.shape())),
+            ));
+        }
+        dtype = DType::promote(dtype, t.dtype);
+        total += t.shape()[ax];
+    }
+    let mut shape = first.shape().to_vec();
+    shape[ax] = total;
+    let outer: usize = shape[..ax].iter().product();
+    let inner: usize = shape[ax + 1..].iter().product();
+    checked_size(&shape)?;
+    let parts: Vec<Tensor> = ts.iter().map(|t| super::arith::Arg::T(t.clone()).to_tensor(dtype)).collect::<VResult<_>>()?;
+    let mut r = crate::with_dtype!(dtype, T => {
+        let vs: Vec<Vec<T>> = parts.iter().map(|p| p.to_vec::<T>()).collect();
+        let mut out: Vec<T> = Vec::with_capacity(shape.iter().product());
+        for o in 0..outer {
+            for (p, v) in parts.iter().zip(&vs) {
+                let w = p.shape()[ax] * inner;
+                if let Some(s) = v.get(o * w..(o + 1) * w) {
+                    out.extend_from_slice(s);
+                }
+            }
+        }
+        Tensor::from_vec(out, shape.clone())
+    }, other => return Err(dtype.check_supported().err().unwrap_or_else(|| err(ErrorKind::TypeError, "bad dtype"))));
+    if ts.iter().any(|t| t.node.is_some()) && dtype.is_float() {
+        let sizes = ts.iter().map(|t| t.shape()[ax]).collect();
+        r.node = record(Op::Concat(parts, ax, sizes), &r);
+    }
+    Ok(r)
+}
+
+/// `stack(ts, axis)`: a new axis.
+pub fn stack(ts: &[Tensor], axis: i64) -> VResult<Tensor> {
+    let first = ts.first().ok_or_else(|| err(ErrorKind::ValueError, "stack() needs at least one tensor"))?;
+    for t in ts {
+        if t.shape() != first.shape() {
+            return Err(err(
+                ErrorKind::ShapeError,
+                format!("stack() needs tensors of one shape, found {} and {}", shape_str(first.shape()), shape_str(t.shape())),
+            ));
+        }
+    }
+    let n = first.ndim() as i64 + 1;
+    let a = if axis < 0 { axis + n } else { axis };
+    let expanded: Vec<Tensor> = ts.iter().map(|t| expand_dims(t, a)).collect::<VResult<_>>()?;
+    concat(&expanded, a)
+}
+
+/// Sums `g` down to `shape` (undoing a broadcast).
+pub fn sum_to(g: &Tensor, shape: &[usize]) -> VResult<Tensor> {
+    if g.shape() == shape {
+        return Ok(g.clone());
+    }
+    let lead = g.ndim() - shape.len();
+    let mut axes: Vec<usize> = (0..lead).collect();
+    for (i, &d) in shape.iter().enumerate() {
+        if d == 1 && g.shape()[lead + i] != 1 {
+            axes.push(lead + i);
+        }
+    }
+    let s = super::reduce::reduce(g, &axes, true, super::reduce::RKind::Sum)?;
+    reshape(&s, shape.to_vec())
+}
+
+/// `g` broadcast (materialised) to `shape`.
+pub fn broadcast_to(g: &Tensor, shape: &[usize]) -> VResult<Tensor> {
+    if g.shape() == shape {
+        return Ok(g.clone());
+    }
+    let z = Tensor::full(shape.to_vec(), 0.0, g.dtype)?;
+    super::arith::binary_same(crate::syntax::ast::BinOp::Add, g, &z)
+}
+
+pub fn layout_of(shape: Vec<usize>) -> Layout {
+    Layout::contiguous(shape)
+}
