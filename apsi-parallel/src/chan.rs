@@ -39,7 +39,12 @@ impl<T> Chan<T> {
     pub fn new(cap: usize) -> Chan<T> {
         let cap = cap.max(1);
         Chan {
-            st: Mutex::new(State { buf: VecDeque::with_capacity(cap.min(1024)), closed: false, senders_waiting: 0, receivers_waiting: 0 }),
+            st: Mutex::new(State {
+                buf: VecDeque::with_capacity(cap.min(1024)),
+                closed: false,
+                senders_waiting: 0,
+                receivers_waiting: 0,
+            }),
             not_empty: Condvar::new(),
             not_full: Condvar::new(),
             cap,

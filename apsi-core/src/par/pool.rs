@@ -54,7 +54,11 @@ thread_local! {
 
 fn pool() -> &'static Pool {
     static P: OnceLock<Pool> = OnceLock::new();
-    P.get_or_init(|| Pool { st: Mutex::new(State::default()), cond: Condvar::new(), queued: AtomicUsize::new(0) })
+    P.get_or_init(|| Pool {
+        st: Mutex::new(State::default()),
+        cond: Condvar::new(),
+        queued: AtomicUsize::new(0),
+    })
 }
 
 impl State {
@@ -192,8 +196,11 @@ mod tests {
         // More jobs wait on each other than there are threads: job k waits
         // for job k+1 to have run. Without compensation this deadlocks.
         let k = 3 * super::super::threads() + 4;
-        let flags: Arc<Vec<(std::sync::Mutex<bool>, std::sync::Condvar)>> =
-            Arc::new((0..=k).map(|_| (std::sync::Mutex::new(false), std::sync::Condvar::new())).collect());
+        let flags: Arc<Vec<(std::sync::Mutex<bool>, std::sync::Condvar)>> = Arc::new(
+            (0..=k)
+                .map(|_| (std::sync::Mutex::new(false), std::sync::Condvar::new()))
+                .collect(),
+        );
         let (tx, rx) = std::sync::mpsc::channel();
         for i in 0..k {
             let flags = flags.clone();
@@ -213,7 +220,8 @@ mod tests {
             }));
         }
         for _ in 0..k {
-            rx.recv_timeout(Duration::from_secs(20)).expect("deadlock: a blocked job starved the queue");
+            rx.recv_timeout(Duration::from_secs(20))
+                .expect("deadlock: a blocked job starved the queue");
         }
     }
 }
