@@ -13,6 +13,12 @@ mod term;
 
 use std::process::ExitCode;
 
+/// mimalloc: Apsi allocates many small objects (strings, boxed values);
+/// mimalloc's small-object path is about a third of the instructions of the
+/// system allocator's, and it reuses freed pages instead of refaulting them.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The stack size of the thread that runs programs: the VM keeps Apsi frames
 /// on the heap, but parsing and native callbacks recurse on the Rust stack.
 const MAIN_STACK: usize = 256 * 1024 * 1024;

@@ -286,28 +286,9 @@ fn str_ctor(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     })
 }
 
-/// `str(i)` for an int, formatted on the stack (no intermediate `String`).
+/// `str(i)` for an int, formatted straight into an inline string.
 fn int_str(i: i64) -> Value {
-    let mut buf = [0u8; 20];
-    let mut pos = buf.len();
-    let mut n = i.unsigned_abs();
-    loop {
-        pos -= 1;
-        buf[pos] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let digits = std::str::from_utf8(&buf[pos..]).unwrap_or("");
-    if i < 0 {
-        let mut t = String::with_capacity(digits.len() + 1);
-        t.push('-');
-        t.push_str(digits);
-        Value::str(t)
-    } else {
-        Value::Str(std::sync::Arc::new(crate::vm::value::StrObj::from_text(digits)))
-    }
+    Value::Str(std::sync::Arc::new(crate::vm::value::StrObj::from_int(i)))
 }
 
 fn bool_ctor(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {

@@ -108,25 +108,6 @@ fn flush_before(shared: &Shared, nf: &NativeFn) {
     }
 }
 
-/// Decimal text of an int, written into `buf` (no allocation).
-fn itoa(i: i64, buf: &mut [u8; 20]) -> &str {
-    let mut n = i.unsigned_abs();
-    let mut pos = buf.len();
-    loop {
-        pos -= 1;
-        buf[pos] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    if i < 0 {
-        pos -= 1;
-        buf[pos] = b'-';
-    }
-    std::str::from_utf8(&buf[pos..]).unwrap_or("")
-}
-
 /// A returned value on its way to the caller's register.
 enum Ret {
     Int(i64),
@@ -1053,10 +1034,11 @@ impl Executor {
                             Value::List(l) => l.items.read().get(i as usize).cloned(),
                             Value::Tuple(t) => t.0.get(i as usize).cloned(),
                             Value::Range(rg) => {
-                                if i < rg.len() {
-                                    Some(Value::Int(rg.start + i * rg.step))
-                                } else {
-                                    None
+                                // The i-th element, in range while it has not reached `stop`
+                                // (no length division per step; overflow ends the range).
+                                match i.checked_mul(rg.step).and_then(|d| rg.start.checked_add(d)) {
+                                    Some(x) if (rg.step > 0 && x < rg.stop) || (rg.step < 0 && x > rg.stop) => Some(Value::Int(x)),
+                                    _ => None,
                                 }
                             }
                             Value::Str(s) => s.as_str().as_bytes().get(i as usize).map(|&c| Value::str((c as char).to_string())),
@@ -1202,7 +1184,7 @@ impl Executor {
                     Instr::ToStr { a, b } => {
                         let v = match &*r!(b) {
                             Value::Str(_) => dup(r!(b)),
-                            Value::Int(i) => Value::Str(Arc::new(StrObj::from_text(itoa(*i, &mut [0u8; 20])))),
+                            Value::Int(i) => Value::Str(Arc::new(StrObj::from_int(*i))),
                             other => Value::str(format::str_of(other)),
                         };
                         setv(r!(a), v);

@@ -210,6 +210,30 @@ impl StrObj {
         }
     }
 
+    /// The decimal text of an int, written straight into the inline buffer
+    /// (at most 20 bytes, all ASCII: no validation, no intermediate copy).
+    pub fn from_int(i: i64) -> StrObj {
+        let mut tmp = [0u8; 20];
+        let mut pos = tmp.len();
+        let mut n = i.unsigned_abs();
+        loop {
+            pos -= 1;
+            tmp[pos] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        if i < 0 {
+            pos -= 1;
+            tmp[pos] = b'-';
+        }
+        let len = tmp.len() - pos;
+        let mut buf = [0u8; Self::INLINE];
+        buf[..len].copy_from_slice(&tmp[pos..]);
+        StrObj { data: StrData::Inline(len as u8, buf), nchars: len }
+    }
+
     #[inline]
     pub fn as_str(&self) -> &str {
         match &self.data {
@@ -250,6 +274,15 @@ mod str_tests {
             assert_eq!(o.char_len(), s.chars().count());
             assert_eq!(StrObj::from_text(s).as_str(), s);
             assert_eq!(o.char_at(1), s.chars().nth(1));
+        }
+    }
+
+    #[test]
+    fn ints_format_inline() {
+        for i in [0, 5, -5, 42, -1_000_000, i64::MAX, i64::MIN] {
+            let o = StrObj::from_int(i);
+            assert_eq!(o.as_str(), i.to_string());
+            assert_eq!(o.char_len(), i.to_string().len());
         }
     }
 }
@@ -341,8 +374,14 @@ fn key_hashable(v: &Value) -> bool {
 }
 
 impl Hash for HashKey {
+    #[inline]
     fn hash<H: Hasher>(&self, state: &mut H) {
-        hash_value(&self.0, state)
+        // Int keys (the common case) hash inline; `hash_value` agrees.
+        if let Value::Int(i) = &self.0 {
+            i.hash(state)
+        } else {
+            hash_value(&self.0, state)
+        }
     }
 }
 
@@ -384,7 +423,11 @@ fn hash_value<H: Hasher>(v: &Value, state: &mut H) {
 }
 
 impl PartialEq for HashKey {
+    #[inline]
     fn eq(&self, other: &HashKey) -> bool {
+        if let (Value::Int(a), Value::Int(b)) = (&self.0, &other.0) {
+            return a == b;
+        }
         key_eq(&self.0, &other.0)
     }
 }
@@ -568,3 +611,25 @@ pub trait ApsiObject: Send + Sync + 'static {
 
 /// Keeps `Value` at 16 bytes: a thin pointer to the fat trait object.
 pub struct ObjBox(pub Box<dyn ApsiObject>);
+
+#[cfg(test)]
+mod key_tests {
+    use super::{FxBuild, HashKey, Value};
+    use indexmap::IndexMap;
+
+    #[test]
+    fn int_float_bool_keys_hash_and_compare_alike() {
+        let mut m: IndexMap<HashKey, Value, FxBuild> = IndexMap::default();
+        m.insert(HashKey::int(1), Value::Int(10));
+        m.insert(HashKey::int(-7), Value::Int(70));
+        let one_f = HashKey::new(Value::Float(1.0)).unwrap_or_else(|_| HashKey::int(0));
+        let true_k = HashKey::new(Value::Bool(true)).unwrap_or_else(|_| HashKey::int(0));
+        let neg_f = HashKey::new(Value::Float(-7.0)).unwrap_or_else(|_| HashKey::int(0));
+        assert!(matches!(m.get(&one_f), Some(Value::Int(10))));
+        assert!(matches!(m.get(&true_k), Some(Value::Int(10))));
+        assert!(matches!(m.get(&neg_f), Some(Value::Int(70))));
+        assert!(m.get(&HashKey::int(2)).is_none());
+        let half = HashKey::new(Value::Float(1.5)).unwrap_or_else(|_| HashKey::int(0));
+        assert!(m.get(&half).is_none());
+    }
+}
