@@ -55,8 +55,7 @@ impl Session {
                 return false;
             }
         };
-        let Some(input) = program.units.last() else { return true };
-        match self.runtime.eval_snippet(file, &input.ast) {
+        match self.runtime.eval_program(&program) {
             Ok(Some(v)) => {
                 if print_value {
                     println!("{}", format::repr_of(&v));

@@ -41,4 +41,4 @@ runtime_snapshot!(attribute_error, "struct P:\n    x: int\n\np = P(1)\nprint(p.y
 runtime_snapshot!(assertion_error, "assert 1 + 1 == 3, \"arithmetic is broken\"\n");
 runtime_snapshot!(io_error, "print(read_text(\"/nonexistent/file.txt\"))\n");
 runtime_snapshot!(not_implemented, "raise NotImplementedError(\"coming later\")\n");
-runtime_snapshot!(name_error_runtime_unpack, "a, b = [1]\n");
+runtime_snapshot!(value_error_unpack, "a, b = [1]\n");

@@ -416,17 +416,10 @@ fn recovery_keeps_good_statements() {
     assert_eq!(d.len(), 2, "{d:#?}");
     let kinds: Vec<String> = m.body.iter().map(stmt).collect();
     // The broken value is an Error node; the block of the broken `if`
-    // header is still parsed (its statements follow the `if`).
+    // header is still parsed as its body.
     assert_eq!(
         kinds,
-        vec![
-            "(= a 1)",
-            "(= b ERROR)",
-            "(= c 3)",
-            "(if x [] [])",
-            "(= d 4)",
-            "(= e 5)"
-        ]
+        vec!["(= a 1)", "(= b ERROR)", "(= c 3)", "(if x [(= d 4)] [])", "(= e 5)"]
     );
 }
 
@@ -539,4 +532,32 @@ fn mismatched_brackets() {
         one("y = {'a': 1)\nz = 2\n"),
         at("closing ')' does not match the opening '{'", 11, 12)
     );
+}
+
+#[test]
+fn a_broken_header_or_clause_gives_one_error() {
+    for src in [
+        "try: x = = 1\nexcept: pass\n",
+        "try\n    x\nexcept:\n    pass\n",
+        "if x y:\n    a\nelse:\n    b\n",
+        "if x:\n    a\nelif y z:\n    b\nelse:\n    c\n",
+        "def (x):\n    pass\n",
+        "for 1 in x:\n    pass\n",
+        "for x y:\n    pass\n",
+        "while x = 1:\n    pass\n",
+        "with a as 1:\n    pass\n",
+        "try:\n    a\nexcept E as:\n    b\nfinally:\n    c\n",
+        "if a: b = = 1\nelse: c\n",
+        "if a: if b: c\nelse: d\n",
+        "if a: if b:\n    c\nelse:\n    d\n",
+    ] {
+        let es = errs(src);
+        assert_eq!(es.len(), 1, "{src:?}: {es:#?}");
+    }
+    let m = ok("x = 1");
+    assert_eq!(m.body.len(), 1);
+    let (m, _) = parse(FileId(0), "if x y:\n    a\nelse:\n    b\n");
+    assert_eq!(stmt(&m.body[0]), "(if x [a] [b])");
+    let (m, _) = parse(FileId(0), "try\n    x\nexcept E:\n    pass\n");
+    assert_eq!(stmt(&m.body[0]), "(try [x] [(except E _ [pass])] [] [])");
 }

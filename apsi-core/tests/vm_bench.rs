@@ -6,16 +6,21 @@ mod vm_common;
 use std::time::Instant;
 
 fn time(name: &str, src: &str, ops: f64) {
-    let t = Instant::now();
-    // APSI_THREAD_STACK=0 runs on the test's own thread (use --test-threads=1
-    // so that is the process's main thread, with glibc's main malloc arena).
-    let stack = std::env::var("APSI_THREAD_STACK").ok().and_then(|s| s.parse().ok()).unwrap_or(256 << 20);
-    let o = vm_common::run_src_with(src, apsi_core::vm::RuntimeConfig { thread_stack: stack, ..Default::default() });
-    let dt = t.elapsed().as_secs_f64();
-    if let Err(e) = &o.result {
-        panic!("{name} failed: {e:?}");
+    // Best of three runs: the machine is shared, so the minimum is the signal.
+    let stack = std::env::var("APSI_THREAD_STACK").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let mut best = f64::INFINITY;
+    let mut out = String::new();
+    for _ in 0..3 {
+        let t = Instant::now();
+        let o = vm_common::run_src_with(src, apsi_core::vm::RuntimeConfig { thread_stack: stack, ..Default::default() });
+        let dt = t.elapsed().as_secs_f64();
+        if let Err(e) = &o.result {
+            panic!("{name} failed: {e:?}");
+        }
+        best = best.min(dt);
+        out = o.out;
     }
-    println!("{name:<28} {:8.1} ms {:8.2} ns/op   (output {})", dt * 1e3, dt * 1e9 / ops, o.out.trim());
+    println!("{name:<28} {:8.1} ms {:8.2} ns/op   (output {})", best * 1e3, best * 1e9 / ops, out.trim());
 }
 
 #[test]

@@ -362,8 +362,9 @@ pub(crate) fn round(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
         Some(nd) => {
             let n = expect_int(nd, "round", "ndigits")?;
             match x {
-                Value::Int(i) => Ok(Value::Int(round_int(*i, n)?)),
-                Value::Bool(b) => Ok(Value::Int(round_int(*b as i64, n)?)),
+                // LANGUAGE.md §7: `round(x, n)` returns a float, for ints too.
+                Value::Int(i) => Ok(Value::Float(round_int(*i, n)? as f64)),
+                Value::Bool(b) => Ok(Value::Float(round_int(*b as i64, n)? as f64)),
                 Value::Float(f) => Ok(Value::Float(round_float(*f, n)?)),
                 other => Err(err(ErrorKind::TypeError, format!("type {} doesn't define round()", other.type_name()))),
             }

@@ -64,6 +64,9 @@ pub enum Instr {
     CallK { a: Reg, k: u16, n: u16 },
     /// Load global `g` into `a`, then `Call { a, n }`.
     CallGlobal { a: Reg, g: u16, n: u16 },
+    /// `a = b.append(c)`: in place for a list in the local `b`, otherwise the
+    /// general method call. With `mv`, `c` is a temporary and is moved.
+    AppendTo { a: Reg, b: Reg, c: Reg, mv: bool },
     /// `a = (a+1).name(a+2 ..= a+1+n)` where `name` is constant `k`.
     CallMethod { a: Reg, k: u16, n: u16 },
     Return { a: Reg },

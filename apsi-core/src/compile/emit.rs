@@ -84,10 +84,10 @@ pub struct Compiler<'a, 'e> {
     pub errors: Vec<Diagnostic>,
 }
 
-type CResult<T> = Result<T, Diagnostic>;
+type CResult<T> = Result<T, Box<Diagnostic>>;
 
-fn cerr(span: Span, msg: impl Into<String>) -> Diagnostic {
-    Diagnostic::new(ErrorKind::SyntaxError, msg).at(span)
+fn cerr(span: Span, msg: impl Into<String>) -> Box<Diagnostic> {
+    Box::new(Diagnostic::new(ErrorKind::SyntaxError, msg).at(span))
 }
 
 /// Compile a module body. With `repl`, a trailing expression statement's
@@ -119,7 +119,7 @@ pub fn compile_module(module: &Module, table: &ScopeTable, env: &mut dyn GlobalE
         }
     }
     if let Err(d) = result {
-        c.errors.push(d);
+        c.errors.push(*d);
         return Err(c.errors);
     }
     c.emit(Instr::ReturnNone);
@@ -304,11 +304,10 @@ impl<'a, 'e> Compiler<'a, 'e> {
 
     fn patch(&mut self, site: usize, target: usize) {
         let t = target as u32;
-        if let Some(ins) = self.f().instrs.get_mut(site) {
-            match ins {
-                Instr::Jmp { t: x } | Instr::JmpIf { t: x, .. } | Instr::JmpIfNot { t: x, .. } | Instr::PushHandler { t: x, .. } => *x = t,
-                _ => {}
-            }
+        if let Some(Instr::Jmp { t: x } | Instr::JmpIf { t: x, .. } | Instr::JmpIfNot { t: x, .. } | Instr::PushHandler { t: x, .. }) =
+            self.f().instrs.get_mut(site)
+        {
+            *x = t;
         }
     }
 
@@ -667,7 +666,8 @@ impl<'a, 'e> Compiler<'a, 'e> {
             }
             return Ok(());
         }
-        let n = u16::try_from(xs.len()).map_err(|_| cerr(span, "too many elements in one display"))?;
+        // (u16::MAX is BuildTuple's "convert a list" marker.)
+        let n = u16::try_from(xs.len()).ok().filter(|&n| n < u16::MAX).ok_or_else(|| cerr(span, "too many elements in one display"))?;
         let b = self.alloc_n(xs.len())?;
         for (i, x) in xs.iter().enumerate() {
             self.expr_to(x, b + i as u16)?;
@@ -782,6 +782,31 @@ impl<'a, 'e> Compiler<'a, 'e> {
     }
 
     fn call(&mut self, func: &'a Expr, args: &'a [Arg], dst: Reg, span: Span) -> CResult<()> {
+        // `str(x)` of the prelude's `str` is one instruction.
+        if let (ExprKind::Name(n), [Arg::Positional(x)]) = (&func.kind, args) {
+            if n == "str" && self.resolve(n) == Binding::Global {
+                if let GlobalRef::Const(Value::Native(f)) = self.env.resolve(n) {
+                    if &*f.name == "str" {
+                        let r = self.expr_reg(x)?;
+                        self.emit_at(Instr::ToStr { a: dst, b: r }, span);
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        // `xs.append(v)` on a local: one instruction, no receiver copy.
+        if let (ExprKind::Attribute { value, attr }, [Arg::Positional(x)]) = (&func.kind, args) {
+            if let ExprKind::Name(n) = &value.kind {
+                if attr.name == "append" && self.resolve(n) == Binding::Local {
+                    if let Some(b) = self.local_reg(n) {
+                        let c = self.expr_reg(x)?;
+                        let mv = !self.is_local_reg(c);
+                        self.emit_at(Instr::AppendTo { a: dst, b, c, mv }, span);
+                        return Ok(());
+                    }
+                }
+            }
+        }
         let general = args.iter().any(|a| matches!(a, Arg::Star(_) | Arg::DoubleStar(_)));
         let has_kw = args.iter().any(|a| matches!(a, Arg::Keyword(..)));
         // The callee register: reuse `dst` when it is the newest temporary.

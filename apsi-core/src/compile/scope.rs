@@ -612,7 +612,7 @@ mod tests {
         (m, t)
     }
 
-    fn scope_named<'t>(t: &'t ScopeTable, name: &str) -> ScopeId {
+    fn scope_named(t: &ScopeTable, name: &str) -> ScopeId {
         t.scopes.iter().position(|s| s.name == name).unwrap_or_else(|| panic!("no scope {name}"))
     }
 

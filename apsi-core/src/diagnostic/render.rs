@@ -26,6 +26,9 @@ const RED: &str = "\x1b[1;31m";
 const BLUE: &str = "\x1b[1;34m";
 const CYAN: &str = "\x1b[1;36m";
 
+/// Identical consecutive call-stack frames shown before they are summarised.
+const REPEATS_SHOWN: usize = 3;
+
 /// How wide a tab is shown.
 const TAB_WIDTH: usize = 4;
 
@@ -133,8 +136,19 @@ pub fn render(d: &Diagnostic, sources: &SourceMap, color: bool) -> String {
 
     if !d.trace.is_empty() {
         let _ = writeln!(out, "{}", p.paint(BOLD, "Call stack (most recent call last):"));
-        for frame in &d.trace {
-            let _ = writeln!(out, "  {} in {}", location(sources, frame.span), frame.function);
+        // A run of identical frames (deep recursion) shows its first few
+        // frames, then one line saying how often it repeats.
+        let mut i = 0;
+        while i < d.trace.len() {
+            let frame = &d.trace[i];
+            let run = d.trace[i..].iter().take_while(|f| *f == frame).count();
+            for _ in 0..run.min(REPEATS_SHOWN) {
+                let _ = writeln!(out, "  {} in {}", location(sources, frame.span), frame.function);
+            }
+            if run > REPEATS_SHOWN {
+                let _ = writeln!(out, "  … the call above repeats {} more times", run - REPEATS_SHOWN);
+            }
+            i += run;
         }
     }
     out

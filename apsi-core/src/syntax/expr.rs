@@ -525,7 +525,6 @@ impl<'a> Parser<'a> {
 
     /// Arguments after `(`, up to and including `)`.
     fn call_args(&mut self) -> Vec<Arg> {
-        let open = self.prev_end().saturating_sub(1);
         let mut args = Vec::new();
         let mut seen_keyword = false;
         let mut seen_double_star = false;
@@ -608,7 +607,6 @@ impl<'a> Parser<'a> {
             }
         }
         if !self.panicking && !self.eat(Tok::RParen) {
-            let _ = open;
             self.expected("',' or ')' in the argument list", None);
         }
         args

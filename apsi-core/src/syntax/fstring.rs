@@ -75,6 +75,17 @@ impl<'a> Parser<'a> {
     /// A replacement field starting at the `{` at `open`; returns the offset
     /// after its closing `}`.
     fn field(&mut self, open: usize, end: usize, raw: bool, out: &mut Vec<FStringPart>) -> usize {
+        // Fields nest through format specs (`{x:{w}}`): bound the recursion.
+        if !self.enter() {
+            self.leave();
+            return end;
+        }
+        let next = self.field_inner(open, end, raw, out);
+        self.leave();
+        next
+    }
+
+    fn field_inner(&mut self, open: usize, end: usize, raw: bool, out: &mut Vec<FStringPart>) -> usize {
         let b = self.src.as_bytes();
         let expr_start = open + 1;
         let mut j = expr_start;

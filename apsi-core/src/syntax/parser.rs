@@ -318,7 +318,7 @@ impl<'a> Parser<'a> {
     /// An unexpected INDENT: report it, then parse the block's statements
     /// into `out` so nothing inside is lost.
     fn stray_block(&mut self, out: &mut Vec<Stmt>, report: bool) {
-        let t = self.bump();
+        self.bump();
         if report {
             let span = self.tok_span(self.tok());
             self.report(
@@ -326,7 +326,6 @@ impl<'a> Parser<'a> {
                 "unexpected indent",
                 Some("indent a line only to open a block after a line ending in ':'".to_string()),
             );
-            let _ = t;
         }
         if self.enter() {
             self.statements(out);
@@ -411,8 +410,19 @@ impl<'a> Parser<'a> {
     /// messages ("'if' statement").
     fn block(&mut self, what: &str, header_start: u32) -> Vec<Stmt> {
         let mut body = Vec::new();
-        if !self.expect(Tok::Colon, &format!("at the end of the {what} header")) {
-            return body;
+        if !self.panicking {
+            self.expect(Tok::Colon, &format!("at the end of the {what} header"));
+        }
+        if self.panicking {
+            // The header is broken (already reported): skip the rest of its
+            // line; an indented block after it still belongs to it.
+            while !matches!(self.peek(), Tok::Newline | Tok::Eof | Tok::Indent | Tok::Dedent) {
+                self.bump();
+            }
+            self.panicking = false;
+            if !(self.peek() == Tok::Newline && self.peek_at(1) == Tok::Indent) {
+                return body;
+            }
         }
         if self.eat(Tok::Newline) {
             if self.peek() != Tok::Indent {
@@ -464,6 +474,14 @@ impl<'a> Parser<'a> {
                     );
                 }
                 _ => self.simple_line(&mut body),
+            }
+            if self.panicking {
+                // Recover here so the clauses after this one (`else:`,
+                // `except:`) still attach to their statement.
+                self.sync();
+                if self.peek() == Tok::Indent {
+                    self.stray_block(&mut body, false);
+                }
             }
         }
         body
@@ -762,47 +780,69 @@ impl<'a> Parser<'a> {
     fn if_stmt(&mut self) -> Stmt {
         let start = self.bump().start;
         let test = self.named_test();
-        if self.panicking {
-            return Stmt {
-                kind: StmtKind::Error,
-                span: self.since(start),
-            };
-        }
         let body = self.block("'if' statement", start);
-        if self.panicking {
-            return Stmt {
-                kind: StmtKind::If {
-                    test,
-                    body,
-                    orelse: Vec::new(),
-                },
-                span: self.since(start),
-            };
-        }
-        let orelse = match self.peek() {
-            Tok::Elif => vec![self.if_stmt()],
-            Tok::Else => {
-                let s = self.bump().start;
-                if self.peek() == Tok::If {
-                    let span = self.span(s, self.tok().end);
-                    self.error(
-                        span,
-                        "expected ':' after 'else', found 'if'",
-                        Some("write 'elif condition:' instead of 'else if'".to_string()),
-                    );
-                    return Stmt {
-                        kind: StmtKind::If {
-                            test,
-                            body,
-                            orelse: Vec::new(),
-                        },
-                        span: self.since(start),
-                    };
+        // `elif` clauses are read in a loop (a long chain must not recurse)
+        // and nested into `orelse` afterwards.
+        let mut chain: Vec<(u32, Expr, Vec<Stmt>)> = Vec::new();
+        let mut orelse = Vec::new();
+        while !self.panicking {
+            match self.peek() {
+                Tok::Elif => {
+                    let too_many = chain.len() as u32 >= MAX_HEIGHT;
+                    if too_many && chain.len() as u32 == MAX_HEIGHT {
+                        let span = self.tok_span(self.tok());
+                        self.report(
+                            span,
+                            format!("nested too deeply (more than {MAX_HEIGHT} 'elif' clauses in one 'if')"),
+                            Some("use a dict of cases, or split the chain".to_string()),
+                        );
+                    }
+                    let s = self.bump().start;
+                    let t = self.named_test();
+                    let b = self.block("'elif' clause", s);
+                    if too_many {
+                        // Parsed (for its errors) but not kept: the tree stays shallow.
+                        if chain.len() as u32 == MAX_HEIGHT {
+                            chain.push((
+                                s,
+                                Expr {
+                                    kind: ExprKind::Error,
+                                    span: t.span,
+                                },
+                                Vec::new(),
+                            ));
+                        }
+                    } else {
+                        chain.push((s, t, b));
+                    }
                 }
-                self.block("'else' clause", s)
+                Tok::Else => {
+                    let s = self.bump().start;
+                    if self.peek() == Tok::If {
+                        let span = self.span(s, self.tok().end);
+                        self.error(
+                            span,
+                            "expected ':' after 'else', found 'if'",
+                            Some("write 'elif condition:' instead of 'else if'".to_string()),
+                        );
+                    }
+                    orelse = self.block("'else' clause", s);
+                    break;
+                }
+                _ => break,
             }
-            _ => Vec::new(),
-        };
+        }
+        let end = self.prev_end();
+        for (s, t, b) in chain.into_iter().rev() {
+            orelse = vec![Stmt {
+                kind: StmtKind::If {
+                    test: t,
+                    body: b,
+                    orelse,
+                },
+                span: self.span(s, end),
+            }];
+        }
         Stmt {
             kind: StmtKind::If { test, body, orelse },
             span: self.since(start),
@@ -826,12 +866,6 @@ impl<'a> Parser<'a> {
     fn while_stmt(&mut self) -> Stmt {
         let start = self.bump().start;
         let test = self.named_test();
-        if self.panicking {
-            return Stmt {
-                kind: StmtKind::Error,
-                span: self.since(start),
-            };
-        }
         let body = self.block("'while' statement", start);
         self.loop_else("while");
         Stmt {
@@ -859,34 +893,23 @@ impl<'a> Parser<'a> {
         }
         self.bump();
         let target = self.target_list();
-        if self.panicking {
-            return Stmt {
-                kind: StmtKind::Error,
-                span: self.since(start),
-            };
+        if !self.panicking {
+            self.check_target(&target, true);
         }
-        self.check_target(&target, true);
-        if !self.expect(Tok::In, "after the loop variable of 'for'") {
-            return Stmt {
-                kind: StmtKind::Error,
-                span: self.since(start),
-            };
-        }
-        let iter = self.testlist_star();
-        if self.panicking {
-            return Stmt {
-                kind: StmtKind::Error,
-                span: self.since(start),
-            };
-        }
-        let body = self.block(
-            if parallel {
-                "'parallel for' statement"
-            } else {
-                "'for' statement"
-            },
-            start,
-        );
+        let iter = if !self.panicking && self.expect(Tok::In, "after the loop variable of 'for'") {
+            self.testlist_star()
+        } else {
+            Expr {
+                kind: ExprKind::Error,
+                span: self.tok_span(self.tok()),
+            }
+        };
+        let what = if parallel {
+            "'parallel for' statement"
+        } else {
+            "'for' statement"
+        };
+        let body = self.block(what, start);
         self.loop_else("for");
         Stmt {
             kind: StmtKind::For {
@@ -921,16 +944,13 @@ impl<'a> Parser<'a> {
                 (None, None)
             } else {
                 let k = self.test();
-                let n = if self.eat(Tok::As) {
+                let n = if !self.panicking && self.eat(Tok::As) {
                     self.expect_name("a name after 'as'")
                 } else {
                     None
                 };
                 (Some(k), n)
             };
-            if self.panicking {
-                break;
-            }
             let hbody = self.block("'except' clause", t.start);
             handlers.push(ExceptHandler {
                 kind,
@@ -977,9 +997,11 @@ impl<'a> Parser<'a> {
         let mut items = Vec::new();
         loop {
             let context = self.test();
-            let target = if self.eat(Tok::As) {
+            let target = if !self.panicking && self.eat(Tok::As) {
                 let t = self.target_atom();
-                self.check_target(&t, true);
+                if !self.panicking {
+                    self.check_target(&t, true);
+                }
                 Some(t)
             } else {
                 None
@@ -988,12 +1010,6 @@ impl<'a> Parser<'a> {
             if self.panicking || !self.eat(Tok::Comma) {
                 break;
             }
-        }
-        if self.panicking {
-            return Stmt {
-                kind: StmtKind::Error,
-                span: self.since(start),
-            };
         }
         let body = self.block("'with' statement", start);
         Stmt {
@@ -1053,7 +1069,6 @@ impl<'a> Parser<'a> {
             });
         let mut params = Params::default();
         let mut returns = None;
-        let mut body = Vec::new();
         if !self.panicking && self.expect(Tok::LParen, "after the function name") {
             params = self.params(Tok::RParen);
             if !self.panicking {
@@ -1062,10 +1077,8 @@ impl<'a> Parser<'a> {
             if !self.panicking && self.eat(Tok::Arrow) {
                 returns = Some(self.test());
             }
-            if !self.panicking {
-                body = self.block("function definition", def_tok.start);
-            }
         }
+        let body = self.block("function definition", def_tok.start);
         FuncDef {
             name,
             params,

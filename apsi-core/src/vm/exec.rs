@@ -2,7 +2,7 @@
 //! of frames, and the dispatch loop.
 //!
 //! Apsi → Apsi calls never recurse on the Rust stack: a call pushes a
-//! [`Frame`] and the loop continues with the callee. Only native callbacks
+//! `Frame` and the loop continues with the callee. Only native callbacks
 //! (`Caller::call`) re-enter the loop, and their nesting is bounded.
 //!
 //! Invariants:
@@ -31,6 +31,7 @@ pub(crate) type Args = SmallVec<[Value; 8]>;
 struct Frame {
     clo: *const Closure,
     code: *const Code,
+    nregs: u32,
     pc: u32,
     base: u32,
     cell_base: u32,
@@ -79,15 +80,85 @@ fn setv(slot: &mut Value, v: Value) {
     }
 }
 
-/// Copy a register; scalars are copied bitwise without touching a refcount.
+/// Copy a register; scalars are copied without touching a refcount.
+///
+/// The payload is read on its own (volatile, so the compiler cannot merge it
+/// into one 16-byte load): a register was usually just written as a tag byte
+/// plus an 8-byte payload, and a 16-byte load of that would stall on
+/// store-to-load forwarding.
 #[inline(always)]
 fn dup(v: &Value) -> Value {
-    match v {
-        Value::Int(i) => Value::Int(*i),
-        Value::Float(f) => Value::Float(*f),
-        Value::Bool(b) => Value::Bool(*b),
-        Value::None => Value::None,
-        other => other.clone(),
+    // SAFETY: plain reads of valid, aligned fields.
+    unsafe {
+        match v {
+            Value::Int(i) => Value::Int(std::ptr::read_volatile(i)),
+            Value::Float(f) => Value::Float(std::ptr::read_volatile(f)),
+            Value::Bool(b) => Value::Bool(std::ptr::read_volatile(b)),
+            Value::None => Value::None,
+            other => other.clone(),
+        }
+    }
+}
+
+/// Program output is flushed before `input()` reads, so its prompt shows.
+#[inline(always)]
+fn flush_before(shared: &Shared, nf: &NativeFn) {
+    if &*nf.name == "input" {
+        let _ = shared.flush_out();
+    }
+}
+
+/// Decimal text of an int, written into `buf` (no allocation).
+fn itoa(i: i64, buf: &mut [u8; 20]) -> &str {
+    let mut n = i.unsigned_abs();
+    let mut pos = buf.len();
+    loop {
+        pos -= 1;
+        buf[pos] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if i < 0 {
+        pos -= 1;
+        buf[pos] = b'-';
+    }
+    std::str::from_utf8(&buf[pos..]).unwrap_or("")
+}
+
+/// A returned value on its way to the caller's register.
+enum Ret {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Val(Value),
+}
+
+/// Store a copy of `src` into `dst`. Each scalar arm stores its own variant
+/// directly, so no 16-byte temporary is built and re-read (which would stall
+/// store-to-load forwarding).
+#[inline(always)]
+fn copy_to(dst: &mut Value, src: &Value) {
+    match *src {
+        Value::Int(i) => setv(dst, Value::Int(i)),
+        Value::Float(f) => setv(dst, Value::Float(f)),
+        Value::Bool(b) => setv(dst, Value::Bool(b)),
+        Value::None => setv(dst, Value::None),
+        ref other => {
+            let v = other.clone();
+            setv(dst, v)
+        }
+    }
+}
+
+/// Move a value out of a register (scalars are copied and left in place).
+#[inline(always)]
+fn take(v: &mut Value) -> Value {
+    if matches!(v, Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_)) {
+        dup(v)
+    } else {
+        std::mem::replace(v, Value::None)
     }
 }
 
@@ -190,8 +261,7 @@ impl Executor {
     /// The first stack slot above every live register window.
     fn frame_end(&self) -> usize {
         match self.frames.last() {
-            // SAFETY: a live frame's closure is kept alive by its stack slot.
-            Some(f) => f.base as usize + unsafe { &*f.clo }.proto.code.nregs as usize,
+            Some(f) => f.base as usize + f.nregs as usize,
             None => 0,
         }
     }
@@ -232,7 +302,7 @@ impl Executor {
         let nregs = unsafe { &*code }.nregs as usize;
         let base = fpos + 1;
         self.ensure(base + nregs + 1);
-        self.frames.push(Frame { clo, code, pc: 0, base: base as u32, cell_base: self.cells.len() as u32 });
+        self.frames.push(Frame { clo, code, nregs: nregs as u32, pc: 0, base: base as u32, cell_base: self.cells.len() as u32 });
         Ok(())
     }
 
@@ -253,9 +323,7 @@ impl Executor {
                 Ok(None)
             }
             Value::Native(nf) => {
-                if let Some(s) = self.frames.last_mut() {
-                    let _ = s;
-                }
+                flush_before(&self.shared, &nf);
                 nf.call(self, &pos, &kw).map(Some)
             }
             Value::BoundMethod(bm) => {
@@ -331,14 +399,13 @@ impl Executor {
     #[inline(always)]
     fn pop_frame(&mut self) {
         if let Some(fr) = self.frames.pop() {
-            // SAFETY: the closure is still owned by stack[base - 1].
-            let nregs = unsafe { &*fr.clo }.proto.code.nregs as usize;
+            let nregs = fr.nregs as usize;
             let base = fr.base as usize;
             if let Some(w) = self.stack.get_mut(base..base + nregs) {
+                // Every slot goes back to none: a later frame's locals must
+                // never see a value left over from an earlier call.
                 for v in w {
-                    if !matches!(v, Value::None | Value::Int(_) | Value::Float(_) | Value::Bool(_)) {
-                        *v = Value::None;
-                    }
+                    setv(v, Value::None);
                 }
             }
             self.cells.truncate(fr.cell_base as usize);
@@ -426,8 +493,9 @@ impl Executor {
                 match ins {
                     Instr::Nop => {}
                     Instr::Move { a, b } => {
-                        let v = dup(r!(b));
-                        setv(r!(a), v);
+                        if a != b {
+                            copy_to(r!(a), r!(b));
+                        }
                     }
                     Instr::LoadK { a, k } => {
                         setv(r!(a), code.consts.get(k as usize).cloned().unwrap_or(Value::None));
@@ -474,56 +542,84 @@ impl Executor {
                         self.cells.push(Arc::new(Cell::new(v)));
                     }
                     Instr::Add { a, b, c } => {
-                        let v = match (&*r!(b), &*r!(c)) {
-                            (Value::Int(x), Value::Int(y)) => match x.checked_add(*y) {
-                                Some(s) => Value::Int(s),
-                                None => tri!(ops::binary(BinOp::Add, r!(b), r!(c))),
-                            },
-                            (Value::Float(x), Value::Float(y)) => Value::Float(x + y),
-                            (x, y) => match bin_fast(BinOp::Add, x, y) {
-                                Some(v) => v,
-                                None => tri!(ops::binary(BinOp::Add, x, y)),
-                            },
+                        match (&*r!(b), &*r!(c)) {
+                            (Value::Int(x), Value::Int(y)) => {
+                                if let Some(s) = x.checked_add(*y) {
+                                    setv(r!(a), Value::Int(s));
+                                    continue;
+                                }
+                            }
+                            (Value::Float(x), Value::Float(y)) => {
+                                let f = x + y;
+                                setv(r!(a), Value::Float(f));
+                                continue;
+                            }
+                            _ => {}
+                        }
+                        let v = match bin_fast(BinOp::Add, r!(b), r!(c)) {
+                            Some(v) => v,
+                            None => tri!(ops::binary(BinOp::Add, r!(b), r!(c))),
                         };
                         setv(r!(a), v);
                     }
                     Instr::Sub { a, b, c } => {
-                        let v = match (&*r!(b), &*r!(c)) {
-                            (Value::Int(x), Value::Int(y)) => match x.checked_sub(*y) {
-                                Some(s) => Value::Int(s),
-                                None => tri!(ops::binary(BinOp::Sub, r!(b), r!(c))),
-                            },
-                            (Value::Float(x), Value::Float(y)) => Value::Float(x - y),
-                            (x, y) => match bin_fast(BinOp::Sub, x, y) {
-                                Some(v) => v,
-                                None => tri!(ops::binary(BinOp::Sub, x, y)),
-                            },
+                        match (&*r!(b), &*r!(c)) {
+                            (Value::Int(x), Value::Int(y)) => {
+                                if let Some(s) = x.checked_sub(*y) {
+                                    setv(r!(a), Value::Int(s));
+                                    continue;
+                                }
+                            }
+                            (Value::Float(x), Value::Float(y)) => {
+                                let f = x - y;
+                                setv(r!(a), Value::Float(f));
+                                continue;
+                            }
+                            _ => {}
+                        }
+                        let v = match bin_fast(BinOp::Sub, r!(b), r!(c)) {
+                            Some(v) => v,
+                            None => tri!(ops::binary(BinOp::Sub, r!(b), r!(c))),
                         };
                         setv(r!(a), v);
                     }
                     Instr::Mul { a, b, c } => {
-                        let v = match (&*r!(b), &*r!(c)) {
-                            (Value::Int(x), Value::Int(y)) => match x.checked_mul(*y) {
-                                Some(s) => Value::Int(s),
-                                None => tri!(ops::binary(BinOp::Mul, r!(b), r!(c))),
-                            },
-                            (Value::Float(x), Value::Float(y)) => Value::Float(x * y),
-                            (x, y) => match bin_fast(BinOp::Mul, x, y) {
-                                Some(v) => v,
-                                None => tri!(ops::binary(BinOp::Mul, x, y)),
-                            },
+                        match (&*r!(b), &*r!(c)) {
+                            (Value::Int(x), Value::Int(y)) => {
+                                if let Some(s) = x.checked_mul(*y) {
+                                    setv(r!(a), Value::Int(s));
+                                    continue;
+                                }
+                            }
+                            (Value::Float(x), Value::Float(y)) => {
+                                let f = x * y;
+                                setv(r!(a), Value::Float(f));
+                                continue;
+                            }
+                            _ => {}
+                        }
+                        let v = match bin_fast(BinOp::Mul, r!(b), r!(c)) {
+                            Some(v) => v,
+                            None => tri!(ops::binary(BinOp::Mul, r!(b), r!(c))),
                         };
                         setv(r!(a), v);
                     }
                     Instr::AddI { a, b, v } => {
-                        let res = match &*r!(b) {
-                            Value::Int(x) => match x.checked_add(v as i64) {
-                                Some(s) => Value::Int(s),
-                                None => tri!(ops::binary(BinOp::Add, r!(b), &Value::Int(v as i64))),
-                            },
-                            Value::Float(x) => Value::Float(x + v as f64),
-                            other => tri!(ops::binary(BinOp::Add, other, &Value::Int(v as i64))),
-                        };
+                        match &*r!(b) {
+                            Value::Int(x) => {
+                                if let Some(s) = x.checked_add(v as i64) {
+                                    setv(r!(a), Value::Int(s));
+                                    continue;
+                                }
+                            }
+                            Value::Float(x) => {
+                                let f = x + v as f64;
+                                setv(r!(a), Value::Float(f));
+                                continue;
+                            }
+                            _ => {}
+                        }
+                        let res = tri!(ops::binary(BinOp::Add, r!(b), &Value::Int(v as i64)));
                         setv(r!(a), res);
                     }
                     Instr::Bin { op, a, b, c } => {
@@ -599,9 +695,11 @@ impl Executor {
                             // The constant table (alive as long as this code) owns the function.
                             let nf: *const NativeFn = Arc::as_ptr(nf);
                             save_pc!();
-                            let args: Args = (1..=n as usize).map(|i| std::mem::replace(r!(a as usize + i), Value::None)).collect();
+                            let args: Args = (1..=n as usize).map(|i| take(r!(a as usize + i))).collect();
                             // SAFETY: see above; natives cannot free this code's constants.
-                            let res = unsafe { &*nf }.call(self, &args, &[]);
+                            let nf = unsafe { &*nf };
+                            flush_before(&self.shared, nf);
+                            let res = nf.call(self, &args, &[]);
                             refresh!();
                             match res {
                                 Ok(v) => setv(r!(a), v),
@@ -639,11 +737,11 @@ impl Executor {
                             _ => throw!(err(ErrorKind::Error, "internal error: bad keyword names")),
                         };
                         let n = n as usize;
-                        let f = std::mem::replace(r!(a), Value::None);
-                        let pos: Args = (0..n).map(|i| std::mem::replace(r!(a as usize + 1 + i), Value::None)).collect();
+                        let f = take(r!(a));
+                        let pos: Args = (0..n).map(|i| take(r!(a as usize + 1 + i))).collect();
                         let mut kw = Vec::with_capacity(names.0.len());
                         for (j, name) in names.0.iter().enumerate() {
-                            let v = std::mem::replace(r!(a as usize + 1 + n + j), Value::None);
+                            let v = take(r!(a as usize + 1 + n + j));
                             kw.push((Arc::<str>::from(name.as_str().unwrap_or("")), v));
                         }
                         let fpos = base + a as usize;
@@ -657,14 +755,14 @@ impl Executor {
                     }
                     Instr::CallEx { a } => {
                         save_pc!();
-                        let f = std::mem::replace(r!(a), Value::None);
-                        let pos: Args = match std::mem::replace(r!(a as usize + 1), Value::None) {
+                        let f = take(r!(a));
+                        let pos: Args = match take(r!(a as usize + 1)) {
                             Value::List(l) => l.items.read().iter().cloned().collect(),
                             Value::Tuple(t) => t.0.iter().cloned().collect(),
                             other => tri!(ops::iterate(self, &other)).into_iter().collect(),
                         };
                         refresh!();
-                        let kw = match std::mem::replace(r!(a as usize + 2), Value::None) {
+                        let kw = match take(r!(a as usize + 2)) {
                             Value::None => Vec::new(),
                             Value::Dict(d) => {
                                 let mut kw = Vec::new();
@@ -687,12 +785,42 @@ impl Executor {
                             Err(e) => throw!(e),
                         }
                     }
+                    Instr::AppendTo { a, b, c, mv } => {
+                        if let Value::List(l) = &*r!(b) {
+                            let v = if mv { take(r!(c)) } else { dup(r!(c)) };
+                            l.items.write().push(v);
+                            setv(r!(a), Value::None);
+                            continue;
+                        }
+                        // Not a list: the general method call, through the caller interface.
+                        save_pc!();
+                        let recv = dup(r!(b));
+                        let arg = dup(r!(c));
+                        let res = match ops::get_attr(&recv, "append") {
+                            Ok(f) => Caller::call(self, &f, &[arg], &[]),
+                            Err(e) => Err(e),
+                        };
+                        refresh!();
+                        match res {
+                            Ok(v) => setv(r!(a), v),
+                            Err(e) => throw!(e),
+                        }
+                    }
                     Instr::CallMethod { a, k, n } => {
                         let name = match code.consts.get(k as usize) {
                             Some(Value::Str(s)) => s.as_str(),
                             _ => throw!(err(ErrorKind::Error, "internal error: bad method name")),
                         };
                         let recv_reg = a as usize + 1;
+                        // `xs.append(v)`: the hottest list method, done in place.
+                        if n == 1 && name == "append" {
+                            if let Value::List(l) = &*r!(recv_reg) {
+                                let v = take(r!(recv_reg + 1));
+                                l.items.write().push(v);
+                                setv(r!(a), Value::None);
+                                continue;
+                            }
+                        }
                         // A struct's own method: call it with the receiver as `self`.
                         if let Value::Struct(s) = &*r!(recv_reg) {
                             if s.ty.field_index(name).is_none() {
@@ -706,7 +834,7 @@ impl Executor {
                         if !matches!(&*r!(recv_reg), Value::Struct(_) | Value::Object(_) | Value::Module(_)) {
                             if let Some(fp) = crate::builtins::method(r!(recv_reg), name) {
                                 save_pc!();
-                                let args: Args = (0..=n as usize).map(|i| std::mem::replace(r!(recv_reg + i), Value::None)).collect();
+                                let args: Args = (0..=n as usize).map(|i| take(r!(recv_reg + i))).collect();
                                 let res = fp(self, &args, &[]);
                                 refresh!();
                                 match res {
@@ -719,22 +847,35 @@ impl Executor {
                         let f = tri!(ops::get_attr(r!(recv_reg), name));
                         setv(r!(a), f);
                         for i in 0..n as usize {
-                            let v = std::mem::replace(r!(recv_reg + 1 + i), Value::None);
+                            let v = take(r!(recv_reg + 1 + i));
                             setv(r!(recv_reg + i), v);
                         }
                         do_call!(a, n)
                     }
                     Instr::Return { a } => {
-                        let v = std::mem::replace(r!(a), Value::None);
+                        if self.frames.len() > stop + 1 && base > 0 {
+                            // Scalars travel in a Rust local (no 16-byte temporary).
+                            let ret = match *r!(a) {
+                                Value::Int(i) => Ret::Int(i),
+                                Value::Float(f) => Ret::Float(f),
+                                Value::Bool(b) => Ret::Bool(b),
+                                _ => Ret::Val(std::mem::replace(r!(a), Value::None)),
+                            };
+                            // Pop first: the slot below `base` may own the callee's closure.
+                            self.pop_frame();
+                            if let Some(dst) = self.stack.get_mut(base - 1) {
+                                match ret {
+                                    Ret::Int(i) => setv(dst, Value::Int(i)),
+                                    Ret::Float(f) => setv(dst, Value::Float(f)),
+                                    Ret::Bool(b) => setv(dst, Value::Bool(b)),
+                                    Ret::Val(v) => setv(dst, v),
+                                }
+                            }
+                            continue 'reload;
+                        }
+                        let v = take(r!(a));
                         self.pop_frame();
-                        if self.frames.len() <= stop {
-                            return Ok(v);
-                        }
-                        // The result replaces the callee in the caller's register.
-                        if let Some(s) = self.stack.get_mut(base - 1) {
-                            *s = v;
-                        }
-                        continue 'reload;
+                        return Ok(v);
                     }
                     Instr::ReturnNone => {
                         self.pop_frame();
@@ -810,7 +951,7 @@ impl Executor {
                         tri!(ops::set_index(r!(a), r!(b), v));
                     }
                     Instr::BuildList { a, b, n } => {
-                        let items: Vec<Value> = (0..n as usize).map(|i| std::mem::replace(r!(b as usize + i), Value::None)).collect();
+                        let items: Vec<Value> = (0..n as usize).map(|i| take(r!(b as usize + i))).collect();
                         setv(r!(a), Value::list(items));
                     }
                     Instr::BuildTuple { a, b, n } => {
@@ -821,15 +962,15 @@ impl Executor {
                             };
                             setv(r!(a), v);
                         } else {
-                            let items: Vec<Value> = (0..n as usize).map(|i| std::mem::replace(r!(b as usize + i), Value::None)).collect();
+                            let items: Vec<Value> = (0..n as usize).map(|i| take(r!(b as usize + i))).collect();
                             setv(r!(a), Value::tuple(items));
                         }
                     }
                     Instr::BuildDict { a, b, n } => {
                         let mut map = indexmap::IndexMap::with_capacity_and_hasher(n as usize, FxBuild::default());
                         for i in 0..n as usize {
-                            let k = std::mem::replace(r!(b as usize + 2 * i), Value::None);
-                            let v = std::mem::replace(r!(b as usize + 2 * i + 1), Value::None);
+                            let k = take(r!(b as usize + 2 * i));
+                            let v = take(r!(b as usize + 2 * i + 1));
                             map.insert(tri!(ops::hash_key(&k)), v);
                         }
                         setv(r!(a), Value::dict(map));
@@ -888,7 +1029,7 @@ impl Executor {
                         setv(r!(a), Value::Range(Arc::new(RangeObj { start, stop, step: 1 })));
                     }
                     Instr::ForPrep { a } => {
-                        let v = std::mem::replace(r!(a), Value::None);
+                        let v = take(r!(a));
                         let prepared = match v {
                             Value::List(_) | Value::Tuple(_) | Value::Range(_) => v,
                             Value::Str(ref s) if s.is_ascii() => v,
@@ -1061,6 +1202,7 @@ impl Executor {
                     Instr::ToStr { a, b } => {
                         let v = match &*r!(b) {
                             Value::Str(_) => dup(r!(b)),
+                            Value::Int(i) => Value::Str(Arc::new(StrObj::from_text(itoa(*i, &mut [0u8; 20])))),
                             other => Value::str(format::str_of(other)),
                         };
                         setv(r!(a), v);
@@ -1114,7 +1256,7 @@ impl Executor {
             }
         }
         let f = std::mem::replace(&mut self.stack[fpos], Value::None);
-        let pos: Args = (0..n).map(|i| std::mem::replace(&mut self.stack[fpos + 1 + i], Value::None)).collect();
+        let pos: Args = (0..n).map(|i| take(&mut self.stack[fpos + 1 + i])).collect();
         self.setup_call(fpos, f, pos, Vec::new())
     }
 

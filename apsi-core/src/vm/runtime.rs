@@ -6,11 +6,15 @@
 //! (with `argv`). Resolution happens at compile time; a global that is not
 //! bound yet when read raises `NameError`.
 
+// `RunError::Error` carries a whole Diagnostic by the shared contract; it is
+// produced once per run, so its size does not matter.
+#![allow(clippy::result_large_err)]
+
 use super::exec::Executor;
 use super::function::Closure;
 use super::globals::GlobalSlot;
 use super::value::*;
-use crate::check::{Program, UseTarget};
+use crate::check::{Program, Unit, UseTarget};
 use crate::compile::{analyze, compile_module, GlobalEnv, GlobalRef};
 use crate::diagnostic::{Diagnostic, FileId, Label};
 use crate::error::ErrorKind;
@@ -78,7 +82,11 @@ struct UnitGlobals {
     unqualified: Vec<(String, GlobalRef)>,
 }
 
+/// What a unit's `use` statements bind, and the exports made visible unqualified.
+type UseBindings = (Vec<(String, Value)>, Vec<(String, GlobalRef)>);
+
 /// A file module after it ran.
+#[derive(Clone)]
 struct FileModule {
     value: Value,
     exports: Vec<(String, GlobalRef)>,
@@ -88,6 +96,8 @@ struct FileModule {
 pub struct Runtime {
     shared: Arc<Shared>,
     repl: UnitGlobals,
+    /// File modules the REPL has run, by path (each runs once per process).
+    repl_modules: HashMap<std::path::PathBuf, FileModule>,
     thread_stack: usize,
 }
 
@@ -195,7 +205,7 @@ impl Runtime {
             max_depth: config.max_depth.max(1),
             max_native_depth: config.max_native_depth.max(1),
         };
-        Runtime { shared: Arc::new(shared), repl: UnitGlobals::default(), thread_stack: if config.thread_stack == 0 { 0 } else { config.thread_stack.max(1 << 20) } }
+        Runtime { shared: Arc::new(shared), repl: UnitGlobals::default(), repl_modules: HashMap::new(), thread_stack: if config.thread_stack == 0 { 0 } else { config.thread_stack.max(1 << 20) } }
     }
 
     /// A new executor for running Apsi code on the current thread (for
@@ -233,64 +243,109 @@ impl Runtime {
         let mut exec = Executor::new(self.shared.clone());
         let mut done: Vec<Option<FileModule>> = Vec::with_capacity(program.units.len());
         for unit in &program.units {
-            let mut g = UnitGlobals::default();
-            let mut binds = Vec::new();
-            for u in &unit.uses {
-                let (value, exports) = match &u.target {
-                    UseTarget::Builtin(name) => match self.shared.modules.get(name) {
-                        Some(m) => (Value::Module(m.clone()), module_exports(m)),
-                        None => {
-                            let d = Diagnostic::new(ErrorKind::ModuleNotFoundError, format!("no module named '{name}' is compiled into this interpreter")).at(u.span);
-                            return Err(RunError::Error(d));
-                        }
-                    },
-                    UseTarget::File(j) => match done.get(*j).and_then(|m| m.as_ref()) {
-                        Some(m) => (m.value.clone(), m.exports.clone()),
-                        None => {
-                            let d = Diagnostic::new(ErrorKind::ModuleNotFoundError, format!("module '{}' was not loaded before its use", u.binding)).at(u.span);
-                            return Err(RunError::Error(d));
-                        }
-                    },
-                };
-                if u.unqualified {
-                    g.unqualified.extend(exports);
-                }
-                binds.push((u.binding.clone(), value));
-            }
-            let bind_names: Vec<String> = binds.iter().map(|(n, _)| n.clone()).collect();
-            let proto = {
-                let table = analyze(&unit.ast, &bind_names);
-                let mut env = Env { g: &mut g, shared: &self.shared };
-                env.declare(&table.module_names, &table.module_once, false);
-                compile_module(&unit.ast, &table, &mut env, false).map_err(|ds| RunError::Error(first_diag(ds)))?
-            };
-            for (n, v) in binds {
-                if let Some(s) = g.own.get(&n) {
-                    s.set(v);
-                }
-            }
-            let clo = Arc::new(Closure { name: "<module>".into(), proto, defaults: Box::new([]), kwdefaults: Box::new([]), free: Box::new([]) });
-            if let Err(e) = exec.run_closure(clo) {
-                self.flush();
-                return Err(error_to_run_error(&e));
-            }
-            // What this unit gives to the units that use it.
-            let use_names: std::collections::HashSet<&str> = unit.uses.iter().map(|u| u.binding.as_str()).collect();
-            let mut attrs = IndexMap::default();
-            let mut exports = Vec::new();
-            for (n, s) in &g.own {
-                if use_names.contains(n.as_str()) {
-                    continue;
-                }
-                if let Some(v) = s.get() {
-                    attrs.insert(Arc::<str>::from(n.as_str()), v);
-                    exports.push((n.clone(), GlobalRef::Slot(s.clone())));
-                }
-            }
-            let obj = ModuleObj { name: unit.name.clone(), path: Some(unit.path.display().to_string()), attrs: RwLock::new(attrs) };
-            done.push(Some(FileModule { value: Value::Module(Arc::new(obj)), exports }));
+            let m = self.run_unit(&mut exec, unit, &done)?;
+            done.push(Some(m));
         }
         Ok(())
+    }
+
+    /// The values a unit's `use` statements bind, and the exports they make
+    /// visible unqualified.
+    fn resolve_uses(&self, unit: &Unit, done: &[Option<FileModule>]) -> Result<UseBindings, RunError> {
+        let mut binds = Vec::new();
+        let mut unqualified = Vec::new();
+        for u in &unit.uses {
+            let (value, exports) = match &u.target {
+                UseTarget::Builtin(name) => match self.shared.modules.get(name) {
+                    Some(m) => (Value::Module(m.clone()), module_exports(m)),
+                    None => {
+                        let d = Diagnostic::new(ErrorKind::ModuleNotFoundError, format!("no module named '{name}' is compiled into this interpreter")).at(u.span);
+                        return Err(RunError::Error(d));
+                    }
+                },
+                UseTarget::File(j) => match done.get(*j).and_then(|m| m.as_ref()) {
+                    Some(m) => (m.value.clone(), m.exports.clone()),
+                    None => {
+                        let d = Diagnostic::new(ErrorKind::ModuleNotFoundError, format!("module '{}' was not loaded before its use", u.binding)).at(u.span);
+                        return Err(RunError::Error(d));
+                    }
+                },
+            };
+            if u.unqualified {
+                unqualified.extend(exports);
+            }
+            binds.push((u.binding.clone(), value));
+        }
+        Ok((binds, unqualified))
+    }
+
+    /// Compile and run one unit as a module; returns what it exports.
+    fn run_unit(&self, exec: &mut Executor, unit: &Unit, done: &[Option<FileModule>]) -> Result<FileModule, RunError> {
+        let mut g = UnitGlobals::default();
+        let (binds, unqualified) = self.resolve_uses(unit, done)?;
+        g.unqualified = unqualified;
+        let bind_names: Vec<String> = binds.iter().map(|(n, _)| n.clone()).collect();
+        let proto = {
+            let table = analyze(&unit.ast, &bind_names);
+            let mut env = Env { g: &mut g, shared: &self.shared };
+            env.declare(&table.module_names, &table.module_once, false);
+            compile_module(&unit.ast, &table, &mut env, false).map_err(|ds| RunError::Error(first_diag(ds)))?
+        };
+        for (n, v) in binds {
+            if let Some(s) = g.own.get(&n) {
+                s.set(v);
+            }
+        }
+        let clo = Arc::new(Closure { name: "<module>".into(), proto, defaults: Box::new([]), kwdefaults: Box::new([]), free: Box::new([]) });
+        if let Err(e) = exec.run_closure(clo) {
+            self.flush();
+            return Err(error_to_run_error(&e));
+        }
+        // What this unit gives to the units that use it.
+        let use_names: std::collections::HashSet<&str> = unit.uses.iter().map(|u| u.binding.as_str()).collect();
+        let mut attrs = IndexMap::default();
+        let mut exports = Vec::new();
+        for (n, s) in &g.own {
+            if use_names.contains(n.as_str()) {
+                continue;
+            }
+            if let Some(v) = s.get() {
+                attrs.insert(Arc::<str>::from(n.as_str()), v);
+                exports.push((n.clone(), GlobalRef::Slot(s.clone())));
+            }
+        }
+        let obj = ModuleObj { name: unit.name.clone(), path: Some(unit.path.display().to_string()), attrs: RwLock::new(attrs) };
+        Ok(FileModule { value: Value::Module(Arc::new(obj)), exports })
+    }
+
+    /// Run a REPL input as the checker returns it (`check::check_source`):
+    /// the file modules it uses run first (once per process), then its last
+    /// unit runs against the session's globals. Returns the value of a
+    /// trailing expression statement (unless it is none).
+    pub fn eval_program(&mut self, program: &Program) -> Result<Option<Value>, RunError> {
+        let Some((last, modules)) = program.units.split_last() else {
+            return Ok(None);
+        };
+        let mut exec = Executor::new(self.shared.clone());
+        let mut done: Vec<Option<FileModule>> = Vec::with_capacity(program.units.len());
+        for unit in modules {
+            let m = match self.repl_modules.get(&unit.path) {
+                Some(m) => m.clone(),
+                None => {
+                    let m = self.run_unit(&mut exec, unit, &done)?;
+                    self.repl_modules.insert(unit.path.clone(), m.clone());
+                    m
+                }
+            };
+            done.push(Some(m));
+        }
+        let (binds, unqualified) = self.resolve_uses(last, &done)?;
+        for (n, r) in unqualified {
+            if !self.repl.unqualified.iter().any(|(m, _)| *m == n) {
+                self.repl.unqualified.push((n, r));
+            }
+        }
+        self.eval_with(&last.ast, binds)
     }
 
     /// Run one REPL input, keeping globals between inputs. Returns the value
@@ -318,6 +373,10 @@ impl Runtime {
                 }
             }
         }
+        self.eval_with(ast, binds)
+    }
+
+    fn eval_with(&mut self, ast: &ast::Module, binds: Vec<(String, Value)>) -> Result<Option<Value>, RunError> {
         let bind_names: Vec<String> = binds.iter().map(|(n, _)| n.clone()).collect();
         let proto = {
             let table = analyze(ast, &bind_names);

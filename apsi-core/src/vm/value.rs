@@ -119,7 +119,7 @@ impl Value {
             Value::List(l) => !l.items.read().is_empty(),
             Value::Tuple(t) => !t.0.is_empty(),
             Value::Dict(d) => !d.map.read().is_empty(),
-            Value::Range(r) => r.len() > 0,
+            Value::Range(r) => !r.is_empty(),
             Value::Object(o) => return o.0.truthy(),
             _ => true,
         })
@@ -172,22 +172,57 @@ impl fmt::Debug for Value {
 }
 
 /// An immutable Unicode string, indexed by character.
+///
+/// Short strings (up to [`StrObj::INLINE`] bytes) live inside the object, so
+/// `Arc<StrObj>` is one allocation for them.
 pub struct StrObj {
-    s: Box<str>,
+    data: StrData,
     /// Number of characters (`len`); equals the byte length for ASCII text.
     nchars: usize,
 }
 
+enum StrData {
+    Inline(u8, [u8; StrObj::INLINE]),
+    Heap(String),
+}
+
 impl StrObj {
+    /// The longest string (in bytes) stored inline.
+    pub const INLINE: usize = 22;
+
     pub fn new(s: String) -> StrObj {
+        if s.len() <= Self::INLINE {
+            return StrObj::from_text(&s);
+        }
         let nchars = if s.is_ascii() { s.len() } else { s.chars().count() };
-        StrObj { s: s.into_boxed_str(), nchars }
+        StrObj { data: StrData::Heap(s), nchars }
     }
+
+    /// Build from a borrowed string (no intermediate `String` for short text).
+    pub fn from_text(s: &str) -> StrObj {
+        let nchars = if s.is_ascii() { s.len() } else { s.chars().count() };
+        if s.len() <= Self::INLINE {
+            let mut buf = [0u8; Self::INLINE];
+            buf[..s.len()].copy_from_slice(s.as_bytes());
+            StrObj { data: StrData::Inline(s.len() as u8, buf), nchars }
+        } else {
+            StrObj { data: StrData::Heap(s.to_string()), nchars }
+        }
+    }
+
+    #[inline]
     pub fn as_str(&self) -> &str {
-        &self.s
+        match &self.data {
+            StrData::Inline(n, buf) => {
+                let bytes = buf.get(..*n as usize).unwrap_or(&[]);
+                // SAFETY: the bytes were copied from a `&str` whole, so they are UTF-8.
+                unsafe { std::str::from_utf8_unchecked(bytes) }
+            }
+            StrData::Heap(s) => s,
+        }
     }
     pub fn is_ascii(&self) -> bool {
-        self.nchars == self.s.len()
+        self.nchars == self.as_str().len()
     }
     /// Length in characters.
     pub fn char_len(&self) -> usize {
@@ -196,9 +231,25 @@ impl StrObj {
     /// The `i`-th character (0-based, non-negative, in range).
     pub fn char_at(&self, i: usize) -> Option<char> {
         if self.is_ascii() {
-            self.s.as_bytes().get(i).map(|&b| b as char)
+            self.as_str().as_bytes().get(i).map(|&b| b as char)
         } else {
-            self.s.chars().nth(i)
+            self.as_str().chars().nth(i)
+        }
+    }
+}
+
+#[cfg(test)]
+mod str_tests {
+    use super::StrObj;
+
+    #[test]
+    fn short_and_long_strings_round_trip() {
+        for s in ["", "a", "héllo wörld", "0123456789012345678901", "01234567890123456789012", "ünïcödé ünïcödé ünïcödé"] {
+            let o = StrObj::new(s.to_string());
+            assert_eq!(o.as_str(), s);
+            assert_eq!(o.char_len(), s.chars().count());
+            assert_eq!(StrObj::from_text(s).as_str(), s);
+            assert_eq!(o.char_at(1), s.chars().nth(1));
         }
     }
 }
@@ -461,6 +512,15 @@ impl ErrorObj {
     /// The unwinding that `exit(code)` starts.
     pub fn exit(code: i32) -> Exc {
         Arc::new(ErrorObj { kind: ErrorKind::Error, message: String::new(), hint: None, trace: Mutex::new(Vec::new()), exit: Some(code) })
+    }
+}
+
+impl fmt::Debug for ErrorObj {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.exit {
+            Some(code) => write!(f, "exit({code})"),
+            None => write!(f, "{}: {}", self.kind, self.message),
+        }
     }
 }
 
