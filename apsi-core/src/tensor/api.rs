@@ -315,8 +315,11 @@ fn random(name: &'static str, args: &[Value], kw: Kwargs, normal: bool) -> VResu
         return Err(err(ErrorKind::TypeError, format!("{name}() makes float tensors, not {}", d.name())));
     }
     let n = checked_size(&shape)?;
-    let v = if normal { super::random::normal(n) } else { super::random::uniform(n) };
-    Ok(result_value(Tensor::from_vec(v, shape).cast(d)?))
+    let t = crate::with_dtype!(d, T => {
+        let v: Vec<T> = if normal { super::random::normal_as(n) } else { super::random::uniform_as(n) };
+        Tensor::from_vec(v, shape)
+    }, other => return Err(d.check_supported().err().unwrap_or_else(|| err(ErrorKind::TypeError, "bad dtype"))));
+    Ok(result_value(t))
 }
 
 fn f_rand(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
