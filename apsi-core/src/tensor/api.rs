@@ -74,6 +74,10 @@ pub fn from_data(v: &Value, dtype: Option<DType>) -> VResult<Tensor> {
     let mut flat = Vec::new();
     let mut kind = Kind::Bool;
     walk(v, 0, &mut shape, &mut flat, &mut kind)?;
+    if flat.is_empty() {
+        // No elements to say otherwise: NumPy's default float.
+        kind = Kind::Float;
+    }
     let d = dtype.unwrap_or(match kind {
         Kind::Bool => DType::Bool,
         Kind::Int => DType::I64,
