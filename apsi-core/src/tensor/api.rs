@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 /// Adds the tensor names to a module (the prelude).
 pub fn register(mut b: ModuleBuilder) -> ModuleBuilder {
+    keep_big_buffers();
     let fns: &[(&str, NativeFnPtr)] = &[
         ("tensor", f_tensor),
         ("Tensor", f_tensor),
@@ -60,6 +61,21 @@ pub fn register(mut b: ModuleBuilder) -> ModuleBuilder {
         b = b.constant(name, dtype_value(d));
     }
     b
+}
+
+/// Lets glibc reuse freed tensor buffers of up to 256 MiB from its heap
+/// instead of mapping fresh pages for each one (a chain like `a * b + c`
+/// on large tensors otherwise pays a page fault per 4 KiB of every result).
+fn keep_big_buffers() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        // SAFETY: mallopt only changes allocator tuning parameters.
+        unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, 256 << 20);
+            libc::mallopt(libc::M_TRIM_THRESHOLD, 512 << 20);
+        }
+    });
 }
 
 /// Builds a tensor from nested lists/tuples of numbers (or tensors).

@@ -57,7 +57,7 @@ fn perm_last(n: usize, axis: usize) -> Vec<usize> {
 pub fn exp_f32(x: f32) -> f32 {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     const MAGIC: f32 = 12_582_912.0; // 1.5 * 2^23: adding it rounds to an integer
-    let xc = x.clamp(-87.0, 88.5);
+    let xc = x.max(-87.0).min(88.5);
     let t = xc * LOG2E + MAGIC;
     let k = t - MAGIC;
     let ki = (t.to_bits() as i32).wrapping_sub(0x4B40_0000);
@@ -71,11 +71,9 @@ pub fn exp_f32(x: f32) -> f32 {
     let e = p * r * r + r + 1.0;
     let scale = f32::from_bits((ki.wrapping_add(127) << 23) as u32);
     let v = e * scale;
-    if x < -87.0 {
-        0.0
-    } else if x > 88.5 {
-        f32::INFINITY
-    } else if x.is_nan() {
+    let v = if x < -87.0 { 0.0 } else { v };
+    let v = if x > 88.5 { f32::INFINITY } else { v };
+    if x != x {
         x
     } else {
         v
@@ -83,7 +81,7 @@ pub fn exp_f32(x: f32) -> f32 {
 }
 
 /// Elements whose exp the softmax kernel computes.
-pub trait SoftElem: Real {
+pub trait SoftElem: Real + super::reduce::SumElem {
     fn fexp(self) -> Self;
 }
 impl SoftElem for f32 {
@@ -111,18 +109,18 @@ fn rows<T: SoftElem>(x: &Tensor) -> Tensor {
         let src = src.get(l.offset..l.offset + n).unwrap_or(&[]);
         let mut out: Vec<T> = vec![T::ZERO; n];
         let row = |(o, r): (&mut [T], &[T])| {
+            // Separate simple loops so each one vectorises.
             let mut m = -T::INF;
             for &v in r.iter() {
-                if v > m || v.is_nan() {
-                    m = v;
-                }
+                m = if v > m { v } else { m };
             }
-            let mut s = T::ZERO;
+            if r.iter().any(|v| v.is_nan()) {
+                m = T::from_f64(f64::NAN);
+            }
             for (d, &v) in o.iter_mut().zip(r) {
-                let e = (v - m).fexp();
-                *d = e;
-                s = s + e;
+                *d = (v - m).fexp();
             }
+            let s = T::from_f64(T::lanes_sum(o));
             let inv = T::ONE / s;
             for d in o.iter_mut() {
                 *d = *d * inv;
