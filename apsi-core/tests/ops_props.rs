@@ -89,3 +89,106 @@ proptest! {
         prop_assert_eq!(got, Some(want));
     }
 }
+
+fn arb_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::None),
+        any::<bool>().prop_map(Value::Bool),
+        prop_oneof![any::<i64>(), -5i64..5].prop_map(Value::Int),
+        prop_oneof![any::<f64>(), -5.0f64..5.0].prop_map(Value::Float),
+        "[a-zé ,]{0,6}".prop_map(Value::str),
+    ];
+    leaf.prop_recursive(3, 16, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::list),
+            proptest::collection::vec(inner, 0..4).prop_map(Value::tuple),
+        ]
+    })
+}
+
+const BIN: [BinOp; 13] = [
+    BinOp::Add, BinOp::Sub, BinOp::Mul, BinOp::Div, BinOp::FloorDiv, BinOp::Mod, BinOp::Pow,
+    BinOp::MatMul, BinOp::BitAnd, BinOp::BitOr, BinOp::BitXor, BinOp::Shl, BinOp::Shr,
+];
+const CMP: [CmpOp; 10] = [
+    CmpOp::Eq, CmpOp::NotEq, CmpOp::Lt, CmpOp::LtE, CmpOp::Gt, CmpOp::GtE, CmpOp::In, CmpOp::NotIn, CmpOp::Is, CmpOp::IsNot,
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// No operator panics on any pair of values; failures are Apsi errors.
+    #[test]
+    fn operators_never_panic(a in arb_value(), b in arb_value(), spec in "[<>^=+ z#0-9,_.a-zA-Z%]{0,8}") {
+        for op in BIN {
+            let _ = binary(op, &a, &b);
+        }
+        for op in CMP {
+            let _ = compare(op, &a, &b);
+        }
+        let _ = apsi_core::ops::order(&a, &b);
+        let _ = get_index(&a, &b);
+        let _ = apsi_core::ops::contains(&a, &b);
+        let _ = apsi_core::ops::len(&a);
+        let _ = apsi_core::ops::hash_key(&a);
+        let _ = apsi_core::format::format_value(&a, &spec);
+        let _ = apsi_core::format::repr_of(&a);
+        for op in [apsi_core::syntax::ast::UnaryOp::Neg, apsi_core::syntax::ast::UnaryOp::Pos, apsi_core::syntax::ast::UnaryOp::Invert, apsi_core::syntax::ast::UnaryOp::Not] {
+            let _ = apsi_core::ops::unary(op, &a);
+        }
+        // Equality is reflexive for values without NaN inside.
+        let text = apsi_core::format::repr_of(&a);
+        if !text.contains("nan") {
+            prop_assert_eq!(eq(&a, &a).ok(), Some(true));
+        }
+    }
+}
+
+struct QuietCaller;
+
+impl apsi_core::vm::value::Caller for QuietCaller {
+    fn call(&mut self, f: &Value, args: &[Value], kw: apsi_core::vm::value::Kwargs) -> apsi_core::vm::value::VResult<Value> {
+        apsi_core::ops::NoCaller.call(f, args, kw)
+    }
+    fn write_out(&mut self, _text: &str) -> apsi_core::vm::value::VResult<()> {
+        Ok(())
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1500))]
+
+    /// No prelude function or built-in method panics or hangs on any
+    /// arguments (those touching stdin, files or the process are skipped).
+    #[test]
+    fn prelude_and_methods_never_panic(args in proptest::collection::vec(arb_value(), 0..4), kwv in arb_value()) {
+        use apsi_core::vm::value::Caller as _;
+        let p = apsi_core::builtins::prelude();
+        let kws: Vec<(Arc<str>, Value)> = vec![("key".into(), kwv.clone())];
+        for (name, f) in &p.exports {
+            if matches!(&**name, "input" | "exit" | "read_text" | "write_text" | "bench") {
+                continue;
+            }
+            let _ = QuietCaller.call(f, &args, &[]);
+            let _ = QuietCaller.call(f, &args, &kws);
+        }
+        if let Some((recv, rest)) = args.split_first() {
+            for name in apsi_core::builtins::method_names(recv) {
+                if let Some(m) = apsi_core::builtins::method(recv, name) {
+                    let mut all = vec![recv.clone()];
+                    all.extend_from_slice(rest);
+                    let _ = m(&mut QuietCaller, &all, &[]);
+                }
+            }
+        }
+        // Methods on a string receiver with these arguments too.
+        let s = Value::str("héllo, wörld {} {0}");
+        for name in apsi_core::builtins::method_names(&s) {
+            if let Some(m) = apsi_core::builtins::method(&s, name) {
+                let mut all = vec![s.clone()];
+                all.extend_from_slice(&args);
+                let _ = m(&mut QuietCaller, &all, &[]);
+            }
+        }
+    }
+}

@@ -45,14 +45,28 @@ pub(crate) fn shortest_f32(x: f32) -> Digits {
     parse_sci(&format!("{:.*e}", n - 1, x.abs()))
 }
 
+/// A double has at most 767 significant decimal digits and 1074 digits
+/// after the point; past these every digit is 0. (Rust's formatter also
+/// refuses precisions above 65535.)
+const MAX_SIGNIFICANT: usize = 800;
+const MAX_FRACTION: usize = 1100;
+
 /// `x` (by magnitude) correctly rounded to `n >= 1` significant digits.
 pub(crate) fn significant(x: f64, n: usize) -> Digits {
-    parse_sci(&format!("{:.*e}", n.saturating_sub(1), x.abs()))
+    let mut d = parse_sci(&format!("{:.*e}", n.clamp(1, MAX_SIGNIFICANT) - 1, x.abs()));
+    while d.digits.len() < n {
+        d.digits.push('0');
+    }
+    d
 }
 
 /// `x` (by magnitude) correctly rounded to `prec` digits after the point.
 pub(crate) fn fixed(x: f64, prec: usize) -> String {
-    format!("{:.*}", prec, x.abs())
+    let mut t = format!("{:.*}", prec.min(MAX_FRACTION), x.abs());
+    for _ in MAX_FRACTION..prec {
+        t.push('0');
+    }
+    t
 }
 
 /// Python's exponent suffix: `e+16`, `e-05`, `e+300`.
@@ -195,6 +209,16 @@ mod tests {
         assert_eq!(f32_repr(3.0f32), "3.0");
         assert_eq!(f32_repr(-0.0f32), "-0.0");
         assert_eq!(f32_repr(f32::MAX), "3.4028235e+38");
+    }
+
+    #[test]
+    fn huge_precisions_pad_with_zeros() {
+        let t = fixed(0.5, 100_000);
+        assert_eq!(t.len(), 100_002);
+        assert!(t.starts_with("0.5000"));
+        let d = significant(1.0 / 3.0, 100_000);
+        assert_eq!(d.digits.len(), 100_000);
+        assert!(d.digits.starts_with("333333333333333314829616256247"));
     }
 
     #[test]

@@ -207,13 +207,14 @@ fn assemble(sign: &str, prefix: &str, int_digits: &str, rest: &str, s: &Spec, gr
     };
     if align == '=' && fill == '0' && !int_digits.is_empty() {
         let want = s.width.saturating_sub(head.chars().count() + rest.chars().count());
-        let mut digits = int_digits.to_string();
-        let mut body = grouped(&digits);
-        while body.chars().count() < want {
-            digits.insert(0, '0');
-            body = grouped(&digits);
+        // The fewest digits whose grouped text is at least `want` long.
+        let grouped_len = |d: usize| if s.grouping.is_some() { d + (d - 1) / grouping_every } else { d };
+        let mut n = int_digits.len();
+        while grouped_len(n) < want {
+            n += 1;
         }
-        return format!("{head}{body}{rest}");
+        let digits = format!("{}{int_digits}", "0".repeat(n - int_digits.len()));
+        return format!("{head}{}{rest}", grouped(&digits));
     }
     let body = format!("{}{rest}", grouped(int_digits));
     pad(&body, &head, fill, align, s.width)

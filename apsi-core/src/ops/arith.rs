@@ -124,6 +124,15 @@ const MAX_REPEAT: usize = 1 << 27;
 
 fn repeat(seq: &Value, count: usize) -> VResult<Value> {
     let too_long = || err(ErrorKind::OverflowError, "repeated sequence is too long");
+    // An empty sequence repeated any number of times is empty (and must
+    // not loop `count` times doing nothing).
+    let empty = match seq {
+        Value::Str(s) => s.as_str().is_empty(),
+        Value::List(l) => l.items.read().is_empty(),
+        Value::Tuple(t) => t.0.is_empty(),
+        _ => false,
+    };
+    let count = if empty { 0 } else { count };
     match seq {
         Value::Str(s) => {
             let n = s.as_str().len().checked_mul(count).filter(|n| *n <= MAX_REPEAT_BYTES).ok_or_else(too_long)?;
@@ -446,6 +455,9 @@ mod tests {
         assert_eq!(ok(BinOp::Add, Value::tuple(vec![I(1)]), Value::tuple(vec![I(2)])), "(1, 2)");
         assert_eq!(ok(BinOp::Mul, Value::tuple(vec![I(1)]), I(2)), "(1, 1)");
         assert_eq!(kind(BinOp::Mul, Value::str("ab"), I(i64::MAX)), ErrorKind::OverflowError);
+        assert_eq!(ok(BinOp::Mul, Value::list(vec![]), I(i64::MAX)), "[]");
+        assert_eq!(ok(BinOp::Mul, Value::str(""), I(i64::MAX)), "");
+        assert_eq!(ok(BinOp::Mul, I(i64::MAX), Value::tuple(vec![])), "()");
         let e = b(BinOp::Add, I(1), Value::str("x")).unwrap_err();
         assert_eq!(e.message, "unsupported operand types for +: 'int' and 'str'");
     }

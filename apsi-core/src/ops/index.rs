@@ -142,7 +142,8 @@ pub fn get_index(obj: &Value, idx: &Value) -> VResult<Value> {
                 })));
             }
             let j = resolve("range object", as_index("range", idx)?, len)?;
-            Ok(Value::Int(r.start + j as i64 * r.step))
+            // In range, so it fits; the product alone may not (i128).
+            Ok(Value::Int((r.start as i128 + j as i128 * r.step as i128) as i64))
         }
         Value::Dict(d) => {
             let key = HashKey::new(idx.clone())?;
@@ -260,6 +261,8 @@ mod tests {
         assert_eq!(get(&r, sl(I(1), Value::None, I(3))), "range(1, 10, 3)");
         assert_eq!(get(&r, sl(Value::None, Value::None, I(-1))), "range(9, -1, -1)");
         assert_eq!(get(&r, I(-1)), "9");
+        let wide = Value::Range(Arc::new(RangeObj { start: i64::MIN, stop: i64::MAX, step: 1 << 62 }));
+        assert_eq!(get(&wide, I(3)), "4611686018427387904");
     }
 
     #[test]
