@@ -21,7 +21,14 @@ pub struct Chan<T> {
     not_empty: Condvar,
     not_full: Condvar,
     cap: usize,
+    /// `buf.len()` readable without the lock, for a receiver spinning
+    /// before it sleeps (not modelled under loom: a hint only).
+    #[cfg(not(loom))]
+    hint_len: std::sync::atomic::AtomicUsize,
 }
+
+#[cfg(not(loom))]
+const SPIN: u32 = 256;
 
 /// `send` on a closed channel.
 #[derive(Debug, PartialEq, Eq)]
@@ -32,10 +39,17 @@ impl<T> Chan<T> {
     pub fn new(cap: usize) -> Chan<T> {
         let cap = cap.max(1);
         Chan {
-            st: Mutex::new(State { buf: VecDeque::with_capacity(cap.min(1024)), closed: false, senders_waiting: 0, receivers_waiting: 0 }),
+            st: Mutex::new(State {
+                buf: VecDeque::with_capacity(cap.min(1024)),
+                closed: false,
+                senders_waiting: 0,
+                receivers_waiting: 0,
+            }),
             not_empty: Condvar::new(),
             not_full: Condvar::new(),
             cap,
+            #[cfg(not(loom))]
+            hint_len: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -52,6 +66,8 @@ impl<T> Chan<T> {
             }
             if g.buf.len() < self.cap {
                 g.buf.push_back(v);
+                #[cfg(not(loom))]
+                self.hint_len.store(g.buf.len(), crate::sync::Ordering::Release);
                 if g.receivers_waiting > 0 {
                     self.not_empty.notify_one();
                 }
@@ -69,6 +85,8 @@ impl<T> Chan<T> {
         let mut g = lock(&self.st);
         loop {
             if let Some(v) = g.buf.pop_front() {
+                #[cfg(not(loom))]
+                self.hint_len.store(g.buf.len(), crate::sync::Ordering::Release);
                 if g.senders_waiting > 0 {
                     self.not_full.notify_one();
                 }
@@ -76,6 +94,33 @@ impl<T> Chan<T> {
             }
             if g.closed {
                 return None;
+            }
+            // Empty: give a sender a moment before sleeping (a sleep and a
+            // wake-up cost system calls on both sides).
+            #[cfg(not(loom))]
+            {
+                drop(g);
+                for i in 0..SPIN {
+                    if i % 32 == 31 {
+                        std::thread::yield_now();
+                    } else {
+                        std::hint::spin_loop();
+                    }
+                    if self.hint_len.load(crate::sync::Ordering::Acquire) > 0 {
+                        break;
+                    }
+                }
+                g = lock(&self.st);
+                if let Some(v) = g.buf.pop_front() {
+                    self.hint_len.store(g.buf.len(), crate::sync::Ordering::Release);
+                    if g.senders_waiting > 0 {
+                        self.not_full.notify_one();
+                    }
+                    return Some(v);
+                }
+                if g.closed {
+                    return None;
+                }
             }
             g.receivers_waiting += 1;
             g = wait(&self.not_empty, g);

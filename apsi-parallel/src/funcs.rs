@@ -120,7 +120,10 @@ pub fn set_threads(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
     arity("set_threads", args, kw, 1, 1)?;
     let n = int_arg("set_threads", "the thread count", &args[0])?;
     if n < 1 {
-        return Err(err(ErrorKind::ValueError, format!("set_threads() needs at least 1 thread, got {n}")));
+        return Err(err(
+            ErrorKind::ValueError,
+            format!("set_threads() needs at least 1 thread, got {n}"),
+        ));
     }
     apsi_core::par::set_threads(n.min(apsi_core::par::pool::MAX_THREADS as i64) as usize);
     Ok(Value::None)

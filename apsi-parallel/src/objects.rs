@@ -31,7 +31,12 @@ impl ApsiObject for Channel {
         "Channel"
     }
     fn to_str(&self) -> String {
-        format!("<Channel {}/{}{}>", self.0.len(), self.0.capacity(), if self.0.is_closed() { " closed" } else { "" })
+        format!(
+            "<Channel {}/{}{}>",
+            self.0.len(),
+            self.0.capacity(),
+            if self.0.is_closed() { " closed" } else { "" }
+        )
     }
     fn get_attr(&self, this: &Value, name: &str) -> Option<VResult<Value>> {
         bound(this, chan_methods(), name)
@@ -45,7 +50,10 @@ pub fn channel(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value
     arity("channel", args, kw, 1, 1)?;
     let cap = int_arg("channel", "the capacity", &args[0])?;
     if cap < 1 {
-        return Err(err(ErrorKind::ValueError, format!("channel() needs a capacity of at least 1, got {cap}")));
+        return Err(err(
+            ErrorKind::ValueError,
+            format!("channel() needs a capacity of at least 1, got {cap}"),
+        ));
     }
     Ok(object(Channel(Chan::new(cap.min(1 << 30) as usize))))
 }
@@ -53,7 +61,8 @@ pub fn channel(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value
 fn chan_send(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     arity("send", args, kw, 2, 2)?;
     let ch = recv::<Channel>(args, "Channel")?;
-    ch.0.send(args[1].clone()).map_err(|_| err(ErrorKind::ValueError, "send on a closed channel"))?;
+    ch.0.send(args[1].clone())
+        .map_err(|_| err(ErrorKind::ValueError, "send on a closed channel"))?;
     Ok(Value::None)
 }
 
@@ -113,7 +122,11 @@ impl ApsiObject for Lock {
         "Lock"
     }
     fn to_str(&self) -> String {
-        if self.owner.lock().is_some() { "<Lock locked>".into() } else { "<Lock unlocked>".into() }
+        if self.owner.lock().is_some() {
+            "<Lock locked>".into()
+        } else {
+            "<Lock unlocked>".into()
+        }
     }
     fn get_attr(&self, this: &Value, name: &str) -> Option<VResult<Value>> {
         bound(this, lock_methods(), name)
@@ -125,14 +138,20 @@ impl ApsiObject for Lock {
 
 impl Lock {
     pub fn new() -> Lock {
-        Lock { owner: Mutex::new(None), cond: Condvar::new() }
+        Lock {
+            owner: Mutex::new(None),
+            cond: Condvar::new(),
+        }
     }
 
     pub fn acquire(&self) -> VResult<()> {
         let me = std::thread::current().id();
         let mut g = self.owner.lock();
         if *g == Some(me) {
-            return Err(err(ErrorKind::Error, "this lock is already held here (locks are not re-entrant): acquiring it again would wait forever"));
+            return Err(err(
+                ErrorKind::Error,
+                "this lock is already held here (locks are not re-entrant): acquiring it again would wait forever",
+            ));
         }
         if g.is_some() {
             apsi_core::par::pool::blocking(|| {
@@ -227,14 +246,23 @@ fn to_num(fname: &str, v: &Value) -> VResult<Num> {
         Value::Int(i) => Ok(Num::Int(*i)),
         Value::Bool(b) => Ok(Num::Int(*b as i64)),
         Value::Float(f) => Ok(Num::Float(*f)),
-        other => Err(err(ErrorKind::TypeError, format!("{fname}() needs an int or a float, found {}", other.type_name()))),
+        other => Err(err(
+            ErrorKind::TypeError,
+            format!("{fname}() needs an int or a float, found {}", other.type_name()),
+        )),
     }
 }
 
 fn atomic_err(fname: &str, e: AtomicError) -> apsi_core::vm::value::Exc {
     match e {
-        AtomicError::NotInt => err(ErrorKind::TypeError, format!("{fname}(): an int atomic takes ints, found a float")),
-        AtomicError::Overflow => err(ErrorKind::OverflowError, format!("{fname}(): the atomic int overflowed")),
+        AtomicError::NotInt => err(
+            ErrorKind::TypeError,
+            format!("{fname}(): an int atomic takes ints, found a float"),
+        ),
+        AtomicError::Overflow => err(
+            ErrorKind::OverflowError,
+            format!("{fname}(): the atomic int overflowed"),
+        ),
     }
 }
 
@@ -270,26 +298,35 @@ fn atomic_load(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value
 fn atomic_store(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     arity("store", args, kw, 2, 2)?;
     let a = recv::<Atomic>(args, "Atomic")?;
-    a.0.store(to_num("store", &args[1])?).map_err(|e| atomic_err("store", e))?;
+    a.0.store(to_num("store", &args[1])?)
+        .map_err(|e| atomic_err("store", e))?;
     Ok(Value::None)
 }
 
 fn atomic_add(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     arity("add", args, kw, 2, 2)?;
     let a = recv::<Atomic>(args, "Atomic")?;
-    a.0.fetch_add(to_num("add", &args[1])?).map_err(|e| atomic_err("add", e))?;
+    a.0.fetch_add(to_num("add", &args[1])?)
+        .map_err(|e| atomic_err("add", e))?;
     Ok(Value::None)
 }
 
 fn atomic_fetch_add(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     arity("fetch_add", args, kw, 2, 2)?;
     let a = recv::<Atomic>(args, "Atomic")?;
-    a.0.fetch_add(to_num("fetch_add", &args[1])?).map(to_value).map_err(|e| atomic_err("fetch_add", e))
+    a.0.fetch_add(to_num("fetch_add", &args[1])?)
+        .map(to_value)
+        .map_err(|e| atomic_err("fetch_add", e))
 }
 
 fn atomic_cas(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     arity("compare_exchange", args, kw, 3, 3)?;
     let a = recv::<Atomic>(args, "Atomic")?;
-    let (e, n) = (to_num("compare_exchange", &args[1])?, to_num("compare_exchange", &args[2])?);
-    a.0.compare_exchange(e, n).map(Value::Bool).map_err(|e| atomic_err("compare_exchange", e))
+    let (e, n) = (
+        to_num("compare_exchange", &args[1])?,
+        to_num("compare_exchange", &args[2])?,
+    );
+    a.0.compare_exchange(e, n)
+        .map(Value::Bool)
+        .map_err(|e| atomic_err("compare_exchange", e))
 }

@@ -97,7 +97,11 @@ fn methods() -> &'static [(&'static str, Value)] {
 
 impl Task {
     fn to_str(&self) -> String {
-        if self.is_done() { "<Task done>".into() } else { "<Task running>".into() }
+        if self.is_done() {
+            "<Task done>".into()
+        } else {
+            "<Task running>".into()
+        }
     }
 }
 
@@ -114,7 +118,10 @@ fn task_done(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> 
 /// `spawn(f, *args)`: run `f(*args)` on the pool; returns its Task.
 pub fn spawn(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     if let Some((k, _)) = kw.first() {
-        return Err(err(ErrorKind::TypeError, format!("spawn() got an unexpected keyword argument '{k}'")));
+        return Err(err(
+            ErrorKind::TypeError,
+            format!("spawn() got an unexpected keyword argument '{k}'"),
+        ));
     }
     let Some((f, rest)) = args.split_first() else {
         return Err(err(ErrorKind::TypeError, "spawn() needs a function to run"));
@@ -124,7 +131,12 @@ pub fn spawn(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     };
     let registry = c.tasks();
     let id = registry.as_ref().map(|r| r.started());
-    let task = Arc::new(Task { id, registry, inner: Mutex::new(Inner::default()), cond: Condvar::new() });
+    let task = Arc::new(Task {
+        id,
+        registry,
+        inner: Mutex::new(Inner::default()),
+        cond: Condvar::new(),
+    });
     let (t, f, a) = (task.clone(), f.clone(), rest.to_vec());
     apsi_core::par::pool::submit(Box::new(move || {
         let r = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| exec.call(&f, &a, &[]))) {
@@ -172,7 +184,10 @@ fn tasks_of(fname: &str, c: &mut dyn Caller, v: &Value) -> VResult<Vec<(Value, A
             };
             match t {
                 Some(t) => Ok((x, t)),
-                None => Err(err(ErrorKind::TypeError, format!("{fname}() needs a list of tasks, found a {}", x.type_name()))),
+                None => Err(err(
+                    ErrorKind::TypeError,
+                    format!("{fname}() needs a list of tasks, found a {}", x.type_name()),
+                )),
             }
         })
         .collect()
@@ -209,7 +224,10 @@ pub fn wait_any(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value
     if ts.is_empty() {
         return Err(err(ErrorKind::ValueError, "wait_any() needs at least one task"));
     }
-    let w = Arc::new(AnyWaiter { first: Mutex::new(None), cond: Condvar::new() });
+    let w = Arc::new(AnyWaiter {
+        first: Mutex::new(None),
+        cond: Condvar::new(),
+    });
     let mut registered = Vec::new();
     let mut found = None;
     for (i, (_, t)) in ts.iter().enumerate() {

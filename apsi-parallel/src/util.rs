@@ -12,17 +12,30 @@ pub fn native(name: &str, f: NativeFnPtr) -> Value {
 /// `this.name`, looked up in a method table built once.
 pub fn bound(this: &Value, table: &[(&'static str, Value)], name: &str) -> Option<VResult<Value>> {
     let (_, f) = table.iter().find(|(n, _)| *n == name)?;
-    Some(Ok(Value::BoundMethod(Arc::new(BoundMethod { receiver: this.clone(), func: f.clone() }))))
+    Some(Ok(Value::BoundMethod(Arc::new(BoundMethod {
+        receiver: this.clone(),
+        func: f.clone(),
+    }))))
 }
 
 /// Check the positional count (receiver included for methods) and refuse keywords.
 pub fn arity(fname: &str, args: &[Value], kw: Kwargs, min: usize, max: usize) -> VResult<()> {
     if let Some((k, _)) = kw.first() {
-        return Err(err(ErrorKind::TypeError, format!("{fname}() got an unexpected keyword argument '{k}'")));
+        return Err(err(
+            ErrorKind::TypeError,
+            format!("{fname}() got an unexpected keyword argument '{k}'"),
+        ));
     }
     if args.len() < min || args.len() > max {
-        let want = if min == max { format!("{min}") } else { format!("{min} to {max}") };
-        return Err(err(ErrorKind::TypeError, format!("{fname}() takes {want} arguments, got {}", args.len())));
+        let want = if min == max {
+            format!("{min}")
+        } else {
+            format!("{min} to {max}")
+        };
+        return Err(err(
+            ErrorKind::TypeError,
+            format!("{fname}() takes {want} arguments, got {}", args.len()),
+        ));
     }
     Ok(())
 }
@@ -41,7 +54,10 @@ pub fn int_arg(fname: &str, what: &str, v: &Value) -> VResult<i64> {
     match v {
         Value::Int(i) => Ok(*i),
         Value::Bool(b) => Ok(*b as i64),
-        other => Err(err(ErrorKind::TypeError, format!("{fname}() needs an int for {what}, found {}", other.type_name()))),
+        other => Err(err(
+            ErrorKind::TypeError,
+            format!("{fname}() needs an int for {what}, found {}", other.type_name()),
+        )),
     }
 }
 

@@ -156,7 +156,10 @@ fn unwaited_failures_are_reported_and_waited_ones_are_not() {
         Err(apsi_core::vm::RunError::Error(d)) => {
             assert_eq!(d.message, "task 2");
             assert!(d.notes.iter().any(|n| n.contains("never waited for")), "{:?}", d.notes);
-            assert!(d.trace.iter().any(|t| t.function == "f"), "the task's own stack is kept");
+            assert!(
+                d.trace.iter().any(|t| t.function == "f"),
+                "the task's own stack is kept"
+            );
         }
         other => panic!("the failed task was lost: {other:?}"),
     }
@@ -164,12 +167,18 @@ fn unwaited_failures_are_reported_and_waited_ones_are_not() {
 
 #[test]
 fn wait_reraises_with_the_task_stack() {
-    let o = common::run("reraise", "use parallel\ndef inner():\n    return [1][3]\ndef task():\n    return inner()\nt = spawn(task)\nt.wait()\n");
+    let o = common::run(
+        "reraise",
+        "use parallel\ndef inner():\n    return [1][3]\ndef task():\n    return inner()\nt = spawn(task)\nt.wait()\n",
+    );
     match o.result {
         Err(apsi_core::vm::RunError::Error(d)) => {
             assert_eq!(d.kind.name(), "IndexError");
             let names: Vec<&str> = d.trace.iter().map(|t| t.function.as_str()).collect();
-            assert!(names.contains(&"inner") && names.contains(&"task") && names.contains(&"<module>"), "{names:?}");
+            assert!(
+                names.contains(&"inner") && names.contains(&"task") && names.contains(&"<module>"),
+                "{names:?}"
+            );
         }
         other => panic!("{other:?}"),
     }

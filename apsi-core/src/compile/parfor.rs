@@ -60,7 +60,12 @@ pub fn reductions<'a>(target: &Expr, body: &'a [Stmt]) -> Vec<Reduction<'a>> {
         .collect()
 }
 
-fn note<'a>(seen: &mut IndexMap<String, (Seen<'a>, Option<&'a Expr>)>, name: &str, s: Seen<'a>, func: Option<&'a Expr>) {
+fn note<'a>(
+    seen: &mut IndexMap<String, (Seen<'a>, Option<&'a Expr>)>,
+    name: &str,
+    s: Seen<'a>,
+    func: Option<&'a Expr>,
+) {
     match seen.get_mut(name) {
         None => {
             seen.insert(name.to_string(), (s, func));
@@ -84,12 +89,16 @@ fn bound_names(t: &Expr, out: &mut Vec<String>) {
 
 /// `s = min(s, e)` / `s = max(e, s)`: the callee and its name.
 fn minmax_update<'a>(name: &str, value: &'a Expr) -> Option<(&'a Expr, &'a str)> {
-    let ExprKind::Call { func, args } = &value.kind else { return None };
+    let ExprKind::Call { func, args } = &value.kind else {
+        return None;
+    };
     let ExprKind::Name(f) = &func.kind else { return None };
     if f != "min" && f != "max" {
         return None;
     }
-    let [Arg::Positional(a), Arg::Positional(b)] = args.as_slice() else { return None };
+    let [Arg::Positional(a), Arg::Positional(b)] = args.as_slice() else {
+        return None;
+    };
     let is_s = |e: &Expr| matches!(&e.kind, ExprKind::Name(n) if n == name);
     if is_s(a) != is_s(b) {
         Some((func, f.as_str()))
@@ -151,7 +160,12 @@ fn walk<'a>(body: &'a [Stmt], seen: &mut IndexMap<String, (Seen<'a>, Option<&'a 
                 }
                 walk(body, seen);
             }
-            StmtKind::Try { body, handlers, orelse, finalbody } => {
+            StmtKind::Try {
+                body,
+                handlers,
+                orelse,
+                finalbody,
+            } => {
                 walk(body, seen);
                 for h in handlers {
                     if let Some(n) = &h.name {
@@ -169,7 +183,9 @@ fn walk<'a>(body: &'a [Stmt], seen: &mut IndexMap<String, (Seen<'a>, Option<&'a 
                     note(seen, &n.name, Seen::Other, None);
                 }
             }
-            StmtKind::Global(ns) | StmtKind::Nonlocal(ns) => ns.iter().for_each(|n| note(seen, &n.name, Seen::Other, None)),
+            StmtKind::Global(ns) | StmtKind::Nonlocal(ns) => {
+                ns.iter().for_each(|n| note(seen, &n.name, Seen::Other, None))
+            }
             _ => {}
         }
     }
@@ -186,7 +202,12 @@ pub fn forbidden_exit(body: &[Stmt]) -> Option<(Span, &'static str)> {
                 StmtKind::If { body, orelse, .. } => go(body, in_loop).or_else(|| go(orelse, in_loop)),
                 StmtKind::While { body, .. } | StmtKind::For { body, .. } => go(body, true),
                 StmtKind::With { body, .. } => go(body, in_loop),
-                StmtKind::Try { body, handlers, orelse, finalbody } => go(body, in_loop)
+                StmtKind::Try {
+                    body,
+                    handlers,
+                    orelse,
+                    finalbody,
+                } => go(body, in_loop)
                     .or_else(|| handlers.iter().find_map(|h| go(&h.body, in_loop)))
                     .or_else(|| go(orelse, in_loop))
                     .or_else(|| go(finalbody, in_loop)),
@@ -209,7 +230,9 @@ mod tests {
     fn reds(src: &str) -> Vec<(String, RedOp)> {
         let (m, d) = crate::syntax::parse(FileId(0), src);
         assert!(d.is_empty(), "{d:?}");
-        let Some(StmtKind::For { target, body, .. }) = m.body.last().map(|s| &s.kind) else { panic!("no for") };
+        let Some(StmtKind::For { target, body, .. }) = m.body.last().map(|s| &s.kind) else {
+            panic!("no for")
+        };
         reductions(target, body).into_iter().map(|r| (r.name, r.op)).collect()
     }
 
@@ -218,7 +241,12 @@ mod tests {
         let r = reds("parallel for i in range(3):\n    s += i\n    p *= i\n    lo = min(lo, i)\n    hi = max(i, hi)\n");
         assert_eq!(
             r,
-            vec![("s".into(), RedOp::Add), ("p".into(), RedOp::Mul), ("lo".into(), RedOp::Call), ("hi".into(), RedOp::Call)]
+            vec![
+                ("s".into(), RedOp::Add),
+                ("p".into(), RedOp::Mul),
+                ("lo".into(), RedOp::Call),
+                ("hi".into(), RedOp::Call)
+            ]
         );
     }
 

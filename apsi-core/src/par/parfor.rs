@@ -20,7 +20,10 @@ fn int_of(v: &Value, what: &str) -> VResult<i64> {
     match v {
         Value::Int(i) => Ok(*i),
         Value::Bool(b) => Ok(*b as i64),
-        other => Err(err(ErrorKind::TypeError, format!("range() {what} must be an int, found {}", other.type_name()))),
+        other => Err(err(
+            ErrorKind::TypeError,
+            format!("range() {what} must be an int, found {}", other.type_name()),
+        )),
     }
 }
 
@@ -28,7 +31,12 @@ fn int_of(v: &Value, what: &str) -> VResult<i64> {
 /// other workers) initial values of each reduction. Returns the first
 /// worker's partials (a tuple, or none without reductions) and the list of
 /// the other workers' partial tuples, in worker order.
-pub fn run_loop(caller: &mut dyn Caller, f: &Value, iter: LoopIter, inits: Vec<(Value, Value)>) -> VResult<(Value, Value)> {
+pub fn run_loop(
+    caller: &mut dyn Caller,
+    f: &Value,
+    iter: LoopIter,
+    inits: Vec<(Value, Value)>,
+) -> VResult<(Value, Value)> {
     let m = inits.len();
     // (n, value of iteration i as a chunk bound, step, seq)
     let (n, start, step, stop, seq) = match iter {
@@ -62,25 +70,32 @@ pub fn run_loop(caller: &mut dyn Caller, f: &Value, iter: LoopIter, inits: Vec<(
             Value::Int((start as i128 + i as i128 * step as i128) as i64)
         }
     };
-    let work = Arc::new(move |c: &mut dyn Caller, k: usize, stop_flag: &std::sync::atomic::AtomicBool| -> VResult<Value> {
-        let (lo, hi) = bounds(n, parts, k);
-        let mut partials: Vec<Value> = if k == 0 { firsts.clone() } else { rests.clone() };
-        let mut args: Vec<Value> = Vec::with_capacity(4 + m);
-        in_blocks(lo, hi, stop_flag, |i, j| {
-            args.clear();
-            args.extend([at(i), at(j), Value::Int(step), seq.clone()]);
-            args.append(&mut partials);
-            let r = c.call(&f, &args, &[])?;
-            if m > 0 {
-                match r {
-                    Value::Tuple(t) if t.0.len() == m => partials = t.0.to_vec(),
-                    _ => return Err(err(ErrorKind::Error, "internal error: a parallel for chunk returned no partials")),
+    let work = Arc::new(
+        move |c: &mut dyn Caller, k: usize, stop_flag: &std::sync::atomic::AtomicBool| -> VResult<Value> {
+            let (lo, hi) = bounds(n, parts, k);
+            let mut partials: Vec<Value> = if k == 0 { firsts.clone() } else { rests.clone() };
+            let mut args: Vec<Value> = Vec::with_capacity(4 + m);
+            in_blocks(lo, hi, stop_flag, |i, j| {
+                args.clear();
+                args.extend([at(i), at(j), Value::Int(step), seq.clone()]);
+                args.append(&mut partials);
+                let r = c.call(&f, &args, &[])?;
+                if m > 0 {
+                    match r {
+                        Value::Tuple(t) if t.0.len() == m => partials = t.0.to_vec(),
+                        _ => {
+                            return Err(err(
+                                ErrorKind::Error,
+                                "internal error: a parallel for chunk returned no partials",
+                            ))
+                        }
+                    }
                 }
-            }
-            Ok(())
-        })?;
-        Ok(if m == 0 { Value::None } else { Value::tuple(partials) })
-    });
+                Ok(())
+            })?;
+            Ok(if m == 0 { Value::None } else { Value::tuple(partials) })
+        },
+    );
     let mut results = run_parts(caller, parts, work)?.into_iter();
     let first = results.next().unwrap_or(Value::None);
     Ok((first, Value::list(results.collect())))

@@ -119,7 +119,12 @@ pub fn chunk_count(n: usize) -> usize {
 
 /// Iterate `lo..hi` in blocks that grow from 16 to 4096 iterations, calling
 /// `f(block_lo, block_hi)` and stopping early when `stop` is raised.
-pub fn in_blocks(lo: usize, hi: usize, stop: &AtomicBool, mut f: impl FnMut(usize, usize) -> VResult<()>) -> VResult<()> {
+pub fn in_blocks(
+    lo: usize,
+    hi: usize,
+    stop: &AtomicBool,
+    mut f: impl FnMut(usize, usize) -> VResult<()>,
+) -> VResult<()> {
     let mut i = lo;
     let mut size = 16usize;
     while i < hi {

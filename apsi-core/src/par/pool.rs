@@ -14,6 +14,7 @@
 use parking_lot::{Condvar, Mutex};
 use std::cell::Cell;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -32,12 +33,20 @@ struct State {
     total: usize,
     idle: usize,
     blocked: usize,
+    /// Workers spinning briefly for new work before they sleep.
+    searching: usize,
 }
 
 struct Pool {
     st: Mutex<State>,
     cond: Condvar,
+    /// `queue.len()`, readable without the lock (spinning workers peek at it).
+    queued: AtomicUsize,
 }
+
+/// How long a worker out of work spins before it sleeps: a stream of small
+/// jobs then costs no sleep/wake system calls.
+const SPIN: u32 = 2000;
 
 thread_local! {
     static IS_WORKER: Cell<bool> = const { Cell::new(false) };
@@ -45,16 +54,20 @@ thread_local! {
 
 fn pool() -> &'static Pool {
     static P: OnceLock<Pool> = OnceLock::new();
-    P.get_or_init(|| Pool { st: Mutex::new(State::default()), cond: Condvar::new() })
+    P.get_or_init(|| Pool {
+        st: Mutex::new(State::default()),
+        cond: Condvar::new(),
+        queued: AtomicUsize::new(0),
+    })
 }
 
 impl State {
     fn running(&self) -> usize {
-        self.total.saturating_sub(self.idle + self.blocked)
+        self.total.saturating_sub(self.idle + self.blocked + self.searching)
     }
     /// Whether queued jobs need one more thread than the idle ones.
     fn wants_thread(&self) -> bool {
-        self.queue.len() > self.idle && self.running() < super::threads() && self.total < MAX_THREADS
+        self.queue.len() > self.idle + self.searching && self.running() < super::threads() && self.total < MAX_THREADS
     }
 }
 
@@ -63,7 +76,8 @@ pub fn submit(job: Job) {
     let p = pool();
     let mut st = p.st.lock();
     st.queue.push_back(job);
-    if st.idle > 0 {
+    p.queued.store(st.queue.len(), Ordering::Release);
+    if st.idle > 0 && st.searching == 0 {
         p.cond.notify_one();
     }
     if st.wants_thread() {
@@ -119,9 +133,28 @@ fn worker_loop() {
     let mut st = p.st.lock();
     loop {
         if let Some(job) = st.queue.pop_front() {
+            p.queued.store(st.queue.len(), Ordering::Release);
             drop(st);
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
             st = p.st.lock();
+            continue;
+        }
+        // Out of work: spin a little (counted as searching, so submitters
+        // need not wake anyone), then sleep.
+        st.searching += 1;
+        drop(st);
+        let mut spins = 0;
+        while spins < SPIN && p.queued.load(Ordering::Acquire) == 0 {
+            if spins % 64 == 63 {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+            spins += 1;
+        }
+        st = p.st.lock();
+        st.searching -= 1;
+        if !st.queue.is_empty() {
             continue;
         }
         st.idle += 1;
@@ -163,8 +196,11 @@ mod tests {
         // More jobs wait on each other than there are threads: job k waits
         // for job k+1 to have run. Without compensation this deadlocks.
         let k = 3 * super::super::threads() + 4;
-        let flags: Arc<Vec<(std::sync::Mutex<bool>, std::sync::Condvar)>> =
-            Arc::new((0..=k).map(|_| (std::sync::Mutex::new(false), std::sync::Condvar::new())).collect());
+        let flags: Arc<Vec<(std::sync::Mutex<bool>, std::sync::Condvar)>> = Arc::new(
+            (0..=k)
+                .map(|_| (std::sync::Mutex::new(false), std::sync::Condvar::new()))
+                .collect(),
+        );
         let (tx, rx) = std::sync::mpsc::channel();
         for i in 0..k {
             let flags = flags.clone();
@@ -184,7 +220,8 @@ mod tests {
             }));
         }
         for _ in 0..k {
-            rx.recv_timeout(Duration::from_secs(20)).expect("deadlock: a blocked job starved the queue");
+            rx.recv_timeout(Duration::from_secs(20))
+                .expect("deadlock: a blocked job starved the queue");
         }
     }
 }

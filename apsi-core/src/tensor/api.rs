@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 /// Adds the tensor names to a module (the prelude).
 pub fn register(mut b: ModuleBuilder) -> ModuleBuilder {
+    keep_big_buffers();
     let fns: &[(&str, NativeFnPtr)] = &[
         ("tensor", f_tensor),
         ("Tensor", f_tensor),
@@ -62,6 +63,21 @@ pub fn register(mut b: ModuleBuilder) -> ModuleBuilder {
     b
 }
 
+/// Lets glibc reuse freed tensor buffers of up to 256 MiB from its heap
+/// instead of mapping fresh pages for each one (a chain like `a * b + c`
+/// on large tensors otherwise pays a page fault per 4 KiB of every result).
+fn keep_big_buffers() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        // SAFETY: mallopt only changes allocator tuning parameters.
+        unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, 256 << 20);
+            libc::mallopt(libc::M_TRIM_THRESHOLD, 512 << 20);
+        }
+    });
+}
+
 /// Builds a tensor from nested lists/tuples of numbers (or tensors).
 pub fn from_data(v: &Value, dtype: Option<DType>) -> VResult<Tensor> {
     if let Some(t) = as_tensor(v) {
@@ -74,6 +90,10 @@ pub fn from_data(v: &Value, dtype: Option<DType>) -> VResult<Tensor> {
     let mut flat = Vec::new();
     let mut kind = Kind::Bool;
     walk(v, 0, &mut shape, &mut flat, &mut kind)?;
+    if flat.is_empty() {
+        // No elements to say otherwise: NumPy's default float.
+        kind = Kind::Float;
+    }
     let d = dtype.unwrap_or(match kind {
         Kind::Bool => DType::Bool,
         Kind::Int => DType::I64,
@@ -315,8 +335,11 @@ fn random(name: &'static str, args: &[Value], kw: Kwargs, normal: bool) -> VResu
         return Err(err(ErrorKind::TypeError, format!("{name}() makes float tensors, not {}", d.name())));
     }
     let n = checked_size(&shape)?;
-    let v = if normal { super::random::normal(n) } else { super::random::uniform(n) };
-    Ok(result_value(Tensor::from_vec(v, shape).cast(d)?))
+    let t = crate::with_dtype!(d, T => {
+        let v: Vec<T> = if normal { super::random::normal_as(n) } else { super::random::uniform_as(n) };
+        Tensor::from_vec(v, shape)
+    }, other => return Err(d.check_supported().err().unwrap_or_else(|| err(ErrorKind::TypeError, "bad dtype"))));
+    Ok(result_value(t))
 }
 
 fn f_rand(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {

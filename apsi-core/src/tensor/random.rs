@@ -46,12 +46,40 @@ fn unit(seed: u64, pos: u64) -> f64 {
 }
 
 pub fn uniform(n: usize) -> Vec<f64> {
+    uniform_as::<f64>(n)
+}
+
+/// Uniform numbers made directly in the element type (no f64 copy of a big tensor).
+pub fn uniform_as<T: super::storage::Scalar>(n: usize) -> Vec<T> {
     let (s, start) = reserve(n as u64);
-    (0..n).into_par_iter().with_min_len(1 << 14).map(|i| unit(s, start + i as u64)).collect()
+    // Rounding to a narrower float must not reach 1.0: clamp to the largest value below it.
+    let below_one = match T::DTYPE {
+        super::dtype::DType::F32 => 1.0 - 2f64.powi(-24),
+        super::dtype::DType::F16 => 1.0 - 2f64.powi(-11),
+        super::dtype::DType::BF16 => 1.0 - 2f64.powi(-8),
+        _ => 1.0 - 2f64.powi(-53),
+    };
+    (0..n)
+        .into_par_iter()
+        .with_min_len(1 << 14)
+        .map(|i| {
+            let v = T::from_f64(unit(s, start + i as u64));
+            if v.to_f64() >= 1.0 {
+                T::from_f64(below_one)
+            } else {
+                v
+            }
+        })
+        .collect()
 }
 
 /// Standard normal numbers (Box–Muller on two stream positions per number).
 pub fn normal(n: usize) -> Vec<f64> {
+    normal_as::<f64>(n)
+}
+
+/// Normal numbers made directly in the element type.
+pub fn normal_as<T: super::storage::Scalar>(n: usize) -> Vec<T> {
     let (s, start) = reserve(2 * n as u64);
     (0..n)
         .into_par_iter()
@@ -60,7 +88,7 @@ pub fn normal(n: usize) -> Vec<f64> {
             let i = i as u64;
             let u1 = 1.0 - unit(s, start + 2 * i);
             let u2 = unit(s, start + 2 * i + 1);
-            (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+            T::from_f64((-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos())
         })
         .collect()
 }

@@ -106,6 +106,9 @@ pub fn reduce(t: &Tensor, axes: &[usize], keepdims: bool, kind: RKind) -> VResul
     let mut r = match (kind, t.dtype) {
         (RKind::Sum, DType::F32) => sum_float::<f32>(t, axes, shape.clone()),
         (RKind::Sum, DType::F64) => sum_float::<f64>(t, axes, shape.clone()),
+        (RKind::Max | RKind::Min | RKind::ArgMax | RKind::ArgMin | RKind::All | RKind::Any, DType::F32) => {
+            generic::<f32>(t, axes, shape.clone(), kind).cast(rd)?
+        }
         (_, d) if d.kind() == Kind::Float => generic::<f64>(t, axes, shape.clone(), kind).cast(rd)?,
         _ => generic::<i64>(t, axes, shape.clone(), kind).cast(rd)?,
     };
@@ -146,6 +149,17 @@ impl Acc for f64 {
         self + o
     }
     fn mul(self, o: f64) -> f64 {
+        self * o
+    }
+    fn nan(self) -> bool {
+        self.is_nan()
+    }
+}
+impl Acc for f32 {
+    fn add(self, o: f32) -> f32 {
+        self + o
+    }
+    fn mul(self, o: f32) -> f32 {
         self * o
     }
     fn nan(self) -> bool {

@@ -1,0 +1,252 @@
+//! Tests of the tensor module through the same entry points Apsi code uses
+//! (prelude functions, methods, operator hooks), including a central
+//! finite-difference check of every differentiable operation.
+
+use super::arith::Arg;
+use super::core::Tensor;
+use super::object::{as_tensor, tensor_value};
+use crate::ops::NoCaller;
+use crate::syntax::ast::BinOp;
+use crate::vm::value::{Caller, VResult, Value};
+use std::sync::Arc;
+
+fn prelude_fn(name: &str) -> Value {
+    static P: std::sync::OnceLock<crate::module::ModuleDescriptor> = std::sync::OnceLock::new();
+    let p = P.get_or_init(crate::builtins::prelude);
+    p.get(name).cloned().unwrap_or_else(|| panic!("prelude lacks {name}"))
+}
+
+fn call(name: &str, args: &[Value], kw: &[(&str, Value)]) -> VResult<Value> {
+    let kw: Vec<(Arc<str>, Value)> = kw.iter().map(|(k, v)| (Arc::from(*k), v.clone())).collect();
+    NoCaller.call(&prelude_fn(name), args, &kw)
+}
+
+fn meth(x: &Value, name: &str, args: &[Value], kw: &[(&str, Value)]) -> VResult<Value> {
+    let kw: Vec<(Arc<str>, Value)> = kw.iter().map(|(k, v)| (Arc::from(*k), v.clone())).collect();
+    let m = crate::ops::get_attr(x, name)?;
+    NoCaller.call(&m, args, &kw)
+}
+
+fn t(v: Vec<f64>, shape: Vec<usize>) -> Value {
+    tensor_value(Tensor::from_vec(v, shape))
+}
+
+fn bin(op: BinOp, a: &Value, b: &Value) -> VResult<Value> {
+    crate::ops::binary(op, a, b)
+}
+
+/// Deterministic pseudo-random numbers in [lo, hi).
+fn randv(n: usize, seed: u64, lo: f64, hi: f64) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            lo + (hi - lo) * ((s >> 11) as f64 / (1u64 << 53) as f64)
+        })
+        .collect()
+}
+
+fn ok<T>(r: VResult<T>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => panic!("unexpected error {}: {}", e.kind, e.message),
+    }
+}
+
+fn to_tensor(v: &Value) -> Tensor {
+    match v {
+        Value::Float(f) => Tensor::scalar(*f),
+        other => as_tensor(other).unwrap_or_else(|| panic!("not a tensor: {}", other.type_name())),
+    }
+}
+
+/// Checks d/dx sum(f(x) * w) against central differences.
+fn fd(name: &str, f: &dyn Fn(&Value) -> VResult<Value>, x: Vec<f64>, shape: Vec<usize>) {
+    let leaf = super::autodiff::leaf(&Tensor::from_vec(x.clone(), shape.clone()));
+    let out = to_tensor(&ok(f(&tensor_value(leaf.clone()))));
+    let w = Tensor::from_vec(randv(out.size(), 99, 0.5, 1.5), out.shape().to_vec());
+    let weighted = ok(super::arith::binary(BinOp::Mul, &Arg::T(out), &Arg::T(w.clone())));
+    let all: Vec<usize> = (0..weighted.ndim()).collect();
+    let loss = ok(super::reduce::reduce(&weighted, &all, false, super::reduce::RKind::Sum));
+    let g = ok(super::autodiff::backward(&loss, &[leaf], false)).pop().flatten();
+    let g: Vec<f64> = g.map(|g| g.to_vec()).unwrap_or_else(|| vec![0.0; x.len()]);
+    let value_at = |xs: Vec<f64>| -> f64 {
+        let o = to_tensor(&ok(f(&t(xs, shape.clone()))));
+        let ov: Vec<f64> = o.to_vec();
+        ov.iter().zip(w.to_vec::<f64>()).map(|(a, b)| a * b).sum()
+    };
+    // Through f32 the function is only piecewise constant at 1e-7: step wider.
+    let (eps, rel) = if name == "astype" { (1e-3, 1e-3) } else { (1e-6, 1e-5) };
+    for i in 0..x.len() {
+        let mut p = x.clone();
+        p[i] += eps;
+        let mut m = x.clone();
+        m[i] -= eps;
+        let num = (value_at(p) - value_at(m)) / (2.0 * eps);
+        let tol = rel * (1.0 + num.abs());
+        assert!((num - g[i]).abs() <= tol, "{name}: d/dx[{i}] analytic {} vs numeric {num}", g[i]);
+    }
+}
+
+#[test]
+fn every_differentiable_op_matches_finite_differences() {
+    let x = randv(6, 1, 0.2, 2.0);
+    let s = vec![2, 3];
+    let c = t(randv(6, 2, 0.5, 1.5), vec![2, 3]);
+    let row = t(randv(3, 3, 0.5, 1.5), vec![3]);
+    use BinOp::*;
+    fd("add", &|v| bin(Add, v, &row), x.clone(), s.clone());
+    fd("sub", &|v| bin(Sub, &row, v), x.clone(), s.clone());
+    fd("mul", &|v| bin(Mul, v, v), x.clone(), s.clone());
+    fd("div", &|v| bin(Div, &c, v), x.clone(), s.clone());
+    fd("pow", &|v| bin(Pow, v, &Value::Float(2.5)), x.clone(), s.clone());
+    fd("rpow", &|v| bin(Pow, &Value::Float(1.7), v), x.clone(), s.clone());
+    fd("pow-both", &|v| bin(Pow, v, v), x.clone(), s.clone());
+    fd("neg", &|v| crate::ops::unary(crate::syntax::ast::UnaryOp::Neg, v), x.clone(), s.clone());
+    for name in ["abs", "sqrt", "exp", "log", "log1p", "sin", "cos", "tan", "tanh", "sigmoid"] {
+        fd(name, &|v| call(name, &[v.clone()], &[]), x.clone(), s.clone());
+    }
+    fd("maximum", &|v| call("maximum", &[v.clone(), c.clone()], &[]), x.clone(), s.clone());
+    fd("minimum", &|v| call("minimum", &[v.clone(), c.clone()], &[]), x.clone(), s.clone());
+    fd(
+        "where",
+        &|v| {
+            let m = crate::ops::compare_value(crate::syntax::ast::CmpOp::Gt, v, &Value::Float(1.0))?;
+            call("where", &[m, v.clone(), bin(Mul, v, v)?], &[])
+        },
+        x.clone(),
+        s.clone(),
+    );
+    fd("clip", &|v| meth(v, "clip", &[Value::Float(0.5), Value::Float(1.5)], &[]), x.clone(), s.clone());
+    fd("sum axis", &|v| meth(v, "sum", &[], &[("axis", Value::Int(0))]), x.clone(), s.clone());
+    fd("sum keepdims", &|v| meth(v, "sum", &[], &[("axis", Value::Int(-1)), ("keepdims", Value::Bool(true))]), x.clone(), s.clone());
+    fd("mean", &|v| meth(v, "mean", &[], &[("axis", Value::Int(1))]), x.clone(), s.clone());
+    fd("var", &|v| meth(v, "var", &[], &[("ddof", Value::Int(1))]), x.clone(), s.clone());
+    fd("std", &|v| meth(v, "std", &[], &[("axis", Value::Int(0))]), x.clone(), s.clone());
+    fd("max", &|v| meth(v, "max", &[], &[("axis", Value::Int(1))]), x.clone(), s.clone());
+    fd("min", &|v| meth(v, "min", &[], &[]), x.clone(), s.clone());
+    fd("prod", &|v| meth(v, "prod", &[], &[("axis", Value::Int(0))]), x.clone(), s.clone());
+    fd("cumsum", &|v| meth(v, "cumsum", &[], &[("axis", Value::Int(1))]), x.clone(), s.clone());
+    fd("cumsum flat", &|v| meth(v, "cumsum", &[], &[]), x.clone(), s.clone());
+    fd("reshape", &|v| bin(Mul, &meth(v, "reshape", &[Value::Int(3), Value::Int(-1)], &[])?, &t(randv(6, 5, 0.0, 1.0), vec![3, 2])), x.clone(), s.clone());
+    fd("T", &|v| bin(Mul, &crate::ops::get_attr(v, "T")?, &t(randv(6, 5, 0.0, 1.0), vec![3, 2])), x.clone(), s.clone());
+    fd("flatten", &|v| meth(v, "flatten", &[], &[]), x.clone(), s.clone());
+    fd("squeeze/expand", &|v| meth(&meth(v, "expand_dims", &[Value::Int(0)], &[])?, "squeeze", &[], &[]), x.clone(), s.clone());
+    fd("astype", &|v| meth(&meth(v, "astype", &[super::dtype::dtype_value(super::dtype::DType::F32)], &[])?, "astype", &[super::dtype::dtype_value(super::dtype::DType::F64)], &[]), x.clone(), s.clone());
+    fd("concat", &|v| call("concat", &[Value::list(vec![v.clone(), bin(Mul, v, v)?])], &[("axis", Value::Int(1))]), x.clone(), s.clone());
+    fd("stack", &|v| call("stack", &[Value::list(vec![v.clone(), c.clone()])], &[("axis", Value::Int(-1))]), x.clone(), s.clone());
+    fd("index", &|v| crate::ops::get_index(v, &Value::Int(1)), x.clone(), s.clone());
+    fd(
+        "slice",
+        &|v| {
+            let sl = Value::Slice(Arc::new(crate::vm::value::SliceObj { start: Value::None, stop: Value::None, step: Value::Int(-1) }));
+            crate::ops::get_index(v, &Value::tuple(vec![Value::Int(0), sl]))
+        },
+        x.clone(),
+        s.clone(),
+    );
+    fd("int-array index", &|v| crate::ops::get_index(v, &Value::list(vec![Value::Int(1), Value::Int(0), Value::Int(1)])), x.clone(), s.clone());
+    fd(
+        "mask",
+        &|v| {
+            let m = crate::ops::compare_value(crate::syntax::ast::CmpOp::Gt, v, &Value::Float(1.0))?;
+            crate::ops::get_index(v, &m)
+        },
+        x.clone(),
+        s.clone(),
+    );
+    let b = t(randv(12, 7, -1.0, 1.0), vec![3, 4]);
+    fd("matmul 2-D", &|v| bin(MatMul, v, &b), x.clone(), s.clone());
+    fd("matmul rhs", &|v| bin(MatMul, &b.clone(), &meth(v, "reshape", &[Value::Int(4), Value::Int(-1)], &[])?), randv(8, 8, -1.0, 1.0), vec![8]);
+    fd("matmul batched", &|v| bin(MatMul, v, &b), randv(12, 9, -1.0, 1.0), vec![2, 2, 3]);
+    fd("matmul 1-D", &|v| bin(MatMul, v, &b), randv(3, 10, -1.0, 1.0), vec![3]);
+    fd("matmul mat-vec", &|v| bin(MatMul, &b.clone(), v), randv(4, 11, -1.0, 1.0), vec![4]);
+    fd("dot", &|v| call("dot", &[v.clone(), v.clone()], &[]), randv(4, 12, -1.0, 1.0), vec![4]);
+    fd("outer", &|v| call("outer", &[v.clone(), row.clone()], &[]), randv(2, 13, -1.0, 1.0), vec![2]);
+    fd("norm", &|v| call("norm", &[v.clone()], &[]), x.clone(), s.clone());
+    fd("softmax", &|v| call("softmax", &[v.clone()], &[]), x.clone(), s.clone());
+    fd("softmax axis 0", &|v| call("softmax", &[v.clone()], &[("axis", Value::Int(0))]), x.clone(), s.clone());
+    fd("sort", &|v| meth(v, "sort", &[], &[]), x.clone(), s.clone());
+    fd("broadcast", &|v| bin(Add, &meth(v, "reshape", &[Value::Int(2), Value::Int(1), Value::Int(3)], &[])?, &t(vec![0.0; 12], vec![2, 2, 3])), x, s);
+}
+
+#[test]
+fn second_derivatives_compose() {
+    let f = |c: &mut dyn Caller, args: &[Value], _kw: crate::vm::value::Kwargs| -> VResult<Value> {
+        let _ = c;
+        bin(BinOp::Pow, &args[0], &Value::Float(3.0))
+    };
+    let fv = Value::Native(Arc::new(crate::vm::value::NativeFn::closure("cube", Box::new(f))));
+    let g = ok(call("grad", &[fv], &[]));
+    let gg = ok(call("grad", &[g], &[]));
+    let r = ok(NoCaller.call(&gg, &[Value::Float(2.0)], &[]));
+    assert!(matches!(r, Value::Float(v) if (v - 12.0).abs() < 1e-12), "got {}", crate::format::str_of(&r));
+}
+
+#[test]
+fn promotion_and_printing() {
+    let i = ok(call("tensor", &[Value::list(vec![Value::Int(1), Value::Int(2)])], &[]));
+    let f32v = super::dtype::dtype_value(super::dtype::DType::F32);
+    let h = ok(call("tensor", &[Value::list(vec![Value::Float(1.5)])], &[("dtype", f32v)]));
+    assert_eq!(crate::format::str_of(&ok(bin(BinOp::Mul, &i, &Value::Int(2)))), "tensor([2, 4], dtype=i64)");
+    assert_eq!(crate::format::str_of(&ok(bin(BinOp::Mul, &i, &Value::Float(0.5)))), "tensor([0.5, 1.0])");
+    assert_eq!(crate::format::str_of(&ok(bin(BinOp::Div, &i, &Value::Int(2)))), "tensor([0.5, 1.0])");
+    assert_eq!(crate::format::str_of(&ok(bin(BinOp::Mul, &h, &Value::Float(2.0)))), "tensor([3.0], dtype=f32)");
+    assert_eq!(crate::format::str_of(&ok(bin(BinOp::Add, &h, &i))), "tensor([2.5, 3.5])");
+    let e = bin(BinOp::Add, &t(vec![1.0, 2.0], vec![2]), &t(vec![1.0, 2.0, 3.0], vec![3])).err().map(|e| (e.kind, e.message.clone()));
+    assert_eq!(e, Some((crate::error::ErrorKind::ShapeError, "shapes (2,) and (3,) cannot be broadcast together".to_string())));
+}
+
+#[test]
+fn views_share_storage_and_writes_go_through() {
+    let a = ok(call("zeros", &[Value::tuple(vec![Value::Int(2), Value::Int(3)])], &[]));
+    let sl = Value::Slice(Arc::new(crate::vm::value::SliceObj { start: Value::None, stop: Value::None, step: Value::None }));
+    ok(crate::ops::set_index(&a, &Value::tuple(vec![sl.clone(), Value::Int(0)]), Value::Float(1.0)));
+    let col = ok(crate::ops::get_index(&a, &Value::tuple(vec![sl, Value::Int(1)])));
+    ok(crate::ops::set_index(&col, &Value::Int(1), Value::Float(5.0)));
+    assert_eq!(crate::format::str_of(&a), "tensor([[1.0, 0.0, 0.0],\n        [1.0, 5.0, 0.0]])");
+    // Overlapping self-assignment copies the source first.
+    let row0 = ok(crate::ops::get_index(&a, &Value::Int(0)));
+    ok(crate::ops::set_index(&a, &Value::Int(1), row0));
+    assert_eq!(crate::format::str_of(&a), "tensor([[1.0, 0.0, 0.0],\n        [1.0, 0.0, 0.0]])");
+}
+
+#[test]
+fn concurrent_writes_through_views_are_safe() {
+    let a = ok(call("zeros", &[Value::Int(1000)], &[]));
+    std::thread::scope(|s| {
+        for k in 0..4 {
+            let a = a.clone();
+            s.spawn(move || {
+                for i in 0..250 {
+                    let _ = crate::ops::set_index(&a, &Value::Int(k * 250 + i), Value::Float(1.0));
+                }
+            });
+        }
+    });
+    let total = ok(meth(&a, "sum", &[], &[]));
+    assert!(matches!(total, Value::Float(v) if v == 1000.0));
+}
+
+#[test]
+fn truthiness_and_errors_are_clear() {
+    let two = t(vec![1.0, 2.0], vec![2]);
+    let e = two.truthy().err().map(|e| e.message.clone());
+    assert_eq!(e.as_deref(), Some("the truth value of a tensor with more than one element is ambiguous; use .any() or .all()"));
+    assert!(ok(t(vec![1.0], vec![1]).truthy()));
+    assert!(meth(&two, "reshape", &[Value::Int(3)], &[]).is_err());
+    assert!(crate::ops::get_index(&two, &Value::Int(2)).is_err());
+    assert!(call("tensor", &[Value::list(vec![Value::list(vec![Value::Int(1)]), Value::Int(2)])], &[]).is_err());
+}
+
+/// A large reduction stays within the memory of its data (plus a row).
+#[test]
+fn big_reduction_keeps_shape_and_values() {
+    let a = ok(call("ones", &[Value::tuple(vec![Value::Int(100_000), Value::Int(3)])], &[]));
+    let s = ok(meth(&a, "sum", &[], &[("axis", Value::Int(1))]));
+    assert_eq!(crate::format::str_of(&ok(crate::ops::get_attr(&s, "shape"))), "(100000,)");
+    let total = ok(meth(&s, "sum", &[], &[]));
+    assert!(matches!(total, Value::Float(v) if v == 300_000.0));
+    let cols = ok(meth(&a, "sum", &[], &[("axis", Value::Int(0))]));
+    assert_eq!(crate::format::str_of(&cols), "tensor([100000.0, 100000.0, 100000.0])");
+}

@@ -13,7 +13,10 @@ pub struct Capture(pub Arc<Mutex<Vec<u8>>>);
 
 impl Write for Capture {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().map_err(|_| std::io::Error::other("poisoned"))?.extend_from_slice(buf);
+        self.0
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?
+            .extend_from_slice(buf);
         Ok(buf.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -34,7 +37,12 @@ pub fn run(name: &str, src: &str) -> Outcome {
     let prelude = apsi_core::builtins::prelude();
     let m = apsi_parallel::module();
     let env = CheckEnv {
-        prelude: prelude.exports.iter().map(|(n, _)| n.to_string()).chain(["argv".to_string()]).collect(),
+        prelude: prelude
+            .exports
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .chain(["argv".to_string()])
+            .collect(),
         builtin_modules: vec![BuiltinModuleInfo {
             name: m.name.to_string(),
             exports: m.exports.iter().map(|(n, _)| n.to_string()).collect(),
@@ -48,7 +56,11 @@ pub fn run(name: &str, src: &str) -> Outcome {
         Err(d) => panic!("{name} does not check: {d:?}"),
     };
     let cap = Capture::default();
-    let mut rt = Runtime::new(RuntimeConfig { modules: vec![apsi_parallel::module()], output: Some(Box::new(cap.clone())), ..Default::default() });
+    let mut rt = Runtime::new(RuntimeConfig {
+        modules: vec![apsi_parallel::module()],
+        output: Some(Box::new(cap.clone())),
+        ..Default::default()
+    });
     let result = rt.run(&program);
     let out = String::from_utf8_lossy(&cap.0.lock().map(|v| v.clone()).unwrap_or_default()).into_owned();
     let _ = std::fs::remove_dir_all(&dir);
