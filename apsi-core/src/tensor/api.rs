@@ -272,6 +272,7 @@ fn f_arange(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
         return Err(err(ErrorKind::ValueError, "arange() would make too many elements"));
     }
     let n = n as usize;
+    super::layout::check_alloc(n, "arange()")?;
     if all_int && d.kind() == Kind::Int {
         let (i0, is) = (start_int(&start), start_int(&step));
         let v: Vec<i64> = (0..n as i64).map(|k| i0.wrapping_add(k.wrapping_mul(is))).collect();
@@ -298,6 +299,7 @@ fn f_linspace(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value>
         return Err(err(ErrorKind::ValueError, format!("linspace() n must be >= 0, not {n}")));
     }
     let n = n as usize;
+    super::layout::check_alloc(n, "linspace()")?;
     let step = if n > 1 { (s1 - s0) / (n - 1) as f64 } else { 0.0 };
     let mut v: Vec<f64> = (0..n).map(|k| s0 + k as f64 * step).collect();
     if n > 1 {

@@ -23,10 +23,25 @@ pub fn row_major_strides(shape: &[usize]) -> Vec<isize> {
 
 /// The element count of a shape, or an error when it overflows.
 pub fn checked_size(shape: &[usize]) -> Result<usize, Exc> {
-    shape
+    let n = shape
         .iter()
         .try_fold(1usize, |a, &d| a.checked_mul(d))
-        .ok_or_else(|| err(ErrorKind::ValueError, format!("a tensor of shape {} is too large", shape_str(shape))))
+        .ok_or_else(|| err(ErrorKind::ValueError, format!("a tensor of shape {} is too large", shape_str(shape))))?;
+    check_alloc(n, &format!("a tensor of shape {}", shape_str(shape)))?;
+    Ok(n)
+}
+
+/// Refuses (with an error, not an abort) `n` elements the machine cannot
+/// hold: reserving the address space of the widest element type fails first.
+pub fn check_alloc(n: usize, what: &str) -> Result<(), Exc> {
+    if n <= 1 << 20 {
+        return Ok(());
+    }
+    let mut probe: Vec<u8> = Vec::new();
+    let bytes = n.checked_mul(8).ok_or_else(|| err(ErrorKind::ValueError, format!("{what} is too large")))?;
+    probe
+        .try_reserve_exact(bytes)
+        .map_err(|_| err(ErrorKind::ValueError, format!("{what} is too large for this machine's memory ({bytes} bytes)")))
 }
 
 /// A shape as Python prints a tuple: `(2, 3)`, `(3,)`, `()`.
