@@ -4,18 +4,25 @@ use crate::args::RunOptions;
 use crate::term;
 use apsi_core::check::{self, BuiltinModuleInfo, CheckEnv, Program};
 use apsi_core::diagnostic::{self, Diagnostic, SourceMap};
+use apsi_core::module::ModuleDescriptor;
 use apsi_core::vm::{RunError, Runtime, RuntimeConfig};
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// What the checker needs to know about this binary.
+/// What the checker needs to know about this binary, when no runtime exists
+/// (`apsi check`).
 pub fn check_env(allowed: &[String]) -> CheckEnv {
-    let prelude = apsi_core::builtins::prelude();
-    let mut names: Vec<String> = prelude.exports.iter().map(|(n, _)| n.to_string()).collect();
+    let mut names: Vec<String> = apsi_core::builtins::prelude().exports.iter().map(|(n, _)| n.to_string()).collect();
     names.push("argv".to_string());
-    let builtin_modules = crate::modules::compiled_in()
+    env_for(names, &crate::modules::compiled_in(), allowed)
+}
+
+/// The checker's view of the compiled-in modules; the caller fills in the
+/// prelude names (from the runtime, so the prelude is built once per process).
+pub fn env_for(prelude: Vec<String>, modules: &[ModuleDescriptor], allowed: &[String]) -> CheckEnv {
+    let builtin_modules = modules
         .iter()
         .map(|m| BuiltinModuleInfo {
             name: m.name.to_string(),
@@ -23,7 +30,7 @@ pub fn check_env(allowed: &[String]) -> CheckEnv {
             capabilities: m.capabilities.iter().map(|c| c.to_string()).collect(),
         })
         .collect();
-    CheckEnv { prelude: names, builtin_modules, allowed: allowed.to_vec() }
+    CheckEnv { prelude, builtin_modules, allowed: allowed.to_vec() }
 }
 
 pub fn report(diags: &[Diagnostic], sources: &SourceMap) {
@@ -35,27 +42,25 @@ pub fn report(diags: &[Diagnostic], sources: &SourceMap) {
     }
 }
 
-fn load(file: &str, allowed: &[String], sources: &Arc<SourceMap>) -> Result<Program, Vec<Diagnostic>> {
-    check::load(Path::new(file), file, &check_env(allowed), sources.clone())
+fn load(file: &str, env: &CheckEnv, sources: &Arc<SourceMap>) -> Result<Program, Vec<Diagnostic>> {
+    check::load(Path::new(file), file, env, sources.clone())
 }
 
 pub fn run_file(opts: &RunOptions) -> u8 {
     let start = Instant::now();
     let sources = Arc::new(SourceMap::new());
-    let program = match load(&opts.file, &opts.allowed, &sources) {
+    let modules = crate::modules::compiled_in();
+    let mut env = env_for(Vec::new(), &modules, &opts.allowed);
+    let config = RuntimeConfig { argv: opts.argv.clone(), modules, threads: opts.threads, ..RuntimeConfig::default() };
+    let mut runtime = Runtime::new(config);
+    env.prelude = runtime.prelude_names();
+    let program = match load(&opts.file, &env, &sources) {
         Ok(p) => p,
         Err(diags) => {
             report(&diags, &sources);
             return 1;
         }
     };
-    let config = RuntimeConfig {
-        argv: opts.argv.clone(),
-        modules: crate::modules::compiled_in(),
-        threads: opts.threads,
-        ..RuntimeConfig::default()
-    };
-    let mut runtime = Runtime::new(config);
     let result = runtime.run(&program);
     let code = match result {
         Ok(()) => 0,
@@ -72,10 +77,11 @@ pub fn run_file(opts: &RunOptions) -> u8 {
 }
 
 pub fn check_files(files: &[String], allowed: &[String]) -> u8 {
+    let env = check_env(allowed);
     let mut failed = false;
     for f in files {
         let sources = Arc::new(SourceMap::new());
-        match load(f, allowed, &sources) {
+        match load(f, &env, &sources) {
             Ok(_) => println!("{f}: ok"),
             Err(diags) => {
                 report(&diags, &sources);

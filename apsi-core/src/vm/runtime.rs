@@ -195,6 +195,11 @@ fn module_exports(m: &ModuleObj) -> Vec<(String, GlobalRef)> {
 }
 
 impl Runtime {
+    /// The names the prelude binds in this runtime (for the checker's `CheckEnv`).
+    pub fn prelude_names(&self) -> Vec<String> {
+        self.shared.prelude.keys().cloned().collect()
+    }
+
     pub fn new(config: RuntimeConfig) -> Runtime {
         let mut prelude = HashMap::new();
         for (n, v) in crate::builtins::prelude().exports {
