@@ -11,9 +11,16 @@ use apsi_core::vm::{RunError, Runtime, RuntimeConfig};
 use std::path::Path;
 use std::sync::Arc;
 
-fn conformance_dir() -> Option<&'static Path> {
-    let p = Path::new("/work/shared/conformance");
-    p.is_dir().then_some(p)
+/// `../shared/conformance` beside the checkout (where CI and developers have
+/// it); absent elsewhere, in which case these tests say so and skip.
+fn conformance_dir() -> Option<std::path::PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance");
+    if p.is_dir() {
+        Some(p)
+    } else {
+        eprintln!("note: {} not found; the shared conformance programs are skipped", p.display());
+        None
+    }
 }
 
 fn run(path: &Path) -> Result<(), String> {
