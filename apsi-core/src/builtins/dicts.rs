@@ -65,7 +65,7 @@ fn pop(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::new("pop", rest, kw, 1, &["key", "default"])?;
     let key = a.req(0)?;
     let k = HashKey::new(key.clone())?;
-    let removed = d.map.write().shift_remove(&k);
+    let removed = d.map.write().remove(&k);
     match (removed, a.get(1)) {
         (Some(v), _) => Ok(v),
         (None, Some(default)) => Ok(default.clone()),
@@ -78,7 +78,7 @@ fn setdefault(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value>
     let a = Args::new("setdefault", rest, kw, 1, &["key", "default"])?;
     let k = HashKey::new(a.req(0)?.clone())?;
     let default = a.get(1).cloned().unwrap_or(Value::None);
-    Ok(d.map.write().entry(k).or_insert(default).clone())
+    Ok(d.map.write().get_or_insert(k, default).clone())
 }
 
 fn update(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {

@@ -4,7 +4,6 @@
 use super::args::{expect_int, Args};
 use crate::error::ErrorKind;
 use crate::vm::value::{err, Caller, Kwargs, StructField, StructObj, StructType, VResult, Value};
-use parking_lot::RwLock;
 use std::io::BufRead;
 use std::sync::{Arc, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -152,7 +151,7 @@ pub(crate) fn bench(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
     let median = if times.len() % 2 == 1 { times[mid] } else { (times[mid - 1] + times[mid]) / 2.0 };
     let mean = times.iter().sum::<f64>() / times.len() as f64;
     let fields = vec![Value::Float(best), Value::Float(median), Value::Float(mean), Value::Float(worst), Value::Int(n as i64)];
-    Ok(Value::Struct(Arc::new(StructObj { ty: bench_result_type(), fields: RwLock::new(fields.into_boxed_slice()) })))
+    Ok(Value::Struct(Arc::new(StructObj { ty: bench_result_type(), fields: crate::vm::value::VLock::new(fields.into_boxed_slice()) })))
 }
 
 #[cfg(test)]

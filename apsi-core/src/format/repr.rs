@@ -204,7 +204,7 @@ mod tests {
 
     #[test]
     fn containers_use_repr_of_elements() {
-        let mut map = indexmap::IndexMap::default();
+        let mut map = crate::vm::value::DictMap::new();
         map.insert(HashKey::new(Value::str("k")).must(), Value::list(vec![Value::None]));
         let v = Value::list(vec![
             Value::Float(1.0),

@@ -146,7 +146,7 @@ mod tests {
     #[allow(unused_imports)]
     use crate::ops::Must;
     use crate::vm::value::{StructField, StructObj, StructType};
-    use parking_lot::RwLock;
+    use crate::vm::value::VLock as RwLock;
 
     fn vec2() -> Value {
         let ty = Arc::new(StructType {

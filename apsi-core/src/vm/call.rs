@@ -59,7 +59,7 @@ pub(crate) fn bind_args(f: &Closure, pos: Args, kw: Vec<(Arc<str>, Value)>) -> V
             return Err(type_err(format!("{name}() takes {takes} {word} but {npos} {given} given")));
         }
     }
-    let mut kwdict: IndexMap<HashKey, Value, FxBuild> = IndexMap::default();
+    let mut kwdict = DictMap::new();
     for (k, v) in kw {
         let idx = p.param_names.iter().position(|n| **n == *k);
         let ok = match idx {
@@ -212,7 +212,7 @@ pub(crate) fn construct_struct(t: &Arc<StructType>, pos: Args, kw: Vec<(Arc<str>
             }
         }
     }
-    Ok(Value::Struct(Arc::new(StructObj { ty: t.clone(), fields: parking_lot::RwLock::new(vals.into_boxed_slice()) })))
+    Ok(Value::Struct(Arc::new(StructObj { ty: t.clone(), fields: VLock::new(vals.into_boxed_slice()) })))
 }
 
 /// `ValueError("message")`

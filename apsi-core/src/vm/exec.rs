@@ -55,6 +55,8 @@ pub struct Executor {
     max_depth: usize,
     /// (error, frame) whose trace entry was recorded when a handler caught it.
     reraise_skip: Option<(usize, usize)>,
+    /// This thread runs Apsi code (containers lock while others do too).
+    _participant: super::vlock::Participant,
 }
 
 // SAFETY: the only non-Send fields are the raw closure pointers in `frames`;
@@ -236,7 +238,7 @@ impl Executor {
     pub fn new(shared: Arc<Shared>) -> Executor {
         let max_depth = shared.max_depth;
         Executor {
-            max_depth, shared, stack: vec![Value::None; 256], frames: Vec::new(), cells: Vec::new(), handlers: Vec::new(), native_depth: 0, reraise_skip: None }
+            max_depth, shared, stack: vec![Value::None; 256], frames: Vec::new(), cells: Vec::new(), handlers: Vec::new(), native_depth: 0, reraise_skip: None, _participant: super::vlock::Participant::new() }
     }
 
     /// The first stack slot above every live register window.
@@ -904,7 +906,7 @@ impl Executor {
                                 }
                             }
                             (Value::Dict(d), Value::Int(i)) => {
-                                let found = d.map.read().get(&HashKey::int(*i)).map(dup);
+                                let found = d.map.read().get_int(*i).map(dup);
                                 match found {
                                     Some(v) => v,
                                     None => tri!(ops::get_index(r!(b), r!(c))),
@@ -926,7 +928,7 @@ impl Executor {
                             }
                         }
                         if let (Value::Dict(d), Value::Int(i)) = (&*r!(a), &*r!(b)) {
-                            d.map.write().insert(HashKey::int(*i), v);
+                            d.map.write().insert_int(*i, v);
                             continue;
                         }
                         tri!(ops::set_index(r!(a), r!(b), v));
@@ -948,7 +950,7 @@ impl Executor {
                         }
                     }
                     Instr::BuildDict { a, b, n } => {
-                        let mut map = indexmap::IndexMap::with_capacity_and_hasher(n as usize, FxBuild::default());
+                        let mut map = DictMap::with_capacity(n as usize);
                         for i in 0..n as usize {
                             let k = take(r!(b as usize + 2 * i));
                             let v = take(r!(b as usize + 2 * i + 1));

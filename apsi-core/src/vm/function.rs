@@ -7,7 +7,7 @@
 
 use crate::compile::code::FuncProto;
 use crate::vm::value::Value;
-use parking_lot::RwLock;
+use super::vlock::VLock as RwLock;
 use std::sync::Arc;
 
 /// A variable captured by an inner function (or declared `nonlocal`).

@@ -5,7 +5,7 @@
 //! are one atomic load; every other slot is a small read-write lock.
 
 use crate::vm::value::Value;
-use parking_lot::RwLock;
+use super::vlock::VLock as RwLock;
 use std::sync::{Arc, OnceLock};
 
 pub struct GlobalSlot {

@@ -20,11 +20,13 @@
 //! native function); containers, cells and global slots lock per operation.
 
 pub(crate) mod call;
+pub mod dict;
 pub mod exec;
 pub mod function;
 pub mod globals;
 pub mod runtime;
 pub mod value;
+pub mod vlock;
 
 pub use exec::Executor;
 pub use runtime::{error_to_run_error, RunError, Runtime, RuntimeConfig};

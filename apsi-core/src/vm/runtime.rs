@@ -310,6 +310,9 @@ impl Runtime {
             env.declare(&table.module_names, &table.module_once, false);
             compile_module(&unit.ast, &table, &mut env, false).map_err(|ds| RunError::Error(first_diag(ds)))?
         };
+        if std::env::var_os("APSI_DIS").is_some() {
+            dump_code(&proto.code);
+        }
         for (n, v) in binds {
             if let Some(s) = g.own.get(&n) {
                 s.set(v);
@@ -462,5 +465,14 @@ fn first_diag(mut ds: Vec<Diagnostic>) -> Diagnostic {
         Diagnostic::new(ErrorKind::Error, "internal error: compilation failed without a message")
     } else {
         ds.swap_remove(0)
+    }
+}
+
+/// `APSI_DIS=1`: print every code object's bytecode to stderr (for people
+/// tuning the compiler; not a stable format).
+fn dump_code(code: &crate::compile::code::Code) {
+    eprint!("{code:?}");
+    for p in code.protos.iter() {
+        dump_code(&p.code);
     }
 }

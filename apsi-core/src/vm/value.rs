@@ -17,7 +17,9 @@ use std::fmt;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
 
+pub use crate::vm::dict::DictMap;
 pub use crate::vm::function::Closure;
+pub use crate::vm::vlock::VLock;
 
 pub type FxBuild = BuildHasherDefault<rustc_hash::FxHasher>;
 
@@ -78,11 +80,11 @@ impl Value {
     pub fn tuple(items: Vec<Value>) -> Value {
         Value::Tuple(Arc::new(TupleObj(items.into_boxed_slice())))
     }
-    pub fn dict(map: IndexMap<HashKey, Value, FxBuild>) -> Value {
-        Value::Dict(Arc::new(DictObj { map: RwLock::new(map) }))
+    pub fn dict(map: DictMap) -> Value {
+        Value::Dict(Arc::new(DictObj { map: VLock::new(map) }))
     }
     pub fn empty_dict() -> Value {
-        Value::dict(IndexMap::default())
+        Value::dict(DictMap::new())
     }
 
     /// The name of the value's type, as `type(x)` and error messages say it.
@@ -289,12 +291,12 @@ mod str_tests {
 
 /// A growable list, shared by reference.
 pub struct ListObj {
-    pub items: RwLock<Vec<Value>>,
+    pub items: VLock<Vec<Value>>,
 }
 
 impl ListObj {
     pub fn new(items: Vec<Value>) -> ListObj {
-        ListObj { items: RwLock::new(items) }
+        ListObj { items: VLock::new(items) }
     }
 }
 
@@ -310,7 +312,7 @@ pub struct SliceObj {
 
 /// A dict keeping insertion order.
 pub struct DictObj {
-    pub map: RwLock<IndexMap<HashKey, Value, FxBuild>>,
+    pub map: VLock<DictMap>,
 }
 
 /// `range(start, stop, step)`; `step != 0`.
@@ -534,7 +536,7 @@ impl StructType {
 /// A struct instance. Fields are in declaration order.
 pub struct StructObj {
     pub ty: Arc<StructType>,
-    pub fields: RwLock<Box<[Value]>>,
+    pub fields: VLock<Box<[Value]>>,
 }
 
 /// An error value. Created by `ValueError("…")` or by the runtime; the
@@ -614,12 +616,11 @@ pub struct ObjBox(pub Box<dyn ApsiObject>);
 
 #[cfg(test)]
 mod key_tests {
-    use super::{FxBuild, HashKey, Value};
-    use indexmap::IndexMap;
+    use super::{DictMap, HashKey, Value};
 
     #[test]
     fn int_float_bool_keys_hash_and_compare_alike() {
-        let mut m: IndexMap<HashKey, Value, FxBuild> = IndexMap::default();
+        let mut m = DictMap::new();
         m.insert(HashKey::int(1), Value::Int(10));
         m.insert(HashKey::int(-7), Value::Int(70));
         let one_f = HashKey::new(Value::Float(1.0)).unwrap_or_else(|_| HashKey::int(0));
