@@ -21,6 +21,7 @@ fn chan_methods() -> &'static [(&'static str, Value)] {
             ("recv", native("recv", chan_recv)),
             ("close", native("close", chan_close)),
             ("__iter__", native("__iter__", chan_iter)),
+            ("__next__", native("__next__", chan_next)),
             ("__len__", native("__len__", chan_len)),
         ]
     })
@@ -92,6 +93,18 @@ fn chan_iter(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> 
         items.push(v);
     }
     Ok(Value::list(items))
+}
+
+/// `for v in ch` pulls one item at a time: `(item,)`, or `none` once the
+/// channel is closed and empty (so the loop body runs while producers are
+/// still sending, and a bounded channel never has to hold everything).
+fn chan_next(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    arity("__next__", args, kw, 1, 1)?;
+    let ch = recv::<Channel>(args, "Channel")?;
+    Ok(match ch.0.recv() {
+        Some(v) => Value::tuple(vec![v]),
+        None => Value::None,
+    })
 }
 
 // --------------------------------------------------------------------- lock

@@ -1017,6 +1017,14 @@ impl Executor {
                             Value::List(_) | Value::Tuple(_) | Value::Range(_) => v,
                             Value::Str(ref s) if s.is_ascii() => v,
                             Value::Dict(d) => Value::tuple(d.map.read().keys().map(|k| k.value().clone()).collect()),
+                            Value::Object(ref o) if o.0.get_attr(&v, "__next__").is_some() => {
+                                // A stream (a channel): items are pulled one at a time
+                                // by calling its `__next__` hook (`(item,)` or `none`).
+                                match o.0.get_attr(&v, "__next__") {
+                                    Some(hook) => tri!(hook),
+                                    None => v,
+                                }
+                            }
                             other => {
                                 save_pc!();
                                 let items = ops::iterate(self, &other);
@@ -1028,6 +1036,25 @@ impl Executor {
                         setv(r!(a as usize + 1), Value::Int(0));
                     }
                     Instr::ForNext { a, b } => {
+                        if matches!(&*r!(a), Value::Native(_) | Value::BoundMethod(_) | Value::Func(_)) {
+                            let hook = dup(r!(a));
+                            save_pc!();
+                            let res = self.call_value(&hook, &[], &[]);
+                            refresh!();
+                            match tri!(res) {
+                                Value::Tuple(t) if t.0.len() == 1 => {
+                                    let v = t.0[0].clone();
+                                    setv(r!(b), v);
+                                    pc += 1;
+                                }
+                                Value::None => pc = jump_target(instrs, pc),
+                                other => throw!(type_err(format!(
+                                    "__next__ must return a 1-tuple or none, not '{}'",
+                                    other.type_name()
+                                ))),
+                            }
+                            continue;
+                        }
                         let i = match &*r!(a as usize + 1) {
                             Value::Int(i) => *i,
                             _ => 0,
