@@ -42,3 +42,4 @@ runtime_snapshot!(assertion_error, "assert 1 + 1 == 3, \"arithmetic is broken\"\
 runtime_snapshot!(io_error, "print(read_text(\"/nonexistent/file.txt\"))\n");
 runtime_snapshot!(not_implemented, "raise NotImplementedError(\"coming later\")\n");
 runtime_snapshot!(value_error_unpack, "a, b = [1]\n");
+runtime_snapshot!(unbound_local, "def last(xs):\n    for x in xs:\n        found = x\n    return found\n\nprint(last([]))\n");

@@ -114,6 +114,9 @@ pub enum Instr {
     Reraise { a: Reg },
     /// Raise AssertionError with message `a` (or none when `NO_REG`).
     AssertFail { a: Reg },
+    /// Raise `NameError` if local `a` (named by string constant `k`) has not
+    /// been assigned yet. Emitted only where assignment is not certain.
+    CheckBound { a: Reg, k: u16 },
     /// Errors raised until the matching `PopHandler` jump to `t` with the error in `a`.
     PushHandler { a: Reg, t: u32 },
     PopHandler,

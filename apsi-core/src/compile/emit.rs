@@ -68,6 +68,9 @@ struct FnState<'a> {
     protos: Vec<Arc<FuncProto>>,
     structs: Vec<Arc<StructProto>>,
     locals: HashMap<String, Reg>,
+    /// Per local register: certainly assigned at this point of the code
+    /// (parameters from the start; see `check_bound`).
+    defined: Vec<bool>,
     top: u16,
     max: u16,
     blocks: Vec<Block<'a>>,
@@ -160,6 +163,7 @@ impl<'a> FnState<'a> {
             protos: Vec::new(),
             structs: Vec::new(),
             locals: HashMap::new(),
+            defined: Vec::new(),
             top: 0,
             max: 0,
             blocks: Vec::new(),
@@ -396,12 +400,40 @@ impl<'a, 'e> Compiler<'a, 'e> {
         self.f().locals.get(name).copied()
     }
 
+    /// Before reading local `r`: unless it is certainly assigned here, a
+    /// `CheckBound` so an unassigned read raises instead of seeing a value.
+    fn check_bound(&mut self, name: &str, r: Reg, span: Span) -> CResult<()> {
+        if self.f().defined.get(r as usize) == Some(&false) {
+            let k = self.str_const16(name)?;
+            self.emit_at(Instr::CheckBound { a: r, k }, span);
+            // Past the check it is assigned (or the function has raised).
+            self.mark_defined(r);
+        }
+        Ok(())
+    }
+
+    fn mark_defined(&mut self, r: Reg) {
+        if let Some(d) = self.f().defined.get_mut(r as usize) {
+            *d = true;
+        }
+    }
+
+    /// Run `f` and then forget what it assigned (loop bodies, try blocks:
+    /// they may not run, or not to the end).
+    fn scoped_defs(&mut self, f: impl FnOnce(&mut Self) -> CResult<()>) -> CResult<()> {
+        let before = self.f().defined.clone();
+        let r = f(self);
+        self.f().defined = before;
+        r
+    }
+
     // ---------------------------------------------------------------- names
 
     fn load_name(&mut self, name: &str, dst: Reg, span: Span) -> CResult<()> {
         match self.resolve(name) {
             Binding::Local => match self.local_reg(name) {
                 Some(r) => {
+                    self.check_bound(name, r, span)?;
                     if r != dst {
                         self.emit(Instr::Move { a: dst, b: r });
                     }
@@ -435,6 +467,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
                     if r != src {
                         self.emit(Instr::Move { a: r, b: src });
                     }
+                    self.mark_defined(r);
                 }
                 None => return Err(cerr(span, format!("internal: no register for '{name}'"))),
             },
@@ -461,6 +494,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         if let ExprKind::Name(n) = &e.kind {
             if self.resolve(n) == Binding::Local {
                 if let Some(r) = self.local_reg(n) {
+                    self.check_bound(n, r, e.span)?;
                     return Ok(r);
                 }
             }
@@ -799,6 +833,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
             if let ExprKind::Name(n) = &value.kind {
                 if attr.name == "append" && self.resolve(n) == Binding::Local {
                     if let Some(b) = self.local_reg(n) {
+                        self.check_bound(n, b, value.span)?;
                         let c = self.expr_reg(x)?;
                         let mv = !self.is_local_reg(c);
                         self.emit_at(Instr::AppendTo { a: dst, b, c, mv }, span);
@@ -1071,7 +1106,9 @@ impl<'a, 'e> Compiler<'a, 'e> {
             }
             StmtKind::If { test, body, orelse } => {
                 let f = self.cond_jump(test, false)?;
+                let before = self.f().defined.clone();
                 self.block(body)?;
+                let after_body = std::mem::replace(&mut self.f().defined, before);
                 if orelse.is_empty() {
                     self.patch_here(f);
                 } else {
@@ -1080,22 +1117,27 @@ impl<'a, 'e> Compiler<'a, 'e> {
                     self.block(orelse)?;
                     self.patch_here(vec![j]);
                 }
-            }
-            StmtKind::While { test, body } => {
-                let top = self.here();
-                let exit = self.cond_jump(test, false)?;
-                self.f().blocks.push(Block::Loop { breaks: Vec::new(), continues: Vec::new() });
-                self.block(body)?;
-                self.emit(Instr::Jmp { t: top as u32 });
-                let (breaks, continues) = self.pop_loop();
-                for c in continues {
-                    self.patch(c, top);
+                // Certainly assigned after the `if`: on both paths.
+                for (d, b) in self.f().defined.iter_mut().zip(after_body) {
+                    *d = *d && b;
                 }
-                self.patch_here(exit);
-                self.patch_here(breaks);
             }
-            StmtKind::For { target, iter, body, parallel: true } => self.par_for_stmt(s, target, iter, body, span)?,
-            StmtKind::For { target, iter, body, .. } => self.for_stmt(target, iter, body, span)?,
+            StmtKind::While { test, body } => self.scoped_defs(|c| {
+                let top = c.here();
+                let exit = c.cond_jump(test, false)?;
+                c.f().blocks.push(Block::Loop { breaks: Vec::new(), continues: Vec::new() });
+                c.block(body)?;
+                c.emit(Instr::Jmp { t: top as u32 });
+                let (breaks, continues) = c.pop_loop();
+                for site in continues {
+                    c.patch(site, top);
+                }
+                c.patch_here(exit);
+                c.patch_here(breaks);
+                Ok(())
+            })?,
+            StmtKind::For { target, iter, body, parallel: true } => self.scoped_defs(|c| c.par_for_stmt(s, target, iter, body, span))?,
+            StmtKind::For { target, iter, body, .. } => self.scoped_defs(|c| c.for_stmt(target, iter, body, span))?,
             StmtKind::Break | StmtKind::Continue => {
                 let is_break = matches!(s.kind, StmtKind::Break);
                 let Some(li) = self.f().blocks.iter().rposition(|b| matches!(b, Block::Loop { .. })) else {
@@ -1156,7 +1198,9 @@ impl<'a, 'e> Compiler<'a, 'e> {
                     }
                 }
             }
-            StmtKind::Try { body, handlers, orelse, finalbody } => self.try_stmt(body, handlers, orelse, finalbody, span)?,
+            StmtKind::Try { body, handlers, orelse, finalbody } => {
+                self.scoped_defs(|c| c.try_stmt(body, handlers, orelse, finalbody, span))?
+            }
             StmtKind::Raise(e) => match e {
                 Some(e) => {
                     let r = self.expr_reg(e)?;
@@ -1186,7 +1230,9 @@ impl<'a, 'e> Compiler<'a, 'e> {
             if let ExprKind::Name(n) = &t.kind {
                 if self.resolve(n) == Binding::Local && !mentions(value, n) {
                     if let Some(r) = self.local_reg(n) {
-                        return self.expr_to(value, r);
+                        self.expr_to(value, r)?;
+                        self.mark_defined(r);
+                        return Ok(());
                     }
                 }
             }
@@ -1238,6 +1284,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
             ExprKind::Name(n) => {
                 if self.resolve(n) == Binding::Local {
                     if let Some(r) = self.local_reg(n) {
+                        self.check_bound(n, r, target.span)?;
                         return self.binop_into(op, r, r, value, span);
                     }
                 }
@@ -1305,6 +1352,9 @@ impl<'a, 'e> Compiler<'a, 'e> {
         if let ExprKind::Name(n) = &target.kind {
             if self.resolve(n) == Binding::Local {
                 if let Some(r) = self.local_reg(n) {
+                    // Assigned before the body runs (which is all that can read it
+                    // in the loop; after the loop it is not certain).
+                    self.mark_defined(r);
                     return Ok((r, true));
                 }
             }
@@ -1804,6 +1854,8 @@ impl<'a, 'e> Compiler<'a, 'e> {
         }
         st.top = next;
         st.max = next;
+        let nparams = scope.params.len();
+        st.defined = (0..next as usize).map(|i| i < nparams).collect();
         self.fs.push(st);
         // Prologue: move captured parameters into cells; make the other cells.
         for (c, n) in scope.cells.iter().enumerate() {

@@ -181,6 +181,7 @@ pub fn repr_of(v: &Value) -> String {
             )
         }
         Value::Kind(k) => format!("<error kind {}>", k.name()),
+        Value::Unbound => "<unbound>".into(),
         Value::Error(e) => {
             if e.message.is_empty() {
                 format!("{}()", e.kind.name())

@@ -74,7 +74,7 @@ fn type_err(msg: String) -> Exc {
 /// Store into a register; a scalar being overwritten needs no drop.
 #[inline(always)]
 fn setv(slot: &mut Value, v: Value) {
-    if matches!(slot, Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_)) {
+    if matches!(slot, Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Unbound) {
         // SAFETY: the old value owns nothing, so skipping its drop leaks nothing.
         unsafe { std::ptr::write(slot, v) }
     } else {
@@ -238,7 +238,7 @@ impl Executor {
     pub fn new(shared: Arc<Shared>) -> Executor {
         let max_depth = shared.max_depth;
         Executor {
-            max_depth, shared, stack: vec![Value::None; 256], frames: Vec::new(), cells: Vec::new(), handlers: Vec::new(), native_depth: 0, reraise_skip: None, _participant: super::vlock::Participant::new() }
+            max_depth, shared, stack: vec![Value::Unbound; 256], frames: Vec::new(), cells: Vec::new(), handlers: Vec::new(), native_depth: 0, reraise_skip: None, _participant: super::vlock::Participant::new() }
     }
 
     /// The first stack slot above every live register window.
@@ -253,7 +253,7 @@ impl Executor {
     fn ensure(&mut self, n: usize) {
         if self.stack.len() < n {
             let new = n.max(self.stack.len() * 2);
-            self.stack.resize(new, Value::None);
+            self.stack.resize(new, Value::Unbound);
         }
     }
 
@@ -271,7 +271,7 @@ impl Executor {
             Err(e) => Err(e),
         };
         if let Some(s) = self.stack.get_mut(fpos) {
-            *s = Value::None;
+            *s = Value::Unbound;
         }
         r
     }
@@ -296,13 +296,21 @@ impl Executor {
         match f {
             Value::Func(c) => {
                 let slots = call::bind_args(&c, pos, kw)?;
+                let slots_len = slots.len();
                 self.ensure(fpos + 1 + slots.len() + 1);
                 for (i, v) in slots.into_iter().enumerate() {
                     self.stack[fpos + 1 + i] = v;
                 }
+                let n = slots_len;
                 let ptr = Arc::as_ptr(&c);
                 self.stack[fpos] = Value::Func(c);
-                self.push_frame(fpos, ptr)?;
+                if let Err(e) = self.push_frame(fpos, ptr) {
+                    // No frame owns these slots: leave them unbound again.
+                    for s in self.stack.iter_mut().skip(fpos).take(n + 1) {
+                        *s = Value::Unbound;
+                    }
+                    return Err(e);
+                }
                 Ok(None)
             }
             Value::Native(nf) => {
@@ -385,10 +393,10 @@ impl Executor {
             let nregs = fr.nregs as usize;
             let base = fr.base as usize;
             if let Some(w) = self.stack.get_mut(base..base + nregs) {
-                // Every slot goes back to none: a later frame's locals must
+                // Every slot goes back to unbound: a later frame's locals must
                 // never see a value left over from an earlier call.
                 for v in w {
-                    setv(v, Value::None);
+                    setv(v, Value::Unbound);
                 }
             }
             self.cells.truncate(fr.cell_base as usize);
@@ -1191,6 +1199,18 @@ impl Executor {
                             }
                         };
                         throw!(e)
+                    }
+                    Instr::CheckBound { a, k } => {
+                        if matches!(&*r!(a), Value::Unbound) {
+                            let name = match code.consts.get(k as usize) {
+                                Some(Value::Str(s)) => s.as_str().to_string(),
+                                _ => "?".to_string(),
+                            };
+                            throw!(err(
+                                ErrorKind::NameError,
+                                format!("cannot access local variable '{name}' where it is not associated with a value")
+                            ));
+                        }
                     }
                     Instr::AssertFail { a } => {
                         let msg = if a == NO_REG { String::new() } else { format::str_of(r!(a)) };

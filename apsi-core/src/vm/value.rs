@@ -61,6 +61,10 @@ pub enum Value {
     /// A value of a type defined outside the core value model (tensors,
     /// tasks, channels, …), supplied by a module.
     Object(Arc<ObjBox>),
+    /// What a local variable's register holds before its first assignment.
+    /// It never leaves a register: every read the compiler cannot prove
+    /// assigned goes through `CheckBound`, which raises instead.
+    Unbound,
 }
 
 const _: () = assert!(std::mem::size_of::<Value>() == 16);
@@ -107,6 +111,7 @@ impl Value {
             Value::Error(_) => "error",
             Value::Module(_) => "module",
             Value::Object(o) => o.0.type_name(),
+            Value::Unbound => "unbound",
         }
     }
 
