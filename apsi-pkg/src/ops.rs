@@ -141,6 +141,11 @@ impl<'a> Ctx<'a> {
     /// and the whole manifest is resolved (honouring and writing `apsi.lock`);
     /// outside one, the specs are installed on their own.
     pub fn install(&self, specs: &[String], project: Option<&Project>) -> Result<Report> {
+        self.install_with(specs, project, true)
+    }
+
+    /// [`install`](Self::install); `use_lock: false` resolves afresh (update).
+    fn install_with(&self, specs: &[String], project: Option<&Project>, use_lock: bool) -> Result<Report> {
         let session = self.open()?;
         let mut wants: Vec<Want> = specs.iter().map(|s| resolve::parse_spec(s)).collect::<Result<_>>()?;
         let mut lock = None;
@@ -190,7 +195,8 @@ impl<'a> Ctx<'a> {
                 "nothing to install: name a package (apsi pkg install NAME) or run it in a project with apsi.toml",
             );
         }
-        let lines = resolve::resolve(&wants, &mut |n| session.lines(n), &self.opts.platform, lock.as_ref())?;
+        let prefer = if use_lock { lock.as_ref() } else { None };
+        let lines = resolve::resolve(&wants, &mut |n| session.lines(n), &self.opts.platform, prefer)?;
         let new_lock = resolve::to_lock(&lines);
         if project.is_some() && self.opts.locked && lock.as_ref() != Some(&new_lock) {
             return Err(PkgError::new(
@@ -201,8 +207,8 @@ impl<'a> Ctx<'a> {
         }
         let mut report = self.materialise(&session, &lines, true)?;
         if let Some(p) = project {
-            for (spec, w) in specs.iter().zip(specs.iter().map(|s| resolve::parse_spec(s))) {
-                let w = w?;
+            for spec in specs {
+                let w = resolve::parse_spec(spec)?;
                 let req = spec
                     .split_once('@')
                     .map(|(_, r)| r.to_string())
@@ -385,13 +391,7 @@ impl<'a> Ctx<'a> {
             );
         }
         match project {
-            Some(p) => {
-                let tmp = p.lockfile();
-                if tmp.exists() {
-                    std::fs::remove_file(&tmp).map_err(|e| io_err("remove", &tmp, &e))?;
-                }
-                self.install(&[], Some(p))
-            }
+            Some(p) => self.install_with(&[], Some(p), false),
             None => {
                 let names: Vec<String> = list(&self.home)?.into_iter().map(|i| i.name).collect();
                 if names.is_empty() {
@@ -499,4 +499,34 @@ pub fn verify(ctx: &Ctx<'_>, names: &[String]) -> Result<Vec<Verified>> {
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn project_is_found_upwards() {
+        let t = tempfile::tempdir().unwrap();
+        let deep = t.path().join("a").join("b");
+        std::fs::create_dir_all(&deep).unwrap();
+        assert!(Project::find(&deep).is_none_or(|p| !p.dir.starts_with(t.path())));
+        std::fs::write(t.path().join("a").join("apsi.toml"), "").unwrap();
+        assert_eq!(Project::find(&deep).unwrap().dir, t.path().join("a"));
+    }
+
+    #[test]
+    fn list_of_a_fresh_home_is_empty_and_remove_says_not_installed() {
+        let t = tempfile::tempdir().unwrap();
+        let home = Home::at(t.path());
+        assert!(list(&home).unwrap().is_empty());
+        let cfg = RegistryConfig {
+            url: "file:///nowhere".into(),
+            root: Vec::new(),
+        };
+        let ctx = Ctx::new(home, cfg, Options::default(), &Quiet);
+        let e = ctx.remove(&["mathx".into()]).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::NotFound);
+        assert!(ctx.remove(&["../x".into()]).is_err());
+    }
 }

@@ -186,3 +186,49 @@ impl Store {
         Ok((tree, true))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_lock_times_out_naming_the_holder() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Store::new(t.path());
+        let held = s.lock(Duration::from_secs(1)).unwrap();
+        let e = match s.lock(Duration::from_millis(50)) {
+            Err(e) => e,
+            Ok(_) => panic!("lock was not exclusive"),
+        };
+        assert!(e.message.contains(&format!("process {}", std::process::id())), "{e}");
+        drop(held);
+        assert!(s.lock(Duration::from_millis(50)).is_ok());
+    }
+
+    #[test]
+    fn corrupt_archives_are_removed() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Store::new(t.path());
+        let sum = crate::digest::sha256_hex(b"good");
+        std::fs::create_dir_all(t.path().join("dl")).unwrap();
+        std::fs::write(s.archive_path(&sum), b"evil").unwrap();
+        assert!(s.verified_archive(&sum, 4).unwrap().is_none());
+        assert!(!s.archive_path(&sum).exists());
+        std::fs::write(s.archive_path(&sum), b"good").unwrap();
+        assert!(s.verified_archive(&sum, 4).unwrap().is_some());
+    }
+
+    #[test]
+    fn commit_refuses_a_mismatch() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Store::new(t.path());
+        let sum = crate::digest::sha256_hex(b"good");
+        std::fs::create_dir_all(t.path().join("dl")).unwrap();
+        std::fs::write(s.partial_path(&sum), b"evil").unwrap();
+        let e = s
+            .commit_download(&sum, 4, &crate::digest::sha256_hex(b"evil"))
+            .unwrap_err();
+        assert!(e.message.contains("checksum mismatch"));
+        assert!(!s.partial_path(&sum).exists() && !s.archive_path(&sum).exists());
+    }
+}
