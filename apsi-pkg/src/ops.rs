@@ -22,6 +22,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
+/// Tries per download when the connection drops or stalls.
+const DOWNLOAD_ATTEMPTS: u32 = 3;
+
 /// How an operation runs.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -295,7 +298,20 @@ impl<'a> Ctx<'a> {
                 let rel = download_path(&session.index_config, l);
                 let partial = store.partial_path(&l.cksum);
                 self.reporter.begin(&l.name, l.size);
-                let (h, sha) = t.download(&rel, &partial, l.size, &mut |n| self.reporter.advance(&l.name, n))?;
+                // A dropped connection or a stall is retried (resuming from
+                // what arrived); HTTP errors and integrity failures are not.
+                let mut attempt = 0;
+                let (h, sha) = loop {
+                    attempt += 1;
+                    match t.download(&rel, &partial, l.size, &mut |n| self.reporter.advance(&l.name, n)) {
+                        Ok(x) => break x,
+                        Err(e) if attempt < DOWNLOAD_ATTEMPTS && crate::transport::is_transient(&e) => continue,
+                        Err(e) => {
+                            self.reporter.end(&l.name);
+                            return Err(e);
+                        }
+                    }
+                };
                 self.reporter.end(&l.name);
                 how = Some(h);
                 store.commit_download(&l.cksum, l.size, &sha)?

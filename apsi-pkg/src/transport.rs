@@ -33,6 +33,15 @@ pub fn timeout_from_env() -> Duration {
         .unwrap_or(DEFAULT_TIMEOUT)
 }
 
+/// Marks errors worth retrying: no answer, a stall, a dropped connection;
+/// not an HTTP status nor an integrity failure.
+const TRANSIENT: &str = "(transient)";
+
+/// Whether an error from this module may go away on a retry.
+pub fn is_transient(e: &PkgError) -> bool {
+    e.kind == ErrorKind::Network && e.message.ends_with(TRANSIENT)
+}
+
 fn status_error(what: &str, code: u16) -> PkgError {
     let (msg, hint) = match code {
         404 => (
@@ -72,7 +81,13 @@ fn net_error(what: &str, e: &reqwest::Error) -> PkgError {
         }
         s
     };
-    PkgError::new(ErrorKind::Network, format!("{what}: {why}"))
+    let transient = e.is_timeout() || e.is_connect() || e.is_body() || e.is_request();
+    let tag = if transient {
+        format!(" {TRANSIENT}")
+    } else {
+        String::new()
+    };
+    PkgError::new(ErrorKind::Network, format!("{what}: {why}{tag}"))
         .hint("check the network and the registry URL, or use --offline to work from what is cached")
 }
 
@@ -340,7 +355,7 @@ fn copy_exact(
                 let _ = out.flush();
                 return err(
                     ErrorKind::Network,
-                    format!("{what}: the download stopped after {at} of {len} bytes: {e}"),
+                    format!("{what}: the download stopped after {at} of {len} bytes: {e} {TRANSIENT}"),
                 )
                 .map_err(|e| e.hint("run the same command again: the download resumes where it stopped"));
             }
@@ -362,7 +377,7 @@ fn copy_exact(
     if at != len {
         return Err(PkgError::new(
             ErrorKind::Network,
-            format!("{what}: the download stopped after {at} of {len} bytes"),
+            format!("{what}: the download stopped after {at} of {len} bytes {TRANSIENT}"),
         )
         .hint("run the same command again: the download resumes where it stopped"));
     }

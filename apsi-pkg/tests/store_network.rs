@@ -309,3 +309,21 @@ fn lock_names_its_holder_and_a_dead_holder_releases_it() {
     // The dead process's lock (its pid still in the file) is free.
     assert!(Store::new(&dir).lock(Duration::from_secs(5)).is_ok());
 }
+
+#[test]
+fn dropped_connection_is_retried_and_resumed() {
+    let (reg, line) = published();
+    let srv = Server::start(&reg.dir);
+    srv.fault(DL, Fault::TruncateOnce(100_000));
+    let env = Env::new();
+    let r = ctx_for(&env, &srv, &reg, opts())
+        .install(&["big".into()], None)
+        .unwrap();
+    assert_eq!(r.downloaded, vec![("big".to_string(), DownloadStart::Resumed(100_000))]);
+    assert_eq!(srv.requests_for(DL), vec![None, Some("bytes=100000-".to_string())]);
+    let s = Store::new(env.home.store());
+    assert_eq!(
+        apsi_pkg::digest::sha256_file(&s.archive_path(&line.cksum)).unwrap().0,
+        line.cksum
+    );
+}

@@ -219,6 +219,8 @@ pub enum Fault {
     Delay(Duration),
     /// Serve these bytes instead of the file.
     Body(Vec<u8>),
+    /// Once: announce the whole file, send this many bytes, drop the connection.
+    TruncateOnce(usize),
 }
 
 /// A small HTTP/1.1 server on 127.0.0.1 over a registry folder, with faults.
@@ -310,7 +312,14 @@ fn handle(
             }
         }
         log.lock().unwrap().push((path.clone(), range.clone()));
-        let fault = faults.lock().unwrap().get(&path).cloned();
+        let fault = {
+            let mut f = faults.lock().unwrap();
+            let got = f.get(&path).cloned();
+            if matches!(got, Some(Fault::TruncateOnce(_))) {
+                f.remove(&path);
+            }
+            got
+        };
         let file = std::fs::read(dir.join(&path)).ok();
         let mut body = match (&fault, file) {
             (Some(Fault::Body(b)), _) => b.clone(),
@@ -326,6 +335,11 @@ fn handle(
                 continue;
             }
             Some(Fault::Delay(d)) => std::thread::sleep(d),
+            Some(Fault::TruncateOnce(n)) => {
+                write!(w, "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len())?;
+                w.write_all(&body[..n.min(body.len())])?;
+                return Ok(());
+            }
             Some(Fault::Longer(n)) => body.extend(std::iter::repeat(b'x').take(n)),
             Some(Fault::LongerChunkless(n)) => {
                 body.extend(std::iter::repeat(b'x').take(n));
