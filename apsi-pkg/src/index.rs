@@ -95,13 +95,16 @@ pub fn check_target(t: &str) -> Result<()> {
     }
 }
 
-/// The index file's path for a (valid) package name, Cargo's layout.
+/// The index file's path for a package name, Cargo's layout (names are
+/// checked ASCII; any other text still gets a path, never a panic).
 pub fn index_path(name: &str) -> String {
-    match name.len() {
+    let c: Vec<char> = name.chars().collect();
+    let part = |a: usize, b: usize| -> String { c.get(a..b).map(|s| s.iter().collect()).unwrap_or_default() };
+    match c.len() {
         1 => format!("1/{name}"),
         2 => format!("2/{name}"),
-        3 => format!("3/{}/{name}", &name[..1]),
-        _ => format!("{}/{}/{name}", &name[..2], &name[2..4]),
+        3 => format!("3/{}/{name}", part(0, 1)),
+        _ => format!("{}/{}/{name}", part(0, 2), part(2, 4)),
     }
 }
 

@@ -209,6 +209,7 @@ fn write_index(path: &Path, lines: &[IndexLine]) -> Result<()> {
 
 /// Sets or clears `yanked` on one version (all its targets unless given).
 pub fn yank(reg: &Path, name: &str, vers: &str, target: Option<&str>, yanked: bool) -> Result<usize> {
+    crate::index::check_name(name)?;
     let ip = index_file(reg, name);
     let text = fs::read_to_string(&ip).map_err(|e| io_err("read the index of", &ip, &e))?;
     let mut lines = parse_index_file(name, &text)?;

@@ -8,7 +8,7 @@
 set -euo pipefail
 RUNS=${1:-5}
 cd "$(dirname "$0")/../.."
-cargo build --release -q -p apsi-cli -p apsi-registry
+[ -n "${NO_BUILD:-}" ] || cargo build --release -q -p apsi-cli -p apsi-registry
 APSI=$PWD/target/release/apsi
 REG=$PWD/target/release/apsi-registry
 W=$(mktemp -d)

@@ -24,7 +24,7 @@ usage: apsi-registry COMMAND …
   yank REG NAME VERSION [--target T] [--undo]
   sign REG --key KEY… [--expires-days D | --expires-secs S]
                                           sign a new snapshot.json of the index
-  serve REG [--addr 127.0.0.1:PORT] [--threads N]
+  serve REG [--addr 127.0.0.1:PORT] [--connections N]
                                           serve REG over HTTP (Range supported)
 ";
 
@@ -263,10 +263,10 @@ pub fn run(args: &[String]) -> Result<()> {
         }
         "serve" => {
             let f = parse_flags(rest, &[])?;
-            f.check(&["addr", "threads"])?;
+            f.check(&["addr", "connections"])?;
             let reg = f.reg()?;
             let addr = f.one("addr").unwrap_or("127.0.0.1:8787");
-            serve::serve(&reg, addr, f.num("threads", 8)?.clamp(1, 64) as usize)
+            serve::serve(&reg, addr, f.num("connections", 256)?.clamp(1, 4096) as usize)
         }
         other => {
             eprint!("{USAGE}");
