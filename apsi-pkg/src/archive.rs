@@ -143,7 +143,7 @@ pub fn extract(archive: &Path, dest: &Path, prefix: &str, limits: Limits) -> Res
             return refuse(&raw, "another entry has the same name up to letter case");
         }
         for i in 1..parts.len() {
-            if links.contains(&parts[..i].to_vec()) {
+            if links.contains(&parts[..i]) {
                 return refuse(&raw, "its path goes through a symlink");
             }
         }

@@ -16,7 +16,7 @@ pub fn to_hex(bytes: &[u8]) -> String {
 /// Decodes lower- or upper-case hex; `None` on odd length or a non-hex digit.
 pub fn from_hex(s: &str) -> Option<Vec<u8>> {
     let b = s.as_bytes();
-    if b.len() % 2 != 0 {
+    if !b.len().is_multiple_of(2) {
         return None;
     }
     let digit = |c: u8| -> Option<u8> {

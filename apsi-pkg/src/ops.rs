@@ -22,6 +22,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
+/// Whether one package was extracted by this call, and how its download began.
+type Outcome = (bool, Option<DownloadStart>);
+
 /// Tries per download when the connection drops or stalls.
 const DOWNLOAD_ATTEMPTS: u32 = 3;
 
@@ -233,7 +236,7 @@ impl<'a> Ctx<'a> {
         let store = self.store();
         let _guard = store.lock(self.opts.lock_timeout)?;
         let next = AtomicUsize::new(0);
-        let results: Mutex<Vec<(usize, Result<(bool, Option<DownloadStart>)>)>> = Mutex::new(Vec::new());
+        let results: Mutex<Vec<(usize, Result<Outcome>)>> = Mutex::new(Vec::new());
         let jobs = self.opts.jobs.clamp(1, 64).min(lines.len().max(1));
         std::thread::scope(|s| {
             for _ in 0..jobs {

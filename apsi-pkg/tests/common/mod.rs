@@ -223,6 +223,9 @@ pub enum Fault {
     TruncateOnce(usize),
 }
 
+/// (path, Range header) of each request served.
+pub type Log = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
 /// A small HTTP/1.1 server on 127.0.0.1 over a registry folder, with faults.
 pub struct Server {
     pub url: String,
@@ -230,7 +233,7 @@ pub struct Server {
     /// Connections accepted.
     pub connections: Arc<AtomicUsize>,
     /// (path, range header) of each request.
-    pub log: Arc<Mutex<Vec<(String, Option<String>)>>>,
+    pub log: Log,
 }
 
 impl Server {
@@ -239,7 +242,7 @@ impl Server {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let faults: Arc<Mutex<HashMap<String, Fault>>> = Arc::default();
         let connections = Arc::new(AtomicUsize::new(0));
-        let log: Arc<Mutex<Vec<(String, Option<String>)>>> = Arc::default();
+        let log: Log = Arc::default();
         let (f2, c2, l2, d2) = (faults.clone(), connections.clone(), log.clone(), dir.to_path_buf());
         std::thread::spawn(move || {
             for s in listener.incoming() {
@@ -340,9 +343,9 @@ fn handle(
                 w.write_all(&body[..n.min(body.len())])?;
                 return Ok(());
             }
-            Some(Fault::Longer(n)) => body.extend(std::iter::repeat(b'x').take(n)),
+            Some(Fault::Longer(n)) => body.extend(std::iter::repeat_n(b'x', n)),
             Some(Fault::LongerChunkless(n)) => {
-                body.extend(std::iter::repeat(b'x').take(n));
+                body.extend(std::iter::repeat_n(b'x', n));
                 write!(w, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")?;
                 w.write_all(&body)?;
                 return Ok(());
@@ -404,7 +407,7 @@ impl RawTar {
         self.data.extend_from_slice(h.as_bytes());
         self.data.extend_from_slice(body);
         let pad = (512 - body.len() % 512) % 512;
-        self.data.extend(std::iter::repeat(0u8).take(pad));
+        self.data.extend(std::iter::repeat_n(0u8, pad));
         self
     }
 
@@ -420,7 +423,7 @@ impl RawTar {
 
     pub fn gz(&self) -> Vec<u8> {
         let mut d = self.data.clone();
-        d.extend(std::iter::repeat(0u8).take(1024));
+        d.extend(std::iter::repeat_n(0u8, 1024));
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         e.write_all(&d).unwrap();
         e.finish().unwrap()
