@@ -227,3 +227,31 @@ fn project_lockfile_and_frozen() {
     let out = ok(&w.apsi(&["pkg", "update"], &w.url));
     assert!(out.contains("installed mathx 1.1.0"), "{out}");
 }
+
+#[test]
+fn two_processes_install_at_once() {
+    let w = world();
+    let spawn = || {
+        Command::new(env!("CARGO_BIN_EXE_apsi"))
+            .args(["pkg", "install", "mathx"])
+            .current_dir(w.work())
+            .env("APSI_HOME", w.home())
+            .env("APSI_REGISTRY", &w.url)
+            .env("APSI_REGISTRY_ROOT", w.reg().join("1.root.json"))
+            .env_remove("HTTP_PROXY")
+            .env_remove("http_proxy")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    for c in [a, b] {
+        ok(&c.wait_with_output().unwrap());
+    }
+    // One extracted tree, one link, and the program runs.
+    let trees: Vec<_> = std::fs::read_dir(w.home().join("store/pkg")).unwrap().collect();
+    assert_eq!(trees.len(), 1);
+    std::fs::write(w.work().join("p.apsi"), "use mathx\nprint(mathx.double(4))\n").unwrap();
+    assert_eq!(ok(&w.apsi(&["p.apsi"], &w.url)).trim(), "8");
+}
