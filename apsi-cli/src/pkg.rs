@@ -141,7 +141,9 @@ impl Reporter for Bars {
 }
 
 fn fail(e: &PkgError) -> u8 {
-    eprintln!("error: {e}");
+    // The retry marker is for the library, not for people.
+    let text = e.to_string().replace(" (transient)", "");
+    eprintln!("error: {text}");
     if e.kind == ErrorKind::Usage {
         2
     } else {

@@ -41,6 +41,8 @@ pub struct Options {
     /// How long to wait for a connection or the next bytes.
     pub net_timeout: Duration,
     pub limits: Limits,
+    /// The time (unix seconds) expiry is judged at; `None` is the clock's.
+    pub now: Option<u64>,
 }
 
 impl Default for Options {
@@ -53,6 +55,7 @@ impl Default for Options {
             lock_timeout: crate::store::lock_timeout_from_env(),
             net_timeout: crate::transport::timeout_from_env(),
             limits: Limits::default(),
+            now: None,
         }
     }
 }
@@ -136,7 +139,14 @@ impl<'a> Ctx<'a> {
     }
 
     pub fn open(&self) -> Result<Session> {
-        Session::open(&self.home, &self.registry, self.opts.offline, self.opts.net_timeout)
+        let now = self.opts.now.unwrap_or_else(crate::trust::now_secs);
+        Session::open(
+            &self.home,
+            &self.registry,
+            self.opts.offline,
+            self.opts.net_timeout,
+            now,
+        )
     }
 
     fn store(&self) -> Store {

@@ -38,7 +38,7 @@ fn trust_file(home: &Home, id: &str, name: &str) -> PathBuf {
 impl Session {
     /// Opens the registry: online refreshes and verifies the metadata,
     /// offline uses what was verified and persisted before.
-    pub fn open(home: &Home, config: &RegistryConfig, offline: bool, timeout: Duration) -> Result<Session> {
+    pub fn open(home: &Home, config: &RegistryConfig, offline: bool, timeout: Duration, now: u64) -> Result<Session> {
         let id = config.id();
         let mut warnings = Vec::new();
         let (pinned, _) = trust::parse_root("the configured root", &config.root)?;
@@ -67,7 +67,6 @@ impl Session {
                 root = r;
             }
         }
-        let now = trust::now_secs();
         if root.expires <= now {
             let msg = format!(
                 "the registry's root (version {}) expired at {} (unix time)",

@@ -159,7 +159,7 @@ fn http_errors_are_clear() {
 fn slow_server_times_out() {
     let (reg, _) = published();
     let srv = Server::start(&reg.dir);
-    srv.fault("snapshot.json", Fault::Delay(Duration::from_secs(5)));
+    srv.fault("snapshot.json", Fault::Delay(Duration::from_secs(60)));
     let env = Env::new();
     let o = Options {
         net_timeout: Duration::from_millis(300),
@@ -167,7 +167,11 @@ fn slow_server_times_out() {
     };
     let t = std::time::Instant::now();
     let e = ctx_for(&env, &srv, &reg, o).install(&["big".into()], None).unwrap_err();
-    assert!(t.elapsed() < Duration::from_secs(4), "took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(50),
+        "not cut at the timeout: took {:?}",
+        t.elapsed()
+    );
     assert_eq!(e.kind, ErrorKind::Network, "{e}");
     assert!(e.message.contains("timed out"), "{e}");
     env.assert_clean("big");

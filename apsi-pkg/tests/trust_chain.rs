@@ -107,7 +107,8 @@ fn snapshot_rollback_is_refused() {
 fn expired_snapshot_fails_online_and_warns_offline() {
     let reg = Reg::new();
     reg.library("mathx", "1.0.0", "x = 1\n", &[]);
-    publish::sign_snapshot(&reg.dir, &[&reg.key], now_secs() + 2).unwrap();
+    let expires = now_secs() + 3600;
+    publish::sign_snapshot(&reg.dir, &[&reg.key], expires).unwrap();
     let env = Env::new();
     env.ctx(&reg.url(), reg.root_bytes(), opts())
         .install(&["mathx".into()], None)
@@ -116,18 +117,19 @@ fn expired_snapshot_fails_online_and_warns_offline() {
         .remove(&["mathx".into()])
         .unwrap();
     let before = env.store_entries();
-    std::thread::sleep(std::time::Duration::from_millis(3100));
+    // Judged one second after the snapshot's expiry.
+    let later = apsi_pkg::ops::Options {
+        now: Some(expires + 1),
+        ..opts()
+    };
     let e = env
-        .ctx(&reg.url(), reg.root_bytes(), opts())
+        .ctx(&reg.url(), reg.root_bytes(), later.clone())
         .install(&["mathx".into()], None)
         .unwrap_err();
     assert_eq!(e.kind, ErrorKind::Trust);
     assert!(e.message.contains("expired"), "{e}");
     env.assert_clean_since("mathx", &before);
-    let off = apsi_pkg::ops::Options {
-        offline: true,
-        ..opts()
-    };
+    let off = apsi_pkg::ops::Options { offline: true, ..later };
     let r = env
         .ctx(&reg.url(), reg.root_bytes(), off)
         .install(&["mathx".into()], None)
