@@ -383,3 +383,39 @@ fn copy_exact(
     }
     Ok(crate::digest::to_hex(&hasher.finalize()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_are_capped() {
+        assert_eq!(read_capped("x", &b"abc"[..], 3).unwrap(), b"abc");
+        let e = read_capped("x", &b"abcd"[..], 3).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Integrity);
+    }
+
+    #[test]
+    fn status_errors_name_the_status() {
+        for (code, word) in [(404, "not found"), (410, "gone"), (451, "legal")] {
+            let e = status_error("u", code);
+            assert!(e.message.contains(word) && e.message.contains(&code.to_string()), "{e}");
+            assert!(!is_transient(&e));
+        }
+    }
+
+    #[test]
+    fn file_transport_reads_and_resumes() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(t.path().join("a"), b"0123456789").unwrap();
+        let tr = Transport::new(&format!("file://{}", t.path().display()), DEFAULT_TIMEOUT).unwrap();
+        assert!(tr.get_optional("missing", 10).unwrap().is_none());
+        assert_eq!(tr.get("a", 10).unwrap(), b"0123456789");
+        let partial = t.path().join("p");
+        std::fs::write(&partial, b"0123").unwrap();
+        let (how, sha) = tr.download("a", &partial, 10, &mut |_| {}).unwrap();
+        assert_eq!(how, DownloadStart::Resumed(4));
+        assert_eq!(sha, crate::digest::sha256_hex(b"0123456789"));
+        assert!(Transport::new("ftp://x", DEFAULT_TIMEOUT).is_err());
+    }
+}
