@@ -9,6 +9,8 @@ pub enum Command {
     Run(RunOptions),
     Check { files: Vec<String>, allowed: Vec<String> },
     Repl(RunOptions),
+    /// `apsi pkg …`: the arguments after `pkg`.
+    Pkg(Vec<String>),
     Version,
     Help(Option<String>),
 }
@@ -51,6 +53,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("run FILE [ARGS…]", "run a program (also: apsi FILE)"),
     ("check FILE…", "check programs without running them"),
     ("repl", "start the interactive prompt (also: apsi alone)"),
+    ("pkg COMMAND …", "install and manage packages (apsi pkg --help)"),
     ("help [COMMAND]", "show help"),
 ];
 
@@ -64,6 +67,7 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         "--help" | "-h" => Ok(Command::Help(None)),
         "help" => Ok(Command::Help(args.get(1).cloned())),
         "run" => parse_run(&args[1..]).map(Command::Run),
+        "pkg" => Ok(Command::Pkg(args[1..].to_vec())),
         "repl" => {
             let opts = parse_run_flags(&args[1..], false)?;
             Ok(Command::Repl(opts))

@@ -7,6 +7,8 @@
 mod args;
 mod help;
 mod modules;
+#[cfg(feature = "pkg")]
+mod pkg;
 mod repl;
 mod run;
 mod term;
@@ -54,6 +56,13 @@ fn dispatch(argv: &[String]) -> u8 {
         args::Command::Run(opts) => run::run_file(&opts),
         args::Command::Check { files, allowed } => run::check_files(&files, &allowed),
         args::Command::Repl(opts) => repl::start(&opts),
+        #[cfg(feature = "pkg")]
+        args::Command::Pkg(a) => pkg::main(&a),
+        #[cfg(not(feature = "pkg"))]
+        args::Command::Pkg(_) => {
+            eprintln!("error: this apsi was built without package support\n  = hint: rebuild with the `pkg` cargo feature");
+            2
+        }
     }
 }
 

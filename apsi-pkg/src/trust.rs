@@ -1,0 +1,444 @@
+//! TUF-lite trust: ed25519 keys, a signed root (the key set and thresholds),
+//! rotated by a chain of roots each signed by its predecessor's threshold and
+//! its own, and a signed snapshot naming the sha256 and length of every
+//! index file, with a version (no rollback) and an expiry (no freeze).
+//!
+//! What is signed is the canonical JSON of the `signed` member (object keys
+//! sorted, no spaces), so a document re-serialised by any tool still verifies.
+
+use crate::digest::{from_hex, sha256_hex, to_hex};
+use crate::error::{err, ErrorKind, PkgError, Result};
+use ed25519_dalek::{Signer, Verifier};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Trust metadata larger than this is refused before it is parsed.
+pub const MAX_METADATA_BYTES: u64 = 8 << 20;
+
+/// A secret signing key (32 bytes).
+pub struct SecretKey(ed25519_dalek::SigningKey);
+
+impl SecretKey {
+    /// A fresh key from the operating system's random source.
+    pub fn generate() -> Result<SecretKey> {
+        let mut seed = [0u8; 32];
+        getrandom::getrandom(&mut seed)
+            .map_err(|e| PkgError::new(ErrorKind::Io, format!("cannot read random bytes for a new key: {e}")))?;
+        Ok(SecretKey(ed25519_dalek::SigningKey::from_bytes(&seed)))
+    }
+
+    /// Parses the hex text of a secret key file.
+    pub fn from_hex(text: &str) -> Result<SecretKey> {
+        let bytes = from_hex(text.trim())
+            .filter(|b| b.len() == 32)
+            .ok_or_else(|| PkgError::new(ErrorKind::Usage, "a secret key file must hold 64 hex digits (32 bytes)"))?;
+        let mut seed = [0u8; 32];
+        seed.copy_from_slice(&bytes);
+        Ok(SecretKey(ed25519_dalek::SigningKey::from_bytes(&seed)))
+    }
+
+    pub fn to_hex(&self) -> String {
+        to_hex(&self.0.to_bytes())
+    }
+
+    pub fn public_hex(&self) -> String {
+        to_hex(self.0.verifying_key().as_bytes())
+    }
+
+    /// The key id: sha256 of the public key bytes.
+    pub fn keyid(&self) -> String {
+        sha256_hex(self.0.verifying_key().as_bytes())
+    }
+
+    pub fn sign(&self, msg: &[u8]) -> String {
+        to_hex(&self.0.sign(msg).to_bytes())
+    }
+}
+
+/// The key id of a public key given in hex; `None` when it is not 32 bytes.
+pub fn keyid_of(public_hex: &str) -> Option<String> {
+    let b = from_hex(public_hex.trim())?;
+    (b.len() == 32).then(|| sha256_hex(&b))
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Signature {
+    pub keyid: String,
+    pub sig: String,
+}
+
+/// A signed document: `{"signed": {...}, "signatures": [...]}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Envelope {
+    pub signed: Value,
+    pub signatures: Vec<Signature>,
+}
+
+/// Who may sign one role and how many of them must.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Role {
+    pub keyids: Vec<String>,
+    pub threshold: u32,
+}
+
+/// The root: every key (id → public key hex) and the two roles.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Root {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub version: u64,
+    /// Unix seconds.
+    pub expires: u64,
+    pub keys: BTreeMap<String, String>,
+    pub root: Role,
+    pub snapshot: Role,
+}
+
+/// Length and hash of one index file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FileMeta {
+    pub sha256: String,
+    pub length: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Snapshot {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub version: u64,
+    /// Unix seconds.
+    pub expires: u64,
+    /// Path relative to the registry root → its meta; `config.json` included.
+    pub files: BTreeMap<String, FileMeta>,
+}
+
+/// Canonical JSON: object keys sorted, no whitespace.
+pub fn canonical(v: &Value) -> Vec<u8> {
+    fn write(v: &Value, out: &mut Vec<u8>) {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                out.push(b'{');
+                for (i, k) in keys.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    out.extend(serde_json::to_vec(k).unwrap_or_default());
+                    out.push(b':');
+                    if let Some(x) = m.get(*k) {
+                        write(x, out);
+                    }
+                }
+                out.push(b'}');
+            }
+            Value::Array(a) => {
+                out.push(b'[');
+                for (i, x) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write(x, out);
+                }
+                out.push(b']');
+            }
+            other => out.extend(serde_json::to_vec(other).unwrap_or_default()),
+        }
+    }
+    let mut out = Vec::new();
+    write(v, &mut out);
+    out
+}
+
+/// Signs `signed` with every key given.
+pub fn sign<T: Serialize>(signed: &T, keys: &[&SecretKey]) -> Result<Envelope> {
+    let value = serde_json::to_value(signed)
+        .map_err(|e| PkgError::new(ErrorKind::Io, format!("cannot serialise metadata: {e}")))?;
+    let msg = canonical(&value);
+    let signatures = keys
+        .iter()
+        .map(|k| Signature {
+            keyid: k.keyid(),
+            sig: k.sign(&msg),
+        })
+        .collect();
+    Ok(Envelope {
+        signed: value,
+        signatures,
+    })
+}
+
+/// Serialises an envelope for writing to disk (pretty, stable).
+pub fn envelope_bytes(env: &Envelope) -> Vec<u8> {
+    let mut v = serde_json::to_vec_pretty(env).unwrap_or_default();
+    v.push(b'\n');
+    v
+}
+
+/// Parses an envelope from raw bytes, refusing oversized input first.
+pub fn parse_envelope(what: &str, bytes: &[u8]) -> Result<Envelope> {
+    if bytes.len() as u64 > MAX_METADATA_BYTES {
+        return err(
+            ErrorKind::Integrity,
+            format!(
+                "{what} is {} bytes, more than the {MAX_METADATA_BYTES} allowed for trust metadata",
+                bytes.len()
+            ),
+        );
+    }
+    serde_json::from_slice(bytes)
+        .map_err(|e| PkgError::new(ErrorKind::Trust, format!("{what} is not a signed document: {e}")))
+}
+
+/// Checks that at least `role.threshold` distinct keys of `role`, known in
+/// `keys`, signed the envelope. The error lists what each signature was.
+pub fn verify_role(what: &str, env: &Envelope, keys: &BTreeMap<String, String>, role: &Role) -> Result<()> {
+    if role.threshold == 0 {
+        return err(ErrorKind::Trust, format!("{what}: a threshold of 0 is never accepted"));
+    }
+    let msg = canonical(&env.signed);
+    let mut good: Vec<&str> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    for s in &env.signatures {
+        let short = s.keyid.get(..12).unwrap_or(&s.keyid);
+        if !role.keyids.contains(&s.keyid) {
+            notes.push(format!("key {short} is not a key of this role"));
+            continue;
+        }
+        let Some(pk_hex) = keys.get(&s.keyid) else {
+            notes.push(format!("key {short} is unknown"));
+            continue;
+        };
+        if good.contains(&s.keyid.as_str()) {
+            continue;
+        }
+        if check_sig(pk_hex, &s.sig, &msg) {
+            good.push(&s.keyid);
+        } else {
+            notes.push(format!("key {short}: bad signature"));
+        }
+    }
+    if (good.len() as u64) < u64::from(role.threshold) {
+        let detail = if notes.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", notes.join("; "))
+        };
+        return Err(PkgError::new(
+            ErrorKind::Trust,
+            format!(
+                "{what}: signature threshold not met: expected {} valid signature(s), found {}{detail}",
+                role.threshold,
+                good.len()
+            ),
+        )
+        .hint(
+            "the registry's metadata is not signed by keys you trust; do not use it, and tell the registry's operator",
+        ));
+    }
+    Ok(())
+}
+
+fn check_sig(pk_hex: &str, sig_hex: &str, msg: &[u8]) -> bool {
+    let (Some(pk), Some(sig)) = (from_hex(pk_hex), from_hex(sig_hex)) else {
+        return false;
+    };
+    let (Ok(pk), Ok(sig)) = (
+        <[u8; 32]>::try_from(pk.as_slice()),
+        <[u8; 64]>::try_from(sig.as_slice()),
+    ) else {
+        return false;
+    };
+    let Ok(vk) = ed25519_dalek::VerifyingKey::from_bytes(&pk) else {
+        return false;
+    };
+    vk.verify(msg, &ed25519_dalek::Signature::from_bytes(&sig)).is_ok()
+}
+
+fn typed<T: for<'de> Deserialize<'de>>(what: &str, env: &Envelope) -> Result<T> {
+    serde_json::from_value(env.signed.clone())
+        .map_err(|e| PkgError::new(ErrorKind::Trust, format!("{what}: malformed signed content: {e}")))
+}
+
+/// Parses a root and checks it is self-consistent and signed by its own
+/// root role (used for the pinned/configured root and each rotation step).
+pub fn parse_root(what: &str, bytes: &[u8]) -> Result<(Root, Envelope)> {
+    let env = parse_envelope(what, bytes)?;
+    let root: Root = typed(what, &env)?;
+    if root.kind != "root" {
+        return err(
+            ErrorKind::Trust,
+            format!("{what}: expected a document of type 'root', found '{}'", root.kind),
+        );
+    }
+    for (id, pk) in &root.keys {
+        if keyid_of(pk).as_deref() != Some(id.as_str()) {
+            return err(
+                ErrorKind::Trust,
+                format!("{what}: key id {id} does not match its public key"),
+            );
+        }
+    }
+    verify_role(what, &env, &root.keys, &root.root)?;
+    Ok((root, env))
+}
+
+/// One rotation step: `next` must be version `trusted.version + 1` and be
+/// signed by the threshold of the trusted root's keys and of its own.
+pub fn verify_rotation(trusted: &Root, bytes: &[u8]) -> Result<(Root, Envelope)> {
+    let want = trusted.version.saturating_add(1);
+    let what = format!("root version {want}");
+    let (next, env) = parse_root(&what, bytes)?;
+    if next.version != want {
+        return err(
+            ErrorKind::Trust,
+            format!(
+                "{what}: expected version {want}, found {} (roots must not be skipped)",
+                next.version
+            ),
+        );
+    }
+    verify_role(
+        &format!("{what} (signed by version {})", trusted.version),
+        &env,
+        &trusted.keys,
+        &trusted.root,
+    )?;
+    Ok((next, env))
+}
+
+pub fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Verifies a snapshot against the root. Expiry is returned, not judged,
+/// since offline use only warns about it.
+pub fn verify_snapshot(root: &Root, bytes: &[u8]) -> Result<Snapshot> {
+    let env = parse_envelope("snapshot.json", bytes)?;
+    verify_role("snapshot.json", &env, &root.keys, &root.snapshot)?;
+    let snap: Snapshot = typed("snapshot.json", &env)?;
+    if snap.kind != "snapshot" {
+        return err(
+            ErrorKind::Trust,
+            format!("snapshot.json: expected type 'snapshot', found '{}'", snap.kind),
+        );
+    }
+    Ok(snap)
+}
+
+/// Checks bytes against a declared length and hash, length first.
+pub fn check_meta(what: &str, meta: &FileMeta, bytes: &[u8]) -> Result<()> {
+    if bytes.len() as u64 != meta.length {
+        return err(
+            ErrorKind::Integrity,
+            format!(
+                "{what}: expected {} bytes as the snapshot declares, found {}",
+                meta.length,
+                bytes.len()
+            ),
+        );
+    }
+    let got = sha256_hex(bytes);
+    if got != meta.sha256 {
+        return err(
+            ErrorKind::Integrity,
+            format!("{what}: sha256 mismatch: expected {}, found {got}", meta.sha256),
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root_with(keys: &[&SecretKey], threshold: u32, version: u64) -> Root {
+        let map: BTreeMap<String, String> = keys.iter().map(|k| (k.keyid(), k.public_hex())).collect();
+        let ids: Vec<String> = map.keys().cloned().collect();
+        Root {
+            kind: "root".into(),
+            version,
+            expires: now_secs() + 1000,
+            keys: map,
+            root: Role {
+                keyids: ids.clone(),
+                threshold,
+            },
+            snapshot: Role { keyids: ids, threshold },
+        }
+    }
+
+    #[test]
+    fn canonical_sorts_keys() {
+        let v: Value = serde_json::from_str(r#"{"b":1,"a":{"d":[1,2],"c":"x"}}"#).unwrap();
+        assert_eq!(
+            String::from_utf8(canonical(&v)).unwrap(),
+            r#"{"a":{"c":"x","d":[1,2]},"b":1}"#
+        );
+    }
+
+    #[test]
+    fn threshold_and_bad_signatures() {
+        let (a, b) = (SecretKey::generate().unwrap(), SecretKey::generate().unwrap());
+        let root = root_with(&[&a, &b], 2, 1);
+        let one = sign(&root, &[&a]).unwrap();
+        let e = verify_role("t", &one, &root.keys, &root.root).unwrap_err();
+        assert!(e.message.contains("expected 2 valid signature(s), found 1"), "{e}");
+        let mut both = sign(&root, &[&a, &b]).unwrap();
+        assert!(verify_role("t", &both, &root.keys, &root.root).is_ok());
+        // The same key twice does not count twice.
+        let twice = sign(&root, &[&a, &a]).unwrap();
+        assert!(verify_role("t", &twice, &root.keys, &root.root).is_err());
+        // A tampered payload fails.
+        both.signed["version"] = Value::from(7);
+        let e = verify_role("t", &both, &root.keys, &root.root).unwrap_err();
+        assert!(e.message.contains("bad signature"), "{e}");
+    }
+
+    #[test]
+    fn unknown_key_does_not_count() {
+        let (a, stranger) = (SecretKey::generate().unwrap(), SecretKey::generate().unwrap());
+        let root = root_with(&[&a], 1, 1);
+        let env = sign(&root, &[&stranger]).unwrap();
+        let e = verify_role("t", &env, &root.keys, &root.root).unwrap_err();
+        assert!(e.message.contains("not a key of this role"), "{e}");
+    }
+
+    #[test]
+    fn rotation_chain() {
+        let (a, b) = (SecretKey::generate().unwrap(), SecretKey::generate().unwrap());
+        let r1 = root_with(&[&a], 1, 1);
+        let r2 = root_with(&[&b], 1, 2);
+        // Signed only by the new key: refused.
+        let only_new = envelope_bytes(&sign(&r2, &[&b]).unwrap());
+        assert!(verify_rotation(&r1, &only_new).is_err());
+        let good = envelope_bytes(&sign(&r2, &[&a, &b]).unwrap());
+        assert_eq!(verify_rotation(&r1, &good).unwrap().0.version, 2);
+        // Skipping a version: refused.
+        let r3 = root_with(&[&b], 1, 3);
+        let skip = envelope_bytes(&sign(&r3, &[&a, &b]).unwrap());
+        let e = verify_rotation(&r1, &skip).unwrap_err();
+        assert!(e.message.contains("must not be skipped"), "{e}");
+    }
+
+    #[test]
+    fn meta_checks_length_then_hash() {
+        let m = FileMeta {
+            sha256: sha256_hex(b"abc"),
+            length: 3,
+        };
+        assert!(check_meta("f", &m, b"abc").is_ok());
+        assert!(check_meta("f", &m, b"abcd")
+            .unwrap_err()
+            .message
+            .contains("expected 3 bytes"));
+        assert!(check_meta("f", &m, b"abd")
+            .unwrap_err()
+            .message
+            .contains("sha256 mismatch"));
+    }
+}

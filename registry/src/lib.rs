@@ -1,0 +1,286 @@
+//! `apsi-registry`: build, sign, index and serve an Apsi package registry.
+//! The binary is a thin wrapper around [`run`]; tests drive the same code.
+//! See `docs/PACKAGES.md` (for registry operators).
+
+pub mod serve;
+
+use apsi_pkg::error::{err, ErrorKind, PkgError, Result};
+use apsi_pkg::manifest::PackageManifest;
+use apsi_pkg::publish::{self, RootSpec};
+use apsi_pkg::trust::{now_secs, SecretKey};
+use std::path::{Path, PathBuf};
+
+pub const USAGE: &str = "\
+usage: apsi-registry COMMAND …
+
+  keygen --dir DIR --name NAME            new ed25519 key: DIR/NAME.key (secret), DIR/NAME.pub
+  root REG --root-key PUB… [--threshold N] [--snapshot-key PUB… [--snapshot-threshold N]]
+           --sign KEY… [--expires-days D]  write the next N.root.json (a rotation is signed by
+                                           the old root's keys and the new one's)
+  build DIR [--out OUTDIR] [--level 0-9]  pack DIR (with apsi-package.toml) into NAME-VERSION-TARGET.tar.gz
+  build --manifest FILE [--out OUTDIR] FILE…
+                                          pack built artifacts (e.g. a .so) with a manifest
+  index REG ARCHIVE…                      publish archives: copy to REG/dl, append index lines
+  yank REG NAME VERSION [--target T] [--undo]
+  sign REG --key KEY… [--expires-days D | --expires-secs S]
+                                          sign a new snapshot.json of the index
+  serve REG [--addr 127.0.0.1:PORT] [--connections N]
+                                          serve REG over HTTP (Range supported)
+";
+
+/// Flags of the form `--name VALUE` (repeatable) and positional arguments.
+struct Flags {
+    pos: Vec<String>,
+    named: Vec<(String, String)>,
+    switches: Vec<String>,
+}
+
+fn parse_flags(args: &[String], switches: &[&str]) -> Result<Flags> {
+    let mut f = Flags {
+        pos: Vec::new(),
+        named: Vec::new(),
+        switches: Vec::new(),
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        if let Some(name) = a.strip_prefix("--") {
+            if switches.contains(&name) {
+                f.switches.push(name.to_string());
+            } else {
+                let Some(v) = args.get(i + 1) else {
+                    return err(ErrorKind::Usage, format!("'{a}' needs a value"));
+                };
+                f.named.push((name.to_string(), v.clone()));
+                i += 1;
+            }
+        } else {
+            f.pos.push(a.clone());
+        }
+        i += 1;
+    }
+    Ok(f)
+}
+
+impl Flags {
+    fn all(&self, name: &str) -> Vec<&str> {
+        self.named
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+    fn one(&self, name: &str) -> Option<&str> {
+        self.all(name).last().copied()
+    }
+    fn num(&self, name: &str, default: u64) -> Result<u64> {
+        match self.one(name) {
+            None => Ok(default),
+            Some(v) => v
+                .parse()
+                .map_err(|_| PkgError::new(ErrorKind::Usage, format!("--{name} needs a whole number, found '{v}'"))),
+        }
+    }
+    fn check(&self, allowed: &[&str]) -> Result<()> {
+        for (n, _) in &self.named {
+            if !allowed.contains(&n.as_str()) {
+                return err(ErrorKind::Usage, format!("unknown option '--{n}'"));
+            }
+        }
+        Ok(())
+    }
+    fn reg(&self) -> Result<PathBuf> {
+        self.pos
+            .first()
+            .map(PathBuf::from)
+            .ok_or_else(|| PkgError::new(ErrorKind::Usage, "missing the registry folder REG"))
+    }
+}
+
+fn expires(f: &Flags, default_days: u64) -> Result<u64> {
+    if let Some(s) = f.one("expires-secs") {
+        let s: i64 = s
+            .parse()
+            .map_err(|_| PkgError::new(ErrorKind::Usage, format!("--expires-secs needs a number, found '{s}'")))?;
+        return Ok((now_secs() as i64).saturating_add(s).max(0) as u64);
+    }
+    let days = f.num("expires-days", default_days)?;
+    Ok(now_secs().saturating_add(days.saturating_mul(86_400)))
+}
+
+fn keys(paths: &[&str]) -> Result<Vec<SecretKey>> {
+    paths.iter().map(|p| publish::load_secret(Path::new(p))).collect()
+}
+
+/// Runs one `apsi-registry` command line (without the program name).
+pub fn run(args: &[String]) -> Result<()> {
+    let Some(cmd) = args.first() else {
+        eprint!("{USAGE}");
+        return err(ErrorKind::Usage, "missing COMMAND");
+    };
+    let rest = &args[1..];
+    match cmd.as_str() {
+        "-h" | "--help" | "help" => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        "keygen" => {
+            let f = parse_flags(rest, &[])?;
+            f.check(&["dir", "name"])?;
+            let dir = f.one("dir").unwrap_or(".");
+            let name = f
+                .one("name")
+                .ok_or_else(|| PkgError::new(ErrorKind::Usage, "keygen needs --name NAME"))?;
+            let id = publish::keygen(Path::new(dir), name)?;
+            println!("key {id}\n  secret: {dir}/{name}.key (keep it offline)\n  public: {dir}/{name}.pub");
+            Ok(())
+        }
+        "root" => {
+            let f = parse_flags(rest, &[])?;
+            f.check(&[
+                "root-key",
+                "threshold",
+                "snapshot-key",
+                "snapshot-threshold",
+                "sign",
+                "expires-days",
+                "expires-secs",
+            ])?;
+            let reg = f.reg()?;
+            let root_keys = f
+                .all("root-key")
+                .iter()
+                .map(|p| publish::load_public(Path::new(p)))
+                .collect::<Result<Vec<_>>>()?;
+            if root_keys.is_empty() {
+                return err(ErrorKind::Usage, "root needs at least one --root-key PUB");
+            }
+            let snap_keys = match f.all("snapshot-key") {
+                v if v.is_empty() => root_keys.clone(),
+                v => v
+                    .iter()
+                    .map(|p| publish::load_public(Path::new(p)))
+                    .collect::<Result<Vec<_>>>()?,
+            };
+            let spec = RootSpec {
+                root_threshold: f.num("threshold", 1)? as u32,
+                snapshot_threshold: f.num("snapshot-threshold", 1)? as u32,
+                root_keys,
+                snapshot_keys: snap_keys,
+                expires: expires(&f, 365)?,
+            };
+            let signers = keys(&f.all("sign"))?;
+            let refs: Vec<&SecretKey> = signers.iter().collect();
+            let r = publish::write_root(&reg, &spec, &refs)?;
+            println!("wrote {}/{}.root.json", reg.display(), r.version);
+            Ok(())
+        }
+        "build" => {
+            let f = parse_flags(rest, &[])?;
+            f.check(&["out", "level", "manifest"])?;
+            let out = PathBuf::from(f.one("out").unwrap_or("."));
+            let level = f.num("level", 6)?.min(9) as u32;
+            let dir_owned;
+            let (dir, scratch) = match f.one("manifest") {
+                Some(m) => {
+                    // Stage the manifest and the artifacts in a scratch folder.
+                    let s = std::env::temp_dir().join(format!("apsi-registry-build-{}", std::process::id()));
+                    let _ = std::fs::remove_dir_all(&s);
+                    std::fs::create_dir_all(&s).map_err(|e| apsi_pkg::error::io_err("create", &s, &e))?;
+                    std::fs::copy(m, s.join("apsi-package.toml"))
+                        .map_err(|e| apsi_pkg::error::io_err("copy", Path::new(m), &e))?;
+                    for a in &f.pos {
+                        let p = Path::new(a);
+                        let name = p
+                            .file_name()
+                            .ok_or_else(|| PkgError::new(ErrorKind::Usage, format!("'{a}' is not a file")))?;
+                        std::fs::copy(p, s.join(name)).map_err(|e| apsi_pkg::error::io_err("copy", p, &e))?;
+                    }
+                    dir_owned = s.clone();
+                    (dir_owned.as_path(), Some(s))
+                }
+                None => {
+                    let d = f
+                        .pos
+                        .first()
+                        .ok_or_else(|| PkgError::new(ErrorKind::Usage, "build needs a folder DIR"))?;
+                    dir_owned = PathBuf::from(d);
+                    (dir_owned.as_path(), None)
+                }
+            };
+            let res = build(dir, &out, level);
+            if let Some(s) = scratch {
+                let _ = std::fs::remove_dir_all(s);
+            }
+            let (path, m) = res?;
+            println!("built {} ({} {} for {})", path.display(), m.name, m.version, m.target);
+            Ok(())
+        }
+        "index" => {
+            let f = parse_flags(rest, &[])?;
+            f.check(&[])?;
+            let reg = f.reg()?;
+            if f.pos.len() < 2 {
+                return err(ErrorKind::Usage, "index needs REG and at least one ARCHIVE");
+            }
+            for a in &f.pos[1..] {
+                let l = publish::add(&reg, Path::new(a))?;
+                println!("indexed {} {} ({}) sha256 {}", l.name, l.vers, l.target, l.cksum);
+            }
+            println!(
+                "now sign a new snapshot: apsi-registry sign {} --key KEY",
+                reg.display()
+            );
+            Ok(())
+        }
+        "yank" => {
+            let f = parse_flags(rest, &["undo"])?;
+            f.check(&["target"])?;
+            let reg = f.reg()?;
+            let (Some(name), Some(vers)) = (f.pos.get(1), f.pos.get(2)) else {
+                return err(ErrorKind::Usage, "yank needs REG NAME VERSION");
+            };
+            let undo = f.switches.iter().any(|s| s == "undo");
+            let n = publish::yank(&reg, name, vers, f.one("target"), !undo)?;
+            println!(
+                "{} {name} {vers} ({n} line(s)); now sign a new snapshot",
+                if undo { "unyanked" } else { "yanked" }
+            );
+            Ok(())
+        }
+        "sign" => {
+            let f = parse_flags(rest, &[])?;
+            f.check(&["key", "expires-days", "expires-secs"])?;
+            let reg = f.reg()?;
+            let ks = keys(&f.all("key"))?;
+            if ks.is_empty() {
+                return err(ErrorKind::Usage, "sign needs at least one --key KEY");
+            }
+            let refs: Vec<&SecretKey> = ks.iter().collect();
+            let s = publish::sign_snapshot(&reg, &refs, expires(&f, 30)?)?;
+            println!("signed snapshot version {} ({} files)", s.version, s.files.len());
+            Ok(())
+        }
+        "serve" => {
+            let f = parse_flags(rest, &[])?;
+            f.check(&["addr", "connections"])?;
+            let reg = f.reg()?;
+            let addr = f.one("addr").unwrap_or("127.0.0.1:8787");
+            serve::serve(&reg, addr, f.num("connections", 256)?.clamp(1, 4096) as usize)
+        }
+        other => {
+            eprint!("{USAGE}");
+            err(ErrorKind::Usage, format!("unknown command '{other}'"))
+        }
+    }
+}
+
+pub fn build(dir: &Path, out: &Path, level: u32) -> Result<(PathBuf, PackageManifest)> {
+    let mp = dir.join("apsi-package.toml");
+    let text = std::fs::read_to_string(&mp).map_err(|e| apsi_pkg::error::io_err("read", &mp, &e))?;
+    let m = PackageManifest::parse(&text)?;
+    std::fs::create_dir_all(out).map_err(|e| apsi_pkg::error::io_err("create", out, &e))?;
+    let dest = out.join(m.archive_name());
+    apsi_pkg::archive::pack(dir, &m.prefix(), &dest, level)?;
+    Ok((dest, m))
+}
