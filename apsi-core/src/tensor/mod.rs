@@ -15,6 +15,7 @@
 pub mod api;
 pub mod arith;
 pub mod autodiff;
+pub mod codec;
 pub mod core;
 pub mod dtype;
 pub mod fused;

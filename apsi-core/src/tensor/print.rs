@@ -14,7 +14,7 @@ const EDGE: usize = 3;
 fn elem_strings(t: &Tensor) -> Vec<String> {
     match t.dtype {
         DType::F64 => t.to_vec::<f64>().into_iter().map(float_repr).collect(),
-        DType::F32 | DType::F16 | DType::BF16 => t.to_vec::<f32>().into_iter().map(f32_repr).collect(),
+        d if d.is_float() => t.to_vec::<f32>().into_iter().map(f32_repr).collect(),
         DType::Bool => t.to_vec::<bool>().into_iter().map(|b| if b { "true".into() } else { "false".into() }).collect(),
         _ => t.to_vec::<i64>().into_iter().map(|i| i.to_string()).collect(),
     }
