@@ -433,7 +433,7 @@ pub fn where_(cond: &Tensor, a: &Arg, b: &Arg) -> VResult<Tensor> {
     let y = b.to_tensor(d)?;
     let c = cond.cast(DType::Bool)?;
     let c64 = c.astype(d)?;
-    let mut r = crate::with_dtype!(d, T => super::kernels::zip3::<T, T>(&c64, &x, &y, |k, p, q| if k.to_bool() { p } else { q })?, other => return Err(d.check_supported().err().unwrap_or_else(|| err(ErrorKind::TypeError, "bad dtype"))));
+    let mut r = crate::with_dtype!(d, T => super::kernels::zip3::<T, T>(&c64, &x, &y, |k, p, q| if k.to_bool() { p } else { q })?, other => return super::codec::narrow::where_(cond, &x, &y, d));
     if traced(&x, &y) && d.is_float() {
         r.node = record(Op::Where(c, x.clone(), y.clone()), &r);
     }

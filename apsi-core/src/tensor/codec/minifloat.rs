@@ -98,11 +98,13 @@ pub fn encode_f32<S: Spec>(x: f32) -> u32 {
     let rn = (a + ((1u32 << (shift - 1)) - 1) + ((a >> shift) & 1)) >> shift;
     let normal = rn.wrapping_sub(((127 - S::BIAS) as u32) << S::M);
     // Subnormal results: scale so one subnormal step is 1.0 and round to an
-    // integer by the 2^23 trick (exact: the scaling is by a power of two).
+    // integer by adding 2^23 (exact: the scaling is by a power of two) and
+    // reading the integer from the mantissa bits (no float→int conversion,
+    // which AVX2 lacks for unsigned lanes).
     let min_normal_bits = ((128 - S::BIAS) as u32) << 23;
     let scale = f32::from_bits(((S::M as i32 + S::BIAS - 1 + 127) as u32) << 23);
     let y = f32::from_bits(a.min(min_normal_bits)) * scale;
-    let sub = ((y + 8_388_608.0) - 8_388_608.0) as u32;
+    let sub = (y + 8_388_608.0).to_bits() & 0x7f_ffff;
     let mag = if a < min_normal_bits { sub } else { normal };
     let out = finish::<S>(mag, sign);
     if a > 0x7f80_0000 {
@@ -124,7 +126,7 @@ pub fn encode_f64<S: Spec>(x: f64) -> u32 {
     let min_normal_bits = ((1024 - S::BIAS) as u64) << 52;
     let scale = f64::from_bits(((S::M as i64 + S::BIAS as i64 - 1 + 1023) as u64) << 52);
     let y = f64::from_bits(a.min(min_normal_bits)) * scale;
-    let sub = ((y + 4_503_599_627_370_496.0) - 4_503_599_627_370_496.0) as u64;
+    let sub = (y + 4_503_599_627_370_496.0).to_bits() & 0xf_ffff_ffff_ffff;
     let mag = if a < min_normal_bits { sub } else { normal };
     // Anything past u32 is an overflow; clamp so the rule sees it as one.
     let mag = mag.min(u32::MAX as u64) as u32;
@@ -146,6 +148,27 @@ pub fn encode_bf16_f32(x: f32) -> u16 {
     } else {
         r
     }
+}
+
+/// f16 to f32 without branches (vectorizes): shift the exponent and mantissa
+/// into place, rebias, fix up inf/NaN, and renormalize subnormals with one
+/// float subtraction (exact).
+#[inline(always)]
+pub fn decode_f16(h: u16) -> f32 {
+    let h = h as u32;
+    let mag = (h & 0x7fff) << 13;
+    let exp = mag & 0x0f80_0000;
+    let normal = mag + ((127 - 15) << 23);
+    let special = normal + ((128 - 16) << 23);
+    let sub = f32::from_bits(mag + (113 << 23)) - f32::from_bits(113 << 23);
+    let v = if exp == 0x0f80_0000 {
+        special
+    } else if exp == 0 {
+        sub.to_bits()
+    } else {
+        normal
+    };
+    f32::from_bits(v | ((h & 0x8000) << 16))
 }
 
 /// Decodes one code to f32 (exact for every finite code).

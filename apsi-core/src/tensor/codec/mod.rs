@@ -9,7 +9,8 @@
 //! - [`narrow`]: tensors of the packed dtypes (astype, gather, arithmetic).
 //!
 //! Integer formats convert as NumPy's `astype` does: truncation toward zero,
-//! then the low bits (out-of-range values wrap; NaN gives 0).
+//! then the low bits (out-of-range values wrap); NaN, ±inf and magnitudes of
+//! 2^22 or more give 0 (C leaves them undefined).
 
 pub mod bulk;
 pub mod minifloat;
@@ -63,7 +64,7 @@ pub fn encode_f64(d: DType, x: f64) -> u16 {
 /// The value of one code of format `d`, as f32 (exact for every finite code).
 pub fn decode(d: DType, code: u16) -> f32 {
     match d {
-        DType::F16 => minifloat::decode::<F16>(code as u32),
+        DType::F16 => minifloat::decode_f16(code),
         DType::BF16 => f32::from_bits((code as u32) << 16),
         DType::Fp8E4M3 => minifloat::decode::<E4M3>(code as u32),
         DType::Fp8E5M2 => minifloat::decode::<E5M2>(code as u32),
@@ -77,21 +78,39 @@ pub fn decode(d: DType, code: u16) -> f32 {
     }
 }
 
+/// The low bits of x truncated toward zero, for |x| < 2^22 (NaN, ±inf and
+/// larger magnitudes give 0). Adding 1.5 × 2^23 puts the integer in the
+/// mantissa bits: no float→int conversion, so the loop vectorizes.
+#[inline(always)]
+fn low_bits_f32(x: f32) -> u32 {
+    let t = x.trunc();
+    let bits = (t + 12_582_912.0).to_bits();
+    if t.abs() < 4_194_304.0 {
+        bits
+    } else {
+        0
+    }
+}
 #[inline(always)]
 pub(crate) fn int8_f32(x: f32) -> u8 {
-    (x as i32) as u8
+    low_bits_f32(x) as u8
 }
 #[inline(always)]
 pub(crate) fn int4_f32(x: f32) -> u8 {
-    ((x as i32) & 0xf) as u8
+    (low_bits_f32(x) & 0xf) as u8
 }
 #[inline(always)]
 pub(crate) fn uint8_f32(x: f32) -> u8 {
-    (x as i32) as u8
+    low_bits_f32(x) as u8
 }
+/// The same rule from f64: the low bits of trunc(x) for |x| < 2^22, else 0.
 #[inline(always)]
 fn int_f64(x: f64) -> i64 {
-    x as i64
+    if x.abs() < 4_194_304.0 {
+        x as i64
+    } else {
+        0
+    }
 }
 
 /// A format's numbers, as `format_info` reports them.

@@ -104,6 +104,13 @@ pub fn astype(t: &Tensor, d: DType) -> Option<Tensor> {
         let buf = if dst_coded { bulk::encode_f32(d, &v) } else { return Some(native_from_f32(v, shape, d)) };
         return Some(Tensor::from_buffer(buf, shape, d));
     }
+    if d == DType::F32 && matches!(t.dtype, DType::F16 | DType::BF16) {
+        let v = match t.dtype {
+            DType::F16 => t.with_slice::<half::f16, _>(|s, l| dense(s, l).map(bulk::decode_f16)),
+            _ => t.with_slice::<half::bf16, _>(|s, l| dense(s, l).map(bulk::decode_bf16)),
+        }?;
+        return Some(Tensor::from_vec(v, shape));
+    }
     if !dst_coded {
         return None;
     }
@@ -163,5 +170,133 @@ pub fn unary(f: crate::tensor::arith::UFn, x: &Tensor) -> VResult<Tensor> {
         Arg::T(r).to_tensor(d)
     } else {
         Ok(r)
+    }
+}
+
+/// `a @ b` for packed operands of one format: computed in f32 (i64), rounded back.
+pub fn matmul(x: &Tensor, y: &Tensor) -> VResult<Tensor> {
+    let d = x.dtype;
+    let c = compute_dtype(d);
+    let r = crate::tensor::matmul::matmul(&Arg::T(x.clone()).to_tensor(c)?, &Arg::T(y.clone()).to_tensor(c)?)?;
+    Arg::T(r).to_tensor(d)
+}
+
+/// The elements of a packed tensor at storage offsets, as a new packed tensor.
+pub fn gather(t: &Tensor, offsets: &[usize], shape: Vec<usize>) -> Tensor {
+    let bits = t.dtype.bits() as u8;
+    let bytes = t.storage.read(|b| match b {
+        Buffer::Packed { bytes, bits, .. } => {
+            let mut out = vec![0u8; pack::byte_len(offsets.len(), *bits)];
+            for (i, &o) in offsets.iter().enumerate() {
+                pack::set(&mut out, *bits, i, pack::get(bytes, *bits, o));
+            }
+            out
+        }
+        _ => Vec::new(),
+    });
+    Tensor::from_buffer(Buffer::Packed { bits, bytes, len: offsets.len() }, shape, t.dtype)
+}
+
+/// Writes `src` (already of t's format), broadcast to `shape`, at storage offsets of packed `t`.
+pub fn scatter(t: &Tensor, offsets: &[usize], src: &Tensor, shape: &[usize]) -> VResult<()> {
+    let vals: Vec<f32> = crate::tensor::kernels::expand_to::<f32>(src, shape);
+    let d = t.dtype;
+    t.storage.write(|b| {
+        if let Buffer::Packed { bytes, bits, .. } = b {
+            for (&o, &x) in offsets.iter().zip(&vals) {
+                pack::set(bytes, *bits, o, super::encode_f32(d, x) as u8);
+            }
+        }
+    });
+    Ok(())
+}
+
+/// `concat` of tensors whose common dtype `d` is packed: joined in f32 (i64), rounded back.
+pub fn concat(ts: &[Tensor], axis: i64, d: DType) -> VResult<Tensor> {
+    let c = compute_dtype(d);
+    let parts: Vec<Tensor> = ts.iter().map(|t| Arg::T(t.clone()).to_tensor(c)).collect::<VResult<_>>()?;
+    Arg::T(crate::tensor::shape::concat(&parts, axis)?).to_tensor(d)
+}
+
+/// `where(cond, x, y)` for operands of the packed dtype `d`.
+pub fn where_(cond: &Tensor, x: &Tensor, y: &Tensor, d: DType) -> VResult<Tensor> {
+    let c = compute_dtype(d);
+    let (xc, yc) = (Arg::T(x.clone()).to_tensor(c)?, Arg::T(y.clone()).to_tensor(c)?);
+    Arg::T(crate::tensor::arith::where_(cond, &Arg::T(xc), &Arg::T(yc))?).to_tensor(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tensor::print::tensor_str;
+    use crate::tensor::Tensor;
+
+    fn f32s(v: &[f32]) -> Tensor {
+        Tensor::from_vec(v.to_vec(), vec![v.len()])
+    }
+
+    #[test]
+    fn astype_prints_and_counts_real_bytes() {
+        let x = f32s(&[1.0, 0.1, 300.0, 500.0, 1e-3]);
+        let s = |d| x.astype(d).map(|t| tensor_str(&t)).unwrap_or_default();
+        assert_eq!(s(DType::BF16), "tensor([1.0, 0.100097656, 300.0, 500.0, 0.0009994507], dtype=bf16)");
+        assert_eq!(s(DType::Fp8E4M3), "tensor([1.0, 0.1015625, 288.0, nan, 0.001953125], dtype=fp8_e4m3)");
+        assert_eq!(s(DType::Fp4E2M1), "tensor([1.0, 0.0, 6.0, 6.0, 0.0], dtype=fp4_e2m1)");
+        assert_eq!(s(DType::Int4), "tensor([1, 0, -4, 4, 0], dtype=int4)");
+        assert_eq!(x.astype(DType::Fp4E2M1).map(|t| t.nbytes()).ok(), Some(3));
+        let ones = Tensor::full(vec![8], 1.0, DType::Fp6E3M2).unwrap();
+        assert_eq!(ones.nbytes(), 6);
+        assert_eq!(ones.to_vec::<f64>(), vec![1.0; 8]);
+    }
+
+    #[test]
+    fn views_of_packed_tensors_read_the_right_codes() {
+        let v: Vec<f32> = (0..12).map(|i| i as f32 * 0.5).collect();
+        for d in [DType::Fp4E2M1, DType::Fp6E2M3, DType::Int4, DType::Fp8E5M2] {
+            let t = f32s(&v).astype(d).unwrap().reshaped(vec![3, 4]).unwrap();
+            let tt = crate::tensor::shape::permute(&t, &[1, 0]).unwrap();
+            let want: Vec<f32> = t.to_vec::<f32>();
+            let got = tt.to_vec::<f32>();
+            for i in 0..3 {
+                for j in 0..4 {
+                    assert_eq!(got[j * 3 + i], want[i * 4 + j], "{}", d.name());
+                }
+            }
+            assert_eq!(tt.contiguous().to_vec::<f32>(), got);
+            assert_eq!(tt.astype(d).unwrap().to_vec::<f32>(), got);
+        }
+    }
+
+    #[test]
+    fn arithmetic_rounds_back_to_the_format() {
+        let a = f32s(&[1.0, 2.0, 3.0]).astype(DType::Fp8E4M3).unwrap();
+        let b = f32s(&[0.1, 0.2, 400.0]).astype(DType::Fp8E4M3).unwrap();
+        let r = crate::tensor::arith::binary(BinOp::Add, &Arg::T(a.clone()), &Arg::T(b)).unwrap();
+        assert_eq!(r.dtype, DType::Fp8E4M3);
+        // 1 + 0.1015625 → 1.125; 2 + 0.203125 → 2.25; 3 + 384 → 384 (step 32)
+        assert_eq!(r.to_vec::<f32>(), vec![1.125, 2.25, 384.0]);
+        let m = crate::tensor::arith::binary(BinOp::Mul, &Arg::T(a), &Arg::Float(2.0)).unwrap();
+        assert_eq!((m.dtype, m.to_vec::<f32>()), (DType::Fp8E4M3, vec![2.0, 4.0, 6.0]));
+        let i = Tensor::from_vec(vec![100i64, -100], vec![2]).astype(DType::Int8).unwrap();
+        let s = crate::tensor::arith::binary(BinOp::Add, &Arg::T(i.clone()), &Arg::T(i)).unwrap();
+        assert_eq!((s.dtype, s.to_vec::<i64>()), (DType::Int8, vec![-56, 56]));
+    }
+
+    #[test]
+    fn matmul_concat_where_gather_and_scatter() {
+        let a = f32s(&[1.0, 2.0, 3.0, 4.0]).astype(DType::Fp8E4M3).unwrap().reshaped(vec![2, 2]).unwrap();
+        let p = crate::tensor::matmul::matmul(&a, &a).unwrap();
+        assert_eq!((p.dtype, p.to_vec::<f32>()), (DType::Fp8E4M3, vec![7.0, 10.0, 15.0, 22.0]));
+        let c = crate::tensor::shape::concat(&[a.clone(), a.clone()], 0).unwrap();
+        assert_eq!((c.dtype, c.shape().to_vec()), (DType::Fp8E4M3, vec![4, 2]));
+        let cond = Tensor::from_vec(vec![true, false, true, false], vec![2, 2]);
+        let z = Tensor::full(vec![2, 2], 0.0, DType::Fp8E4M3).unwrap();
+        let w = crate::tensor::arith::where_(&cond, &Arg::T(a.clone()), &Arg::T(z)).unwrap();
+        assert_eq!((w.dtype, w.to_vec::<f32>()), (DType::Fp8E4M3, vec![1.0, 0.0, 3.0, 0.0]));
+        let f = f32s(&[0.5, 1.0, 1.5, 2.0, 3.0]).astype(DType::Fp4E2M1).unwrap();
+        let g = gather(&f, &[4, 0, 3], vec![3]);
+        assert_eq!(g.to_vec::<f32>(), vec![3.0, 0.5, 2.0]);
+        scatter(&f, &[1, 2], &f32s(&[6.0]), &[2]).unwrap();
+        assert_eq!(f.to_vec::<f32>(), vec![0.5, 6.0, 6.0, 2.0, 3.0]);
     }
 }
