@@ -53,18 +53,24 @@ pub fn check_format(fmt: DType) -> VResult<DType> {
 fn grouping(shape: &[usize], axis: Option<usize>) -> (usize, usize) {
     match axis {
         None => (1, shape.iter().product::<usize>().max(1)),
-        Some(a) => (shape.get(a).copied().unwrap_or(1).max(1), shape.get(a + 1..).map_or(1, |s| s.iter().product::<usize>()).max(1)),
+        Some(a) => (shape.get(a).copied().unwrap_or(1), shape.get(a + 1..).map_or(1, |s| s.iter().product::<usize>()).max(1)),
     }
 }
 
 /// Calls `f(group, run)` for each run of consecutive elements of one group.
 fn for_runs<'a>(v: &'a [f32], groups: usize, inner: usize, mut f: impl FnMut(usize, &'a [f32])) {
+    if groups == 0 {
+        return; // an empty axis: no elements
+    }
     for (k, run) in v.chunks(inner).enumerate() {
         f(k % groups, run);
     }
 }
 
 fn for_runs_mut(v: &mut [f32], groups: usize, inner: usize, mut f: impl FnMut(usize, &mut [f32])) {
+    if groups == 0 {
+        return; // an empty axis: no elements
+    }
     for (k, run) in v.chunks_mut(inner).enumerate() {
         f(k % groups, run);
     }
@@ -258,6 +264,14 @@ mod tests {
         let u = quantize(&t(vec![-1.0, 3.0, 0.0], vec![3]), DType::UInt8, None).unwrap();
         let d = dequantize(&u).to_vec::<f32>();
         assert!((d[0] + 1.0).abs() < 0.01 && (d[1] - 3.0).abs() < 0.01 && d[2].abs() < 0.01, "{d:?}");
+    }
+
+    #[test]
+    fn empty_tensors_and_empty_axes_quantize() {
+        let q = quantize(&t(vec![], vec![0, 3]), DType::Int8, Some(0)).unwrap();
+        assert_eq!((q.scales.shape().to_vec(), dequantize(&q).shape().to_vec()), (vec![0, 1], vec![0, 3]));
+        let q = quantize(&t(vec![], vec![0]), DType::Fp4E2M1, None).unwrap();
+        assert_eq!(q.nbytes(), 4);
     }
 
     #[test]
