@@ -53,7 +53,11 @@ pub fn round_to(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Valu
     let fmt = fmt_arg(&a, 1)?;
     match a.req(0)? {
         Value::Float(f) => return Ok(Value::Float(codec::decode(fmt, codec::encode_f64(fmt, *f)) as f64)),
-        Value::Int(n) => return Ok(Value::Float(codec::decode(fmt, codec::encode_f64(fmt, *n as f64)) as f64)),
+        Value::Int(n) => {
+            return Ok(Value::Float(
+                codec::decode(fmt, codec::encode_f64(fmt, *n as f64)) as f64
+            ))
+        }
         _ => {}
     }
     let x = tensor_arg(&a, 0)?;
@@ -84,7 +88,10 @@ fn mm_operand(v: &Value, left: bool) -> VResult<(Tensor, Option<Tensor>)> {
     }
     match as_tensor(v) {
         Some(t) => Ok((Arg::T(t).to_tensor(DType::F32)?, None)),
-        None => Err(err(ErrorKind::TypeError, format!("qmatmul() operands must be QTensors or tensors, not {}", v.type_name()))),
+        None => Err(err(
+            ErrorKind::TypeError,
+            format!("qmatmul() operands must be QTensors or tensors, not {}", v.type_name()),
+        )),
     }
 }
 
@@ -105,7 +112,13 @@ fn convert(v: &Value, fmt: DType) -> VResult<Value> {
         return Ok(tensor_value(Arg::T(t).to_tensor(fmt)?));
     }
     Ok(match v {
-        Value::List(l) => Value::list(l.items.read().iter().map(|x| convert(x, fmt)).collect::<VResult<Vec<_>>>()?),
+        Value::List(l) => Value::list(
+            l.items
+                .read()
+                .iter()
+                .map(|x| convert(x, fmt))
+                .collect::<VResult<Vec<_>>>()?,
+        ),
         Value::Tuple(t) => Value::tuple(t.0.iter().map(|x| convert(x, fmt)).collect::<VResult<Vec<_>>>()?),
         other => other.clone(),
     })
@@ -121,7 +134,10 @@ pub fn precision(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
         let name = format!("precision({})", fmt.name());
         let wrapped = move |c: &mut dyn Caller, args: &[Value], kw: Kwargs| -> VResult<Value> {
             let args: Vec<Value> = args.iter().map(|v| convert(v, fmt)).collect::<VResult<_>>()?;
-            let kw: Vec<_> = kw.iter().map(|(k, v)| Ok((k.clone(), convert(v, fmt)?))).collect::<VResult<_>>()?;
+            let kw: Vec<_> = kw
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), convert(v, fmt)?)))
+                .collect::<VResult<_>>()?;
             let r = c.call(&f, &args, &kw)?;
             convert(&r, fmt)
         };
@@ -134,7 +150,14 @@ fn struct_type(cell: &'static OnceLock<Arc<StructType>>, name: &str, fields: &[(
     cell.get_or_init(|| {
         Arc::new(StructType {
             name: name.into(),
-            fields: fields.iter().map(|(n, t)| StructField { name: (*n).into(), default: None, annotation: Some((*t).into()) }).collect(),
+            fields: fields
+                .iter()
+                .map(|(n, t)| StructField {
+                    name: (*n).into(),
+                    default: None,
+                    annotation: Some((*t).into()),
+                })
+                .collect(),
             methods: Default::default(),
         })
     })
@@ -154,8 +177,21 @@ pub fn quant_error(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Va
     let fmt = fmt_arg(&a, 1)?;
     let axis = quant::norm_axis(a.int(2)?, x.ndim())?;
     let (m, r, rel, s) = quant::error_stats(&x, fmt, axis)?;
-    let ty = struct_type(&T, "QuantError", &[("max_abs", "float"), ("rms", "float"), ("rel_rms", "float"), ("sqnr_db", "float")]);
-    make_struct(c, ty, vec![Value::Float(m), Value::Float(r), Value::Float(rel), Value::Float(s)])
+    let ty = struct_type(
+        &T,
+        "QuantError",
+        &[
+            ("max_abs", "float"),
+            ("rms", "float"),
+            ("rel_rms", "float"),
+            ("sqnr_db", "float"),
+        ],
+    );
+    make_struct(
+        c,
+        ty,
+        vec![Value::Float(m), Value::Float(r), Value::Float(rel), Value::Float(s)],
+    )
 }
 
 /// `format_info(fmt)` → `FormatInfo(name, bits, max, min_normal, min_subnormal, eps, has_inf, has_nan)`.

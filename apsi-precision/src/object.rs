@@ -27,7 +27,12 @@ impl ApsiObject for QTensorObj {
     fn to_str(&self) -> String {
         let q = &self.0;
         let axis = q.axis.map_or("none".to_string(), |a| a.to_string());
-        format!("QTensor(shape={}, dtype={}, axis={axis}, nbytes={})", shape_str(q.codes.shape()), q.fmt().name(), q.nbytes())
+        format!(
+            "QTensor(shape={}, dtype={}, axis={axis}, nbytes={})",
+            shape_str(q.codes.shape()),
+            q.fmt().name(),
+            q.nbytes()
+        )
     }
     fn get_attr(&self, _this: &Value, name: &str) -> Option<VResult<Value>> {
         let q = &self.0;

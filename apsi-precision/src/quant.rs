@@ -53,7 +53,10 @@ pub fn check_format(fmt: DType) -> VResult<DType> {
 fn grouping(shape: &[usize], axis: Option<usize>) -> (usize, usize) {
     match axis {
         None => (1, shape.iter().product::<usize>().max(1)),
-        Some(a) => (shape.get(a).copied().unwrap_or(1), shape.get(a + 1..).map_or(1, |s| s.iter().product::<usize>()).max(1)),
+        Some(a) => (
+            shape.get(a).copied().unwrap_or(1),
+            shape.get(a + 1..).map_or(1, |s| s.iter().product::<usize>()).max(1),
+        ),
     }
 }
 
@@ -101,7 +104,10 @@ pub fn norm_axis(axis: Option<i64>, ndim: usize) -> VResult<Option<usize>> {
             let n = ndim as i64;
             let k = if a < 0 { a + n } else { a };
             if k < 0 || k >= n {
-                Err(err(ErrorKind::ValueError, format!("axis {a} is out of range for a tensor of {ndim} dimension(s)")))
+                Err(err(
+                    ErrorKind::ValueError,
+                    format!("axis {a} is out of range for a tensor of {ndim} dimension(s)"),
+                ))
             } else {
                 Ok(Some(k as usize))
             }
@@ -132,15 +138,26 @@ pub fn quantize(x: &Tensor, fmt: DType, axis: Option<usize>) -> VResult<Quantize
     let mut zps: Option<Vec<f32>> = None;
     let scales: Vec<f32> = match fmt {
         DType::UInt8 => {
-            let s: Vec<f32> = lo.iter().zip(&hi).map(|(&l, &h)| if h > l { (h - l) / 255.0 } else { 1.0 }).collect();
-            zps = Some(lo.iter().zip(&s).map(|(&l, &s)| (-l / s).round_ties_even().clamp(0.0, 255.0)).collect());
+            let s: Vec<f32> = lo
+                .iter()
+                .zip(&hi)
+                .map(|(&l, &h)| if h > l { (h - l) / 255.0 } else { 1.0 })
+                .collect();
+            zps = Some(
+                lo.iter()
+                    .zip(&s)
+                    .map(|(&l, &s)| (-l / s).round_ties_even().clamp(0.0, 255.0))
+                    .collect(),
+            );
             s
         }
         _ if fmt.kind() == Kind::Int => amax.iter().map(|&a| if a > 0.0 { a / max } else { 1.0 }).collect(),
         _ => {
             // OCP MX: 2^(floor(log2(amax)) - emax), emax the exponent of the format's max.
             let emax = ilog2(max);
-            amax.iter().map(|&a| if a > 0.0 { pow2(ilog2(a) - emax) } else { 1.0 }).collect()
+            amax.iter()
+                .map(|&a| if a > 0.0 { pow2(ilog2(a) - emax) } else { 1.0 })
+                .collect()
         }
     };
     match (fmt, &zps) {
@@ -166,14 +183,27 @@ pub fn quantize(x: &Tensor, fmt: DType, axis: Option<usize>) -> VResult<Quantize
     let codes = Tensor::from_buffer(bulk::encode_f32(fmt, &v), shape.clone(), fmt);
     let sshape: Vec<usize> = match axis {
         None => vec![],
-        Some(a) => shape.iter().enumerate().map(|(i, &d)| if i == a { d } else { 1 }).collect(),
+        Some(a) => shape
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| if i == a { d } else { 1 })
+            .collect(),
     };
     let scales_t = Tensor::from_vec(scales, sshape.clone());
     let zero_points = match zps {
-        Some(z) => Some(Tensor::from_buffer(bulk::encode_f32(DType::UInt8, &z), sshape, DType::UInt8)),
+        Some(z) => Some(Tensor::from_buffer(
+            bulk::encode_f32(DType::UInt8, &z),
+            sshape,
+            DType::UInt8,
+        )),
         None => None,
     };
-    Ok(Quantized { codes, scales: scales_t, zero_points, axis })
+    Ok(Quantized {
+        codes,
+        scales: scales_t,
+        zero_points,
+        axis,
+    })
 }
 
 /// The f32 values a quantized tensor stands for: (code − zero point) × scale.
@@ -205,7 +235,10 @@ pub fn error_stats(x: &Tensor, fmt: DType, axis: Option<usize>) -> VResult<(f64,
     let d: Vec<f32> = dequantize(&q).to_vec();
     let xs: Vec<f64> = x.to_vec();
     if xs.is_empty() {
-        return Err(err(ErrorKind::ValueError, format!("quant_error() of an empty tensor (shape {})", shape_str(x.shape()))));
+        return Err(err(
+            ErrorKind::ValueError,
+            format!("quant_error() of an empty tensor (shape {})", shape_str(x.shape())),
+        ));
     }
     let (mut max_abs, mut se, mut sx) = (0f64, 0f64, 0f64);
     for (&a, &b) in xs.iter().zip(&d) {
@@ -218,7 +251,11 @@ pub fn error_stats(x: &Tensor, fmt: DType, axis: Option<usize>) -> VResult<(f64,
     let rms = (se / n).sqrt();
     let xrms = (sx / n).sqrt();
     let rel = if xrms > 0.0 { rms / xrms } else { 0.0 };
-    let sqnr = if se > 0.0 { 10.0 * (sx / se).log10() } else { f64::INFINITY };
+    let sqnr = if se > 0.0 {
+        10.0 * (sx / se).log10()
+    } else {
+        f64::INFINITY
+    };
     Ok((max_abs, rms, rel, sqnr))
 }
 
@@ -263,13 +300,19 @@ mod tests {
         assert_eq!(q.codes.to_vec::<f32>(), vec![-7.0, 7.0, 4.0]);
         let u = quantize(&t(vec![-1.0, 3.0, 0.0], vec![3]), DType::UInt8, None).unwrap();
         let d = dequantize(&u).to_vec::<f32>();
-        assert!((d[0] + 1.0).abs() < 0.01 && (d[1] - 3.0).abs() < 0.01 && d[2].abs() < 0.01, "{d:?}");
+        assert!(
+            (d[0] + 1.0).abs() < 0.01 && (d[1] - 3.0).abs() < 0.01 && d[2].abs() < 0.01,
+            "{d:?}"
+        );
     }
 
     #[test]
     fn empty_tensors_and_empty_axes_quantize() {
         let q = quantize(&t(vec![], vec![0, 3]), DType::Int8, Some(0)).unwrap();
-        assert_eq!((q.scales.shape().to_vec(), dequantize(&q).shape().to_vec()), (vec![0, 1], vec![0, 3]));
+        assert_eq!(
+            (q.scales.shape().to_vec(), dequantize(&q).shape().to_vec()),
+            (vec![0, 1], vec![0, 3])
+        );
         let q = quantize(&t(vec![], vec![0]), DType::Fp4E2M1, None).unwrap();
         assert_eq!(q.nbytes(), 4);
     }
@@ -290,7 +333,10 @@ mod tests {
         assert_eq!(f.storage.read(packed_len), Some(512 * 1024));
         // 4096×4096 f32 → int4 with per-row scales: ≤ 8.1 MiB.
         let n = 4096usize;
-        let w = Tensor::from_vec((0..n * n).map(|i| ((i % 97) as f32 - 48.0) / 7.0).collect::<Vec<f32>>(), vec![n, n]);
+        let w = Tensor::from_vec(
+            (0..n * n).map(|i| ((i % 97) as f32 - 48.0) / 7.0).collect::<Vec<f32>>(),
+            vec![n, n],
+        );
         let q = quantize(&w, DType::Int4, Some(0)).unwrap();
         let real = q.codes.storage.read(packed_len).unwrap_or(usize::MAX) + q.scales.nbytes();
         assert_eq!(q.nbytes(), real);

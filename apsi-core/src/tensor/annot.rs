@@ -78,7 +78,10 @@ pub fn annotation(id: u32) -> Option<Arc<TensorAnnot>> {
 /// Parses an annotation expression; `None` when it is not a `Tensor` form.
 pub fn parse(e: &Expr) -> Option<TensorAnnot> {
     match &e.kind {
-        ExprKind::Name(n) if n == "Tensor" => Some(TensorAnnot { dims: None, dtype: None }),
+        ExprKind::Name(n) if n == "Tensor" => Some(TensorAnnot {
+            dims: None,
+            dtype: None,
+        }),
         ExprKind::Index { value, index } if matches!(&value.kind, ExprKind::Name(n) if n == "Tensor") => {
             let items: Vec<&Expr> = match &index.kind {
                 ExprKind::Tuple(v) => v.iter().collect(),
@@ -123,7 +126,14 @@ pub fn check(fname: &str, param: &str, id: u32, v: &Value, dims: &mut Dims) -> V
         return Ok(v.clone());
     };
     let Some(t) = super::as_tensor(v) else {
-        return Err(err(ErrorKind::TypeError, format!("{fname}() argument '{param}' must be {}, not {}", a.text(), v.type_name())));
+        return Err(err(
+            ErrorKind::TypeError,
+            format!(
+                "{fname}() argument '{param}' must be {}, not {}",
+                a.text(),
+                v.type_name()
+            ),
+        ));
     };
     if let Some(want) = &a.dims {
         if want.len() != t.ndim() {
@@ -143,20 +153,27 @@ pub fn check(fname: &str, param: &str, id: u32, v: &Value, dims: &mut Dims) -> V
                 Dim::Fixed(k) if *k != size => {
                     return Err(err(
                         ErrorKind::ShapeError,
-                        format!("{fname}() argument '{param}' must have shape {}, got shape {}", a.text(), shape_str(t.shape())),
+                        format!(
+                            "{fname}() argument '{param}' must have shape {}, got shape {}",
+                            a.text(),
+                            shape_str(t.shape())
+                        ),
                     ))
                 }
                 Dim::Fixed(_) => {}
-                Dim::Named(n) => match dims.bound.iter().find(|(m, _, _)| m == n) {
-                    Some((_, k, by)) if *k != size => {
-                        return Err(err(
+                Dim::Named(n) => {
+                    match dims.bound.iter().find(|(m, _, _)| m == n) {
+                        Some((_, k, by)) if *k != size => return Err(err(
                             ErrorKind::ShapeError,
-                            format!("{fname}() argument '{param}' has {n} = {size}, but argument '{by}' has {n} = {k} ({})", a.text()),
-                        ))
+                            format!(
+                                "{fname}() argument '{param}' has {n} = {size}, but argument '{by}' has {n} = {k} ({})",
+                                a.text()
+                            ),
+                        )),
+                        Some(_) => {}
+                        None => dims.bound.push((n.clone(), size, param.to_string())),
                     }
-                    Some(_) => {}
-                    None => dims.bound.push((n.clone(), size, param.to_string())),
-                },
+                }
             }
         }
     }
@@ -172,18 +189,32 @@ mod tests {
     use crate::syntax::ast::Expr;
 
     fn name(n: &str) -> Expr {
-        Expr { kind: ExprKind::Name(n.into()), span: Default::default() }
+        Expr {
+            kind: ExprKind::Name(n.into()),
+            span: Default::default(),
+        }
     }
 
     fn annot(items: Vec<Expr>) -> Expr {
-        let index = Expr { kind: ExprKind::Tuple(items), span: Default::default() };
-        Expr { kind: ExprKind::Index { value: Box::new(name("Tensor")), index: Box::new(index) }, span: Default::default() }
+        let index = Expr {
+            kind: ExprKind::Tuple(items),
+            span: Default::default(),
+        };
+        Expr {
+            kind: ExprKind::Index {
+                value: Box::new(name("Tensor")),
+                index: Box::new(index),
+            },
+            span: Default::default(),
+        }
     }
 
     #[test]
     fn binds_names_across_parameters_and_converts() {
         let e = annot(vec![name("N"), name("bf16")]);
-        let Some(TypeCheck::Tensor(id)) = type_check_of(&e) else { panic!("not a tensor check") };
+        let Some(TypeCheck::Tensor(id)) = type_check_of(&e) else {
+            panic!("not a tensor check")
+        };
         let mut dims = Dims::default();
         let x = super::super::tensor_value(super::super::Tensor::from_vec(vec![1.0f64, 0.1], vec![2]));
         let y = super::super::tensor_value(super::super::Tensor::from_vec(vec![1.0f64], vec![1]));
@@ -196,8 +227,21 @@ mod tests {
 
     #[test]
     fn parses_the_spec_forms() {
-        assert_eq!(parse(&name("Tensor")), Some(TensorAnnot { dims: None, dtype: None }));
-        let a = parse(&annot(vec![name("N"), Expr { kind: ExprKind::Int(3), span: Default::default() }, name("f32")]));
+        assert_eq!(
+            parse(&name("Tensor")),
+            Some(TensorAnnot {
+                dims: None,
+                dtype: None
+            })
+        );
+        let a = parse(&annot(vec![
+            name("N"),
+            Expr {
+                kind: ExprKind::Int(3),
+                span: Default::default(),
+            },
+            name("f32"),
+        ]));
         assert_eq!(a.map(|a| a.text()), Some("Tensor[N, 3, f32]".into()));
         assert_eq!(parse(&name("int")), None);
     }

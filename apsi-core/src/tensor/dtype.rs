@@ -130,9 +130,16 @@ impl DType {
 
     pub fn storage(self) -> StorageKind {
         match self {
-            DType::Fp8E4M3 | DType::Fp8E5M2 | DType::Fp6E3M2 | DType::Fp6E2M3 | DType::Fp4E2M1 | DType::Int8 | DType::Int4 | DType::UInt8 => {
-                StorageKind::Packed { bits: self.bits() as u8 }
-            }
+            DType::Fp8E4M3
+            | DType::Fp8E5M2
+            | DType::Fp6E3M2
+            | DType::Fp6E2M3
+            | DType::Fp4E2M1
+            | DType::Int8
+            | DType::Int4
+            | DType::UInt8 => StorageKind::Packed {
+                bits: self.bits() as u8,
+            },
             _ => StorageKind::Native,
         }
     }
@@ -204,7 +211,10 @@ impl DType {
                 }
             }
             (Kind::Float, Kind::Float) => {
-                if (a == DType::F16 && b == DType::BF16) || (a == DType::BF16 && b == DType::F16) || (a.is_narrow() && b.is_narrow()) {
+                if (a == DType::F16 && b == DType::BF16)
+                    || (a == DType::BF16 && b == DType::F16)
+                    || (a.is_narrow() && b.is_narrow())
+                {
                     DType::F32
                 } else if a.width() >= b.width() {
                     a
@@ -254,7 +264,11 @@ impl ApsiObject for DTypeObj {
 pub fn dtype_value(d: DType) -> Value {
     use std::sync::OnceLock;
     static CACHE: OnceLock<Vec<Value>> = OnceLock::new();
-    let all = CACHE.get_or_init(|| ALL.iter().map(|d| Value::Object(Arc::new(ObjBox(Box::new(DTypeObj(*d)))))).collect());
+    let all = CACHE.get_or_init(|| {
+        ALL.iter()
+            .map(|d| Value::Object(Arc::new(ObjBox(Box::new(DTypeObj(*d))))))
+            .collect()
+    });
     let i = ALL.iter().position(|x| *x == d).unwrap_or(0);
     all.get(i).cloned().unwrap_or(Value::None)
 }

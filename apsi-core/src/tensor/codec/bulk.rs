@@ -59,11 +59,17 @@ fn encode_packed<T: Copy + Sync, F: Fn(T) -> u8 + Sync>(src: &[T], bits: u8, f: 
     let mut out = vec![0u8; byte_len(src.len(), bits)];
     if src.len() >= PAR_MIN {
         let ob = byte_len(CHUNK, bits);
-        src.par_chunks(CHUNK).zip(out.par_chunks_mut(ob)).for_each(|(s, o)| encode_run(s, bits, o, &f));
+        src.par_chunks(CHUNK)
+            .zip(out.par_chunks_mut(ob))
+            .for_each(|(s, o)| encode_run(s, bits, o, &f));
     } else {
         encode_run(src, bits, &mut out, &f);
     }
-    Buffer::Packed { bits, bytes: out, len: src.len() }
+    Buffer::Packed {
+        bits,
+        bytes: out,
+        len: src.len(),
+    }
 }
 
 #[inline(always)]
@@ -81,7 +87,10 @@ unsafe fn map_avx2<T: Copy, U, F: Fn(T) -> U>(src: &[T], out: &mut [U], f: &F) {
 
 fn map_run<T: Copy, U, F: Fn(T) -> U>(src: &[T], out: &mut [U], f: &F) {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") && std::is_x86_feature_detected!("f16c") {
+    if std::is_x86_feature_detected!("avx2")
+        && std::is_x86_feature_detected!("fma")
+        && std::is_x86_feature_detected!("f16c")
+    {
         // SAFETY: the CPU has the features the function is compiled for.
         unsafe { map_avx2(src, out, f) };
         return;
@@ -93,7 +102,9 @@ fn map_run<T: Copy, U, F: Fn(T) -> U>(src: &[T], out: &mut [U], f: &F) {
 pub fn map_vec<T: Copy + Sync, U: Copy + Send + Default, F: Fn(T) -> U + Sync>(src: &[T], f: F) -> Vec<U> {
     let mut out = vec![U::default(); src.len()];
     if src.len() >= PAR_MIN {
-        src.par_chunks(CHUNK).zip(out.par_chunks_mut(CHUNK)).for_each(|(s, o)| map_run(s, o, &f));
+        src.par_chunks(CHUNK)
+            .zip(out.par_chunks_mut(CHUNK))
+            .for_each(|(s, o)| map_run(s, o, &f));
     } else {
         map_run(src, &mut out, &f);
     }
@@ -123,7 +134,9 @@ pub fn encode_f64(d: DType, src: &[f64]) -> Buffer {
     use minifloat::BF16;
     match d {
         DType::F16 => Buffer::F16(map_vec(src, |x| f16::from_bits(minifloat::encode_f64::<F16>(x) as u16))),
-        DType::BF16 => Buffer::BF16(map_vec(src, |x| bf16::from_bits(minifloat::encode_f64::<BF16>(x) as u16))),
+        DType::BF16 => Buffer::BF16(map_vec(src, |x| {
+            bf16::from_bits(minifloat::encode_f64::<BF16>(x) as u16)
+        })),
         DType::Fp8E4M3 => encode_packed(src, 8, |x| minifloat::encode_f64::<E4M3>(x) as u8),
         DType::Fp8E5M2 => encode_packed(src, 8, |x| minifloat::encode_f64::<E5M2>(x) as u8),
         DType::Fp6E3M2 => encode_packed(src, 6, |x| minifloat::encode_f64::<E3M2>(x) as u8),
@@ -232,7 +245,9 @@ pub fn decode_packed(d: DType, bytes: &[u8], bits: u8, start: usize, n: usize) -
     let t = table(d);
     let mut out = vec![0f32; n];
     if n >= PAR_MIN {
-        out.par_chunks_mut(CHUNK).enumerate().for_each(|(k, o)| decode_range(bytes, bits, start + k * CHUNK, o, t));
+        out.par_chunks_mut(CHUNK)
+            .enumerate()
+            .for_each(|(k, o)| decode_range(bytes, bits, start + k * CHUNK, o, t));
     } else {
         decode_range(bytes, bits, start, &mut out, t);
     }

@@ -231,7 +231,11 @@ mod tests {
         for &x in &[0.1f32, 1.0, 65504.0, 65520.0, 1e-7, 6e-8, 3e-8, -2.5, 1e30] {
             assert_eq!(encode_f32::<F16>(x) as u16, half::f16::from_f32(x).to_bits(), "{x}");
             assert_eq!(encode_bf16_f32(x), half::bf16::from_f32(x).to_bits(), "{x}");
-            assert_eq!(encode_f64::<BF16>(x as f64) as u16, half::bf16::from_f32(x).to_bits(), "{x}");
+            assert_eq!(
+                encode_f64::<BF16>(x as f64) as u16,
+                half::bf16::from_f32(x).to_bits(),
+                "{x}"
+            );
         }
     }
 }

@@ -144,7 +144,16 @@ fn float_info<S: Spec>(name: &'static str, max: f64) -> FormatInfo {
 }
 
 fn int_info(name: &'static str, bits: u32, max: f64) -> FormatInfo {
-    FormatInfo { name, bits, max, min_normal: 1.0, min_subnormal: 1.0, eps: 1.0, has_inf: false, has_nan: false }
+    FormatInfo {
+        name,
+        bits,
+        max,
+        min_normal: 1.0,
+        min_subnormal: 1.0,
+        eps: 1.0,
+        has_inf: false,
+        has_nan: false,
+    }
 }
 
 /// The numbers of every dtype (for bool: max 1, bits 8).

@@ -34,7 +34,9 @@ pub fn packed_f32(b: &Buffer, layout: &Layout, d: DType) -> Vec<f32> {
     }
     let t = bulk::table(d);
     let mut out = Vec::with_capacity(n);
-    for_each_offset(&layout.shape, &layout.strides, layout.offset, |o| out.push(t[pack::get(bytes, *bits, o) as usize]));
+    for_each_offset(&layout.shape, &layout.strides, layout.offset, |o| {
+        out.push(t[pack::get(bytes, *bits, o) as usize])
+    });
     out
 }
 
@@ -54,12 +56,20 @@ pub fn packed_to_vec<U: Scalar>(b: &Buffer, layout: &Layout, d: DType) -> Vec<U>
 /// A dense copy of the codes seen through `layout`.
 pub fn packed_contiguous(b: &Buffer, layout: &Layout) -> Buffer {
     let Buffer::Packed { bits, bytes, len } = b else {
-        return Buffer::Packed { bits: 8, bytes: Vec::new(), len: 0 };
+        return Buffer::Packed {
+            bits: 8,
+            bytes: Vec::new(),
+            len: 0,
+        };
     };
     let bits = *bits;
     let n = layout.size();
     if layout.offset == 0 && layout.is_contiguous() && n == *len {
-        return Buffer::Packed { bits, bytes: bytes.clone(), len: n };
+        return Buffer::Packed {
+            bits,
+            bytes: bytes.clone(),
+            len: n,
+        };
     }
     let mut out = vec![0u8; pack::byte_len(n, bits)];
     let mut i = 0usize;
@@ -67,7 +77,11 @@ pub fn packed_contiguous(b: &Buffer, layout: &Layout) -> Buffer {
         pack::set(&mut out, bits, i, pack::get(bytes, bits, o));
         i += 1;
     });
-    Buffer::Packed { bits, bytes: out, len: n }
+    Buffer::Packed {
+        bits,
+        bytes: out,
+        len: n,
+    }
 }
 
 /// A tensor of `shape` whose every element is `x` rounded to the packed format `d`.
@@ -101,7 +115,11 @@ pub fn astype(t: &Tensor, d: DType) -> Option<Tensor> {
             return Some(Tensor::from_buffer(b, shape, d));
         }
         let v: Vec<f32> = t.to_vec();
-        let buf = if dst_coded { bulk::encode_f32(d, &v) } else { return Some(native_from_f32(v, shape, d)) };
+        let buf = if dst_coded {
+            bulk::encode_f32(d, &v)
+        } else {
+            return Some(native_from_f32(v, shape, d));
+        };
         return Some(Tensor::from_buffer(buf, shape, d));
     }
     if d == DType::F32 && matches!(t.dtype, DType::F16 | DType::BF16) {
@@ -194,7 +212,15 @@ pub fn gather(t: &Tensor, offsets: &[usize], shape: Vec<usize>) -> Tensor {
         }
         _ => Vec::new(),
     });
-    Tensor::from_buffer(Buffer::Packed { bits, bytes, len: offsets.len() }, shape, t.dtype)
+    Tensor::from_buffer(
+        Buffer::Packed {
+            bits,
+            bytes,
+            len: offsets.len(),
+        },
+        shape,
+        t.dtype,
+    )
 }
 
 /// Writes `src` (already of t's format), broadcast to `shape`, at storage offsets of packed `t`.
@@ -214,7 +240,10 @@ pub fn scatter(t: &Tensor, offsets: &[usize], src: &Tensor, shape: &[usize]) -> 
 /// `concat` of tensors whose common dtype `d` is packed: joined in f32 (i64), rounded back.
 pub fn concat(ts: &[Tensor], axis: i64, d: DType) -> VResult<Tensor> {
     let c = compute_dtype(d);
-    let parts: Vec<Tensor> = ts.iter().map(|t| Arg::T(t.clone()).to_tensor(c)).collect::<VResult<_>>()?;
+    let parts: Vec<Tensor> = ts
+        .iter()
+        .map(|t| Arg::T(t.clone()).to_tensor(c))
+        .collect::<VResult<_>>()?;
     Arg::T(crate::tensor::shape::concat(&parts, axis)?).to_tensor(d)
 }
 
@@ -239,8 +268,14 @@ mod tests {
     fn astype_prints_and_counts_real_bytes() {
         let x = f32s(&[1.0, 0.1, 300.0, 500.0, 1e-3]);
         let s = |d| x.astype(d).map(|t| tensor_str(&t)).unwrap_or_default();
-        assert_eq!(s(DType::BF16), "tensor([1.0, 0.100097656, 300.0, 500.0, 0.0009994507], dtype=bf16)");
-        assert_eq!(s(DType::Fp8E4M3), "tensor([1.0, 0.1015625, 288.0, nan, 0.001953125], dtype=fp8_e4m3)");
+        assert_eq!(
+            s(DType::BF16),
+            "tensor([1.0, 0.100097656, 300.0, 500.0, 0.0009994507], dtype=bf16)"
+        );
+        assert_eq!(
+            s(DType::Fp8E4M3),
+            "tensor([1.0, 0.1015625, 288.0, nan, 0.001953125], dtype=fp8_e4m3)"
+        );
         assert_eq!(s(DType::Fp4E2M1), "tensor([1.0, 0.0, 6.0, 6.0, 0.0], dtype=fp4_e2m1)");
         assert_eq!(s(DType::Int4), "tensor([1, 0, -4, 4, 0], dtype=int4)");
         assert_eq!(x.astype(DType::Fp4E2M1).map(|t| t.nbytes()).ok(), Some(3));
@@ -277,16 +312,25 @@ mod tests {
         assert_eq!(r.to_vec::<f32>(), vec![1.125, 2.25, 384.0]);
         let m = crate::tensor::arith::binary(BinOp::Mul, &Arg::T(a), &Arg::Float(2.0)).unwrap();
         assert_eq!((m.dtype, m.to_vec::<f32>()), (DType::Fp8E4M3, vec![2.0, 4.0, 6.0]));
-        let i = Tensor::from_vec(vec![100i64, -100], vec![2]).astype(DType::Int8).unwrap();
+        let i = Tensor::from_vec(vec![100i64, -100], vec![2])
+            .astype(DType::Int8)
+            .unwrap();
         let s = crate::tensor::arith::binary(BinOp::Add, &Arg::T(i.clone()), &Arg::T(i)).unwrap();
         assert_eq!((s.dtype, s.to_vec::<i64>()), (DType::Int8, vec![-56, 56]));
     }
 
     #[test]
     fn matmul_concat_where_gather_and_scatter() {
-        let a = f32s(&[1.0, 2.0, 3.0, 4.0]).astype(DType::Fp8E4M3).unwrap().reshaped(vec![2, 2]).unwrap();
+        let a = f32s(&[1.0, 2.0, 3.0, 4.0])
+            .astype(DType::Fp8E4M3)
+            .unwrap()
+            .reshaped(vec![2, 2])
+            .unwrap();
         let p = crate::tensor::matmul::matmul(&a, &a).unwrap();
-        assert_eq!((p.dtype, p.to_vec::<f32>()), (DType::Fp8E4M3, vec![7.0, 10.0, 15.0, 22.0]));
+        assert_eq!(
+            (p.dtype, p.to_vec::<f32>()),
+            (DType::Fp8E4M3, vec![7.0, 10.0, 15.0, 22.0])
+        );
         let c = crate::tensor::shape::concat(&[a.clone(), a.clone()], 0).unwrap();
         assert_eq!((c.dtype, c.shape().to_vec()), (DType::Fp8E4M3, vec![4, 2]));
         let cond = Tensor::from_vec(vec![true, false, true, false], vec![2, 2]);

@@ -15,7 +15,9 @@ pub fn byte_len(len: usize, bits: u8) -> usize {
 #[inline]
 pub fn get(bytes: &[u8], bits: u8, i: usize) -> u8 {
     match bits {
-        4 => bytes.get(i / 2).map_or(0, |b| if i % 2 == 0 { b & 0xf } else { b >> 4 }),
+        4 => bytes
+            .get(i / 2)
+            .map_or(0, |b| if i % 2 == 0 { b & 0xf } else { b >> 4 }),
         6 => {
             let g = (i / 4) * 3;
             let w = match bytes.get(g..g + 3) {
@@ -34,7 +36,11 @@ pub fn set(bytes: &mut [u8], bits: u8, i: usize, code: u8) {
     match bits {
         4 => {
             if let Some(b) = bytes.get_mut(i / 2) {
-                *b = if i % 2 == 0 { (*b & 0xf0) | (code & 0xf) } else { (*b & 0x0f) | (code << 4) };
+                *b = if i % 2 == 0 {
+                    (*b & 0xf0) | (code & 0xf)
+                } else {
+                    (*b & 0x0f) | (code << 4)
+                };
             }
         }
         6 => {
@@ -74,7 +80,10 @@ pub fn pack(codes: &[u8], bits: u8, out: &mut [u8]) {
             let mut quads = codes.chunks_exact(4);
             let mut outs = out.chunks_exact_mut(3);
             for (o, q) in outs.by_ref().zip(quads.by_ref()) {
-                let w = (q[0] & 0x3f) as u32 | ((q[1] & 0x3f) as u32) << 6 | ((q[2] & 0x3f) as u32) << 12 | ((q[3] & 0x3f) as u32) << 18;
+                let w = (q[0] & 0x3f) as u32
+                    | ((q[1] & 0x3f) as u32) << 6
+                    | ((q[2] & 0x3f) as u32) << 12
+                    | ((q[3] & 0x3f) as u32) << 18;
                 o[0] = w as u8;
                 o[1] = (w >> 8) as u8;
                 o[2] = (w >> 16) as u8;

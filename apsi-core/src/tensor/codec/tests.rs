@@ -15,7 +15,10 @@ fn vectors_dir() -> Option<PathBuf> {
     places.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/vectors"));
     let found = places.iter().find(|p| p.join("inputs_f32_bits.npy").is_file()).cloned();
     if found.is_none() {
-        eprintln!("note: SKIPPED: no conformance vectors at {:?} (set APSI_SHARED to the shared folder)", places);
+        eprintln!(
+            "note: SKIPPED: no conformance vectors at {:?} (set APSI_SHARED to the shared folder)",
+            places
+        );
     }
     found
 }
@@ -30,7 +33,12 @@ fn read_npy(path: &std::path::Path) -> (String, Vec<u8>) {
         (u32::from_le_bytes([raw[8], raw[9], raw[10], raw[11]]) as usize, 12)
     };
     let header = String::from_utf8_lossy(&raw[start..start + hlen]).to_string();
-    let descr = header.split("'descr':").nth(1).and_then(|s| s.split('\'').nth(1)).unwrap_or("").to_string();
+    let descr = header
+        .split("'descr':")
+        .nth(1)
+        .and_then(|s| s.split('\'').nth(1))
+        .unwrap_or("")
+        .to_string();
     assert!(header.contains("'fortran_order': False"));
     (descr, raw[start + hlen..].to_vec())
 }
@@ -38,7 +46,9 @@ fn read_npy(path: &std::path::Path) -> (String, Vec<u8>) {
 fn npy_u32(dir: &std::path::Path, name: &str) -> Vec<u32> {
     let (d, b) = read_npy(&dir.join(name));
     assert_eq!(d, "<u4", "{name}");
-    b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    b.chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
 }
 
 fn npy_codes(dir: &std::path::Path, name: &str) -> Vec<u16> {
@@ -107,7 +117,12 @@ fn encode_and_decode_match_every_vector() {
                 continue; // C undefined behaviour in the reference; not a spec
             }
             let x = xs[i];
-            assert_eq!(encode_f32(d, x), want[i], "{name}: f32 {x:e} (bits {:#x}) scalar", inputs[i]);
+            assert_eq!(
+                encode_f32(d, x),
+                want[i],
+                "{name}: f32 {x:e} (bits {:#x}) scalar",
+                inputs[i]
+            );
             assert_eq!(from_f32[i], want[i], "{name}: f32 {x:e} (bits {:#x}) bulk", inputs[i]);
             // The f64 path: numpy's float16 quietens a signalling NaN on the way to f64;
             // elsewhere the f64 path gives the same codes (a NaN is compared by class).
@@ -116,7 +131,11 @@ fn encode_and_decode_match_every_vector() {
             if x.is_nan() {
                 let v = decode(d, f64_code);
                 let w = decode(d, want[i]);
-                assert_eq!((v.is_nan(), v.is_sign_negative()), (w.is_nan(), w.is_sign_negative()), "{name}: NaN class");
+                assert_eq!(
+                    (v.is_nan(), v.is_sign_negative()),
+                    (w.is_nan(), w.is_sign_negative()),
+                    "{name}: NaN class"
+                );
             } else {
                 assert_eq!(f64_code, want[i], "{name}: f64 {x:e}");
             }
@@ -131,7 +150,10 @@ fn encode_and_decode_match_every_vector() {
             let wf = f32::from_bits(w);
             for (how, got) in [("scalar", decode(d, c as u16)), ("bulk", bulk[c])] {
                 if wf.is_nan() {
-                    assert!(got.is_nan() && got.is_sign_negative() == wf.is_sign_negative(), "{name} {how}: code {c:#x}");
+                    assert!(
+                        got.is_nan() && got.is_sign_negative() == wf.is_sign_negative(),
+                        "{name} {how}: code {c:#x}"
+                    );
                 } else {
                     assert_eq!(got.to_bits(), w, "{name} {how}: code {c:#x} gives {got}, want {wf}");
                 }
@@ -143,15 +165,20 @@ fn encode_and_decode_match_every_vector() {
 /// How many of the 2^32 bit patterns `bad` flags (rayon over the top 16 bits).
 fn count_bad(bad: impl Fn(u32) -> bool + Sync) -> usize {
     use rayon::prelude::*;
-    (0u32..1 << 16).into_par_iter().map(|hi| (0u32..1 << 16).filter(|&lo| bad(hi << 16 | lo)).count()).sum()
+    (0u32..1 << 16)
+        .into_par_iter()
+        .map(|hi| (0u32..1 << 16).filter(|&lo| bad(hi << 16 | lo)).count())
+        .sum()
 }
 
 /// Every f32 against an independent reference: the exact value's nearest
 /// representable neighbours found by search over the decoded code table.
 fn exhaustive<S: Spec>(d: DType) {
     // The sorted finite non-negative values with their codes.
-    let mut finite: Vec<(f64, u32)> =
-        (0..=S::MAX_CODE).map(|c| (minifloat::decode::<S>(c) as f64, c)).filter(|(v, _)| v.is_finite()).collect();
+    let mut finite: Vec<(f64, u32)> = (0..=S::MAX_CODE)
+        .map(|c| (minifloat::decode::<S>(c) as f64, c))
+        .filter(|(v, _)| v.is_finite())
+        .collect();
     finite.sort_by(|a, b| a.0.total_cmp(&b.0));
     let max = finite.last().map(|f| f.0).unwrap_or(0.0);
     // The next step past max, as if the exponent went on (the overflow threshold is its midpoint).
@@ -164,7 +191,9 @@ fn exhaustive<S: Spec>(d: DType) {
         }
         let a = (x as f64).abs();
         let sign = if x.is_sign_negative() { S::SIGN } else { 0 };
-        let want = if a > max + last_step / 2.0 || (a == max + last_step / 2.0 && finite.last().is_some_and(|f| f.1 & 1 == 1)) {
+        let want = if a > max + last_step / 2.0
+            || (a == max + last_step / 2.0 && finite.last().is_some_and(|f| f.1 & 1 == 1))
+        {
             if S::RULE == minifloat::Rule::Ieee {
                 sign | S::INF_CODE
             } else {
@@ -215,7 +244,10 @@ fn exhaustive_all_f32_bit_patterns() {
         got != minifloat::encode_f64::<minifloat::BF16>(x as f64) as u16
     });
     assert_eq!(bad, 0, "bf16");
-    eprintln!("exhaustive f32 check of f16, fp8_e4m3, fp8_e5m2, bf16: {:.1} s", t.elapsed().as_secs_f64());
+    eprintln!(
+        "exhaustive f32 check of f16, fp8_e4m3, fp8_e5m2, bf16: {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
 }
 
 #[test]
