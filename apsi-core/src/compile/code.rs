@@ -194,6 +194,8 @@ pub enum TypeCheck {
     Dict,
     Tuple,
     NoneType,
+    /// `Tensor[...]`: an id into `tensor::annot`'s table (checks shape, binds names, converts dtype).
+    Tensor(u32),
 }
 
 impl TypeCheck {
@@ -220,6 +222,7 @@ impl TypeCheck {
             TypeCheck::Dict => "dict",
             TypeCheck::Tuple => "tuple",
             TypeCheck::NoneType => "none",
+            TypeCheck::Tensor(_) => "Tensor",
         }
     }
     pub fn accepts(self, v: &Value) -> bool {
@@ -237,7 +240,7 @@ impl TypeCheck {
                 | (TypeCheck::Dict, Value::Dict(_))
                 | (TypeCheck::Tuple, Value::Tuple(_))
                 | (TypeCheck::NoneType, Value::None)
-        )
+        ) || (matches!(self, TypeCheck::Tensor(_)) && crate::tensor::as_tensor(v).is_some())
     }
 }
 

@@ -1903,6 +1903,10 @@ impl<'a, 'e> Compiler<'a, 'e> {
                     checks.push((i as u16, tc));
                 }
             }
+            // `Tensor[N, bf16]` and the other tensor forms (tensor/annot.rs).
+            if let Some(tc) = p.annotation.as_ref().and_then(crate::tensor::annot::type_check_of) {
+                checks.push((i as u16, tc));
+            }
         }
         let simple = params.vararg.is_none() && params.kwonly.is_empty() && params.kwarg.is_none() && checks.is_empty();
         Ok(Arc::new(FuncProto {

@@ -99,7 +99,7 @@ pub fn from_data(v: &Value, dtype: Option<DType>) -> VResult<Tensor> {
         Kind::Int => DType::I64,
         Kind::Float => DType::F64,
     });
-    let d = d.check_supported()?;
+    let d = if d.is_narrow() { d } else { d.check_supported()? };
     Ok(match d.kind() {
         Kind::Float => Tensor::from_vec(flat.iter().map(|s| s.as_f64()).collect::<Vec<f64>>(), shape).cast(d)?,
         Kind::Int => Tensor::from_vec(flat.iter().map(|s| s.as_i64()).collect::<Vec<i64>>(), shape).cast(d)?,
@@ -340,7 +340,11 @@ fn random(name: &'static str, args: &[Value], kw: Kwargs, normal: bool) -> VResu
     let t = crate::with_dtype!(d, T => {
         let v: Vec<T> = if normal { super::random::normal_as(n) } else { super::random::uniform_as(n) };
         Tensor::from_vec(v, shape)
-    }, other => return Err(d.check_supported().err().unwrap_or_else(|| err(ErrorKind::TypeError, "bad dtype"))));
+    }, other => {
+        // Narrow formats: f32 draws rounded to the format.
+        let v: Vec<f32> = if normal { super::random::normal_as(n) } else { super::random::uniform_as(n) };
+        Tensor::from_vec(v, shape).astype(d)?
+    });
     Ok(result_value(t))
 }
 

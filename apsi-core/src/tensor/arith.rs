@@ -123,6 +123,9 @@ pub fn binary(op: BinOp, a: &Arg, b: &Arg) -> VResult<Tensor> {
 /// `a op b` for two tensors of one dtype.
 pub fn binary_same(op: BinOp, x: &Tensor, y: &Tensor) -> VResult<Tensor> {
     let d = x.dtype;
+    if super::codec::is_packed(d) {
+        return super::codec::narrow::binary_same(op, x, y);
+    }
     let mut r = match d {
         DType::F64 => float_op::<f64>(op, x, y)?,
         DType::F32 => float_op::<f32>(op, x, y)?,
@@ -345,6 +348,9 @@ impl UFn {
 
 /// `f(x)` elementwise.
 pub fn unary(f: UFn, x: &Tensor) -> VResult<Tensor> {
+    if super::codec::is_packed(x.dtype) {
+        return super::codec::narrow::unary(f, x);
+    }
     let mut r = match x.dtype {
         DType::F64 => map::<f64, f64>(x, |v| f.apply(v)),
         DType::F32 => map::<f32, f32>(x, |v| f.apply(v)),
@@ -427,7 +433,7 @@ pub fn where_(cond: &Tensor, a: &Arg, b: &Arg) -> VResult<Tensor> {
     let y = b.to_tensor(d)?;
     let c = cond.cast(DType::Bool)?;
     let c64 = c.astype(d)?;
-    let mut r = crate::with_dtype!(d, T => super::kernels::zip3::<T, T>(&c64, &x, &y, |k, p, q| if k.to_bool() { p } else { q })?, other => return Err(d.check_supported().err().unwrap_or_else(|| err(ErrorKind::TypeError, "bad dtype"))));
+    let mut r = crate::with_dtype!(d, T => super::kernels::zip3::<T, T>(&c64, &x, &y, |k, p, q| if k.to_bool() { p } else { q })?, other => return super::codec::narrow::where_(cond, &x, &y, d));
     if traced(&x, &y) && d.is_float() {
         r.node = record(Op::Where(c, x.clone(), y.clone()), &r);
     }

@@ -42,6 +42,9 @@ impl Tensor {
     /// A tensor of `shape` filled with `x` converted to `dtype`.
     pub fn full(shape: Vec<usize>, x: f64, dtype: DType) -> VResult<Tensor> {
         let n = checked_size(&shape)?;
+        if super::codec::is_packed(dtype) {
+            return Ok(super::codec::narrow::filled(shape, n, x, dtype));
+        }
         let dtype = dtype.check_supported()?;
         Ok(crate::with_dtype!(dtype, T => Tensor::from_vec(vec![T::from_f64(x); n], shape), other => unreachable_dtype()))
     }
@@ -90,7 +93,7 @@ impl Tensor {
     pub fn to_vec<U: Scalar>(&self) -> Vec<U> {
         let layout = &self.layout;
         self.storage.read(|b| {
-            crate::with_buffer!(b, v => gather::<_, U>(v, layout), packed => Vec::new())
+            crate::with_buffer!(b, v => gather::<_, U>(v, layout), packed => super::codec::narrow::packed_to_vec::<U>(b, layout, self.dtype))
         })
     }
 
@@ -106,7 +109,7 @@ impl Tensor {
             Buffer::I64(v) => Buffer::I64(gather(v, layout)),
             Buffer::I32(v) => Buffer::I32(gather(v, layout)),
             Buffer::Bool(v) => Buffer::Bool(gather(v, layout)),
-            Buffer::Packed { .. } => Buffer::Bool(Vec::new()),
+            Buffer::Packed { .. } => super::codec::narrow::packed_contiguous(b, layout),
         });
         Tensor::from_buffer(buf, shape, self.dtype)
     }
@@ -124,6 +127,9 @@ impl Tensor {
 
     /// A converted copy (`astype`); the same dtype still copies.
     pub fn astype(&self, dtype: DType) -> VResult<Tensor> {
+        if let Some(t) = super::codec::narrow::astype(self, dtype) {
+            return Ok(t);
+        }
         let dtype = dtype.check_supported()?;
         let shape = self.layout.shape.clone();
         Ok(crate::with_dtype!(dtype, T => Tensor::from_vec(self.to_vec::<T>(), shape), other => unreachable_dtype()))

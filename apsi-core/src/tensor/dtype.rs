@@ -1,10 +1,9 @@
 //! Element types (LANGUAGE.md §7).
 //!
 //! Every dtype of the spec has a tag here. `f64 f32 f16 bf16 i64 i32 bool`
-//! have storage and kernels now; the narrow formats (`fp8`, `fp6`, `fp4`,
-//! `int4`, `int8`, `uint8`) are named so they print and parse, and
-//! [`DType::storage`] says how their codes will be stored (packed bytes),
-//! so adding their codecs needs no change to the tensor layout.
+//! are native Rust values; the narrow formats (`fp8`, `fp6`, `fp4`, `int4`,
+//! `int8`, `uint8`) are stored as packed codes of their real size
+//! ([`DType::storage`]) and converted by `tensor::codec`.
 
 use crate::error::ErrorKind;
 use crate::vm::value::{err, ApsiObject, ObjBox, VResult, Value};
@@ -131,25 +130,38 @@ impl DType {
 
     pub fn storage(self) -> StorageKind {
         match self {
-            DType::Fp8E4M3 | DType::Fp8E5M2 | DType::Fp6E3M2 | DType::Fp6E2M3 | DType::Fp4E2M1 | DType::Int8 | DType::Int4 | DType::UInt8 => {
-                StorageKind::Packed { bits: self.bits() as u8 }
-            }
+            DType::Fp8E4M3
+            | DType::Fp8E5M2
+            | DType::Fp6E3M2
+            | DType::Fp6E2M3
+            | DType::Fp4E2M1
+            | DType::Int8
+            | DType::Int4
+            | DType::UInt8 => StorageKind::Packed {
+                bits: self.bits() as u8,
+            },
             _ => StorageKind::Native,
         }
     }
 
-    /// Whether this build has storage and kernels for the dtype.
+    /// Whether the dtype is a native Rust type (the kernels compute in it);
+    /// the packed formats are decoded to compute.
     pub fn supported(self) -> bool {
         self.storage() == StorageKind::Native
     }
 
+    /// The dtype when kernels compute in it directly; for a packed format,
+    /// the error an operation without a packed path reports.
     pub fn check_supported(self) -> VResult<DType> {
         if self.supported() {
             Ok(self)
         } else {
             Err(err(
-                ErrorKind::NotImplementedError,
-                format!("tensors of dtype {} are not available yet (this build computes in f64, f32, f16, bf16, i64, i32 and bool)", self.name()),
+                ErrorKind::TypeError,
+                format!(
+                    "this operation does not take {} tensors (they hold packed codes); convert first with .astype(f32)",
+                    self.name()
+                ),
             ))
         }
     }
@@ -158,6 +170,8 @@ impl DType {
     fn width(self) -> u8 {
         match self {
             DType::Bool => 0,
+            DType::Int4 => 0,
+            DType::Int8 | DType::UInt8 => 1,
             DType::I32 => 2,
             DType::I64 => 3,
             DType::F16 | DType::BF16 => 1,
@@ -167,9 +181,19 @@ impl DType {
         }
     }
 
+    /// Whether the dtype is one of the narrow (≤ 8-bit) formats.
+    pub fn is_narrow(self) -> bool {
+        !self.supported()
+    }
+
     /// NumPy 2's `promote_types` for the supported dtypes: within a kind the
     /// wider wins (f16 with bf16 gives f32); bool gives way to anything; an
     /// int with a float gives f64 (i32/i64 values do not fit f16/f32 exactly).
+    ///
+    /// The narrow formats: two different narrow float formats give f32, a
+    /// narrow float with f16/bf16/f32/f64 gives the latter; int8/uint8/int4
+    /// mixed give i32 unless the other is wider (int4 with int8 gives int8);
+    /// a narrow int with a float gives that float (f32 for a narrow float).
     pub fn promote(a: DType, b: DType) -> DType {
         if a == b {
             return a;
@@ -178,14 +202,19 @@ impl DType {
             (Kind::Bool, _) => b,
             (_, Kind::Bool) => a,
             (Kind::Int, Kind::Int) => {
-                if a.width() >= b.width() {
+                if a.width() == b.width() {
+                    DType::I32
+                } else if a.width() > b.width() {
                     a
                 } else {
                     b
                 }
             }
             (Kind::Float, Kind::Float) => {
-                if (a == DType::F16 && b == DType::BF16) || (a == DType::BF16 && b == DType::F16) {
+                if (a == DType::F16 && b == DType::BF16)
+                    || (a == DType::BF16 && b == DType::F16)
+                    || (a.is_narrow() && b.is_narrow())
+                {
                     DType::F32
                 } else if a.width() >= b.width() {
                     a
@@ -193,6 +222,14 @@ impl DType {
                     b
                 }
             }
+            (Kind::Int, Kind::Float) if a.is_narrow() => {
+                if b.is_narrow() {
+                    DType::F32
+                } else {
+                    b
+                }
+            }
+            (Kind::Float, Kind::Int) if b.is_narrow() => DType::promote(b, a),
             _ => DType::F64,
         }
     }
@@ -227,7 +264,11 @@ impl ApsiObject for DTypeObj {
 pub fn dtype_value(d: DType) -> Value {
     use std::sync::OnceLock;
     static CACHE: OnceLock<Vec<Value>> = OnceLock::new();
-    let all = CACHE.get_or_init(|| ALL.iter().map(|d| Value::Object(Arc::new(ObjBox(Box::new(DTypeObj(*d)))))).collect());
+    let all = CACHE.get_or_init(|| {
+        ALL.iter()
+            .map(|d| Value::Object(Arc::new(ObjBox(Box::new(DTypeObj(*d))))))
+            .collect()
+    });
     let i = ALL.iter().position(|x| *x == d).unwrap_or(0);
     all.get(i).cloned().unwrap_or(Value::None)
 }

@@ -229,7 +229,7 @@ pub fn get(t: &Tensor, idx: &Value) -> VResult<Value> {
                     offsets.iter().map(|&o| s.get(o).copied().unwrap_or(T::from_i64(0))).collect()
                 });
                 Tensor::from_vec(vals, shape.clone())
-            }, other => return Err(t.dtype.check_supported().err().unwrap_or_else(|| err(ErrorKind::TypeError, "bad dtype"))));
+            }, other => super::codec::narrow::gather(t, &offsets, shape.clone()));
             if t.node.is_some() {
                 r.node = record(Op::Gather(t.clone(), offsets, shape), &r);
             }
@@ -283,5 +283,5 @@ pub fn set(t: &Tensor, idx: &Value, v: &Value) -> VResult<()> {
             }
         });
         Ok(())
-    }, other => Err(t.dtype.check_supported().err().unwrap_or_else(|| err(ErrorKind::TypeError, "bad dtype"))))
+    }, other => super::codec::narrow::scatter(t, &offsets, &src, &shape))
 }

@@ -41,6 +41,7 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> VResult<Tensor> {
             run::<f32>(&xf, &yf, &batch, m, k, n, out_shape.clone()).astype(d)?
         }
         _ if d.kind() != Kind::Float => run_int(&xl, &yl, &batch, m, k, n, out_shape.clone()).cast(if d == DType::Bool { DType::Bool } else { d })?,
+        _ if d.is_narrow() => return super::codec::narrow::matmul(&x, &y),
         other => return Err(other.check_supported().err().unwrap_or_else(|| err(ErrorKind::TypeError, "bad dtype"))),
     };
     // Drop the lifted axes.

@@ -12,9 +12,11 @@
 //! - [`object`]: tensors as Apsi values (`Value::Object`), their methods and
 //!   the operator hooks `ops` calls; [`print`]: their text.
 
+pub mod annot;
 pub mod api;
 pub mod arith;
 pub mod autodiff;
+pub mod codec;
 pub mod core;
 pub mod dtype;
 pub mod fused;

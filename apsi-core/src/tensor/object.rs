@@ -153,7 +153,7 @@ impl<'a> A<'a> {
         match self.get(i) {
             None | Some(Value::None) => Ok(None),
             Some(v) => match as_dtype(v) {
-                Some(d) => Ok(Some(d.check_supported()?)),
+                Some(d) => Ok(Some(d)),
                 None => Err(self.wrong(i, "a dtype (f64, f32, i64, …)", v)),
             },
         }

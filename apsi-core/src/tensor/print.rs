@@ -14,8 +14,12 @@ const EDGE: usize = 3;
 fn elem_strings(t: &Tensor) -> Vec<String> {
     match t.dtype {
         DType::F64 => t.to_vec::<f64>().into_iter().map(float_repr).collect(),
-        DType::F32 | DType::F16 | DType::BF16 => t.to_vec::<f32>().into_iter().map(f32_repr).collect(),
-        DType::Bool => t.to_vec::<bool>().into_iter().map(|b| if b { "true".into() } else { "false".into() }).collect(),
+        d if d.is_float() => t.to_vec::<f32>().into_iter().map(f32_repr).collect(),
+        DType::Bool => t
+            .to_vec::<bool>()
+            .into_iter()
+            .map(|b| if b { "true".into() } else { "false".into() })
+            .collect(),
         _ => t.to_vec::<i64>().into_iter().map(|i| i.to_string()).collect(),
     }
 }
@@ -50,12 +54,24 @@ pub fn tensor_str(t: &Tensor) -> String {
 }
 
 /// Writes the block of `shape` starting at flat element `start`.
-fn block(elems: &[String], shape: &[usize], depth: usize, start: usize, summarize: bool, indent: usize, out: &mut String) {
+fn block(
+    elems: &[String],
+    shape: &[usize],
+    depth: usize,
+    start: usize,
+    summarize: bool,
+    indent: usize,
+    out: &mut String,
+) {
     let n = shape[depth];
     let inner: usize = shape[depth + 1..].iter().product();
     let last = depth + 1 == shape.len();
     let picks: Vec<Option<usize>> = if summarize && n > 2 * EDGE {
-        (0..EDGE).map(Some).chain(std::iter::once(None)).chain((n - EDGE..n).map(Some)).collect()
+        (0..EDGE)
+            .map(Some)
+            .chain(std::iter::once(None))
+            .chain((n - EDGE..n).map(Some))
+            .collect()
     } else {
         (0..n).map(Some).collect()
     };
@@ -102,7 +118,10 @@ mod tests {
         let p = Tensor::from_vec(vec![1.0f64, -2.5, 10.0, 4.0], vec![2, 2]);
         assert_eq!(tensor_str(&p), "tensor([[ 1.0, -2.5],\n        [10.0,  4.0]])");
         let c = Tensor::from_vec((0..8i64).collect(), vec![2, 2, 2]);
-        assert_eq!(tensor_str(&c), "tensor([[[0, 1],\n         [2, 3]],\n\n        [[4, 5],\n         [6, 7]]], dtype=i64)");
+        assert_eq!(
+            tensor_str(&c),
+            "tensor([[[0, 1],\n         [2, 3]],\n\n        [[4, 5],\n         [6, 7]]], dtype=i64)"
+        );
     }
 
     #[test]

@@ -135,7 +135,7 @@ pub fn concat(ts: &[Tensor], axis: i64) -> VResult<Tensor> {
             }
         }
         Tensor::from_vec(out, shape.clone())
-    }, other => return Err(dtype.check_supported().err().unwrap_or_else(|| err(ErrorKind::TypeError, "bad dtype"))));
+    }, other => return super::codec::narrow::concat(ts, axis, dtype));
     if ts.iter().any(|t| t.node.is_some()) && dtype.is_float() {
         let sizes = ts.iter().map(|t| t.shape()[ax]).collect();
         r.node = record(Op::Concat(parts, ax, sizes), &r);

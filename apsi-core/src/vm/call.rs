@@ -124,8 +124,13 @@ pub(crate) fn bind_args(f: &Closure, pos: Args, kw: Vec<(Arc<str>, Value)>) -> V
     if p.has_kwarg {
         slots[nslots - 1] = Some(Value::dict(kwdict));
     }
+    let mut dims = crate::tensor::annot::Dims::default(); // `Tensor[N]` names bound by this call
     for &(i, check) in p.checks.iter() {
-        if let Some(Some(v)) = slots.get(i as usize) {
+        if let Some(Some(v)) = slots.get_mut(i as usize) {
+            if let TypeCheck::Tensor(id) = check {
+                *v = crate::tensor::annot::check(name, &p.param_names[i as usize], id, v, &mut dims)?;
+                continue;
+            }
             check_type(name, &p.param_names[i as usize], check, v)?;
         }
     }

@@ -323,6 +323,11 @@ impl Executor {
             }
             Value::StructType(t) => call::construct_struct(&t, pos, kw).map(Some),
             Value::Kind(k) => call::make_error(k, &pos, &kw).map(Some),
+            // A module that exports its own name is callable (`@precision(bf16)`).
+            Value::Module(m) if m.attrs.read().contains_key(m.name.as_str()) => {
+                let g = m.attrs.read().get(m.name.as_str()).cloned().unwrap_or(Value::None);
+                self.setup_call(fpos, g, pos, kw)
+            }
             other => Err(type_err(format!("'{}' object is not callable", other.type_name()))),
         }
     }
