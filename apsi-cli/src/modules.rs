@@ -8,5 +8,7 @@ pub fn compiled_in() -> Vec<ModuleDescriptor> {
     let mut out = Vec::new();
     #[cfg(feature = "parallel")]
     out.push(apsi_parallel::module());
+    #[cfg(feature = "native")]
+    out.push(apsi_native::module());
     out
 }
