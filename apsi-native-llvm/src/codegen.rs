@@ -356,7 +356,12 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         let i64t = self.ctx.i64_type();
         let i64p = i64t.ptr_type(AddressSpace::default());
         let ft = self.ctx.i32_type().fn_type(&[self.ctxp_ty(), i64t.into(), i64t.into(), i64t.into(), i64p.into(), i64p.into()], false);
-        let fv = self.module.add_function(&format!("{}$chunk", f.name), ft, Some(Linkage::External));
+        let cname = format!("{}$chunk", f.name);
+        // A parallel for that uses this chunk may have declared it already.
+        let fv = match self.module.get_function(&cname) {
+            Some(fv) => fv,
+            None => self.module.add_function(&cname, ft, Some(Linkage::External)),
+        };
         self.mark(fv);
         let bb = self.ctx.append_basic_block(fv, "entry");
         self.b.position_at_end(bb);
