@@ -543,8 +543,11 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                     FloatOp::Sub => e(self.b.build_float_sub(x, y, "s"))?,
                     FloatOp::Mul => e(self.b.build_float_mul(x, y, "m"))?,
                     FloatOp::Div => {
-                        let zero = self.fcmp(FloatPredicate::OEQ, y, self.f64c(0.0))?;
-                        self.raise_if(st, zero, err::FLOAT_DIV_ZERO, *line, [z, z, z])?;
+                        // fastmath: C's float semantics (x / 0.0 is an infinity or NaN, no error).
+                        if !self.m.fastmath {
+                            let zero = self.fcmp(FloatPredicate::OEQ, y, self.f64c(0.0))?;
+                            self.raise_if(st, zero, err::FLOAT_DIV_ZERO, *line, [z, z, z])?;
+                        }
                         e(self.b.build_float_div(x, y, "d"))?
                     }
                     FloatOp::FloorDiv | FloatOp::Mod | FloatOp::Pow => {
@@ -874,9 +877,14 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             Some(v) => Some(self.fval(st, *v)?),
             None => None,
         };
-        let domain = |cond: IntValue<'ctx>| self.raise_if(st, cond, err::DOMAIN, line, [id, z, z]);
+        // fastmath: C's semantics (a domain error gives NaN, an overflow an infinity).
+        let fast = self.m.fastmath;
+        let domain = |cond: IntValue<'ctx>| if fast { Ok(()) } else { self.raise_if(st, cond, err::DOMAIN, line, [id, z, z]) };
         // The interpreter's one-argument functions: an infinite result of a finite argument is an OverflowError.
         let ranged = |r: FloatValue<'ctx>| -> R<BasicValueEnum<'ctx>> {
+            if fast {
+                return Ok(r.into());
+            }
             let inf = self.is_inf(r)?;
             let fin = self.is_finite(x)?;
             let bad = e(self.b.build_and(inf, fin, "rng"))?;
@@ -887,7 +895,8 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         Ok(match mf {
             MathFn::Sqrt => {
                 domain(self.fcmp(FloatPredicate::OLT, x, zero)?)?;
-                ranged(self.f1("llvm.sqrt.f64", x)?)?
+                // The square root of a finite number is finite: no range check.
+                self.f1("llvm.sqrt.f64", x)?.into()
             }
             MathFn::Exp => ranged(self.f1("llvm.exp.f64", x)?)?,
             MathFn::Log => {
