@@ -382,12 +382,27 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             let w = e(self.b.build_load(self.word_at(parts, k)?, "w"))?.into_int_value();
             vals.push(self.word_to(w, f.rets[k])?);
         }
-        let (status, rets) = self.call_ir(i, ctxp, vals)?;
-        for (k, (v, t)) in rets.into_iter().zip(&f.rets).enumerate() {
-            let w = self.to_word(v, *t, false)?;
-            e(self.b.build_store(self.word_at(parts, k)?, w))?;
+        // Two copies of the body: one for step 1 (the common `range(n)`,
+        // where LLVM sees a canonical loop it can vectorise), one general.
+        let step = vals[2].into_int_value();
+        let unit = self.icmp(IntPredicate::EQ, step, self.i64c(1))?;
+        let (bb1, bbn) = (self.ctx.append_basic_block(fv, "unit"), self.ctx.append_basic_block(fv, "any"));
+        e(self.b.build_conditional_branch(unit, bb1, bbn))?;
+        for (bb, unit_step) in [(bb1, true), (bbn, false)] {
+            self.b.position_at_end(bb);
+            let mut v = vals.clone();
+            if unit_step {
+                v[2] = self.i64c(1).into();
+            }
+            let (status, rets) = self.call_ir(i, ctxp, v)?;
+            for (k, (v, t)) in rets.into_iter().zip(&f.rets).enumerate() {
+                let w = self.to_word(v, *t, false)?;
+                e(self.b.build_store(self.word_at(parts, k)?, w))?;
+            }
+            e(self.b.build_return(Some(&status)))?;
         }
-        e(self.b.build_return(Some(&status)))?;
+        let inline = inkwell::attributes::Attribute::get_named_enum_kind_id("alwaysinline");
+        self.funcs[i].add_attribute(AttributeLoc::Function, self.ctx.create_enum_attribute(inline, 0));
         Ok(())
     }
 

@@ -16,6 +16,13 @@ use std::ffi::c_void;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// Compilations in this process, all functions together.
+static TOTAL_COMPILES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+pub fn total_compiles() -> usize {
+    TOTAL_COMPILES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Options {
     pub fastmath: bool,
@@ -132,6 +139,7 @@ impl NativeFunc {
         let c = Arc::new(Compiled { entry, ret, sites: Arc::new(s.sites) });
         cache.push((sig.to_vec(), c.clone()));
         *self.compiles.lock() += 1;
+        TOTAL_COMPILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(c)
     }
 
