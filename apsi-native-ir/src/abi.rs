@@ -56,7 +56,12 @@ pub struct TensorDesc {
 
 impl Default for TensorDesc {
     fn default() -> Self {
-        TensorDesc { data: std::ptr::null_mut(), handle: -1, shape: [0; MAX_DIMS], strides: [0; MAX_DIMS] }
+        TensorDesc {
+            data: std::ptr::null_mut(),
+            handle: -1,
+            shape: [0; MAX_DIMS],
+            strides: [0; MAX_DIMS],
+        }
     }
 }
 
@@ -70,7 +75,13 @@ pub struct Ctx {
     pub b: i64,
     pub c: i64,
     pub state: *mut c_void,
+    /// Nesting of native calls (see [`MAX_NATIVE_DEPTH`]).
+    pub depth: i64,
 }
+
+/// Deepest nesting of native-to-native calls before a RecursionError
+/// (native frames live on the calling thread's stack).
+pub const MAX_NATIVE_DEPTH: i64 = 3000;
 
 /// `alloc(ctx, dtype code, ndim, dims, ones, line, out)`.
 pub type AllocFn = unsafe extern "C" fn(*mut Ctx, i32, i32, *const i64, i32, i32, *mut TensorDesc) -> i32;
@@ -136,4 +147,6 @@ pub mod err {
     pub const FLOAT_MOD_ZERO: i32 = 12;
     /// ValueError: negative shift count.
     pub const NEG_SHIFT: i32 = 13;
+    /// RecursionError: native calls nested deeper than `MAX_NATIVE_DEPTH`.
+    pub const RECURSION: i32 = 14;
 }

@@ -63,7 +63,11 @@ pub enum Ty {
     Float,
     Bool,
     /// A tensor of `ndim` axes; `contig`: row-major with unit inner stride.
-    Tensor { dt: Dt, ndim: u8, contig: bool },
+    Tensor {
+        dt: Dt,
+        ndim: u8,
+        contig: bool,
+    },
     /// A pointer to 8-byte words (the other workers' reduction partials).
     Ptr,
 }
@@ -148,36 +152,119 @@ pub enum MathFn {
 #[derive(Serialize, Deserialize, Clone, PartialEq, Debug)]
 pub enum Op {
     Label(Label),
-    Const { dst: Var, c: Const },
-    Move { dst: Var, src: Var },
+    Const {
+        dst: Var,
+        c: Const,
+    },
+    Move {
+        dst: Var,
+        src: Var,
+    },
     /// Numeric conversion between Int, Float and Bool (Float -> Int is not one).
-    Cast { dst: Var, src: Var },
-    IntBin { op: IntOp, dst: Var, a: Var, b: Var, line: u32 },
+    Cast {
+        dst: Var,
+        src: Var,
+    },
+    IntBin {
+        op: IntOp,
+        dst: Var,
+        a: Var,
+        b: Var,
+        line: u32,
+    },
     /// Float division by zero is an error (as in the interpreter).
-    FloatBin { op: FloatOp, dst: Var, a: Var, b: Var, line: u32 },
+    FloatBin {
+        op: FloatOp,
+        dst: Var,
+        a: Var,
+        b: Var,
+        line: u32,
+    },
     /// Operands of the same type (Int, Float or Bool).
-    Cmp { op: CmpOp, dst: Var, a: Var, b: Var },
-    Not { dst: Var, src: Var },
+    Cmp {
+        op: CmpOp,
+        dst: Var,
+        a: Var,
+        b: Var,
+    },
+    Not {
+        dst: Var,
+        src: Var,
+    },
     /// Int (checked) or Float negation.
-    Neg { dst: Var, src: Var, line: u32 },
+    Neg {
+        dst: Var,
+        src: Var,
+        line: u32,
+    },
     /// Int `~x`.
-    Invert { dst: Var, src: Var },
+    Invert {
+        dst: Var,
+        src: Var,
+    },
     /// Truth of an Int or Float.
-    Truthy { dst: Var, src: Var },
-    Math { f: MathFn, dst: Var, args: Vec<Var>, line: u32 },
+    Truthy {
+        dst: Var,
+        src: Var,
+    },
+    Math {
+        f: MathFn,
+        dst: Var,
+        args: Vec<Var>,
+        line: u32,
+    },
     /// Int min/max of two ints (`min(a, b)`).
-    IntMinMax { max: bool, dst: Var, a: Var, b: Var },
-    IntAbs { dst: Var, src: Var, line: u32 },
-    Dim { dst: Var, t: Var, axis: u8 },
+    IntMinMax {
+        max: bool,
+        dst: Var,
+        a: Var,
+        b: Var,
+    },
+    IntAbs {
+        dst: Var,
+        src: Var,
+        line: u32,
+    },
+    Dim {
+        dst: Var,
+        t: Var,
+        axis: u8,
+    },
     /// Element count.
-    Size { dst: Var, t: Var },
-    Load { dst: Var, t: Var, idx: Vec<Var>, line: u32 },
+    Size {
+        dst: Var,
+        t: Var,
+    },
+    Load {
+        dst: Var,
+        t: Var,
+        idx: Vec<Var>,
+        line: u32,
+    },
     /// `val` already has the tensor's element kind (Float for f32/f64, Int for i32/i64, Bool).
-    Store { t: Var, idx: Vec<Var>, val: Var, line: u32 },
-    NewTensor { dst: Var, dims: Vec<Var>, ones: bool, line: u32 },
-    CopyTensor { dst: Var, src: Var, line: u32 },
+    Store {
+        t: Var,
+        idx: Vec<Var>,
+        val: Var,
+        line: u32,
+    },
+    NewTensor {
+        dst: Var,
+        dims: Vec<Var>,
+        ones: bool,
+        line: u32,
+    },
+    CopyTensor {
+        dst: Var,
+        src: Var,
+        line: u32,
+    },
     /// Call function `func` of the module; `dsts` receive its results.
-    Call { func: u32, args: Vec<Var>, dsts: Vec<Var> },
+    Call {
+        func: u32,
+        args: Vec<Var>,
+        dsts: Vec<Var>,
+    },
     /// `parallel for` over `range(lo, hi, step)`: chunk function `chunk`
     /// (params: lo, hi, step, then `env`, then the reductions; results: the
     /// reductions). Writes the first worker's partials to `first`, and a
@@ -197,17 +284,42 @@ pub enum Op {
         line: u32,
     },
     /// `dst` = word `slot` of row `row` (rows of `width` words) of the buffer `buf`.
-    LoadPartial { dst: Var, buf: Var, row: Var, width: u32, slot: u32 },
+    LoadPartial {
+        dst: Var,
+        buf: Var,
+        row: Var,
+        width: u32,
+        slot: u32,
+    },
     Jmp(Label),
-    Br { cond: Var, then: Label, els: Label },
+    Br {
+        cond: Var,
+        then: Label,
+        els: Label,
+    },
     Ret(Vec<Var>),
     /// Raise error `code` (see `abi::err`) at `line`.
-    Raise { code: i32, line: u32, a: Var },
+    Raise {
+        code: i32,
+        line: u32,
+        a: Var,
+    },
     /// The range loop test: `dst = step > 0 ? a < stop : a > stop` and raise
     /// ValueError when `step == 0`.
-    RangeTest { dst: Var, a: Var, stop: Var, step: Var, line: u32 },
+    RangeTest {
+        dst: Var,
+        a: Var,
+        stop: Var,
+        step: Var,
+        line: u32,
+    },
     /// `a += step`, and `dst` = whether the result is still in range (false on overflow).
-    RangeNext { dst: Var, a: Var, stop: Var, step: Var },
+    RangeNext {
+        dst: Var,
+        a: Var,
+        stop: Var,
+        step: Var,
+    },
 }
 
 #[derive(Serialize, Deserialize, Clone, PartialEq, Debug)]

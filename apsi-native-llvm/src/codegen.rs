@@ -3,7 +3,7 @@
 //! its results through out-pointers; errors store their code, line and
 //! operands into the context and return 1.
 
-use apsi_native_ir::abi::{err, MAX_DIMS};
+use apsi_native_ir::abi::{err, MAX_DIMS, MAX_NATIVE_DEPTH};
 use apsi_native_ir::ir::{CmpOp, Const, Dt, FloatOp, Func, IntOp, MathFn, Module as IrModule, Op, Ty, Var};
 use inkwell::attributes::AttributeLoc;
 use inkwell::basic_block::BasicBlock;
@@ -52,7 +52,15 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         let i8p = ctx.i8_type().ptr_type(AddressSpace::default());
         let desc_ty = ctx.struct_type(&[i8p.into(), i64t.into(), arr.into(), arr.into()], false);
         let ctx_ty = ctx.struct_type(
-            &[ctx.i32_type().into(), ctx.i32_type().into(), i64t.into(), i64t.into(), i64t.into(), i8p.into()],
+            &[
+                ctx.i32_type().into(),
+                ctx.i32_type().into(),
+                i64t.into(),
+                i64t.into(),
+                i64t.into(),
+                i8p.into(),
+                i64t.into(),
+            ],
             false,
         );
         Ok(Gen {
@@ -95,10 +103,21 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
     }
 
     fn mark(&self, f: FunctionValue<'ctx>) {
-        f.add_attribute(AttributeLoc::Function, self.ctx.create_string_attribute("target-cpu", &self.cpu));
-        f.add_attribute(AttributeLoc::Function, self.ctx.create_string_attribute("target-features", &self.features));
+        f.add_attribute(
+            AttributeLoc::Function,
+            self.ctx.create_string_attribute("target-cpu", &self.cpu),
+        );
+        f.add_attribute(
+            AttributeLoc::Function,
+            self.ctx.create_string_attribute("target-features", &self.features),
+        );
         if self.m.fastmath {
-            for k in ["unsafe-fp-math", "no-nans-fp-math", "no-infs-fp-math", "no-signed-zeros-fp-math"] {
+            for k in [
+                "unsafe-fp-math",
+                "no-nans-fp-math",
+                "no-infs-fp-math",
+                "no-signed-zeros-fp-math",
+            ] {
                 f.add_attribute(AttributeLoc::Function, self.ctx.create_string_attribute(k, "true"));
             }
         }
@@ -127,14 +146,25 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
 
     // ---------- helpers ----------
 
-    fn intr(&self, name: &str, ret: BasicTypeEnum<'ctx>, params: &[BasicMetadataTypeEnum<'ctx>]) -> FunctionValue<'ctx> {
-        self.module.get_function(name).unwrap_or_else(|| self.module.add_function(name, ret.fn_type(params, false), None))
+    fn intr(
+        &self,
+        name: &str,
+        ret: BasicTypeEnum<'ctx>,
+        params: &[BasicMetadataTypeEnum<'ctx>],
+    ) -> FunctionValue<'ctx> {
+        self.module
+            .get_function(name)
+            .unwrap_or_else(|| self.module.add_function(name, ret.fn_type(params, false), None))
     }
 
     fn host_fn(&self, name: &str, params: &[BasicMetadataTypeEnum<'ctx>]) -> FunctionValue<'ctx> {
-        self.module
-            .get_function(name)
-            .unwrap_or_else(|| self.module.add_function(name, self.ctx.i32_type().fn_type(params, false), Some(Linkage::External)))
+        self.module.get_function(name).unwrap_or_else(|| {
+            self.module.add_function(
+                name,
+                self.ctx.i32_type().fn_type(params, false),
+                Some(Linkage::External),
+            )
+        })
     }
 
     fn i64c(&self, v: i64) -> IntValue<'ctx> {
@@ -184,11 +214,24 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
     }
 
     /// When `cond` holds, raise `code`; continues in a new block otherwise.
-    fn raise_if(&self, st: &FnState<'ctx>, cond: IntValue<'ctx>, code: i32, line: u32, ops: [IntValue<'ctx>; 3]) -> R<()> {
+    fn raise_if(
+        &self,
+        st: &FnState<'ctx>,
+        cond: IntValue<'ctx>,
+        code: i32,
+        line: u32,
+        ops: [IntValue<'ctx>; 3],
+    ) -> R<()> {
         let fail = self.new_bb(st, "fail");
         let ok = self.new_bb(st, "ok");
-        let expect = self.intr("llvm.expect.i1", self.ctx.bool_type().into(), &[self.ctx.bool_type().into(), self.ctx.bool_type().into()]);
-        let c = e(self.b.build_call(expect, &[cond.into(), self.ctx.bool_type().const_zero().into()], "c"))?;
+        let expect = self.intr(
+            "llvm.expect.i1",
+            self.ctx.bool_type().into(),
+            &[self.ctx.bool_type().into(), self.ctx.bool_type().into()],
+        );
+        let c = e(self
+            .b
+            .build_call(expect, &[cond.into(), self.ctx.bool_type().const_zero().into()], "c"))?;
         let c = c.try_as_basic_value().left().ok_or("expect")?.into_int_value();
         e(self.b.build_conditional_branch(c, fail, ok))?;
         self.b.position_at_end(fail);
@@ -208,7 +251,9 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
 
     fn call(&self, f: FunctionValue<'ctx>, args: &[BasicMetadataValueEnum<'ctx>]) -> R<BasicValueEnum<'ctx>> {
         let c = e(self.b.build_call(f, args, "call"))?;
-        c.try_as_basic_value().left().ok_or_else(|| "internal error: void call".to_string())
+        c.try_as_basic_value()
+            .left()
+            .ok_or_else(|| "internal error: void call".to_string())
     }
 
     fn label(&self, st: &mut FnState<'ctx>, l: u32) -> BasicBlock<'ctx> {
@@ -239,7 +284,15 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         for k in 0..f.rets.len() as u32 {
             outs.push(fv.get_nth_param(1 + np + k).ok_or("out param")?.into_pointer_value());
         }
-        let mut st = FnState { f: fv, ctxp, vars, labels: HashMap::new(), err_bb, outs, entry_bb };
+        let mut st = FnState {
+            f: fv,
+            ctxp,
+            vars,
+            labels: HashMap::new(),
+            err_bb,
+            outs,
+            entry_bb,
+        };
         for (k, p) in f.params.iter().enumerate() {
             let v = fv.get_nth_param(1 + k as u32).ok_or("param")?;
             self.store(&st, *p, v)?;
@@ -271,9 +324,14 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             Ty::Int => w.into(),
             Ty::Float => e(self.b.build_bit_cast(w, self.ctx.f64_type(), "f"))?,
             Ty::Bool => e(self.b.build_int_compare(IntPredicate::NE, w, self.i64c(0), "b"))?.into(),
-            Ty::Ptr => e(self.b.build_int_to_ptr(w, self.ctx.i64_type().ptr_type(AddressSpace::default()), "p"))?.into(),
+            Ty::Ptr => e(self
+                .b
+                .build_int_to_ptr(w, self.ctx.i64_type().ptr_type(AddressSpace::default()), "p"))?
+            .into(),
             Ty::Tensor { .. } => {
-                let p = e(self.b.build_int_to_ptr(w, self.desc_ty.ptr_type(AddressSpace::default()), "d"))?;
+                let p = e(self
+                    .b
+                    .build_int_to_ptr(w, self.desc_ty.ptr_type(AddressSpace::default()), "d"))?;
                 e(self.b.build_load(p, "desc"))?
             }
         })
@@ -302,7 +360,9 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
     fn words_array(&self, n: usize, name: &str) -> R<PointerValue<'ctx>> {
         let arr = self.ctx.i64_type().array_type(n.max(1) as u32);
         let p = e(self.b.build_alloca(arr, name))?;
-        e(self.b.build_pointer_cast(p, self.ctx.i64_type().ptr_type(AddressSpace::default()), name))
+        e(self
+            .b
+            .build_pointer_cast(p, self.ctx.i64_type().ptr_type(AddressSpace::default()), name))
     }
 
     fn word_at(&self, base: PointerValue<'ctx>, k: usize) -> R<PointerValue<'ctx>> {
@@ -310,7 +370,12 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
     }
 
     /// Call function `i` with `args`, returning its results (status checked by `on_err`).
-    fn call_ir(&self, i: usize, ctxp: PointerValue<'ctx>, args: Vec<BasicValueEnum<'ctx>>) -> R<(IntValue<'ctx>, Vec<BasicValueEnum<'ctx>>)> {
+    fn call_ir(
+        &self,
+        i: usize,
+        ctxp: PointerValue<'ctx>,
+        args: Vec<BasicValueEnum<'ctx>>,
+    ) -> R<(IntValue<'ctx>, Vec<BasicValueEnum<'ctx>>)> {
         let f = self.m.funcs.get(i).ok_or("bad callee")?;
         let mut a: Vec<BasicMetadataValueEnum> = vec![ctxp.into()];
         a.extend(args.into_iter().map(|x| BasicMetadataValueEnum::from(x)));
@@ -330,8 +395,13 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
 
     fn emit_entry(&self, i: usize, f: &Func) -> R<()> {
         let i64p = self.ctx.i64_type().ptr_type(AddressSpace::default());
-        let ft = self.ctx.i32_type().fn_type(&[self.ctxp_ty(), i64p.into(), i64p.into()], false);
-        let fv = self.module.add_function(&format!("{}$entry", f.name), ft, Some(Linkage::External));
+        let ft = self
+            .ctx
+            .i32_type()
+            .fn_type(&[self.ctxp_ty(), i64p.into(), i64p.into()], false);
+        let fv = self
+            .module
+            .add_function(&format!("{}$entry", f.name), ft, Some(Linkage::External));
         self.mark(fv);
         let bb = self.ctx.append_basic_block(fv, "entry");
         self.b.position_at_end(bb);
@@ -355,7 +425,17 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
     fn emit_chunk(&self, i: usize, f: &Func) -> R<()> {
         let i64t = self.ctx.i64_type();
         let i64p = i64t.ptr_type(AddressSpace::default());
-        let ft = self.ctx.i32_type().fn_type(&[self.ctxp_ty(), i64t.into(), i64t.into(), i64t.into(), i64p.into(), i64p.into()], false);
+        let ft = self.ctx.i32_type().fn_type(
+            &[
+                self.ctxp_ty(),
+                i64t.into(),
+                i64t.into(),
+                i64t.into(),
+                i64p.into(),
+                i64p.into(),
+            ],
+            false,
+        );
         let cname = format!("{}$chunk", f.name);
         // A parallel for that uses this chunk may have declared it already.
         let fv = match self.module.get_function(&cname) {
@@ -386,7 +466,10 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         // where LLVM sees a canonical loop it can vectorise), one general.
         let step = vals[2].into_int_value();
         let unit = self.icmp(IntPredicate::EQ, step, self.i64c(1))?;
-        let (bb1, bbn) = (self.ctx.append_basic_block(fv, "unit"), self.ctx.append_basic_block(fv, "any"));
+        let (bb1, bbn) = (
+            self.ctx.append_basic_block(fv, "unit"),
+            self.ctx.append_basic_block(fv, "any"),
+        );
         e(self.b.build_conditional_branch(unit, bb1, bbn))?;
         for (bb, unit_step) in [(bb1, true), (bbn, false)] {
             self.b.position_at_end(bb);
@@ -474,7 +557,9 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
 
     /// Address of element `idx` of tensor variable `t` (bounds checked unless turned off).
     fn elem_ptr(&self, st: &FnState<'ctx>, f: &Func, t: Var, idx: &[Var], line: u32) -> R<(PointerValue<'ctx>, Dt)> {
-        let Some(Ty::Tensor { dt, ndim, contig }) = f.ty(t) else { return Err("indexing a non-tensor".into()) };
+        let Some(Ty::Tensor { dt, ndim, contig }) = f.ty(t) else {
+            return Err("indexing a non-tensor".into());
+        };
         if idx.len() != ndim as usize {
             return Err("index count mismatch".into());
         }
@@ -511,7 +596,9 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         }
         let data = e(self.b.build_extract_value(desc, 0, "data"))?.into_pointer_value();
         let et = self.elem_ty(dt);
-        let p = e(self.b.build_pointer_cast(data, et.ptr_type(AddressSpace::default()), "ep"))?;
+        let p = e(self
+            .b
+            .build_pointer_cast(data, et.ptr_type(AddressSpace::default()), "ep"))?;
         let p = e(unsafe { self.b.build_in_bounds_gep(p, &[off], "el") })?;
         Ok((p, dt))
     }
@@ -537,11 +624,25 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                 let v = self.load(st, *src)?;
                 let r: BasicValueEnum = match (from, to) {
                     (a, b) if a == b => v,
-                    (Ty::Int, Ty::Float) => e(self.b.build_signed_int_to_float(v.into_int_value(), self.ctx.f64_type(), "f"))?.into(),
-                    (Ty::Bool, Ty::Float) => e(self.b.build_unsigned_int_to_float(v.into_int_value(), self.ctx.f64_type(), "f"))?.into(),
-                    (Ty::Bool, Ty::Int) => e(self.b.build_int_z_extend(v.into_int_value(), self.ctx.i64_type(), "i"))?.into(),
+                    (Ty::Int, Ty::Float) => {
+                        e(self
+                            .b
+                            .build_signed_int_to_float(v.into_int_value(), self.ctx.f64_type(), "f"))?
+                        .into()
+                    }
+                    (Ty::Bool, Ty::Float) => {
+                        e(self
+                            .b
+                            .build_unsigned_int_to_float(v.into_int_value(), self.ctx.f64_type(), "f"))?
+                        .into()
+                    }
+                    (Ty::Bool, Ty::Int) => {
+                        e(self.b.build_int_z_extend(v.into_int_value(), self.ctx.i64_type(), "i"))?.into()
+                    }
                     (Ty::Int, Ty::Bool) => self.icmp(IntPredicate::NE, v.into_int_value(), z)?.into(),
-                    (Ty::Float, Ty::Bool) => self.fcmp(FloatPredicate::UNE, v.into_float_value(), self.f64c(0.0))?.into(),
+                    (Ty::Float, Ty::Bool) => self
+                        .fcmp(FloatPredicate::UNE, v.into_float_value(), self.f64c(0.0))?
+                        .into(),
                     _ => return Err(format!("internal error: cast {from:?} -> {to:?}")),
                 };
                 self.store(st, *dst, r)?;
@@ -574,10 +675,27 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                         let f64t = self.ctx.f64_type();
                         let hf = self.host_fn(
                             "apsi_rt_fbin",
-                            &[self.ctxp_ty(), self.ctx.i32_type().into(), f64t.into(), f64t.into(), self.ctx.i32_type().into(), f64t.ptr_type(AddressSpace::default()).into()],
+                            &[
+                                self.ctxp_ty(),
+                                self.ctx.i32_type().into(),
+                                f64t.into(),
+                                f64t.into(),
+                                self.ctx.i32_type().into(),
+                                f64t.ptr_type(AddressSpace::default()).into(),
+                            ],
                         );
                         let out = e(self.b.build_alloca(f64t, "o"))?;
-                        let s = self.call(hf, &[st.ctxp.into(), self.i32c(code).into(), x.into(), y.into(), self.i32c(*line as i64).into(), out.into()])?;
+                        let s = self.call(
+                            hf,
+                            &[
+                                st.ctxp.into(),
+                                self.i32c(code).into(),
+                                x.into(),
+                                y.into(),
+                                self.i32c(*line as i64).into(),
+                                out.into(),
+                            ],
+                        )?;
                         self.check_status(st, s.into_int_value())?;
                         e(self.b.build_load(out, "r"))?.into_float_value()
                     }
@@ -669,7 +787,9 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                 self.store(st, *dst, n)?;
             }
             Op::Size { dst, t } => {
-                let Some(Ty::Tensor { ndim, .. }) = f.ty(*t) else { return Err("size of a non-tensor".into()) };
+                let Some(Ty::Tensor { ndim, .. }) = f.ty(*t) else {
+                    return Err("size of a non-tensor".into());
+                };
                 let desc = self.load(st, *t)?.into_struct_value();
                 let shape = e(self.b.build_extract_value(desc, 2, "shape"))?.into_array_value();
                 let mut s = self.i64c(1);
@@ -686,7 +806,9 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                     Dt::F64 | Dt::I64 => v,
                     Dt::F32 => e(self.b.build_float_ext(v.into_float_value(), self.ctx.f64_type(), "x"))?.into(),
                     Dt::I32 => e(self.b.build_int_s_extend(v.into_int_value(), self.ctx.i64_type(), "x"))?.into(),
-                    Dt::Bool => self.icmp(IntPredicate::NE, v.into_int_value(), self.ctx.i8_type().const_zero())?.into(),
+                    Dt::Bool => self
+                        .icmp(IntPredicate::NE, v.into_int_value(), self.ctx.i8_type().const_zero())?
+                        .into(),
                 };
                 self.store(st, *dst, r)?;
             }
@@ -702,7 +824,9 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                 e(self.b.build_store(p, w))?;
             }
             Op::NewTensor { dst, dims, ones, line } => {
-                let Some(Ty::Tensor { dt, .. }) = f.ty(*dst) else { return Err("new tensor type".into()) };
+                let Some(Ty::Tensor { dt, .. }) = f.ty(*dst) else {
+                    return Err("new tensor type".into());
+                };
                 let arr = self.words_array(dims.len(), "dims")?;
                 for (k, d) in dims.iter().enumerate() {
                     e(self.b.build_store(self.word_at(arr, k)?, self.ival(st, *d)?))?;
@@ -711,11 +835,27 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                 let i32t = self.ctx.i32_type();
                 let hf = self.host_fn(
                     "apsi_rt_alloc",
-                    &[self.ctxp_ty(), i32t.into(), i32t.into(), self.ctx.i64_type().ptr_type(AddressSpace::default()).into(), i32t.into(), i32t.into(), self.desc_ty.ptr_type(AddressSpace::default()).into()],
+                    &[
+                        self.ctxp_ty(),
+                        i32t.into(),
+                        i32t.into(),
+                        self.ctx.i64_type().ptr_type(AddressSpace::default()).into(),
+                        i32t.into(),
+                        i32t.into(),
+                        self.desc_ty.ptr_type(AddressSpace::default()).into(),
+                    ],
                 );
                 let s = self.call(
                     hf,
-                    &[st.ctxp.into(), self.i32c(dt.code() as i64).into(), self.i32c(dims.len() as i64).into(), arr.into(), self.i32c(*ones as i64).into(), self.i32c(*line as i64).into(), out.into()],
+                    &[
+                        st.ctxp.into(),
+                        self.i32c(dt.code() as i64).into(),
+                        self.i32c(dims.len() as i64).into(),
+                        arr.into(),
+                        self.i32c(*ones as i64).into(),
+                        self.i32c(*line as i64).into(),
+                        out.into(),
+                    ],
                 )?;
                 self.check_status(st, s.into_int_value())?;
                 let v = e(self.b.build_load(out, "t"))?;
@@ -726,8 +866,14 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                 e(self.b.build_store(sp, self.load(st, *src)?))?;
                 let out = e(self.b.build_alloca(self.desc_ty, "cp"))?;
                 let dp = self.desc_ty.ptr_type(AddressSpace::default());
-                let hf = self.host_fn("apsi_rt_copy", &[self.ctxp_ty(), dp.into(), self.ctx.i32_type().into(), dp.into()]);
-                let s = self.call(hf, &[st.ctxp.into(), sp.into(), self.i32c(*line as i64).into(), out.into()])?;
+                let hf = self.host_fn(
+                    "apsi_rt_copy",
+                    &[self.ctxp_ty(), dp.into(), self.ctx.i32_type().into(), dp.into()],
+                );
+                let s = self.call(
+                    hf,
+                    &[st.ctxp.into(), sp.into(), self.i32c(*line as i64).into(), out.into()],
+                )?;
                 self.check_status(st, s.into_int_value())?;
                 let v = e(self.b.build_load(out, "t"))?;
                 self.store(st, *dst, v)?;
@@ -737,16 +883,54 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                 for a in args {
                     vals.push(self.load(st, *a)?);
                 }
+                // Native frames share the thread's stack: bound their nesting.
+                let dp = e(self.b.build_struct_gep(st.ctxp, 6, "depth"))?;
+                let d = e(self.b.build_load(dp, "d"))?.into_int_value();
+                let d1 = e(self.b.build_int_add(d, self.i64c(1), "d1"))?;
+                let deep = self.icmp(IntPredicate::SGT, d1, self.i64c(MAX_NATIVE_DEPTH))?;
+                self.raise_if(st, deep, err::RECURSION, u32::MAX, [z, z, z])?;
+                e(self.b.build_store(dp, d1))?;
                 let (status, rets) = self.call_ir(*func as usize, st.ctxp, vals)?;
+                e(self.b.build_store(dp, d))?;
                 self.check_status(st, status)?;
                 for (d, v) in dsts.iter().zip(rets) {
                     self.store(st, *d, v)?;
                 }
             }
-            Op::ParFor { chunk, lo, hi, step, env, init_first, init_rest, first, rest, nrest, line } => {
-                self.par_for(st, f, *chunk, [*lo, *hi, *step], env, init_first, init_rest, first, *rest, *nrest, *line)?;
+            Op::ParFor {
+                chunk,
+                lo,
+                hi,
+                step,
+                env,
+                init_first,
+                init_rest,
+                first,
+                rest,
+                nrest,
+                line,
+            } => {
+                self.par_for(
+                    st,
+                    f,
+                    *chunk,
+                    [*lo, *hi, *step],
+                    env,
+                    init_first,
+                    init_rest,
+                    first,
+                    *rest,
+                    *nrest,
+                    *line,
+                )?;
             }
-            Op::LoadPartial { dst, buf, row, width, slot } => {
+            Op::LoadPartial {
+                dst,
+                buf,
+                row,
+                width,
+                slot,
+            } => {
                 let base = self.load(st, *buf)?.into_pointer_value();
                 let r = self.ival(st, *row)?;
                 let k = e(self.b.build_int_mul(r, self.i64c(*width as i64), "k"))?;
@@ -773,10 +957,20 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                 e(self.b.build_return(Some(&self.i32c(0))))?;
             }
             Op::Raise { code, line, a } => {
-                let x = if f.ty(*a) == Some(Ty::Int) { self.ival(st, *a)? } else { z };
+                let x = if f.ty(*a) == Some(Ty::Int) {
+                    self.ival(st, *a)?
+                } else {
+                    z
+                };
                 self.set_err(st, *code, *line, [x, z, z])?;
             }
-            Op::RangeTest { dst, a, stop, step, line } => {
+            Op::RangeTest {
+                dst,
+                a,
+                stop,
+                step,
+                line,
+            } => {
                 let (x, s, k) = (self.ival(st, *a)?, self.ival(st, *stop)?, self.ival(st, *step)?);
                 let zero = self.icmp(IntPredicate::EQ, k, z)?;
                 self.raise_if(st, zero, err::RANGE_STEP, *line, [z, z, z])?;
@@ -803,7 +997,14 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         Ok(e(self.b.build_select(up, lt, gt, "inr"))?.into_int_value())
     }
 
-    fn int_bin(&self, st: &FnState<'ctx>, op: IntOp, x: IntValue<'ctx>, y: IntValue<'ctx>, line: u32) -> R<IntValue<'ctx>> {
+    fn int_bin(
+        &self,
+        st: &FnState<'ctx>,
+        op: IntOp,
+        x: IntValue<'ctx>,
+        y: IntValue<'ctx>,
+        line: u32,
+    ) -> R<IntValue<'ctx>> {
         let z = self.i64c(0);
         Ok(match op {
             IntOp::Add | IntOp::Sub | IntOp::Mul => {
@@ -818,7 +1019,13 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             }
             IntOp::FloorDiv | IntOp::Mod => {
                 let dz = self.icmp(IntPredicate::EQ, y, z)?;
-                self.raise_if(st, dz, err::INT_DIV_ZERO, line, [x, y, self.i64c(matches!(op, IntOp::Mod) as i64)])?;
+                self.raise_if(
+                    st,
+                    dz,
+                    err::INT_DIV_ZERO,
+                    line,
+                    [x, y, self.i64c(matches!(op, IntOp::Mod) as i64)],
+                )?;
                 let m1 = self.icmp(IntPredicate::EQ, y, self.i64c(-1))?;
                 if op == IntOp::FloorDiv {
                     let mn = self.icmp(IntPredicate::EQ, x, self.i64c(i64::MIN))?;
@@ -874,10 +1081,25 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                 let i64t = self.ctx.i64_type();
                 let hf = self.host_fn(
                     "apsi_rt_ipow",
-                    &[self.ctxp_ty(), i64t.into(), i64t.into(), self.ctx.i32_type().into(), i64t.ptr_type(AddressSpace::default()).into()],
+                    &[
+                        self.ctxp_ty(),
+                        i64t.into(),
+                        i64t.into(),
+                        self.ctx.i32_type().into(),
+                        i64t.ptr_type(AddressSpace::default()).into(),
+                    ],
                 );
                 let out = e(self.b.build_alloca(i64t, "o"))?;
-                let s = self.call(hf, &[st.ctxp.into(), x.into(), y.into(), self.i32c(line as i64).into(), out.into()])?;
+                let s = self.call(
+                    hf,
+                    &[
+                        st.ctxp.into(),
+                        x.into(),
+                        y.into(),
+                        self.i32c(line as i64).into(),
+                        out.into(),
+                    ],
+                )?;
                 self.check_status(st, s.into_int_value())?;
                 e(self.b.build_load(out, "r"))?.into_int_value()
             }
@@ -894,7 +1116,13 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         };
         // fastmath: C's semantics (a domain error gives NaN, an overflow an infinity).
         let fast = self.m.fastmath;
-        let domain = |cond: IntValue<'ctx>| if fast { Ok(()) } else { self.raise_if(st, cond, err::DOMAIN, line, [id, z, z]) };
+        let domain = |cond: IntValue<'ctx>| {
+            if fast {
+                Ok(())
+            } else {
+                self.raise_if(st, cond, err::DOMAIN, line, [id, z, z])
+            }
+        };
         // The interpreter's one-argument functions: an infinite result of a finite argument is an OverflowError.
         let ranged = |r: FloatValue<'ctx>| -> R<BasicValueEnum<'ctx>> {
             if fast {
@@ -958,7 +1186,11 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             MathFn::Hypot => self.f2("hypot", x, y.ok_or("arity")?)?.into(),
             MathFn::Min | MathFn::Max => {
                 let y = y.ok_or("arity")?;
-                let p = if mf == MathFn::Max { FloatPredicate::OGT } else { FloatPredicate::OLT };
+                let p = if mf == MathFn::Max {
+                    FloatPredicate::OGT
+                } else {
+                    FloatPredicate::OLT
+                };
                 let take_y = self.fcmp(p, y, x)?;
                 e(self.b.build_select(take_y, y, x, "mm"))?
             }
@@ -967,7 +1199,11 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                 // NaN first (x's, then y's), else y when it orders before/after x.
                 let xn = self.fcmp(FloatPredicate::UNO, x, x)?;
                 let yn = self.fcmp(FloatPredicate::UNO, y, y)?;
-                let p = if mf == MathFn::Maximum { FloatPredicate::OLT } else { FloatPredicate::OGT };
+                let p = if mf == MathFn::Maximum {
+                    FloatPredicate::OLT
+                } else {
+                    FloatPredicate::OGT
+                };
                 let take_y = self.fcmp(p, x, y)?;
                 let r = e(self.b.build_select(take_y, y, x, "mm"))?;
                 let r = e(self.b.build_select(yn, y.into(), r, "mm"))?;
@@ -1017,7 +1253,17 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         let cf = match cf {
             Some(cf) => cf,
             None => {
-                let ft = self.ctx.i32_type().fn_type(&[self.ctxp_ty(), i64t.into(), i64t.into(), i64t.into(), i64p.into(), i64p.into()], false);
+                let ft = self.ctx.i32_type().fn_type(
+                    &[
+                        self.ctxp_ty(),
+                        i64t.into(),
+                        i64t.into(),
+                        i64t.into(),
+                        i64p.into(),
+                        i64p.into(),
+                    ],
+                    false,
+                );
                 self.module.add_function(&cname, ft, Some(Linkage::External))
             }
         };

@@ -35,7 +35,14 @@ pub fn compile(json: &[u8], want_ir: bool, addrs: &mut [u64]) -> Result<Option<S
     let triple = TargetMachine::get_default_triple();
     let target = Target::from_triple(&triple).map_err(|e| e.to_string())?;
     let tm = target
-        .create_target_machine(&triple, &cpu, &features, OptimizationLevel::Aggressive, RelocMode::Default, CodeModel::JITDefault)
+        .create_target_machine(
+            &triple,
+            &cpu,
+            &features,
+            OptimizationLevel::Aggressive,
+            RelocMode::Default,
+            CodeModel::JITDefault,
+        )
         .ok_or("cannot create a target machine for this CPU")?;
     // The context and engine live for the rest of the process (the code they own is called later).
     let ctx: &'static Context = Box::leak(Box::new(Context::create()));
@@ -51,14 +58,25 @@ pub fn compile(json: &[u8], want_ir: bool, addrs: &mut [u64]) -> Result<Option<S
         let text = module.print_to_string().to_string();
         let text = fast_flags(&text);
         let buf = MemoryBuffer::create_from_memory_range_copy(text.as_bytes(), "apsi-native");
-        ctx.create_module_from_ir(buf).map_err(|e| format!("fast-math rewrite failed: {e}"))?
+        ctx.create_module_from_ir(buf)
+            .map_err(|e| format!("fast-math rewrite failed: {e}"))?
     } else {
         module
     };
-    module.verify().map_err(|e| format!("internal error: invalid LLVM IR: {e}"))?;
-    module.run_passes("default<O3>", &tm, PassBuilderOptions::create()).map_err(|e| e.to_string())?;
-    let ir = if want_ir { Some(module.print_to_string().to_string()) } else { None };
-    let ee = module.create_jit_execution_engine(OptimizationLevel::Aggressive).map_err(|e| e.to_string())?;
+    module
+        .verify()
+        .map_err(|e| format!("internal error: invalid LLVM IR: {e}"))?;
+    module
+        .run_passes("default<O3>", &tm, PassBuilderOptions::create())
+        .map_err(|e| e.to_string())?;
+    let ir = if want_ir {
+        Some(module.print_to_string().to_string())
+    } else {
+        None
+    };
+    let ee = module
+        .create_jit_execution_engine(OptimizationLevel::Aggressive)
+        .map_err(|e| e.to_string())?;
     for (name, addr) in host_symbols(&m) {
         if let Some(f) = module.get_function(name) {
             ee.add_global_mapping(&f, addr as usize);
@@ -66,10 +84,14 @@ pub fn compile(json: &[u8], want_ir: bool, addrs: &mut [u64]) -> Result<Option<S
     }
     for (i, f) in m.funcs.iter().enumerate() {
         if f.entry {
-            addrs[2 * i] = ee.get_function_address(&format!("{}$entry", f.name)).map_err(|e| e.to_string())? as u64;
+            addrs[2 * i] = ee
+                .get_function_address(&format!("{}$entry", f.name))
+                .map_err(|e| e.to_string())? as u64;
         }
         if f.chunk {
-            addrs[2 * i + 1] = ee.get_function_address(&format!("{}$chunk", f.name)).map_err(|e| e.to_string())? as u64;
+            addrs[2 * i + 1] = ee
+                .get_function_address(&format!("{}$chunk", f.name))
+                .map_err(|e| e.to_string())? as u64;
         }
     }
     std::mem::forget(ee);

@@ -27,7 +27,14 @@ fn elem_t(dt: Dt) -> T {
     }
 }
 
-pub(crate) fn call(l: &mut FnLower, st: &mut [T], dst: usize, f: &Value, args: &[usize], kw: &[(String, usize)]) -> R<()> {
+pub(crate) fn call(
+    l: &mut FnLower,
+    st: &mut [T],
+    dst: usize,
+    f: &Value,
+    args: &[usize],
+    kw: &[(String, usize)],
+) -> R<()> {
     let mut regs: Vec<usize> = args.to_vec();
     regs.extend(kw.iter().map(|k| k.1));
     if any_unknown(l, st, &regs) {
@@ -35,10 +42,15 @@ pub(crate) fn call(l: &mut FnLower, st: &mut [T], dst: usize, f: &Value, args: &
     }
     if let Some(nf) = native_target(f) {
         if !kw.is_empty() {
-            return Err(l.bad(format!("keyword arguments in a call to the native function '{}'", nf.name())));
+            return Err(l.bad(format!(
+                "keyword arguments in a call to the native function '{}'",
+                nf.name()
+            )));
         }
         let proto = nf.closure.proto.clone();
-        if args.len() != proto.nparams as usize || !proto.simple && (proto.has_vararg || proto.has_kwarg || proto.nkwonly > 0) {
+        if args.len() != proto.nparams as usize
+            || !proto.simple && (proto.has_vararg || proto.has_kwarg || proto.nkwonly > 0)
+        {
             return Err(l.bad(format!(
                 "a call to the native function '{}' with {} arguments (native calls pass every parameter positionally)",
                 nf.name(),
@@ -50,7 +62,11 @@ pub(crate) fn call(l: &mut FnLower, st: &mut [T], dst: usize, f: &Value, args: &
         for a in args {
             let (t, v) = l.get(st, *a)?;
             if !matches!(t, T::Int | T::Float | T::Bool | T::Tensor(..) | T::Tuple(_)) {
-                return Err(l.bad(format!("passing {} to the native function '{}'", t.describe(), nf.name())));
+                return Err(l.bad(format!(
+                    "passing {} to the native function '{}'",
+                    t.describe(),
+                    nf.name()
+                )));
             }
             ts.push(t);
             vs.extend(v);
@@ -60,7 +76,11 @@ pub(crate) fn call(l: &mut FnLower, st: &mut [T], dst: usize, f: &Value, args: &
             return unknown(st, dst);
         }
         let dsts = l.slots(dst, &rt);
-        l.push(Op::Call { func: id, args: vs, dsts });
+        l.push(Op::Call {
+            func: id,
+            args: vs,
+            dsts,
+        });
         if let Some(x) = st.get_mut(dst) {
             *x = rt;
         }
@@ -69,16 +89,25 @@ pub(crate) fn call(l: &mut FnLower, st: &mut [T], dst: usize, f: &Value, args: &
     let name = match f {
         Value::Native(nf) => nf.name.to_string(),
         Value::Func(c) => {
-            return Err(l.bad(format!("a call to '{}', which is not @native (decorate it with @native)", c.name)));
+            return Err(l.bad(format!(
+                "a call to '{}', which is not @native (decorate it with @native)",
+                c.name
+            )));
         }
         other => return Err(l.bad(format!("calling a {}", other.type_name()))),
     };
-    if let Some((k, _)) = kw.iter().find(|(k, _)| !(k == "dtype" && matches!(name.as_str(), "zeros" | "ones"))) {
+    if let Some((k, _)) = kw
+        .iter()
+        .find(|(k, _)| !(k == "dtype" && matches!(name.as_str(), "zeros" | "ones")))
+    {
         return Err(l.bad(format!("the keyword argument {k}= of {name}()")));
     }
     let arity = |l: &FnLower, n: usize| -> R<()> {
         if args.len() != n {
-            return Err(l.bad(format!("{name}() with {} arguments (native code supports {n})", args.len())));
+            return Err(l.bad(format!(
+                "{name}() with {} arguments (native code supports {n})",
+                args.len()
+            )));
         }
         Ok(())
     };
@@ -104,7 +133,12 @@ pub(crate) fn call(l: &mut FnLower, st: &mut [T], dst: usize, f: &Value, args: &
         let x = l.scalar_as(st, args[0], &T::Float)?;
         let line = l.line();
         let d = l.new_var(Ty::Float);
-        l.push(Op::Math { f: mf, dst: d, args: vec![x], line });
+        l.push(Op::Math {
+            f: mf,
+            dst: d,
+            args: vec![x],
+            line,
+        });
         l.set(st, dst, T::Float, &[d]);
         return Ok(());
     }
@@ -115,7 +149,11 @@ pub(crate) fn call(l: &mut FnLower, st: &mut [T], dst: usize, f: &Value, args: &
             match t {
                 T::Tensor(_, nd, _) if nd >= 1 => {
                     let d = l.new_var(Ty::Int);
-                    l.push(Op::Dim { dst: d, t: v[0], axis: 0 });
+                    l.push(Op::Dim {
+                        dst: d,
+                        t: v[0],
+                        axis: 0,
+                    });
                     l.set(st, dst, T::Int, &[d]);
                 }
                 T::Tuple(ts) => {
@@ -130,20 +168,40 @@ pub(crate) fn call(l: &mut FnLower, st: &mut [T], dst: usize, f: &Value, args: &
             let dt = match kw.first() {
                 None => Dt::F64,
                 Some((_, r)) => match st.get(*r) {
-                    Some(T::Const(v)) => as_dtype(v).and_then(dt_of).ok_or_else(|| l.bad(format!("{name}() with a dtype native code does not handle (f64, f32, i64, i32, bool)")))?,
+                    Some(T::Const(v)) => as_dtype(v).and_then(dt_of).ok_or_else(|| {
+                        l.bad(format!(
+                            "{name}() with a dtype native code does not handle (f64, f32, i64, i32, bool)"
+                        ))
+                    })?,
                     _ => return Err(l.bad(format!("{name}() with a dtype that is not a constant"))),
                 },
             };
             let (t, v) = l.get(st, args[0])?;
             let dims: Vec<Var> = match &t {
                 T::Int => v.clone(),
-                T::Tuple(ts) if !ts.is_empty() && ts.len() <= apsi_native_ir::abi::MAX_DIMS && ts.iter().all(|x| matches!(x, T::Int)) => v.clone(),
-                other => return Err(l.bad(format!("{name}() with the shape {} (a tuple of ints is needed)", other.describe()))),
+                T::Tuple(ts)
+                    if !ts.is_empty()
+                        && ts.len() <= apsi_native_ir::abi::MAX_DIMS
+                        && ts.iter().all(|x| matches!(x, T::Int)) =>
+                {
+                    v.clone()
+                }
+                other => {
+                    return Err(l.bad(format!(
+                        "{name}() with the shape {} (a tuple of ints is needed)",
+                        other.describe()
+                    )))
+                }
             };
             let line = l.line();
             let rt = T::Tensor(dt, dims.len() as u8, true);
             let d = l.new_var(rt.leaf_types()[0]);
-            l.push(Op::NewTensor { dst: d, dims, ones: name == "ones", line });
+            l.push(Op::NewTensor {
+                dst: d,
+                dims,
+                ones: name == "ones",
+                line,
+            });
             l.set(st, dst, rt, &[d]);
         }
         "abs" => {
@@ -153,7 +211,12 @@ pub(crate) fn call(l: &mut FnLower, st: &mut [T], dst: usize, f: &Value, args: &
             if matches!(t, T::Float) {
                 let x = l.scalar_as(st, args[0], &T::Float)?;
                 let d = l.new_var(Ty::Float);
-                l.push(Op::Math { f: MathFn::Abs, dst: d, args: vec![x], line });
+                l.push(Op::Math {
+                    f: MathFn::Abs,
+                    dst: d,
+                    args: vec![x],
+                    line,
+                });
                 l.set(st, dst, T::Float, &[d]);
             } else {
                 let x = l.scalar_as(st, args[0], &T::Int)?;
@@ -170,7 +233,12 @@ pub(crate) fn call(l: &mut FnLower, st: &mut [T], dst: usize, f: &Value, args: &
                 let line = l.line();
                 let d = l.new_var(Ty::Int);
                 let mf = if name == "floor" { MathFn::Floor } else { MathFn::Ceil };
-                l.push(Op::Math { f: mf, dst: d, args: vec![x], line });
+                l.push(Op::Math {
+                    f: mf,
+                    dst: d,
+                    args: vec![x],
+                    line,
+                });
                 l.set(st, dst, T::Int, &[d]);
             } else {
                 let x = l.scalar_as(st, args[0], &T::Int)?;
@@ -187,7 +255,12 @@ pub(crate) fn call(l: &mut FnLower, st: &mut [T], dst: usize, f: &Value, args: &
                 let x = l.scalar_as(st, args[0], &T::Int)?;
                 let y = l.scalar_as(st, args[1], &T::Int)?;
                 let d = l.new_var(Ty::Int);
-                l.push(Op::IntMinMax { max: is_max, dst: d, a: x, b: y });
+                l.push(Op::IntMinMax {
+                    max: is_max,
+                    dst: d,
+                    a: x,
+                    b: y,
+                });
                 l.set(st, dst, T::Int, &[d]);
             } else if matches!(ta, T::Float) && matches!(tb, T::Float) || !py && ta.is_num() && tb.is_num() {
                 let x = l.scalar_as(st, args[0], &T::Float)?;
@@ -200,7 +273,12 @@ pub(crate) fn call(l: &mut FnLower, st: &mut [T], dst: usize, f: &Value, args: &
                 };
                 let line = l.line();
                 let d = l.new_var(Ty::Float);
-                l.push(Op::Math { f: mf, dst: d, args: vec![x, y], line });
+                l.push(Op::Math {
+                    f: mf,
+                    dst: d,
+                    args: vec![x, y],
+                    line,
+                });
                 l.set(st, dst, T::Float, &[d]);
             } else {
                 return Err(l.bad(format!(
@@ -224,15 +302,34 @@ pub(crate) fn call(l: &mut FnLower, st: &mut [T], dst: usize, f: &Value, args: &
                 let line = l.line();
                 let zero = l.konst(Const::Float(0.0f64.to_bits()));
                 let neg = l.new_var(Ty::Bool);
-                l.push(Op::Cmp { op: apsi_native_ir::ir::CmpOp::Lt, dst: neg, a: x, b: zero });
+                l.push(Op::Cmp {
+                    op: apsi_native_ir::ir::CmpOp::Lt,
+                    dst: neg,
+                    a: x,
+                    b: zero,
+                });
                 let (lneg, lpos, ldone) = (l.label(), l.label(), l.label());
                 let d = l.new_var(Ty::Int);
-                l.push(Op::Br { cond: neg, then: lneg, els: lpos });
+                l.push(Op::Br {
+                    cond: neg,
+                    then: lneg,
+                    els: lpos,
+                });
                 l.push(Op::Label(lneg));
-                l.push(Op::Math { f: MathFn::Ceil, dst: d, args: vec![x], line });
+                l.push(Op::Math {
+                    f: MathFn::Ceil,
+                    dst: d,
+                    args: vec![x],
+                    line,
+                });
                 l.push(Op::Jmp(ldone));
                 l.push(Op::Label(lpos));
-                l.push(Op::Math { f: MathFn::Floor, dst: d, args: vec![x], line });
+                l.push(Op::Math {
+                    f: MathFn::Floor,
+                    dst: d,
+                    args: vec![x],
+                    line,
+                });
                 l.push(Op::Jmp(ldone));
                 l.push(Op::Label(ldone));
                 l.set(st, dst, T::Int, &[d]);
@@ -252,7 +349,12 @@ pub(crate) fn call(l: &mut FnLower, st: &mut [T], dst: usize, f: &Value, args: &
             let line = l.line();
             let d = l.new_var(Ty::Bool);
             let mf = if name == "isnan" { MathFn::IsNan } else { MathFn::IsInf };
-            l.push(Op::Math { f: mf, dst: d, args: vec![x], line });
+            l.push(Op::Math {
+                f: mf,
+                dst: d,
+                args: vec![x],
+                line,
+            });
             l.set(st, dst, T::Bool, &[d]);
         }
         "atan2" | "hypot" => {
@@ -262,7 +364,12 @@ pub(crate) fn call(l: &mut FnLower, st: &mut [T], dst: usize, f: &Value, args: &
             let line = l.line();
             let d = l.new_var(Ty::Float);
             let mf = if name == "atan2" { MathFn::Atan2 } else { MathFn::Hypot };
-            l.push(Op::Math { f: mf, dst: d, args: vec![x, y], line });
+            l.push(Op::Math {
+                f: mf,
+                dst: d,
+                args: vec![x, y],
+                line,
+            });
             l.set(st, dst, T::Float, &[d]);
         }
         "range" => return Err(l.bad("range() outside a for loop header")),
@@ -284,7 +391,11 @@ pub(crate) fn method(l: &mut FnLower, st: &mut [T], dst: usize, recv: usize, nam
                 _ => t.clone(),
             };
             let d = l.new_var(rt.leaf_types()[0]);
-            l.push(Op::CopyTensor { dst: d, src: v[0], line });
+            l.push(Op::CopyTensor {
+                dst: d,
+                src: v[0],
+                line,
+            });
             l.set(st, dst, rt, &[d]);
             Ok(())
         }
@@ -297,7 +408,9 @@ pub(crate) fn attr(l: &mut FnLower, st: &mut [T], dst: usize, obj: usize, name: 
         return unknown(st, dst);
     }
     let (t, v) = l.get(st, obj)?;
-    let T::Tensor(_, nd, _) = t else { return Err(l.bad(format!("the attribute .{name} of {}", t.describe()))) };
+    let T::Tensor(_, nd, _) = t else {
+        return Err(l.bad(format!("the attribute .{name} of {}", t.describe())));
+    };
     match name {
         "shape" => {
             let mut ds = Vec::new();
@@ -328,7 +441,12 @@ fn tensor_index(l: &mut FnLower, st: &[T], nd: u8, idx: usize) -> R<Vec<Var>> {
     let n = match &it {
         T::Int | T::Bool => 1,
         T::Tuple(ts) if ts.iter().all(|x| matches!(x, T::Int | T::Bool)) => ts.len(),
-        other => return Err(l.bad(format!("indexing a tensor with {} (native code indexes one element with ints)", other.describe()))),
+        other => {
+            return Err(l.bad(format!(
+                "indexing a tensor with {} (native code indexes one element with ints)",
+                other.describe()
+            )))
+        }
     };
     if n != nd as usize {
         return Err(l.bad(format!(
@@ -360,7 +478,12 @@ pub(crate) fn index(l: &mut FnLower, st: &mut [T], dst: usize, obj: usize, idx: 
             let line = l.line();
             let et = elem_t(dt);
             let d = l.new_var(et.leaf_types()[0]);
-            l.push(Op::Load { dst: d, t: v[0], idx: iv, line });
+            l.push(Op::Load {
+                dst: d,
+                t: v[0],
+                idx: iv,
+                line,
+            });
             l.set(st, dst, et, &[d]);
             Ok(())
         }
@@ -394,7 +517,9 @@ pub(crate) fn set_index(l: &mut FnLower, st: &mut [T], obj: usize, idx: usize, v
         return Ok(());
     }
     let (t, v) = l.get(st, obj)?;
-    let T::Tensor(dt, nd, _) = t else { return Err(l.bad(format!("an item assignment to {}", t.describe()))) };
+    let T::Tensor(dt, nd, _) = t else {
+        return Err(l.bad(format!("an item assignment to {}", t.describe())));
+    };
     let iv = tensor_index(l, st, nd, idx)?;
     let (vt, _) = l.get(st, val)?;
     let want = elem_t(dt);
@@ -409,6 +534,11 @@ pub(crate) fn set_index(l: &mut FnLower, st: &mut [T], obj: usize, idx: usize, v
     }
     let x = l.scalar_as(st, val, &want)?;
     let line = l.line();
-    l.push(Op::Store { t: v[0], idx: iv, val: x, line });
+    l.push(Op::Store {
+        t: v[0],
+        idx: iv,
+        val: x,
+        line,
+    });
     Ok(())
 }

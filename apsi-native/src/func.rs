@@ -31,7 +31,10 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { fastmath: false, boundscheck: true }
+        Options {
+            fastmath: false,
+            boundscheck: true,
+        }
     }
 }
 
@@ -51,8 +54,14 @@ pub struct NativeFunc {
 
 /// The NativeError for a construct outside the subset, located at its line.
 pub fn unsupported_error(u: Unsupported) -> Exc {
-    let e = err(ErrorKind::NativeError, format!("cannot compile {} in @native function '{}'", u.what, u.function));
-    e.trace.lock().push(TraceEntry { function: u.function, span: u.span });
+    let e = err(
+        ErrorKind::NativeError,
+        format!("cannot compile {} in @native function '{}'", u.what, u.function),
+    );
+    e.trace.lock().push(TraceEntry {
+        function: u.function,
+        span: u.span,
+    });
     e
 }
 
@@ -90,7 +99,12 @@ fn want_ir(name: &str) -> bool {
 
 impl NativeFunc {
     pub fn new(closure: Arc<Closure>, opts: Options) -> NativeFunc {
-        NativeFunc { closure, opts, cache: Mutex::new(Vec::new()), compiles: Mutex::new(0) }
+        NativeFunc {
+            closure,
+            opts,
+            cache: Mutex::new(Vec::new()),
+            compiles: Mutex::new(0),
+        }
     }
 
     pub fn name(&self) -> &str {
@@ -108,21 +122,41 @@ impl NativeFunc {
         }
         let t0 = Instant::now();
         let mut s = Session::new();
-        let (id, ret) = s.function(&self.closure.proto, sig.to_vec(), true).map_err(unsupported_error)?;
+        let (id, ret) = s
+            .function(&self.closure.proto, sig.to_vec(), true)
+            .map_err(unsupported_error)?;
         let funcs: Option<Vec<ir::Func>> = s.funcs.into_iter().collect();
-        let funcs = funcs.ok_or_else(|| err(ErrorKind::NativeError, "internal error: a native function was not lowered"))?;
+        let funcs = funcs.ok_or_else(|| {
+            err(
+                ErrorKind::NativeError,
+                "internal error: a native function was not lowered",
+            )
+        })?;
         let nfuncs = funcs.len();
-        let module = ir::Module { funcs, fastmath: self.opts.fastmath, boundscheck: self.opts.boundscheck, host: rt::host() };
-        let json = serde_json::to_vec(&module).map_err(|e| err(ErrorKind::NativeError, format!("internal error: {e}")))?;
+        let module = ir::Module {
+            funcs,
+            fastmath: self.opts.fastmath,
+            boundscheck: self.opts.boundscheck,
+            host: rt::host(),
+        };
+        let json =
+            serde_json::to_vec(&module).map_err(|e| err(ErrorKind::NativeError, format!("internal error: {e}")))?;
         let t_lower = t0.elapsed().as_secs_f64();
         let (addrs, ir_text) = crate::plugin::compile(&json, nfuncs, want_ir(self.name()))?;
         if let Some(text) = ir_text {
-            eprintln!("; optimised LLVM IR of @native {}({})", self.name(), sig.iter().map(T::describe).collect::<Vec<_>>().join(", "));
+            eprintln!(
+                "; optimised LLVM IR of @native {}({})",
+                self.name(),
+                sig.iter().map(T::describe).collect::<Vec<_>>().join(", ")
+            );
             eprintln!("{text}");
         }
         let addr = addrs.get(2 * id as usize).copied().unwrap_or(0);
         if addr == 0 {
-            return Err(err(ErrorKind::NativeError, "internal error: the back end returned no entry point"));
+            return Err(err(
+                ErrorKind::NativeError,
+                "internal error: the back end returned no entry point",
+            ));
         }
         // SAFETY: the plugin returned the address of an `EntryFn` trampoline that lives for the process.
         let entry: EntryFn = unsafe { std::mem::transmute::<usize, EntryFn>(addr as usize) };
@@ -136,7 +170,11 @@ impl NativeFunc {
                 crate::plugin::load_secs() * 1e3
             );
         }
-        let c = Arc::new(Compiled { entry, ret, sites: Arc::new(s.sites) });
+        let c = Arc::new(Compiled {
+            entry,
+            ret,
+            sites: Arc::new(s.sites),
+        });
         cache.push((sig.to_vec(), c.clone()));
         *self.compiles.lock() += 1;
         TOTAL_COMPILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -146,14 +184,29 @@ impl NativeFunc {
     fn full_args(&self, args: &[Value], kwargs: Kwargs) -> VResult<Vec<Value>> {
         let proto = &self.closure.proto;
         if proto.has_vararg || proto.has_kwarg || proto.nkwonly > 0 {
-            return Err(err(ErrorKind::NativeError, format!("@native function '{}' has *args, **kwargs or keyword-only parameters", self.name())));
+            return Err(err(
+                ErrorKind::NativeError,
+                format!(
+                    "@native function '{}' has *args, **kwargs or keyword-only parameters",
+                    self.name()
+                ),
+            ));
         }
         if let Some((k, _)) = kwargs.first() {
-            return Err(err(ErrorKind::TypeError, format!("@native function '{}' takes its arguments by position (got {k}=)", self.name())));
+            return Err(err(
+                ErrorKind::TypeError,
+                format!(
+                    "@native function '{}' takes its arguments by position (got {k}=)",
+                    self.name()
+                ),
+            ));
         }
         let n = proto.nparams as usize;
         if args.len() > n {
-            return Err(err(ErrorKind::TypeError, format!("{}() takes {n} arguments but {} were given", self.name(), args.len())));
+            return Err(err(
+                ErrorKind::TypeError,
+                format!("{}() takes {n} arguments but {} were given", self.name(), args.len()),
+            ));
         }
         let mut full = args.to_vec();
         let nd = self.closure.defaults.len();
@@ -163,17 +216,29 @@ impl NativeFunc {
                 Some(v) => full.push(v.clone()),
                 None => {
                     let pname = proto.param_names.get(i).map(|s| s.to_string()).unwrap_or_default();
-                    return Err(err(ErrorKind::TypeError, format!("{}() missing the argument '{pname}'", self.name())));
+                    return Err(err(
+                        ErrorKind::TypeError,
+                        format!("{}() missing the argument '{pname}'", self.name()),
+                    ));
                 }
             }
         }
         for (reg, check) in proto.checks.iter() {
             if let Some(v) = full.get(*reg as usize) {
                 if !check.accepts(v) {
-                    let pname = proto.param_names.get(*reg as usize).map(|s| s.to_string()).unwrap_or_default();
+                    let pname = proto
+                        .param_names
+                        .get(*reg as usize)
+                        .map(|s| s.to_string())
+                        .unwrap_or_default();
                     return Err(err(
                         ErrorKind::TypeError,
-                        format!("{}() argument '{pname}' must be {}, not {}", self.name(), check.name(), v.type_name()),
+                        format!(
+                            "{}() argument '{pname}' must be {}, not {}",
+                            self.name(),
+                            check.name(),
+                            v.type_name()
+                        ),
                     ));
                 }
             }
@@ -184,9 +249,18 @@ impl NativeFunc {
     /// Call with Apsi values: specialise (compiling at the first call of a signature), run, convert the result.
     pub fn call(&self, caller: &mut dyn Caller, args: &[Value], kwargs: Kwargs) -> VResult<Value> {
         let args = self.full_args(args, kwargs)?;
-        let sig: Vec<T> = args.iter().enumerate().map(|(i, v)| arg_type(v, i, self.name())).collect::<VResult<_>>()?;
+        let sig: Vec<T> = args
+            .iter()
+            .enumerate()
+            .map(|(i, v)| arg_type(v, i, self.name()))
+            .collect::<VResult<_>>()?;
         let c = self.compiled(&sig)?;
-        let shared = Shared { handles: Mutex::new(Vec::new()), buffers: Mutex::new(Vec::new()), host_err: Mutex::new(None), sites: c.sites.clone() };
+        let shared = Shared {
+            handles: Mutex::new(Vec::new()),
+            buffers: Mutex::new(Vec::new()),
+            host_err: Mutex::new(None),
+            sites: c.sites.clone(),
+        };
         let mut descs: Vec<TensorDesc> = Vec::new();
         let mut words: Vec<u64> = Vec::with_capacity(args.len());
         for (v, t) in args.iter().zip(&sig) {
@@ -195,7 +269,8 @@ impl NativeFunc {
                 (Value::Float(f), _) => f.to_bits(),
                 (Value::Bool(b), _) => *b as u64,
                 (other, T::Tensor(dt, _, _)) => {
-                    let tensor = as_tensor(other).ok_or_else(|| err(ErrorKind::Error, "internal error: tensor argument"))?;
+                    let tensor =
+                        as_tensor(other).ok_or_else(|| err(ErrorKind::Error, "internal error: tensor argument"))?;
                     let mut h = shared.handles.lock();
                     let d = rt::desc_of(&tensor, *dt, h.len() as i64)?;
                     h.push(other.clone());
@@ -215,8 +290,19 @@ impl NativeFunc {
             }
         }
         let mut outs = vec![0u64; c.ret.leaf_types().len().max(1)];
-        let state = CallState { shared: &shared, caller: caller as *mut (dyn Caller + '_) };
-        let mut ctx = Ctx { err: 0, line: 0, a: 0, b: 0, c: 0, state: &state as *const CallState as *mut c_void };
+        let state = CallState {
+            shared: &shared,
+            caller: caller as *mut (dyn Caller + '_),
+        };
+        let mut ctx = Ctx {
+            err: 0,
+            line: 0,
+            a: 0,
+            b: 0,
+            c: 0,
+            state: &state as *const CallState as *mut c_void,
+            depth: 0,
+        };
         // SAFETY: `entry` is the compiled trampoline for exactly this signature; the words and
         // descriptors it reads stay alive (and tensor storage is kept by `shared.handles`) for the call.
         let status = unsafe { (c.entry)(&mut ctx, words.as_ptr(), outs.as_mut_ptr()) };
@@ -242,7 +328,10 @@ fn result_value(t: &T, outs: &[u64], pos: &mut usize, handles: &[Value]) -> VRes
         T::Bool => Value::Bool(word() != 0),
         T::Tensor(..) => {
             let h = word() as usize;
-            handles.get(h).cloned().ok_or_else(|| err(ErrorKind::Error, "internal error: unknown tensor handle"))?
+            handles
+                .get(h)
+                .cloned()
+                .ok_or_else(|| err(ErrorKind::Error, "internal error: unknown tensor handle"))?
         }
         T::Tuple(ts) => {
             let mut items = Vec::with_capacity(ts.len());
@@ -251,6 +340,11 @@ fn result_value(t: &T, outs: &[u64], pos: &mut usize, handles: &[Value]) -> VRes
             }
             Value::tuple(items)
         }
-        other => return Err(err(ErrorKind::NativeError, format!("a native function cannot return {}", other.describe()))),
+        other => {
+            return Err(err(
+                ErrorKind::NativeError,
+                format!("a native function cannot return {}", other.describe()),
+            ))
+        }
     })
 }

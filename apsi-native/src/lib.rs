@@ -29,7 +29,9 @@ use std::sync::Arc;
 /// The `native` module: its `native` export replaces the prelude's
 /// interpreter fallback, so `@native` needs no `use`.
 pub fn module() -> ModuleDescriptor {
-    ModuleBuilder::new("native", env!("CARGO_PKG_VERSION"), "^2.0").function("native", native).build()
+    ModuleBuilder::new("native", env!("CARGO_PKG_VERSION"), "^2.0")
+        .function("native", native)
+        .build()
 }
 
 /// Wrap an Apsi function into a native-dispatching function value.
@@ -38,19 +40,31 @@ pub fn wrap(f: &Value, opts: Options) -> VResult<Value> {
         Value::Func(c) => {
             let nf = Arc::new(NativeFunc::new(c.clone(), opts));
             let inner = nf.clone();
-            let value = Arc::new(NativeFn::closure(&c.name, Box::new(move |caller, args, kw| inner.call(caller, args, kw))));
+            let value = Arc::new(NativeFn::closure(
+                &c.name,
+                Box::new(move |caller, args, kw| inner.call(caller, args, kw)),
+            ));
             registry::add(&value, nf);
             Ok(Value::Native(value))
         }
         Value::Native(n) if registry::lookup(n).is_some() => Ok(f.clone()),
-        other => Err(err(ErrorKind::TypeError, format!("@native expects a function defined with def, found {}", other.type_name()))),
+        other => Err(err(
+            ErrorKind::TypeError,
+            format!(
+                "@native expects a function defined with def, found {}",
+                other.type_name()
+            ),
+        )),
     }
 }
 
 fn flag(v: &Value, name: &str) -> VResult<bool> {
     match v {
         Value::Bool(b) => Ok(*b),
-        other => Err(err(ErrorKind::TypeError, format!("native({name}=…) expects true or false, found {}", other.type_name()))),
+        other => Err(err(
+            ErrorKind::TypeError,
+            format!("native({name}=…) expects true or false, found {}", other.type_name()),
+        )),
     }
 }
 
@@ -77,6 +91,9 @@ pub fn native(_c: &mut dyn Caller, args: &[Value], kwargs: Kwargs) -> VResult<Va
             };
             Ok(Value::Native(Arc::new(NativeFn::closure("native", Box::new(deco)))))
         }
-        _ => Err(err(ErrorKind::TypeError, format!("native() takes one function, {} arguments given", args.len()))),
+        _ => Err(err(
+            ErrorKind::TypeError,
+            format!("native() takes one function, {} arguments given", args.len()),
+        )),
     }
 }

@@ -55,7 +55,13 @@ impl Default for Session {
 
 impl Session {
     pub fn new() -> Session {
-        Session { funcs: Vec::new(), sites: Vec::new(), done: Vec::new(), active: Vec::new(), counter: 0 }
+        Session {
+            funcs: Vec::new(),
+            sites: Vec::new(),
+            done: Vec::new(),
+            active: Vec::new(),
+            counter: 0,
+        }
     }
 
     fn new_id(&mut self) -> u32 {
@@ -65,13 +71,19 @@ impl Session {
 
     fn symbol(&mut self, name: &str) -> String {
         self.counter += 1;
-        let clean: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+        let clean: String = name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
         format!("apsi_{clean}_{}", self.counter)
     }
 
     /// Lower `proto` for argument types `args`; returns its function id and result type.
     pub fn function(&mut self, proto: &Arc<FuncProto>, args: Vec<T>, entry: bool) -> R<(u32, T)> {
-        let key = Key { proto: Arc::as_ptr(proto) as usize, args: args.clone() };
+        let key = Key {
+            proto: Arc::as_ptr(proto) as usize,
+            args: args.clone(),
+        };
         if let Some((_, id, t)) = self.done.iter().find(|(k, _, _)| *k == key) {
             if !entry {
                 return Ok((*id, t.clone()));
@@ -130,7 +142,10 @@ impl Session {
     /// A call to `proto` with `args` from code being lowered: the callee's
     /// id and result type (`Unknown` while a recursive result is inferred).
     pub(crate) fn callee(&mut self, proto: &Arc<FuncProto>, args: Vec<T>) -> R<(u32, T)> {
-        let key = Key { proto: Arc::as_ptr(proto) as usize, args: args.clone() };
+        let key = Key {
+            proto: Arc::as_ptr(proto) as usize,
+            args: args.clone(),
+        };
         if let Some(a) = self.active.iter_mut().find(|a| a.0 == key) {
             a.3 = true;
             return Ok((a.1, a.2.clone().unwrap_or(T::Unknown)));
@@ -162,7 +177,11 @@ impl Session {
             (T::None, 0) => Vec::new(),
             (T::Tuple(ts), n) if ts.len() == n => ts.clone(),
             _ => {
-                return Err(Unsupported { what: "a parallel for whose reductions change type".into(), function: "parallel for".into(), span: code.span })
+                return Err(Unsupported {
+                    what: "a parallel for whose reductions change type".into(),
+                    function: "parallel for".into(),
+                    span: code.span,
+                })
             }
         };
         func.chunk = true;
@@ -215,7 +234,11 @@ impl<'s> FnLower<'s> {
     }
 
     pub(crate) fn bad(&self, what: impl Into<String>) -> Unsupported {
-        Unsupported { what: what.into(), function: self.name.clone(), span: self.code.span_at(self.pc) }
+        Unsupported {
+            what: what.into(),
+            function: self.name.clone(),
+            span: self.code.span_at(self.pc),
+        }
     }
 
     pub(crate) fn line(&mut self) -> u32 {
@@ -297,7 +320,9 @@ impl<'s> FnLower<'s> {
         if matches!(t, T::Unknown) {
             return Ok(0);
         }
-        let Some(&src) = v.first() else { return Err(self.bad(format!("{} where a number is needed", t.describe()))) };
+        let Some(&src) = v.first() else {
+            return Err(self.bad(format!("{} where a number is needed", t.describe())));
+        };
         if !t.is_num() {
             return Err(self.bad(format!("{} where a number is needed", t.describe())));
         }
@@ -360,7 +385,9 @@ impl<'s> FnLower<'s> {
             if visits > 200_000 {
                 return Err(self.bad("a function too large to specialise"));
             }
-            let Some(mut st) = states.get(pc).cloned().flatten() else { continue };
+            let Some(mut st) = states.get(pc).cloned().flatten() else {
+                continue;
+            };
             self.pc = pc;
             let succ = self.step(pc, &mut st)?;
             for s in succ {
@@ -426,13 +453,26 @@ impl<'s> FnLower<'s> {
             pvars.extend(self.slots(r, &t));
         }
         let name = self.s.symbol(&self.name.clone());
-        Ok(ir::Func { name, params: pvars, rets: ret.leaf_types(), vars: self.vars.clone(), ops: body, entry: false, chunk: false })
+        Ok(ir::Func {
+            name,
+            params: pvars,
+            rets: ret.leaf_types(),
+            vars: self.vars.clone(),
+            ops: body,
+            entry: false,
+            chunk: false,
+        })
     }
 
     /// One instruction: its effect on the types in `st` (and its IR when
     /// emitting); returns the successors.
     fn step(&mut self, pc: usize, st: &mut Vec<T>) -> R<Vec<usize>> {
-        let ins = self.code.instrs.get(pc).copied().ok_or_else(|| self.bad("a jump out of the function"))?;
+        let ins = self
+            .code
+            .instrs
+            .get(pc)
+            .copied()
+            .ok_or_else(|| self.bad("a jump out of the function"))?;
         let next = vec![pc + 1];
         let r = |x: Reg| x as usize;
         match ins {
@@ -494,7 +534,9 @@ impl<'s> FnLower<'s> {
                 self.set(st, r(a), t, &v);
             }
             Instr::SetFree { .. } => {
-                return Err(self.bad("an assignment inside parallel for to a variable of the enclosing function that is not a reduction"))
+                return Err(self.bad(
+                    "an assignment inside parallel for to a variable of the enclosing function that is not a reduction",
+                ))
             }
             Instr::Add { a, b, c } => self.binary(st, BinOp::Add, r(a), r(b), r(c))?,
             Instr::Sub { a, b, c } => self.binary(st, BinOp::Sub, r(a), r(b), r(c))?,
@@ -535,13 +577,19 @@ impl<'s> FnLower<'s> {
             Instr::JmpIf { a, t } | Instr::JmpIfNot { a, t } => {
                 let c = self.truth(st, r(a))?;
                 let jump_when = matches!(ins, Instr::JmpIf { .. });
-                let (then, els) = if jump_when { (t, pc as u32 + 1) } else { (pc as u32 + 1, t) };
+                let (then, els) = if jump_when {
+                    (t, pc as u32 + 1)
+                } else {
+                    (pc as u32 + 1, t)
+                };
                 self.push(Op::Br { cond: c, then, els });
                 return Ok(vec![t as usize, pc + 1]);
             }
             Instr::Call { a, n } => {
                 let (t, _) = self.get(st, r(a))?;
-                let T::Const(f) = t else { return Err(self.bad(format!("calling {}", t.describe()))) };
+                let T::Const(f) = t else {
+                    return Err(self.bad(format!("calling {}", t.describe())));
+                };
                 let args: Vec<usize> = (1..=n as usize).map(|i| r(a) + i).collect();
                 calls::call(self, st, r(a), &f, &args, &[])?;
             }
@@ -557,23 +605,38 @@ impl<'s> FnLower<'s> {
             }
             Instr::CallKw { a, n, k } => {
                 let (t, _) = self.get(st, r(a))?;
-                let T::Const(f) = t else { return Err(self.bad(format!("calling {}", t.describe()))) };
+                let T::Const(f) = t else {
+                    return Err(self.bad(format!("calling {}", t.describe())));
+                };
                 let names: Vec<String> = match self.code.consts.get(k as usize) {
                     Some(Value::Tuple(t)) => t.0.iter().map(|v| v.as_str().unwrap_or("").to_string()).collect(),
                     _ => Vec::new(),
                 };
                 let args: Vec<usize> = (1..=n as usize).map(|i| r(a) + i).collect();
-                let kw: Vec<(String, usize)> =
-                    names.into_iter().enumerate().map(|(i, nm)| (nm, r(a) + n as usize + 1 + i)).collect();
+                let kw: Vec<(String, usize)> = names
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, nm)| (nm, r(a) + n as usize + 1 + i))
+                    .collect();
                 calls::call(self, st, r(a), &f, &args, &kw)?;
             }
             Instr::CallMethod { a, k, n } => {
-                let name = self.code.consts.get(k as usize).and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+                let name = self
+                    .code
+                    .consts
+                    .get(k as usize)
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
                 let args: Vec<usize> = (2..=1 + n as usize).map(|i| r(a) + i).collect();
                 calls::method(self, st, r(a), r(a) + 1, &name, &args)?;
             }
             Instr::GetAttr { a, b, k } => {
-                let name = self.code.consts.get(k as usize).and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+                let name = self
+                    .code
+                    .consts
+                    .get(k as usize)
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
                 calls::attr(self, st, r(a), r(b), &name)?;
             }
             Instr::GetIndex { a, b, c } => calls::index(self, st, r(a), r(b), r(c))?,
@@ -590,11 +653,17 @@ impl<'s> FnLower<'s> {
             }
             Instr::Unpack { a, b, n } => {
                 let (t, v) = self.get(st, r(b))?;
-                let T::Tuple(ts) = t else { return Err(self.bad(format!("unpacking {}", t.describe()))) };
+                let T::Tuple(ts) = t else {
+                    return Err(self.bad(format!("unpacking {}", t.describe())));
+                };
                 if ts.len() != n as usize {
                     let line = self.line();
                     let k = self.konst(Const::Int(ts.len() as i64));
-                    self.push(Op::Raise { code: ecode::UNPACK, line, a: k });
+                    self.push(Op::Raise {
+                        code: ecode::UNPACK,
+                        line,
+                        a: k,
+                    });
                     return Ok(Vec::new());
                 }
                 let mut off = 0;
@@ -606,17 +675,35 @@ impl<'s> FnLower<'s> {
                 }
             }
             Instr::ForRangePrep { a, b } => {
-                let (x, stop, step) = (self.scalar_as(st, r(a), &T::Int)?, self.scalar_as(st, r(a) + 1, &T::Int)?, self.scalar_as(st, r(a) + 2, &T::Int)?);
+                let (x, stop, step) = (
+                    self.scalar_as(st, r(a), &T::Int)?,
+                    self.scalar_as(st, r(a) + 1, &T::Int)?,
+                    self.scalar_as(st, r(a) + 2, &T::Int)?,
+                );
                 // The counter and bounds become int registers.
                 self.set(st, r(a), T::Int, &[x]);
                 self.set(st, r(a) + 1, T::Int, &[stop]);
                 self.set(st, r(a) + 2, T::Int, &[step]);
-                let (xa, sa, ka) = (self.slots(r(a), &T::Int)[0], self.slots(r(a) + 1, &T::Int)[0], self.slots(r(a) + 2, &T::Int)[0]);
+                let (xa, sa, ka) = (
+                    self.slots(r(a), &T::Int)[0],
+                    self.slots(r(a) + 1, &T::Int)[0],
+                    self.slots(r(a) + 2, &T::Int)[0],
+                );
                 let line = self.line();
                 let c = self.new_var(Ty::Bool);
-                self.push(Op::RangeTest { dst: c, a: xa, stop: sa, step: ka, line });
+                self.push(Op::RangeTest {
+                    dst: c,
+                    a: xa,
+                    stop: sa,
+                    step: ka,
+                    line,
+                });
                 self.set(st, r(b), T::Int, &[xa]);
-                self.push(Op::Br { cond: c, then: pc as u32 + 2, els: pc as u32 + 1 });
+                self.push(Op::Br {
+                    cond: c,
+                    then: pc as u32 + 2,
+                    els: pc as u32 + 1,
+                });
                 return Ok(vec![pc + 1, pc + 2]);
             }
             Instr::ForRangeLoop { a, b } => {
@@ -624,28 +711,51 @@ impl<'s> FnLower<'s> {
                 let sa = self.slots(r(a) + 1, &T::Int)[0];
                 let ka = self.slots(r(a) + 2, &T::Int)[0];
                 let c = self.new_var(Ty::Bool);
-                self.push(Op::RangeNext { dst: c, a: xa, stop: sa, step: ka });
+                self.push(Op::RangeNext {
+                    dst: c,
+                    a: xa,
+                    stop: sa,
+                    step: ka,
+                });
                 self.set(st, r(b), T::Int, &[xa]);
-                self.push(Op::Br { cond: c, then: pc as u32 + 1, els: pc as u32 + 2 });
+                self.push(Op::Br {
+                    cond: c,
+                    then: pc as u32 + 1,
+                    els: pc as u32 + 2,
+                });
                 return Ok(vec![pc + 1, pc + 2]);
             }
             Instr::ForPrep { a } => {
                 let (t, _) = self.get(st, r(a))?;
                 if !matches!(t, T::Partials(_)) {
-                    return Err(self.bad(format!("a for loop over {} (native for loops run over range())", t.describe())));
+                    return Err(self.bad(format!(
+                        "a for loop over {} (native for loops run over range())",
+                        t.describe()
+                    )));
                 }
                 let z = self.konst(Const::Int(0));
                 self.set(st, r(a) + 1, T::Int, &[z]);
             }
             Instr::ForNext { a, b } => {
                 let (t, v) = self.get(st, r(a))?;
-                let T::Partials(ts) = t else { return Err(self.bad("a for loop over a non-range iterable")) };
+                let T::Partials(ts) = t else {
+                    return Err(self.bad("a for loop over a non-range iterable"));
+                };
                 let (buf, count) = (v[0], v[1]);
                 let pos = self.slots(r(a) + 1, &T::Int)[0];
                 let c = self.new_var(Ty::Bool);
-                self.push(Op::Cmp { op: ir::CmpOp::Ge, dst: c, a: pos, b: count });
+                self.push(Op::Cmp {
+                    op: ir::CmpOp::Ge,
+                    dst: c,
+                    a: pos,
+                    b: count,
+                });
                 let cont = self.label();
-                self.push(Op::Br { cond: c, then: pc as u32 + 1, els: cont });
+                self.push(Op::Br {
+                    cond: c,
+                    then: pc as u32 + 1,
+                    els: cont,
+                });
                 self.push(Op::Label(cont));
                 let mut vs = Vec::new();
                 let width: u32 = ts.iter().map(|t| t.leaf_types().len() as u32).sum();
@@ -653,14 +763,26 @@ impl<'s> FnLower<'s> {
                 for t in &ts {
                     for ty in t.leaf_types() {
                         let d = self.new_var(ty);
-                        self.push(Op::LoadPartial { dst: d, buf, row: pos, width, slot });
+                        self.push(Op::LoadPartial {
+                            dst: d,
+                            buf,
+                            row: pos,
+                            width,
+                            slot,
+                        });
                         slot += 1;
                         vs.push(d);
                     }
                 }
                 let one = self.konst(Const::Int(1));
                 let line = self.line();
-                self.push(Op::IntBin { op: IntOp::Add, dst: pos, a: pos, b: one, line });
+                self.push(Op::IntBin {
+                    op: IntOp::Add,
+                    dst: pos,
+                    a: pos,
+                    b: one,
+                    line,
+                });
                 self.set(st, r(b), T::Tuple(ts), &vs);
                 self.push(Op::Jmp(pc as u32 + 2));
                 return Ok(vec![pc + 1, pc + 2]);
@@ -682,7 +804,12 @@ impl<'s> FnLower<'s> {
                 return Ok(Vec::new());
             }
             Instr::MakeFunc { a, p, .. } => {
-                let is_chunk = self.code.protos.get(p as usize).map(|pr| &*pr.name == "<parallel for>").unwrap_or(false);
+                let is_chunk = self
+                    .code
+                    .protos
+                    .get(p as usize)
+                    .map(|pr| &*pr.name == "<parallel for>")
+                    .unwrap_or(false);
                 if !is_chunk {
                     return Err(self.bad("a nested function or lambda"));
                 }
@@ -699,14 +826,18 @@ impl<'s> FnLower<'s> {
             Instr::BuildList { .. } | Instr::ListAppend { .. } | Instr::ListExtend { .. } | Instr::AppendTo { .. } => {
                 return Err(self.bad("a list"))
             }
-            Instr::BuildDict { .. } | Instr::DictSet { .. } | Instr::DictUpdate { .. } => return Err(self.bad("a dict")),
+            Instr::BuildDict { .. } | Instr::DictSet { .. } | Instr::DictUpdate { .. } => {
+                return Err(self.bad("a dict"))
+            }
             Instr::BuildSlice { .. } => return Err(self.bad("slicing (native code indexes one element at a time)")),
             Instr::BuildRange { .. } => return Err(self.bad("a range value (native code runs for loops over range())")),
             Instr::UnpackEx { .. } => return Err(self.bad("starred unpacking")),
             Instr::MakeStruct { .. } => return Err(self.bad("a struct")),
             Instr::Raise { .. } | Instr::Reraise { .. } => return Err(self.bad("raise")),
             Instr::AssertFail { .. } => return Err(self.bad("assert")),
-            Instr::PushHandler { .. } | Instr::PopHandler | Instr::ExcMatch { .. } => return Err(self.bad("try/except")),
+            Instr::PushHandler { .. } | Instr::PopHandler | Instr::ExcMatch { .. } => {
+                return Err(self.bad("try/except"))
+            }
             Instr::ToStr { .. } | Instr::ToRepr { .. } | Instr::Format { .. } | Instr::Concat { .. } => {
                 return Err(self.bad("a str (f-strings and str() are not native)"))
             }
@@ -718,7 +849,11 @@ impl<'s> FnLower<'s> {
 
     fn cond_jump(&mut self, pc: usize, c: Var, jt: bool) -> R<Vec<usize>> {
         // +J: the Jmp at pc+1 is taken when the condition equals `jt`.
-        let (then, els) = if jt { (pc as u32 + 1, pc as u32 + 2) } else { (pc as u32 + 2, pc as u32 + 1) };
+        let (then, els) = if jt {
+            (pc as u32 + 1, pc as u32 + 2)
+        } else {
+            (pc as u32 + 2, pc as u32 + 1)
+        };
         self.push(Op::Br { cond: c, then, els });
         Ok(vec![pc + 1, pc + 2])
     }
@@ -744,7 +879,8 @@ impl<'s> FnLower<'s> {
 
     fn global(&self, g: usize) -> R<Value> {
         let slot = self.code.globals.get(g).ok_or_else(|| self.bad("an unknown global"))?;
-        slot.get().ok_or_else(|| self.bad(format!("the global '{}', which is not bound yet", slot.name)))
+        slot.get()
+            .ok_or_else(|| self.bad(format!("the global '{}', which is not bound yet", slot.name)))
     }
 
     pub(crate) fn truth(&mut self, st: &[T], a: usize) -> R<Var> {
@@ -770,7 +906,11 @@ impl<'s> FnLower<'s> {
         }
         if !tb.is_num() || !tc.is_num() {
             let bad = if tb.is_num() { &tc } else { &tb };
-            let hint = if matches!(bad, T::Tensor(..)) { " (whole-tensor arithmetic is not native: write the loop)" } else { "" };
+            let hint = if matches!(bad, T::Tensor(..)) {
+                " (whole-tensor arithmetic is not native: write the loop)"
+            } else {
+                ""
+            };
             return Err(self.bad(format!("{what} on {}{hint}", bad.describe())));
         }
         Ok(Some((tb, tc)))
@@ -806,14 +946,23 @@ impl<'s> FnLower<'s> {
                 BinOp::Div => None,
                 BinOp::MatMul => return Err(self.bad("the operator @")),
             };
-            if matches!(tb, T::Bool) && matches!(tc, T::Bool) && matches!(op, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor) {
+            if matches!(tb, T::Bool)
+                && matches!(tc, T::Bool)
+                && matches!(op, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor)
+            {
                 return Err(self.bad("bitwise operators on two bools (use and/or)"));
             }
             if let Some(iop) = iop {
                 let x = self.scalar_as(st, b, &T::Int)?;
                 let y = self.scalar_as(st, c, &T::Int)?;
                 let d = self.new_var(Ty::Int);
-                self.push(Op::IntBin { op: iop, dst: d, a: x, b: y, line });
+                self.push(Op::IntBin {
+                    op: iop,
+                    dst: d,
+                    a: x,
+                    b: y,
+                    line,
+                });
                 self.set(st, a, T::Int, &[d]);
                 return Ok(());
             }
@@ -831,7 +980,13 @@ impl<'s> FnLower<'s> {
         let x = self.scalar_as(st, b, &T::Float)?;
         let y = self.scalar_as(st, c, &T::Float)?;
         let d = self.new_var(Ty::Float);
-        self.push(Op::FloatBin { op: fop, dst: d, a: x, b: y, line });
+        self.push(Op::FloatBin {
+            op: fop,
+            dst: d,
+            a: x,
+            b: y,
+            line,
+        });
         self.set(st, a, T::Float, &[d]);
         Ok(())
     }
@@ -854,7 +1009,11 @@ impl<'s> FnLower<'s> {
             UnaryOp::Neg | UnaryOp::Pos => {
                 let want = if matches!(t, T::Float) { T::Float } else { T::Int };
                 if !t.is_num() {
-                    return Err(self.bad(format!("unary {} on {}", if op == UnaryOp::Neg { "-" } else { "+" }, t.describe())));
+                    return Err(self.bad(format!(
+                        "unary {} on {}",
+                        if op == UnaryOp::Neg { "-" } else { "+" },
+                        t.describe()
+                    )));
                 }
                 let x = self.scalar_as(st, b, &want)?;
                 if op == UnaryOp::Pos {
@@ -902,19 +1061,33 @@ impl<'s> FnLower<'s> {
         let x = self.scalar_as(st, b, &want)?;
         let y = self.scalar_as(st, c, &want)?;
         let d = self.new_var(Ty::Bool);
-        self.push(Op::Cmp { op: iop, dst: d, a: x, b: y });
+        self.push(Op::Cmp {
+            op: iop,
+            dst: d,
+            a: x,
+            b: y,
+        });
         Ok(d)
     }
 
     fn par_for(&mut self, st: &mut [T], a: usize, n: usize) -> R<()> {
         let (ft, _) = self.get(st, a)?;
-        let T::Chunk(p) = ft else { return Err(self.bad("a parallel for without its body")) };
-        let proto = self.code.protos.get(p as usize).cloned().ok_or_else(|| self.bad("a missing parallel for body"))?;
+        let T::Chunk(p) = ft else {
+            return Err(self.bad("a parallel for without its body"));
+        };
+        let proto = self
+            .code
+            .protos
+            .get(p as usize)
+            .cloned()
+            .ok_or_else(|| self.bad("a missing parallel for body"))?;
         // Captured cells of the body, typed as they are here.
         let mut free_t = Vec::new();
         let mut env = Vec::new();
         for cap in proto.captures.iter() {
-            let Capture::Cell(c) = cap else { return Err(self.bad("a parallel for inside a parallel for body capturing outer variables")) };
+            let Capture::Cell(c) = cap else {
+                return Err(self.bad("a parallel for inside a parallel for body capturing outer variables"));
+            };
             let idx = self.code.nregs as usize + *c as usize;
             let t = st.get(idx).cloned().unwrap_or(T::Undef);
             let t = if matches!(t, T::Undef) { T::None } else { t };
@@ -941,13 +1114,27 @@ impl<'s> FnLower<'s> {
         }
         let (chunk, outs) = self.s.chunk(&proto, &reds, &free_t)?;
         if outs != reds {
-            return Err(self.bad("a reduction whose type changes inside parallel for (start it as 0.0 for a float sum)"));
+            return Err(
+                self.bad("a reduction whose type changes inside parallel for (start it as 0.0 for a float sum)")
+            );
         }
         let first: Vec<Var> = reds.iter().map(|t| self.new_var(t.leaf_types()[0])).collect();
         let rest = self.new_var(Ty::Ptr);
         let nrest = self.new_var(Ty::Int);
         let line = self.line();
-        self.push(Op::ParFor { chunk, lo, hi, step, env, init_first, init_rest, first: first.clone(), rest, nrest, line });
+        self.push(Op::ParFor {
+            chunk,
+            lo,
+            hi,
+            step,
+            env,
+            init_first,
+            init_rest,
+            first: first.clone(),
+            rest,
+            nrest,
+            line,
+        });
         let tup = T::Tuple(reds.clone());
         if n == 0 {
             self.set(st, a, T::None, &[]);

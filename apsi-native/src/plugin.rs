@@ -53,9 +53,12 @@ fn load() -> Result<Plugin, String> {
     let lib = unsafe { libloading::Library::new(path) }.map_err(|e| format!("cannot load {}: {e}", path.display()))?;
     // SAFETY: the symbol has the type `CompileFn` by the versioned ABI contract.
     let compile: CompileFn = unsafe {
-        let sym: libloading::Symbol<CompileFn> = lib
-            .get(COMPILE_SYMBOL)
-            .map_err(|e| format!("{} is not an Apsi native back end of this version (ABI v1): {e}", path.display()))?;
+        let sym: libloading::Symbol<CompileFn> = lib.get(COMPILE_SYMBOL).map_err(|e| {
+            format!(
+                "{} is not an Apsi native back end of this version (ABI v1): {e}",
+                path.display()
+            )
+        })?;
         *sym
     };
     Ok(Plugin { _lib: lib, compile })
@@ -96,12 +99,21 @@ pub fn compile(json: &[u8], nfuncs: usize, want_ir: bool) -> Result<(Vec<u64>, O
     let mut texts = Texts { ir: None, error: None };
     // SAFETY: the buffers are valid for the lengths passed; `texts` outlives the call.
     let rc = unsafe {
-        (plugin.compile)(json.as_ptr(), json.len(), want_ir as i32, addrs.as_mut_ptr(), addrs.len(), take_text, &mut texts as *mut Texts as *mut c_void)
+        (plugin.compile)(
+            json.as_ptr(),
+            json.len(),
+            want_ir as i32,
+            addrs.as_mut_ptr(),
+            addrs.len(),
+            take_text,
+            &mut texts as *mut Texts as *mut c_void,
+        )
     };
     if rc != 0 {
-        let m = texts.error.unwrap_or_else(|| "the LLVM back end failed without a message".into());
+        let m = texts
+            .error
+            .unwrap_or_else(|| "the LLVM back end failed without a message".into());
         return Err(err(ErrorKind::NativeError, format!("native compilation failed: {m}")));
     }
     Ok((addrs, texts.ir))
 }
-

@@ -18,5 +18,7 @@ pub fn add(f: &Arc<NativeFn>, nf: Arc<NativeFunc>) {
 
 pub fn lookup(f: &Arc<NativeFn>) -> Option<Arc<NativeFunc>> {
     let w = WRAPPERS.lock();
-    w.iter().find(|(weak, _)| weak.upgrade().is_some_and(|g| Arc::ptr_eq(&g, f))).map(|(_, nf)| nf.clone())
+    w.iter()
+        .find(|(weak, _)| weak.upgrade().is_some_and(|g| Arc::ptr_eq(&g, f)))
+        .map(|(_, nf)| nf.clone())
 }

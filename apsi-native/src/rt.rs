@@ -58,8 +58,8 @@ unsafe fn fail(ctx: *mut Ctx, e: Exc, line: i32) -> i32 {
 }
 
 const MATH_NAMES: [&str; 24] = [
-    "sqrt", "exp", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "atan", "sinh", "cosh", "tanh", "abs", "floor",
-    "ceil", "isnan", "isinf", "atan2", "hypot", "min", "max", "minimum", "maximum",
+    "sqrt", "exp", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "atan", "sinh", "cosh", "tanh", "abs",
+    "floor", "ceil", "isnan", "isinf", "atan2", "hypot", "min", "max", "minimum", "maximum",
 ];
 
 fn domain_text(name: &str) -> String {
@@ -79,26 +79,63 @@ pub fn error_of(ctx: &Ctx, shared: &Shared) -> Exc {
     let (a, b, c) = (ctx.a, ctx.b, ctx.c);
     let math = || MATH_NAMES.get(a as usize).copied().unwrap_or("math");
     let e = match ctx.err {
-        code::INDEX => err(ErrorKind::IndexError, format!("index {a} is out of bounds for axis {b} with size {c}")),
-        code::INT_OVERFLOW => err(ErrorKind::OverflowError, "integer overflow: the result does not fit in a 64-bit int"),
-        code::INT_DIV_ZERO => {
-            err(ErrorKind::ZeroDivisionError, if c == 1 { "integer modulo by zero" } else { "integer division by zero" })
-        }
+        code::INDEX => err(
+            ErrorKind::IndexError,
+            format!("index {a} is out of bounds for axis {b} with size {c}"),
+        ),
+        code::INT_OVERFLOW => err(
+            ErrorKind::OverflowError,
+            "integer overflow: the result does not fit in a 64-bit int",
+        ),
+        code::INT_DIV_ZERO => err(
+            ErrorKind::ZeroDivisionError,
+            if c == 1 {
+                "integer modulo by zero"
+            } else {
+                "integer division by zero"
+            },
+        ),
         code::FLOAT_DIV_ZERO => err(ErrorKind::ZeroDivisionError, "float division by zero"),
         code::RANGE_STEP => err(ErrorKind::ValueError, "range() arg 3 must not be zero"),
-        code::DOMAIN => err(ErrorKind::ValueError, format!("math domain error: {}", domain_text(math()))),
-        code::RANGE => err(ErrorKind::OverflowError, format!("math range error: the result of {}() is too large", math())),
+        code::DOMAIN => err(
+            ErrorKind::ValueError,
+            format!("math domain error: {}", domain_text(math())),
+        ),
+        code::RANGE => err(
+            ErrorKind::OverflowError,
+            format!("math range error: the result of {}() is too large", math()),
+        ),
         code::NAN_TO_INT => err(ErrorKind::ValueError, "cannot convert float nan to int"),
-        code::FLOAT_TO_INT => err(ErrorKind::OverflowError, "cannot convert an infinite or too large float to int"),
-        code::UNPACK => err(ErrorKind::ValueError, format!("cannot unpack {a} values into a different number of names")),
+        code::FLOAT_TO_INT => err(
+            ErrorKind::OverflowError,
+            "cannot convert an infinite or too large float to int",
+        ),
+        code::UNPACK => err(
+            ErrorKind::ValueError,
+            format!("cannot unpack {a} values into a different number of names"),
+        ),
         code::NEG_SHIFT => err(ErrorKind::ValueError, "negative shift count"),
-        code::HOST => shared.host_err.lock().take().unwrap_or_else(|| err(ErrorKind::Error, "internal error: a native callback failed")),
-        other => err(ErrorKind::Error, format!("internal error: unknown native error code {other}")),
+        code::RECURSION => err(
+            ErrorKind::RecursionError,
+            "maximum recursion depth exceeded in @native code",
+        ),
+        code::HOST => shared
+            .host_err
+            .lock()
+            .take()
+            .unwrap_or_else(|| err(ErrorKind::Error, "internal error: a native callback failed")),
+        other => err(
+            ErrorKind::Error,
+            format!("internal error: unknown native error code {other}"),
+        ),
     };
     if let Some((function, span)) = shared.sites.get(ctx.line as usize) {
         let mut t = e.trace.lock();
         if t.is_empty() {
-            t.push(TraceEntry { function: function.clone(), span: *span });
+            t.push(TraceEntry {
+                function: function.clone(),
+                span: *span,
+            });
         }
     }
     e
@@ -116,7 +153,10 @@ fn elem_size(dt: Dt) -> usize {
 pub fn desc_of(t: &Tensor, dt: Dt, handle: i64) -> Result<TensorDesc, Exc> {
     let nd = t.ndim();
     if nd > MAX_DIMS {
-        return Err(err(ErrorKind::NativeError, format!("native code takes tensors of at most {MAX_DIMS} axes, found {nd}")));
+        return Err(err(
+            ErrorKind::NativeError,
+            format!("native code takes tensors of at most {MAX_DIMS} axes, found {nd}"),
+        ));
     }
     let base: *mut u8 = t.storage.write(|b| match b {
         Buffer::F64(v) => v.as_mut_ptr() as *mut u8,
@@ -127,9 +167,16 @@ pub fn desc_of(t: &Tensor, dt: Dt, handle: i64) -> Result<TensorDesc, Exc> {
         _ => std::ptr::null_mut(),
     });
     if base.is_null() {
-        return Err(err(ErrorKind::NativeError, "native code reads f64, f32, i64, i32 and bool tensors only"));
+        return Err(err(
+            ErrorKind::NativeError,
+            "native code reads f64, f32, i64, i32 and bool tensors only",
+        ));
     }
-    let mut d = TensorDesc { data: base.wrapping_add(t.layout.offset * elem_size(dt)), handle, ..TensorDesc::default() };
+    let mut d = TensorDesc {
+        data: base.wrapping_add(t.layout.offset * elem_size(dt)),
+        handle,
+        ..TensorDesc::default()
+    };
     for k in 0..nd {
         d.shape[k] = t.layout.shape[k] as i64;
         d.strides[k] = t.layout.strides[k] as i64;
@@ -145,14 +192,31 @@ fn register(shared: &Shared, t: Tensor, dt: Dt) -> Result<TensorDesc, Exc> {
     Ok(d)
 }
 
-unsafe extern "C" fn rt_alloc(ctx: *mut Ctx, dt: i32, ndim: i32, dims: *const i64, ones: i32, line: i32, out: *mut TensorDesc) -> i32 {
+unsafe extern "C" fn rt_alloc(
+    ctx: *mut Ctx,
+    dt: i32,
+    ndim: i32,
+    dims: *const i64,
+    ones: i32,
+    line: i32,
+    out: *mut TensorDesc,
+) -> i32 {
     let st = state(ctx);
-    let Some(dt) = Dt::from_code(dt) else { return fail(ctx, err(ErrorKind::Error, "internal error: bad dtype code"), line) };
+    let Some(dt) = Dt::from_code(dt) else {
+        return fail(ctx, err(ErrorKind::Error, "internal error: bad dtype code"), line);
+    };
     let dims = std::slice::from_raw_parts(dims, ndim.max(0) as usize);
     let mut shape = Vec::with_capacity(dims.len());
     for &d in dims {
         if d < 0 {
-            return fail(ctx, err(ErrorKind::ValueError, format!("negative dimensions are not allowed (found {d})")), line);
+            return fail(
+                ctx,
+                err(
+                    ErrorKind::ValueError,
+                    format!("negative dimensions are not allowed (found {d})"),
+                ),
+                line,
+            );
         }
         shape.push(d as usize);
     }
@@ -174,9 +238,15 @@ unsafe extern "C" fn rt_copy(ctx: *mut Ctx, src: *const TensorDesc, line: i32, o
     let h = (*src).handle;
     let v = st.shared.handles.lock().get(h as usize).cloned();
     let Some(t) = v.as_ref().and_then(as_tensor) else {
-        return fail(ctx, err(ErrorKind::Error, "internal error: copy of an unknown tensor"), line);
+        return fail(
+            ctx,
+            err(ErrorKind::Error, "internal error: copy of an unknown tensor"),
+            line,
+        );
     };
-    let Some(dt) = crate::types::dt_of(t.dtype) else { return fail(ctx, err(ErrorKind::NativeError, "copy of an unsupported dtype"), line) };
+    let Some(dt) = crate::types::dt_of(t.dtype) else {
+        return fail(ctx, err(ErrorKind::NativeError, "copy of an unsupported dtype"), line);
+    };
     match register(st.shared, t.contiguous(), dt) {
         Ok(d) => {
             *out = d;
@@ -197,7 +267,14 @@ unsafe extern "C" fn rt_fbin(ctx: *mut Ctx, op: i32, x: f64, y: f64, line: i32, 
             *out = r;
             0
         }
-        Ok(other) => fail(ctx, err(ErrorKind::Error, format!("internal error: float operator gave {}", other.type_name())), line),
+        Ok(other) => fail(
+            ctx,
+            err(
+                ErrorKind::Error,
+                format!("internal error: float operator gave {}", other.type_name()),
+            ),
+            line,
+        ),
         Err(e) => fail(ctx, e, line),
     }
 }
@@ -208,7 +285,14 @@ unsafe extern "C" fn rt_ipow(ctx: *mut Ctx, x: i64, y: i64, line: i32, out: *mut
             *out = r;
             0
         }
-        Ok(other) => fail(ctx, err(ErrorKind::Error, format!("internal error: int ** gave {}", other.type_name())), line),
+        Ok(other) => fail(
+            ctx,
+            err(
+                ErrorKind::Error,
+                format!("internal error: int ** gave {}", other.type_name()),
+            ),
+            line,
+        ),
         Err(e) => fail(ctx, e, line),
     }
 }
@@ -243,7 +327,13 @@ unsafe extern "C" fn rt_par_for(
     let m = m.max(0) as usize;
     let firsts: Vec<u64> = std::slice::from_raw_parts(init_first, m).to_vec();
     let rests: Vec<u64> = std::slice::from_raw_parts(init_rest, m).to_vec();
-    let n = apsi_core::vm::value::RangeObj { start: lo, stop: hi, step }.len().max(0) as usize;
+    let n = apsi_core::vm::value::RangeObj {
+        start: lo,
+        stop: hi,
+        step,
+    }
+    .len()
+    .max(0) as usize;
     let parts = apsi_core::par::parts::chunk_count(n);
     *rest_out = std::ptr::null();
     *nrest_out = 0;
@@ -264,24 +354,49 @@ unsafe extern "C" fn rt_par_for(
             (lo as i128 + i as i128 * step as i128) as i64
         }
     };
-    let work = Arc::new(move |c: &mut dyn Caller, k: usize, _stop: &std::sync::atomic::AtomicBool| -> apsi_core::vm::value::VResult<Value> {
-        let (a, b) = apsi_core::par::parts::bounds(n, parts, k);
-        let mut partials = if k == 0 { firsts.clone() } else { rests.clone() };
-        // SAFETY: the Shared outlives `run_parts`, which waits for every part.
-        let shared: &Shared = unsafe { &*(shared_addr.0 as *const Shared) };
-        let cs = CallState { shared, caller: c as *mut (dyn Caller + '_) };
-        let mut sub = Ctx { err: 0, line: 0, a: 0, b: 0, c: 0, state: &cs as *const CallState as *mut c_void };
-        // SAFETY: the address is a ChunkFn made by the plugin.
-        let f: ChunkFn = unsafe { std::mem::transmute::<usize, ChunkFn>(chunk_addr.0) };
-        let rc = unsafe { f(&mut sub, at(a), at(b), step, env_addr.0 as *const u64, partials.as_mut_ptr()) };
-        if rc != 0 {
-            return Err(error_of(&sub, shared));
-        }
-        if let Some(slot) = res2.lock().get_mut(k) {
-            *slot = partials;
-        }
-        Ok(Value::None)
-    });
+    let work = Arc::new(
+        move |c: &mut dyn Caller,
+              k: usize,
+              _stop: &std::sync::atomic::AtomicBool|
+              -> apsi_core::vm::value::VResult<Value> {
+            let (a, b) = apsi_core::par::parts::bounds(n, parts, k);
+            let mut partials = if k == 0 { firsts.clone() } else { rests.clone() };
+            // SAFETY: the Shared outlives `run_parts`, which waits for every part.
+            let shared: &Shared = unsafe { &*(shared_addr.0 as *const Shared) };
+            let cs = CallState {
+                shared,
+                caller: c as *mut (dyn Caller + '_),
+            };
+            let mut sub = Ctx {
+                err: 0,
+                line: 0,
+                a: 0,
+                b: 0,
+                c: 0,
+                state: &cs as *const CallState as *mut c_void,
+                depth: 0,
+            };
+            // SAFETY: the address is a ChunkFn made by the plugin.
+            let f: ChunkFn = unsafe { std::mem::transmute::<usize, ChunkFn>(chunk_addr.0) };
+            let rc = unsafe {
+                f(
+                    &mut sub,
+                    at(a),
+                    at(b),
+                    step,
+                    env_addr.0 as *const u64,
+                    partials.as_mut_ptr(),
+                )
+            };
+            if rc != 0 {
+                return Err(error_of(&sub, shared));
+            }
+            if let Some(slot) = res2.lock().get_mut(k) {
+                *slot = partials;
+            }
+            Ok(Value::None)
+        },
+    );
     let caller: &mut dyn Caller = &mut *st.caller;
     if let Err(e) = apsi_core::par::parts::run_parts(caller, parts, work) {
         return fail(ctx, e, line);

@@ -75,7 +75,11 @@ impl T {
             T::Int => out.push(Ty::Int),
             T::Float => out.push(Ty::Float),
             T::Bool => out.push(Ty::Bool),
-            T::Tensor(dt, ndim, contig) => out.push(Ty::Tensor { dt: *dt, ndim: *ndim, contig: *contig }),
+            T::Tensor(dt, ndim, contig) => out.push(Ty::Tensor {
+                dt: *dt,
+                ndim: *ndim,
+                contig: *contig,
+            }),
             T::Tuple(ts) => ts.iter().for_each(|t| t.leaves(out)),
             T::Partials(_) => {
                 out.push(Ty::Ptr);
@@ -158,7 +162,10 @@ mod tests {
         assert_eq!(T::Undef.join(&T::Int), T::Int);
         assert_eq!(T::Int.join(&T::Float), T::Conflict);
         assert_eq!(T::Unknown.join(&T::Float), T::Float);
-        assert_eq!(T::Tuple(vec![T::Int, T::Float]).join(&T::Tuple(vec![T::Int, T::Float])), T::Tuple(vec![T::Int, T::Float]));
+        assert_eq!(
+            T::Tuple(vec![T::Int, T::Float]).join(&T::Tuple(vec![T::Int, T::Float])),
+            T::Tuple(vec![T::Int, T::Float])
+        );
         assert_eq!(T::Tuple(vec![T::Int]).join(&T::Tuple(vec![T::Float])), T::Conflict);
     }
 

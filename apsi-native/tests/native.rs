@@ -36,9 +36,15 @@ fn unsupported_construct_is_a_native_error_naming_it_and_its_line() {
 
 #[test]
 fn index_errors_carry_the_apsi_line_and_no_check_is_silently_dropped() {
-    let (_, err) = run_src("idx", "@native\ndef at(x, i):\n    s = 0.0\n    s += x[i]\n    return s\n\nprint(at(zeros((3,)), 5))\n");
+    let (_, err) = run_src(
+        "idx",
+        "@native\ndef at(x, i):\n    s = 0.0\n    s += x[i]\n    return s\n\nprint(at(zeros((3,)), 5))\n",
+    );
     let err = err.unwrap_or_default();
-    assert!(err.contains("IndexError") && err.contains("index 5 is out of bounds for axis 0 with size 3"), "{err}");
+    assert!(
+        err.contains("IndexError") && err.contains("index 5 is out of bounds for axis 0 with size 3"),
+        "{err}"
+    );
     assert!(err.contains(":4:"), "{err}");
 }
 
@@ -52,7 +58,10 @@ fn int_overflow_and_division_by_zero_raise_as_in_the_interpreter() {
 
 #[test]
 fn type_changes_between_paths_are_named() {
-    let (_, err) = run_src("conflict", "@native\ndef f(n):\n    s = 0\n    for i in range(n):\n        s = s + 0.5\n    return s\n\nprint(f(3))\n");
+    let (_, err) = run_src(
+        "conflict",
+        "@native\ndef f(n):\n    s = 0\n    for i in range(n):\n        s = s + 0.5\n    return s\n\nprint(f(3))\n",
+    );
     let err = err.unwrap_or_default();
     assert!(err.contains("NativeError") && err.contains("different types"), "{err}");
 }
@@ -77,4 +86,15 @@ fn fastmath_and_boundscheck_options() {
     assert_eq!(out, "1000.0\n");
     let (_, err) = run_src("badopt", "@native(fast=true)\ndef s(x):\n    return x\n\nprint(s(1))\n");
     assert!(err.unwrap_or_default().contains("TypeError"));
+}
+
+#[test]
+fn runaway_native_recursion_is_a_recursion_error_not_a_crash() {
+    let (_, err) = run_src("deep", "@native\ndef down(n):\n    if n == 0:\n        return 0\n    return down(n - 1) + 1\n\nprint(down(10000000))\n");
+    assert!(err.unwrap_or_default().contains("RecursionError"));
+    let (out, err) = run_src(
+        "ok",
+        "@native\ndef down(n):\n    if n == 0:\n        return 0\n    return down(n - 1) + 1\n\nprint(down(1000))\n",
+    );
+    assert_eq!((out.as_str(), err), ("1000\n", None));
 }

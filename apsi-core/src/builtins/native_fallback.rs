@@ -3,8 +3,8 @@
 //! A build with the module replaces this prelude entry by the module's own
 //! `native` export (see `Runtime::new`).
 
-use crate::vm::value::{err, Caller, Kwargs, NativeFn, VResult, Value};
 use crate::error::ErrorKind;
+use crate::vm::value::{err, Caller, Kwargs, NativeFn, VResult, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -26,20 +26,31 @@ pub fn native(_c: &mut dyn Caller, args: &[Value], kwargs: Kwargs) -> VResult<Va
         [] => {
             for (k, _) in kwargs {
                 if !matches!(&**k, "fastmath" | "boundscheck") {
-                    return Err(err(ErrorKind::TypeError, format!("native() got an unexpected keyword argument '{k}' (expected fastmath= or boundscheck=)")));
+                    return Err(err(
+                        ErrorKind::TypeError,
+                        format!(
+                            "native() got an unexpected keyword argument '{k}' (expected fastmath= or boundscheck=)"
+                        ),
+                    ));
                 }
             }
             Ok(Value::Native(Arc::new(NativeFn::new("native", native))))
         }
-        [other] => Err(err(ErrorKind::TypeError, format!("@native expects a function, found {}", other.type_name()))),
-        _ => Err(err(ErrorKind::TypeError, format!("native() takes one function, {} arguments given", args.len()))),
+        [other] => Err(err(
+            ErrorKind::TypeError,
+            format!("@native expects a function, found {}", other.type_name()),
+        )),
+        _ => Err(err(
+            ErrorKind::TypeError,
+            format!("native() takes one function, {} arguments given", args.len()),
+        )),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::protocol::NoCaller;
+    use crate::ops::NoCaller;
 
     #[test]
     fn options_give_a_decorator_and_bad_ones_fail() {

@@ -13,7 +13,10 @@ struct Buf(Arc<Mutex<Vec<u8>>>);
 
 impl Write for Buf {
     fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().map_err(|_| std::io::Error::other("poisoned"))?.extend_from_slice(b);
+        self.0
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?
+            .extend_from_slice(b);
         Ok(b.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -33,9 +36,18 @@ pub fn run_file(path: &std::path::Path, threads: usize) -> (String, Option<Strin
             capabilities: Vec::new(),
         })
         .collect();
-    let config = RuntimeConfig { modules, output: Some(Box::new(buf.clone())), threads: Some(threads), ..RuntimeConfig::default() };
+    let config = RuntimeConfig {
+        modules,
+        output: Some(Box::new(buf.clone())),
+        threads: Some(threads),
+        ..RuntimeConfig::default()
+    };
     let mut rt = Runtime::new(config);
-    let env = CheckEnv { prelude: rt.prelude_names(), builtin_modules, allowed: Vec::new() };
+    let env = CheckEnv {
+        prelude: rt.prelude_names(),
+        builtin_modules,
+        allowed: Vec::new(),
+    };
     let sources = Arc::new(SourceMap::new());
     let name = path.display().to_string();
     let err = match check::load(path, &name, &env, sources.clone()) {
