@@ -464,8 +464,12 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         }
         // Two copies of the body: one for step 1 (the common `range(n)`,
         // where LLVM sees a canonical loop it can vectorise), one general.
+        // The first copy also knows the loop values are not negative, so
+        // negative-index wrapping folds away and element accesses are consecutive.
         let step = vals[2].into_int_value();
-        let unit = self.icmp(IntPredicate::EQ, step, self.i64c(1))?;
+        let one = self.icmp(IntPredicate::EQ, step, self.i64c(1))?;
+        let nonneg = self.icmp(IntPredicate::SGE, vals[0].into_int_value(), self.i64c(0))?;
+        let unit = e(self.b.build_and(one, nonneg, "unit"))?;
         let (bb1, bbn) = (
             self.ctx.append_basic_block(fv, "unit"),
             self.ctx.append_basic_block(fv, "any"),
@@ -978,12 +982,16 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                 self.store(st, *dst, r.into())?;
             }
             Op::RangeNext { dst, a, stop, step } => {
+                // Continue while x + step is still in range, tested as x against a
+                // saturated stop - step, so the increment itself never overflows
+                // (an `add nsw` LLVM's induction analysis understands).
                 let (x, s, k) = (self.ival(st, *a)?, self.ival(st, *stop)?, self.ival(st, *step)?);
-                let (n, o) = self.overflow_op("llvm.sadd.with.overflow.i64", x, k)?;
+                let i64t = self.ctx.i64_type();
+                let sat = self.intr("llvm.ssub.sat.i64", i64t.into(), &[i64t.into(), i64t.into()]);
+                let lim = self.call(sat, &[s.into(), k.into()])?.into_int_value();
+                let r = self.in_range(x, lim, k)?;
+                let n = e(self.b.build_int_nsw_add(x, k, "next"))?;
                 self.store(st, *a, n.into())?;
-                let inr = self.in_range(n, s, k)?;
-                let no = e(self.b.build_not(o, "no"))?;
-                let r = e(self.b.build_and(inr, no, "r"))?;
                 self.store(st, *dst, r.into())?;
             }
         }
