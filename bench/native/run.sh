@@ -9,7 +9,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 apsi="${APSI:-$here/../../target/release/apsi}"
 src="${KERNELS_C:-$here/../../../shared/bench/2_native/kernels.c}"
-out="$here/build"; mkdir -p "$out"
+out="$here/../build/native"; mkdir -p "$out"   # bench/build/ is git-ignored
 gcc -O3 -march=native "$src" -o "$out/k_strict" -lm
 gcc -O3 -march=native -ffast-math "$src" -o "$out/k_fast" -lm
 gcc -O3 -march=native -fopenmp "$src" -o "$out/k_omp" -lm
