@@ -26,6 +26,8 @@ pub struct RunOptions {
     pub threads: Option<usize>,
     /// Capabilities granted: `python`, `net`.
     pub allowed: Vec<String>,
+    /// `--native-ir FN`: print the optimised LLVM IR of the `@native` function FN (`*`: all).
+    pub native_ir: Option<String>,
 }
 
 /// A usage error: exit status 2.
@@ -128,6 +130,11 @@ fn parse_run_flags(args: &[String], want_file: bool) -> Result<RunOptions, Usage
                 i += 1;
             }
             _ if a.starts_with("--threads=") => opts.threads = Some(parse_threads(&a["--threads=".len()..])?),
+            "--native-ir" => {
+                let v = args.get(i + 1).ok_or_else(|| usage("'--native-ir' needs a function name", Some("--native-ir mandel")))?;
+                opts.native_ir = Some(v.clone());
+                i += 1;
+            }
             "--" if want_file => {
                 if let Some(f) = args.get(i + 1) {
                     opts.file = f.clone();
@@ -190,6 +197,9 @@ mod tests {
         assert!(parse(&s(&["frobnicate"])).is_err());
         assert!(parse(&s(&["run", "--threads", "0", "a.apsi"])).is_err());
         assert!(parse(&s(&["run", "--bogus", "a.apsi"])).is_err());
+        assert!(parse(&s(&["run", "--native-ir"])).is_err());
+        let Ok(Command::Run(o)) = parse(&s(&["run", "--native-ir", "f", "a.apsi"])) else { panic!() };
+        assert_eq!(o.native_ir.as_deref(), Some("f"));
         assert!(parse(&s(&["check"])).is_err());
     }
 

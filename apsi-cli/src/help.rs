@@ -18,6 +18,7 @@ Runs FILE. ARGS after the file are the program's `argv`.
 Options:
   --time            print how long the run took (on stderr)
   --threads N       threads for `parallel for` and the thread pool
+  --native-ir FN    print the optimised LLVM IR of the @native function FN (* for all) on stderr
   --allow-python    allow the `python` module and backend=\"torch\"
   --allow-net       allow reading http(s):// sources
   --allow-all       allow both

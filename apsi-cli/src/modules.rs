@@ -10,5 +10,7 @@ pub fn compiled_in() -> Vec<ModuleDescriptor> {
     out.push(apsi_parallel::module());
     #[cfg(feature = "precision")]
     out.push(apsi_precision::module());
+    #[cfg(feature = "native")]
+    out.push(apsi_native::module());
     out
 }

@@ -48,6 +48,10 @@ fn load(file: &str, env: &CheckEnv, sources: &Arc<SourceMap>) -> Result<Program,
 
 pub fn run_file(opts: &RunOptions) -> u8 {
     let start = Instant::now();
+    if let Some(f) = &opts.native_ir {
+        // Read by apsi-native when it compiles a function (before any thread starts).
+        std::env::set_var("APSI_NATIVE_IR", f);
+    }
     let sources = Arc::new(SourceMap::new());
     let modules = crate::modules::compiled_in();
     let mut env = env_for(Vec::new(), &modules, &opts.allowed);

@@ -9,6 +9,7 @@ mod core;
 mod dicts;
 mod lists;
 mod math;
+pub mod native_fallback;
 mod sort;
 mod strs;
 mod system;
@@ -84,6 +85,7 @@ pub fn prelude() -> ModuleDescriptor {
         ("time", system::time),
         ("cpu_count", system::cpu_count),
         ("bench", system::bench),
+        ("native", native_fallback::native),
     ];
     for (name, f) in fns {
         b = b.function(name, *f);

@@ -206,6 +206,10 @@ impl Runtime {
             prelude.insert(n.to_string(), v);
         }
         prelude.insert("argv".to_string(), Value::list(config.argv.iter().map(|a| Value::str(a.as_str())).collect()));
+        // `@native` needs no `use`: a compiled-in native module's `native` replaces the prelude's fallback.
+        if let Some(v) = config.modules.iter().find(|d| d.name == "native").and_then(|d| d.get("native")) {
+            prelude.insert("native".to_string(), v.clone());
+        }
         let modules = config.modules.iter().map(|d| (d.name.to_string(), module_obj(d))).collect();
         let out: Box<dyn Write + Send> = config.output.unwrap_or_else(|| Box::new(std::io::stdout()));
         let shared = Shared {
