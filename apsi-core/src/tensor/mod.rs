@@ -15,6 +15,8 @@
 pub mod api;
 pub mod arith;
 pub mod autodiff;
+#[cfg(feature = "blas")]
+pub mod cblas;
 pub mod core;
 pub mod dtype;
 pub mod fused;
