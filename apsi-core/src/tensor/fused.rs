@@ -112,7 +112,7 @@ fn rows<T: SoftElem>(x: &Tensor) -> Tensor {
     let dense = x.dense();
     let out = dense.with_slice::<T, _>(|src, l| {
         let src = src.get(l.offset..l.offset + n).unwrap_or(&[]);
-        let mut out: Vec<T> = Vec::with_capacity(n);
+        let mut out: Vec<T> = super::kernels::out_vec(n);
         let spare = &mut out.spare_capacity_mut()[..src.len()];
         let block = |(o, r): (&mut [MaybeUninit<T>], &[T])| {
             wide(|| {
@@ -136,7 +136,7 @@ fn rows<T: SoftElem>(x: &Tensor) -> Tensor {
     Tensor::from_vec(out, shape)
 }
 
-/// One row: max, then exp(x - max) and its sum in one pass, then the scale.
+/// One row (in L1 cache): max, exp(x - max), their sum, then the scale.
 /// A NaN anywhere gives a NaN sum, so the whole row is NaN (as NumPy's).
 #[inline(always)]
 fn softmax_row<T: SoftElem>(o: &mut [MaybeUninit<T>], r: &[T]) {
@@ -152,28 +152,14 @@ fn softmax_row<T: SoftElem>(o: &mut [MaybeUninit<T>], r: &[T]) {
     for &v in mx.iter().chain(it.remainder()) {
         m = if v > m { v } else { m };
     }
-    let mut acc = [T::ZERO; L];
-    let mut oc = o.chunks_exact_mut(L);
-    let mut rc = r.chunks_exact(L);
-    for (d, c) in (&mut oc).zip(&mut rc) {
-        for k in 0..L {
-            let e = (c[k] - m).fexp();
-            d[k].write(e);
-            acc[k] = acc[k] + e;
-        }
+    // A plain loop: the exp polynomial vectorises whole (an unrolled lane
+    // array of it does not).
+    for (d, &v) in o.iter_mut().zip(r) {
+        d.write((v - m).fexp());
     }
-    let mut s = 0f64;
-    for (d, &v) in oc.into_remainder().iter_mut().zip(rc.remainder()) {
-        let e = (v - m).fexp();
-        d.write(e);
-        s += e.to_f64();
-    }
-    for a in acc {
-        s += a.to_f64();
-    }
-    let inv = T::ONE / T::from_f64(s);
     // SAFETY: every slot of `o` was written just above (o and r have the same length).
     let o = unsafe { &mut *(o as *mut [MaybeUninit<T>] as *mut [T]) };
+    let inv = T::ONE / T::from_f64(T::lanes_sum(o));
     for d in o.iter_mut() {
         *d = *d * inv;
     }
@@ -236,7 +222,7 @@ fn mul_add_t<T: Real>(x: &Value, y: &Value, z: &Value, shape: &[usize]) -> Optio
 }
 
 fn mul_add_run<'a, T: Real>(a: Src<'a, T>, b: Src<'a, T>, c: Src<'a, T>, n: usize) -> Vec<T> {
-    let mut out: Vec<T> = Vec::with_capacity(n);
+    let mut out: Vec<T> = super::kernels::out_vec(n);
     let spare = &mut out.spare_capacity_mut()[..n];
     let g = super::kernels::grain(n);
     spare.par_chunks_mut(g).enumerate().for_each(|(i, o)| {

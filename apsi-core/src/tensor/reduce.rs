@@ -299,7 +299,7 @@ sum_elem!(f64);
 /// their first element, as NumPy does; longer ones use [`SumElem::lanes_sum`].
 fn trailing_sums<T: SumElem>(d: &[T], inner: usize) -> Vec<T> {
     let rows = d.len() / inner;
-    let mut out: Vec<T> = Vec::with_capacity(rows);
+    let mut out: Vec<T> = super::kernels::out_vec(rows);
     let spare = &mut out.spare_capacity_mut()[..rows];
     let block = |(o, src): (&mut [std::mem::MaybeUninit<T>], &[T])| {
         wide(|| match inner {
