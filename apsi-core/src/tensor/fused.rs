@@ -114,13 +114,7 @@ fn rows<T: SoftElem>(x: &Tensor) -> Tensor {
         let src = src.get(l.offset..l.offset + n).unwrap_or(&[]);
         let mut out: Vec<T> = super::kernels::out_vec(n);
         let spare = &mut out.spare_capacity_mut()[..src.len()];
-        let block = |(o, r): (&mut [MaybeUninit<T>], &[T])| {
-            wide(|| {
-                for (o, r) in o.chunks_mut(len).zip(r.chunks(len)) {
-                    softmax_row(o, r);
-                }
-            })
-        };
+        let block = |(o, r): (&mut [MaybeUninit<T>], &[T])| softmax_rows(o, r, len);
         if n >= PAR_MIN {
             // Whole rows per task, about 64K elements each.
             let per = ((1 << 16) / len).max(1) * len;
@@ -134,6 +128,42 @@ fn rows<T: SoftElem>(x: &Tensor) -> Tensor {
         out
     });
     Tensor::from_vec(out, shape)
+}
+
+/// Rows of `len` elements, in a function compiled for the CPU's widest
+/// vector unit (explicit, so the row kernel is surely inlined into it).
+fn softmax_rows<T: SoftElem>(o: &mut [MaybeUninit<T>], r: &[T], len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has the features the function is compiled for.
+            return unsafe { rows_avx512(o, r, len) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: as above.
+            return unsafe { rows_avx2(o, r, len) };
+        }
+    }
+    rows_plain(o, r, len)
+}
+
+#[inline(always)]
+fn rows_plain<T: SoftElem>(o: &mut [MaybeUninit<T>], r: &[T], len: usize) {
+    for (o, r) in o.chunks_mut(len).zip(r.chunks(len)) {
+        softmax_row(o, r);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,bmi2")]
+unsafe fn rows_avx512<T: SoftElem>(o: &mut [MaybeUninit<T>], r: &[T], len: usize) {
+    rows_plain(o, r, len)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi2")]
+unsafe fn rows_avx2<T: SoftElem>(o: &mut [MaybeUninit<T>], r: &[T], len: usize) {
+    rows_plain(o, r, len)
 }
 
 /// One row (in L1 cache): max, exp(x - max), their sum, then the scale.
