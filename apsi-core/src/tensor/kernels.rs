@@ -8,9 +8,11 @@ use crate::vm::value::VResult;
 use rayon::prelude::*;
 
 /// Runs `f` inside a function compiled for the widest vector unit this CPU
-/// has (AVX-512, else AVX2), so the loops `f` inlines vectorise for it. The
-/// result is exactly `f()`'s: no operation changes (Rust never contracts
-/// `a * b + c` into a fused multiply-add by itself).
+/// has (AVX-512, else AVX2). The result is exactly `f()`'s (Rust never
+/// contracts `a * b + c` into a fused multiply-add by itself). Best effort:
+/// the loops vectorise for that unit only when LLVM inlines the closure,
+/// which it does not always do; compute-bound kernels use explicit
+/// `#[target_feature]` functions instead (see `fused::softmax_rows`).
 #[inline(always)]
 pub fn wide<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
