@@ -540,7 +540,12 @@ impl<'s> FnLower<'s> {
             }
             Instr::Add { a, b, c } => self.binary(st, BinOp::Add, r(a), r(b), r(c))?,
             Instr::Sub { a, b, c } => self.binary(st, BinOp::Sub, r(a), r(b), r(c))?,
-            Instr::Mul { a, b, c } => self.binary(st, BinOp::Mul, r(a), r(b), r(c))?,
+            Instr::Mul { a, b, c } | Instr::MulT { a, b, c } => self.binary(st, BinOp::Mul, r(a), r(b), r(c))?,
+            // A read the compiler could not prove assigned: native code needs
+            // it assigned on every path.
+            Instr::CheckBound { a, .. } => {
+                self.get(st, r(a))?;
+            }
             Instr::Bin { op, a, b, c } => self.binary(st, op, r(a), r(b), r(c))?,
             Instr::AddI { a, b, v } => {
                 let tmp = self.nslots; // a scratch register index past the file
@@ -1160,6 +1165,7 @@ fn writes(ins: &Instr) -> Option<Reg> {
         | Instr::Add { a, .. }
         | Instr::Sub { a, .. }
         | Instr::Mul { a, .. }
+        | Instr::MulT { a, .. }
         | Instr::AddI { a, .. }
         | Instr::Bin { a, .. }
         | Instr::Unary { a, .. }

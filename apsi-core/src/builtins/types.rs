@@ -256,6 +256,11 @@ fn int_ctor(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
         Value::Bool(b) => Ok(Value::Int(*b as i64)),
         Value::Float(f) => Ok(Value::Int(float_to_int(*f)?)),
         Value::Str(s) => Ok(Value::Int(parse_int(s.as_str(), 10)?)),
+        // A one-element tensor (or any object with `item()`), as float() does.
+        Value::Object(_) => match ops::call_dunder(x, "item", &[]) {
+            Some(r) => int_ctor(_c, &[r?], &[]),
+            None => Err(err(ErrorKind::TypeError, format!("int() argument must be a str or a number, not {}", x.type_name()))),
+        },
         other => Err(err(ErrorKind::TypeError, format!("int() argument must be a str or a number, not {}", other.type_name()))),
     }
 }

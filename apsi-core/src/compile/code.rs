@@ -42,6 +42,11 @@ pub enum Instr {
     Add { a: Reg, b: Reg, c: Reg },
     Sub { a: Reg, b: Reg, c: Reg },
     Mul { a: Reg, b: Reg, c: Reg },
+    /// `a = b * c` where `a` is a temporary read only by the `Add { b: a }`
+    /// that follows (after at most one `GetGlobal`/`LoadK` of its other
+    /// operand): `x * y + z`. The VM may run the pair as one fused tensor
+    /// kernel (`tensor::fused::mul_add`) and skip to after the `Add`.
+    MulT { a: Reg, b: Reg, c: Reg },
     /// `a = b + v`
     AddI { a: Reg, b: Reg, v: i16 },
     Bin { op: BinOp, a: Reg, b: Reg, c: Reg },

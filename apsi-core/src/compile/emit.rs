@@ -559,6 +559,11 @@ impl<'a, 'e> Compiler<'a, 'e> {
                     return Ok(());
                 }
                 let l = self.expr_reg(left)?;
+                // `x * y + z`: the product's index, to mark it for fusion.
+                let product = match (op, &left.kind, self.f().instrs.last()) {
+                    (BinOp::Add, ExprKind::BinOp { op: BinOp::Mul, .. }, Some(&Instr::Mul { a, .. })) if a == l => Some(self.here() - 1),
+                    _ => None,
+                };
                 if matches!(op, BinOp::Add | BinOp::Sub) {
                     if let Some(v) = small_int(right) {
                         let v = if *op == BinOp::Sub { v.checked_neg() } else { Some(v) };
@@ -569,6 +574,11 @@ impl<'a, 'e> Compiler<'a, 'e> {
                     }
                 }
                 let r = self.expr_reg(right)?;
+                if let Some(Instr::Mul { a, b, c }) = product.and_then(|i| self.f().instrs.get(i).copied()) {
+                    if let Some(slot) = product.and_then(|i| self.f().instrs.get_mut(i)) {
+                        *slot = Instr::MulT { a, b, c };
+                    }
+                }
                 let ins = match op {
                     BinOp::Add => Instr::Add { a: dst, b: l, c: r },
                     BinOp::Sub => Instr::Sub { a: dst, b: l, c: r },

@@ -1,4 +1,5 @@
-//! Fused kernels: softmax in one pass per row (max, exp-sum, scale).
+//! Fused kernels: softmax in one pass per row (max, exp-sum, scale) and
+//! `a * b + c` in one pass over memory.
 
 use super::arith::{self, Arg, UFn};
 use super::core::{Tensor, PAR_MIN};
@@ -7,8 +8,12 @@ use super::real::Real;
 use super::storage::Scalar;
 use super::reduce::{self, RKind};
 use crate::syntax::ast::BinOp;
-use crate::vm::value::VResult;
+use super::dtype::DType;
+use super::kernels::wide;
+use super::object::{as_tensor, tensor_value};
+use crate::vm::value::{VResult, Value};
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 
 pub fn softmax(x: &Tensor, axis: usize) -> VResult<Tensor> {
     if x.node.is_some() {
@@ -107,33 +112,196 @@ fn rows<T: SoftElem>(x: &Tensor) -> Tensor {
     let dense = x.dense();
     let out = dense.with_slice::<T, _>(|src, l| {
         let src = src.get(l.offset..l.offset + n).unwrap_or(&[]);
-        let mut out: Vec<T> = vec![T::ZERO; n];
-        let row = |(o, r): (&mut [T], &[T])| {
-            // Separate simple loops so each one vectorises.
-            let mut m = -T::INF;
-            for &v in r.iter() {
-                m = if v > m { v } else { m };
-            }
-            if r.iter().any(|v| v.is_nan()) {
-                m = T::from_f64(f64::NAN);
-            }
-            for (d, &v) in o.iter_mut().zip(r) {
-                *d = (v - m).fexp();
-            }
-            let s = T::from_f64(T::lanes_sum(o));
-            let inv = T::ONE / s;
-            for d in o.iter_mut() {
-                *d = *d * inv;
-            }
-        };
+        let mut out: Vec<T> = super::kernels::out_vec(n);
+        let spare = &mut out.spare_capacity_mut()[..src.len()];
+        let block = |(o, r): (&mut [MaybeUninit<T>], &[T])| softmax_rows(o, r, len);
         if n >= PAR_MIN {
-            out.par_chunks_mut(len).zip(src.par_chunks(len)).for_each(row);
+            // Whole rows per task, about 64K elements each.
+            let per = ((1 << 16) / len).max(1) * len;
+            spare.par_chunks_mut(per).zip(src.par_chunks(per)).for_each(block);
         } else {
-            out.chunks_mut(len).zip(src.chunks(len)).for_each(row);
+            block((spare, src));
         }
+        // SAFETY: softmax_row wrote every slot of every row (src holds n
+        // elements: the dense copy starts at 0 and is contiguous).
+        unsafe { out.set_len(src.len()) };
         out
     });
     Tensor::from_vec(out, shape)
+}
+
+/// Rows of `len` elements, in a function compiled for the CPU's widest
+/// vector unit (explicit, so the row kernel is surely inlined into it).
+fn softmax_rows<T: SoftElem>(o: &mut [MaybeUninit<T>], r: &[T], len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has the features the function is compiled for.
+            return unsafe { rows_avx512(o, r, len) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: as above.
+            return unsafe { rows_avx2(o, r, len) };
+        }
+    }
+    rows_plain(o, r, len)
+}
+
+#[inline(always)]
+fn rows_plain<T: SoftElem>(o: &mut [MaybeUninit<T>], r: &[T], len: usize) {
+    for (o, r) in o.chunks_mut(len).zip(r.chunks(len)) {
+        softmax_row(o, r);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,bmi2")]
+unsafe fn rows_avx512<T: SoftElem>(o: &mut [MaybeUninit<T>], r: &[T], len: usize) {
+    rows_plain(o, r, len)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi2")]
+unsafe fn rows_avx2<T: SoftElem>(o: &mut [MaybeUninit<T>], r: &[T], len: usize) {
+    rows_plain(o, r, len)
+}
+
+/// One row (in L1 cache): max, exp(x - max), their sum, then the scale.
+/// A NaN anywhere gives a NaN sum, so the whole row is NaN (as NumPy's).
+#[inline(always)]
+fn softmax_row<T: SoftElem>(o: &mut [MaybeUninit<T>], r: &[T]) {
+    const L: usize = 16;
+    let mut mx = [-T::INF; L];
+    let mut it = r.chunks_exact(L);
+    for c in &mut it {
+        for k in 0..L {
+            mx[k] = if c[k] > mx[k] { c[k] } else { mx[k] };
+        }
+    }
+    let mut m = -T::INF;
+    for &v in mx.iter().chain(it.remainder()) {
+        m = if v > m { v } else { m };
+    }
+    // A plain loop: the exp polynomial vectorises whole (an unrolled lane
+    // array of it does not).
+    for (d, &v) in o.iter_mut().zip(r) {
+        d.write((v - m).fexp());
+    }
+    // SAFETY: every slot of `o` was written just above (o and r have the same length).
+    let o = unsafe { &mut *(o as *mut [MaybeUninit<T>] as *mut [T]) };
+    let inv = T::ONE / T::from_f64(T::lanes_sum(o));
+    for d in o.iter_mut() {
+        *d = *d * inv;
+    }
+}
+
+/// An operand of [`mul_add`]: a dense tensor's elements or one number.
+#[derive(Clone, Copy)]
+enum Src<'a, T> {
+    S(&'a [T]),
+    K(T),
+}
+
+/// `x * y + z` in one pass, for what the VM runs as `a * b + c` (the
+/// compiler marks such a product, see `Instr::MulT`): when at least one of
+/// `x`, `y` is a tensor and every operand is an untraced contiguous f32/f64
+/// tensor of one dtype and shape, or a plain number. The result is exactly
+/// the two operators' (the product is rounded before the sum; no FMA).
+/// `None`: this form does not apply and the caller runs the operators.
+pub fn mul_add(x: &Value, y: &Value, z: &Value) -> Option<Value> {
+    let t = as_tensor(x).or_else(|| as_tensor(y))?;
+    if t.ndim() == 0 || t.size() < PAR_MIN {
+        return None;
+    }
+    let r = match t.dtype {
+        DType::F32 => mul_add_t::<f32>(x, y, z, t.shape())?,
+        DType::F64 => mul_add_t::<f64>(x, y, z, t.shape())?,
+        _ => return None,
+    };
+    Some(tensor_value(r))
+}
+
+enum Opd<T> {
+    T(Tensor),
+    K(T),
+}
+
+fn opd<T: Real>(v: &Value, shape: &[usize]) -> Option<Opd<T>> {
+    match v {
+        Value::Float(f) => Some(Opd::K(T::from_f64(*f))),
+        Value::Int(i) => Some(Opd::K(T::from_f64(*i as f64))),
+        _ => {
+            let t = as_tensor(v)?;
+            (t.dtype == T::DTYPE && t.node.is_none() && t.shape() == shape && t.layout.is_contiguous()).then_some(Opd::T(t))
+        }
+    }
+}
+
+fn with_src<T: Real, R>(o: &Opd<T>, n: usize, f: impl FnOnce(Src<'_, T>) -> R) -> Option<R> {
+    match o {
+        Opd::K(k) => Some(f(Src::K(*k))),
+        Opd::T(t) => t.with_slice::<T, _>(|s, l| s.get(l.offset..l.offset + n).map(|s| f(Src::S(s)))),
+    }
+}
+
+fn mul_add_t<T: Real>(x: &Value, y: &Value, z: &Value, shape: &[usize]) -> Option<Tensor> {
+    let (a, b, c) = (opd::<T>(x, shape)?, opd::<T>(y, shape)?, opd::<T>(z, shape)?);
+    let n: usize = shape.iter().product();
+    let out = with_src(&a, n, |a| with_src(&b, n, |b| with_src(&c, n, |c| mul_add_run(a, b, c, n))))???;
+    Some(Tensor::from_vec(out, shape.to_vec()))
+}
+
+fn mul_add_run<'a, T: Real>(a: Src<'a, T>, b: Src<'a, T>, c: Src<'a, T>, n: usize) -> Vec<T> {
+    let mut out: Vec<T> = super::kernels::out_vec(n);
+    let spare = &mut out.spare_capacity_mut()[..n];
+    let g = super::kernels::grain(n);
+    spare.par_chunks_mut(g).enumerate().for_each(|(i, o)| {
+        let lo = i * g;
+        let len = o.len();
+        let part = |s: Src<'a, T>| -> Src<'a, T> {
+            match s {
+                Src::S(s) => Src::S(s.get(lo..lo + len).unwrap_or(&[])),
+                k => k,
+            }
+        };
+        let (pa, pb, pc) = (part(a), part(b), part(c));
+        wide(|| match (pa, pb, pc) {
+            (Src::S(a), Src::S(b), Src::S(c)) => {
+                for (((o, &p), &q), &r) in o.iter_mut().zip(a).zip(b).zip(c) {
+                    o.write(p * q + r);
+                }
+            }
+            (Src::S(a), Src::K(q), Src::S(c)) | (Src::K(q), Src::S(a), Src::S(c)) => {
+                for ((o, &p), &r) in o.iter_mut().zip(a).zip(c) {
+                    o.write(p * q + r);
+                }
+            }
+            (Src::S(a), Src::S(b), Src::K(r)) => {
+                for ((o, &p), &q) in o.iter_mut().zip(a).zip(b) {
+                    o.write(p * q + r);
+                }
+            }
+            (Src::S(a), Src::K(q), Src::K(r)) | (Src::K(q), Src::S(a), Src::K(r)) => {
+                for (o, &p) in o.iter_mut().zip(a) {
+                    o.write(p * q + r);
+                }
+            }
+            (Src::K(p), Src::K(q), Src::S(c)) => {
+                for (o, &r) in o.iter_mut().zip(c) {
+                    o.write(p * q + r);
+                }
+            }
+            (Src::K(p), Src::K(q), Src::K(r)) => {
+                for o in o.iter_mut() {
+                    o.write(p * q + r);
+                }
+            }
+        })
+    });
+    // SAFETY: each task wrote its whole chunk (every slice operand holds n
+    // elements, checked when it was taken), so all n slots are set.
+    unsafe { out.set_len(n) };
+    out
 }
 
 #[cfg(test)]

@@ -7,6 +7,74 @@ use super::storage::Scalar;
 use crate::vm::value::VResult;
 use rayon::prelude::*;
 
+/// Runs `f` inside a function compiled for the widest vector unit this CPU
+/// has (AVX-512, else AVX2). The result is exactly `f()`'s (Rust never
+/// contracts `a * b + c` into a fused multiply-add by itself). Best effort:
+/// the loops vectorise for that unit only when LLVM inlines the closure,
+/// which it does not always do; compute-bound kernels use explicit
+/// `#[target_feature]` functions instead (see `fused::softmax_rows`).
+#[inline(always)]
+pub fn wide<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has the features the function is compiled for.
+            return unsafe { wide_avx512(f) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: as above.
+            return unsafe { wide_avx2(f) };
+        }
+    }
+    f()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,bmi2")]
+unsafe fn wide_avx512<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi2")]
+unsafe fn wide_avx2<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+/// An empty vector with room for `n` elements, for a kernel to fill. Large
+/// ones (4 MiB and up) ask the kernel for transparent huge pages, as NumPy
+/// does: filling them then takes a few page faults instead of one per 4 KiB.
+pub fn out_vec<T>(n: usize) -> Vec<T> {
+    let v: Vec<T> = Vec::with_capacity(n);
+    let bytes = n.saturating_mul(std::mem::size_of::<T>());
+    if bytes >= 4 << 20 {
+        advise_huge(v.as_ptr() as usize, bytes);
+    }
+    v
+}
+
+#[cfg(target_os = "linux")]
+fn advise_huge(start: usize, bytes: usize) {
+    const HUGE: usize = 2 << 20;
+    let lo = start.div_ceil(HUGE).saturating_mul(HUGE);
+    let hi = start.saturating_add(bytes) / HUGE * HUGE;
+    if hi > lo {
+        // SAFETY: [lo, hi) lies inside the allocation just made; the advice
+        // changes how its pages are backed, never their contents.
+        unsafe { libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_HUGEPAGE) };
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise_huge(_start: usize, _bytes: usize) {}
+
+/// Elements per parallel task for `n` elements: a few tasks per thread, at
+/// least 16K elements each.
+pub fn grain(n: usize) -> usize {
+    let t = rayon::current_num_threads().max(1);
+    n.div_ceil(t * 4).max(1 << 14)
+}
+
 /// Maps every element of `t` (read as `T`) to an `R`.
 pub fn map<T: Scalar, R: Scalar>(t: &Tensor, f: impl Fn(T) -> R + Sync + Send) -> Tensor {
     let shape = t.shape().to_vec();
@@ -18,19 +86,24 @@ pub fn map_slice<T: Scalar, R: Scalar>(s: &[T], l: &Layout, f: &(impl Fn(T) -> R
     let n = l.size();
     if l.is_contiguous() {
         if let Some(src) = s.get(l.offset..l.offset + n) {
-            if n >= PAR_MIN {
-                let mut out: Vec<R> = Vec::with_capacity(n);
-                let spare = out.spare_capacity_mut();
-                spare.par_chunks_mut(1 << 14).zip(src.par_chunks(1 << 14)).for_each(|(o, i)| {
+            let mut out: Vec<R> = out_vec(n);
+            let spare = &mut out.spare_capacity_mut()[..n];
+            let body = |(o, i): (&mut [std::mem::MaybeUninit<R>], &[T])| {
+                wide(|| {
                     for (o, &x) in o.iter_mut().zip(i) {
                         o.write(f(x));
                     }
-                });
-                // SAFETY: every slot of the spare capacity was written above (zip of equal lengths).
-                unsafe { out.set_len(n) };
-                return out;
+                })
+            };
+            if n >= PAR_MIN {
+                let g = grain(n);
+                spare.par_chunks_mut(g).zip(src.par_chunks(g)).for_each(body);
+            } else {
+                body((spare, src));
             }
-            return src.iter().map(|&x| f(x)).collect();
+            // SAFETY: every one of the n slots was written above (zips of equal lengths).
+            unsafe { out.set_len(n) };
+            return out;
         }
     }
     let mut out = Vec::with_capacity(n);
@@ -102,7 +175,7 @@ fn zip_slices<T: Scalar, R: Scalar>(
             pb += ib;
         }
     };
-    let mut out: Vec<R> = Vec::with_capacity(n);
+    let mut out: Vec<R> = out_vec(n);
     let spare = &mut out.spare_capacity_mut()[..n];
     if n >= PAR_MIN {
         spare.par_chunks_mut(last).zip(rows_a.par_iter().zip(rows_b.par_iter())).for_each(|(o, r)| row(r, o));
@@ -115,21 +188,25 @@ fn zip_slices<T: Scalar, R: Scalar>(
 }
 
 fn zip_dense<T: Scalar, R: Scalar>(x: &[T], y: &[T], f: &(impl Fn(T, T) -> R + Sync + Send)) -> Vec<R> {
-    let n = x.len();
-    if n >= PAR_MIN {
-        let mut out: Vec<R> = Vec::with_capacity(n);
-        let spare = out.spare_capacity_mut();
-        spare.par_chunks_mut(1 << 14).zip(x.par_chunks(1 << 14).zip(y.par_chunks(1 << 14))).for_each(|(o, (a, b))| {
+    let n = x.len().min(y.len());
+    let mut out: Vec<R> = out_vec(n);
+    let spare = &mut out.spare_capacity_mut()[..n];
+    let body = |(o, (a, b)): (&mut [std::mem::MaybeUninit<R>], (&[T], &[T]))| {
+        wide(|| {
             for ((o, &p), &q) in o.iter_mut().zip(a).zip(b) {
                 o.write(f(p, q));
             }
-        });
-        // SAFETY: the chunks cover all n slots.
-        unsafe { out.set_len(n) };
-        out
+        })
+    };
+    if n >= PAR_MIN {
+        let g = grain(n);
+        spare.par_chunks_mut(g).zip(x.par_chunks(g).zip(y.par_chunks(g))).for_each(body);
     } else {
-        x.iter().zip(y).map(|(&p, &q)| f(p, q)).collect()
+        body((spare, (x, y)));
     }
+    // SAFETY: the zips above cover all n slots (x and y hold at least n elements).
+    unsafe { out.set_len(n) };
+    out
 }
 
 /// `f(a, b, c)` elementwise with broadcasting of all three (for `where` and fused `a*b+c`).

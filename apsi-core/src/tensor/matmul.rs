@@ -1,5 +1,6 @@
-//! `matmul`/`@` for 1-D, 2-D and batched operands (NumPy's rules), on the
-//! `gemm` crate's tuned kernels for f32/f64 (multi-threaded when large).
+//! `matmul`/`@` for 1-D, 2-D and batched operands (NumPy's rules). f32/f64
+//! products run on OpenBLAS with the `blas` feature (see [`super::cblas`]),
+//! else on the `gemm` crate's kernels (multi-threaded when large).
 
 use super::autodiff::{record, Op};
 use super::core::Tensor;
@@ -71,7 +72,7 @@ fn batch_offsets(t: &Layout, batch: &[usize]) -> Vec<usize> {
     v
 }
 
-fn run<T: Scalar + Default + 'static>(x: &Tensor, y: &Tensor, batch: &[usize], m: usize, k: usize, n: usize, shape: Vec<usize>) -> Tensor {
+fn run<T: Scalar + Default + Kernel>(x: &Tensor, y: &Tensor, batch: &[usize], m: usize, k: usize, n: usize, shape: Vec<usize>) -> Tensor {
     let nb: usize = batch.iter().product();
     let mut out = vec![T::default(); nb * m * n];
     x.with_slice::<T, _>(|sx, lx| {
@@ -90,38 +91,48 @@ fn run<T: Scalar + Default + 'static>(x: &Tensor, y: &Tensor, batch: &[usize], m
                 if k == 0 {
                     continue;
                 }
-                let par = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
+                let (pa, pb) = (sx.as_ptr().wrapping_offset(px as isize), sy.as_ptr().wrapping_offset(py as isize));
                 // SAFETY: the layouts of x and y address only elements inside
                 // their storage slices (offset + strides within bounds, checked
                 // when the views were made); dst has m*n elements, row-major.
-                unsafe {
-                    gemm::gemm(
-                        m,
-                        n,
-                        k,
-                        dst.as_mut_ptr(),
-                        1,
-                        n as isize,
-                        false,
-                        sx.as_ptr().offset(px as isize),
-                        xc,
-                        xr,
-                        sy.as_ptr().offset(py as isize),
-                        yc,
-                        yr,
-                        T::from_i64(0),
-                        T::from_i64(1),
-                        false,
-                        false,
-                        false,
-                        par,
-                    );
-                }
+                unsafe { T::kernel(m, n, k, pa, (xr, xc), pb, (yr, yc), dst.as_mut_ptr(), threads) };
             }
         })
     });
     Tensor::from_vec(out, shape)
 }
+
+/// One dense `m x n` product `dst = a @ b` of strided matrices: OpenBLAS
+/// when built with the `blas` feature and both operands have a unit-strided
+/// axis, else the `gemm` crate (multi-threaded on rayon when `threads > 1`).
+pub trait Kernel: Sized + Copy + 'static {
+    /// # Safety
+    /// `a` and `b` with their (row, column) strides must address only valid
+    /// elements for the sizes given; `dst` must hold `m * n` elements.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn kernel(m: usize, n: usize, k: usize, a: *const Self, sa: (isize, isize), b: *const Self, sb: (isize, isize), dst: *mut Self, threads: usize);
+}
+
+macro_rules! kernel_impl {
+    ($t:ty) => {
+        impl Kernel for $t {
+            unsafe fn kernel(m: usize, n: usize, k: usize, a: *const $t, sa: (isize, isize), b: *const $t, sb: (isize, isize), dst: *mut $t, threads: usize) {
+                #[cfg(feature = "blas")]
+                {
+                    use super::cblas::{operand, Gemm};
+                    if let (Some(fa), Some(fb), true) = (operand(m, k, sa.0, sa.1), operand(k, n, sb.0, sb.1), i32::try_from(n).is_ok()) {
+                        <$t as Gemm>::gemm(m, n, k, a, fa, b, fb, dst);
+                        return;
+                    }
+                }
+                let par = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
+                gemm::gemm(m, n, k, dst, 1, n as isize, false, a, sa.1, sa.0, b, sb.1, sb.0, 0.0, 1.0, false, false, false, par);
+            }
+        }
+    };
+}
+kernel_impl!(f32);
+kernel_impl!(f64);
 
 fn run_int(x: &Tensor, y: &Tensor, batch: &[usize], m: usize, k: usize, n: usize, shape: Vec<usize>) -> Tensor {
     let nb: usize = batch.iter().product();

@@ -16,6 +16,8 @@ pub mod annot;
 pub mod api;
 pub mod arith;
 pub mod autodiff;
+#[cfg(feature = "blas")]
+pub mod cblas;
 pub mod codec;
 pub mod core;
 pub mod dtype;

@@ -6,6 +6,7 @@
 use super::autodiff::{record, Op};
 use super::core::{Tensor, PAR_MIN};
 use super::dtype::{DType, Kind};
+use super::kernels::wide;
 use super::layout::{for_each_offset, Layout};
 use super::storage::Scalar;
 use crate::error::ErrorKind;
@@ -259,15 +260,19 @@ pub trait SumElem: Scalar + std::ops::Add<Output = Self> + Default {
 macro_rules! sum_elem {
     ($t:ty) => {
         impl SumElem for $t {
+            #[inline(always)]
             fn lanes_sum(x: &[$t]) -> f64 {
-                // 16 independent accumulators so the loop vectorises; blocks of
-                // 4096 keep the rounding error of each partial sum small.
+                // 32 independent accumulators so the loop vectorises (several
+                // vector registers, no add waiting on the one before); blocks
+                // of 4096 keep each lane's partial sum to 128 elements, then
+                // the partials add up in f64.
+                const L: usize = 32;
                 let mut total = 0f64;
                 for block in x.chunks(4096) {
-                    let mut acc = [0 as $t; 16];
-                    let mut it = block.chunks_exact(16);
+                    let mut acc = [0 as $t; L];
+                    let mut it = block.chunks_exact(L);
                     for c in &mut it {
-                        for k in 0..16 {
+                        for k in 0..L {
                             acc[k] += c[k];
                         }
                     }
@@ -288,6 +293,57 @@ macro_rules! sum_elem {
 sum_elem!(f32);
 sum_elem!(f64);
 
+/// Sums of consecutive blocks of `inner` elements (a reduction over the
+/// trailing axes of a dense tensor), split across threads by output rows.
+/// Short blocks (a (1M, 3) tensor summed over axis 1) add in order from
+/// their first element, as NumPy does; longer ones use [`SumElem::lanes_sum`].
+fn trailing_sums<T: SumElem>(d: &[T], inner: usize) -> Vec<T> {
+    let rows = d.len() / inner;
+    let mut out: Vec<T> = super::kernels::out_vec(rows);
+    let spare = &mut out.spare_capacity_mut()[..rows];
+    let block = |(o, src): (&mut [std::mem::MaybeUninit<T>], &[T])| {
+        wide(|| match inner {
+            2 => short::<T, 2>(o, src),
+            3 => short::<T, 3>(o, src),
+            4 => short::<T, 4>(o, src),
+            _ if inner <= 8 => {
+                for (o, c) in o.iter_mut().zip(src.chunks_exact(inner)) {
+                    let mut a = c.first().copied().unwrap_or_default();
+                    for &x in c.iter().skip(1) {
+                        a = a + x;
+                    }
+                    o.write(a);
+                }
+            }
+            _ => {
+                for (o, c) in o.iter_mut().zip(src.chunks_exact(inner)) {
+                    o.write(T::from_f64(T::lanes_sum(c)));
+                }
+            }
+        })
+    };
+    if d.len() >= PAR_MIN && rows > 1 {
+        let per = (super::kernels::grain(d.len()) / inner).max(1);
+        spare.par_chunks_mut(per).zip(d.par_chunks(per * inner)).for_each(block);
+    } else {
+        block((spare, d));
+    }
+    // SAFETY: every output row was written (src holds rows * inner elements).
+    unsafe { out.set_len(rows) };
+    out
+}
+
+#[inline(always)]
+fn short<T: SumElem, const K: usize>(o: &mut [std::mem::MaybeUninit<T>], src: &[T]) {
+    for (o, c) in o.iter_mut().zip(src.chunks_exact(K)) {
+        let mut a = c[0];
+        for &x in &c[1..K] {
+            a = a + x;
+        }
+        o.write(a);
+    }
+}
+
 fn sum_float<T: SumElem>(t: &Tensor, axes: &[usize], shape: Vec<usize>) -> Tensor {
     let nd = t.ndim();
     let out = t.with_slice::<T, _>(|s, l| {
@@ -296,7 +352,7 @@ fn sum_float<T: SumElem>(t: &Tensor, axes: &[usize], shape: Vec<usize>) -> Tenso
         if let Some(d) = dense {
             // Whole tensor.
             if axes.len() == nd {
-                let total = if n >= PAR_MIN { d.par_chunks(1 << 16).map(T::lanes_sum).sum::<f64>() } else { T::lanes_sum(d) };
+                let total = if n >= PAR_MIN { d.par_chunks(1 << 16).map(|c| wide(|| T::lanes_sum(c))).sum::<f64>() } else { wide(|| T::lanes_sum(d)) };
                 return vec![T::from_f64(total)];
             }
             let k = axes.len();
@@ -306,18 +362,7 @@ fn sum_float<T: SumElem>(t: &Tensor, axes: &[usize], shape: Vec<usize>) -> Tenso
                 if inner == 0 {
                     return vec![T::from_f64(0.0); shape.iter().product()];
                 }
-                let f = |c: &[T]| -> T {
-                    if inner <= 8 {
-                        let mut a = T::default();
-                        for &x in c {
-                            a = a + x;
-                        }
-                        a
-                    } else {
-                        T::from_f64(T::lanes_sum(c))
-                    }
-                };
-                return if n >= PAR_MIN { d.par_chunks(inner).map(f).collect() } else { d.chunks(inner).map(f).collect() };
+                return trailing_sums(d, inner);
             }
             // Leading axes: add rows into one accumulator row.
             if axes.iter().enumerate().all(|(i, &a)| a == i) {

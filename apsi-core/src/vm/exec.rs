@@ -17,7 +17,7 @@ use super::call;
 use super::function::{Cell, Closure};
 use super::runtime::Shared;
 use super::value::*;
-use crate::compile::code::{Capture, Code, Instr, NO_REG};
+use crate::compile::code::{Capture, Code, Instr, Reg, NO_REG};
 use crate::diagnostic::TraceEntry;
 use crate::error::ErrorKind;
 use crate::syntax::ast::{BinOp, CmpOp, UnaryOp};
@@ -73,6 +73,20 @@ fn type_err(msg: String) -> Exc {
 
 /// Store into a register; a scalar being overwritten needs no drop.
 #[inline(always)]
+/// For an `Instr::MulT { a: t, .. }` just before `pc`: the `Add` reading `t`
+/// as (instructions to skip, its destination, its other operand's register,
+/// the load that fills that register first, if any).
+fn mul_add_partner(instrs: &[Instr], pc: usize, t: Reg) -> Option<(usize, Reg, Reg, Option<Instr>)> {
+    match *instrs.get(pc)? {
+        Instr::Add { a, b, c } if b == t && c != t => Some((1, a, c, None)),
+        ld @ (Instr::GetGlobal { a: rz, .. } | Instr::LoadK { a: rz, .. }) if rz != t => match *instrs.get(pc + 1)? {
+            Instr::Add { a, b, c } if b == t && c == rz => Some((2, a, c, Some(ld))),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 fn setv(slot: &mut Value, v: Value) {
     if matches!(slot, Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Unbound) {
         // SAFETY: the old value owns nothing, so skipping its drop leaks nothing.
@@ -579,7 +593,7 @@ impl Executor {
                         };
                         setv(r!(a), v);
                     }
-                    Instr::Mul { a, b, c } => {
+                    Instr::Mul { a, b, c } | Instr::MulT { a, b, c } => {
                         match (&*r!(b), &*r!(c)) {
                             (Value::Int(x), Value::Int(y)) => {
                                 if let Some(s) = x.checked_mul(*y) {
@@ -593,6 +607,24 @@ impl Executor {
                                 continue;
                             }
                             _ => {}
+                        }
+                        if let Instr::MulT { .. } = ins {
+                            // `x * y + z` on tensors: one fused pass (see Instr::MulT).
+                            if let Some((skip, d, rz, load)) = mul_add_partner(instrs, pc, a) {
+                                let z = match load {
+                                    Some(Instr::GetGlobal { g, .. }) => code.globals.get(g as usize).and_then(|s| if s.is_const { s.get_const().cloned() } else { s.get() }),
+                                    Some(Instr::LoadK { k, .. }) => code.consts.get(k as usize).cloned(),
+                                    _ => Some(dup(r!(rz))),
+                                };
+                                if let Some(v) = z.as_ref().and_then(|z| crate::tensor::fused::mul_add(r!(b), r!(c), z)) {
+                                    if let (Some(_), Some(z)) = (load, z) {
+                                        setv(r!(rz), z);
+                                    }
+                                    setv(r!(d), v);
+                                    pc += skip;
+                                    continue;
+                                }
+                            }
                         }
                         let v = match bin_fast(BinOp::Mul, r!(b), r!(c)) {
                             Some(v) => v,

@@ -1,0 +1,215 @@
+//! The system OpenBLAS through its C interface (`cblas_sgemm`/`cblas_dgemm`),
+//! used by `matmul` when the crate is built with the `blas` feature
+//! (`apt-get install libopenblas-dev`). Its thread count follows the
+//! program's (`set_threads`, `--threads`).
+//!
+//! Only matrices whose rows or columns are unit-strided can be handed to
+//! BLAS as they are; [`operand`] says how, and `matmul` copies the others.
+
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+const ROW_MAJOR: c_int = 101;
+const NO_TRANS: c_int = 111;
+const TRANS: c_int = 112;
+
+#[link(name = "openblas")]
+extern "C" {
+    fn cblas_sgemm(
+        order: c_int,
+        ta: c_int,
+        tb: c_int,
+        m: c_int,
+        n: c_int,
+        k: c_int,
+        alpha: f32,
+        a: *const f32,
+        lda: c_int,
+        b: *const f32,
+        ldb: c_int,
+        beta: f32,
+        c: *mut f32,
+        ldc: c_int,
+    );
+    fn cblas_dgemm(
+        order: c_int,
+        ta: c_int,
+        tb: c_int,
+        m: c_int,
+        n: c_int,
+        k: c_int,
+        alpha: f64,
+        a: *const f64,
+        lda: c_int,
+        b: *const f64,
+        ldb: c_int,
+        beta: f64,
+        c: *mut f64,
+        ldc: c_int,
+    );
+    fn openblas_set_num_threads(n: c_int);
+}
+
+/// How one operand (a `rows x cols` matrix with strides `rs`, `cs`) is
+/// passed: transposed or not, and its leading dimension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Operand {
+    pub trans: bool,
+    pub ld: c_int,
+}
+
+/// The BLAS form of a strided matrix, or `None` when neither its rows nor its
+/// columns are unit-strided (or a size does not fit BLAS's 32-bit integers).
+pub fn operand(rows: usize, cols: usize, rs: isize, cs: isize) -> Option<Operand> {
+    let fits = |v: usize| c_int::try_from(v).ok();
+    fits(rows)?;
+    fits(cols)?;
+    // A single row (column) may have any stride between rows (columns).
+    let (rs, cs) = match (rows, cols) {
+        (0 | 1, 0 | 1) => (1, 1),
+        (0 | 1, _) if cs == 1 => (cols.max(1) as isize, 1),
+        (0 | 1, _) => (1, cs),
+        (_, 0 | 1) if rs == 1 => (1, rows.max(1) as isize),
+        (_, 0 | 1) => (rs, 1),
+        _ => (rs, cs),
+    };
+    if cs == 1 && rs >= cols.max(1) as isize {
+        return Some(Operand {
+            trans: false,
+            ld: fits(rs as usize)?,
+        });
+    }
+    if rs == 1 && cs >= rows.max(1) as isize {
+        return Some(Operand {
+            trans: true,
+            ld: fits(cs as usize)?,
+        });
+    }
+    None
+}
+
+/// The element types BLAS multiplies.
+pub trait Gemm: Copy {
+    /// `c (m x n, row-major, dense) = a (m x k) @ b (k x n)`.
+    ///
+    /// # Safety
+    /// `a` and `b` must address every element their operand forms describe
+    /// for the given sizes, and `c` must hold `m * n` elements.
+    unsafe fn gemm(
+        m: usize,
+        n: usize,
+        k: usize,
+        a: *const Self,
+        fa: Operand,
+        b: *const Self,
+        fb: Operand,
+        c: *mut Self,
+    );
+}
+
+fn tr(t: bool) -> c_int {
+    if t {
+        TRANS
+    } else {
+        NO_TRANS
+    }
+}
+
+impl Gemm for f32 {
+    unsafe fn gemm(m: usize, n: usize, k: usize, a: *const f32, fa: Operand, b: *const f32, fb: Operand, c: *mut f32) {
+        follow_threads();
+        let ldc = n.max(1) as c_int;
+        cblas_sgemm(
+            ROW_MAJOR,
+            tr(fa.trans),
+            tr(fb.trans),
+            m as c_int,
+            n as c_int,
+            k as c_int,
+            1.0,
+            a,
+            fa.ld,
+            b,
+            fb.ld,
+            0.0,
+            c,
+            ldc,
+        );
+    }
+}
+
+impl Gemm for f64 {
+    unsafe fn gemm(m: usize, n: usize, k: usize, a: *const f64, fa: Operand, b: *const f64, fb: Operand, c: *mut f64) {
+        follow_threads();
+        let ldc = n.max(1) as c_int;
+        cblas_dgemm(
+            ROW_MAJOR,
+            tr(fa.trans),
+            tr(fb.trans),
+            m as c_int,
+            n as c_int,
+            k as c_int,
+            1.0,
+            a,
+            fa.ld,
+            b,
+            fb.ld,
+            0.0,
+            c,
+            ldc,
+        );
+    }
+}
+
+/// The thread count last given to OpenBLAS (0: never).
+static BLAS_THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// Keeps OpenBLAS's pool at the program's thread count. BLAS runs on its own
+/// threads while the caller waits (rayon's workers are idle then), so the
+/// two pools do not compete.
+fn follow_threads() {
+    let want = crate::par::threads().clamp(1, 1024);
+    if BLAS_THREADS.swap(want, Ordering::Relaxed) != want {
+        // SAFETY: a plain setter of the library's thread count.
+        unsafe { openblas_set_num_threads(want as c_int) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operand_forms() {
+        // Row-major dense, a transposed view, a row of a matrix, a strided column.
+        assert_eq!(operand(3, 4, 4, 1), Some(Operand { trans: false, ld: 4 }));
+        assert_eq!(operand(3, 4, 1, 3), Some(Operand { trans: true, ld: 3 }));
+        assert_eq!(operand(1, 4, 0, 1), Some(Operand { trans: false, ld: 4 }));
+        assert_eq!(operand(1, 4, 0, 3), Some(Operand { trans: true, ld: 3 }));
+        assert_eq!(operand(4, 1, 7, 0), Some(Operand { trans: false, ld: 7 }));
+        assert_eq!(operand(4, 1, 1, 0), Some(Operand { trans: true, ld: 4 }));
+        assert_eq!(operand(1, 1, 0, 0), Some(Operand { trans: false, ld: 1 }));
+        // Reversed rows (a negative stride) go to the gemm crate.
+        assert_eq!(operand(3, 4, -4, 1), None);
+        // Every other column: neither axis is unit-strided.
+        assert_eq!(operand(3, 4, 8, 2), None);
+        // Overlapping rows (a broadcast view) cannot be described.
+        assert_eq!(operand(3, 4, 0, 1), None);
+    }
+
+    #[test]
+    fn multiplies_both_forms() {
+        // a = [[1, 2], [3, 4]], b = [[5, 6], [7, 8]]; also a @ b.T with b given transposed.
+        let a = [1.0f64, 2.0, 3.0, 4.0];
+        let b = [5.0f64, 6.0, 7.0, 8.0];
+        let mut c = [0.0f64; 4];
+        let nt = Operand { trans: false, ld: 2 };
+        unsafe { f64::gemm(2, 2, 2, a.as_ptr(), nt, b.as_ptr(), nt, c.as_mut_ptr()) };
+        assert_eq!(c, [19.0, 22.0, 43.0, 50.0]);
+        let t = Operand { trans: true, ld: 2 };
+        let mut d = [0.0f32; 4];
+        let (af, bf) = (a.map(|x| x as f32), b.map(|x| x as f32));
+        unsafe { f32::gemm(2, 2, 2, af.as_ptr(), nt, bf.as_ptr(), t, d.as_mut_ptr()) };
+        assert_eq!(d, [17.0, 23.0, 39.0, 53.0]);
+    }
+}
