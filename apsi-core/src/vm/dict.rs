@@ -2,7 +2,7 @@
 //!
 //! The layout is CPython's compact dict: `entries` holds `(hash, key, value)`
 //! in insertion order, and `slots` is a power-of-two table of 4-byte indices
-//! into `entries`, probed linearly from the hash's top bits. A lookup touches
+//! into `entries`, probed as CPython probes (see `hash_key`). A lookup touches
 //! one slot (random) and one entry; 4-byte slots keep the random part small
 //! (1M keys: an 8 MiB table that stays in the last-level cache), which is what
 //! large dicts are bound by. Removal leaves a hole in `entries` and a
@@ -35,31 +35,41 @@ pub struct Entry {
 pub struct DictMap {
     entries: Vec<Entry>,
     slots: Vec<u32>,
-    /// `64 - log2(slots.len())`: the shift that takes a hash's top bits.
-    shift: u32,
     len: usize,
     used: usize,
 }
 
-/// The hash of a key: Fx over the key's `Hash`, then a multiplicative mix so
-/// the top bits (which pick the slot) depend on every input bit.
+/// The hash of a key. Numbers hash to their integer value, as in CPython
+/// (`1`, `1.0` and `true` are one key), so keys inserted and looked up in a
+/// regular order touch the table in a regular order too; everything else is
+/// Fx over the key's `Hash`, mixed so the low bits (which pick the first
+/// slot) depend on every input bit. Probing brings in the high bits
+/// (`perturb`), so keys that differ only there do not pile up.
 #[inline]
 fn hash_key(k: &HashKey) -> u64 {
-    let mut h = rustc_hash::FxHasher::default();
-    k.hash(&mut h);
-    mix(h.finish())
-}
-
-#[inline]
-fn hash_int(i: i64) -> u64 {
-    let mut h = rustc_hash::FxHasher::default();
-    i.hash(&mut h);
-    mix(h.finish())
+    match k.value() {
+        Value::Int(i) => hash_int(*i),
+        Value::Bool(b) => *b as u64,
+        Value::Float(f) if f.fract() == 0.0 && *f >= -9.2e18 && *f <= 9.2e18 => hash_int(*f as i64),
+        _ => {
+            let mut h = rustc_hash::FxHasher::default();
+            k.hash(&mut h);
+            let m = (h.finish() ^ (h.finish() >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            m ^ (m >> 32)
+        }
+    }
 }
 
 #[inline(always)]
-fn mix(h: u64) -> u64 {
-    (h ^ (h >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+fn hash_int(i: i64) -> u64 {
+    i as u64
+}
+
+/// The probe sequence of CPython's dict: every slot is reached in the end.
+#[inline(always)]
+fn next_slot(pos: usize, perturb: &mut u64) -> usize {
+    *perturb >>= 5;
+    pos.wrapping_mul(5).wrapping_add(*perturb as usize).wrapping_add(1)
 }
 
 impl DictMap {
@@ -92,9 +102,10 @@ impl DictMap {
             return None;
         }
         let mask = self.slots.len() - 1;
-        let mut pos = (h >> self.shift) as usize;
+        let mut pos = h as usize & mask;
+        let mut perturb = h;
         loop {
-            // SAFETY-free indexing: `pos & mask` is always in range.
+            // Plain indexing: `pos & mask` is always in range.
             let s = self.slots[pos & mask];
             if s == EMPTY {
                 return None;
@@ -111,7 +122,7 @@ impl DictMap {
                     }
                 }
             }
-            pos = pos.wrapping_add(1);
+            pos = next_slot(pos & mask, &mut perturb);
         }
     }
 
@@ -149,7 +160,7 @@ impl DictMap {
     /// Insert or replace; returns the value that was there. A replaced key
     /// keeps its place in the order (and its original key object, as Python).
     pub fn insert(&mut self, key: HashKey, value: Value) -> Option<Value> {
-        let h = if let Value::Int(i) = key.value() { hash_int(*i) } else { hash_key(&key) };
+        let h = hash_key(&key);
         self.insert_hashed(h, key, value)
     }
 
@@ -180,7 +191,8 @@ impl DictMap {
     #[inline(always)]
     fn place(&mut self, h: u64, idx: u32) -> bool {
         let mask = self.slots.len() - 1;
-        let mut pos = (h >> self.shift) as usize;
+        let mut pos = h as usize & mask;
+        let mut perturb = h;
         loop {
             let s = &mut self.slots[pos & mask];
             if *s == EMPTY || *s == DELETED {
@@ -188,7 +200,7 @@ impl DictMap {
                 *s = idx;
                 return was_empty;
             }
-            pos = pos.wrapping_add(1);
+            pos = next_slot(pos & mask, &mut perturb);
         }
     }
 
@@ -199,7 +211,6 @@ impl DictMap {
         }
         self.slots.clear();
         self.slots.resize(nslots, EMPTY);
-        self.shift = 64 - nslots.trailing_zeros();
         for i in 0..self.entries.len() {
             let h = self.entries[i].hash;
             self.place(h, i as u32);
@@ -209,18 +220,19 @@ impl DictMap {
 
     /// Remove a key, keeping the order of the rest (Python's `del d[k]`).
     pub fn remove(&mut self, key: &HashKey) -> Option<Value> {
-        let h = if let Value::Int(i) = key.value() { hash_int(*i) } else { hash_key(key) };
+        let h = hash_key(key);
         let i = self.find(h, |k| k == key)?;
         // The slot that points at `i` becomes a tombstone.
         let mask = self.slots.len() - 1;
-        let mut pos = (h >> self.shift) as usize;
+        let mut pos = h as usize & mask;
+        let mut perturb = h;
         loop {
             let s = &mut self.slots[pos & mask];
             if *s as usize == i {
                 *s = DELETED;
                 break;
             }
-            pos = pos.wrapping_add(1);
+            pos = next_slot(pos & mask, &mut perturb);
         }
         let e = self.entries.get_mut(i)?;
         e.key = None;
@@ -250,7 +262,6 @@ impl DictMap {
     pub fn clear(&mut self) {
         self.entries.clear();
         self.slots.clear();
-        self.shift = 0;
         self.len = 0;
         self.used = 0;
     }
