@@ -1,6 +1,7 @@
 //! The system OpenBLAS through its C interface (`cblas_sgemm`/`cblas_dgemm`),
-//! used by `matmul` when the crate is built with the `blas` feature
-//! (`apt-get install libopenblas-dev`). Its thread count follows the
+//! used by `matmul` when the crate is built with the `blas` feature and
+//! `libopenblas.so.0` is installed (Debian: `libopenblas0`); loaded at the
+//! first matmul, and the `gemm` crate is used when it is not there. Its thread count follows the
 //! program's (`set_threads`, `--threads`).
 //!
 //! Only matrices whose rows or columns are unit-strided can be handed to
@@ -13,41 +14,50 @@ const ROW_MAJOR: c_int = 101;
 const NO_TRANS: c_int = 111;
 const TRANS: c_int = 112;
 
-#[link(name = "openblas")]
-extern "C" {
-    fn cblas_sgemm(
-        order: c_int,
-        ta: c_int,
-        tb: c_int,
-        m: c_int,
-        n: c_int,
-        k: c_int,
-        alpha: f32,
-        a: *const f32,
-        lda: c_int,
-        b: *const f32,
-        ldb: c_int,
-        beta: f32,
-        c: *mut f32,
-        ldc: c_int,
-    );
-    fn cblas_dgemm(
-        order: c_int,
-        ta: c_int,
-        tb: c_int,
-        m: c_int,
-        n: c_int,
-        k: c_int,
-        alpha: f64,
-        a: *const f64,
-        lda: c_int,
-        b: *const f64,
-        ldb: c_int,
-        beta: f64,
-        c: *mut f64,
-        ldc: c_int,
-    );
-    fn openblas_set_num_threads(n: c_int);
+type SgemmFn = unsafe extern "C" fn(
+    c_int, c_int, c_int, c_int, c_int, c_int, f32, *const f32, c_int, *const f32, c_int, f32, *mut f32, c_int,
+);
+type DgemmFn = unsafe extern "C" fn(
+    c_int, c_int, c_int, c_int, c_int, c_int, f64, *const f64, c_int, *const f64, c_int, f64, *mut f64, c_int,
+);
+type SetThreadsFn = unsafe extern "C" fn(c_int);
+
+/// OpenBLAS's entry points, loaded at the first matmul. Linking it would
+/// cost every process its start-up (its constructor starts a thread pool:
+/// about 1.5 ms here, half the hello-world budget).
+struct Blas {
+    sgemm: SgemmFn,
+    dgemm: DgemmFn,
+    set_threads: Option<SetThreadsFn>,
+    _lib: libloading::Library,
+}
+
+/// `APSI_BLAS_LIB` names another library with the same C interface.
+fn blas() -> Option<&'static Blas> {
+    static BLAS: std::sync::OnceLock<Option<Blas>> = std::sync::OnceLock::new();
+    BLAS.get_or_init(|| {
+        let names: Vec<String> = match std::env::var("APSI_BLAS_LIB") {
+            Ok(p) if !p.is_empty() => vec![p],
+            _ => vec!["libopenblas.so.0".into(), "libopenblas.so".into(), "libopenblas.dylib".into()],
+        };
+        names.iter().find_map(|n| {
+            // SAFETY: loading a BLAS runs its initialisers, which is what it is for.
+            let lib = unsafe { libloading::Library::new(n) }.ok()?;
+            // SAFETY: the symbols have the standard CBLAS signatures above.
+            unsafe {
+                let sgemm = *lib.get::<SgemmFn>(b"cblas_sgemm\0").ok()?;
+                let dgemm = *lib.get::<DgemmFn>(b"cblas_dgemm\0").ok()?;
+                let set_threads = lib.get::<SetThreadsFn>(b"openblas_set_num_threads\0").ok().map(|f| *f);
+                Some(Blas { sgemm, dgemm, set_threads, _lib: lib })
+            }
+        })
+    })
+    .as_ref()
+}
+
+/// Whether a BLAS library could be loaded (for `apsi doctor` and `--version`).
+pub fn available() -> bool {
+    blas().is_some()
 }
 
 /// How one operand (a `rows x cols` matrix with strides `rs`, `cs`) is
@@ -95,6 +105,7 @@ pub trait Gemm: Copy {
     /// # Safety
     /// `a` and `b` must address every element their operand forms describe
     /// for the given sizes, and `c` must hold `m * n` elements.
+    /// Returns false (having done nothing) when no BLAS library is loadable.
     unsafe fn gemm(
         m: usize,
         n: usize,
@@ -104,7 +115,7 @@ pub trait Gemm: Copy {
         b: *const Self,
         fb: Operand,
         c: *mut Self,
-    );
+    ) -> bool;
 }
 
 fn tr(t: bool) -> c_int {
@@ -116,10 +127,11 @@ fn tr(t: bool) -> c_int {
 }
 
 impl Gemm for f32 {
-    unsafe fn gemm(m: usize, n: usize, k: usize, a: *const f32, fa: Operand, b: *const f32, fb: Operand, c: *mut f32) {
-        follow_threads();
+    unsafe fn gemm(m: usize, n: usize, k: usize, a: *const f32, fa: Operand, b: *const f32, fb: Operand, c: *mut f32) -> bool {
+        let Some(blas) = blas() else { return false };
+        follow_threads(blas);
         let ldc = n.max(1) as c_int;
-        cblas_sgemm(
+        (blas.sgemm)(
             ROW_MAJOR,
             tr(fa.trans),
             tr(fb.trans),
@@ -135,14 +147,16 @@ impl Gemm for f32 {
             c,
             ldc,
         );
+        true
     }
 }
 
 impl Gemm for f64 {
-    unsafe fn gemm(m: usize, n: usize, k: usize, a: *const f64, fa: Operand, b: *const f64, fb: Operand, c: *mut f64) {
-        follow_threads();
+    unsafe fn gemm(m: usize, n: usize, k: usize, a: *const f64, fa: Operand, b: *const f64, fb: Operand, c: *mut f64) -> bool {
+        let Some(blas) = blas() else { return false };
+        follow_threads(blas);
         let ldc = n.max(1) as c_int;
-        cblas_dgemm(
+        (blas.dgemm)(
             ROW_MAJOR,
             tr(fa.trans),
             tr(fb.trans),
@@ -158,6 +172,7 @@ impl Gemm for f64 {
             c,
             ldc,
         );
+        true
     }
 }
 
@@ -167,11 +182,13 @@ static BLAS_THREADS: AtomicUsize = AtomicUsize::new(0);
 /// Keeps OpenBLAS's pool at the program's thread count. BLAS runs on its own
 /// threads while the caller waits (rayon's workers are idle then), so the
 /// two pools do not compete.
-fn follow_threads() {
+fn follow_threads(blas: &Blas) {
     let want = crate::par::threads().clamp(1, 1024);
     if BLAS_THREADS.swap(want, Ordering::Relaxed) != want {
-        // SAFETY: a plain setter of the library's thread count.
-        unsafe { openblas_set_num_threads(want as c_int) };
+        if let Some(set) = blas.set_threads {
+            // SAFETY: a plain setter of the library's thread count.
+            unsafe { set(want as c_int) };
+        }
     }
 }
 
@@ -200,16 +217,20 @@ mod tests {
     #[test]
     fn multiplies_both_forms() {
         // a = [[1, 2], [3, 4]], b = [[5, 6], [7, 8]]; also a @ b.T with b given transposed.
+        if !available() {
+            eprintln!("skipped: no OpenBLAS library to load (matmul uses the gemm crate)");
+            return;
+        }
         let a = [1.0f64, 2.0, 3.0, 4.0];
         let b = [5.0f64, 6.0, 7.0, 8.0];
         let mut c = [0.0f64; 4];
         let nt = Operand { trans: false, ld: 2 };
-        unsafe { f64::gemm(2, 2, 2, a.as_ptr(), nt, b.as_ptr(), nt, c.as_mut_ptr()) };
+        assert!(unsafe { f64::gemm(2, 2, 2, a.as_ptr(), nt, b.as_ptr(), nt, c.as_mut_ptr()) });
         assert_eq!(c, [19.0, 22.0, 43.0, 50.0]);
         let t = Operand { trans: true, ld: 2 };
         let mut d = [0.0f32; 4];
         let (af, bf) = (a.map(|x| x as f32), b.map(|x| x as f32));
-        unsafe { f32::gemm(2, 2, 2, af.as_ptr(), nt, bf.as_ptr(), t, d.as_mut_ptr()) };
+        assert!(unsafe { f32::gemm(2, 2, 2, af.as_ptr(), nt, bf.as_ptr(), t, d.as_mut_ptr()) });
         assert_eq!(d, [17.0, 23.0, 39.0, 53.0]);
     }
 }

@@ -121,8 +121,9 @@ macro_rules! kernel_impl {
                 {
                     use super::cblas::{operand, Gemm};
                     if let (Some(fa), Some(fb), true) = (operand(m, k, sa.0, sa.1), operand(k, n, sb.0, sb.1), i32::try_from(n).is_ok()) {
-                        <$t as Gemm>::gemm(m, n, k, a, fa, b, fb, dst);
-                        return;
+                        if <$t as Gemm>::gemm(m, n, k, a, fa, b, fb, dst) {
+                            return;
+                        }
                     }
                 }
                 let par = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
