@@ -126,55 +126,22 @@ fn tr(t: bool) -> c_int {
     }
 }
 
-impl Gemm for f32 {
-    unsafe fn gemm(m: usize, n: usize, k: usize, a: *const f32, fa: Operand, b: *const f32, fb: Operand, c: *mut f32) -> bool {
-        let Some(blas) = blas() else { return false };
-        follow_threads(blas);
-        let ldc = n.max(1) as c_int;
-        (blas.sgemm)(
-            ROW_MAJOR,
-            tr(fa.trans),
-            tr(fb.trans),
-            m as c_int,
-            n as c_int,
-            k as c_int,
-            1.0,
-            a,
-            fa.ld,
-            b,
-            fb.ld,
-            0.0,
-            c,
-            ldc,
-        );
-        true
-    }
+macro_rules! gemm_impl {
+    ($t:ty, $f:ident) => {
+        impl Gemm for $t {
+            unsafe fn gemm(m: usize, n: usize, k: usize, a: *const $t, fa: Operand, b: *const $t, fb: Operand, c: *mut $t) -> bool {
+                let Some(blas) = blas() else { return false };
+                follow_threads(blas);
+                let ldc = n.max(1) as c_int;
+                let (m, n, k) = (m as c_int, n as c_int, k as c_int);
+                (blas.$f)(ROW_MAJOR, tr(fa.trans), tr(fb.trans), m, n, k, 1.0, a, fa.ld, b, fb.ld, 0.0, c, ldc);
+                true
+            }
+        }
+    };
 }
-
-impl Gemm for f64 {
-    unsafe fn gemm(m: usize, n: usize, k: usize, a: *const f64, fa: Operand, b: *const f64, fb: Operand, c: *mut f64) -> bool {
-        let Some(blas) = blas() else { return false };
-        follow_threads(blas);
-        let ldc = n.max(1) as c_int;
-        (blas.dgemm)(
-            ROW_MAJOR,
-            tr(fa.trans),
-            tr(fb.trans),
-            m as c_int,
-            n as c_int,
-            k as c_int,
-            1.0,
-            a,
-            fa.ld,
-            b,
-            fb.ld,
-            0.0,
-            c,
-            ldc,
-        );
-        true
-    }
-}
+gemm_impl!(f32, sgemm);
+gemm_impl!(f64, dgemm);
 
 /// The thread count last given to OpenBLAS (0: never).
 static BLAS_THREADS: AtomicUsize = AtomicUsize::new(0);
