@@ -40,7 +40,6 @@ fn blas() -> Option<&'static Blas> {
             Ok(p) if !p.is_empty() => vec![p],
             _ => vec!["libopenblas.so.0".into(), "libopenblas.so".into(), "libopenblas.dylib".into()],
         };
-        prefer_avx512_kernels();
         names.iter().find_map(|n| {
             // SAFETY: loading a BLAS runs its initialisers, which is what it is for.
             let lib = unsafe { libloading::Library::new(n) }.ok()?;
@@ -54,26 +53,6 @@ fn blas() -> Option<&'static Blas> {
         })
     })
     .as_ref()
-}
-
-/// Debian's OpenBLAS 0.3.21 does not recognise AVX-512 AMD cores (Zen 4)
-/// and falls back to its Haswell kernels; its SkylakeX kernels ran 1.7-1.9x
-/// faster here (f64 1024: 56 -> 94 GFLOP/s on one thread). Chosen only when
-/// the CPU has every AVX-512 subset those kernels use, and never over the
-/// user's own `OPENBLAS_CORETYPE`.
-fn prefer_avx512_kernels() {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let all = std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512bw")
-            && std::arch::is_x86_feature_detected!("avx512vl")
-            && std::arch::is_x86_feature_detected!("avx512dq")
-            && std::arch::is_x86_feature_detected!("avx512cd");
-        if all && std::env::var_os("OPENBLAS_CORETYPE").is_none() {
-            // Read by OpenBLAS's initialiser when the library is opened next.
-            std::env::set_var("OPENBLAS_CORETYPE", "SKYLAKEX");
-        }
-    }
 }
 
 /// Whether a BLAS library could be loaded (for `apsi doctor` and `--version`).
