@@ -608,8 +608,10 @@ impl Executor {
                             }
                             _ => {}
                         }
-                        if let Instr::MulT { .. } = ins {
+                        let has_object = matches!(&*r!(b), Value::Object(_)) || matches!(&*r!(c), Value::Object(_));
+                        if let (Instr::MulT { .. }, true) = (ins, has_object) {
                             // `x * y + z` on tensors: one fused pass (see Instr::MulT).
+                            // Scalars never look ahead (mixed int/float products stay cheap).
                             if let Some((skip, d, rz, load)) = mul_add_partner(instrs, pc, a) {
                                 let z = match load {
                                     Some(Instr::GetGlobal { g, .. }) => code.globals.get(g as usize).and_then(|s| if s.is_const { s.get_const().cloned() } else { s.get() }),
