@@ -55,7 +55,7 @@ fn blas() -> Option<&'static Blas> {
     .as_ref()
 }
 
-/// Whether a BLAS library could be loaded (for `apsi doctor` and `--version`).
+/// Whether a BLAS library could be loaded (loads it on first use).
 pub fn available() -> bool {
     blas().is_some()
 }

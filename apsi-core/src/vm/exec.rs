@@ -1060,18 +1060,20 @@ impl Executor {
                     }
                     Instr::ForPrep { a } => {
                         let v = take(r!(a));
+                        // A stream (a channel): items are pulled one at a time by
+                        // calling its `__next__` hook (`(item,)` or `none`).
+                        let stream = match &v {
+                            Value::Object(o) => o.0.get_attr(&v, "__next__"),
+                            _ => None,
+                        };
                         let prepared = match v {
                             Value::List(_) | Value::Tuple(_) | Value::Range(_) => v,
                             Value::Str(ref s) if s.is_ascii() => v,
                             Value::Dict(d) => Value::tuple(d.map.read().keys().map(|k| k.value().clone()).collect()),
-                            Value::Object(ref o) if o.0.get_attr(&v, "__next__").is_some() => {
-                                // A stream (a channel): items are pulled one at a time
-                                // by calling its `__next__` hook (`(item,)` or `none`).
-                                match o.0.get_attr(&v, "__next__") {
-                                    Some(hook) => tri!(hook),
-                                    None => v,
-                                }
-                            }
+                            Value::Object(_) if stream.is_some() => match stream {
+                                Some(hook) => tri!(hook),
+                                None => v,
+                            },
                             other => {
                                 save_pc!();
                                 let items = ops::iterate(self, &other);
