@@ -173,7 +173,8 @@ impl<'a> FnState<'a> {
         }
     }
 
-    fn finish(self, ncells: u16) -> Arc<Code> {
+    fn finish(mut self, ncells: u16) -> Arc<Code> {
+        thread_returns(&mut self.instrs, &mut self.spans);
         Arc::new(Code {
             name: self.name,
             instrs: self.instrs.into_boxed_slice(),
@@ -186,6 +187,47 @@ impl<'a> FnState<'a> {
             ncells,
             span: self.span,
         })
+    }
+}
+
+/// Is `ins` a test whose jump target is the `Jmp` word right after it?
+fn reads_next_jmp(ins: &Instr) -> bool {
+    matches!(
+        ins,
+        Instr::CmpJmp { .. } | Instr::CmpJmpI { .. } | Instr::ForNext { .. } | Instr::ForRangePrep { .. } | Instr::ForRangeLoop { .. }
+    )
+}
+
+/// Two peepholes on finished code: a jump to a return becomes that return,
+/// and `Move { a, b }` right before `Return { a }` becomes `Return { b }`
+/// (the copy is dead once the frame ends). A jump word that belongs to a
+/// two-word test is left alone.
+fn thread_returns(instrs: &mut [Instr], spans: &mut [Span]) {
+    fn copy_span(spans: &mut [Span], from: usize, to: usize) {
+        if let Some(&sp) = spans.get(from) {
+            if let Some(s) = spans.get_mut(to) {
+                *s = sp;
+            }
+        }
+    }
+    for i in 0..instrs.len() {
+        if i > 0 && reads_next_jmp(&instrs[i - 1]) {
+            continue;
+        }
+        if let Instr::Jmp { t } = instrs[i] {
+            if let Some(&ret @ (Instr::Return { .. } | Instr::ReturnNone)) = instrs.get(t as usize) {
+                instrs[i] = ret;
+                copy_span(spans, t as usize, i);
+            }
+        }
+    }
+    for i in 0..instrs.len() {
+        if let (Instr::Move { a, b }, Some(&Instr::Return { a: r })) = (instrs[i], instrs.get(i + 1)) {
+            if r == a {
+                instrs[i] = Instr::Return { a: b };
+                copy_span(spans, i + 1, i);
+            }
+        }
     }
 }
 

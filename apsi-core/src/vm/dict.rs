@@ -19,8 +19,10 @@
 use super::value::{HashKey, Value};
 use std::hash::{Hash, Hasher};
 
-const EMPTY: u32 = u32::MAX;
-const DELETED: u32 = u32::MAX - 1;
+/// A slot holds an entry index plus one; 0 is an empty slot, so a new table
+/// is zeroed memory (fresh pages from the OS, no fill pass).
+const EMPTY: u32 = 0;
+const DELETED: u32 = u32::MAX;
 
 #[derive(Clone)]
 pub struct Entry {
@@ -111,7 +113,7 @@ impl DictMap {
                 return None;
             }
             if s != DELETED {
-                let i = s as usize;
+                let i = s as usize - 1;
                 if let Some(e) = self.entries.get(i) {
                     if e.hash == h {
                         if let Some(k) = &e.key {
@@ -197,7 +199,7 @@ impl DictMap {
             let s = &mut self.slots[pos & mask];
             if *s == EMPTY || *s == DELETED {
                 let was_empty = *s == EMPTY;
-                *s = idx;
+                *s = idx + 1;
                 return was_empty;
             }
             pos = next_slot(pos & mask, &mut perturb);
@@ -209,8 +211,7 @@ impl DictMap {
         if self.entries.len() != self.len {
             self.entries.retain(|e| e.key.is_some());
         }
-        self.slots.clear();
-        self.slots.resize(nslots, EMPTY);
+        self.slots = vec![EMPTY; nslots];
         for i in 0..self.entries.len() {
             let h = self.entries[i].hash;
             self.place(h, i as u32);
@@ -228,7 +229,7 @@ impl DictMap {
         let mut perturb = h;
         loop {
             let s = &mut self.slots[pos & mask];
-            if *s as usize == i {
+            if *s as usize == i + 1 {
                 *s = DELETED;
                 break;
             }

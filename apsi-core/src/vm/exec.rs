@@ -25,6 +25,9 @@ use crate::{format, ops};
 use smallvec::SmallVec;
 use std::sync::Arc;
 
+mod slow;
+use slow::Flow;
+
 pub(crate) type Args = SmallVec<[Value; 8]>;
 
 #[derive(Clone, Copy)]
@@ -290,11 +293,35 @@ impl Executor {
         r
     }
 
+    /// Push a frame for the closure at `stack[fpos]`, whose arguments are
+    /// already in the slots above it. The common case (room on both stacks,
+    /// depth below the limit) is a handful of instructions; the rest is cold.
+    #[inline(always)]
     fn push_frame(&mut self, fpos: usize, clo: *const Closure) -> VResult<()> {
+        // SAFETY: `clo` is owned by the Value at `stack[fpos]` (or by a write-once global).
+        let code: *const Code = &*unsafe { &*clo }.proto.code;
+        let nregs = unsafe { &*code }.nregs as usize;
+        let base = fpos + 1;
+        let depth = self.frames.len();
+        if depth >= self.max_depth || self.stack.len() <= base + nregs || depth == self.frames.capacity() {
+            return self.push_frame_slow(fpos, clo);
+        }
+        let fr = Frame { clo, code, nregs: nregs as u32, pc: 0, base: base as u32, cell_base: self.cells.len() as u32 };
+        // SAFETY: `depth < capacity` was checked above.
+        unsafe {
+            self.frames.as_mut_ptr().add(depth).write(fr);
+            self.frames.set_len(depth + 1);
+        }
+        Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn push_frame_slow(&mut self, fpos: usize, clo: *const Closure) -> VResult<()> {
         if self.frames.len() >= self.max_depth {
             return Err(err(ErrorKind::RecursionError, "maximum recursion depth exceeded"));
         }
-        // SAFETY: `clo` is owned by the Value at `stack[fpos]` (or by a write-once global).
+        // SAFETY: as in push_frame.
         let code: *const Code = &*unsafe { &*clo }.proto.code;
         let nregs = unsafe { &*code }.nregs as usize;
         let base = fpos + 1;
@@ -348,6 +375,7 @@ impl Executor {
 
     /// Record where `exc` passed and pop frames until a handler catches it
     /// (`Ok`) or the frame at depth `stop` is gone (`Err`).
+    #[inline(never)]
     fn unwind(&mut self, exc: Exc, stop: usize) -> Result<(), Exc> {
         let mut inner: Vec<TraceEntry> = Vec::new();
         let mut outer: std::collections::VecDeque<TraceEntry> = std::collections::VecDeque::new();
@@ -418,27 +446,45 @@ impl Executor {
                     setv(v, Value::Unbound);
                 }
             }
-            self.cells.truncate(fr.cell_base as usize);
-            let depth = self.frames.len() as u32;
-            while matches!(self.handlers.last(), Some(h) if h.frame >= depth) {
-                self.handlers.pop();
+            if self.cells.len() > fr.cell_base as usize || !self.handlers.is_empty() {
+                self.pop_frame_rest(fr.cell_base as usize);
             }
+        }
+    }
+
+    /// The cells and handlers of a frame that has just been popped.
+    #[cold]
+    #[inline(never)]
+    fn pop_frame_rest(&mut self, cell_base: usize) {
+        self.cells.truncate(cell_base);
+        let depth = self.frames.len() as u32;
+        while matches!(self.handlers.last(), Some(h) if h.frame >= depth) {
+            self.handlers.pop();
         }
     }
 
     /// Run until the frame count drops back to `stop`; returns the value the
     /// frame at depth `stop` returned.
+    ///
+    /// This is the hot half of the dispatch loop: each case here is a fast
+    /// path that either finishes its instruction (`continue`) or falls
+    /// through to `slow`, which runs the instruction in full.
+    #[inline(never)]
     pub(crate) fn run(&mut self, stop: usize) -> VResult<Value> {
         'reload: loop {
-            let Some(&fr) = self.frames.last() else {
+            // The top frame's fields are read one by one: it was usually just
+            // written field by field, and one wide copy would stall on
+            // store-to-load forwarding.
+            let Some(top) = self.frames.last() else {
                 return Ok(Value::None);
             };
-            // SAFETY: the closure is kept alive by its stack slot (see module invariants).
-            let clo: &Closure = unsafe { &*fr.clo };
-            let code: &Code = unsafe { &*fr.code };
-            let instrs: &[Instr] = &code.instrs;
-            let mut pc = fr.pc as usize;
-            let base = fr.base as usize;
+            // SAFETY: the code object is kept alive by its closure, which its
+            // stack slot keeps alive (see module invariants).
+            let code: &Code = unsafe { &*top.code };
+            let base = top.base as usize;
+            let start: *const Instr = code.instrs.as_ptr();
+            // SAFETY: a saved pc is an instruction index of this code.
+            let mut ip: *const Instr = unsafe { start.add(top.pc as usize) };
             let mut regs: *mut Value = unsafe { self.stack.as_mut_ptr().add(base) };
 
             macro_rules! r {
@@ -448,11 +494,23 @@ impl Executor {
                     unsafe { &mut *regs.add($i as usize) }
                 };
             }
+            macro_rules! pc {
+                () => {
+                    // SAFETY: `ip` points into this code's instructions.
+                    unsafe { ip.offset_from(start) as usize }
+                };
+            }
+            macro_rules! goto {
+                ($t:expr) => {
+                    // SAFETY: jump targets are in range (the compiler emits them).
+                    ip = unsafe { start.add($t as usize) }
+                };
+            }
             macro_rules! save_pc {
                 () => {
-                    if let Some(f) = self.frames.last_mut() {
-                        f.pc = pc as u32;
-                    }
+                    let pc = pc!() as u32;
+                    // SAFETY: this loop runs the top frame, so there is one.
+                    unsafe { self.frames.last_mut().unwrap_unchecked() }.pc = pc;
                 };
             }
             macro_rules! throw {
@@ -465,422 +523,216 @@ impl Executor {
                     }
                 }};
             }
-            macro_rules! tri {
-                ($x:expr) => {
-                    match $x {
-                        Ok(v) => v,
-                        Err(e) => throw!(e),
+            // A conditional jump is two words: the test, then `Jmp { t }`.
+            macro_rules! jump_if {
+                ($cond:expr) => {{
+                    if $cond {
+                        follow_jmp!();
+                    } else {
+                        skip_jmp!();
                     }
-                };
-            }
-            macro_rules! refresh {
-                () => {
-                    regs = unsafe { self.stack.as_mut_ptr().add(base) };
-                };
-            }
-            macro_rules! do_call {
-                ($a:expr, $n:expr) => {{
-                    save_pc!();
-                    let fpos = base + $a as usize;
-                    match self.call_at(fpos, $n as usize) {
-                        Ok(None) => continue 'reload,
-                        Ok(Some(v)) => {
-                            refresh!();
-                            setv(r!($a), v);
-                        }
-                        Err(e) => {
-                            refresh!();
-                            throw!(e)
-                        }
-                    }
+                    continue;
                 }};
+            }
+            macro_rules! follow_jmp {
+                () => {
+                    // SAFETY: a test is always followed by its jump word.
+                    match unsafe { *ip } {
+                        Instr::Jmp { t } => goto!(t),
+                        _ => skip_jmp!(),
+                    }
+                };
+            }
+            macro_rules! skip_jmp {
+                () => {
+                    ip = unsafe { ip.add(1) }
+                };
             }
 
             loop {
                 // SAFETY: every code object ends in a return, and jump targets are in range.
-                let ins = unsafe { *instrs.get_unchecked(pc) };
-                pc += 1;
-                match ins {
-                    Instr::Nop => {}
+                // Operands are read from the instruction in memory by each case
+                // (a by-value copy makes the compiler decode every field up
+                // front, which costs registers the loop state needs).
+                let ins: &Instr = unsafe { &*ip };
+                ip = unsafe { ip.add(1) };
+                match *ins {
+                    Instr::Nop => continue,
                     Instr::Move { a, b } => {
                         if a != b {
                             copy_to(r!(a), r!(b));
                         }
+                        continue;
+                    }
+                    Instr::LoadInt { a, v } => {
+                        setv(r!(a), Value::Int(v as i64));
+                        continue;
+                    }
+                    Instr::LoadNone { a } => {
+                        setv(r!(a), Value::None);
+                        continue;
+                    }
+                    Instr::LoadBool { a, v } => {
+                        setv(r!(a), Value::Bool(v));
+                        continue;
                     }
                     Instr::LoadK { a, k } => {
-                        setv(r!(a), code.consts.get(k as usize).cloned().unwrap_or(Value::None));
+                        if let Some(v) = code.consts.get(k as usize) {
+                            copy_to(r!(a), v);
+                            continue;
+                        }
                     }
-                    Instr::LoadInt { a, v } => setv(r!(a), Value::Int(v as i64)),
-                    Instr::LoadNone { a } => setv(r!(a), Value::None),
-                    Instr::LoadBool { a, v } => setv(r!(a), Value::Bool(v)),
                     Instr::GetGlobal { a, g } => {
-                        let Some(slot) = code.globals.get(g as usize) else { throw!(err(ErrorKind::Error, "internal error: bad global")) };
-                        let v = if slot.is_const { slot.get_const().cloned() } else { slot.get() };
-                        match v {
-                            Some(v) => setv(r!(a), v),
-                            None => throw!(err(ErrorKind::NameError, format!("name '{}' is not defined", slot.name))),
+                        if let Some(slot) = code.globals.get(g as usize) {
+                            if slot.is_const {
+                                if let Some(v) = slot.get_const() {
+                                    copy_to(r!(a), v);
+                                    continue;
+                                }
+                            } else if let Some(v) = slot.get() {
+                                setv(r!(a), v);
+                                continue;
+                            }
                         }
                     }
-                    Instr::SetGlobal { a, g } => {
-                        let Some(slot) = code.globals.get(g as usize) else { throw!(err(ErrorKind::Error, "internal error: bad global")) };
-                        slot.set(dup(r!(a)));
-                    }
-                    Instr::GetCell { a, c } => {
-                        let v = match self.cells.get(fr.cell_base as usize + c as usize) {
-                            Some(cell) => cell.get(),
-                            None => throw!(err(ErrorKind::Error, "internal error: bad cell")),
-                        };
-                        setv(r!(a), v);
-                    }
-                    Instr::SetCell { a, c } => {
-                        let v = dup(r!(a));
-                        match self.cells.get(fr.cell_base as usize + c as usize) {
-                            Some(cell) => cell.set(v),
-                            None => throw!(err(ErrorKind::Error, "internal error: bad cell")),
+                    Instr::Add { a, b, c } => match (&*r!(b), &*r!(c)) {
+                        (Value::Int(x), Value::Int(y)) => {
+                            if let Some(s) = x.checked_add(*y) {
+                                setv(r!(a), Value::Int(s));
+                                continue;
+                            }
                         }
-                    }
-                    Instr::GetFree { a, c } => match clo.free.get(c as usize) {
-                        Some(cell) => setv(r!(a), cell.get()),
-                        None => throw!(err(ErrorKind::Error, "internal error: bad free variable")),
+                        (Value::Float(x), Value::Float(y)) => {
+                            let f = x + y;
+                            setv(r!(a), Value::Float(f));
+                            continue;
+                        }
+                        _ => {}
                     },
-                    Instr::SetFree { a, c } => match clo.free.get(c as usize) {
-                        Some(cell) => cell.set(dup(r!(a))),
-                        None => throw!(err(ErrorKind::Error, "internal error: bad free variable")),
+                    Instr::Sub { a, b, c } => match (&*r!(b), &*r!(c)) {
+                        (Value::Int(x), Value::Int(y)) => {
+                            if let Some(s) = x.checked_sub(*y) {
+                                setv(r!(a), Value::Int(s));
+                                continue;
+                            }
+                        }
+                        (Value::Float(x), Value::Float(y)) => {
+                            let f = x - y;
+                            setv(r!(a), Value::Float(f));
+                            continue;
+                        }
+                        _ => {}
                     },
-                    Instr::MakeCell { a, c: _ } => {
-                        let v = if a == NO_REG { Value::None } else { dup(r!(a)) };
-                        self.cells.push(Arc::new(Cell::new(v)));
-                    }
-                    Instr::Add { a, b, c } => {
-                        match (&*r!(b), &*r!(c)) {
-                            (Value::Int(x), Value::Int(y)) => {
-                                if let Some(s) = x.checked_add(*y) {
-                                    setv(r!(a), Value::Int(s));
-                                    continue;
-                                }
-                            }
-                            (Value::Float(x), Value::Float(y)) => {
-                                let f = x + y;
-                                setv(r!(a), Value::Float(f));
+                    Instr::Mul { a, b, c } | Instr::MulT { a, b, c } => match (&*r!(b), &*r!(c)) {
+                        (Value::Int(x), Value::Int(y)) => {
+                            if let Some(s) = x.checked_mul(*y) {
+                                setv(r!(a), Value::Int(s));
                                 continue;
                             }
-                            _ => {}
                         }
-                        let v = match bin_fast(BinOp::Add, r!(b), r!(c)) {
-                            Some(v) => v,
-                            None => tri!(ops::binary(BinOp::Add, r!(b), r!(c))),
-                        };
-                        setv(r!(a), v);
-                    }
-                    Instr::Sub { a, b, c } => {
-                        match (&*r!(b), &*r!(c)) {
-                            (Value::Int(x), Value::Int(y)) => {
-                                if let Some(s) = x.checked_sub(*y) {
-                                    setv(r!(a), Value::Int(s));
-                                    continue;
-                                }
-                            }
-                            (Value::Float(x), Value::Float(y)) => {
-                                let f = x - y;
-                                setv(r!(a), Value::Float(f));
+                        (Value::Float(x), Value::Float(y)) => {
+                            let f = x * y;
+                            setv(r!(a), Value::Float(f));
+                            continue;
+                        }
+                        (Value::Int(_) | Value::Float(_), Value::Int(_) | Value::Float(_)) => {
+                            if let Some(v) = bin_fast(BinOp::Mul, r!(b), r!(c)) {
+                                setv(r!(a), v);
                                 continue;
                             }
-                            _ => {}
                         }
-                        let v = match bin_fast(BinOp::Sub, r!(b), r!(c)) {
-                            Some(v) => v,
-                            None => tri!(ops::binary(BinOp::Sub, r!(b), r!(c))),
-                        };
-                        setv(r!(a), v);
-                    }
-                    Instr::Mul { a, b, c } | Instr::MulT { a, b, c } => {
-                        match (&*r!(b), &*r!(c)) {
-                            (Value::Int(x), Value::Int(y)) => {
-                                if let Some(s) = x.checked_mul(*y) {
-                                    setv(r!(a), Value::Int(s));
-                                    continue;
-                                }
-                            }
-                            (Value::Float(x), Value::Float(y)) => {
-                                let f = x * y;
-                                setv(r!(a), Value::Float(f));
+                        _ => {}
+                    },
+                    Instr::AddI { a, b, v } => match &*r!(b) {
+                        Value::Int(x) => {
+                            if let Some(s) = x.checked_add(v as i64) {
+                                setv(r!(a), Value::Int(s));
                                 continue;
                             }
-                            _ => {}
                         }
-                        let has_object = matches!(&*r!(b), Value::Object(_)) || matches!(&*r!(c), Value::Object(_));
-                        if let (Instr::MulT { .. }, true) = (ins, has_object) {
-                            // `x * y + z` on tensors: one fused pass (see Instr::MulT).
-                            // Scalars never look ahead (mixed int/float products stay cheap).
-                            if let Some((skip, d, rz, load)) = mul_add_partner(instrs, pc, a) {
-                                let z = match load {
-                                    Some(Instr::GetGlobal { g, .. }) => code.globals.get(g as usize).and_then(|s| if s.is_const { s.get_const().cloned() } else { s.get() }),
-                                    Some(Instr::LoadK { k, .. }) => code.consts.get(k as usize).cloned(),
-                                    _ => Some(dup(r!(rz))),
-                                };
-                                if let Some(v) = z.as_ref().and_then(|z| crate::tensor::fused::mul_add(r!(b), r!(c), z)) {
-                                    if let (Some(_), Some(z)) = (load, z) {
-                                        setv(r!(rz), z);
-                                    }
-                                    setv(r!(d), v);
-                                    pc += skip;
-                                    continue;
-                                }
-                            }
+                        Value::Float(x) => {
+                            let f = x + v as f64;
+                            setv(r!(a), Value::Float(f));
+                            continue;
                         }
-                        let v = match bin_fast(BinOp::Mul, r!(b), r!(c)) {
-                            Some(v) => v,
-                            None => tri!(ops::binary(BinOp::Mul, r!(b), r!(c))),
-                        };
-                        setv(r!(a), v);
-                    }
-                    Instr::AddI { a, b, v } => {
-                        match &*r!(b) {
-                            Value::Int(x) => {
-                                if let Some(s) = x.checked_add(v as i64) {
-                                    setv(r!(a), Value::Int(s));
-                                    continue;
-                                }
-                            }
-                            Value::Float(x) => {
-                                let f = x + v as f64;
-                                setv(r!(a), Value::Float(f));
-                                continue;
-                            }
-                            _ => {}
-                        }
-                        let res = tri!(ops::binary(BinOp::Add, r!(b), &Value::Int(v as i64)));
-                        setv(r!(a), res);
-                    }
+                        _ => {}
+                    },
                     Instr::Bin { op, a, b, c } => {
-                        let v = match bin_fast(op, r!(b), r!(c)) {
-                            Some(v) => v,
-                            None => tri!(ops::binary(op, r!(b), r!(c))),
-                        };
-                        setv(r!(a), v);
-                    }
-                    Instr::Unary { op, a, b } => {
-                        let v = match (op, &*r!(b)) {
-                            (UnaryOp::Not, x) => Value::Bool(!tri!(x.truthy())),
-                            (UnaryOp::Neg, Value::Int(x)) if *x != i64::MIN => Value::Int(-*x),
-                            (UnaryOp::Neg, Value::Float(x)) => Value::Float(-*x),
-                            (op, x) => tri!(ops::unary(op, x)),
-                        };
-                        setv(r!(a), v);
+                        if let Some(v) = bin_fast(op, r!(b), r!(c)) {
+                            setv(r!(a), v);
+                            continue;
+                        }
                     }
                     Instr::Cmp { op, a, b, c } => {
-                        let v = match cmp_fast(op, r!(b), r!(c)) {
-                            Some(v) => Value::Bool(v),
-                            // Objects (tensors) may compare elementwise.
-                            None if matches!(op, CmpOp::Is | CmpOp::IsNot) => Value::Bool(tri!(compare(op, r!(b), r!(c)))),
-                            None => tri!(ops::compare_value(op, r!(b), r!(c))),
-                        };
-                        setv(r!(a), v);
+                        if let Some(v) = cmp_fast(op, r!(b), r!(c)) {
+                            setv(r!(a), Value::Bool(v));
+                            continue;
+                        }
                     }
                     Instr::CmpJmp { op, a, b, jt } => {
-                        let v = match cmp_fast(op, r!(a), r!(b)) {
-                            Some(v) => v,
-                            None => tri!(compare(op, r!(a), r!(b))),
-                        };
-                        if v == jt {
-                            pc = jump_target(instrs, pc);
-                        } else {
-                            pc += 1;
+                        if let Some(v) = cmp_fast(op, r!(a), r!(b)) {
+                            jump_if!(v == jt)
                         }
                     }
                     Instr::CmpJmpI { op, a, v, jt } => {
-                        let res = match &*r!(a) {
-                            Value::Int(x) => cmp_int(op, *x, v as i64),
-                            other => tri!(compare(op, other, &Value::Int(v as i64))),
-                        };
-                        if res == jt {
-                            pc = jump_target(instrs, pc);
-                        } else {
-                            pc += 1;
+                        if let Value::Int(x) = &*r!(a) {
+                            jump_if!(cmp_int(op, *x, v as i64) == jt)
                         }
                     }
-                    Instr::Jmp { t } => pc = t as usize,
+                    Instr::Jmp { t } => {
+                        goto!(t);
+                        continue;
+                    }
                     Instr::JmpIf { a, t } => {
-                        let b = match &*r!(a) {
-                            Value::Bool(b) => *b,
-                            other => tri!(other.truthy()),
-                        };
-                        if b {
-                            pc = t as usize;
+                        if let Value::Bool(b) = &*r!(a) {
+                            if *b {
+                                goto!(t);
+                            }
+                            continue;
                         }
                     }
                     Instr::JmpIfNot { a, t } => {
-                        let b = match &*r!(a) {
-                            Value::Bool(b) => *b,
-                            other => tri!(other.truthy()),
-                        };
-                        if !b {
-                            pc = t as usize;
+                        if let Value::Bool(b) = &*r!(a) {
+                            if !*b {
+                                goto!(t);
+                            }
+                            continue;
                         }
                     }
-                    Instr::Call { a, n } => do_call!(a, n),
-                    Instr::CallK { a, k, n } => {
-                        let Some(f) = code.consts.get(k as usize) else { throw!(err(ErrorKind::Error, "internal error: bad constant")) };
-                        if let Value::Native(nf) = f {
-                            // The constant table (alive as long as this code) owns the function.
-                            let nf: *const NativeFn = Arc::as_ptr(nf);
-                            save_pc!();
-                            let args: Args = (1..=n as usize).map(|i| take(r!(a as usize + i))).collect();
-                            // SAFETY: see above; natives cannot free this code's constants.
-                            let nf = unsafe { &*nf };
-                            flush_before(&self.shared, nf);
-                            let res = nf.call(self, &args, &[]);
-                            refresh!();
-                            match res {
-                                Ok(v) => setv(r!(a), v),
-                                Err(e) => throw!(e),
+                    Instr::CheckBound { a, .. } => {
+                        if !matches!(&*r!(a), Value::Unbound) {
+                            continue;
+                        }
+                    }
+                    Instr::Call { a, n } => {
+                        // A closure with plain positional parameters, called with
+                        // exactly that many arguments: the registers are the frame.
+                        if let Value::Func(c) = &*r!(a) {
+                            if c.proto.simple && n == c.proto.nparams {
+                                let clo = Arc::as_ptr(c);
+                                save_pc!();
+                                match self.push_frame(base + a as usize, clo) {
+                                    Ok(()) => continue 'reload,
+                                    Err(e) => throw!(e),
+                                }
                             }
-                        } else {
-                            setv(r!(a), dup(f));
-                            do_call!(a, n)
                         }
                     }
                     Instr::CallGlobal { a, g, n } => {
-                        let Some(slot) = code.globals.get(g as usize) else { throw!(err(ErrorKind::Error, "internal error: bad global")) };
                         // A write-once global function: call it without touching its
                         // refcount. The slot (kept alive by this code object, which
                         // outlives the callee's frame) owns the closure.
-                        if let Some(Value::Func(c)) = slot.get_const() {
+                        if let Some(Value::Func(c)) = code.globals.get(g as usize).and_then(|s| s.get_const()) {
                             if c.proto.simple && n == c.proto.nparams {
+                                // `stack[base + a]` keeps whatever it held until the
+                                // return value replaces it.
                                 save_pc!();
-                                setv(r!(a), Value::None);
-                                tri!(self.push_frame(base + a as usize, Arc::as_ptr(c)));
-                                continue 'reload;
-                            }
-                        }
-                        let v = if slot.is_const { slot.get_const().cloned() } else { slot.get() };
-                        match v {
-                            Some(v) => setv(r!(a), v),
-                            None => throw!(err(ErrorKind::NameError, format!("name '{}' is not defined", slot.name))),
-                        }
-                        do_call!(a, n)
-                    }
-                    Instr::CallKw { a, n, k } => {
-                        save_pc!();
-                        let names = match code.consts.get(k as usize) {
-                            Some(Value::Tuple(t)) => t.clone(),
-                            _ => throw!(err(ErrorKind::Error, "internal error: bad keyword names")),
-                        };
-                        let n = n as usize;
-                        let f = take(r!(a));
-                        let pos: Args = (0..n).map(|i| take(r!(a as usize + 1 + i))).collect();
-                        let mut kw = Vec::with_capacity(names.0.len());
-                        for (j, name) in names.0.iter().enumerate() {
-                            let v = take(r!(a as usize + 1 + n + j));
-                            kw.push((Arc::<str>::from(name.as_str().unwrap_or("")), v));
-                        }
-                        let fpos = base + a as usize;
-                        let res = self.setup_call(fpos, f, pos, kw);
-                        refresh!();
-                        match res {
-                            Ok(None) => continue 'reload,
-                            Ok(Some(v)) => setv(r!(a), v),
-                            Err(e) => throw!(e),
-                        }
-                    }
-                    Instr::CallEx { a } => {
-                        save_pc!();
-                        let f = take(r!(a));
-                        let pos: Args = match take(r!(a as usize + 1)) {
-                            Value::List(l) => l.items.read().iter().cloned().collect(),
-                            Value::Tuple(t) => t.0.iter().cloned().collect(),
-                            other => tri!(ops::iterate(self, &other)).into_iter().collect(),
-                        };
-                        refresh!();
-                        let kw = match take(r!(a as usize + 2)) {
-                            Value::None => Vec::new(),
-                            Value::Dict(d) => {
-                                let mut kw = Vec::new();
-                                for (k, v) in d.map.read().iter() {
-                                    match k.value() {
-                                        Value::Str(s) => kw.push((Arc::<str>::from(s.as_str()), v.clone())),
-                                        other => throw!(type_err(format!("keywords must be strings, not {}", other.type_name()))),
-                                    }
-                                }
-                                kw
-                            }
-                            other => throw!(type_err(format!("argument after ** must be a dict, not {}", other.type_name()))),
-                        };
-                        let fpos = base + a as usize;
-                        let res = self.setup_call(fpos, f, pos, kw);
-                        refresh!();
-                        match res {
-                            Ok(None) => continue 'reload,
-                            Ok(Some(v)) => setv(r!(a), v),
-                            Err(e) => throw!(e),
-                        }
-                    }
-                    Instr::AppendTo { a, b, c, mv } => {
-                        if let Value::List(l) = &*r!(b) {
-                            let v = if mv { take(r!(c)) } else { dup(r!(c)) };
-                            l.items.write().push(v);
-                            setv(r!(a), Value::None);
-                            continue;
-                        }
-                        // Not a list: the general method call, through the caller interface.
-                        save_pc!();
-                        let recv = dup(r!(b));
-                        let arg = dup(r!(c));
-                        let res = match ops::get_attr(&recv, "append") {
-                            Ok(f) => Caller::call(self, &f, &[arg], &[]),
-                            Err(e) => Err(e),
-                        };
-                        refresh!();
-                        match res {
-                            Ok(v) => setv(r!(a), v),
-                            Err(e) => throw!(e),
-                        }
-                    }
-                    Instr::CallMethod { a, k, n } => {
-                        let name = match code.consts.get(k as usize) {
-                            Some(Value::Str(s)) => s.as_str(),
-                            _ => throw!(err(ErrorKind::Error, "internal error: bad method name")),
-                        };
-                        let recv_reg = a as usize + 1;
-                        // `xs.append(v)`: the hottest list method, done in place.
-                        if n == 1 && name == "append" {
-                            if let Value::List(l) = &*r!(recv_reg) {
-                                let v = take(r!(recv_reg + 1));
-                                l.items.write().push(v);
-                                setv(r!(a), Value::None);
-                                continue;
-                            }
-                        }
-                        // A struct's own method: call it with the receiver as `self`.
-                        if let Value::Struct(s) = &*r!(recv_reg) {
-                            if s.ty.field_index(name).is_none() {
-                                if let Some(m) = s.ty.methods.get(name) {
-                                    setv(r!(a), m.clone());
-                                    do_call!(a, n + 1);
-                                    continue;
-                                }
-                            }
-                        }
-                        if !matches!(&*r!(recv_reg), Value::Struct(_) | Value::Object(_) | Value::Module(_)) {
-                            if let Some(fp) = crate::builtins::method(r!(recv_reg), name) {
-                                save_pc!();
-                                let args: Args = (0..=n as usize).map(|i| take(r!(recv_reg + i))).collect();
-                                let res = fp(self, &args, &[]);
-                                refresh!();
-                                match res {
-                                    Ok(v) => setv(r!(a), v),
+                                match self.push_frame(base + a as usize, Arc::as_ptr(c)) {
+                                    Ok(()) => continue 'reload,
                                     Err(e) => throw!(e),
                                 }
-                                continue;
                             }
                         }
-                        let f = tri!(ops::get_attr(r!(recv_reg), name));
-                        setv(r!(a), f);
-                        for i in 0..n as usize {
-                            let v = take(r!(recv_reg + 1 + i));
-                            setv(r!(recv_reg + i), v);
-                        }
-                        do_call!(a, n)
                     }
                     Instr::Return { a } => {
                         if self.frames.len() > stop + 1 && base > 0 {
@@ -893,259 +745,66 @@ impl Executor {
                             };
                             // Pop first: the slot below `base` may own the callee's closure.
                             self.pop_frame();
-                            if let Some(dst) = self.stack.get_mut(base - 1) {
-                                match ret {
-                                    Ret::Int(i) => setv(dst, Value::Int(i)),
-                                    Ret::Float(f) => setv(dst, Value::Float(f)),
-                                    Ret::Bool(b) => setv(dst, Value::Bool(b)),
-                                    Ret::Val(v) => setv(dst, v),
-                                }
+                            // SAFETY: `base - 1` is the callee's slot in the caller's window.
+                            let dst = unsafe { &mut *self.stack.as_mut_ptr().add(base - 1) };
+                            match ret {
+                                Ret::Int(i) => setv(dst, Value::Int(i)),
+                                Ret::Float(f) => setv(dst, Value::Float(f)),
+                                Ret::Bool(b) => setv(dst, Value::Bool(b)),
+                                Ret::Val(v) => setv(dst, v),
                             }
                             continue 'reload;
                         }
-                        let v = take(r!(a));
-                        self.pop_frame();
-                        return Ok(v);
                     }
-                    Instr::ReturnNone => {
-                        self.pop_frame();
-                        if self.frames.len() <= stop {
-                            return Ok(Value::None);
-                        }
-                        if let Some(s) = self.stack.get_mut(base - 1) {
-                            *s = Value::None;
-                        }
-                        continue 'reload;
-                    }
-                    Instr::GetAttr { a, b, k } => {
-                        let name = match code.consts.get(k as usize) {
-                            Some(Value::Str(s)) => s.as_str(),
-                            _ => throw!(err(ErrorKind::Error, "internal error: bad attribute name")),
-                        };
-                        let v = match &*r!(b) {
-                            Value::Struct(s) => match s.ty.field_index(name) {
-                                Some(i) => s.fields.read().get(i).cloned().unwrap_or(Value::None),
-                                None => tri!(ops::get_attr(r!(b), name)),
-                            },
-                            other => tri!(ops::get_attr(other, name)),
-                        };
-                        setv(r!(a), v);
-                    }
-                    Instr::SetAttr { a, k, c } => {
-                        let name = match code.consts.get(k as usize) {
-                            Some(Value::Str(s)) => s.as_str(),
-                            _ => throw!(err(ErrorKind::Error, "internal error: bad attribute name")),
-                        };
-                        let v = dup(r!(c));
-                        tri!(ops::set_attr(r!(a), name, v));
-                    }
-                    Instr::GetIndex { a, b, c } => {
-                        let v = match (&*r!(b), &*r!(c)) {
-                            (Value::List(l), Value::Int(i)) => {
-                                let items = l.items.read();
-                                let n = items.len() as i64;
-                                let j = if *i < 0 { *i + n } else { *i };
-                                if j >= 0 && j < n {
-                                    items[j as usize].clone()
-                                } else {
-                                    drop(items);
-                                    tri!(ops::get_index(r!(b), r!(c)))
-                                }
+                    Instr::GetIndex { a, b, c } => match (&*r!(b), &*r!(c)) {
+                        (Value::List(l), Value::Int(i)) => {
+                            let items = l.items.read();
+                            let n = items.len() as i64;
+                            let j = if *i < 0 { *i + n } else { *i };
+                            if j >= 0 && j < n {
+                                let v = items[j as usize].clone();
+                                drop(items);
+                                setv(r!(a), v);
+                                continue;
                             }
-                            (Value::Dict(d), Value::Int(i)) => {
-                                let found = d.map.read().get_int(*i).map(dup);
-                                match found {
-                                    Some(v) => v,
-                                    None => tri!(ops::get_index(r!(b), r!(c))),
-                                }
+                        }
+                        (Value::Dict(d), Value::Int(i)) => {
+                            let found = d.map.read().get_int(*i).map(dup);
+                            if let Some(v) = found {
+                                setv(r!(a), v);
+                                continue;
                             }
-                            (x, i) => tri!(ops::get_index(x, i)),
-                        };
-                        setv(r!(a), v);
-                    }
-                    Instr::SetIndex { a, b, c } => {
-                        let v = dup(r!(c));
-                        if let (Value::List(l), Value::Int(i)) = (&*r!(a), &*r!(b)) {
+                        }
+                        _ => {}
+                    },
+                    Instr::SetIndex { a, b, c } => match (&*r!(a), &*r!(b)) {
+                        (Value::List(l), Value::Int(i)) => {
                             let mut items = l.items.write();
                             let n = items.len() as i64;
                             let j = if *i < 0 { *i + n } else { *i };
                             if j >= 0 && j < n {
-                                items[j as usize] = v;
+                                items[j as usize] = dup(r!(c));
                                 continue;
                             }
                         }
-                        if let (Value::Dict(d), Value::Int(i)) = (&*r!(a), &*r!(b)) {
-                            d.map.write().insert_int(*i, v);
+                        (Value::Dict(d), Value::Int(i)) => {
+                            d.map.write().insert_int(*i, dup(r!(c)));
                             continue;
                         }
-                        tri!(ops::set_index(r!(a), r!(b), v));
-                    }
-                    Instr::BuildList { a, b, n } => {
-                        let items: Vec<Value> = (0..n as usize).map(|i| take(r!(b as usize + i))).collect();
-                        setv(r!(a), Value::list(items));
-                    }
-                    Instr::BuildTuple { a, b, n } => {
-                        if n == u16::MAX {
-                            let v = match &*r!(b) {
-                                Value::List(l) => Value::tuple(l.items.read().clone()),
-                                other => other.clone(),
-                            };
-                            setv(r!(a), v);
-                        } else {
-                            let items: Vec<Value> = (0..n as usize).map(|i| take(r!(b as usize + i))).collect();
-                            setv(r!(a), Value::tuple(items));
-                        }
-                    }
-                    Instr::BuildDict { a, b, n } => {
-                        let mut map = DictMap::with_capacity(n as usize);
-                        for i in 0..n as usize {
-                            let k = take(r!(b as usize + 2 * i));
-                            let v = take(r!(b as usize + 2 * i + 1));
-                            map.insert(tri!(ops::hash_key(&k)), v);
-                        }
-                        setv(r!(a), Value::dict(map));
-                    }
-                    Instr::ListAppend { a, b } => {
-                        let v = dup(r!(b));
-                        match &*r!(a) {
-                            Value::List(l) => l.items.write().push(v),
-                            other => throw!(type_err(format!("cannot append to {}", other.type_name()))),
-                        }
-                    }
-                    Instr::ListExtend { a, b } => {
-                        let src = dup(r!(b));
-                        save_pc!();
-                        let items = match &src {
-                            Value::List(l) => l.items.read().clone(),
-                            Value::Tuple(t) => t.0.to_vec(),
-                            other => {
-                                let r = ops::iterate(self, other);
-                                refresh!();
-                                tri!(r)
-                            }
-                        };
-                        match &*r!(a) {
-                            Value::List(l) => l.items.write().extend(items),
-                            other => throw!(type_err(format!("cannot extend {}", other.type_name()))),
-                        }
-                    }
-                    Instr::DictSet { a, b, c } => {
-                        let key = tri!(ops::hash_key(r!(b)));
-                        let v = dup(r!(c));
-                        match &*r!(a) {
-                            Value::Dict(d) => {
-                                d.map.write().insert(key, v);
-                            }
-                            other => throw!(type_err(format!("cannot set a key of {}", other.type_name()))),
-                        }
-                    }
-                    Instr::DictUpdate { a, b } => {
-                        let entries: Vec<(HashKey, Value)> = match &*r!(b) {
-                            Value::Dict(d) => d.map.read().iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-                            other => throw!(type_err(format!("argument after ** must be a dict, not {}", other.type_name()))),
-                        };
-                        match &*r!(a) {
-                            Value::Dict(d) => d.map.write().extend(entries),
-                            other => throw!(type_err(format!("cannot update {}", other.type_name()))),
-                        }
-                    }
-                    Instr::BuildSlice { a, b } => {
-                        let s = SliceObj { start: dup(r!(b)), stop: dup(r!(b as usize + 1)), step: dup(r!(b as usize + 2)) };
-                        setv(r!(a), Value::Slice(Arc::new(s)));
-                    }
-                    Instr::BuildRange { a, b, c } => {
-                        let start = tri!(call::range_int(r!(b)));
-                        let stop = tri!(call::range_int(r!(c)));
-                        setv(r!(a), Value::Range(Arc::new(RangeObj { start, stop, step: 1 })));
-                    }
-                    Instr::ForPrep { a } => {
-                        let v = take(r!(a));
-                        // A stream (a channel): items are pulled one at a time by
-                        // calling its `__next__` hook (`(item,)` or `none`).
-                        let stream = match &v {
-                            Value::Object(o) => o.0.get_attr(&v, "__next__"),
-                            _ => None,
-                        };
-                        let prepared = match v {
-                            Value::List(_) | Value::Tuple(_) | Value::Range(_) => v,
-                            Value::Str(ref s) if s.is_ascii() => v,
-                            Value::Dict(d) => Value::tuple(d.map.read().keys().map(|k| k.value().clone()).collect()),
-                            Value::Object(_) if stream.is_some() => match stream {
-                                Some(hook) => tri!(hook),
-                                None => v,
-                            },
-                            other => {
-                                save_pc!();
-                                let items = ops::iterate(self, &other);
-                                refresh!();
-                                Value::tuple(tri!(items))
-                            }
-                        };
-                        setv(r!(a), prepared);
-                        setv(r!(a as usize + 1), Value::Int(0));
-                    }
-                    Instr::ForNext { a, b } => {
-                        if matches!(&*r!(a), Value::Native(_) | Value::BoundMethod(_) | Value::Func(_)) {
-                            let hook = dup(r!(a));
-                            save_pc!();
-                            let res = self.call_value(&hook, &[], &[]);
-                            refresh!();
-                            match tri!(res) {
-                                Value::Tuple(t) if t.0.len() == 1 => {
-                                    let v = t.0[0].clone();
-                                    setv(r!(b), v);
-                                    pc += 1;
-                                }
-                                Value::None => pc = jump_target(instrs, pc),
-                                other => throw!(type_err(format!(
-                                    "__next__ must return a 1-tuple or none, not '{}'",
-                                    other.type_name()
-                                ))),
-                            }
+                        _ => {}
+                    },
+                    Instr::AppendTo { a, b, c, mv } => {
+                        if let Value::List(l) = &*r!(b) {
+                            let v = if mv { take(r!(c)) } else { dup(r!(c)) };
+                            l.items.write().push(v);
+                            setv(r!(a), Value::None);
                             continue;
                         }
-                        let i = match &*r!(a as usize + 1) {
-                            Value::Int(i) => *i,
-                            _ => 0,
-                        };
-                        let item = match &*r!(a) {
-                            Value::List(l) => l.items.read().get(i as usize).cloned(),
-                            Value::Tuple(t) => t.0.get(i as usize).cloned(),
-                            Value::Range(rg) => {
-                                // The i-th element, in range while it has not reached `stop`
-                                // (no length division per step; overflow ends the range).
-                                match i.checked_mul(rg.step).and_then(|d| rg.start.checked_add(d)) {
-                                    Some(x) if (rg.step > 0 && x < rg.stop) || (rg.step < 0 && x > rg.stop) => Some(Value::Int(x)),
-                                    _ => None,
-                                }
-                            }
-                            Value::Str(s) => s.as_str().as_bytes().get(i as usize).map(|&c| Value::str((c as char).to_string())),
-                            _ => None,
-                        };
-                        match item {
-                            Some(v) => {
-                                setv(r!(b), v);
-                                setv(r!(a as usize + 1), Value::Int(i + 1));
-                                pc += 1;
-                            }
-                            None => pc = jump_target(instrs, pc),
-                        }
                     }
-                    Instr::ForRangePrep { a, b } => {
-                        let start = tri!(call::range_int(r!(a)));
-                        let stop = tri!(call::range_int(r!(a as usize + 1)));
-                        let step = tri!(call::range_int(r!(a as usize + 2)));
-                        if step == 0 {
-                            throw!(err(ErrorKind::ValueError, "range() arg 3 must not be zero"));
-                        }
-                        setv(r!(a), Value::Int(start));
-                        setv(r!(a as usize + 1), Value::Int(stop));
-                        setv(r!(a as usize + 2), Value::Int(step));
-                        if (step > 0 && start < stop) || (step < 0 && start > stop) {
-                            setv(r!(b), Value::Int(start));
-                            pc += 1;
-                        } else {
-                            pc = jump_target(instrs, pc);
+                    Instr::ToStr { a, b } => {
+                        if let Value::Int(i) = *r!(b) {
+                            setv(r!(a), Value::Str(Arc::new(StrObj::from_int(i))));
+                            continue;
                         }
                     }
                     Instr::ForRangeLoop { a, b } => {
@@ -1155,171 +814,48 @@ impl Executor {
                                 if (step > 0 && next < stop) || (step < 0 && next > stop) {
                                     setv(r!(a), Value::Int(next));
                                     setv(r!(b), Value::Int(next));
-                                    pc = jump_target(instrs, pc);
+                                    follow_jmp!();
                                     continue;
                                 }
                             }
-                        }
-                        pc += 1;
-                    }
-                    Instr::Unpack { a, b, n } => {
-                        let src = dup(r!(b));
-                        save_pc!();
-                        let res = call::unpack(self, &src, n as usize, None);
-                        refresh!();
-                        let items = tri!(res);
-                        for (i, v) in items.into_iter().enumerate() {
-                            setv(r!(a as usize + i), v);
+                            skip_jmp!();
+                            continue;
                         }
                     }
-                    Instr::UnpackEx { a, b, before, after } => {
-                        let src = dup(r!(b));
-                        save_pc!();
-                        let res = call::unpack(self, &src, before as usize, Some(after as usize));
-                        refresh!();
-                        let items = tri!(res);
-                        for (i, v) in items.into_iter().enumerate() {
-                            setv(r!(a as usize + i), v);
-                        }
-                    }
-                    Instr::MakeFunc { a, p, b } => {
-                        let Some(proto) = code.protos.get(p as usize) else { throw!(err(ErrorKind::Error, "internal error: bad function")) };
-                        let nd = proto.ndefaults as usize;
-                        let defaults: Box<[Value]> = (0..nd).map(|i| dup(r!(b as usize + i))).collect();
-                        let mut j = nd;
-                        let kwdefaults: Box<[Option<Value>]> = proto
-                            .kwonly_has_default
-                            .iter()
-                            .map(|&has| {
-                                if has {
-                                    j += 1;
-                                    Some(dup(r!(b as usize + j - 1)))
-                                } else {
-                                    None
+                    Instr::ForNext { a, b } => {
+                        if let Value::Int(i) = *r!(a as usize + 1) {
+                            let item = match &*r!(a) {
+                                Value::List(l) => Some(l.items.read().get(i as usize).cloned()),
+                                Value::Tuple(t) => Some(t.0.get(i as usize).cloned()),
+                                _ => None,
+                            };
+                            match item {
+                                Some(Some(v)) => {
+                                    setv(r!(b), v);
+                                    setv(r!(a as usize + 1), Value::Int(i + 1));
+                                    skip_jmp!();
+                                    continue;
                                 }
-                            })
-                            .collect();
-                        let mut free = Vec::with_capacity(proto.captures.len());
-                        for cap in proto.captures.iter() {
-                            let cell = match cap {
-                                Capture::Cell(c) => self.cells.get(fr.cell_base as usize + *c as usize).cloned(),
-                                Capture::Free(c) => clo.free.get(*c as usize).cloned(),
-                            };
-                            match cell {
-                                Some(c) => free.push(c),
-                                None => throw!(err(ErrorKind::Error, "internal error: bad capture")),
+                                Some(None) => {
+                                    follow_jmp!();
+                                    continue;
+                                }
+                                None => {}
                             }
                         }
-                        let f = Closure { name: proto.name.to_string(), proto: proto.clone(), defaults, kwdefaults, free: free.into_boxed_slice() };
-                        setv(r!(a), Value::Func(Arc::new(f)));
                     }
-                    Instr::MakeStruct { a, p, b } => {
-                        let Some(sp) = code.structs.get(p as usize) else { throw!(err(ErrorKind::Error, "internal error: bad struct")) };
-                        let ndef = sp.has_default.iter().filter(|d| **d).count();
-                        let vals: Vec<Value> = (0..ndef + sp.methods.len()).map(|i| dup(r!(b as usize + i))).collect();
-                        setv(r!(a), call::make_struct_type(sp, vals));
-                    }
-                    Instr::Raise { a } => {
-                        let e = match &*r!(a) {
-                            Value::Error(e) => {
-                                e.trace.lock().clear();
-                                e.clone()
-                            }
-                            Value::Kind(k) => err(*k, ""),
-                            other => type_err(format!("raise needs an error value such as ValueError(\"…\"), not {}", other.type_name())),
-                        };
-                        throw!(e)
-                    }
-                    Instr::Reraise { a } => {
-                        let e = if a == NO_REG {
-                            err(ErrorKind::Error, "a bare 'raise' is only allowed inside an except block")
-                        } else {
-                            match &*r!(a) {
-                                Value::Error(e) => e.clone(),
-                                _ => err(ErrorKind::Error, "internal error: nothing to re-raise"),
-                            }
-                        };
-                        throw!(e)
-                    }
-                    Instr::CheckBound { a, k } => {
-                        if matches!(&*r!(a), Value::Unbound) {
-                            let name = match code.consts.get(k as usize) {
-                                Some(Value::Str(s)) => s.as_str().to_string(),
-                                _ => "?".to_string(),
-                            };
-                            throw!(err(
-                                ErrorKind::NameError,
-                                format!("cannot access local variable '{name}' where it is not associated with a value")
-                            ));
-                        }
-                    }
-                    Instr::AssertFail { a } => {
-                        let msg = if a == NO_REG { String::new() } else { format::str_of(r!(a)) };
-                        throw!(err(ErrorKind::AssertionError, msg))
-                    }
-                    Instr::PushHandler { a, t } => {
-                        self.handlers.push(Handler { frame: (self.frames.len() - 1) as u32, target: t, reg: a });
-                    }
-                    Instr::PopHandler => {
-                        self.handlers.pop();
-                    }
-                    Instr::ExcMatch { a, b, c } => {
-                        let m = match &*r!(b) {
-                            Value::Error(e) if c == NO_REG => e.exit.is_none(),
-                            Value::Error(e) => tri!(call::error_matches(e, r!(c))),
-                            _ => false,
-                        };
-                        setv(r!(a), Value::Bool(m));
-                    }
-                    Instr::ToStr { a, b } => {
-                        let v = match &*r!(b) {
-                            Value::Str(_) => dup(r!(b)),
-                            Value::Int(i) => Value::Str(Arc::new(StrObj::from_int(*i))),
-                            other => Value::str(format::str_of(other)),
-                        };
-                        setv(r!(a), v);
-                    }
-                    Instr::ToRepr { a, b } => {
-                        let v = Value::str(format::repr_of(r!(b)));
-                        setv(r!(a), v);
-                    }
-                    Instr::Format { a, b, c } => {
-                        let spec = r!(c).as_str().unwrap_or("").to_string();
-                        let s = tri!(format::format_value(r!(b), &spec));
-                        setv(r!(a), Value::str(s));
-                    }
-                    Instr::ParFor { a, n, range } => {
-                        // `parallel for`: the chunks run on the pool (crate::par::parfor);
-                        // this thread runs the first and waits for the rest.
-                        let a = a as usize;
-                        let f = take(r!(a));
-                        let iter = if range {
-                            crate::par::parfor::LoopIter::Range(dup(r!(a + 1)), dup(r!(a + 2)), dup(r!(a + 3)))
-                        } else {
-                            crate::par::parfor::LoopIter::Items(take(r!(a + 1)))
-                        };
-                        let inits: Vec<(Value, Value)> = (0..n as usize).map(|j| (take(r!(a + 4 + 2 * j)), take(r!(a + 5 + 2 * j)))).collect();
-                        save_pc!();
-                        let res = crate::par::parfor::run_loop(self, &f, iter, inits);
-                        refresh!();
-                        match res {
-                            Ok((first, rest)) => {
-                                setv(r!(a), first);
-                                setv(r!(a + 1), rest);
-                            }
-                            Err(e) => throw!(e),
-                        }
-                    }
-                    Instr::Concat { a, b, n } => {
-                        let mut s = String::new();
-                        for i in 0..n as usize {
-                            match &*r!(b as usize + i) {
-                                Value::Str(x) => s.push_str(x.as_str()),
-                                other => s.push_str(&format::str_of(other)),
-                            }
-                        }
-                        setv(r!(a), Value::str(s));
-                    }
+                    _ => {}
+                }
+                // Everything else, and the cases above whose fast path did not apply.
+                let mut pc = pc!();
+                let flow = self.slow(*ins, &mut pc, stop);
+                goto!(pc);
+                regs = unsafe { self.stack.as_mut_ptr().add(base) };
+                match flow {
+                    Flow::Next => {}
+                    Flow::Reload => continue 'reload,
+                    Flow::Throw(e) => throw!(e),
+                    Flow::Return(v) => return Ok(v),
                 }
             }
         }
