@@ -140,12 +140,16 @@ enum Ret {
 /// store-to-load forwarding).
 #[inline(always)]
 fn copy_to(dst: &mut Value, src: &Value) {
-    match *src {
-        Value::Int(i) => setv(dst, Value::Int(i)),
-        Value::Float(f) => setv(dst, Value::Float(f)),
-        Value::Bool(b) => setv(dst, Value::Bool(b)),
+    // The payloads are read on their own (see `dup`): without that, LLVM
+    // merges these arms into one 16-byte copy, which stalls on store
+    // forwarding when `src` was just written as a tag plus a payload.
+    // SAFETY: plain reads of valid, aligned fields.
+    match src {
+        Value::Int(i) => setv(dst, Value::Int(unsafe { std::ptr::read_volatile(i) })),
+        Value::Float(f) => setv(dst, Value::Float(unsafe { std::ptr::read_volatile(f) })),
+        Value::Bool(b) => setv(dst, Value::Bool(unsafe { std::ptr::read_volatile(b) })),
         Value::None => setv(dst, Value::None),
-        ref other => {
+        other => {
             let v = other.clone();
             setv(dst, v)
         }
@@ -736,24 +740,25 @@ impl Executor {
                     }
                     Instr::Return { a } => {
                         if self.frames.len() > stop + 1 && base > 0 {
+                            // The callee's slot in the caller's window; the frame is
+                            // popped first, as that slot may own the callee's closure.
                             // Scalars travel in a Rust local (no 16-byte temporary).
-                            let ret = match *r!(a) {
-                                Value::Int(i) => Ret::Int(i),
-                                Value::Float(f) => Ret::Float(f),
-                                Value::Bool(b) => Ret::Bool(b),
-                                _ => Ret::Val(std::mem::replace(r!(a), Value::None)),
-                            };
-                            // Pop first: the slot below `base` may own the callee's closure.
-                            self.pop_frame();
-                            // SAFETY: `base - 1` is the callee's slot in the caller's window.
-                            let dst = unsafe { &mut *self.stack.as_mut_ptr().add(base - 1) };
-                            match ret {
-                                Ret::Int(i) => setv(dst, Value::Int(i)),
-                                Ret::Float(f) => setv(dst, Value::Float(f)),
-                                Ret::Bool(b) => setv(dst, Value::Bool(b)),
-                                Ret::Val(v) => setv(dst, v),
+                            macro_rules! ret {
+                                ($v:expr) => {{
+                                    self.pop_frame();
+                                    // SAFETY: `base - 1` lies in the caller's window.
+                                    setv(unsafe { &mut *self.stack.as_mut_ptr().add(base - 1) }, $v);
+                                    continue 'reload;
+                                }};
                             }
-                            continue 'reload;
+                            match *r!(a) {
+                                Value::Int(i) => ret!(Value::Int(i)),
+                                Value::Float(f) => ret!(Value::Float(f)),
+                                _ => {
+                                    let v = std::mem::replace(r!(a), Value::None);
+                                    ret!(v)
+                                }
+                            }
                         }
                     }
                     Instr::GetIndex { a, b, c } => match (&*r!(b), &*r!(c)) {
