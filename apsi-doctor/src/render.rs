@@ -19,6 +19,11 @@ pub fn json(apsi_version: &str, checks: &[Check]) -> Value {
     Value::Object(m)
 }
 
+/// [`json`] as pretty-printed text.
+pub fn json_text(apsi_version: &str, checks: &[Check]) -> String {
+    serde_json::to_string_pretty(&json(apsi_version, checks)).unwrap_or_default()
+}
+
 /// One line per check, the fix under each problem, and a closing tally.
 /// `color`: ANSI colours on the markers; `verbose`: the details too.
 pub fn text(checks: &[Check], color: bool, verbose: bool) -> String {

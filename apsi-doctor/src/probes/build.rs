@@ -36,7 +36,7 @@ pub fn probe(apsi_version: &str, features: &[(&str, bool)], modules: &[(String, 
         c
     } else {
         c.fix(format!(
-            "a lean build: to add what is left out, rebuild with `cargo install apsi-cli --features {}` (or `cargo build --release --features …`)",
+            "a lean build: to add what is left out, rebuild from the sources with `cargo install --path apsi-cli --features {}`",
             off.join(",")
         ))
     }

@@ -24,7 +24,11 @@ pub fn probe(env: &Env) -> Check {
     let allowed_list = field(&status, "Cpus_allowed_list").map(str::to_string);
     let allowed = allowed_list.as_deref().and_then(count_list);
     let quota = cgroup_quota(env);
-    let base = allowed.or(logical).unwrap_or(1).max(1);
+    let base = match (allowed, logical) {
+        (Some(a), Some(l)) => a.min(l),
+        (a, l) => a.or(l).unwrap_or(1),
+    }
+    .max(1);
     let usable = match quota {
         Some(q) if q > 0.0 => base.min((q.ceil() as usize).max(1)),
         _ => base,

@@ -125,7 +125,19 @@ fn report(f: Found, notes: Vec<String>) -> Check {
             s
         })
         .collect();
-    let mut summary = names.join("; ");
+    // Identical GPUs once, with a count: "2× NVIDIA H100 80GB HBM3".
+    let mut groups: Vec<(String, usize)> = Vec::new();
+    for n in names {
+        match groups.iter_mut().find(|g| g.0 == n) {
+            Some(g) => g.1 += 1,
+            None => groups.push((n, 1)),
+        }
+    }
+    let mut summary = groups
+        .iter()
+        .map(|(n, k)| if *k > 1 { format!("{k}× {n}") } else { n.clone() })
+        .collect::<Vec<_>>()
+        .join("; ");
     if let Some(d) = &f.driver_version {
         summary.push_str(&format!(", driver {d}"));
     }
