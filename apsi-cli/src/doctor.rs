@@ -205,9 +205,13 @@ fn native_check() -> Check {
 #[cfg(feature = "pkg")]
 mod pkg_checks {
     use super::*;
+    use apsi_pkg::archive::MARKER;
     use apsi_pkg::config::RegistryConfig;
+    use apsi_pkg::digest::sha256_file;
     use apsi_pkg::home::Home;
-    use apsi_pkg::ops::{self, Ctx, Options, Quiet};
+    use apsi_pkg::ops;
+    use apsi_pkg::session::Session;
+    use apsi_pkg::store::Store;
     use apsi_pkg::transport::Transport;
     use std::time::Duration;
 
@@ -216,7 +220,9 @@ mod pkg_checks {
     pub const REGISTRY_LIMIT: Duration = Duration::from_secs(4);
 
     /// Installed packages, and whether each still verifies against the signed
-    /// index cached by the last online `apsi pkg` (no network is used).
+    /// index cached by the last online `apsi pkg` (no network is used, and
+    /// unlike `apsi pkg verify` nothing is removed: a corrupt archive stays
+    /// for `apsi pkg install` to replace).
     pub fn packages(env: &Env) -> Check {
         let Some(root) = env.home.clone() else {
             return Check::skip("packages", "no Apsi home (APSI_HOME and HOME unset)");
@@ -243,13 +249,6 @@ mod pkg_checks {
             .iter()
             .map(|p| serde_json::json!({"name": p.name, "version": p.version, "kind": p.kind, "target": p.target}))
             .collect();
-        let verified = RegistryConfig::from_env(&home).and_then(|cfg| {
-            let opts = Options {
-                offline: true,
-                ..Options::default()
-            };
-            ops::verify(&Ctx::new(home.clone(), cfg, opts, &Quiet), &[])
-        });
         let what = format!(
             "{} installed ({} backend{}{})",
             installed.len(),
@@ -261,38 +260,72 @@ mod pkg_checks {
                 format!(": {}", backends.join(", "))
             }
         );
-        match verified {
-            Err(e) => Check::warn(
-                "packages",
-                format!("{what}; their signatures could not be checked: {}", e.message),
-            )
-            .detail("installed", listed)
-            .fix("run `apsi pkg verify` online to refresh the signed index, and check the registry settings"),
-            Ok(v) => {
-                let bad: Vec<String> = v
-                    .iter()
-                    .filter(|x| !x.ok)
-                    .map(|x| format!("{} {}: {}", x.name, x.version, x.problems.join("; ")))
-                    .collect();
-                let c = Check::ok("packages", format!("{what}, all verify against the signed index"))
-                    .detail("installed", listed)
-                    .detail("failed", bad.clone());
-                if bad.is_empty() {
-                    c
-                } else {
-                    let names: Vec<&str> = v.iter().filter(|x| !x.ok).map(|x| x.name.as_str()).collect();
-                    Check {
-                        status: apsi_doctor::Status::Error,
-                        summary: format!("{what}; {} do not verify: {}", bad.len(), bad.join(" | ")),
-                        ..c
-                    }
-                    .fix(format!(
-                        "reinstall them: `apsi pkg install {}` (do not use them until then)",
-                        names.join(" ")
-                    ))
-                }
+        let session = RegistryConfig::from_env(&home)
+            .and_then(|cfg| Session::open(&home, &cfg, true, Duration::from_secs(3), apsi_pkg::trust::now_secs()));
+        let session = match session {
+            Ok(s) => s,
+            Err(e) => {
+                return Check::warn(
+                    "packages",
+                    format!("{what}; their signatures could not be checked: {}", e.message),
+                )
+                .detail("installed", listed)
+                .fix("run `apsi pkg verify` (online) to refresh the signed index, and check the registry settings")
+            }
+        };
+        let store = Store::new(home.store());
+        let mut bad: Vec<(String, String)> = Vec::new();
+        for rec in &installed {
+            let mut problems: Vec<String> = Vec::new();
+            match session.lines(&rec.name) {
+                Ok(lines) => match lines.iter().find(|l| l.vers == rec.version && l.target == rec.target) {
+                    Some(l) if l.cksum == rec.cksum => match sha256_file(&store.archive_path(&l.cksum)) {
+                        Ok((h, n)) if h == l.cksum && n == l.size => {}
+                        Ok(_) => {
+                            problems.push("its archive in the store does not match the signed sha256 (corrupt)".into())
+                        }
+                        Err(_) => problems.push("its archive is missing from the store".into()),
+                    },
+                    Some(l) => problems.push(format!(
+                        "the signed index now gives sha256 {}, the installed one is {}",
+                        l.cksum, rec.cksum
+                    )),
+                    None => problems.push("the signed index no longer lists this version".into()),
+                },
+                Err(e) => problems.push(e.message),
+            }
+            if !store.tree_path(&rec.cksum).join(MARKER).is_file() {
+                problems.push("its extracted files are incomplete".into());
+            }
+            if !problems.is_empty() {
+                bad.push((
+                    rec.name.clone(),
+                    format!("{} {}: {}", rec.name, rec.version, problems.join("; ")),
+                ));
             }
         }
+        let c = Check::ok("packages", format!("{what}, all verify against the signed index"))
+            .detail("installed", listed)
+            .detail("failed", bad.iter().map(|b| b.1.clone()).collect::<Vec<_>>())
+            .detail("index_warnings", session.warnings.clone());
+        if bad.is_empty() {
+            return c;
+        }
+        let names: Vec<&str> = bad.iter().map(|b| b.0.as_str()).collect();
+        Check {
+            status: apsi_doctor::Status::Error,
+            summary: format!(
+                "{what}; {} do{} not verify: {}",
+                bad.len(),
+                if bad.len() == 1 { "es" } else { "" },
+                bad.iter().map(|b| b.1.as_str()).collect::<Vec<_>>().join(" | ")
+            ),
+            ..c
+        }
+        .fix(format!(
+            "do not use them until reinstalled: `apsi pkg install {}`",
+            names.join(" ")
+        ))
     }
 
     /// Whether the registry answers with its `config.json` (skipped offline).
