@@ -8,7 +8,7 @@
 //! error, 2 doctor itself failed (bad options, a probe thread that cannot start).
 
 use apsi_doctor::{probes, render, Check, Env, Probe};
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -126,11 +126,19 @@ pub fn main(argv: &[String]) -> u8 {
         }
     };
     let version = apsi_core::VERSION;
-    if opts.json {
-        println!("{}", render::json_text(version, &checks));
+    let text = if opts.json {
+        format!("{}\n", render::json_text(version, &checks))
     } else {
         let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal();
-        print!("{}", render::text(&checks, color, opts.verbose));
+        render::text(&checks, color, opts.verbose)
+    };
+    // A closed pipe (`apsi doctor | head -1`) is not a failure of doctor's.
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("error: apsi doctor cannot write its report: {e}");
+            return 2;
+        }
     }
     render::exit_code(&checks, opts.strict)
 }

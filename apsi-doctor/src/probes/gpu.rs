@@ -5,6 +5,7 @@
 //!    `/proc/driver/nvidia/gpus/<bus>/information`) and the PCI devices under
 //!    `/sys/bus/pci/devices` (which also show a GPU whose driver is missing);
 //! 3. `nvidia-smi` (with a time limit), live machine only.
+//!
 //! No GPU is a warning (the CPU back end needs none); a GPU without a
 //! working driver is an error.
 

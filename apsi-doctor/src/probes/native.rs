@@ -61,7 +61,11 @@ pub fn probe(candidates: &[PathBuf], abi_symbol: &str, how_to_get: &str) -> Chec
         summary.push_str(&format!(", compiling for {c}"));
     }
     summary.push_str(&format!(" ({shown})"));
+    let note = (host_cpu.as_deref() == Some("generic")).then_some(
+        "this LLVM does not know the processor by name; code is still compiled for the CPU features it detects",
+    );
     Check::ok("native", summary)
+        .detail_opt("note", note)
         .detail("found", true)
         .detail("path", shown)
         .detail_opt("llvm_version", llvm_version)

@@ -8,8 +8,11 @@ use crate::check::Check;
 use crate::env::{field, Env};
 use serde_json::{Map, Value};
 
-/// (detail key, label, x86 `/proc/cpuinfo` flag).
-pub const X86: &[(&str, &str, &str)] = &[
+/// (detail key, label, the word in `/proc/cpuinfo`).
+pub type Feature = (&'static str, &'static str, &'static str);
+
+/// x86-64: the `flags` words.
+pub const X86: &[Feature] = &[
     ("sse4_2", "SSE4.2", "sse4_2"),
     ("avx2", "AVX2", "avx2"),
     ("fma", "FMA", "fma"),
@@ -21,8 +24,8 @@ pub const X86: &[(&str, &str, &str)] = &[
     ("amx_int8", "AMX INT8", "amx_int8"),
 ];
 
-/// (detail key, label, Arm `Features` word).
-pub const ARM: &[(&str, &str, &str)] = &[
+/// Arm: the `Features` words.
+pub const ARM: &[Feature] = &[
     ("neon", "NEON", "asimd"),
     ("sve", "SVE", "sve"),
     ("sve2", "SVE2", "sve2"),
@@ -31,7 +34,7 @@ pub const ARM: &[(&str, &str, &str)] = &[
 
 pub fn probe(env: &Env) -> Check {
     let cpuinfo = env.read(&env.proc("cpuinfo")).unwrap_or_default();
-    let (table, have, source): (&[(&str, &str, &str)], Vec<bool>, &str) = if env.live && cfg!(target_arch = "x86_64") {
+    let (table, have, source): (&[Feature], Vec<bool>, &str) = if env.live && cfg!(target_arch = "x86_64") {
         (X86, X86.iter().map(|(k, _, _)| cpuid_has(k)).collect(), "cpuid")
     } else if let Some(flags) = field(&cpuinfo, "flags") {
         let words: Vec<&str> = flags.split_whitespace().collect();
