@@ -318,3 +318,23 @@ fn version_and_doctor_list_the_build() {
         assert!(feats.contains_key(f), "{b}");
     }
 }
+
+#[test]
+fn fixture_roots_can_come_from_the_environment() {
+    let home = tempfile::tempdir().unwrap();
+    let root = fixture("no-driver");
+    let o = Command::new(env!("CARGO_BIN_EXE_apsi"))
+        .args(["doctor", "--json", "--offline"])
+        .env("APSI_HOME", home.path())
+        .env("APSI_DOCTOR_PROC", root.join("proc"))
+        .env("APSI_DOCTOR_SYS", root.join("sys"))
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(check(&doc, "gpu")["status"], "error");
+    assert_eq!(
+        check(&doc, "cpu")["details"]["model"],
+        "Intel(R) Xeon(R) Platinum 8480+"
+    );
+    assert_eq!(o.status.code(), Some(1));
+}

@@ -52,7 +52,7 @@ pub const SMI_LIMIT: Duration = Duration::from_secs(5);
 pub fn probe(env: &Env) -> Check {
     let mut notes: Vec<String> = Vec::new();
     let lib = if env.live {
-        match from_driver_library() {
+        match from_driver_library(env) {
             Ok(f) if !f.gpus.is_empty() => return report(f, notes),
             Ok(f) => {
                 notes.push("the driver library loaded but reports no devices".into());
@@ -169,7 +169,7 @@ const ATTR_CC_MINOR: c_int = 76;
 const CUDA_ERROR_NO_DEVICE: c_int = 100;
 
 /// Asks `libcuda.so.1`. `Err` says why it could not.
-pub fn from_driver_library() -> Result<Found, String> {
+pub fn from_driver_library(env: &Env) -> Result<Found, String> {
     let lib = Library::open("libcuda.so.1").map_err(|e| format!("not loadable ({e})"))?;
     let sym = |n: &str| lib.symbol(n).ok_or_else(|| format!("libcuda.so.1 has no {n}"));
     // SAFETY: each symbol has the documented CUDA driver API signature named by its type.
@@ -230,8 +230,9 @@ pub fn from_driver_library() -> Result<Found, String> {
             });
         }
         // The kernel module's version is not in the driver API; the file has it.
-        let driver_version =
-            crate::env::read_small("/proc/driver/nvidia/version".as_ref()).and_then(|t| nvrm_version(&t));
+        let driver_version = env
+            .read(&env.proc("driver/nvidia/version"))
+            .and_then(|t| nvrm_version(&t));
         Ok(Found {
             source: "driver library",
             driver_version,
