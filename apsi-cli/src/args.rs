@@ -11,6 +11,8 @@ pub enum Command {
     Repl(RunOptions),
     /// `apsi pkg …`: the arguments after `pkg`.
     Pkg(Vec<String>),
+    /// `apsi doctor …`: the arguments after `doctor`.
+    Doctor(Vec<String>),
     Version,
     Help(Option<String>),
 }
@@ -56,6 +58,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("check FILE…", "check programs without running them"),
     ("repl", "start the interactive prompt (also: apsi alone)"),
     ("pkg COMMAND …", "install and manage packages (apsi pkg --help)"),
+    ("doctor [--json]", "check what this machine and build can do (apsi help doctor)"),
     ("help [COMMAND]", "show help"),
 ];
 
@@ -70,6 +73,7 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         "help" => Ok(Command::Help(args.get(1).cloned())),
         "run" => parse_run(&args[1..]).map(Command::Run),
         "pkg" => Ok(Command::Pkg(args[1..].to_vec())),
+        "doctor" => Ok(Command::Doctor(args[1..].to_vec())),
         "repl" => {
             let opts = parse_run_flags(&args[1..], false)?;
             Ok(Command::Repl(opts))
@@ -100,7 +104,7 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         other if other.ends_with(".apsi") || std::path::Path::new(other).is_file() => parse_run(args).map(Command::Run),
         other => Err(usage(
             format!("unknown command '{other}'"),
-            Some("commands are run, check, repl, help; or give a program: apsi FILE.apsi"),
+            Some("commands are run, check, repl, pkg, doctor, help; or give a program: apsi FILE.apsi"),
         )),
     }
 }
@@ -201,6 +205,12 @@ mod tests {
         let Ok(Command::Run(o)) = parse(&s(&["run", "--native-ir", "f", "a.apsi"])) else { panic!() };
         assert_eq!(o.native_ir.as_deref(), Some("f"));
         assert!(parse(&s(&["check"])).is_err());
+    }
+
+    #[test]
+    fn doctor_takes_its_own_options() {
+        assert_eq!(parse(&s(&["doctor", "--json"])), Ok(Command::Doctor(s(&["--json"]))));
+        assert_eq!(parse(&s(&["doctor"])), Ok(Command::Doctor(vec![])));
     }
 
     #[test]

@@ -7,6 +7,15 @@ pub fn version_text() -> String {
     for m in crate::modules::compiled_in() {
         s.push_str(&format!("  apsi-{} {}\n", m.name, m.version));
     }
+    #[cfg(feature = "pkg")]
+    s.push_str(&format!("  apsi-pkg {}\n", apsi_pkg::VERSION));
+    s.push_str(&format!("  apsi-doctor {}\n", apsi_doctor::VERSION));
+    let (on, off): (Vec<_>, Vec<_>) = crate::modules::FEATURES.iter().partition(|f| f.1);
+    let names = |v: Vec<&(&str, bool)>| v.iter().map(|f| f.0).collect::<Vec<_>>().join(", ");
+    s.push_str(&format!("features: {}\n", if on.is_empty() { "none (core only)".to_string() } else { names(on) }));
+    if !off.is_empty() {
+        s.push_str(&format!("left out: {} (rebuild with `--features …` to add them)\n", names(off)));
+    }
     s
 }
 
@@ -54,7 +63,7 @@ pub fn print_help(topic: Option<&str>) -> u8 {
                 println!("  {c:<20} {what}");
             }
             println!("\nOptions:\n  --version, -V        list the core and every compiled-in module with versions");
-            println!("  --help, -h           this text\n\nMore: apsi help run | check | repl");
+            println!("  --help, -h           this text\n\nMore: apsi help run | check | repl | doctor | pkg");
             0
         }
         Some("run") => {
@@ -69,8 +78,17 @@ pub fn print_help(topic: Option<&str>) -> u8 {
             print!("{REPL_HELP}");
             0
         }
+        Some("doctor") => {
+            print!("{}", crate::doctor::HELP);
+            0
+        }
+        #[cfg(feature = "pkg")]
+        Some("pkg") => {
+            print!("{}", crate::pkg::HELP);
+            0
+        }
         Some(other) => {
-            eprintln!("error: no help for '{other}'\n  = hint: topics are run, check, repl");
+            eprintln!("error: no help for '{other}'\n  = hint: topics are run, check, repl, doctor, pkg");
             2
         }
     }

@@ -5,6 +5,7 @@
 //! 70 internal error (a bug in Apsi: never a raw Rust panic or backtrace).
 
 mod args;
+mod doctor;
 mod help;
 mod modules;
 #[cfg(feature = "pkg")]
@@ -56,6 +57,7 @@ fn dispatch(argv: &[String]) -> u8 {
         args::Command::Run(opts) => run::run_file(&opts),
         args::Command::Check { files, allowed } => run::check_files(&files, &allowed),
         args::Command::Repl(opts) => repl::start(&opts),
+        args::Command::Doctor(a) => doctor::main(&a),
         #[cfg(feature = "pkg")]
         args::Command::Pkg(a) => pkg::main(&a),
         #[cfg(not(feature = "pkg"))]

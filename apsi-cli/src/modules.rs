@@ -2,6 +2,15 @@
 
 use apsi_core::module::ModuleDescriptor;
 
+/// Every optional cargo feature of `apsi` and whether this build has it.
+pub const FEATURES: &[(&str, bool)] = &[
+    ("parallel", cfg!(feature = "parallel")),
+    ("precision", cfg!(feature = "precision")),
+    ("native", cfg!(feature = "native")),
+    ("pkg", cfg!(feature = "pkg")),
+    ("blas", cfg!(feature = "blas")),
+];
+
 /// Every compiled-in module, freshly described.
 pub fn compiled_in() -> Vec<ModuleDescriptor> {
     #[allow(unused_mut)]

@@ -132,6 +132,13 @@ impl Transport {
                     format!("SSL_CERT_FILE '{}': not PEM certificates: {e}", path.display()),
                 )
             })?;
+            if certs.is_empty() {
+                return Err(PkgError::new(
+                    ErrorKind::Usage,
+                    format!("SSL_CERT_FILE '{}': no PEM certificate in it (expected -----BEGIN CERTIFICATE----- blocks)", path.display()),
+                )
+                .hint("point SSL_CERT_FILE at a PEM file of CA certificates, or unset it"));
+            }
             for c in certs {
                 b = b.add_root_certificate(c);
             }

@@ -11,7 +11,7 @@ use crate::syntax::ast::Ident;
 use std::path::{Path, PathBuf};
 
 /// Apsi's own optional modules, each behind a cargo feature of the same name.
-pub const KNOWN_MODULES: &[&str] = &["parallel", "precision", "data", "layers", "gpu", "python"];
+pub const KNOWN_MODULES: &[&str] = &["parallel", "precision", "native", "data", "layers", "gpu", "python"];
 
 /// Where a directory is, both on disk and as shown to the user.
 #[derive(Debug, Clone)]
