@@ -55,41 +55,30 @@ History is kept in $APSI_HOME/history (~/.apsi/history).
 ";
 
 pub fn print_help(topic: Option<&str>) -> u8 {
-    match topic {
+    let text = match topic {
         None => {
-            println!("Apsi {} — a scientific programming language\n", apsi_core::VERSION);
-            println!("Usage: apsi COMMAND [OPTIONS]\n\nCommands:");
+            let mut t = format!("Apsi {} — a scientific programming language\n\n", apsi_core::VERSION);
+            t.push_str("Usage: apsi COMMAND [OPTIONS]\n\nCommands:\n");
             for (c, what) in COMMANDS {
-                println!("  {c:<20} {what}");
+                t.push_str(&format!("  {c:<20} {what}\n"));
             }
-            println!("\nOptions:\n  --version, -V        list the core and every compiled-in module with versions");
-            println!("  --help, -h           this text\n\nMore: apsi help run | check | repl | doctor | pkg");
-            0
+            t.push_str("\nOptions:\n  --version, -V        list the core and every compiled-in module with versions\n");
+            t.push_str("  --help, -h           this text\n\nMore: apsi help run | check | repl | doctor | pkg\n");
+            t
         }
-        Some("run") => {
-            print!("{RUN_HELP}");
-            0
-        }
-        Some("check") => {
-            print!("{CHECK_HELP}");
-            0
-        }
-        Some("repl") => {
-            print!("{REPL_HELP}");
-            0
-        }
-        Some("doctor") => {
-            print!("{}", crate::doctor::HELP);
-            0
-        }
+        Some("run") => RUN_HELP.to_string(),
+        Some("check") => CHECK_HELP.to_string(),
+        Some("repl") => REPL_HELP.to_string(),
+        Some("doctor") => crate::doctor::HELP.to_string(),
         #[cfg(feature = "pkg")]
-        Some("pkg") => {
-            print!("{}", crate::pkg::HELP);
-            0
-        }
+        Some("pkg") => crate::pkg::HELP.to_string(),
         Some(other) => {
             eprintln!("error: no help for '{other}'\n  = hint: topics are run, check, repl, doctor, pkg");
-            2
+            return 2;
         }
-    }
+    };
+    // A closed pipe (`apsi help | head -1`) is not an error.
+    use std::io::Write;
+    let _ = std::io::stdout().write_all(text.as_bytes());
+    0
 }

@@ -129,7 +129,7 @@ fn not_found(
     let help = if dotted.len() == 1 && KNOWN_MODULES.contains(&head) {
         format!(
             "'{head}' is an Apsi module that this binary was built without: rebuild apsi with the \
-             `{head}` cargo feature (cargo install apsi --features {head})"
+             `{head}` cargo feature (cargo install --path apsi-cli --features {head})"
         )
     } else {
         let mut h = String::new();
