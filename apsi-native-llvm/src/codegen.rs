@@ -559,8 +559,17 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         }
     }
 
-    /// Address of element `idx` of tensor variable `t` (bounds checked unless turned off).
-    fn elem_ptr(&self, st: &FnState<'ctx>, f: &Func, t: Var, idx: &[Var], line: u32) -> R<(PointerValue<'ctx>, Dt)> {
+    /// Address of element `idx` of tensor variable `t` (bounds checked unless
+    /// turned off). Index `d` wraps when negative unless bit `d` of `nonneg` says it cannot be.
+    fn elem_ptr(
+        &self,
+        st: &FnState<'ctx>,
+        f: &Func,
+        t: Var,
+        idx: &[Var],
+        nonneg: u8,
+        line: u32,
+    ) -> R<(PointerValue<'ctx>, Dt)> {
         let Some(Ty::Tensor { dt, ndim, contig }) = f.ty(t) else {
             return Err("indexing a non-tensor".into());
         };
@@ -579,9 +588,13 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         for (d, v) in idx.iter().enumerate() {
             let i = self.ival(st, *v)?;
             let n = dims[d];
-            let neg = self.icmp(IntPredicate::SLT, i, self.i64c(0))?;
-            let wrapped = e(self.b.build_int_add(i, n, "w"))?;
-            let j = e(self.b.build_select(neg, wrapped, i, "j"))?.into_int_value();
+            let j = if d < 8 && nonneg & (1 << d) != 0 {
+                i
+            } else {
+                let neg = self.icmp(IntPredicate::SLT, i, self.i64c(0))?;
+                let wrapped = e(self.b.build_int_add(i, n, "w"))?;
+                e(self.b.build_select(neg, wrapped, i, "j"))?.into_int_value()
+            };
             if self.m.boundscheck {
                 let bad = self.icmp(IntPredicate::UGE, j, n)?;
                 self.raise_if(st, bad, err::INDEX, line, [i, self.i64c(d as i64), n])?;
@@ -803,8 +816,14 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                 }
                 self.store(st, *dst, s.into())?;
             }
-            Op::Load { dst, t, idx, line } => {
-                let (p, dt) = self.elem_ptr(st, f, *t, idx, *line)?;
+            Op::Load {
+                dst,
+                t,
+                idx,
+                line,
+                nonneg,
+            } => {
+                let (p, dt) = self.elem_ptr(st, f, *t, idx, *nonneg, *line)?;
                 let v = e(self.b.build_load(p, "x"))?;
                 let r: BasicValueEnum = match dt {
                     Dt::F64 | Dt::I64 => v,
@@ -816,8 +835,14 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                 };
                 self.store(st, *dst, r)?;
             }
-            Op::Store { t, idx, val, line } => {
-                let (p, dt) = self.elem_ptr(st, f, *t, idx, *line)?;
+            Op::Store {
+                t,
+                idx,
+                val,
+                line,
+                nonneg,
+            } => {
+                let (p, dt) = self.elem_ptr(st, f, *t, idx, *nonneg, *line)?;
                 let v = self.load(st, *val)?;
                 let w: BasicValueEnum = match dt {
                     Dt::F64 | Dt::I64 => v,

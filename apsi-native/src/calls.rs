@@ -483,6 +483,7 @@ pub(crate) fn index(l: &mut FnLower, st: &mut [T], dst: usize, obj: usize, idx: 
                 t: v[0],
                 idx: iv,
                 line,
+                nonneg: 0,
             });
             l.set(st, dst, et, &[d]);
             Ok(())
@@ -539,6 +540,7 @@ pub(crate) fn set_index(l: &mut FnLower, st: &mut [T], obj: usize, idx: usize, v
         idx: iv,
         val: x,
         line,
+        nonneg: 0,
     });
     Ok(())
 }

@@ -212,6 +212,8 @@ pub(crate) struct FnLower<'s> {
     pub(crate) emit: bool,
     pub(crate) pc: usize,
     rets: Vec<T>,
+    /// The state for one successor that differs from the others' (set by `step`).
+    exit_state: Option<(usize, Vec<T>)>,
 }
 
 impl<'s> FnLower<'s> {
@@ -230,6 +232,7 @@ impl<'s> FnLower<'s> {
             emit: false,
             pc: 0,
             rets: Vec::new(),
+            exit_state: None,
         }
     }
 
@@ -390,17 +393,22 @@ impl<'s> FnLower<'s> {
             };
             self.pc = pc;
             let succ = self.step(pc, &mut st)?;
+            let alt = self.exit_state.take();
             for s in succ {
                 if s >= n {
                     continue;
                 }
+                let st = match &alt {
+                    Some((to, other)) if *to == s => other,
+                    _ => &st,
+                };
                 let changed = match &states[s] {
                     None => {
                         states[s] = Some(st.clone());
                         true
                     }
                     Some(old) => {
-                        let j: Vec<T> = old.iter().zip(&st).map(|(a, b)| a.join(b)).collect();
+                        let j: Vec<T> = old.iter().zip(st).map(|(a, b)| a.join(b)).collect();
                         let ch = j != *old;
                         states[s] = Some(j);
                         ch
@@ -440,6 +448,7 @@ impl<'s> FnLower<'s> {
             self.ops.push(Op::Label(pc as u32));
             let mut st = st.clone();
             self.step(pc, &mut st)?;
+            self.exit_state = None;
         }
         let body = std::mem::take(&mut self.ops);
         let func = self.finish(params, &ret, body)?;
@@ -703,12 +712,18 @@ impl<'s> FnLower<'s> {
                     step: ka,
                     line,
                 });
-                self.set(st, r(b), T::Int, &[xa]);
+                // The loop variable is set only when the loop runs (an empty
+                // loop leaves it as it was, as in the interpreter).
+                self.exit_state = Some((pc + 1, st.clone()));
+                let body = self.label();
                 self.push(Op::Br {
                     cond: c,
-                    then: pc as u32 + 2,
+                    then: body,
                     els: pc as u32 + 1,
                 });
+                self.push(Op::Label(body));
+                self.set(st, r(b), T::Int, &[xa]);
+                self.push(Op::Jmp(pc as u32 + 2));
                 return Ok(vec![pc + 1, pc + 2]);
             }
             Instr::ForRangeLoop { a, b } => {
@@ -722,12 +737,17 @@ impl<'s> FnLower<'s> {
                     stop: sa,
                     step: ka,
                 });
-                self.set(st, r(b), T::Int, &[xa]);
+                // After the last iteration the loop variable keeps its last value.
+                self.exit_state = Some((pc + 2, st.clone()));
+                let body = self.label();
                 self.push(Op::Br {
                     cond: c,
-                    then: pc as u32 + 1,
+                    then: body,
                     els: pc as u32 + 2,
                 });
+                self.push(Op::Label(body));
+                self.set(st, r(b), T::Int, &[xa]);
+                self.push(Op::Jmp(pc as u32 + 1));
                 return Ok(vec![pc + 1, pc + 2]);
             }
             Instr::ForPrep { a } => {
