@@ -393,6 +393,15 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         Ok((status, vals))
     }
 
+    /// Store a function's results as 8-byte words at `base` (a trampoline's out buffer).
+    fn store_words(&self, vals: Vec<BasicValueEnum<'ctx>>, tys: &[Ty], base: PointerValue<'ctx>) -> R<()> {
+        for (k, (v, t)) in vals.into_iter().zip(tys).enumerate() {
+            let w = self.to_word(v, *t, false)?;
+            e(self.b.build_store(self.word_at(base, k)?, w))?;
+        }
+        Ok(())
+    }
+
     fn emit_entry(&self, i: usize, f: &Func) -> R<()> {
         let i64p = self.ctx.i64_type().ptr_type(AddressSpace::default());
         let ft = self
@@ -414,10 +423,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             vals.push(self.word_to(w, f.ty(*p).ok_or("param")?)?);
         }
         let (status, rets) = self.call_ir(i, ctxp, vals)?;
-        for (k, (v, t)) in rets.into_iter().zip(&f.rets).enumerate() {
-            let w = self.to_word(v, *t, false)?;
-            e(self.b.build_store(self.word_at(outs, k)?, w))?;
-        }
+        self.store_words(rets, &f.rets, outs)?;
         e(self.b.build_return(Some(&status)))?;
         Ok(())
     }
@@ -482,10 +488,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                 v[2] = self.i64c(1).into();
             }
             let (status, rets) = self.call_ir(i, ctxp, v)?;
-            for (k, (v, t)) in rets.into_iter().zip(&f.rets).enumerate() {
-                let w = self.to_word(v, *t, false)?;
-                e(self.b.build_store(self.word_at(parts, k)?, w))?;
-            }
+            self.store_words(rets, &f.rets, parts)?;
             e(self.b.build_return(Some(&status)))?;
         }
         let inline = inkwell::attributes::Attribute::get_named_enum_kind_id("alwaysinline");

@@ -144,7 +144,10 @@ impl NativeFunc {
         crate::nonneg::annotate(&mut funcs);
         if want_typed_ir(self.name()) {
             for (k, f) in funcs.iter().enumerate() {
-                eprintln!("; typed IR, function {k}: {} params {:?} -> {:?}", f.name, f.params, f.rets);
+                eprintln!(
+                    "; typed IR, function {k}: {} params {:?} -> {:?}",
+                    f.name, f.params, f.rets
+                );
                 for op in &f.ops {
                     eprintln!(";   {op:?}");
                 }

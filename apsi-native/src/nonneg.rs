@@ -64,7 +64,12 @@ pub fn annotate(funcs: &mut [Func]) {
             let states = analyse(f, &params[i]);
             for (pc, op) in f.ops.iter().enumerate() {
                 let Op::ParFor {
-                    chunk, lo, hi, step, env, ..
+                    chunk,
+                    lo,
+                    hi,
+                    step,
+                    env,
+                    ..
                 } = op
                 else {
                     continue;
