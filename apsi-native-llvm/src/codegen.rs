@@ -378,7 +378,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
     ) -> R<(IntValue<'ctx>, Vec<BasicValueEnum<'ctx>>)> {
         let f = self.m.funcs.get(i).ok_or("bad callee")?;
         let mut a: Vec<BasicMetadataValueEnum> = vec![ctxp.into()];
-        a.extend(args.into_iter().map(|x| BasicMetadataValueEnum::from(x)));
+        a.extend(args.into_iter().map(BasicMetadataValueEnum::from));
         let mut outs = Vec::new();
         for r in &f.rets {
             let p = e(self.b.build_alloca(self.llty(*r), "out"))?;

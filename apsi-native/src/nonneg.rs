@@ -166,8 +166,7 @@ fn analyse(f: &Func, params: &Set) -> Vec<Option<Set>> {
         };
         let mut i = start;
         let mut succ: Vec<usize> = Vec::new();
-        loop {
-            let Some(op) = f.ops.get(i) else { break };
+        while let Some(op) = f.ops.get(i) {
             if i != start {
                 if let Op::Label(_) = op {
                     // Fall through into the next block.
