@@ -712,19 +712,8 @@ impl<'s> FnLower<'s> {
                     step: ka,
                     line,
                 });
-                // The loop variable is set only when the loop runs (an empty
-                // loop leaves it as it was, as in the interpreter).
-                self.exit_state = Some((pc + 1, st.clone()));
-                let body = self.label();
-                self.push(Op::Br {
-                    cond: c,
-                    then: body,
-                    els: pc as u32 + 1,
-                });
-                self.push(Op::Label(body));
-                self.set(st, r(b), T::Int, &[xa]);
-                self.push(Op::Jmp(pc as u32 + 2));
-                return Ok(vec![pc + 1, pc + 2]);
+                // An empty loop leaves its variable as it was.
+                return Ok(self.enter_body(st, c, r(b), xa, pc + 2, pc + 1));
             }
             Instr::ForRangeLoop { a, b } => {
                 let xa = self.slots(r(a), &T::Int)[0];
@@ -738,17 +727,7 @@ impl<'s> FnLower<'s> {
                     step: ka,
                 });
                 // After the last iteration the loop variable keeps its last value.
-                self.exit_state = Some((pc + 2, st.clone()));
-                let body = self.label();
-                self.push(Op::Br {
-                    cond: c,
-                    then: body,
-                    els: pc as u32 + 2,
-                });
-                self.push(Op::Label(body));
-                self.set(st, r(b), T::Int, &[xa]);
-                self.push(Op::Jmp(pc as u32 + 1));
-                return Ok(vec![pc + 1, pc + 2]);
+                return Ok(self.enter_body(st, c, r(b), xa, pc + 1, pc + 2));
             }
             Instr::ForPrep { a } => {
                 let (t, _) = self.get(st, r(a))?;
@@ -870,6 +849,24 @@ impl<'s> FnLower<'s> {
             Instr::SetAttr { .. } => return Err(self.bad("an attribute assignment")),
         }
         Ok(next)
+    }
+
+    /// A range loop's branch: into the body (`body_pc`) with the loop
+    /// variable `b` set to the counter `xa` when `cond` holds, else out to
+    /// `exit_pc` with the state as it was (the variable keeps its value, as
+    /// in the interpreter). Returns the successors.
+    fn enter_body(&mut self, st: &mut [T], cond: Var, b: usize, xa: Var, body_pc: usize, exit_pc: usize) -> Vec<usize> {
+        self.exit_state = Some((exit_pc, st.to_vec()));
+        let body = self.label();
+        self.push(Op::Br {
+            cond,
+            then: body,
+            els: exit_pc as u32,
+        });
+        self.push(Op::Label(body));
+        self.set(st, b, T::Int, &[xa]);
+        self.push(Op::Jmp(body_pc as u32));
+        vec![body_pc, exit_pc]
     }
 
     fn cond_jump(&mut self, pc: usize, c: Var, jt: bool) -> R<Vec<usize>> {
