@@ -855,14 +855,33 @@ impl<'s> FnLower<'s> {
     /// variable `b` set to the counter `xa` when `cond` holds, else out to
     /// `exit_pc` with the state as it was (the variable keeps its value, as
     /// in the interpreter). Returns the successors.
+    ///
+    /// A variable never assigned before the loop gets the counter on the
+    /// way out too: the interpreter's UnboundLocalError for reading it
+    /// after an empty loop has no native equivalent, and an unassigned
+    /// value must not reach an index.
     fn enter_body(&mut self, st: &mut [T], cond: Var, b: usize, xa: Var, body_pc: usize, exit_pc: usize) -> Vec<usize> {
-        self.exit_state = Some((exit_pc, st.to_vec()));
         let body = self.label();
-        self.push(Op::Br {
-            cond,
-            then: body,
-            els: exit_pc as u32,
-        });
+        if matches!(st.get(b), Some(T::Undef) | None) {
+            let out = self.label();
+            self.push(Op::Br {
+                cond,
+                then: body,
+                els: out,
+            });
+            self.push(Op::Label(out));
+            let mut ex = st.to_vec();
+            self.set(&mut ex, b, T::Int, &[xa]);
+            self.push(Op::Jmp(exit_pc as u32));
+            self.exit_state = Some((exit_pc, ex));
+        } else {
+            self.exit_state = Some((exit_pc, st.to_vec()));
+            self.push(Op::Br {
+                cond,
+                then: body,
+                els: exit_pc as u32,
+            });
+        }
         self.push(Op::Label(body));
         self.set(st, b, T::Int, &[xa]);
         self.push(Op::Jmp(body_pc as u32));
