@@ -235,11 +235,15 @@ pub enum Op {
         dst: Var,
         t: Var,
     },
+    /// `nonneg`: bit `d` set when index `d` is known not to be negative (so
+    /// the negative-index wrap can be left out); set by the host's analysis.
     Load {
         dst: Var,
         t: Var,
         idx: Vec<Var>,
         line: u32,
+        #[serde(default)]
+        nonneg: u8,
     },
     /// `val` already has the tensor's element kind (Float for f32/f64, Int for i32/i64, Bool).
     Store {
@@ -247,6 +251,8 @@ pub enum Op {
         idx: Vec<Var>,
         val: Var,
         line: u32,
+        #[serde(default)]
+        nonneg: u8,
     },
     NewTensor {
         dst: Var,

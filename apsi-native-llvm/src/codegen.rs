@@ -378,7 +378,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
     ) -> R<(IntValue<'ctx>, Vec<BasicValueEnum<'ctx>>)> {
         let f = self.m.funcs.get(i).ok_or("bad callee")?;
         let mut a: Vec<BasicMetadataValueEnum> = vec![ctxp.into()];
-        a.extend(args.into_iter().map(|x| BasicMetadataValueEnum::from(x)));
+        a.extend(args.into_iter().map(BasicMetadataValueEnum::from));
         let mut outs = Vec::new();
         for r in &f.rets {
             let p = e(self.b.build_alloca(self.llty(*r), "out"))?;
@@ -391,6 +391,15 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             vals.push(e(self.b.build_load(p, "r"))?);
         }
         Ok((status, vals))
+    }
+
+    /// Store a function's results as 8-byte words at `base` (a trampoline's out buffer).
+    fn store_words(&self, vals: Vec<BasicValueEnum<'ctx>>, tys: &[Ty], base: PointerValue<'ctx>) -> R<()> {
+        for (k, (v, t)) in vals.into_iter().zip(tys).enumerate() {
+            let w = self.to_word(v, *t, false)?;
+            e(self.b.build_store(self.word_at(base, k)?, w))?;
+        }
+        Ok(())
     }
 
     fn emit_entry(&self, i: usize, f: &Func) -> R<()> {
@@ -414,10 +423,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             vals.push(self.word_to(w, f.ty(*p).ok_or("param")?)?);
         }
         let (status, rets) = self.call_ir(i, ctxp, vals)?;
-        for (k, (v, t)) in rets.into_iter().zip(&f.rets).enumerate() {
-            let w = self.to_word(v, *t, false)?;
-            e(self.b.build_store(self.word_at(outs, k)?, w))?;
-        }
+        self.store_words(rets, &f.rets, outs)?;
         e(self.b.build_return(Some(&status)))?;
         Ok(())
     }
@@ -482,10 +488,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                 v[2] = self.i64c(1).into();
             }
             let (status, rets) = self.call_ir(i, ctxp, v)?;
-            for (k, (v, t)) in rets.into_iter().zip(&f.rets).enumerate() {
-                let w = self.to_word(v, *t, false)?;
-                e(self.b.build_store(self.word_at(parts, k)?, w))?;
-            }
+            self.store_words(rets, &f.rets, parts)?;
             e(self.b.build_return(Some(&status)))?;
         }
         let inline = inkwell::attributes::Attribute::get_named_enum_kind_id("alwaysinline");
@@ -559,8 +562,17 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         }
     }
 
-    /// Address of element `idx` of tensor variable `t` (bounds checked unless turned off).
-    fn elem_ptr(&self, st: &FnState<'ctx>, f: &Func, t: Var, idx: &[Var], line: u32) -> R<(PointerValue<'ctx>, Dt)> {
+    /// Address of element `idx` of tensor variable `t` (bounds checked unless
+    /// turned off). Index `d` wraps when negative unless bit `d` of `nonneg` says it cannot be.
+    fn elem_ptr(
+        &self,
+        st: &FnState<'ctx>,
+        f: &Func,
+        t: Var,
+        idx: &[Var],
+        nonneg: u8,
+        line: u32,
+    ) -> R<(PointerValue<'ctx>, Dt)> {
         let Some(Ty::Tensor { dt, ndim, contig }) = f.ty(t) else {
             return Err("indexing a non-tensor".into());
         };
@@ -579,9 +591,13 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         for (d, v) in idx.iter().enumerate() {
             let i = self.ival(st, *v)?;
             let n = dims[d];
-            let neg = self.icmp(IntPredicate::SLT, i, self.i64c(0))?;
-            let wrapped = e(self.b.build_int_add(i, n, "w"))?;
-            let j = e(self.b.build_select(neg, wrapped, i, "j"))?.into_int_value();
+            let j = if d < 8 && nonneg & (1 << d) != 0 {
+                i
+            } else {
+                let neg = self.icmp(IntPredicate::SLT, i, self.i64c(0))?;
+                let wrapped = e(self.b.build_int_add(i, n, "w"))?;
+                e(self.b.build_select(neg, wrapped, i, "j"))?.into_int_value()
+            };
             if self.m.boundscheck {
                 let bad = self.icmp(IntPredicate::UGE, j, n)?;
                 self.raise_if(st, bad, err::INDEX, line, [i, self.i64c(d as i64), n])?;
@@ -803,8 +819,14 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                 }
                 self.store(st, *dst, s.into())?;
             }
-            Op::Load { dst, t, idx, line } => {
-                let (p, dt) = self.elem_ptr(st, f, *t, idx, *line)?;
+            Op::Load {
+                dst,
+                t,
+                idx,
+                line,
+                nonneg,
+            } => {
+                let (p, dt) = self.elem_ptr(st, f, *t, idx, *nonneg, *line)?;
                 let v = e(self.b.build_load(p, "x"))?;
                 let r: BasicValueEnum = match dt {
                     Dt::F64 | Dt::I64 => v,
@@ -816,8 +838,14 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                 };
                 self.store(st, *dst, r)?;
             }
-            Op::Store { t, idx, val, line } => {
-                let (p, dt) = self.elem_ptr(st, f, *t, idx, *line)?;
+            Op::Store {
+                t,
+                idx,
+                val,
+                line,
+                nonneg,
+            } => {
+                let (p, dt) = self.elem_ptr(st, f, *t, idx, *nonneg, *line)?;
                 let v = self.load(st, *val)?;
                 let w: BasicValueEnum = match dt {
                     Dt::F64 | Dt::I64 => v,

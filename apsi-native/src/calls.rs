@@ -483,6 +483,7 @@ pub(crate) fn index(l: &mut FnLower, st: &mut [T], dst: usize, obj: usize, idx: 
                 t: v[0],
                 idx: iv,
                 line,
+                nonneg: 0,
             });
             l.set(st, dst, et, &[d]);
             Ok(())
@@ -523,12 +524,10 @@ pub(crate) fn set_index(l: &mut FnLower, st: &mut [T], obj: usize, idx: usize, v
     let iv = tensor_index(l, st, nd, idx)?;
     let (vt, _) = l.get(st, val)?;
     let want = elem_t(dt);
-    let ok = match (&want, &vt) {
-        (T::Float, T::Float | T::Int | T::Bool) => true,
-        (T::Int, T::Int | T::Bool) => true,
-        (T::Bool, T::Bool) => true,
-        _ => false,
-    };
+    let ok = matches!(
+        (&want, &vt),
+        (T::Float, T::Float | T::Int | T::Bool) | (T::Int, T::Int | T::Bool) | (T::Bool, T::Bool)
+    );
     if !ok {
         return Err(l.bad(format!("storing {} into a {} tensor", vt.describe(), dt.name())));
     }
@@ -539,6 +538,7 @@ pub(crate) fn set_index(l: &mut FnLower, st: &mut [T], obj: usize, idx: usize, v
         idx: iv,
         val: x,
         line,
+        nonneg: 0,
     });
     Ok(())
 }

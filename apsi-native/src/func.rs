@@ -97,6 +97,14 @@ fn want_ir(name: &str) -> bool {
     }
 }
 
+/// `APSI_NATIVE_TYPED_IR=FN` (or `*`): print the typed IR handed to the back end.
+fn want_typed_ir(name: &str) -> bool {
+    match std::env::var("APSI_NATIVE_TYPED_IR") {
+        Ok(v) => v == name || v == "*",
+        Err(_) => false,
+    }
+}
+
 impl NativeFunc {
     pub fn new(closure: Arc<Closure>, opts: Options) -> NativeFunc {
         NativeFunc {
@@ -132,6 +140,19 @@ impl NativeFunc {
                 "internal error: a native function was not lowered",
             )
         })?;
+        let (mut funcs, id) = crate::prune::reachable(funcs, id);
+        crate::nonneg::annotate(&mut funcs);
+        if want_typed_ir(self.name()) {
+            for (k, f) in funcs.iter().enumerate() {
+                eprintln!(
+                    "; typed IR, function {k}: {} params {:?} -> {:?}",
+                    f.name, f.params, f.rets
+                );
+                for op in &f.ops {
+                    eprintln!(";   {op:?}");
+                }
+            }
+        }
         let nfuncs = funcs.len();
         let module = ir::Module {
             funcs,

@@ -9,13 +9,17 @@
 //!
 //! - [`func`]: the native-dispatching function value and its cache.
 //! - [`lower`], [`calls`], [`types`]: bytecode → typed IR.
+//! - [`nonneg`]: which tensor indices cannot be negative (no wrap needed).
+//! - [`prune`]: drops the functions a compile does not reach.
 //! - [`rt`]: what native code calls back (allocation, `parallel for`, …).
 //! - [`registry`]: which function values are `@native` wrappers.
 
 pub mod calls;
 pub mod func;
 pub mod lower;
+pub mod nonneg;
 pub mod plugin;
+pub mod prune;
 pub mod registry;
 pub mod rt;
 pub mod types;

@@ -212,6 +212,8 @@ pub(crate) struct FnLower<'s> {
     pub(crate) emit: bool,
     pub(crate) pc: usize,
     rets: Vec<T>,
+    /// The state for one successor that differs from the others' (set by `step`).
+    exit_state: Option<(usize, Vec<T>)>,
 }
 
 impl<'s> FnLower<'s> {
@@ -230,6 +232,7 @@ impl<'s> FnLower<'s> {
             emit: false,
             pc: 0,
             rets: Vec::new(),
+            exit_state: None,
         }
     }
 
@@ -390,17 +393,22 @@ impl<'s> FnLower<'s> {
             };
             self.pc = pc;
             let succ = self.step(pc, &mut st)?;
+            let alt = self.exit_state.take();
             for s in succ {
                 if s >= n {
                     continue;
                 }
+                let st = match &alt {
+                    Some((to, other)) if *to == s => other,
+                    _ => &st,
+                };
                 let changed = match &states[s] {
                     None => {
                         states[s] = Some(st.clone());
                         true
                     }
                     Some(old) => {
-                        let j: Vec<T> = old.iter().zip(&st).map(|(a, b)| a.join(b)).collect();
+                        let j: Vec<T> = old.iter().zip(st).map(|(a, b)| a.join(b)).collect();
                         let ch = j != *old;
                         states[s] = Some(j);
                         ch
@@ -440,6 +448,7 @@ impl<'s> FnLower<'s> {
             self.ops.push(Op::Label(pc as u32));
             let mut st = st.clone();
             self.step(pc, &mut st)?;
+            self.exit_state = None;
         }
         let body = std::mem::take(&mut self.ops);
         let func = self.finish(params, &ret, body)?;
@@ -703,13 +712,8 @@ impl<'s> FnLower<'s> {
                     step: ka,
                     line,
                 });
-                self.set(st, r(b), T::Int, &[xa]);
-                self.push(Op::Br {
-                    cond: c,
-                    then: pc as u32 + 2,
-                    els: pc as u32 + 1,
-                });
-                return Ok(vec![pc + 1, pc + 2]);
+                // An empty loop leaves its variable as it was.
+                return Ok(self.enter_body(st, c, r(b), xa, pc + 2, pc + 1));
             }
             Instr::ForRangeLoop { a, b } => {
                 let xa = self.slots(r(a), &T::Int)[0];
@@ -722,13 +726,8 @@ impl<'s> FnLower<'s> {
                     stop: sa,
                     step: ka,
                 });
-                self.set(st, r(b), T::Int, &[xa]);
-                self.push(Op::Br {
-                    cond: c,
-                    then: pc as u32 + 1,
-                    els: pc as u32 + 2,
-                });
-                return Ok(vec![pc + 1, pc + 2]);
+                // After the last iteration the loop variable keeps its last value.
+                return Ok(self.enter_body(st, c, r(b), xa, pc + 1, pc + 2));
             }
             Instr::ForPrep { a } => {
                 let (t, _) = self.get(st, r(a))?;
@@ -850,6 +849,43 @@ impl<'s> FnLower<'s> {
             Instr::SetAttr { .. } => return Err(self.bad("an attribute assignment")),
         }
         Ok(next)
+    }
+
+    /// A range loop's branch: into the body (`body_pc`) with the loop
+    /// variable `b` set to the counter `xa` when `cond` holds, else out to
+    /// `exit_pc` with the state as it was (the variable keeps its value, as
+    /// in the interpreter). Returns the successors.
+    ///
+    /// A variable never assigned before the loop gets the counter on the
+    /// way out too: the interpreter's UnboundLocalError for reading it
+    /// after an empty loop has no native equivalent, and an unassigned
+    /// value must not reach an index.
+    fn enter_body(&mut self, st: &mut [T], cond: Var, b: usize, xa: Var, body_pc: usize, exit_pc: usize) -> Vec<usize> {
+        let body = self.label();
+        if matches!(st.get(b), Some(T::Undef) | None) {
+            let out = self.label();
+            self.push(Op::Br {
+                cond,
+                then: body,
+                els: out,
+            });
+            self.push(Op::Label(out));
+            let mut ex = st.to_vec();
+            self.set(&mut ex, b, T::Int, &[xa]);
+            self.push(Op::Jmp(exit_pc as u32));
+            self.exit_state = Some((exit_pc, ex));
+        } else {
+            self.exit_state = Some((exit_pc, st.to_vec()));
+            self.push(Op::Br {
+                cond,
+                then: body,
+                els: exit_pc as u32,
+            });
+        }
+        self.push(Op::Label(body));
+        self.set(st, b, T::Int, &[xa]);
+        self.push(Op::Jmp(body_pc as u32));
+        vec![body_pc, exit_pc]
     }
 
     fn cond_jump(&mut self, pc: usize, c: Var, jt: bool) -> R<Vec<usize>> {

@@ -4,7 +4,8 @@
 # 100M f64, mandelbrot 1024x1024x256, N-body 1000 bodies x 10 steps.
 # Needs `cargo build --release` (which also builds the LLVM plugin) and gcc.
 # Prints JSON lines, then a table of medians with ratios to strict C.
-# usage: run.sh [KERNEL ...]   (default: sumsq mandel nbody)
+# usage: run.sh [KERNEL ...]   (default: sumsq mandel nbody); APSI=path picks the binary.
+# Then bars.py prints the ratios the issue holds Apsi to.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 apsi="${APSI:-$here/../../target/release/apsi}"
@@ -25,3 +26,4 @@ for k in $kernels; do
   "$apsi" run --threads 2 "$here/$k.apsi" | tee -a "$res"
 done
 python3 "$here/../report.py" --baseline "C gcc -O3 -march=native" "$res"
+python3 "$here/bars.py" "$res"
