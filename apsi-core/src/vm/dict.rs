@@ -168,22 +168,55 @@ impl DictMap {
 
     #[inline]
     pub fn insert_int(&mut self, i: i64, value: Value) -> Option<Value> {
-        self.insert_hashed(hash_int(i), HashKey::int(i), value)
+        self.insert_with(hash_int(i), HashKey::int(i), value, |k| match k.value() {
+            Value::Int(j) => *j == i,
+            other => super::value::key_eq(other, &Value::Int(i)),
+        })
     }
 
     #[inline]
     fn insert_hashed(&mut self, h: u64, key: HashKey, value: Value) -> Option<Value> {
-        if let Some(i) = self.find(h, |k| *k == key) {
-            return self.entries.get_mut(i).map(|e| std::mem::replace(&mut e.value, value));
-        }
+        let probe = key.clone();
+        self.insert_with(h, key, value, |k| *k == probe)
+    }
+
+    /// Insert or replace with one walk of the probe sequence: it either
+    /// finds the key or ends at an empty slot, remembering the first
+    /// tombstone on the way, which is where a new entry goes.
+    #[inline(always)]
+    fn insert_with(&mut self, h: u64, key: HashKey, value: Value, mut eq: impl FnMut(&HashKey) -> bool) -> Option<Value> {
+        // Grow first, so the walk below can end in the slot to fill. (A
+        // replacement may grow the table a little early; that is all.)
         if (self.used + 1) * 8 > self.slots.len() * 5 {
             self.rebuild(slots_for(self.len + 1));
+        }
+        let mask = self.slots.len() - 1;
+        let mut pos = h as usize & mask;
+        let mut perturb = h;
+        let mut tombstone = None;
+        loop {
+            let s = self.slots[pos & mask];
+            if s == EMPTY {
+                break;
+            }
+            if s == DELETED {
+                tombstone.get_or_insert(pos & mask);
+            } else if let Some(e) = self.entries.get_mut(s as usize - 1) {
+                if e.hash == h && e.key.as_ref().is_some_and(&mut eq) {
+                    return Some(std::mem::replace(&mut e.value, value));
+                }
+            }
+            pos = next_slot(pos & mask, &mut perturb);
         }
         let idx = self.entries.len();
         self.entries.push(Entry { hash: h, key: Some(key), value });
         self.len += 1;
-        if self.place(h, idx as u32) {
-            self.used += 1;
+        match tombstone {
+            Some(t) => self.slots[t] = idx as u32 + 1,
+            None => {
+                self.slots[pos & mask] = idx as u32 + 1;
+                self.used += 1;
+            }
         }
         None
     }
