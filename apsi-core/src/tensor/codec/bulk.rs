@@ -53,23 +53,89 @@ fn level() -> Level {
     })
 }
 
+/// Outputs of at least this many bytes are written with non-temporal stores
+/// (measured on a Zen 4 for 40 MB outputs: bf16 → f32 about 1.4× faster).
+const STREAM_MIN: usize = 16 << 20;
+/// Elements per block when streaming (8 KiB of f32, in L1).
+const SBLOCK: usize = 2048;
+
 /// A vector of `n` elements, written in chunks of `per` by `fill(first, chunk)`
 /// (`first`: the index of the chunk's first element), on rayon when `par`.
-/// Every `fill` writes each element of its chunk.
-fn build<U: Send>(n: usize, per: usize, par: bool, fill: impl Fn(usize, &mut [MaybeUninit<U>]) + Sync) -> Vec<U> {
+/// Every `fill` writes each element of its chunk. With `stream` (an output
+/// that may be split anywhere) large outputs are filled block by block
+/// through L1 and copied out with non-temporal stores.
+fn build<U: Copy + Send>(
+    n: usize,
+    per: usize,
+    par: bool,
+    stream: bool,
+    fill: impl Fn(usize, &mut [MaybeUninit<U>]) + Sync,
+) -> Vec<U> {
     let mut v: Vec<U> = Vec::with_capacity(n);
     let spare = &mut v.spare_capacity_mut()[..n];
+    let bytes = n.saturating_mul(std::mem::size_of::<U>());
+    if bytes >= STREAM_MIN {
+        huge_pages(spare.as_mut_ptr() as usize, bytes);
+    }
+    let stream = stream && level() == Level::Avx512 && bytes >= STREAM_MIN;
+    let run = |first: usize, c: &mut [MaybeUninit<U>]| {
+        if stream {
+            streamed(first, c, &fill)
+        } else {
+            fill(first, c)
+        }
+    };
     if par && per > 0 {
-        spare
-            .par_chunks_mut(per)
-            .enumerate()
-            .for_each(|(k, c)| fill(k * per, c));
+        spare.par_chunks_mut(per).enumerate().for_each(|(k, c)| run(k * per, c));
     } else {
-        fill(0, spare);
+        run(0, spare);
     }
     // SAFETY: the chunks cover 0..n and each fill wrote every element of its chunk.
     unsafe { v.set_len(n) };
     v
+}
+
+/// Asks Linux to back the whole 2 MiB pages of a large output with huge
+/// pages (fewer page faults and TLB misses; NumPy does the same for its
+/// arrays). Advice only: the memory's contents do not change.
+fn huge_pages(addr: usize, len: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let start = addr.div_ceil(HUGE) * HUGE;
+        let end = addr.saturating_add(len) / HUGE * HUGE;
+        if end > start {
+            // SAFETY: [start, end) lies inside the caller's allocation, and
+            // MADV_HUGEPAGE neither frees nor changes memory.
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (addr, len);
+}
+
+/// `fill` block by block into an L1 buffer, each block streamed into `out`.
+fn streamed<U: Copy>(first: usize, out: &mut [MaybeUninit<U>], fill: &impl Fn(usize, &mut [MaybeUninit<U>])) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut buf = [const { MaybeUninit::<U>::uninit() }; SBLOCK];
+        for (b, o) in out.chunks_mut(SBLOCK).enumerate() {
+            let tmp = &mut buf[..o.len()];
+            fill(first + b * SBLOCK, tmp);
+            // SAFETY: `build` streams only on AVX-512 CPUs; `tmp` (all written
+            // by fill) and `o` have the same length and do not overlap.
+            unsafe {
+                simd::stream_copy(
+                    o.as_mut_ptr() as *mut u8,
+                    tmp.as_ptr() as *const u8,
+                    std::mem::size_of_val(tmp),
+                )
+            };
+        }
+        simd::fence();
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    fill(first, out);
 }
 
 #[inline(always)]
@@ -131,7 +197,7 @@ fn encode_with<T: Copy + Sync>(
 ) -> Buffer {
     let per = byte_len(CHUNK, bits);
     let total = byte_len(src.len(), bits);
-    let bytes = build(total, per, src.len() >= PAR_MIN, |first, o| {
+    let bytes = build(total, per, src.len() >= PAR_MIN, false, |first, o| {
         // Chunk k holds bytes k·per.. and values k·CHUNK.. (CHUNK is a multiple
         // of 4, so chunks start on whole bytes); the last chunk takes the rest.
         let s = src.get(first / per * CHUNK..).unwrap_or(&[]);
@@ -191,7 +257,7 @@ fn map_run<T: Copy, U, F: Fn(T) -> U>(src: &[T], out: &mut [MaybeUninit<U>], f: 
 
 /// Maps a slice elementwise into a fresh vector (vectorized, rayon when large).
 pub fn map_vec<T: Copy + Sync, U: Copy + Send, F: Fn(T) -> U + Sync>(src: &[T], f: F) -> Vec<U> {
-    build(src.len(), CHUNK, src.len() >= PAR_MIN, |first, o| {
+    build(src.len(), CHUNK, src.len() >= PAR_MIN, true, |first, o| {
         let s = src.get(first..).unwrap_or(&[]);
         map_run(s, o, &f)
     })
@@ -336,7 +402,7 @@ fn decode_range(bytes: &[u8], bits: u8, start: usize, out: &mut [MaybeUninit<f32
 /// Codes `start..start + n` of a packed buffer of dtype `d`, decoded to f32.
 pub fn decode_packed(d: DType, bytes: &[u8], bits: u8, start: usize, n: usize) -> Vec<f32> {
     let t = table(d);
-    build(n, CHUNK, n >= PAR_MIN, |first, o| {
+    build(n, CHUNK, n >= PAR_MIN, true, |first, o| {
         decode_range(bytes, bits, start + first, o, t)
     })
 }

@@ -169,3 +169,31 @@ pub unsafe fn pack4(codes: &[u8], out: &mut [MaybeUninit<u8>]) {
         o.write(c(2 * k) | c(2 * k + 1) << 4);
     }
 }
+
+/// Copies `len` bytes from `src` to `dst` (not overlapping), the 64-byte
+/// aligned middle with non-temporal stores (past the caches: a large output
+/// is not read back before the copy is done). Call [`fence`] before another
+/// thread may read `dst`.
+///
+/// # Safety
+/// The CPU must have AVX-512 F; `src` must be readable and `dst` writable for
+/// `len` bytes, and the two must not overlap.
+#[target_feature(enable = "avx512f")]
+pub unsafe fn stream_copy(dst: *mut u8, src: *const u8, len: usize) {
+    let head = ((64 - dst as usize % 64) % 64).min(len);
+    std::ptr::copy_nonoverlapping(src, dst, head);
+    let mut i = head;
+    while i + 64 <= len {
+        // SAFETY: i + 64 <= len; dst + i is 64-byte aligned.
+        let v = _mm512_loadu_si512(src.add(i) as *const _);
+        _mm512_stream_si512(dst.add(i) as *mut _, v);
+        i += 64;
+    }
+    std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), len - i);
+}
+
+/// Orders the non-temporal stores of [`stream_copy`] before later stores.
+pub fn fence() {
+    // SAFETY: sfence is part of SSE, which every x86_64 CPU has.
+    unsafe { _mm_sfence() }
+}
