@@ -369,8 +369,8 @@ unsafe fn decode_avx2(bytes: &[u8], bits: u8, out: &mut [MaybeUninit<f32>], t: &
     decode_seq(bytes, bits, out, t)
 }
 
-/// Decodes codes `start..start + out.len()` of a packed buffer into `out`.
-fn decode_range(bytes: &[u8], bits: u8, start: usize, out: &mut [MaybeUninit<f32>], t: &[f32; 256]) {
+/// Decodes codes `start..start + out.len()` of a packed buffer of dtype `d` into `out`.
+fn decode_range(d: DType, bytes: &[u8], bits: u8, start: usize, out: &mut [MaybeUninit<f32>], t: &[f32; 256]) {
     let group = match bits {
         4 => 2,
         6 => 4,
@@ -392,6 +392,10 @@ fn decode_range(bytes: &[u8], bits: u8, start: usize, out: &mut [MaybeUninit<f32
             unsafe { simd::decode4(t16, bytes, out) }
         }
         #[cfg(target_arch = "x86_64")]
+        Level::Avx512 if bits == 8 && matches!(d, DType::Int8 | DType::UInt8) => unsafe {
+            simd::decode_int8(d == DType::Int8, bytes, out)
+        },
+        #[cfg(target_arch = "x86_64")]
         Level::Avx512 if bits == 8 => unsafe { simd::decode8(t, bytes, out) },
         #[cfg(target_arch = "x86_64")]
         Level::Avx512 | Level::Avx2 => unsafe { decode_avx2(bytes, bits, out, t) },
@@ -403,7 +407,7 @@ fn decode_range(bytes: &[u8], bits: u8, start: usize, out: &mut [MaybeUninit<f32
 pub fn decode_packed(d: DType, bytes: &[u8], bits: u8, start: usize, n: usize) -> Vec<f32> {
     let t = table(d);
     build(n, CHUNK, n >= PAR_MIN, true, |first, o| {
-        decode_range(bytes, bits, start + first, o, t)
+        decode_range(d, bytes, bits, start + first, o, t)
     })
 }
 

@@ -197,3 +197,25 @@ pub fn fence() {
     // SAFETY: sfence is part of SSE, which every x86_64 CPU has.
     unsafe { _mm_sfence() }
 }
+
+/// Decodes int8 (`signed`) or uint8 codes to f32 by widening and
+/// converting (`vpmovsxbd`/`vpmovzxbd`, `vcvtdq2ps`); codes past `bytes` give 0.
+///
+/// # Safety
+/// The CPU must have AVX-512 F, BW and VL ([`available`]).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+pub unsafe fn decode_int8(signed: bool, bytes: &[u8], out: &mut [MaybeUninit<f32>]) {
+    let n = bytes.len().min(out.len()) / 16 * 16;
+    let mut i = 0;
+    while i < n {
+        // SAFETY: i + 16 <= n <= bytes.len(), out.len().
+        let b = _mm_loadu_si128(bytes.as_ptr().add(i) as *const __m128i);
+        let w = if signed { _mm512_cvtepi8_epi32(b) } else { _mm512_cvtepu8_epi32(b) };
+        _mm512_storeu_ps(out.as_mut_ptr().add(i) as *mut f32, _mm512_cvtepi32_ps(w));
+        i += 16;
+    }
+    for (k, o) in out.iter_mut().enumerate().skip(n) {
+        let b = bytes.get(k).copied().unwrap_or(0);
+        o.write(if signed { b as i8 as f32 } else { b as f32 });
+    }
+}
