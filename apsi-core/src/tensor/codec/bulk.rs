@@ -9,10 +9,10 @@
 //! elsewhere decoding reads a 256-entry table per format.
 //! Slices of `PAR_MIN` elements or more are split into chunks for rayon.
 
-#[cfg(target_arch = "x86_64")]
-use super::simd;
 use super::minifloat::{self, E2M1, E2M3, E3M2, E4M3, E5M2, F16};
 use super::pack::{byte_len, get, pack};
+#[cfg(target_arch = "x86_64")]
+use super::simd;
 use crate::tensor::core::PAR_MIN;
 use crate::tensor::dtype::DType;
 use crate::tensor::storage::Buffer;
@@ -190,18 +190,18 @@ fn encode_run<T: Copy, F: Fn(T) -> u8>(src: &[T], bits: u8, out: &mut [MaybeUnin
 
 /// Codes of `src` packed at `bits` bits, chunk by chunk through `kernel`
 /// (which gets a run of values and exactly the bytes that hold them).
-fn encode_with<T: Copy + Sync>(
-    src: &[T],
-    bits: u8,
-    kernel: impl Fn(&[T], &mut [MaybeUninit<u8>]) + Sync,
-) -> Buffer {
+fn encode_with<T: Copy + Sync>(src: &[T], bits: u8, kernel: impl Fn(&[T], &mut [MaybeUninit<u8>]) + Sync) -> Buffer {
     let per = byte_len(CHUNK, bits);
     let total = byte_len(src.len(), bits);
     let bytes = build(total, per, src.len() >= PAR_MIN, false, |first, o| {
         // Chunk k holds bytes k·per.. and values k·CHUNK.. (CHUNK is a multiple
         // of 4, so chunks start on whole bytes); the last chunk takes the rest.
         let s = src.get(first / per * CHUNK..).unwrap_or(&[]);
-        let s = if first + o.len() < total { s.get(..CHUNK).unwrap_or(s) } else { s };
+        let s = if first + o.len() < total {
+            s.get(..CHUNK).unwrap_or(s)
+        } else {
+            s
+        };
         kernel(s, o)
     });
     Buffer::Packed {

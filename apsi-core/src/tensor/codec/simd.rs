@@ -47,8 +47,14 @@ pub unsafe fn decode4(t: &[f32; 16], bytes: &[u8], out: &mut [MaybeUninit<f32>])
         let lo = _mm_and_si128(b, m);
         let hi = _mm_and_si128(_mm_srli_epi16::<4>(b), m);
         let o = out.as_mut_ptr().add(2 * i) as *mut f32;
-        _mm512_storeu_ps(o, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi)), tv));
-        _mm512_storeu_ps(o.add(16), _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_unpackhi_epi8(lo, hi)), tv));
+        _mm512_storeu_ps(
+            o,
+            _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi)), tv),
+        );
+        _mm512_storeu_ps(
+            o.add(16),
+            _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_unpackhi_epi8(lo, hi)), tv),
+        );
         i += 16;
     }
     for (k, o) in out.iter_mut().enumerate().skip(2 * nb) {
@@ -210,7 +216,11 @@ pub unsafe fn decode_int8(signed: bool, bytes: &[u8], out: &mut [MaybeUninit<f32
     while i < n {
         // SAFETY: i + 16 <= n <= bytes.len(), out.len().
         let b = _mm_loadu_si128(bytes.as_ptr().add(i) as *const __m128i);
-        let w = if signed { _mm512_cvtepi8_epi32(b) } else { _mm512_cvtepu8_epi32(b) };
+        let w = if signed {
+            _mm512_cvtepi8_epi32(b)
+        } else {
+            _mm512_cvtepu8_epi32(b)
+        };
         _mm512_storeu_ps(out.as_mut_ptr().add(i) as *mut f32, _mm512_cvtepi32_ps(w));
         i += 16;
     }

@@ -368,7 +368,11 @@ fn exhaustive_bulk_encoders_match_scalar() {
             })
             .sum();
         assert_eq!(bad, 0, "{}: {bad} f32 inputs encode differently in bulk", d.name());
-        eprintln!("bulk = scalar for all 2^32 f32: {} in {:.1} s", d.name(), t.elapsed().as_secs_f64());
+        eprintln!(
+            "bulk = scalar for all 2^32 f32: {} in {:.1} s",
+            d.name(),
+            t.elapsed().as_secs_f64()
+        );
     }
 }
 
@@ -379,7 +383,14 @@ fn exhaustive_bulk_encoders_match_scalar() {
 fn large_outputs_take_the_streaming_path_unchanged() {
     let n = (5 << 20) + 3;
     let xs = mixed_values(n);
-    for d in [DType::BF16, DType::F16, DType::Fp8E4M3, DType::Fp6E2M3, DType::Fp4E2M1, DType::Int4] {
+    for d in [
+        DType::BF16,
+        DType::F16,
+        DType::Fp8E4M3,
+        DType::Fp6E2M3,
+        DType::Fp4E2M1,
+        DType::Int4,
+    ] {
         let buf = bulk::encode_f32(d, &xs);
         let codes = bulk_codes(&buf);
         assert_eq!(codes.len(), n);
