@@ -7,6 +7,7 @@
 //! - [`pack`]: 4-bit codes two per byte, 6-bit codes four in three bytes.
 //! - [`bulk`]: slice encode/decode (vectorized, rayon for large slices).
 //! - [`narrow`]: tensors of the packed dtypes (astype, gather, arithmetic).
+//! - `simd`: AVX-512 kernels of the bulk codecs (x86_64, chosen at run time).
 //!
 //! Integer formats convert as NumPy's `astype` does: truncation toward zero,
 //! then the low bits (out-of-range values wrap); NaN, ±inf and magnitudes of
@@ -16,6 +17,8 @@ pub mod bulk;
 pub mod minifloat;
 pub mod narrow;
 pub mod pack;
+#[cfg(target_arch = "x86_64")]
+mod simd;
 #[cfg(test)]
 mod tests;
 

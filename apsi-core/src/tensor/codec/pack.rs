@@ -2,6 +2,8 @@
 //! per byte (element 2i in the low nibble), 6-bit codes four in three bytes
 //! (element 4i+k in bits 6k..6k+6 of the little-endian 24-bit group).
 
+use std::mem::MaybeUninit;
+
 /// Bytes that hold `len` codes of `bits` bits.
 pub fn byte_len(len: usize, bits: u8) -> usize {
     match bits {
@@ -64,46 +66,47 @@ pub fn set(bytes: &mut [u8], bits: u8, i: usize, code: u8) {
 
 /// Packs whole codes into `out` (`out.len() == byte_len(codes.len(), bits)`;
 /// for 4 and 6 bits `codes.len()` is padded with zero codes as needed).
+/// Writes every byte of `out` (bytes past the codes become 0).
 #[inline(always)]
-pub fn pack(codes: &[u8], bits: u8, out: &mut [u8]) {
+pub fn pack(codes: &[u8], bits: u8, out: &mut [MaybeUninit<u8>]) {
     match bits {
         4 => {
             let mut pairs = codes.chunks_exact(2);
+            let whole = pairs.len();
             for (o, p) in out.iter_mut().zip(pairs.by_ref()) {
-                *o = (p[0] & 0xf) | (p[1] << 4);
+                o.write((p[0] & 0xf) | (p[1] << 4));
             }
-            if let ([last], Some(o)) = (pairs.remainder(), out.last_mut()) {
-                *o = last & 0xf;
+            let last = pairs.remainder().first().map_or(0, |c| c & 0xf);
+            for (k, o) in out.iter_mut().enumerate().skip(whole) {
+                o.write(if k == whole { last } else { 0 });
             }
         }
         6 => {
             let mut quads = codes.chunks_exact(4);
+            let whole = quads.len();
             let mut outs = out.chunks_exact_mut(3);
             for (o, q) in outs.by_ref().zip(quads.by_ref()) {
                 let w = (q[0] & 0x3f) as u32
                     | ((q[1] & 0x3f) as u32) << 6
                     | ((q[2] & 0x3f) as u32) << 12
                     | ((q[3] & 0x3f) as u32) << 18;
-                o[0] = w as u8;
-                o[1] = (w >> 8) as u8;
-                o[2] = (w >> 16) as u8;
+                o[0].write(w as u8);
+                o[1].write((w >> 8) as u8);
+                o[2].write((w >> 16) as u8);
             }
-            let rest = quads.remainder();
-            if !rest.is_empty() {
-                let mut w = 0u32;
-                for (k, c) in rest.iter().enumerate() {
-                    w |= ((c & 0x3f) as u32) << (6 * k);
-                }
-                if let Some(o) = out.chunks_exact_mut(3).last() {
-                    o[0] = w as u8;
-                    o[1] = (w >> 8) as u8;
-                    o[2] = (w >> 16) as u8;
-                }
+            let mut w = 0u32;
+            for (k, c) in quads.remainder().iter().enumerate() {
+                w |= ((c & 0x3f) as u32) << (6 * k);
+            }
+            for (k, o) in out.iter_mut().enumerate().skip(3 * whole) {
+                let g = if k / 3 == whole { w } else { 0 };
+                o.write((g >> (8 * (k % 3))) as u8);
             }
         }
         _ => {
-            let n = out.len().min(codes.len());
-            out[..n].copy_from_slice(&codes[..n]);
+            for (k, o) in out.iter_mut().enumerate() {
+                o.write(codes.get(k).copied().unwrap_or(0));
+            }
         }
     }
 }
@@ -118,8 +121,10 @@ mod tests {
             let mask = ((1u16 << bits) - 1) as u8;
             for len in [0usize, 1, 2, 3, 4, 5, 7, 8, 9, 13] {
                 let codes: Vec<u8> = (0..len).map(|i| ((i * 37 + 11) as u8) & mask).collect();
-                let mut out = vec![0u8; byte_len(len, bits)];
-                pack(&codes, bits, &mut out);
+                let mut raw = vec![MaybeUninit::new(0xa5u8); byte_len(len, bits)];
+                pack(&codes, bits, &mut raw);
+                // SAFETY: MaybeUninit<u8> has u8's layout and every byte was initialised.
+                let out: Vec<u8> = raw.iter().map(|b| unsafe { b.assume_init() }).collect();
                 for (i, &c) in codes.iter().enumerate() {
                     assert_eq!(get(&out, bits, i), c, "bits {bits} len {len} i {i}");
                 }
