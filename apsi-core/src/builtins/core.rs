@@ -406,9 +406,13 @@ pub(crate) fn round_float(x: f64, n: i64) -> VResult<f64> {
         let text = format!("{:.*}", n as usize, x);
         text.parse::<f64>().unwrap_or(x)
     } else {
-        let k = (-n) as usize;
+        let k = usize::try_from(n.unsigned_abs()).unwrap_or(usize::MAX);
         // The exact integer part and the (exact) fraction.
         let int_text = format!("{:.0}", x.abs().trunc());
+        if k > int_text.len() {
+            // |x| < 10^(k-1), less than half of 10^k: rounds to a signed zero.
+            return Ok(0.0_f64.copysign(x));
+        }
         let frac = x.abs() - x.abs().trunc();
         let (high, low) = if k >= int_text.len() {
             ("0".to_string(), format!("{int_text:0>k$}"))
@@ -472,6 +476,12 @@ mod tests {
         assert_eq!(round_float(1350.0, -2).must(), 1400.0);
         assert_eq!(round_float(1250.0001, -2).must(), 1300.0);
         assert_eq!(round_float(-1250.0, -2).must(), -1200.0);
+        // Far past the number's digits: a signed zero, as Python (once a panic).
+        assert_eq!(round_float(8.047436149006938e74, -65536).must(), 0.0);
+        assert!(round_float(-123.0, -5).must().is_sign_negative());
+        assert_eq!(round_float(123.0, i64::MIN).must(), 0.0);
+        assert_eq!(round_float(500.0, -3).must(), 0.0);
+        assert_eq!(round_float(501.0, -3).must(), 1000.0);
         assert_eq!(round_float(49.0, -2).must(), 0.0);
         assert_eq!(round_float(51.0, -2).must(), 100.0);
         assert_eq!(round_float(960.0, -2).must(), 1000.0);
