@@ -611,6 +611,12 @@ impl Executor {
                             setv(r!(a), Value::Float(f));
                             continue;
                         }
+                        (Value::Int(_) | Value::Float(_), Value::Int(_) | Value::Float(_)) => {
+                            if let Some(v) = bin_fast(BinOp::Add, r!(b), r!(c)) {
+                                setv(r!(a), v);
+                                continue;
+                            }
+                        }
                         _ => {}
                     },
                     Instr::Sub { a, b, c } => match (&*r!(b), &*r!(c)) {
@@ -624,6 +630,12 @@ impl Executor {
                             let f = x - y;
                             setv(r!(a), Value::Float(f));
                             continue;
+                        }
+                        (Value::Int(_) | Value::Float(_), Value::Int(_) | Value::Float(_)) => {
+                            if let Some(v) = bin_fast(BinOp::Sub, r!(b), r!(c)) {
+                                setv(r!(a), v);
+                                continue;
+                            }
                         }
                         _ => {}
                     },
