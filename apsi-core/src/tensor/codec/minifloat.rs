@@ -142,7 +142,8 @@ pub fn encode_f64<S: Spec>(x: f64) -> u32 {
 #[inline(always)]
 pub fn encode_bf16_f32(x: f32) -> u16 {
     let bits = x.to_bits();
-    let r = ((bits + 0x7fff + ((bits >> 16) & 1)) >> 16) as u16;
+    // Wrapping: only NaN bit patterns can carry out, and they are replaced below.
+    let r = (bits.wrapping_add(0x7fff + ((bits >> 16) & 1)) >> 16) as u16;
     if bits & 0x7fff_ffff > 0x7f80_0000 {
         ((bits >> 16) as u16 & 0x8000) | 0x7fc0
     } else {
