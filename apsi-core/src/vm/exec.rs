@@ -484,9 +484,9 @@ impl Executor {
             };
             // SAFETY: the code object is kept alive by its closure, which its
             // stack slot keeps alive (see module invariants).
-            let code: &Code = unsafe { &*top.code };
-            let base = top.base as usize;
-            let start: *const Instr = code.instrs.as_ptr();
+            let mut code: &Code = unsafe { &*top.code };
+            let mut base = top.base as usize;
+            let mut start: *const Instr = code.instrs.as_ptr();
             // SAFETY: a saved pc is an instruction index of this code.
             let mut ip: *const Instr = unsafe { start.add(top.pc as usize) };
             let mut regs: *mut Value = unsafe { self.stack.as_mut_ptr().add(base) };
@@ -497,6 +497,19 @@ impl Executor {
                     // and push_frame reserved `base + nregs` slots.
                     unsafe { &mut *regs.add($i as usize) }
                 };
+            }
+            // Switch the loop's state to another frame without going round
+            // 'reload (a call just pushed it, or a return uncovered it).
+            macro_rules! enter {
+                ($code:expr, $base:expr, $pc:expr) => {{
+                    // SAFETY: as for the frame read at 'reload.
+                    code = unsafe { &*$code };
+                    base = $base;
+                    start = code.instrs.as_ptr();
+                    ip = unsafe { start.add($pc) };
+                    regs = unsafe { self.stack.as_mut_ptr().add(base) };
+                    continue;
+                }};
             }
             macro_rules! pc {
                 () => {
@@ -726,9 +739,11 @@ impl Executor {
                         if let Value::Func(c) = &*r!(a) {
                             if c.proto.simple && n == c.proto.nparams {
                                 let clo = Arc::as_ptr(c);
+                                let callee: *const Code = &*c.proto.code;
+                                let fpos = base + a as usize;
                                 save_pc!();
-                                match self.push_frame(base + a as usize, clo) {
-                                    Ok(()) => continue 'reload,
+                                match self.push_frame(fpos, clo) {
+                                    Ok(()) => enter!(callee, fpos + 1, 0),
                                     Err(e) => throw!(e),
                                 }
                             }
@@ -743,8 +758,10 @@ impl Executor {
                                 // `stack[base + a]` keeps whatever it held until the
                                 // return value replaces it.
                                 save_pc!();
-                                match self.push_frame(base + a as usize, Arc::as_ptr(c)) {
-                                    Ok(()) => continue 'reload,
+                                let callee: *const Code = &*c.proto.code;
+                                let fpos = base + a as usize;
+                                match self.push_frame(fpos, Arc::as_ptr(c)) {
+                                    Ok(()) => enter!(callee, fpos + 1, 0),
                                     Err(e) => throw!(e),
                                 }
                             }
@@ -760,7 +777,9 @@ impl Executor {
                                     self.pop_frame();
                                     // SAFETY: `base - 1` lies in the caller's window.
                                     setv(unsafe { &mut *self.stack.as_mut_ptr().add(base - 1) }, $v);
-                                    continue 'reload;
+                                    // SAFETY: a caller's frame is below this one (`frames.len() > stop + 1`).
+                                    let top = unsafe { self.frames.last().unwrap_unchecked() };
+                                    enter!(top.code, top.base as usize, top.pc as usize)
                                 }};
                             }
                             match *r!(a) {
