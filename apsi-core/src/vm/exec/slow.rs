@@ -143,63 +143,16 @@ impl Executor {
                     let v = if a == NO_REG { Value::None } else { dup(r!(a)) };
                     self.cells.push(Arc::new(Cell::new(v)));
                 }
-                Instr::Add { a, b, c } => {
-                    match (&*r!(b), &*r!(c)) {
-                        (Value::Int(x), Value::Int(y)) => {
-                            if let Some(s) = x.checked_add(*y) {
-                                setv(r!(a), Value::Int(s));
-                                exit!(Flow::Next);
-                            }
-                        }
-                        (Value::Float(x), Value::Float(y)) => {
-                            let f = x + y;
-                            setv(r!(a), Value::Float(f));
-                            exit!(Flow::Next);
-                        }
-                        _ => {}
-                    }
-                    let v = match bin_fast(BinOp::Add, r!(b), r!(c)) {
+                // The scalar fast paths are in `run`; here: mixed types, overflow, objects.
+                Instr::Add { a, b, c } | Instr::Sub { a, b, c } => {
+                    let op = if matches!(ins, Instr::Add { .. }) { BinOp::Add } else { BinOp::Sub };
+                    let v = match bin_fast(op, r!(b), r!(c)) {
                         Some(v) => v,
-                        None => tri!(ops::binary(BinOp::Add, r!(b), r!(c))),
-                    };
-                    setv(r!(a), v);
-                }
-                Instr::Sub { a, b, c } => {
-                    match (&*r!(b), &*r!(c)) {
-                        (Value::Int(x), Value::Int(y)) => {
-                            if let Some(s) = x.checked_sub(*y) {
-                                setv(r!(a), Value::Int(s));
-                                exit!(Flow::Next);
-                            }
-                        }
-                        (Value::Float(x), Value::Float(y)) => {
-                            let f = x - y;
-                            setv(r!(a), Value::Float(f));
-                            exit!(Flow::Next);
-                        }
-                        _ => {}
-                    }
-                    let v = match bin_fast(BinOp::Sub, r!(b), r!(c)) {
-                        Some(v) => v,
-                        None => tri!(ops::binary(BinOp::Sub, r!(b), r!(c))),
+                        None => tri!(ops::binary(op, r!(b), r!(c))),
                     };
                     setv(r!(a), v);
                 }
                 Instr::Mul { a, b, c } | Instr::MulT { a, b, c } => {
-                    match (&*r!(b), &*r!(c)) {
-                        (Value::Int(x), Value::Int(y)) => {
-                            if let Some(s) = x.checked_mul(*y) {
-                                setv(r!(a), Value::Int(s));
-                                exit!(Flow::Next);
-                            }
-                        }
-                        (Value::Float(x), Value::Float(y)) => {
-                            let f = x * y;
-                            setv(r!(a), Value::Float(f));
-                            exit!(Flow::Next);
-                        }
-                        _ => {}
-                    }
                     let has_object = matches!(&*r!(b), Value::Object(_)) || matches!(&*r!(c), Value::Object(_));
                     if let (Instr::MulT { .. }, true) = (ins, has_object) {
                         // `x * y + z` on tensors: one fused pass (see Instr::MulT).
