@@ -218,26 +218,41 @@ impl StrObj {
     }
 
     /// The decimal text of an int, written straight into the inline buffer
-    /// (at most 20 bytes, all ASCII: no validation, no intermediate copy).
+    /// (at most 20 digits and a sign, all ASCII: no validation, no copy),
+    /// two digits at a time from the end.
     pub fn from_int(i: i64) -> StrObj {
-        let mut tmp = [0u8; 20];
-        let mut pos = tmp.len();
-        let mut n = i.unsigned_abs();
-        loop {
-            pos -= 1;
-            tmp[pos] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
+        const PAIRS: [u8; 200] = {
+            let mut t = [0u8; 200];
+            let mut k = 0;
+            while k < 100 {
+                t[2 * k] = b'0' + (k / 10) as u8;
+                t[2 * k + 1] = b'0' + (k % 10) as u8;
+                k += 1;
             }
+            t
+        };
+        let mut n = i.unsigned_abs();
+        let digits = n.checked_ilog10().unwrap_or(0) as usize + 1;
+        let len = digits + (i < 0) as usize;
+        let mut buf = [0u8; Self::INLINE];
+        let mut pos = len;
+        while n >= 100 {
+            let r = (n % 100) as usize * 2;
+            n /= 100;
+            pos -= 2;
+            buf[pos] = PAIRS[r];
+            buf[pos + 1] = PAIRS[r + 1];
+        }
+        if n >= 10 {
+            let r = n as usize * 2;
+            buf[pos - 2] = PAIRS[r];
+            buf[pos - 1] = PAIRS[r + 1];
+        } else {
+            buf[pos - 1] = b'0' + n as u8;
         }
         if i < 0 {
-            pos -= 1;
-            tmp[pos] = b'-';
+            buf[0] = b'-';
         }
-        let len = tmp.len() - pos;
-        let mut buf = [0u8; Self::INLINE];
-        buf[..len].copy_from_slice(&tmp[pos..]);
         StrObj { data: StrData::Inline(len as u8, buf), nchars: len }
     }
 
@@ -272,6 +287,28 @@ impl StrObj {
 #[cfg(test)]
 mod str_tests {
     use super::StrObj;
+
+    #[test]
+    fn ints_print_as_rust_formats_them() {
+        let mut cases = vec![0i64, 1, -1, 9, 10, 11, 99, 100, 101, 999, 1000, -10, -99, -100, i64::MAX, i64::MIN, i64::MIN + 1];
+        for p in 0..19 {
+            let x = 10i64.pow(p);
+            cases.extend([x - 1, x, x + 1, -x, -(x - 1), -(x + 1)]);
+        }
+        let mut v = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..10_000 {
+            v ^= v << 13;
+            v ^= v >> 7;
+            v ^= v << 17;
+            cases.push(v as i64);
+            cases.push((v >> (v % 64)) as i64);
+        }
+        for i in cases {
+            let o = StrObj::from_int(i);
+            assert_eq!(o.as_str(), i.to_string(), "{i}");
+            assert_eq!(o.char_len(), i.to_string().len());
+        }
+    }
 
     #[test]
     fn short_and_long_strings_round_trip() {
