@@ -168,7 +168,7 @@ impl DictMap {
 
     #[inline]
     pub fn insert_int(&mut self, i: i64, value: Value) -> Option<Value> {
-        self.insert_with(hash_int(i), HashKey::int(i), value, |k| match k.value() {
+        self.insert_with(hash_int(i), HashKey::int(i), value, |k, _| match k.value() {
             Value::Int(j) => *j == i,
             other => super::value::key_eq(other, &Value::Int(i)),
         })
@@ -176,15 +176,14 @@ impl DictMap {
 
     #[inline]
     fn insert_hashed(&mut self, h: u64, key: HashKey, value: Value) -> Option<Value> {
-        let probe = key.clone();
-        self.insert_with(h, key, value, |k| *k == probe)
+        self.insert_with(h, key, value, |k, key| k == key)
     }
 
     /// Insert or replace with one walk of the probe sequence: it either
     /// finds the key or ends at an empty slot, remembering the first
     /// tombstone on the way, which is where a new entry goes.
     #[inline(always)]
-    fn insert_with(&mut self, h: u64, key: HashKey, value: Value, mut eq: impl FnMut(&HashKey) -> bool) -> Option<Value> {
+    fn insert_with(&mut self, h: u64, key: HashKey, value: Value, eq: impl Fn(&HashKey, &HashKey) -> bool) -> Option<Value> {
         // Grow first, so the walk below can end in the slot to fill. (A
         // replacement may grow the table a little early; that is all.)
         if (self.used + 1) * 8 > self.slots.len() * 5 {
@@ -202,7 +201,7 @@ impl DictMap {
             if s == DELETED {
                 tombstone.get_or_insert(pos & mask);
             } else if let Some(e) = self.entries.get_mut(s as usize - 1) {
-                if e.hash == h && e.key.as_ref().is_some_and(&mut eq) {
+                if e.hash == h && e.key.as_ref().is_some_and(|k| eq(k, &key)) {
                     return Some(std::mem::replace(&mut e.value, value));
                 }
             }

@@ -127,14 +127,6 @@ fn flush_before(shared: &Shared, nf: &NativeFn) {
     }
 }
 
-/// A returned value on its way to the caller's register.
-enum Ret {
-    Int(i64),
-    Float(f64),
-    Bool(bool),
-    Val(Value),
-}
-
 /// Store a copy of `src` into `dst`. Each scalar arm stores its own variant
 /// directly, so no 16-byte temporary is built and re-read (which would stall
 /// store-to-load forwarding).
@@ -319,6 +311,7 @@ impl Executor {
         Ok(())
     }
 
+    /// `push_frame` when the depth limit is reached or a stack must grow.
     #[cold]
     #[inline(never)]
     fn push_frame_slow(&mut self, fpos: usize, clo: *const Closure) -> VResult<()> {
@@ -326,12 +319,10 @@ impl Executor {
             return Err(err(ErrorKind::RecursionError, "maximum recursion depth exceeded"));
         }
         // SAFETY: as in push_frame.
-        let code: *const Code = &*unsafe { &*clo }.proto.code;
-        let nregs = unsafe { &*code }.nregs as usize;
-        let base = fpos + 1;
-        self.ensure(base + nregs + 1);
-        self.frames.push(Frame { clo, code, nregs: nregs as u32, pc: 0, base: base as u32, cell_base: self.cells.len() as u32 });
-        Ok(())
+        let nregs = unsafe { &*clo }.proto.code.nregs as usize;
+        self.ensure(fpos + 1 + nregs + 1);
+        self.frames.reserve(1);
+        self.push_frame(fpos, clo)
     }
 
     /// Prepare a call of `f` placed at `stack[fpos]` with arguments taken out

@@ -77,6 +77,18 @@ impl Executor {
                 regs = unsafe { self.stack.as_mut_ptr().add(base) };
             };
         }
+        // Call `f` with the collected arguments; its result lands in `a`.
+        macro_rules! call_with {
+            ($a:expr, $f:expr, $pos:expr, $kw:expr) => {{
+                let res = self.setup_call(base + $a as usize, $f, $pos, $kw);
+                refresh!();
+                match res {
+                    Ok(None) => exit!(Flow::Reload),
+                    Ok(Some(v)) => setv(r!($a), v),
+                    Err(e) => throw!(e),
+                }
+            }};
+        }
         macro_rules! do_call {
             ($a:expr, $n:expr) => {{
                 save_pc!();
@@ -287,17 +299,7 @@ impl Executor {
                 }
                 Instr::CallGlobal { a, g, n } => {
                     let Some(slot) = code.globals.get(g as usize) else { throw!(err(ErrorKind::Error, "internal error: bad global")) };
-                    // A write-once global function: call it without touching its
-                    // refcount. The slot (kept alive by this code object, which
-                    // outlives the callee's frame) owns the closure.
-                    if let Some(Value::Func(c)) = slot.get_const() {
-                        if c.proto.simple && n == c.proto.nparams {
-                            save_pc!();
-                            setv(r!(a), Value::None);
-                            tri!(self.push_frame(base + a as usize, Arc::as_ptr(c)));
-                            exit!(Flow::Reload);
-                        }
-                    }
+                    // (`run` calls a write-once simple function itself.)
                     let v = if slot.is_const { slot.get_const().cloned() } else { slot.get() };
                     match v {
                         Some(v) => setv(r!(a), v),
@@ -319,14 +321,7 @@ impl Executor {
                         let v = take(r!(a as usize + 1 + n + j));
                         kw.push((Arc::<str>::from(name.as_str().unwrap_or("")), v));
                     }
-                    let fpos = base + a as usize;
-                    let res = self.setup_call(fpos, f, pos, kw);
-                    refresh!();
-                    match res {
-                        Ok(None) => exit!(Flow::Reload),
-                        Ok(Some(v)) => setv(r!(a), v),
-                        Err(e) => throw!(e),
-                    }
+                    call_with!(a, f, pos, kw);
                 }
                 Instr::CallEx { a } => {
                     save_pc!();
@@ -351,14 +346,7 @@ impl Executor {
                         }
                         other => throw!(type_err(format!("argument after ** must be a dict, not {}", other.type_name()))),
                     };
-                    let fpos = base + a as usize;
-                    let res = self.setup_call(fpos, f, pos, kw);
-                    refresh!();
-                    match res {
-                        Ok(None) => exit!(Flow::Reload),
-                        Ok(Some(v)) => setv(r!(a), v),
-                        Err(e) => throw!(e),
-                    }
+                    call_with!(a, f, pos, kw);
                 }
                 Instr::AppendTo { a, b, c, mv } => {
                     if let Value::List(l) = &*r!(b) {
@@ -427,27 +415,9 @@ impl Executor {
                     }
                     do_call!(a, n)
                 }
+                // `run` returns into a caller itself; here the frame at depth
+                // `stop` ends and its value leaves the loop.
                 Instr::Return { a } => {
-                    if self.frames.len() > stop + 1 && base > 0 {
-                        // Scalars travel in a Rust local (no 16-byte temporary).
-                        let ret = match *r!(a) {
-                            Value::Int(i) => Ret::Int(i),
-                            Value::Float(f) => Ret::Float(f),
-                            Value::Bool(b) => Ret::Bool(b),
-                            _ => Ret::Val(std::mem::replace(r!(a), Value::None)),
-                        };
-                        // Pop first: the slot below `base` may own the callee's closure.
-                        self.pop_frame();
-                        if let Some(dst) = self.stack.get_mut(base - 1) {
-                            match ret {
-                                Ret::Int(i) => setv(dst, Value::Int(i)),
-                                Ret::Float(f) => setv(dst, Value::Float(f)),
-                                Ret::Bool(b) => setv(dst, Value::Bool(b)),
-                                Ret::Val(v) => setv(dst, v),
-                            }
-                        }
-                        exit!(Flow::Reload);
-                    }
                     let v = take(r!(a));
                     self.pop_frame();
                     exit!(Flow::Return(v));
@@ -693,20 +663,9 @@ impl Executor {
                         pc = jump_target(instrs, pc);
                     }
                 }
-                Instr::ForRangeLoop { a, b } => {
-                    if let (Value::Int(cur), Value::Int(stop), Value::Int(step)) = (&*r!(a), &*r!(a as usize + 1), &*r!(a as usize + 2)) {
-                        let (stop, step) = (*stop, *step);
-                        if let Some(next) = cur.checked_add(step) {
-                            if (step > 0 && next < stop) || (step < 0 && next > stop) {
-                                setv(r!(a), Value::Int(next));
-                                setv(r!(b), Value::Int(next));
-                                pc = jump_target(instrs, pc);
-                                exit!(Flow::Next);
-                            }
-                        }
-                    }
-                    pc += 1;
-                }
+                // `run` steps every range loop: ForRangePrep leaves ints in its
+                // registers. Anything else there ends the loop.
+                Instr::ForRangeLoop { .. } => pc += 1,
                 Instr::Unpack { a, b, n } => {
                     let src = dup(r!(b));
                     save_pc!();
