@@ -12,6 +12,9 @@ mod jit;
 use apsi_native_ir::abi::TextFn;
 use std::ffi::c_void;
 
+// The exported entry point has exactly the type the loader expects.
+const _: apsi_native_ir::abi::CompileFn = apsi_native_compile_v1;
+
 /// # Safety
 /// `json` must point to `len` readable bytes and `addrs` to `naddrs` writable words.
 #[no_mangle]

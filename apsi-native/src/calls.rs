@@ -131,14 +131,7 @@ pub(crate) fn call(
     if let Some(mf) = unary_float {
         arity(l, 1)?;
         let x = l.scalar_as(st, args[0], &T::Float)?;
-        let line = l.line();
-        let d = l.new_var(Ty::Float);
-        l.push(Op::Math {
-            f: mf,
-            dst: d,
-            args: vec![x],
-            line,
-        });
+        let d = l.math(mf, vec![x], Ty::Float);
         l.set(st, dst, T::Float, &[d]);
         return Ok(());
     }
@@ -230,15 +223,8 @@ pub(crate) fn call(
             let (t, _) = l.get(st, args[0])?;
             if matches!(t, T::Float) {
                 let x = l.scalar_as(st, args[0], &T::Float)?;
-                let line = l.line();
-                let d = l.new_var(Ty::Int);
                 let mf = if name == "floor" { MathFn::Floor } else { MathFn::Ceil };
-                l.push(Op::Math {
-                    f: mf,
-                    dst: d,
-                    args: vec![x],
-                    line,
-                });
+                let d = l.math(mf, vec![x], Ty::Int);
                 l.set(st, dst, T::Int, &[d]);
             } else {
                 let x = l.scalar_as(st, args[0], &T::Int)?;
@@ -271,14 +257,7 @@ pub(crate) fn call(
                     (false, true) => MathFn::Maximum,
                     (false, false) => MathFn::Minimum,
                 };
-                let line = l.line();
-                let d = l.new_var(Ty::Float);
-                l.push(Op::Math {
-                    f: mf,
-                    dst: d,
-                    args: vec![x, y],
-                    line,
-                });
+                let d = l.math(mf, vec![x, y], Ty::Float);
                 l.set(st, dst, T::Float, &[d]);
             } else {
                 return Err(l.bad(format!(
@@ -346,30 +325,16 @@ pub(crate) fn call(
         "isnan" | "isinf" => {
             arity(l, 1)?;
             let x = l.scalar_as(st, args[0], &T::Float)?;
-            let line = l.line();
-            let d = l.new_var(Ty::Bool);
             let mf = if name == "isnan" { MathFn::IsNan } else { MathFn::IsInf };
-            l.push(Op::Math {
-                f: mf,
-                dst: d,
-                args: vec![x],
-                line,
-            });
+            let d = l.math(mf, vec![x], Ty::Bool);
             l.set(st, dst, T::Bool, &[d]);
         }
         "atan2" | "hypot" => {
             arity(l, 2)?;
             let x = l.scalar_as(st, args[0], &T::Float)?;
             let y = l.scalar_as(st, args[1], &T::Float)?;
-            let line = l.line();
-            let d = l.new_var(Ty::Float);
             let mf = if name == "atan2" { MathFn::Atan2 } else { MathFn::Hypot };
-            l.push(Op::Math {
-                f: mf,
-                dst: d,
-                args: vec![x, y],
-                line,
-            });
+            let d = l.math(mf, vec![x, y], Ty::Float);
             l.set(st, dst, T::Float, &[d]);
         }
         "range" => return Err(l.bad("range() outside a for loop header")),

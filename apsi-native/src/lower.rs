@@ -288,6 +288,14 @@ impl<'s> FnLower<'s> {
         }
     }
 
+    /// `f(args…)` into a new variable of type `ty`, at the current line.
+    pub(crate) fn math(&mut self, f: ir::MathFn, args: Vec<Var>, ty: Ty) -> Var {
+        let line = self.line();
+        let dst = self.new_var(ty);
+        self.push(Op::Math { f, dst, args, line });
+        dst
+    }
+
     /// Copy the value of type `t` from variables `src` into register `dst`.
     pub(crate) fn set(&mut self, st: &mut [T], dst: usize, t: T, src: &[Var]) {
         let d = self.slots(dst, &t);
