@@ -1,6 +1,6 @@
-//! `matmul`/`@` for 1-D, 2-D and batched operands (NumPy's rules). f32/f64
-//! products run on OpenBLAS with the `blas` feature (see [`super::cblas`]),
-//! else on the `gemm` crate's kernels (multi-threaded when large).
+//! `matmul`/`@` for 1-D, 2-D and batched operands (NumPy's rules). Each
+//! f32/f64 product runs on the `gemm` crate or on the system OpenBLAS
+//! (`blas` feature, see [`super::cblas`]); [`choose`] says which and why.
 
 use super::autodiff::{record, Op};
 use super::core::Tensor;
@@ -11,7 +11,10 @@ use crate::error::ErrorKind;
 use crate::vm::value::{err, VResult};
 
 fn mismatch(a: &[usize], b: &[usize]) -> crate::vm::value::Exc {
-    err(ErrorKind::ShapeError, format!("matmul: shapes {} and {} are not aligned", shape_str(a), shape_str(b)))
+    err(
+        ErrorKind::ShapeError,
+        format!("matmul: shapes {} and {} are not aligned", shape_str(a), shape_str(b)),
+    )
 }
 
 pub fn matmul(a: &Tensor, b: &Tensor) -> VResult<Tensor> {
@@ -22,15 +25,32 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> VResult<Tensor> {
     let x = if a.dtype == d { a.clone() } else { a.astype(d)? };
     let y = if b.dtype == d { b.clone() } else { b.astype(d)? };
     // Lift 1-D operands to matrices.
-    let xl = if x.ndim() == 1 { x.view(Layout { shape: vec![1, x.shape()[0]], strides: vec![0, x.layout.strides[0]], offset: x.layout.offset }) } else { x.clone() };
-    let yl = if y.ndim() == 1 { y.view(Layout { shape: vec![y.shape()[0], 1], strides: vec![y.layout.strides[0], 0], offset: y.layout.offset }) } else { y.clone() };
+    let xl = if x.ndim() == 1 {
+        x.view(Layout {
+            shape: vec![1, x.shape()[0]],
+            strides: vec![0, x.layout.strides[0]],
+            offset: x.layout.offset,
+        })
+    } else {
+        x.clone()
+    };
+    let yl = if y.ndim() == 1 {
+        y.view(Layout {
+            shape: vec![y.shape()[0], 1],
+            strides: vec![y.layout.strides[0], 0],
+            offset: y.layout.offset,
+        })
+    } else {
+        y.clone()
+    };
     let (xs, ys) = (xl.shape(), yl.shape());
     let (m, k) = (xs[xs.len() - 2], xs[xs.len() - 1]);
     let (k2, n) = (ys[ys.len() - 2], ys[ys.len() - 1]);
     if k != k2 {
         return Err(mismatch(a.shape(), b.shape()));
     }
-    let batch = broadcast_shapes(&xs[..xs.len() - 2], &ys[..ys.len() - 2]).map_err(|_| mismatch(a.shape(), b.shape()))?;
+    let batch =
+        broadcast_shapes(&xs[..xs.len() - 2], &ys[..ys.len() - 2]).map_err(|_| mismatch(a.shape(), b.shape()))?;
     let mut out_shape = batch.clone();
     out_shape.push(m);
     out_shape.push(n);
@@ -41,9 +61,15 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> VResult<Tensor> {
             let (xf, yf) = (xl.astype(DType::F32)?, yl.astype(DType::F32)?);
             run::<f32>(&xf, &yf, &batch, m, k, n, out_shape.clone()).astype(d)?
         }
-        _ if d.kind() != Kind::Float => run_int(&xl, &yl, &batch, m, k, n, out_shape.clone()).cast(if d == DType::Bool { DType::Bool } else { d })?,
+        _ if d.kind() != Kind::Float => run_int(&xl, &yl, &batch, m, k, n, out_shape.clone())
+            .cast(if d == DType::Bool { DType::Bool } else { d })?,
         _ if d.is_narrow() => return super::codec::narrow::matmul(&x, &y),
-        other => return Err(other.check_supported().err().unwrap_or_else(|| err(ErrorKind::TypeError, "bad dtype"))),
+        other => {
+            return Err(other
+                .check_supported()
+                .err()
+                .unwrap_or_else(|| err(ErrorKind::TypeError, "bad dtype")))
+        }
     };
     // Drop the lifted axes.
     let mut final_shape = batch;
@@ -65,14 +91,26 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> VResult<Tensor> {
 /// Storage offsets of each batch matrix of `t` broadcast over `batch`.
 fn batch_offsets(t: &Layout, batch: &[usize]) -> Vec<usize> {
     let nb = t.shape.len() - 2;
-    let bl = Layout { shape: t.shape[..nb].to_vec(), strides: t.strides[..nb].to_vec(), offset: t.offset };
+    let bl = Layout {
+        shape: t.shape[..nb].to_vec(),
+        strides: t.strides[..nb].to_vec(),
+        offset: t.offset,
+    };
     let st = bl.broadcast_strides(batch);
     let mut v = Vec::new();
     for_each_offset(batch, &st, t.offset, |o| v.push(o));
     v
 }
 
-fn run<T: Scalar + Default + Kernel>(x: &Tensor, y: &Tensor, batch: &[usize], m: usize, k: usize, n: usize, shape: Vec<usize>) -> Tensor {
+fn run<T: Scalar + Default + Kernel>(
+    x: &Tensor,
+    y: &Tensor,
+    batch: &[usize],
+    m: usize,
+    k: usize,
+    n: usize,
+    shape: Vec<usize>,
+) -> Tensor {
     let nb: usize = batch.iter().product();
     let mut out = vec![T::default(); nb * m * n];
     x.with_slice::<T, _>(|sx, lx| {
@@ -82,16 +120,25 @@ fn run<T: Scalar + Default + Kernel>(x: &Tensor, y: &Tensor, batch: &[usize], m:
             let (xr, xc) = (lx.strides[lx.shape.len() - 2], lx.strides[lx.shape.len() - 1]);
             let (yr, yc) = (ly.strides[ly.shape.len() - 2], ly.strides[ly.shape.len() - 1]);
             // Bounded by the program's thread count (`set_threads`, `--threads`).
-            let threads = if m * n * k >= 1 << 18 { rayon::current_num_threads().min(crate::par::threads()) } else { 1 };
+            let threads = if m * n * k >= 1 << 18 {
+                rayon::current_num_threads().min(crate::par::threads())
+            } else {
+                1
+            };
             for (bi, (&px, &py)) in ox.iter().zip(&oy).enumerate() {
                 if m == 0 || n == 0 {
                     continue;
                 }
-                let Some(dst) = out.get_mut(bi * m * n..(bi + 1) * m * n) else { continue };
+                let Some(dst) = out.get_mut(bi * m * n..(bi + 1) * m * n) else {
+                    continue;
+                };
                 if k == 0 {
                     continue;
                 }
-                let (pa, pb) = (sx.as_ptr().wrapping_offset(px as isize), sy.as_ptr().wrapping_offset(py as isize));
+                let (pa, pb) = (
+                    sx.as_ptr().wrapping_offset(px as isize),
+                    sy.as_ptr().wrapping_offset(py as isize),
+                );
                 // SAFETY: the layouts of x and y address only elements inside
                 // their storage slices (offset + strides within bounds, checked
                 // when the views were made); dst has m*n elements, row-major.
@@ -102,32 +149,160 @@ fn run<T: Scalar + Default + Kernel>(x: &Tensor, y: &Tensor, batch: &[usize], m:
     Tensor::from_vec(out, shape)
 }
 
-/// One dense `m x n` product `dst = a @ b` of strided matrices: OpenBLAS
-/// when built with the `blas` feature and both operands have a unit-strided
-/// axis, else the `gemm` crate (multi-threaded on rayon when `threads > 1`).
+/// Which library multiplies one f32/f64 product.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// The `gemm` crate: its AVX-512 kernels where the CPU has AVX-512F, else AVX2+FMA (or its portable ones).
+    Gemm,
+    /// The system OpenBLAS (`blas` feature, `libopenblas.so.0` loadable), with its own kernel choice
+    /// (which the user's `OPENBLAS_CORETYPE` steers).
+    OpenBlas,
+}
+
+/// Products below this many multiply-adds (16 x 16 x 16) go to OpenBLAS where it is there: the `gemm`
+/// crate's set-up costs more than such a product (4 x 4 x 4: 320 ns against OpenBLAS's 116 ns; 8^3:
+/// 0.8x; 16^3 and up: 1.04x to 4.9x in the gemm crate's favour; measured on the AVX-512 machine, see
+/// docs/ARCHITECTURE.md, tensor section).
+pub const SMALL: usize = 16 * 16 * 16;
+
+/// The backend for an `m x k @ k x n` product, from what the CPU has and what the user forced.
+///
+/// - `APSI_MATMUL=gemm` or `=openblas` ([`forced`]) wins (for measuring one against the other).
+/// - With AVX-512F the `gemm` crate's AVX-512 kernels run about twice as fast as OpenBLAS's AVX2
+///   (Haswell) kernels, the ones the system OpenBLAS runs when `OPENBLAS_CORETYPE=Haswell` is set
+///   (as on the reference machine, for NumPy too) and the ones OpenBLAS 0.3.21 falls back to on CPUs
+///   it does not know; so they run every product of at least [`SMALL`] multiply-adds.
+/// - Without AVX-512 both libraries run AVX2 kernels; OpenBLAS, NumPy's own library, is kept.
+/// - Whatever is chosen, `OpenBlas` falls back to the `gemm` crate when no OpenBLAS can be loaded
+///   or an operand has no unit-strided axis.
+pub fn choose(m: usize, n: usize, k: usize, avx512: bool, forced: Option<Backend>) -> Backend {
+    if let Some(b) = forced {
+        return b;
+    }
+    let work = m.saturating_mul(n).saturating_mul(k);
+    if avx512 && work >= SMALL {
+        Backend::Gemm
+    } else {
+        Backend::OpenBlas
+    }
+}
+
+/// The backend `APSI_MATMUL` names (`gemm` or `openblas`, any case), read once; any other value
+/// (or none) leaves the choice to [`choose`].
+pub fn forced() -> Option<Backend> {
+    static FORCED: std::sync::OnceLock<Option<Backend>> = std::sync::OnceLock::new();
+    *FORCED.get_or_init(
+        || match std::env::var("APSI_MATMUL").map(|v| v.to_ascii_lowercase()).as_deref() {
+            Ok("gemm") => Some(Backend::Gemm),
+            Ok("openblas") => Some(Backend::OpenBlas),
+            _ => None,
+        },
+    )
+}
+
+/// Whether the CPU has AVX-512F (the `gemm` crate's test for its AVX-512 kernels), detected once.
+pub fn has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static AVX512: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *AVX512.get_or_init(|| std::arch::is_x86_feature_detected!("avx512f"))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// One dense `m x n` product `dst = a @ b` of strided matrices, on the backend [`choose`] picks
+/// (multi-threaded when `threads > 1`).
 pub trait Kernel: Sized + Copy + 'static {
     /// # Safety
     /// `a` and `b` with their (row, column) strides must address only valid
     /// elements for the sizes given; `dst` must hold `m * n` elements.
     #[allow(clippy::too_many_arguments)]
-    unsafe fn kernel(m: usize, n: usize, k: usize, a: *const Self, sa: (isize, isize), b: *const Self, sb: (isize, isize), dst: *mut Self, threads: usize);
+    unsafe fn kernel(
+        m: usize,
+        n: usize,
+        k: usize,
+        a: *const Self,
+        sa: (isize, isize),
+        b: *const Self,
+        sb: (isize, isize),
+        dst: *mut Self,
+        threads: usize,
+    ) {
+        Self::kernel_on(
+            choose(m, n, k, has_avx512(), forced()),
+            m,
+            n,
+            k,
+            a,
+            sa,
+            b,
+            sb,
+            dst,
+            threads,
+        )
+    }
+
+    /// [`Kernel::kernel`] on a given backend (OpenBLAS falls back to the `gemm` crate where it cannot run).
+    ///
+    /// # Safety
+    /// As [`Kernel::kernel`].
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn kernel_on(
+        be: Backend,
+        m: usize,
+        n: usize,
+        k: usize,
+        a: *const Self,
+        sa: (isize, isize),
+        b: *const Self,
+        sb: (isize, isize),
+        dst: *mut Self,
+        threads: usize,
+    );
 }
 
 macro_rules! kernel_impl {
     ($t:ty) => {
         impl Kernel for $t {
-            unsafe fn kernel(m: usize, n: usize, k: usize, a: *const $t, sa: (isize, isize), b: *const $t, sb: (isize, isize), dst: *mut $t, threads: usize) {
+            unsafe fn kernel_on(
+                be: Backend,
+                m: usize,
+                n: usize,
+                k: usize,
+                a: *const $t,
+                sa: (isize, isize),
+                b: *const $t,
+                sb: (isize, isize),
+                dst: *mut $t,
+                threads: usize,
+            ) {
                 #[cfg(feature = "blas")]
-                {
+                if be == Backend::OpenBlas {
                     use super::cblas::{operand, Gemm};
-                    if let (Some(fa), Some(fb), true) = (operand(m, k, sa.0, sa.1), operand(k, n, sb.0, sb.1), i32::try_from(n).is_ok()) {
+                    if let (Some(fa), Some(fb), true) = (
+                        operand(m, k, sa.0, sa.1),
+                        operand(k, n, sb.0, sb.1),
+                        i32::try_from(n).is_ok(),
+                    ) {
                         if <$t as Gemm>::gemm(m, n, k, a, fa, b, fb, dst) {
                             return;
                         }
                     }
                 }
-                let par = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
-                gemm::gemm(m, n, k, dst, 1, n as isize, false, a, sa.1, sa.0, b, sb.1, sb.0, 0.0, 1.0, false, false, false, par);
+                #[cfg(not(feature = "blas"))]
+                let _ = be;
+                let par = if threads > 1 {
+                    gemm::Parallelism::Rayon(threads)
+                } else {
+                    gemm::Parallelism::None
+                };
+                gemm::gemm(
+                    m, n, k, dst, 1, n as isize, false, a, sa.1, sa.0, b, sb.1, sb.0, 0.0, 1.0, false, false, false,
+                    par,
+                );
             }
         }
     };
@@ -149,8 +324,14 @@ fn run_int(x: &Tensor, y: &Tensor, batch: &[usize], m: usize, k: usize, n: usize
                     for j in 0..n {
                         let mut acc = 0i64;
                         for p in 0..k {
-                            let a = sx.get((px as isize + i as isize * xr + p as isize * xc) as usize).copied().unwrap_or(0);
-                            let b = sy.get((py as isize + p as isize * yr + j as isize * yc) as usize).copied().unwrap_or(0);
+                            let a = sx
+                                .get((px as isize + i as isize * xr + p as isize * xc) as usize)
+                                .copied()
+                                .unwrap_or(0);
+                            let b = sy
+                                .get((py as isize + p as isize * yr + j as isize * yc) as usize)
+                                .copied()
+                                .unwrap_or(0);
                             acc = acc.wrapping_add(a.wrapping_mul(b));
                         }
                         if let Some(o) = out.get_mut(bi * m * n + i * n + j) {
@@ -162,4 +343,229 @@ fn run_int(x: &Tensor, y: &Tensor, batch: &[usize], m: usize, k: usize, n: usize
         })
     });
     Tensor::from_vec(out, shape)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small xorshift generator: uniform values in [-1, 1).
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> f64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+        }
+        fn below(&mut self, n: usize) -> usize {
+            ((self.next() + 1.0) * 0.5 * n as f64) as usize % n
+        }
+    }
+
+    /// How a `rows x cols` operand is laid out in its buffer.
+    #[derive(Clone, Copy, Debug)]
+    enum Form {
+        RowMajor,
+        /// Column-major: a transposed view.
+        ColMajor,
+        /// Every other column of a wider matrix, from column 1 (no unit-strided axis).
+        Sliced,
+        /// Row-major with the rows reversed (a negative row stride).
+        Reversed,
+    }
+    const FORMS: [Form; 4] = [Form::RowMajor, Form::ColMajor, Form::Sliced, Form::Reversed];
+
+    /// A random operand: its buffer, the offset of element (0, 0), the strides.
+    fn operand(rng: &mut Rng, rows: usize, cols: usize, form: Form) -> (Vec<f64>, usize, (isize, isize)) {
+        let (r, c) = (rows as isize, cols as isize);
+        let (len, off, st) = match form {
+            Form::RowMajor => (rows * cols, 0, (c, 1)),
+            Form::ColMajor => (rows * cols, 0, (1, r)),
+            Form::Sliced => (rows * (2 * cols + 1), 1, (2 * c + 1, 2)),
+            Form::Reversed => (rows * cols, (rows.max(1) - 1) * cols, (-c, 1)),
+        };
+        ((0..len).map(|_| rng.next()).collect(), off, st)
+    }
+
+    fn at(v: &[f64], off: usize, st: (isize, isize), i: usize, j: usize) -> f64 {
+        v[(off as isize + i as isize * st.0 + j as isize * st.1) as usize]
+    }
+
+    /// Multiplies with `T` on `be` and checks every element against an f64 reference, within
+    /// k * eps(T) * sum |a||b| (the classic bound on a length-k dot product's rounding error).
+    #[allow(clippy::too_many_arguments)]
+    fn check<T: Kernel + Default + PartialEq + std::fmt::Debug>(
+        rng: &mut Rng,
+        be: Backend,
+        m: usize,
+        k: usize,
+        n: usize,
+        fa: Form,
+        fb: Form,
+        threads: usize,
+        eps: f64,
+        conv: fn(f64) -> T,
+        back: fn(T) -> f64,
+    ) {
+        let (va, oa, sa) = operand(rng, m, k, fa);
+        let (vb, ob, sb) = operand(rng, k, n, fb);
+        // Round the inputs to T first so the reference sees the same numbers.
+        let (va, vb): (Vec<f64>, Vec<f64>) = (
+            va.into_iter().map(|x| back(conv(x))).collect(),
+            vb.into_iter().map(|x| back(conv(x))).collect(),
+        );
+        let (ta, tb): (Vec<T>, Vec<T>) = (
+            va.iter().map(|&x| conv(x)).collect(),
+            vb.iter().map(|&x| conv(x)).collect(),
+        );
+        let mut c = vec![T::default(); m * n];
+        // SAFETY: the forms above address only elements inside ta and tb; c has m * n elements.
+        unsafe {
+            T::kernel_on(
+                be,
+                m,
+                n,
+                k,
+                ta.as_ptr().wrapping_add(oa),
+                sa,
+                tb.as_ptr().wrapping_add(ob),
+                sb,
+                c.as_mut_ptr(),
+                threads,
+            )
+        };
+        for i in 0..m {
+            for j in 0..n {
+                let (mut want, mut mag) = (0.0, 0.0);
+                for p in 0..k {
+                    let x = at(&va, oa, sa, i, p) * at(&vb, ob, sb, p, j);
+                    want += x;
+                    mag += x.abs();
+                }
+                let got = back(c[i * n + j]);
+                let tol = (k as f64 + 1.0) * eps * mag + 1e-300;
+                assert!((got - want).abs() <= tol, "{be:?} {m}x{k} @ {k}x{n} ({fa:?}, {fb:?}, {threads} threads): c[{i},{j}] = {got}, want {want} (tol {tol})");
+            }
+        }
+    }
+
+    const SIZES: [usize; 10] = [1, 2, 3, 7, 8, 16, 17, 31, 33, 129];
+
+    fn random_products(be: Backend, seed: u64) {
+        let mut rng = Rng(seed);
+        for round in 0..48 {
+            let (m, k, n) = (
+                SIZES[rng.below(SIZES.len())],
+                SIZES[rng.below(SIZES.len())],
+                SIZES[rng.below(SIZES.len())],
+            );
+            let (fa, fb) = (FORMS[round % 4], FORMS[(round / 4) % 4]);
+            check::<f64>(&mut rng, be, m, k, n, fa, fb, 1, f64::EPSILON, |x| x, |x| x);
+            check::<f32>(
+                &mut rng,
+                be,
+                m,
+                k,
+                n,
+                fa,
+                fb,
+                1,
+                f32::EPSILON as f64,
+                |x| x as f32,
+                |x| x as f64,
+            );
+        }
+    }
+
+    #[test]
+    fn gemm_crate_matches_reference() {
+        random_products(Backend::Gemm, 0x9e37_79b9_7f4a_7c15);
+    }
+
+    #[test]
+    fn openblas_matches_reference() {
+        // Without the `blas` feature or a loadable OpenBLAS this runs the gemm crate again.
+        random_products(Backend::OpenBlas, 0x2545_f491_4f6c_dd1d);
+    }
+
+    #[test]
+    fn threaded_and_large_products() {
+        // Large enough for the crate's threads and several cache blocks in every dimension.
+        let mut rng = Rng(7);
+        for (m, k, n) in [(257, 300, 131), (67, 1031, 65), (1, 2000, 300), (300, 2000, 1)] {
+            for be in [Backend::Gemm, Backend::OpenBlas] {
+                check::<f64>(
+                    &mut rng,
+                    be,
+                    m,
+                    k,
+                    n,
+                    Form::RowMajor,
+                    Form::ColMajor,
+                    2,
+                    f64::EPSILON,
+                    |x| x,
+                    |x| x,
+                );
+                check::<f32>(
+                    &mut rng,
+                    be,
+                    m,
+                    k,
+                    n,
+                    Form::Sliced,
+                    Form::RowMajor,
+                    2,
+                    f32::EPSILON as f64,
+                    |x| x as f32,
+                    |x| x as f64,
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn backend_choice() {
+        let small = 15;
+        assert_eq!(choose(512, 512, 512, true, None), Backend::Gemm);
+        assert_eq!(choose(16, 16, 16, true, None), Backend::Gemm);
+        assert_eq!(choose(1, 4096, 1, true, None), Backend::Gemm);
+        assert_eq!(choose(small, small, small, true, None), Backend::OpenBlas);
+        assert_eq!(choose(512, 512, 512, false, None), Backend::OpenBlas);
+        assert_eq!(choose(usize::MAX, usize::MAX, 2, true, None), Backend::Gemm);
+        assert_eq!(choose(512, 512, 512, true, Some(Backend::OpenBlas)), Backend::OpenBlas);
+        assert_eq!(choose(2, 2, 2, false, Some(Backend::Gemm)), Backend::Gemm);
+    }
+
+    #[test]
+    fn batched_views_through_matmul() {
+        // (2, 1, 7, 5) @ transposed (3, 5, 9) -> (2, 3, 7, 9), every batch matrix checked.
+        let mut rng = Rng(11);
+        let av: Vec<f64> = (0..2 * 7 * 5).map(|_| rng.next()).collect();
+        let bv: Vec<f64> = (0..3 * 9 * 5).map(|_| rng.next()).collect();
+        let a = Tensor::from_vec(av.clone(), vec![2, 1, 7, 5]);
+        // b[q, p, j] = bv[q * 45 + j * 5 + p]: the last two axes of a (3, 9, 5) tensor swapped.
+        let b = Tensor::from_vec(bv.clone(), vec![3, 9, 5]).view(Layout {
+            shape: vec![3, 5, 9],
+            strides: vec![45, 1, 5],
+            offset: 0,
+        });
+        for dt in [DType::F64, DType::F32] {
+            let r = matmul(&a.astype(dt).unwrap(), &b.astype(dt).unwrap()).unwrap();
+            assert_eq!(r.shape(), &[2, 3, 7, 9]);
+            assert_eq!(r.dtype, dt);
+            let got: Vec<f64> = r.to_vec();
+            let tol = if dt == DType::F64 { 1e-14 } else { 1e-5 };
+            for (bi, q) in (0..2).flat_map(|x| (0..3).map(move |q| (x, q))) {
+                for i in 0..7 {
+                    for j in 0..9 {
+                        let want: f64 = (0..5).map(|p| av[bi * 35 + i * 5 + p] * bv[q * 45 + j * 5 + p]).sum();
+                        let g = got[((bi * 3 + q) * 7 + i) * 9 + j];
+                        assert!((g - want).abs() <= tol, "{dt:?} [{bi},{q},{i},{j}]: {g} vs {want}");
+                    }
+                }
+            }
+        }
+    }
 }
