@@ -8,7 +8,9 @@ Each round runs, per thread count, NumPy (OPENBLAS_NUM_THREADS=N) and then
 Apsi (`apsi run --threads N`), each in its own process; each side reports
 the median of 5 timed runs after a warm-up. With several rounds the table
 shows the median over rounds. A ratio > 1 means Apsi is faster; the bar
-column is the issue's bar (matmul: >= NumPy's GFLOP/s).
+column is the issue's bar (matmul: >= NumPy's GFLOP/s). The load average
+before and after is printed (the machine is shared: compare ratios from quiet runs).
+`APSI_MATMUL=openblas` (or `gemm`) in the environment forces Apsi's matmul backend.
 """
 import os, statistics, subprocess, sys, textwrap
 
@@ -61,6 +63,7 @@ def run(cmd, threads, stdin=None):
 
 
 def main():
+    print("load average before: %.2f %.2f %.2f" % os.getloadavg())
     times = {}  # (threads, side, name) -> [seconds per round]
     for _ in range(ROUNDS):
         for th in (1, 2):
@@ -84,6 +87,7 @@ def main():
                 unit = f"  ({2 * n ** 3 / t_np / 1e9:.0f} vs {2 * n ** 3 / t_ap / 1e9:.0f} GFLOP/s)"
             ok = "ok" if ratio >= bar else "below"
             print(f"{k:24} {th:>3} {t_np * 1e3:>8.2f}ms {t_ap * 1e3:>8.2f}ms {ratio:>6.2f}x  {ok} (>= {bar}){unit}")
+    print("load average after: %.2f %.2f %.2f" % os.getloadavg())
 
 
 if __name__ == "__main__":

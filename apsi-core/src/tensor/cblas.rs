@@ -1,11 +1,13 @@
 //! The system OpenBLAS through its C interface (`cblas_sgemm`/`cblas_dgemm`),
-//! used by `matmul` when the crate is built with the `blas` feature and
-//! `libopenblas.so.0` is installed (Debian: `libopenblas0`); loaded at the
-//! first matmul, and the `gemm` crate is used when it is not there. Its thread count follows the
-//! program's (`set_threads`, `--threads`).
+//! one of `matmul`'s two backends when the crate is built with the `blas`
+//! feature and `libopenblas.so.0` is installed (Debian: `libopenblas0`);
+//! loaded at the first product that [`super::matmul::choose`] gives it (on
+//! CPUs without AVX-512, and tiny products), the `gemm` crate running when
+//! it is not there. Its thread count follows the program's (`set_threads`,
+//! `--threads`).
 //!
 //! Only matrices whose rows or columns are unit-strided can be handed to
-//! BLAS as they are; [`operand`] says how, and `matmul` copies the others.
+//! BLAS as they are; [`operand`] says how, and the `gemm` crate multiplies the others.
 
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicUsize, Ordering};
