@@ -54,6 +54,8 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> VResult<Tensor> {
     let mut out_shape = batch.clone();
     out_shape.push(m);
     out_shape.push(n);
+    // The result must be allocatable (this also keeps `batch * m * n` below from overflowing).
+    super::layout::checked_size(&out_shape)?;
     let mut r = match d {
         DType::F64 => run::<f64>(&xl, &yl, &batch, m, k, n, out_shape.clone()),
         DType::F32 => run::<f32>(&xl, &yl, &batch, m, k, n, out_shape.clone()),
@@ -120,7 +122,7 @@ fn run<T: Scalar + Default + Kernel>(
             let (xr, xc) = (lx.strides[lx.shape.len() - 2], lx.strides[lx.shape.len() - 1]);
             let (yr, yc) = (ly.strides[ly.shape.len() - 2], ly.strides[ly.shape.len() - 1]);
             // Bounded by the program's thread count (`set_threads`, `--threads`).
-            let threads = if m * n * k >= 1 << 18 {
+            let threads = if m.saturating_mul(n).saturating_mul(k) >= 1 << 18 {
                 rayon::current_num_threads().min(crate::par::threads())
             } else {
                 1
@@ -160,18 +162,19 @@ pub enum Backend {
 }
 
 /// Products below this many multiply-adds (16 x 16 x 16) go to OpenBLAS where it is there: the `gemm`
-/// crate's set-up costs more than such a product (4 x 4 x 4: 320 ns against OpenBLAS's 116 ns; 8^3:
-/// 0.8x; 16^3 and up: 1.04x to 4.9x in the gemm crate's favour; measured on the AVX-512 machine, see
-/// docs/ARCHITECTURE.md, tensor section).
+/// crate's set-up costs more than such a product (in one process on the AVX-512 machine, gemm crate
+/// against OpenBLAS: 4^3 0.3x, 8^3 0.5x (f32) to 1.0x (f64), 16^3 1.04x to 1.9x, 32^3 and up 1.5x to
+/// 5x; see docs/ARCHITECTURE.md, "Matmul").
 pub const SMALL: usize = 16 * 16 * 16;
 
 /// The backend for an `m x k @ k x n` product, from what the CPU has and what the user forced.
 ///
 /// - `APSI_MATMUL=gemm` or `=openblas` ([`forced`]) wins (for measuring one against the other).
 /// - With AVX-512F the `gemm` crate's AVX-512 kernels run about twice as fast as OpenBLAS's AVX2
-///   (Haswell) kernels, the ones the system OpenBLAS runs when `OPENBLAS_CORETYPE=Haswell` is set
-///   (as on the reference machine, for NumPy too) and the ones OpenBLAS 0.3.21 falls back to on CPUs
-///   it does not know; so they run every product of at least [`SMALL`] multiply-adds.
+///   (Haswell) kernels, which OpenBLAS runs when the user sets `OPENBLAS_CORETYPE=Haswell` (as on the
+///   reference machine, for NumPy too), and about as fast as OpenBLAS's own AVX-512 (SkylakeX)
+///   kernels; so they run every product of at least [`SMALL`] multiply-adds, whatever OpenBLAS's
+///   settings.
 /// - Without AVX-512 both libraries run AVX2 kernels; OpenBLAS, NumPy's own library, is kept.
 /// - Whatever is chosen, `OpenBlas` falls back to the `gemm` crate when no OpenBLAS can be loaded
 ///   or an operand has no unit-strided axis.
@@ -536,6 +539,19 @@ mod tests {
         assert_eq!(choose(usize::MAX, usize::MAX, 2, true, None), Backend::Gemm);
         assert_eq!(choose(512, 512, 512, true, Some(Backend::OpenBlas)), Backend::OpenBlas);
         assert_eq!(choose(2, 2, 2, false, Some(Backend::Gemm)), Backend::Gemm);
+    }
+
+    #[test]
+    fn too_large_result_is_an_error() {
+        // A broadcast view of 2^62 rows times 4 columns: the result cannot exist.
+        let a = Tensor::from_vec(vec![1.0f64], vec![1, 1]).view(Layout {
+            shape: vec![1 << 62, 1],
+            strides: vec![0, 0],
+            offset: 0,
+        });
+        let b = Tensor::from_vec(vec![1.0f64; 4], vec![1, 4]);
+        let e = matmul(&a, &b).err().map(|e| e.message.clone()).unwrap_or_default();
+        assert!(e.contains("too large"), "{e}");
     }
 
     #[test]
