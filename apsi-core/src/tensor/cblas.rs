@@ -108,6 +108,7 @@ pub trait Gemm: Copy {
     /// `a` and `b` must address every element their operand forms describe
     /// for the given sizes, and `c` must hold `m * n` elements.
     /// Returns false (having done nothing) when no BLAS library is loadable.
+    #[allow(clippy::too_many_arguments)]
     unsafe fn gemm(
         m: usize,
         n: usize,

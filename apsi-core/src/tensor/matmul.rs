@@ -138,8 +138,8 @@ fn run<T: Scalar + Default + Kernel>(
                     continue;
                 }
                 let (pa, pb) = (
-                    sx.as_ptr().wrapping_offset(px as isize),
-                    sy.as_ptr().wrapping_offset(py as isize),
+                    sx.as_ptr().wrapping_add(px),
+                    sy.as_ptr().wrapping_add(py),
                 );
                 // SAFETY: the layouts of x and y address only elements inside
                 // their storage slices (offset + strides within bounds, checked
