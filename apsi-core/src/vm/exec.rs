@@ -830,7 +830,7 @@ impl Executor {
                     }
                     Instr::ToStr { a, b } => {
                         if let Value::Int(i) = *r!(b) {
-                            setv(r!(a), Value::Str(Arc::new(StrObj::from_int(i))));
+                            setv(r!(a), Value::Str(crate::vm::value::StrRef::new(StrObj::from_int(i))));
                             continue;
                         }
                     }
@@ -852,8 +852,8 @@ impl Executor {
                     Instr::ForNext { a, b } => {
                         if let Value::Int(i) = *r!(a as usize + 1) {
                             let item = match &*r!(a) {
-                                Value::List(l) => Some(l.items.read().get(i as usize).cloned()),
-                                Value::Tuple(t) => Some(t.0.get(i as usize).cloned()),
+                                Value::List(l) => Some(l.items.read().get(i as usize).map(dup)),
+                                Value::Tuple(t) => Some(t.0.get(i as usize).map(dup)),
                                 _ => None,
                             };
                             match item {
