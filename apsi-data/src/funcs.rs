@@ -304,6 +304,22 @@ pub fn prefetch(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Valu
     Ok(dataset_value(Node::Prefetch(parent, n)))
 }
 
+/// `cache(ds, dir=none)`: the first complete pass is kept (in memory, and in `dir` when given).
+pub fn cache(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = A::new("cache", args, kw, &["ds", "dir"])?;
+    let parent = ds_arg(&a, 0)?;
+    let dir = match a.get(1) {
+        None => None,
+        Some(Value::Str(s)) => Some(std::path::PathBuf::from(s.as_str())),
+        Some(other) => return Err(a.wrong(1, "a folder (str) or none", other)),
+    };
+    Ok(dataset_value(Node::Cache {
+        parent,
+        dir,
+        mem: Default::default(),
+    }))
+}
+
 /// `throughput(ds)` → `Throughput(rows, seconds, rows_per_s)`: one full
 /// pass, counting samples (a batch of 100 counts 100).
 pub fn throughput(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {

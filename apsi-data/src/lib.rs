@@ -6,22 +6,27 @@
 //! - [`stream`]: the pipeline graph and its pull engine; [`sources`],
 //!   [`pmap`] (ordered `map` on the worker pool), [`prefetch`].
 //! - [`collate`]: batching and unbatching; [`csv`], [`glob`]: sources' parsers.
+//! - [`cache`]: `cache(dir)` and `@disk_cache`, signed with [`key`]; values
+//!   stored in [`serial`]'s encoding.
 //! - [`object`]: the `Dataset` value; [`funcs`]: the exported functions.
 //!
 //! `map` and `filter` are the prelude's: given a dataset, the prelude calls
 //! the dataset's own `map`/`filter` method, so this module does not export
 //! them.
 
+pub mod cache;
 pub mod collate;
 pub mod csv;
 pub mod files;
 pub mod funcs;
 pub mod glob;
+pub mod key;
 pub mod npy;
 pub mod object;
 pub mod pmap;
 pub mod prefetch;
 pub mod rng;
+pub mod serial;
 pub mod sources;
 pub mod stream;
 
@@ -49,6 +54,8 @@ pub fn module() -> ModuleDescriptor {
         .function("skip", funcs::skip)
         .function("repeat", funcs::repeat)
         .function("prefetch", funcs::prefetch)
+        .function("cache", funcs::cache)
+        .function("disk_cache", cache::disk_cache)
         .function("throughput", funcs::throughput)
         .build()
 }

@@ -44,6 +44,7 @@ fn methods() -> &'static [(&'static str, Value)] {
             ("skip", native("skip", funcs::skip)),
             ("repeat", native("repeat", funcs::repeat)),
             ("prefetch", native("prefetch", funcs::prefetch)),
+            ("cache", native("cache", funcs::cache)),
             ("__iter__", native("__iter__", iter_all)),
         ]
     })

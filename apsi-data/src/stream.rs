@@ -73,6 +73,12 @@ pub enum Node {
     /// `None`: forever.
     Repeat(Arc<Node>, Option<u64>),
     Prefetch(Arc<Node>, usize),
+    /// `dir: None`: in memory only.
+    Cache {
+        parent: Arc<Node>,
+        dir: Option<std::path::PathBuf>,
+        mem: Arc<crate::cache::Memory>,
+    },
 }
 
 impl Node {
@@ -109,6 +115,11 @@ impl Node {
             Node::Skip(p, n) => step(p, format!("skip({n})")),
             Node::Repeat(p, n) => step(p, n.map_or("repeat()".into(), |n| format!("repeat({n})"))),
             Node::Prefetch(p, n) => step(p, format!("prefetch({n})")),
+            Node::Cache { parent, dir, .. } => step(
+                parent,
+                dir.as_ref()
+                    .map_or("cache()".into(), |d| format!("cache({:?})", d.display().to_string())),
+            ),
         }
     }
 
@@ -194,6 +205,9 @@ impl Node {
                 yielded: false,
             }),
             Node::Prefetch(p, n) => crate::prefetch::open(p.clone(), *n),
+            Node::Cache { parent, dir, mem } => {
+                crate::cache::open(parent.clone(), dir.clone(), mem.clone(), parent.describe())
+            }
         }
     }
 }
