@@ -53,13 +53,15 @@ print(throughput(from_tensors(x, batch=3)).rows)\n";
 #[test]
 fn a_map_worker_error_reaches_the_user_with_its_line() {
     let d = temp_dir("err");
-    let src = "use data\n\
-def f(v):\n\
-    if v == 7:\n\
-        raise ValueError(\"bad item 7\")\n\
-    return v\n\
-for x in from_range(20) |> map(f, workers=3):\n\
-    pass\n";
+    let src = concat!(
+        "use data\n",
+        "def f(v):\n",
+        "    if v == 7:\n",
+        "        raise ValueError(\"bad item 7\")\n",
+        "    return v\n",
+        "for x in from_range(20) |> map(f, workers=3):\n",
+        "    pass\n",
+    );
     std::fs::write(d.join("e.apsi"), src).expect("write");
     let o = apsi_in(&d, &["run", "--threads", "2", "e.apsi"]);
     let e = String::from_utf8_lossy(&o.stderr);
