@@ -39,8 +39,16 @@ print(throughput(from_tensors(x, batch=3)).rows)\n";
     for threads in ["1", "2"] {
         let o = apsi_in(&d, &["run", "--threads", threads, "p.apsi"]);
         let out = String::from_utf8_lossy(&o.stdout);
-        assert_eq!(o.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&o.stderr));
-        assert_eq!(out, "(4, 3) f32 66.0\n1000.0\n[2450, 7450, 12450, 17450]\n9\n4\n", "threads {threads}");
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "stderr: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(
+            out, "(4, 3) f32 66.0\n1000.0\n[2450, 7450, 12450, 17450]\n9\n4\n",
+            "threads {threads}"
+        );
     }
     // The files are real .npy files: the header is NumPy's.
     let bytes = std::fs::read(d.join("x.npy")).expect("x.npy");

@@ -304,3 +304,67 @@ pub fn disk_cache(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Va
     };
     Ok(Value::Native(Arc::new(NativeFn::closure("disk_cache", Box::new(deco)))))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use apsi_core::ops::NoCaller;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+
+    fn counted(_c: &mut dyn Caller, a: &[Value], _k: Kwargs) -> VResult<Value> {
+        CALLS.fetch_add(1, Ordering::SeqCst);
+        Ok(a.first().cloned().unwrap_or(Value::None))
+    }
+
+    #[test]
+    fn disk_cache_replays_verified_shards_and_recomputes_tampered_ones() {
+        let root = std::env::temp_dir().join(format!("apsi-data-cache-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        // The only test of this crate that reads APSI_HOME.
+        std::env::set_var("APSI_HOME", root.join("home"));
+        let dir = root.join("c");
+        let f = Value::Native(Arc::new(NativeFn::new("counted", counted)));
+        let make = || {
+            let src = Arc::new(Node::Range {
+                start: 0,
+                stop: 2000,
+                step: 1,
+            });
+            let mapped = Arc::new(Node::Map {
+                parent: src,
+                f: f.clone(),
+                workers: 1,
+            });
+            Arc::new(Node::Cache {
+                parent: mapped,
+                dir: Some(dir.clone()),
+                mem: Default::default(),
+            })
+        };
+        let want: Vec<String> = (0..2000).map(|i| i.to_string()).collect();
+        let show = |v: Vec<Value>| v.iter().map(apsi_core::format::repr_of).collect::<Vec<_>>();
+        let first = crate::stream::collect(&make(), &mut NoCaller).expect("first pass");
+        assert_eq!(show(first), want);
+        assert_eq!(CALLS.load(Ordering::SeqCst), 2000);
+        // A new dataset over the same folder replays from disk.
+        let again = crate::stream::collect(&make(), &mut NoCaller).expect("replay");
+        assert_eq!(show(again), want);
+        assert_eq!(CALLS.load(Ordering::SeqCst), 2000);
+        let key = std::fs::metadata(root.join("home/cache.key")).expect("key");
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(key.permissions().mode() & 0o777, 0o600);
+        // A changed second shard is not loaded: the rest is recomputed.
+        let shard = dir.join("shard-00001.apsic");
+        let mut bytes = std::fs::read(&shard).expect("shard");
+        if let Some(b) = bytes.last_mut() {
+            *b ^= 1;
+        }
+        std::fs::write(&shard, bytes).expect("tamper");
+        let third = crate::stream::collect(&make(), &mut NoCaller).expect("recompute");
+        assert_eq!(show(third), want);
+        assert_eq!(CALLS.load(Ordering::SeqCst), 4000);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}

@@ -303,3 +303,28 @@ mod tests {
         assert_eq!(e, Some(ErrorKind::OverflowError));
     }
 }
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(40))]
+        #[test]
+        fn files_round_trip_any_shape_and_dtype(shape in proptest::collection::vec(0usize..5, 0..4), which in 0usize..6, mmap: bool) {
+            let dt = [DType::F64, DType::F32, DType::F16, DType::I64, DType::I32, DType::Bool][which];
+            let n: usize = shape.iter().product();
+            let vals: Vec<f64> = (0..n).map(|i| (i as f64) * 1.5 - 3.0).collect();
+            let t = Tensor::from_vec(vals, shape.clone()).astype(dt).expect("astype");
+            let d = std::env::temp_dir().join(format!("apsi-data-prop-{}", std::process::id()));
+            let _ = std::fs::create_dir_all(&d);
+            let p = d.join(format!("t{which}.npy"));
+            save(&p, &t).expect("save");
+            let back = load(&p, mmap).expect("load");
+            prop_assert_eq!(back.shape(), &shape[..]);
+            prop_assert_eq!(back.dtype, dt);
+            prop_assert_eq!(back.to_vec::<f64>(), t.to_vec::<f64>());
+        }
+    }
+}
