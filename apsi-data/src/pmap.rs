@@ -11,6 +11,8 @@
 //! pool, or a pipeline iterated inside a worker). An error of `f` is handed
 //! out at its item's position, with the stack of the worker that raised it.
 //! Workers end when the pass is dropped or after a second without work.
+//! `workers` is capped at the program's thread count; one worker means `f`
+//! runs on the consumer's thread.
 
 use crate::stream::{call_item, BoxStream, Stream};
 use apsi_core::par::pool;
@@ -23,6 +25,10 @@ use std::time::Duration;
 const IDLE: Duration = Duration::from_secs(1);
 
 pub fn open(parent: BoxStream, f: Value, workers: usize) -> BoxStream {
+    // Never more workers than the program's thread count (`--threads`,
+    // `set_threads`): waiting workers do not hold a pool slot, running ones
+    // would all run at once.
+    let workers = workers.min(apsi_core::par::threads());
     if workers <= 1 {
         return Box::new(SeqMap { parent, f });
     }
