@@ -63,7 +63,7 @@ pub fn take_rows(t: &Tensor, idx: &[usize]) -> VResult<Tensor> {
     }
     let parts: Vec<Tensor> = idx.iter().map(|&i| rows(t, i, i + 1)).collect();
     if parts.is_empty() {
-        return Ok(Tensor::full(shape, 0.0, t.dtype)?);
+        return Tensor::full(shape, 0.0, t.dtype);
     }
     apsi_core::tensor::shape::concat(&parts, 0)
 }

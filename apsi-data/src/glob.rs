@@ -30,7 +30,7 @@ fn match_at(p: &[char], n: &[char]) -> bool {
                 continue;
             }
             Some('?') => Some(pi + 1),
-            Some('[') => class(p, pi, n[ni]),
+            Some('[') if closes(p, pi) => class(p, pi, n[ni]),
             Some(&c) if c == n[ni] => Some(pi + 1),
             _ => None,
         };
@@ -50,6 +50,17 @@ fn match_at(p: &[char], n: &[char]) -> bool {
         }
     }
     p.get(pi..).is_some_and(|rest| rest.iter().all(|c| *c == '*'))
+}
+
+/// Whether the `[` at `p[i]` opens a class (has its `]`); if not, it is a literal `[`.
+fn closes(p: &[char], i: usize) -> bool {
+    let mut j = i + 1;
+    if matches!(p.get(j), Some('!') | Some('^')) {
+        j += 1;
+    }
+    // A `]` right after the opening (or its negation) is a member, not the end.
+    j += 1;
+    p.get(j..).is_some_and(|rest| rest.contains(&']'))
 }
 
 /// Matches `c` against the class starting at `p[i] == '['`; the index after it.
@@ -165,7 +176,9 @@ mod tests {
         assert!(!matches("f[!i]le", "file"));
         assert!(matches("a*b*c", "axxbyyc"));
         assert!(!matches("a*b*c", "axxbyy"));
-        assert!(matches("[", "[") == false);
+        assert!(matches("[", "["));
+        assert!(matches("a[b", "a[b"));
+        assert!(!matches("[ab]", "["));
     }
 
     #[test]

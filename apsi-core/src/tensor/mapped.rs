@@ -136,7 +136,7 @@ impl MappedStorage {
                 dtype.name()
             ));
         }
-        if offset % elem as u64 != 0 {
+        if !offset.is_multiple_of(elem as u64) {
             return Err(format!(
                 "the data of {} starts at byte {offset}, not aligned for {}",
                 path.display(),
@@ -170,7 +170,7 @@ impl MappedStorage {
             None => return Err("internal error: a fresh mapping is shared".into()),
         };
         fn window<T>(base: *mut u8, len: usize, map: Arc<memmap2::MmapMut>) -> Result<Elems<T>, String> {
-            if base as usize % std::mem::align_of::<T>() != 0 {
+            if !(base as usize).is_multiple_of(std::mem::align_of::<T>()) {
                 return Err("the mapping is not aligned for its dtype".into());
             }
             Ok(Elems::Mapped(MappedSlice {
