@@ -127,8 +127,11 @@ fn spawn_worker(sh: Arc<Shared>, mut exec: Box<dyn Caller + Send>) {
         loop {
             let job = {
                 let mut st = sh.st.lock();
+                // Leaving is decided and counted under the lock, so the
+                // consumer never counts on a worker that is on its way out.
                 loop {
                     if st.closed {
+                        st.alive = st.alive.saturating_sub(1);
                         break None;
                     }
                     if let Some(j) = st.queue.pop_front() {
@@ -136,6 +139,7 @@ fn spawn_worker(sh: Arc<Shared>, mut exec: Box<dyn Caller + Send>) {
                     }
                     let timed_out = pool::blocking(|| sh.work.wait_for(&mut st, IDLE).timed_out());
                     if timed_out && st.queue.is_empty() {
+                        st.alive = st.alive.saturating_sub(1);
                         break None;
                     }
                 }
@@ -151,7 +155,6 @@ fn spawn_worker(sh: Arc<Shared>, mut exec: Box<dyn Caller + Send>) {
             sh.st.lock().results.insert(k, r);
             sh.done.notify_all();
         }
-        sh.st.lock().alive -= 1;
     }));
 }
 
