@@ -6,6 +6,7 @@ use apsi_core::module::ModuleDescriptor;
 pub const FEATURES: &[(&str, bool)] = &[
     ("parallel", cfg!(feature = "parallel")),
     ("precision", cfg!(feature = "precision")),
+    ("data", cfg!(feature = "data")),
     ("native", cfg!(feature = "native")),
     ("pkg", cfg!(feature = "pkg")),
     ("blas", cfg!(feature = "blas")),
@@ -21,5 +22,7 @@ pub fn compiled_in() -> Vec<ModuleDescriptor> {
     out.push(apsi_precision::module());
     #[cfg(feature = "native")]
     out.push(apsi_native::module());
+    #[cfg(feature = "data")]
+    out.push(apsi_data::module());
     out
 }

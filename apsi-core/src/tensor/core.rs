@@ -3,7 +3,7 @@
 use super::autodiff::Node;
 use super::dtype::DType;
 use super::layout::{checked_size, for_each_offset, Layout};
-use super::storage::{Buffer, Scalar, Storage};
+use super::storage::{Buffer, Elems, Scalar, Storage};
 use crate::error::ErrorKind;
 use crate::vm::value::{err, VResult};
 use std::sync::Arc;
@@ -102,13 +102,13 @@ impl Tensor {
         let shape = self.layout.shape.clone();
         let layout = &self.layout;
         let buf = self.storage.read(|b| match b {
-            Buffer::F64(v) => Buffer::F64(gather(v, layout)),
-            Buffer::F32(v) => Buffer::F32(gather(v, layout)),
-            Buffer::F16(v) => Buffer::F16(gather(v, layout)),
-            Buffer::BF16(v) => Buffer::BF16(gather(v, layout)),
-            Buffer::I64(v) => Buffer::I64(gather(v, layout)),
-            Buffer::I32(v) => Buffer::I32(gather(v, layout)),
-            Buffer::Bool(v) => Buffer::Bool(gather(v, layout)),
+            Buffer::F64(v) => Buffer::F64(Elems::Owned(gather(v, layout))),
+            Buffer::F32(v) => Buffer::F32(Elems::Owned(gather(v, layout))),
+            Buffer::F16(v) => Buffer::F16(Elems::Owned(gather(v, layout))),
+            Buffer::BF16(v) => Buffer::BF16(Elems::Owned(gather(v, layout))),
+            Buffer::I64(v) => Buffer::I64(Elems::Owned(gather(v, layout))),
+            Buffer::I32(v) => Buffer::I32(Elems::Owned(gather(v, layout))),
+            Buffer::Bool(v) => Buffer::Bool(Elems::Owned(gather(v, layout))),
             Buffer::Packed { .. } => super::codec::narrow::packed_contiguous(b, layout),
         });
         Tensor::from_buffer(buf, shape, self.dtype)

@@ -25,6 +25,7 @@ pub mod fused;
 pub mod index;
 pub mod kernels;
 pub mod layout;
+pub mod mapped;
 pub mod matmul;
 pub mod object;
 pub mod print;

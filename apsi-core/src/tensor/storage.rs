@@ -1,9 +1,10 @@
 //! Where a tensor's elements live.
 //!
-//! [`Storage`] is an enum over the places memory can be: CPU memory now,
-//! memory-mapped files and device buffers later. The later variants are
-//! stand-ins (types with no values) so code matching on `Storage` already
-//! has their arms and no `#[cfg]` spreads when a backend arrives.
+//! [`Storage`] is an enum over the places memory can be: CPU memory,
+//! memory-mapped files (`Mapped`, see `mapped.rs`: the same `Buffer`, whose
+//! element arrays borrow the mapping) and device buffers later (`Device` is
+//! a stand-in, a type with no values, so code matching on `Storage` already
+//! has its arm and no `#[cfg]` spreads when a backend arrives).
 //!
 //! Concurrency rule: a CPU buffer sits behind a `RwLock`. Every kernel
 //! holds the read lock of each input for the duration of one operation and
@@ -14,20 +15,22 @@
 //! destination's storage copies the source first (no lock is taken twice).
 
 use super::dtype::DType;
+pub use super::mapped::{Elems, MappedStorage};
 use half::{bf16, f16};
 use parking_lot::RwLock;
 use std::convert::Infallible;
 
-/// The elements of a CPU tensor, one native vector per dtype. Packed
-/// formats (fp8, fp6, fp4, int4) will keep their codes in `Packed`.
+/// The elements of a tensor, one native element array per dtype (owned, or
+/// a window of a memory-mapped file: see [`Elems`]). Packed formats (fp8,
+/// fp6, fp4, int4) keep their codes in `Packed`.
 pub enum Buffer {
-    F64(Vec<f64>),
-    F32(Vec<f32>),
-    F16(Vec<f16>),
-    BF16(Vec<bf16>),
-    I64(Vec<i64>),
-    I32(Vec<i32>),
-    Bool(Vec<bool>),
+    F64(Elems<f64>),
+    F32(Elems<f32>),
+    F16(Elems<f16>),
+    BF16(Elems<bf16>),
+    I64(Elems<i64>),
+    I32(Elems<i32>),
+    Bool(Elems<bool>),
     /// Codes of a packed format, `bits` per element, little-endian within a byte.
     Packed { bits: u8, bytes: Vec<u8>, len: usize },
 }
@@ -50,9 +53,6 @@ impl Buffer {
     }
 }
 
-/// A memory-mapped file (stand-in: no value of it exists in this build).
-pub struct MappedStorage(Infallible);
-
 /// A buffer on an accelerator (stand-in: no value of it exists in this build).
 pub struct DeviceStorage(Infallible);
 
@@ -71,7 +71,7 @@ impl Storage {
     pub fn read<R>(&self, f: impl FnOnce(&Buffer) -> R) -> R {
         match self {
             Storage::Cpu(l) => f(&l.read_recursive()),
-            Storage::Mapped(m) => match m.0 {},
+            Storage::Mapped(m) => f(&m.buf.read_recursive()),
             Storage::Device(d) => match d.0 {},
         }
     }
@@ -80,7 +80,7 @@ impl Storage {
     pub fn write<R>(&self, f: impl FnOnce(&mut Buffer) -> R) -> R {
         match self {
             Storage::Cpu(l) => f(&mut l.write()),
-            Storage::Mapped(m) => match m.0 {},
+            Storage::Mapped(m) => f(&mut m.buf.write()),
             Storage::Device(d) => match d.0 {},
         }
     }
@@ -140,18 +140,18 @@ macro_rules! scalar_impl {
             }
             fn slice(b: &Buffer) -> Option<&[Self]> {
                 match b {
-                    Buffer::$var(v) => Some(v),
+                    Buffer::$var(v) => Some(&v[..]),
                     _ => None,
                 }
             }
             fn slice_mut(b: &mut Buffer) -> Option<&mut [Self]> {
                 match b {
-                    Buffer::$var(v) => Some(v),
+                    Buffer::$var(v) => Some(&mut v[..]),
                     _ => None,
                 }
             }
             fn buffer(v: Vec<Self>) -> Buffer {
-                Buffer::$var(v)
+                Buffer::$var(Elems::Owned(v))
             }
         }
     };
@@ -269,7 +269,7 @@ mod tests {
 
     #[test]
     fn storage_reads_and_writes() {
-        let s = Storage::cpu(Buffer::F64(vec![1.0, 2.0]));
+        let s = Storage::cpu(Buffer::F64(vec![1.0, 2.0].into()));
         s.write(|b| {
             if let Some(v) = f64::slice_mut(b) {
                 v[0] = 5.0;

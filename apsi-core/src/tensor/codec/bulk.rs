@@ -15,7 +15,7 @@ use super::pack::{byte_len, get, pack};
 use super::simd;
 use crate::tensor::core::PAR_MIN;
 use crate::tensor::dtype::DType;
-use crate::tensor::storage::Buffer;
+use crate::tensor::storage::{Buffer, Elems};
 use half::{bf16, f16};
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
@@ -267,8 +267,8 @@ pub fn map_vec<T: Copy + Sync, U: Copy + Send, F: Fn(T) -> U + Sync>(src: &[T], 
 pub fn encode_f32(d: DType, src: &[f32]) -> Buffer {
     use super::{int4_f32, int8_f32, uint8_f32};
     match d {
-        DType::F16 => Buffer::F16(map_vec(src, |x| f16::from_bits(minifloat::encode_f32::<F16>(x) as u16))),
-        DType::BF16 => Buffer::BF16(map_vec(src, |x| bf16::from_bits(minifloat::encode_bf16_f32(x)))),
+        DType::F16 => Buffer::F16(Elems::Owned(map_vec(src, |x| f16::from_bits(minifloat::encode_f32::<F16>(x) as u16)))),
+        DType::BF16 => Buffer::BF16(Elems::Owned(map_vec(src, |x| bf16::from_bits(minifloat::encode_bf16_f32(x))))),
         DType::Fp8E4M3 => encode_packed(src, 8, |x| minifloat::encode_f32::<E4M3>(x) as u8),
         DType::Fp8E5M2 => encode_packed(src, 8, |x| minifloat::encode_f32::<E5M2>(x) as u8),
         DType::Fp6E3M2 => encode_packed(src, 6, |x| minifloat::encode_f32::<E3M2>(x) as u8),
@@ -277,7 +277,7 @@ pub fn encode_f32(d: DType, src: &[f32]) -> Buffer {
         DType::Int8 => encode_int(src, 8, int8_f32),
         DType::Int4 => encode_int(src, 4, int4_f32),
         DType::UInt8 => encode_int(src, 8, uint8_f32),
-        _ => Buffer::F32(src.to_vec()),
+        _ => Buffer::F32(Elems::Owned(src.to_vec())),
     }
 }
 
@@ -285,10 +285,10 @@ pub fn encode_f32(d: DType, src: &[f32]) -> Buffer {
 pub fn encode_f64(d: DType, src: &[f64]) -> Buffer {
     use minifloat::BF16;
     match d {
-        DType::F16 => Buffer::F16(map_vec(src, |x| f16::from_bits(minifloat::encode_f64::<F16>(x) as u16))),
-        DType::BF16 => Buffer::BF16(map_vec(src, |x| {
+        DType::F16 => Buffer::F16(Elems::Owned(map_vec(src, |x| f16::from_bits(minifloat::encode_f64::<F16>(x) as u16)))),
+        DType::BF16 => Buffer::BF16(Elems::Owned(map_vec(src, |x| {
             bf16::from_bits(minifloat::encode_f64::<BF16>(x) as u16)
-        })),
+        }))),
         DType::Fp8E4M3 => encode_packed(src, 8, |x| minifloat::encode_f64::<E4M3>(x) as u8),
         DType::Fp8E5M2 => encode_packed(src, 8, |x| minifloat::encode_f64::<E5M2>(x) as u8),
         DType::Fp6E3M2 => encode_packed(src, 6, |x| minifloat::encode_f64::<E3M2>(x) as u8),
@@ -298,7 +298,7 @@ pub fn encode_f64(d: DType, src: &[f64]) -> Buffer {
             let bits = d.bits() as u8;
             encode_packed(src, bits, |x| super::encode_f64(d, x) as u8)
         }
-        _ => Buffer::F64(src.to_vec()),
+        _ => Buffer::F64(Elems::Owned(src.to_vec())),
     }
 }
 

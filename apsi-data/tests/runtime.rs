@@ -1,0 +1,111 @@
+//! Pipelines run by the real interpreter (worker threads with their own
+//! executors, Apsi closures, `for` and `list`), output captured.
+
+use apsi_core::check::{self, BuiltinModuleInfo, CheckEnv};
+use apsi_core::diagnostic::SourceMap;
+use apsi_core::vm::{RunError, Runtime, RuntimeConfig};
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn run(name: &str, src: &str) -> (String, Result<(), RunError>) {
+    let dir = std::env::temp_dir().join(format!("apsi-data-rt-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(format!("{name}.apsi"));
+    std::fs::write(&path, src).expect("write program");
+    let prelude = apsi_core::builtins::prelude();
+    let m = apsi_data::module();
+    let env = CheckEnv {
+        prelude: prelude
+            .exports
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .chain(["argv".to_string()])
+            .collect(),
+        builtin_modules: vec![BuiltinModuleInfo {
+            name: m.name.to_string(),
+            exports: m.exports.iter().map(|(n, _)| n.to_string()).collect(),
+            capabilities: vec![],
+        }],
+        allowed: vec![],
+    };
+    let program = match check::load(&path, name, &env, Arc::new(SourceMap::new())) {
+        Ok(p) => p,
+        Err(d) => panic!("{name} does not check: {d:?}"),
+    };
+    let cap = Capture::default();
+    let mut rt = Runtime::new(RuntimeConfig {
+        modules: vec![apsi_data::module()],
+        output: Some(Box::new(cap.clone())),
+        ..Default::default()
+    });
+    let result = rt.run(&program);
+    let out = String::from_utf8_lossy(&cap.0.lock().map(|v| v.clone()).unwrap_or_default()).into_owned();
+    (out, result)
+}
+
+#[test]
+fn parallel_map_keeps_order_with_uneven_work() {
+    // Early items take longest, so workers finish out of order.
+    let src = "use data\n\
+def f(v):\n    s = 0\n    for i in range((300 - v) * 20):\n        s = s + 1\n    return v * 10\n\
+print(list(from_range(300) |> map(f, workers=4)) == [v * 10 for v in range(300)])\n\
+print(list(from_range(300) |> map(f, workers=4) |> prefetch(3) |> take(5)))\n";
+    let (out, r) = run("order", src);
+    assert!(r.is_ok(), "{out}");
+    assert_eq!(out, "true\n[0, 10, 20, 30, 40]\n");
+}
+
+#[test]
+fn a_loop_may_stop_early_and_errors_keep_their_place() {
+    let src = "use data\n\
+for x in from_range(100000) |> map(lambda v: v + 1, workers=3):\n    if x == 5:\n        break\n\
+print(x)\n\
+def g(v):\n    if v == 3:\n        raise ValueError(\"three\")\n    return v\n\
+seen = []\n\
+try:\n    for y in from_range(10) |> map(g, workers=3):\n        seen.append(y)\n\
+except ValueError as e:\n    print(seen, e)\n";
+    let (out, r) = run("early", src);
+    assert!(r.is_ok(), "{out}");
+    assert_eq!(out, "5\n[0, 1, 2] ValueError: three\n");
+}
+
+#[test]
+fn sources_from_files_csv_and_generators() {
+    let dir = std::env::temp_dir().join(format!("apsi-data-rt-src-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(dir.join("t.csv"), "x,y,name\n1,2.5,a\n3,,\"b, c\"\n").expect("csv");
+    let d = dir.to_string_lossy();
+    let src = format!(
+        "use data\n\
+rows = list(from_csv(\"{d}/t.csv\"))\n\
+print(rows[0])\n\
+print(list(from_csv(\"{d}/t.csv\", columns=[\"name\", \"x\"])))\n\
+print([p.split(\"/\")[-1] for p in list(from_files(\"{d}/*.csv\"))])\n\
+print(list(from_generator(lambda: range(3)) |> repeat(2)))\n\
+s = 0\n\
+for a, b in from_list([(1, 2), (3, 4)]):\n    s = s + a * b\n\
+print(s)\n"
+    );
+    let (out, r) = run("sources", &src);
+    assert!(r.is_ok(), "{out} {r:?}");
+    assert_eq!(
+        out,
+        "{'x': 1.0, 'y': 2.5, 'name': 'a'}\n[('a', 1.0), ('b, c', 3.0)]\n['t.csv']\n[0, 1, 2, 0, 1, 2]\n14\n"
+    );
+}
