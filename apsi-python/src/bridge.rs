@@ -43,7 +43,10 @@ pub fn allow(yes: bool) {
 impl Bridge {
     /// A bridge with no worker yet (it starts at the first request).
     pub fn new(allowed: bool) -> Bridge {
-        Bridge { allowed: AtomicBool::new(allowed), worker: Mutex::new(None) }
+        Bridge {
+            allowed: AtomicBool::new(allowed),
+            worker: Mutex::new(None),
+        }
     }
 
     pub fn set_allowed(&self, yes: bool) {
@@ -70,13 +73,22 @@ impl Bridge {
         for (k, v) in kwargs {
             kw.insert(HashKey::new(Value::str(&**k))?, v.clone());
         }
-        let req = Value::tuple(vec![Value::str("call"), Value::str(name), Value::list(args.to_vec()), Value::dict(kw)]);
+        let req = Value::tuple(vec![
+            Value::str("call"),
+            Value::str(name),
+            Value::list(args.to_vec()),
+            Value::dict(kw),
+        ]);
         self.request("python.call", &req)
     }
 
     /// The running worker, if one has started (and not been lost).
     pub fn worker_info(&self) -> Option<WorkerInfo> {
-        self.worker.lock().as_ref().map(|w| WorkerInfo { pid: w.pid(), executable: w.executable.clone(), version: w.version.clone() })
+        self.worker.lock().as_ref().map(|w| WorkerInfo {
+            pid: w.pid(),
+            executable: w.executable.clone(),
+            version: w.version.clone(),
+        })
     }
 
     /// Starts the worker now (it otherwise starts at the first request).
@@ -86,8 +98,14 @@ impl Bridge {
         if slot.is_none() {
             *slot = Some(Worker::start()?);
         }
-        let w = slot.as_ref().ok_or_else(|| err(ErrorKind::PythonError, "the Python worker did not start"))?;
-        Ok(WorkerInfo { pid: w.pid(), executable: w.executable.clone(), version: w.version.clone() })
+        let w = slot
+            .as_ref()
+            .ok_or_else(|| err(ErrorKind::PythonError, "the Python worker did not start"))?;
+        Ok(WorkerInfo {
+            pid: w.pid(),
+            executable: w.executable.clone(),
+            version: w.version.clone(),
+        })
     }
 
     fn check(&self, what: &str) -> VResult<()> {
@@ -112,7 +130,9 @@ impl Bridge {
             if slot.is_none() {
                 *slot = Some(Worker::start()?);
             }
-            let w = slot.as_mut().ok_or_else(|| err(ErrorKind::PythonError, "the Python worker did not start"))?;
+            let w = slot
+                .as_mut()
+                .ok_or_else(|| err(ErrorKind::PythonError, "the Python worker did not start"))?;
             match w.exchange(&body) {
                 Ok(reply) => decode_reply(&reply, what),
                 Err(lost) => {
@@ -147,7 +167,10 @@ pub fn decode_reply(reply: &[u8], what: &str) -> VResult<Value> {
         b'r' => {
             let v = r.value()?;
             if !r.at_end() {
-                return Err(err(ErrorKind::ValueError, "a malformed message from the Python worker: bytes after the value"));
+                return Err(err(
+                    ErrorKind::ValueError,
+                    "a malformed message from the Python worker: bytes after the value",
+                ));
             }
             Ok(v)
         }
@@ -165,9 +188,19 @@ pub fn decode_reply(reply: &[u8], what: &str) -> VResult<Value> {
             let (kind, msg, hint) = (r.string()?, r.string()?, r.string()?);
             let kind = ErrorKind::from_name(&kind).unwrap_or(ErrorKind::PythonError);
             let message = format!("{what}: {msg}");
-            Err(if hint.is_empty() { err(kind, message) } else { ErrorObj::with_hint(kind, message, hint) })
+            Err(if hint.is_empty() {
+                err(kind, message)
+            } else {
+                ErrorObj::with_hint(kind, message, hint)
+            })
         }
-        other => Err(err(ErrorKind::ValueError, format!("a malformed message from the Python worker: reply tag {:?}", other as char))),
+        other => Err(err(
+            ErrorKind::ValueError,
+            format!(
+                "a malformed message from the Python worker: reply tag {:?}",
+                other as char
+            ),
+        )),
     }
 }
 
@@ -183,7 +216,11 @@ mod tests {
         assert!(matches!(decode_reply(&ok, "python.call"), Ok(Value::Int(6))));
 
         let mut p = vec![b'p'];
-        for s in ["ZeroDivisionError", "division by zero", "  File \"<python.eval>\", line 1, in <module>"] {
+        for s in [
+            "ZeroDivisionError",
+            "division by zero",
+            "  File \"<python.eval>\", line 1, in <module>",
+        ] {
             put_str(&mut p, s).unwrap();
         }
         let e = decode_reply(&p, "python.eval").unwrap_err();
@@ -196,7 +233,10 @@ mod tests {
             put_str(&mut c, s).unwrap();
         }
         let e = decode_reply(&c, "python.eval").unwrap_err();
-        assert_eq!((e.kind, e.message.as_str()), (ErrorKind::OverflowError, "python.eval: Python int 2**64 does not fit"));
+        assert_eq!(
+            (e.kind, e.message.as_str()),
+            (ErrorKind::OverflowError, "python.eval: Python int 2**64 does not fit")
+        );
 
         for bad in [&b""[..], b"x", b"r", b"rNN", b"p\x01"] {
             assert!(decode_reply(bad, "python.eval").is_err());

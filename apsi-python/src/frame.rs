@@ -29,8 +29,12 @@ pub fn read_frame(r: &mut impl Read) -> io::Result<Option<Vec<u8>>> {
     let len = usize::try_from(len)
         .map_err(|_| io::Error::new(io::ErrorKind::OutOfMemory, format!("a frame of {len} bytes")))?;
     let mut body = Vec::new();
-    body.try_reserve_exact(len)
-        .map_err(|_| io::Error::new(io::ErrorKind::OutOfMemory, format!("a frame of {len} bytes does not fit in memory")))?;
+    body.try_reserve_exact(len).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::OutOfMemory,
+            format!("a frame of {len} bytes does not fit in memory"),
+        )
+    })?;
     r.take(len as u64).read_to_end(&mut body)?;
     if body.len() != len {
         return Err(io::Error::new(

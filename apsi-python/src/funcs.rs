@@ -8,11 +8,17 @@ use std::sync::Arc;
 /// The one str argument of `eval`/`exec`.
 fn code_arg<'a>(name: &str, what: &str, args: &'a [Value], kwargs: Kwargs) -> VResult<&'a str> {
     if let Some((k, _)) = kwargs.first() {
-        return Err(err(ErrorKind::TypeError, format!("{name}() got an unexpected keyword argument '{k}'")));
+        return Err(err(
+            ErrorKind::TypeError,
+            format!("{name}() got an unexpected keyword argument '{k}'"),
+        ));
     }
     match args {
         [v] => v.as_str().ok_or_else(|| {
-            err(ErrorKind::TypeError, format!("{name}() expects the {what} as a str, found {}", v.type_name()))
+            err(
+                ErrorKind::TypeError,
+                format!("{name}() expects the {what} as a str, found {}", v.type_name()),
+            )
         }),
         _ => Err(err(
             ErrorKind::TypeError,
@@ -60,5 +66,8 @@ type Entry = fn(&Bridge, &mut dyn Caller, &[Value], Kwargs) -> VResult<Value>;
 /// `f` as an Apsi function bound to `bridge`.
 pub fn bound(name: &str, bridge: &Arc<Bridge>, f: Entry) -> Value {
     let b = bridge.clone();
-    Value::Native(Arc::new(NativeFn::closure(name, Box::new(move |c, args, kw| f(&b, c, args, kw)))))
+    Value::Native(Arc::new(NativeFn::closure(
+        name,
+        Box::new(move |c, args, kw| f(&b, c, args, kw)),
+    )))
 }

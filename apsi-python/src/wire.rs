@@ -38,8 +38,12 @@ pub fn encode(v: &Value, out: &mut Vec<u8>) -> VResult<()> {
 }
 
 fn put_len32(out: &mut Vec<u8>, n: usize, what: &str) -> VResult<()> {
-    let n = u32::try_from(n)
-        .map_err(|_| err(ErrorKind::ValueError, format!("{what} of {n} items is too large to pass to Python (at most 4294967295)")))?;
+    let n = u32::try_from(n).map_err(|_| {
+        err(
+            ErrorKind::ValueError,
+            format!("{what} of {n} items is too large to pass to Python (at most 4294967295)"),
+        )
+    })?;
     out.extend_from_slice(&n.to_le_bytes());
     Ok(())
 }
@@ -55,7 +59,9 @@ fn enc(v: &Value, out: &mut Vec<u8>, depth: usize) -> VResult<()> {
     if depth > MAX_DEPTH {
         return Err(err(
             ErrorKind::ValueError,
-            format!("a value nested deeper than {MAX_DEPTH} levels cannot pass to Python (a list that contains itself?)"),
+            format!(
+                "a value nested deeper than {MAX_DEPTH} levels cannot pass to Python (a list that contains itself?)"
+            ),
         ));
     }
     match v {
@@ -130,9 +136,13 @@ pub fn code_of(d: DType) -> &'static str {
         DType::Bool => "b1",
         DType::Int8 | DType::Int4 => "i1",
         DType::UInt8 => "u1",
-        DType::F32 | DType::BF16 | DType::Fp8E4M3 | DType::Fp8E5M2 | DType::Fp6E3M2 | DType::Fp6E2M3 | DType::Fp4E2M1 => {
-            "f4"
-        }
+        DType::F32
+        | DType::BF16
+        | DType::Fp8E4M3
+        | DType::Fp8E5M2
+        | DType::Fp6E3M2
+        | DType::Fp6E2M3
+        | DType::Fp4E2M1 => "f4",
     }
 }
 
@@ -141,12 +151,20 @@ fn enc_tensor(t: &Tensor, out: &mut Vec<u8>) -> VResult<()> {
     let raw: Vec<u8> = match code {
         "f8" => t.to_vec::<f64>().iter().flat_map(|x| x.to_le_bytes()).collect(),
         "f4" => t.to_vec::<f32>().iter().flat_map(|x| x.to_le_bytes()).collect(),
-        "f2" => t.to_vec::<f16>().iter().flat_map(|x| x.to_bits().to_le_bytes()).collect(),
+        "f2" => t
+            .to_vec::<f16>()
+            .iter()
+            .flat_map(|x| x.to_bits().to_le_bytes())
+            .collect(),
         "i8" => t.to_vec::<i64>().iter().flat_map(|x| x.to_le_bytes()).collect(),
         "i4" => t.to_vec::<i32>().iter().flat_map(|x| x.to_le_bytes()).collect(),
         "b1" => t.to_vec::<bool>().iter().map(|b| u8::from(*b)).collect(),
         // int8/int4/uint8 hold codes; their values fit one byte.
-        "i1" => t.to_vec::<i64>().iter().map(|x| (*x).clamp(-128, 127) as i8 as u8).collect(),
+        "i1" => t
+            .to_vec::<i64>()
+            .iter()
+            .map(|x| (*x).clamp(-128, 127) as i8 as u8)
+            .collect(),
         _ => t.to_vec::<i64>().iter().map(|x| (*x).clamp(0, 255) as u8).collect(),
     };
     out.push(b'a');
@@ -167,7 +185,10 @@ pub struct Reader<'a> {
 }
 
 fn bad(what: impl Into<String>) -> apsi_core::vm::value::Exc {
-    err(ErrorKind::ValueError, format!("a malformed message from the Python worker: {}", what.into()))
+    err(
+        ErrorKind::ValueError,
+        format!("a malformed message from the Python worker: {}", what.into()),
+    )
 }
 
 impl<'a> Reader<'a> {
@@ -187,7 +208,11 @@ impl<'a> Reader<'a> {
                 self.pos = e;
                 Ok(s)
             }
-            None => Err(bad(format!("expected {n} more bytes at offset {}, found {}", self.pos, self.data.len() - self.pos))),
+            None => Err(bad(format!(
+                "expected {n} more bytes at offset {}, found {}",
+                self.pos,
+                self.data.len() - self.pos
+            ))),
         }
     }
 
@@ -214,7 +239,10 @@ impl<'a> Reader<'a> {
     /// A `u64` length that must fit in what is left.
     fn len64(&mut self) -> VResult<usize> {
         let n = self.u64()?;
-        usize::try_from(n).ok().filter(|n| *n <= self.data.len() - self.pos).ok_or_else(|| bad(format!("a length of {n} bytes")))
+        usize::try_from(n)
+            .ok()
+            .filter(|n| *n <= self.data.len() - self.pos)
+            .ok_or_else(|| bad(format!("a length of {n} bytes")))
     }
 
     /// A string payload; invalid UTF-8 (lone surrogates) becomes U+FFFD.
@@ -304,19 +332,45 @@ impl<'a> Reader<'a> {
             _ => return Err(bad(format!("unknown element code '{code}'"))),
         };
         if size.checked_mul(width) != Some(raw.len()) {
-            return Err(bad(format!("an array of shape {shape:?} and code {code} with {} bytes", raw.len())));
+            return Err(bad(format!(
+                "an array of shape {shape:?} and code {code} with {} bytes",
+                raw.len()
+            )));
         }
         let t = match code.as_str() {
-            "f8" => Tensor::from_vec(raw.chunks_exact(8).map(|c| f64::from_le_bytes(le(c))).collect::<Vec<f64>>(), shape),
-            "f4" => Tensor::from_vec(raw.chunks_exact(4).map(|c| f32::from_le_bytes(le(c))).collect::<Vec<f32>>(), shape),
-            "f2" => Tensor::from_vec(
-                raw.chunks_exact(2).map(|c| f16::from_bits(u16::from_le_bytes(le(c)))).collect::<Vec<f16>>(),
+            "f8" => Tensor::from_vec(
+                raw.chunks_exact(8)
+                    .map(|c| f64::from_le_bytes(le(c)))
+                    .collect::<Vec<f64>>(),
                 shape,
             ),
-            "i8" => Tensor::from_vec(raw.chunks_exact(8).map(|c| i64::from_le_bytes(le(c))).collect::<Vec<i64>>(), shape),
-            "i4" => Tensor::from_vec(raw.chunks_exact(4).map(|c| i32::from_le_bytes(le(c))).collect::<Vec<i32>>(), shape),
+            "f4" => Tensor::from_vec(
+                raw.chunks_exact(4)
+                    .map(|c| f32::from_le_bytes(le(c)))
+                    .collect::<Vec<f32>>(),
+                shape,
+            ),
+            "f2" => Tensor::from_vec(
+                raw.chunks_exact(2)
+                    .map(|c| f16::from_bits(u16::from_le_bytes(le(c))))
+                    .collect::<Vec<f16>>(),
+                shape,
+            ),
+            "i8" => Tensor::from_vec(
+                raw.chunks_exact(8)
+                    .map(|c| i64::from_le_bytes(le(c)))
+                    .collect::<Vec<i64>>(),
+                shape,
+            ),
+            "i4" => Tensor::from_vec(
+                raw.chunks_exact(4)
+                    .map(|c| i32::from_le_bytes(le(c)))
+                    .collect::<Vec<i32>>(),
+                shape,
+            ),
             "b1" => Tensor::from_vec(raw.iter().map(|b| *b != 0).collect::<Vec<bool>>(), shape),
-            "i1" => Tensor::from_vec(raw.iter().map(|b| *b as i8 as i64).collect::<Vec<i64>>(), shape).astype(DType::Int8)?,
+            "i1" => Tensor::from_vec(raw.iter().map(|b| *b as i8 as i64).collect::<Vec<i64>>(), shape)
+                .astype(DType::Int8)?,
             _ => Tensor::from_vec(raw.iter().map(|b| *b as i64).collect::<Vec<i64>>(), shape).astype(DType::UInt8)?,
         };
         Ok(tensor_value(t))
@@ -346,7 +400,17 @@ mod tests {
 
     #[test]
     fn scalars_round_trip_exactly() {
-        for f in [0.0, -0.0, 1.5, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, f64::MIN_POSITIVE, 5e-324, 0.1] {
+        for f in [
+            0.0,
+            -0.0,
+            1.5,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            f64::MIN_POSITIVE,
+            5e-324,
+            0.1,
+        ] {
             match round(&Value::Float(f)) {
                 Value::Float(g) => assert_eq!(g.to_bits(), f.to_bits()),
                 other => panic!("float came back as {}", other.type_name()),
@@ -364,9 +428,19 @@ mod tests {
     fn containers_keep_kind_and_order() {
         let mut m = DictMap::new();
         m.insert(HashKey::new(Value::str("z")).unwrap(), Value::Int(1));
-        m.insert(HashKey::new(Value::tuple(vec![Value::Int(1), Value::Int(2)])).unwrap(), Value::None);
-        m.insert(HashKey::new(Value::Int(3)).unwrap(), Value::list(vec![Value::Float(2.5)]));
-        let v = Value::list(vec![Value::tuple(vec![Value::Int(1), Value::str("a")]), Value::dict(m), Value::list(vec![])]);
+        m.insert(
+            HashKey::new(Value::tuple(vec![Value::Int(1), Value::Int(2)])).unwrap(),
+            Value::None,
+        );
+        m.insert(
+            HashKey::new(Value::Int(3)).unwrap(),
+            Value::list(vec![Value::Float(2.5)]),
+        );
+        let v = Value::list(vec![
+            Value::tuple(vec![Value::Int(1), Value::str("a")]),
+            Value::dict(m),
+            Value::list(vec![]),
+        ]);
         assert_eq!(repr(&round(&v)), "[(1, 'a'), {'z': 1, (1, 2): none, 3: [2.5]}, []]");
     }
 
@@ -389,7 +463,11 @@ mod tests {
         let f = apsi_core::builtins::prelude().get("len").cloned().unwrap();
         let e = encode(&f, &mut Vec::new()).unwrap_err();
         assert_eq!(e.kind, ErrorKind::TypeError);
-        assert!(e.message.contains("Apsi type 'function'") || e.message.contains("cannot pass to Python"), "{}", e.message);
+        assert!(
+            e.message.contains("Apsi type 'function'") || e.message.contains("cannot pass to Python"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
@@ -401,7 +479,11 @@ mod tests {
         let v: Vec<f64> = back.to_vec();
         assert_eq!(v[1].to_bits(), (-0.0f64).to_bits());
         assert!(v[2].is_nan());
-        for (d, vals) in [(DType::I32, vec![1.0, -2.0]), (DType::F16, vec![0.5, 2.0]), (DType::Bool, vec![1.0, 0.0])] {
+        for (d, vals) in [
+            (DType::I32, vec![1.0, -2.0]),
+            (DType::F16, vec![0.5, 2.0]),
+            (DType::Bool, vec![1.0, 0.0]),
+        ] {
             let t = Tensor::from_vec(vals.clone(), vec![2]).astype(d).unwrap();
             let back = as_tensor(&round(&tensor_value(t))).unwrap();
             assert_eq!(back.dtype, d);
@@ -411,7 +493,9 @@ mod tests {
         let t = Tensor::from_vec(vec![-3i64, 7], vec![2]).astype(DType::Int8).unwrap();
         let back = as_tensor(&round(&tensor_value(t))).unwrap();
         assert_eq!((back.dtype, back.to_vec::<i64>()), (DType::Int8, vec![-3, 7]));
-        let t = Tensor::from_vec(vec![1.0f64, 2.5], vec![2]).astype(DType::BF16).unwrap();
+        let t = Tensor::from_vec(vec![1.0f64, 2.5], vec![2])
+            .astype(DType::BF16)
+            .unwrap();
         let back = as_tensor(&round(&tensor_value(t))).unwrap();
         assert_eq!((back.dtype, back.to_vec::<f64>()), (DType::F32, vec![1.0, 2.5]));
         // A 0-d tensor stays a tensor.
@@ -426,7 +510,9 @@ mod tests {
             vec![b'i', 1, 2],
             vec![b's', 255, 255, 255, 255],
             vec![b'l', 255, 255, 255, 255],
-            vec![b'r', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            vec![
+                b'r', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            ],
             vec![b'Q'],
             vec![b'd', 1, 0, 0, 0, b'l', 0, 0, 0, 0, b'N'],
         ];
@@ -454,7 +540,15 @@ mod tests {
     fn every_byte_string_decodes_or_errs() {
         // Small exhaustive-ish fuzz: prefixes of valid messages and random bytes never panic.
         let mut out = Vec::new();
-        encode(&Value::list(vec![Value::str("ab"), Value::Float(1.0), Value::tuple(vec![Value::Int(2)])]), &mut out).unwrap();
+        encode(
+            &Value::list(vec![
+                Value::str("ab"),
+                Value::Float(1.0),
+                Value::tuple(vec![Value::Int(2)]),
+            ]),
+            &mut out,
+        )
+        .unwrap();
         for n in 0..out.len() {
             let _ = Reader::new(&out[..n]).value();
         }

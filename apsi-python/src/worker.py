@@ -1,6 +1,6 @@
 # The Python side of `use python` (apsi-python): a worker process that the
-# Apsi interpreter starts with `python3 -c <this source>`. Requests arrive on
-# fd 3 and replies leave on fd 4, so that code which prints writes straight
+# Apsi interpreter starts with `python3 -c <this source> IN OUT`. Requests
+# arrive on descriptor IN and replies leave on OUT (two private pipes), so that code which prints writes straight
 # to the inherited stdout and stderr. Each message is a frame: an 8-byte
 # little-endian length, then the body. Values use the tagged encoding that
 # apsi-python/src/wire.rs describes (the two files change together).
@@ -157,7 +157,8 @@ def _text(out, s):
 
 def _array(out, a):
     np = numpy()
-    a = np.ascontiguousarray(a)
+    if not a.flags.c_contiguous:
+        a = a.copy(order="C")
     if a.dtype.str[0] == ">":
         a = a.astype(a.dtype.newbyteorder("<"))
     key = a.dtype.str
@@ -177,7 +178,7 @@ def _array(out, a):
             "a NumPy array of dtype %s has no Apsi tensor dtype" % a.dtype,
             "Apsi tensors take float64/32/16, int64/32/16/8, uint8/16/32 and bool arrays; convert with .astype(...)",
         )
-    a = np.ascontiguousarray(a.astype(_CODES[code], copy=False))
+    a = a.astype(_CODES[code], order="C", copy=False)
     out.append(b"a")
     _text(out, code)
     out.append(_U32.pack(a.ndim))
@@ -337,8 +338,12 @@ def flush_std():
 
 
 def main():
-    requests = os.fdopen(3, "rb", buffering=0)
-    replies = os.fdopen(4, "wb")
+    requests = os.fdopen(int(sys.argv[1]), "rb", buffering=0)
+    replies = os.fdopen(int(sys.argv[2]), "wb")
+    del sys.argv[1:]
+    # Processes Python code starts must not hold the pipes open.
+    os.set_inheritable(requests.fileno(), False)
+    os.set_inheritable(replies.fileno(), False)
     hello = []
     encode(hello, ("apsi-python-worker", PROTOCOL, sys.version.split()[0], sys.executable))
     frame(replies, [b"r"] + hello)

@@ -1,11 +1,11 @@
 //! The Python worker process: finding the interpreter, starting it with the
 //! embedded `worker.py`, and one request/reply exchange at a time.
 //!
-//! The worker reads requests on its fd 3 and writes replies on its fd 4
-//! (pipes made here), and inherits stdin, stdout and stderr, so what Python
-//! code prints goes straight where Apsi's output goes. It exits when fd 3
-//! reaches end-of-file, which happens when this process ends, however it
-//! ends.
+//! The worker reads requests and writes replies on two pipes made here,
+//! whose descriptor numbers it gets as its arguments, and inherits stdin,
+//! stdout and stderr, so what Python code prints goes straight where Apsi's
+//! output goes. It exits when its request pipe reaches end-of-file, which
+//! happens when this process ends, however it ends.
 
 use crate::frame::{read_frame, write_frame};
 use crate::wire::Reader;
@@ -50,8 +50,8 @@ pub struct Worker {
 #[derive(Debug)]
 pub struct Lost(pub String);
 
-/// A pipe whose two ends are close-on-exec and numbered 10 or above (so
-/// that moving the child's ends to 3 and 4 can never overwrite one another).
+/// A pipe whose two ends are close-on-exec and numbered 10 or above (out of
+/// the way of the standard descriptors).
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds: [libc::c_int; 2] = [-1, -1];
     // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
@@ -76,6 +76,10 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 
 fn describe(status: ExitStatus) -> String {
     match (status.code(), status.signal()) {
+        // A wrapper script (pyenv's shims) reports a signal as 128 + N.
+        (Some(c), _) if (129..=128 + 64).contains(&c) => {
+            format!("exited with status {c} (killed by signal {})", c - 128)
+        }
         (Some(c), _) => format!("exited with status {c}"),
         (None, Some(s)) => format!("was killed by signal {s}"),
         _ => "ended".to_string(),
@@ -99,7 +103,10 @@ impl Worker {
                     "install Python 3 (for example: apt-get install python3) or set APSI_PYTHON to an interpreter's path",
                 )
             } else {
-                err(ErrorKind::PythonError, format!("cannot start the Python worker with '{program}': {e}"))
+                err(
+                    ErrorKind::PythonError,
+                    format!("cannot start the Python worker with '{program}': {e}"),
+                )
             }
         };
         let (req_r, req_w) = pipe().map_err(started)?;
@@ -109,13 +116,23 @@ impl Worker {
             (req_r.as_raw_fd(), rep_w.as_raw_fd())
         };
         let mut cmd = Command::new(&program);
-        cmd.arg("-c").arg(SOURCE).stdin(Stdio::inherit()).stdout(Stdio::inherit()).stderr(Stdio::inherit());
-        // SAFETY: the closure only calls dup2, which is async-signal-safe, on
-        // descriptors that stay open until after spawn returns.
+        cmd.arg("-c")
+            .arg(SOURCE)
+            .arg(child_in.to_string())
+            .arg(child_out.to_string());
+        cmd.stdin(Stdio::inherit())
+            .stdout(Stdio::inherit())
+            .stderr(Stdio::inherit());
+        // SAFETY: the closure only calls fcntl, which is async-signal-safe, on
+        // descriptors that stay open until after spawn returns. It clears
+        // close-on-exec on the child's two ends and touches no other
+        // descriptor (spawn's own error pipe among them).
         unsafe {
             cmd.pre_exec(move || {
-                if libc::dup2(child_in, 3) < 0 || libc::dup2(child_out, 4) < 0 {
-                    return Err(io::Error::last_os_error());
+                for fd in [child_in, child_out] {
+                    if libc::fcntl(fd, libc::F_SETFD, 0) < 0 {
+                        return Err(io::Error::last_os_error());
+                    }
                 }
                 Ok(())
             });
@@ -179,7 +196,9 @@ impl Worker {
             Ok(None) => Err(Lost(self.reap())),
             Err(e) if e.kind() == io::ErrorKind::OutOfMemory => {
                 let how = self.reap();
-                Err(Lost(format!("sent a reply too large for this process ({e}) and was stopped; it {how}")))
+                Err(Lost(format!(
+                    "sent a reply too large for this process ({e}) and was stopped; it {how}"
+                )))
             }
             Err(_) => Err(Lost(self.reap())),
         }

@@ -23,7 +23,11 @@ fn eval(b: &Bridge, code: &str) -> String {
 
 /// Whether the interpreter the worker uses can import numpy.
 fn has_numpy(python: &str) -> bool {
-    Command::new(python).args(["-c", "import numpy"]).output().map(|o| o.status.success()).unwrap_or(false)
+    Command::new(python)
+        .args(["-c", "import numpy"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
 }
 
 fn default_python() -> String {
@@ -36,10 +40,17 @@ fn values_convert_both_ways() {
     assert_eq!(eval(&b, "1 + 1"), "2");
     assert_eq!(eval(&b, "[x * 2 for x in range(3)]"), "[0, 2, 4]");
     assert_eq!(eval(&b, "(1, 'a', None, True, 2.5)"), "(1, 'a', none, true, 2.5)");
-    assert_eq!(eval(&b, "{'b': 1, 3: [1.0], (1, 2): {}}"), "{'b': 1, 3: [1.0], (1, 2): {}}");
+    assert_eq!(
+        eval(&b, "{'b': 1, 3: [1.0], (1, 2): {}}"),
+        "{'b': 1, 3: [1.0], (1, 2): {}}"
+    );
     assert_eq!(eval(&b, "range(2, 10, 3)"), "range(2, 10, 3)");
     assert_eq!(eval(&b, "'é✓'"), "'é✓'");
-    for (code, bits) in [("float('-0.0')", (-0.0f64).to_bits()), ("float('inf')", f64::INFINITY.to_bits()), ("0.1", 0.1f64.to_bits())] {
+    for (code, bits) in [
+        ("float('-0.0')", (-0.0f64).to_bits()),
+        ("float('inf')", f64::INFINITY.to_bits()),
+        ("0.1", 0.1f64.to_bits()),
+    ] {
         match b.eval(code) {
             Ok(Value::Float(f)) => assert_eq!(f.to_bits(), bits, "{code}"),
             other => panic!("{code} gave {other:?}"),
@@ -57,7 +68,6 @@ fn values_convert_both_ways() {
     ]);
     let back = b.call("copy.deepcopy", &[v.clone()], &[]).unwrap();
     assert_eq!(repr_of(&back), repr_of(&v));
-    assert_eq!(repr_of(&b.call("type", &[Value::list(vec![])], &[]).and_then(|_| b.eval("type([]).__name__")).unwrap()), "'list'");
 }
 
 #[test]
@@ -68,7 +78,11 @@ fn big_ints_and_odd_objects_are_clear_errors() {
     assert!(e.message.contains("18446744073709551616"), "{}", e.message);
     let e = b.eval("__import__('math')").unwrap_err();
     assert_eq!(e.kind, ErrorKind::TypeError);
-    assert!(e.message.contains("a Python module has no Apsi equivalent"), "{}", e.message);
+    assert!(
+        e.message.contains("a Python module has no Apsi equivalent"),
+        "{}",
+        e.message
+    );
     let e = b.eval("{1, 2}").unwrap_err();
     assert!(e.message.contains("Python set"), "{}", e.message);
     let e = b.eval("10**5000").unwrap_err();
@@ -80,15 +94,38 @@ fn big_ints_and_odd_objects_are_clear_errors() {
 #[test]
 fn exec_eval_and_call_share_a_namespace() {
     let b = bridge();
-    assert!(matches!(b.exec("import math\ndef twice(x, k=2):\n    return x * k\nn = 21"), Ok(Value::None)));
+    assert!(matches!(
+        b.exec("import math\ndef twice(x, k=2):\n    return x * k\nn = 21"),
+        Ok(Value::None)
+    ));
     assert_eq!(eval(&b, "twice(n)"), "42");
-    assert_eq!(repr_of(&b.call("twice", &[Value::Int(5)], &[("k".into(), Value::Int(3))]).unwrap()), "15");
-    assert_eq!(repr_of(&b.call("math.gcd", &[Value::Int(12), Value::Int(18)], &[]).unwrap()), "6");
-    assert_eq!(repr_of(&b.call("os.path.join", &[Value::str("a"), Value::str("b")], &[]).unwrap()), "'a/b'");
+    assert_eq!(
+        repr_of(
+            &b.call("twice", &[Value::Int(5)], &[("k".into(), Value::Int(3))])
+                .unwrap()
+        ),
+        "15"
+    );
+    assert_eq!(
+        repr_of(&b.call("math.gcd", &[Value::Int(12), Value::Int(18)], &[]).unwrap()),
+        "6"
+    );
+    assert_eq!(
+        repr_of(
+            &b.call("os.path.join", &[Value::str("a"), Value::str("b")], &[])
+                .unwrap()
+        ),
+        "'a/b'"
+    );
     assert_eq!(repr_of(&b.call("len", &[Value::str("abc")], &[]).unwrap()), "3");
     let e = b.call("no_such_module_xyz.f", &[], &[]).unwrap_err();
     assert_eq!(e.kind, ErrorKind::PythonError);
-    assert!(e.message.starts_with("ModuleNotFoundError: No module named 'no_such_module_xyz'"), "{}", e.message);
+    assert!(
+        e.message
+            .starts_with("ModuleNotFoundError: No module named 'no_such_module_xyz'"),
+        "{}",
+        e.message
+    );
     let e = b.call("math.nope", &[], &[]).unwrap_err();
     assert!(e.message.starts_with("AttributeError:"), "{}", e.message);
     let e = b.call("1bad", &[], &[]).unwrap_err();
@@ -98,14 +135,18 @@ fn exec_eval_and_call_share_a_namespace() {
 #[test]
 fn python_exceptions_carry_type_message_and_traceback() {
     let b = bridge();
-    b.exec("def inner():\n    return 1 / 0\ndef outer():\n    return inner()").unwrap();
+    b.exec("def inner():\n    return 1 / 0\ndef outer():\n    return inner()")
+        .unwrap();
     let e = b.eval("outer()").unwrap_err();
     assert_eq!(e.kind, ErrorKind::PythonError);
     assert_eq!(e.message, "ZeroDivisionError: division by zero");
     let hint = e.hint.clone().unwrap_or_default();
     assert!(hint.starts_with("Python traceback (most recent call last):"), "{hint}");
     assert!(hint.contains("<python.exec>\", line 2, in inner"), "{hint}");
-    assert!(!hint.contains("<string>"), "worker frames leak into the traceback: {hint}");
+    assert!(
+        !hint.contains("<string>"),
+        "worker frames leak into the traceback: {hint}"
+    );
     let e = b.exec("raise SystemExit(3)").unwrap_err();
     assert_eq!(e.message, "SystemExit: 3");
     let e = b.eval("1 +").unwrap_err();
@@ -121,18 +162,26 @@ fn a_crashed_worker_is_reported_then_restarted() {
     let first = b.start().unwrap();
     let e = b.exec("import os\nos._exit(7)").unwrap_err();
     assert_eq!(e.kind, ErrorKind::PythonError);
-    assert!(e.message.contains("the Python worker stopped during python.exec: it exited with status 7"), "{}", e.message);
+    assert!(
+        e.message
+            .contains("the Python worker stopped during python.exec: it exited with status 7"),
+        "{}",
+        e.message
+    );
     assert!(b.worker_info().is_none());
     assert_eq!(eval(&b, "6 * 7"), "42");
     assert_ne!(b.worker_info().unwrap().pid, first.pid);
-    let e = b.exec("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)").unwrap_err();
+    let e = b
+        .exec("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")
+        .unwrap_err();
     assert!(e.message.contains("killed by signal 9"), "{}", e.message);
 }
 
 #[test]
 fn calls_from_many_threads_serialise() {
     let b = bridge();
-    b.exec("count = 0\ndef bump(i):\n    global count\n    count += 1\n    return i * i").unwrap();
+    b.exec("count = 0\ndef bump(i):\n    global count\n    count += 1\n    return i * i")
+        .unwrap();
     let handles: Vec<_> = (0..8)
         .map(|t| {
             let b = b.clone();
@@ -156,9 +205,13 @@ fn a_missing_interpreter_is_a_clear_error() {
     if std::env::var("APSI_PYTHON_TEST_CHILD").is_ok() {
         let b = Bridge::new(true);
         let e = b.eval("1").unwrap_err();
-        assert_eq!(e.kind, ErrorKind::ModuleNotFoundError);
-        assert!(e.message.contains("APSI_PYTHON=/nonexistent/python9 was not found"), "{}", e.message);
-        assert!(e.hint.unwrap_or_default().contains("APSI_PYTHON"));
+        assert_eq!(e.kind, ErrorKind::ModuleNotFoundError, "{}", e.message);
+        assert!(
+            e.message.contains("APSI_PYTHON=/nonexistent/python9 was not found"),
+            "{}",
+            e.message
+        );
+        assert!(e.hint.clone().unwrap_or_default().contains("APSI_PYTHON"));
         return;
     }
     let me = std::env::current_exe().unwrap();
@@ -192,7 +245,11 @@ fn tensors_cross_as_numpy_arrays() {
         ("np.array([1, 2], dtype=np.int16)", DType::I32, vec![2]),
         ("np.array([True, False])", DType::Bool, vec![2]),
         ("np.array([1, 255], dtype=np.uint8)", DType::UInt8, vec![2]),
-        ("np.float16(1.5) * np.ones((2, 2), dtype=np.float16)", DType::F16, vec![2, 2]),
+        (
+            "np.float16(1.5) * np.ones((2, 2), dtype=np.float16)",
+            DType::F16,
+            vec![2, 2],
+        ),
         ("np.array(3.5)", DType::F64, vec![]),
         ("np.zeros((0, 3))", DType::F64, vec![0, 3]),
     ] {
@@ -218,7 +275,7 @@ fn without_numpy_a_tensor_is_a_clear_error() {
         let e = b.call("len", &[t], &[]).unwrap_err();
         assert_eq!(e.kind, ErrorKind::ModuleNotFoundError);
         assert!(e.message.contains("NumPy is not installed"), "{}", e.message);
-        assert!(e.hint.unwrap_or_default().contains("pip install numpy"));
+        assert!(e.hint.clone().unwrap_or_default().contains("pip install numpy"));
         // A result that is an array made without numpy cannot exist; plain values still work.
         assert_eq!(eval(&b, "[1, 2]"), "[1, 2]");
         println!("checked with {py}");
@@ -228,7 +285,10 @@ fn without_numpy_a_tensor_is_a_clear_error() {
         .into_iter()
         .chain(["/usr/bin/python3".to_string(), default_python()])
         .collect();
-    let Some(py) = candidates.into_iter().find(|p| Command::new(p).arg("-V").output().is_ok() && !has_numpy(p)) else {
+    let Some(py) = candidates
+        .into_iter()
+        .find(|p| Command::new(p).arg("-V").output().is_ok() && !has_numpy(p))
+    else {
         println!("note: every Python here has NumPy; without_numpy_a_tensor_is_a_clear_error skipped");
         return;
     };
@@ -240,7 +300,11 @@ fn without_numpy_a_tensor_is_a_clear_error() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success() && text.contains("1 passed"), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
