@@ -6,6 +6,7 @@
 # apsi-python/src/wire.rs describes (the two files change together).
 import builtins
 import importlib
+import linecache
 import operator
 import os
 import struct
@@ -284,12 +285,23 @@ def resolve(name):
     return obj
 
 
+_execs = [0]
+
+
+def source(code, filename, mode):
+    """Compiles code under filename, and lets tracebacks show its lines."""
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    return compile(code, filename, mode)
+
+
 def handle(req):
     op = req[0]
     if op == "eval":
-        return eval(compile(req[1], "<python.eval>", "eval"), namespace)
+        return eval(source(req[1], "<python.eval>", "eval"), namespace)
     if op == "exec":
-        exec(compile(req[1], "<python.exec>", "exec"), namespace)
+        # Numbered, so that a function from an earlier exec shows its own lines.
+        _execs[0] += 1
+        exec(source(req[1], "<python.exec #%d>" % _execs[0], "exec"), namespace)
         return None
     if op == "call":
         return resolve(req[1])(*req[2], **req[3])

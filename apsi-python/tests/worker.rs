@@ -142,7 +142,10 @@ fn python_exceptions_carry_type_message_and_traceback() {
     assert_eq!(e.message, "ZeroDivisionError: division by zero");
     let hint = e.hint.clone().unwrap_or_default();
     assert!(hint.starts_with("Python traceback (most recent call last):"), "{hint}");
-    assert!(hint.contains("<python.exec>\", line 2, in inner"), "{hint}");
+    assert!(
+        hint.contains("<python.exec #1>\", line 2, in inner\n    return 1 / 0"),
+        "{hint}"
+    );
     assert!(
         !hint.contains("<string>"),
         "worker frames leak into the traceback: {hint}"
