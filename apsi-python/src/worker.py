@@ -312,7 +312,9 @@ def python_error(e):
     frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename != "<string>"]
     lines = traceback.format_list(frames)
     text = "".join(lines).rstrip("\n").split("\n")
-    text = text[-12:]
+    # Python 3.11+ underlines the failing part with ~ and ^; Apsi has its own
+    # caret, and leaving them out keeps the text the same on every Python.
+    text = [t for t in text if t.strip(" ~^")][-12:]
     message = "".join(traceback.format_exception_only(type(e), e)).strip()
     name = _type_name(e)
     prefix = type(e).__qualname__ + ": "
