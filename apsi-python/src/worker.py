@@ -4,14 +4,12 @@
 # to the inherited stdout and stderr. Each message is a frame: an 8-byte
 # little-endian length, then the body. Values use the tagged encoding that
 # apsi-python/src/wire.rs describes (the two files change together).
+# Only cheap modules load at start-up; importlib, linecache and traceback
+# (which pulls in re, tokenize, collections: ~20 ms) load when first needed.
 import builtins
-import importlib
-import linecache
-import operator
 import os
 import struct
 import sys
-import traceback
 
 PROTOCOL = 1
 MAX_DEPTH = 200
@@ -258,6 +256,8 @@ def resolve(name):
     """`pkg.mod.fn`: import the longest importable module prefix, then walk attributes."""
     if not name or any(not p.isidentifier() for p in name.split(".")):
         raise ValueError("python.call needs a dotted name such as 'math.gcd', found %r" % name)
+    import importlib
+
     parts = name.split(".")
     if len(parts) == 1:
         if name in namespace:
@@ -288,9 +288,17 @@ def resolve(name):
 _execs = [0]
 
 
+# The code of each eval/exec by file name, for the lines of tracebacks.
+_sources = {}
+
+
 def source(code, filename, mode):
-    """Compiles code under filename, and lets tracebacks show its lines."""
-    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    """Compiles code under filename, remembered for tracebacks."""
+    _sources.pop(filename, None)
+    _sources[filename] = code
+    if len(_sources) > 1000:
+        # Only the newest are kept (a loop of exec calls must not grow forever).
+        del _sources[next(iter(_sources))]
     return compile(code, filename, mode)
 
 
@@ -309,6 +317,11 @@ def handle(req):
 
 
 def python_error(e):
+    import linecache
+    import traceback
+
+    for filename, code in _sources.items():
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename != "<string>"]
     lines = traceback.format_list(frames)
     text = "".join(lines).rstrip("\n").split("\n")
