@@ -5,10 +5,22 @@ use std::io::{self, Read, Write};
 
 /// Writes one frame and flushes.
 pub fn write_frame(w: &mut impl Write, body: &[u8]) -> io::Result<()> {
-    w.write_all(&(body.len() as u64).to_le_bytes())?;
-    w.write_all(body)?;
+    let head = (body.len() as u64).to_le_bytes();
+    if body.len() <= SMALL {
+        // One write (one system call on a pipe) for the common small message.
+        let mut one = Vec::with_capacity(head.len() + body.len());
+        one.extend_from_slice(&head);
+        one.extend_from_slice(body);
+        w.write_all(&one)?;
+    } else {
+        w.write_all(&head)?;
+        w.write_all(body)?;
+    }
     w.flush()
 }
+
+/// Messages up to this size are written with their header in one piece.
+const SMALL: usize = 64 * 1024;
 
 /// Reads one frame; `Ok(None)` when the other side closed the pipe before a
 /// new frame began. A frame cut short is an `UnexpectedEof` error; a length

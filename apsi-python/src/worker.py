@@ -365,7 +365,7 @@ def flush_std():
 
 
 def main():
-    requests = os.fdopen(int(sys.argv[1]), "rb", buffering=0)
+    requests = os.fdopen(int(sys.argv[1]), "rb")
     replies = os.fdopen(int(sys.argv[2]), "wb")
     del sys.argv[1:]
     # Processes Python code starts must not hold the pipes open.

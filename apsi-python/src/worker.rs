@@ -12,7 +12,7 @@ use crate::wire::Reader;
 use apsi_core::error::ErrorKind;
 use apsi_core::vm::value::{err, ErrorObj, Exc, Value};
 use std::fs::File;
-use std::io;
+use std::io::{self, BufReader};
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -38,7 +38,7 @@ pub struct Worker {
     child: Child,
     /// `None` once closed (in `drop`).
     requests: Option<File>,
-    replies: File,
+    replies: BufReader<File>,
     /// The interpreter as the worker reports it (`sys.executable`).
     pub executable: String,
     /// Python's version (`3.11.7`).
@@ -143,7 +143,7 @@ impl Worker {
         let mut w = Worker {
             child,
             requests: Some(File::from(req_w)),
-            replies: File::from(rep_r),
+            replies: BufReader::new(File::from(rep_r)),
             executable: program.clone(),
             version: String::new(),
         };
