@@ -24,7 +24,10 @@ fn main() {
         }
     }
     let b = Bridge::new(true);
-    let info = b.start().map(|i| format!("{} (Python {})", i.executable, i.version)).unwrap_or_default();
+    let info = b
+        .start()
+        .map(|i| format!("{} (Python {})", i.executable, i.version))
+        .unwrap_or_default();
     let mut rt = Vec::new();
     for _ in 0..1000 {
         let t = Instant::now();
@@ -32,6 +35,9 @@ fn main() {
         rt.push(t.elapsed().as_secs_f64() * 1e6);
     }
     println!("interpreter: {info}");
-    println!("worker start-up (spawn to hello), median of 9: {:.1} ms", median(starts));
+    println!(
+        "worker start-up (spawn to hello), median of 9: {:.1} ms",
+        median(starts)
+    );
     println!("python eval(\"1\") round trip, median of 1000: {:.1} us", median(rt));
 }

@@ -217,10 +217,7 @@ impl<'a> Reader<'a> {
     }
 
     fn array<const N: usize>(&mut self) -> VResult<[u8; N]> {
-        let s = self.take(N)?;
-        let mut a = [0u8; N];
-        a.copy_from_slice(s);
-        Ok(a)
+        self.take(N)?.try_into().map_err(|_| bad("a short read"))
     }
 
     pub fn u8(&mut self) -> VResult<u8> {
@@ -379,9 +376,7 @@ impl<'a> Reader<'a> {
 
 /// The first `N` bytes of a chunk of exactly `N` (from `chunks_exact`).
 fn le<const N: usize>(c: &[u8]) -> [u8; N] {
-    let mut a = [0u8; N];
-    a.copy_from_slice(&c[..N]);
-    a
+    c.try_into().unwrap_or([0u8; N])
 }
 
 #[cfg(test)]

@@ -74,6 +74,36 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok((r?, w?))
 }
 
+/// How long a new worker may take to say hello (a cold start that imports
+/// from a slow disk takes seconds; a program that is not Python never answers).
+const HELLO_TIMEOUT_MS: i32 = 60_000;
+
+/// Whether `f` has something to read (or was closed) within `ms` milliseconds.
+fn readable_within(f: &File, ms: i32) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut p = libc::pollfd {
+        fd: f.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let deadline = Instant::now() + Duration::from_millis(ms as u64);
+    loop {
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .as_millis()
+            .min(i32::MAX as u128) as i32;
+        // SAFETY: `p` is one valid pollfd for the duration of the call.
+        let n = unsafe { libc::poll(&mut p, 1, left) };
+        if n > 0 {
+            return true;
+        }
+        if n == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            // Timed out, or poll failed: let the read below report what it finds.
+            return n != 0;
+        }
+    }
+}
+
 fn describe(status: ExitStatus) -> String {
     match (status.code(), status.signal()) {
         // A wrapper script (pyenv's shims) reports a signal as 128 + N.
@@ -147,6 +177,17 @@ impl Worker {
             executable: program.clone(),
             version: String::new(),
         };
+        if !readable_within(w.replies.get_ref(), HELLO_TIMEOUT_MS) {
+            let _ = w.child.kill();
+            let how = w.reap();
+            return Err(err(
+                ErrorKind::PythonError,
+                format!(
+                    "the Python worker did not start: '{program}' did not answer within {} s and was stopped (it {how})",
+                    HELLO_TIMEOUT_MS / 1000
+                ),
+            ));
+        }
         let hello = match read_frame(&mut w.replies) {
             Ok(Some(h)) => h,
             Ok(None) | Err(_) => {

@@ -66,7 +66,7 @@ fn values_convert_both_ways() {
         Value::str("x"),
         Value::list(vec![Value::None, Value::Bool(false)]),
     ]);
-    let back = b.call("copy.deepcopy", &[v.clone()], &[]).unwrap();
+    let back = b.call("copy.deepcopy", std::slice::from_ref(&v), &[]).unwrap();
     assert_eq!(repr_of(&back), repr_of(&v));
 }
 
@@ -226,6 +226,38 @@ fn a_missing_interpreter_is_a_clear_error() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
     assert!(String::from_utf8_lossy(&out.stdout).contains("1 passed"));
+}
+
+#[test]
+fn an_interpreter_that_is_not_python_is_a_clear_error() {
+    if std::env::var("APSI_PYTHON_TEST_NOT_PYTHON").is_ok() {
+        let b = Bridge::new(true);
+        let e = b.eval("1").unwrap_err();
+        assert_eq!(e.kind, ErrorKind::PythonError, "{}", e.message);
+        assert_eq!(
+            e.message,
+            "the Python worker did not start: '/bin/true' exited with status 0"
+        );
+        assert!(e.hint.clone().unwrap_or_default().contains("APSI_PYTHON"));
+        return;
+    }
+    if !std::path::Path::new("/bin/true").exists() {
+        println!("note: no /bin/true here; skipped");
+        return;
+    }
+    let me = std::env::current_exe().unwrap();
+    let out = Command::new(me)
+        .args([
+            "an_interpreter_that_is_not_python_is_a_clear_error",
+            "--exact",
+            "--nocapture",
+        ])
+        .env("APSI_PYTHON_TEST_NOT_PYTHON", "1")
+        .env("APSI_PYTHON", "/bin/true")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("1 passed"), "{text}");
 }
 
 #[test]
