@@ -285,3 +285,25 @@ impl Drop for Worker {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_statuses_read_plainly() {
+        // Raw wait statuses: exit code in the high byte, signal in the low bits.
+        assert_eq!(describe(ExitStatus::from_raw(3 << 8)), "exited with status 3");
+        assert_eq!(describe(ExitStatus::from_raw(9)), "was killed by signal 9");
+        assert_eq!(
+            describe(ExitStatus::from_raw(137 << 8)),
+            "exited with status 137 (killed by signal 9)"
+        );
+    }
+
+    #[test]
+    fn the_embedded_worker_speaks_this_protocol() {
+        assert!(SOURCE.contains(&format!("PROTOCOL = {PROTOCOL}\n")));
+        assert!(SOURCE.contains("MAX_DEPTH = 200\n") && crate::wire::MAX_DEPTH == 200);
+    }
+}
