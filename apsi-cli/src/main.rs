@@ -13,14 +13,13 @@ mod pkg;
 mod repl;
 mod run;
 mod term;
+mod alloc;
 
 use std::process::ExitCode;
 
-/// mimalloc: Apsi allocates many small objects (strings, boxed values);
-/// mimalloc's small-object path is about a third of the instructions of the
-/// system allocator's, and it reuses freed pages instead of refaulting them.
+/// mimalloc (see `alloc.rs`).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: alloc::Mimalloc = alloc::Mimalloc;
 
 /// The stack size of the thread that runs programs: the VM keeps Apsi frames
 /// on the heap, but parsing and native callbacks recurse on the Rust stack.

@@ -171,6 +171,11 @@ pub fn extract(archive: &Path, dest: &Path, prefix: &str, limits: Limits) -> Res
                     .create_new(true)
                     .open(&target)
                     .map_err(|e| io_err("create", &target, &e))?;
+                if let Ok(size) = entry.header().size() {
+                    if size <= remaining {
+                        crate::fsutil::reserve(&f, size);
+                    }
+                }
                 let mut written: u64 = 0;
                 loop {
                     let n = entry

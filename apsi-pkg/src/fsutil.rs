@@ -15,6 +15,27 @@ pub fn temp_sibling(path: &Path, tag: &str) -> PathBuf {
     path.with_file_name(format!(".{name}.{tag}.{}.{n}", std::process::id()))
 }
 
+/// Asks the file system to reserve `len` bytes for `f` without changing its
+/// length (Linux `fallocate` with `FALLOC_FL_KEEP_SIZE`), so that the writes
+/// that follow skip per-page block allocation. Best effort: a file system
+/// that cannot reserve is simply written the ordinary way.
+pub fn reserve(f: &std::fs::File, len: u64) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::io::AsRawFd;
+        if let Ok(len) = libc::off_t::try_from(len) {
+            if len > 0 {
+                // SAFETY: a valid open descriptor; fallocate only reads its arguments.
+                let _ = unsafe { libc::fallocate(f.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, 0, len) };
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (f, len);
+    }
+}
+
 /// Writes `bytes` to a temporary sibling, syncs it, then renames it over `path`.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {

@@ -123,6 +123,26 @@ impl Transport {
             .timeout(timeout)
             .connect_timeout(timeout)
             .user_agent(concat!("apsi-pkg/", env!("CARGO_PKG_VERSION")));
+        if url.starts_with("http://") {
+            // A plain-HTTP registry (a loopback or LAN mirror) needs no CA
+            // roots: loading the system's ~150 certificate files costs 10-20 ms
+            // of every command. Such a client cannot follow a redirect to
+            // https, so that redirect is refused with a clear message.
+            b = b
+                .tls_built_in_root_certs(false)
+                .redirect(reqwest::redirect::Policy::custom(|attempt| {
+                    if attempt.url().scheme() == "https" {
+                        let to = attempt.url().to_string();
+                        attempt.error(format!(
+                            "the registry redirected to {to}: set the registry URL to its https:// address"
+                        ))
+                    } else if attempt.previous().len() >= 10 {
+                        attempt.error("too many redirects (more than 10)")
+                    } else {
+                        attempt.follow()
+                    }
+                }));
+        }
         if let Some(path) = std::env::var_os("SSL_CERT_FILE").filter(|p| !p.is_empty()) {
             let path = PathBuf::from(path);
             let pem = fs::read(&path).map_err(|e| io_err("read SSL_CERT_FILE", &path, &e))?;
@@ -135,7 +155,10 @@ impl Transport {
             if certs.is_empty() {
                 return Err(PkgError::new(
                     ErrorKind::Usage,
-                    format!("SSL_CERT_FILE '{}': no PEM certificate in it (expected -----BEGIN CERTIFICATE----- blocks)", path.display()),
+                    format!(
+                        "SSL_CERT_FILE '{}': no PEM certificate in it (expected -----BEGIN CERTIFICATE----- blocks)",
+                        path.display()
+                    ),
                 )
                 .hint("point SSL_CERT_FILE at a PEM file of CA certificates, or unset it"));
             }
@@ -229,6 +252,7 @@ impl Transport {
                 })?;
                 f.seek(SeekFrom::Start(have)).map_err(|e| io_err("read", &src, &e))?;
                 let out = open_partial(partial, have)?;
+                crate::fsutil::reserve(&out, len);
                 let sha = copy_exact(&src.display().to_string(), f, out, partial, have, len, progress)?;
                 Ok((
                     if have > 0 {
@@ -284,6 +308,7 @@ impl Transport {
                     }
                 }
                 let out = open_partial(partial, start)?;
+                crate::fsutil::reserve(&out, len);
                 let r = copy_exact(&url, resp, out, partial, start, len, progress);
                 if let Err(e) = &r {
                     if e.kind == ErrorKind::Integrity {

@@ -331,3 +331,31 @@ fn dropped_connection_is_retried_and_resumed() {
         line.cksum
     );
 }
+
+#[test]
+fn plain_http_registry_refuses_a_redirect_to_https() {
+    // A plain-HTTP registry gets a client without CA roots; a redirect to
+    // https must say so instead of failing the TLS handshake obscurely.
+    use std::io::{Read, Write};
+    let (reg, _) = published();
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in l.incoming().take(4) {
+            let Ok(mut s) = s else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(
+                b"HTTP/1.1 301 Moved Permanently\r\nLocation: https://127.0.0.1:9/snapshot.json\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+        }
+    });
+    let env = Env::new();
+    let e = env
+        .ctx(&format!("http://127.0.0.1:{port}"), reg.root_bytes(), opts())
+        .install(&["big".into()], None)
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Network, "{e}");
+    assert!(e.message.contains("redirected to https://127.0.0.1:9/"), "{e}");
+    env.assert_clean("big");
+}

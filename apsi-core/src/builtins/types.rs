@@ -293,7 +293,7 @@ fn str_ctor(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 
 /// `str(i)` for an int, formatted straight into an inline string.
 fn int_str(i: i64) -> Value {
-    Value::Str(std::sync::Arc::new(crate::vm::value::StrObj::from_int(i)))
+    Value::Str(crate::vm::value::StrRef::new(crate::vm::value::StrObj::from_int(i)))
 }
 
 fn bool_ctor(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {

@@ -796,10 +796,29 @@ impl Executor {
                             }
                         }
                         (Value::Dict(d), Value::Int(i)) => {
-                            let found = d.map.read().get_int(*i).map(dup);
-                            if let Some(v) = found {
-                                setv(r!(a), v);
-                                continue;
+                            // Scalars are copied out by their payload (no
+                            // generic Option<Value> shuffle); the guard is
+                            // dropped before the register is written, since
+                            // that register may hold the dict itself.
+                            let g = d.map.read();
+                            match g.get_int(*i) {
+                                Some(&Value::Int(x)) => {
+                                    drop(g);
+                                    setv(r!(a), Value::Int(x));
+                                    continue;
+                                }
+                                Some(&Value::Float(x)) => {
+                                    drop(g);
+                                    setv(r!(a), Value::Float(x));
+                                    continue;
+                                }
+                                Some(v) => {
+                                    let v = v.clone();
+                                    drop(g);
+                                    setv(r!(a), v);
+                                    continue;
+                                }
+                                None => {}
                             }
                         }
                         _ => {}
@@ -830,7 +849,7 @@ impl Executor {
                     }
                     Instr::ToStr { a, b } => {
                         if let Value::Int(i) = *r!(b) {
-                            setv(r!(a), Value::Str(Arc::new(StrObj::from_int(i))));
+                            setv(r!(a), Value::Str(crate::vm::value::StrRef::new(StrObj::from_int(i))));
                             continue;
                         }
                     }
@@ -851,9 +870,21 @@ impl Executor {
                     }
                     Instr::ForNext { a, b } => {
                         if let Value::Int(i) = *r!(a as usize + 1) {
+                            if let Value::List(l) = &*r!(a) {
+                                // An int item (the common case) is copied by
+                                // its payload, not through a generic clone.
+                                let g = l.items.read();
+                                if let Some(&Value::Int(x)) = g.get(i as usize) {
+                                    drop(g);
+                                    setv(r!(b), Value::Int(x));
+                                    setv(r!(a as usize + 1), Value::Int(i + 1));
+                                    skip_jmp!();
+                                    continue;
+                                }
+                            }
                             let item = match &*r!(a) {
-                                Value::List(l) => Some(l.items.read().get(i as usize).cloned()),
-                                Value::Tuple(t) => Some(t.0.get(i as usize).cloned()),
+                                Value::List(l) => Some(l.items.read().get(i as usize).map(dup)),
+                                Value::Tuple(t) => Some(t.0.get(i as usize).map(dup)),
                                 _ => None,
                             };
                             match item {

@@ -38,7 +38,7 @@ pub enum Value {
     Bool(bool),
     Int(i64),
     Float(f64),
-    Str(Arc<StrObj>),
+    Str(StrRef),
     List(Arc<ListObj>),
     Tuple(Arc<TupleObj>),
     Dict(Arc<DictObj>),
@@ -76,7 +76,7 @@ fn _assert_send_sync() {
 
 impl Value {
     pub fn str(s: impl Into<String>) -> Value {
-        Value::Str(Arc::new(StrObj::new(s.into())))
+        Value::Str(StrRef::new(StrObj::new(s.into())))
     }
     pub fn list(items: Vec<Value>) -> Value {
         Value::List(Arc::new(ListObj::new(items)))
@@ -146,7 +146,7 @@ impl Value {
             (Value::Bool(a), Value::Bool(b)) => a == b,
             (Value::Int(a), Value::Int(b)) => a == b,
             (Value::Float(a), Value::Float(b)) => a.to_bits() == b.to_bits(),
-            (Value::Str(a), Value::Str(b)) => Arc::ptr_eq(a, b),
+            (Value::Str(a), Value::Str(b)) => StrRef::ptr_eq(a, b),
             (Value::List(a), Value::List(b)) => Arc::ptr_eq(a, b),
             (Value::Tuple(a), Value::Tuple(b)) => Arc::ptr_eq(a, b),
             (Value::Dict(a), Value::Dict(b)) => Arc::ptr_eq(a, b),
@@ -178,10 +178,15 @@ impl fmt::Debug for Value {
     }
 }
 
+/// A shared string. Strings are never weakly referenced, so their count has
+/// no weak half: freeing one is a single atomic decrement (`std`'s `Arc`
+/// pays a second one for the weak count, ~10 ns per string freed).
+pub type StrRef = triomphe::Arc<StrObj>;
+
 /// An immutable Unicode string, indexed by character.
 ///
 /// Short strings (up to [`StrObj::INLINE`] bytes) live inside the object, so
-/// `Arc<StrObj>` is one allocation for them.
+/// a `StrRef` is one allocation for them.
 pub struct StrObj {
     data: StrData,
     /// Number of characters (`len`); equals the byte length for ASCII text.
@@ -254,6 +259,17 @@ impl StrObj {
             buf[0] = b'-';
         }
         StrObj { data: StrData::Inline(len as u8, buf), nchars: len }
+    }
+
+    /// For an inline string: its byte length and the whole inline buffer
+    /// (bytes past the length are unspecified but initialized), so callers
+    /// can copy a fixed-size block instead of calling `memcpy`.
+    #[inline]
+    pub fn inline_block(&self) -> Option<(usize, &[u8; StrObj::INLINE])> {
+        match &self.data {
+            StrData::Inline(n, buf) => Some((*n as usize, buf)),
+            StrData::Heap(_) => None,
+        }
     }
 
     #[inline]

@@ -778,7 +778,7 @@ impl Executor {
                 Instr::ToStr { a, b } => {
                     let v = match &*r!(b) {
                         Value::Str(_) => dup(r!(b)),
-                        Value::Int(i) => Value::Str(Arc::new(StrObj::from_int(*i))),
+                        Value::Int(i) => Value::Str(crate::vm::value::StrRef::new(StrObj::from_int(*i))),
                         other => Value::str(format::str_of(other)),
                     };
                     setv(r!(a), v);
