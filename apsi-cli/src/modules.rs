@@ -10,6 +10,7 @@ pub const FEATURES: &[(&str, bool)] = &[
     ("native", cfg!(feature = "native")),
     ("pkg", cfg!(feature = "pkg")),
     ("blas", cfg!(feature = "blas")),
+    ("python", cfg!(feature = "python")),
 ];
 
 /// Every compiled-in module, freshly described.
@@ -24,5 +25,15 @@ pub fn compiled_in() -> Vec<ModuleDescriptor> {
     out.push(apsi_native::module());
     #[cfg(feature = "data")]
     out.push(apsi_data::module());
+    #[cfg(feature = "python")]
+    out.push(apsi_python::module());
     out
+}
+
+/// Hands the permissions given on the command line (`--allow-python`, …)
+/// to the modules that check them again at run time.
+pub fn grant(allowed: &[String]) {
+    let _has = |cap: &str| allowed.iter().any(|a| a == cap || a == "all");
+    #[cfg(feature = "python")]
+    apsi_python::allow(_has("python"));
 }

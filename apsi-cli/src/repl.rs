@@ -109,6 +109,7 @@ fn bench(session: &mut Session, code: &str) {
 pub fn start(opts: &RunOptions) -> u8 {
     let modules = crate::modules::compiled_in();
     let mut env = crate::run::env_for(Vec::new(), &modules, &opts.allowed);
+    crate::modules::grant(&opts.allowed);
     let config = RuntimeConfig { argv: Vec::new(), modules, threads: opts.threads, ..RuntimeConfig::default() };
     let runtime = Runtime::new(config);
     env.prelude = runtime.prelude_names();

@@ -55,6 +55,7 @@ pub fn run_file(opts: &RunOptions) -> u8 {
     let sources = Arc::new(SourceMap::new());
     let modules = crate::modules::compiled_in();
     let mut env = env_for(Vec::new(), &modules, &opts.allowed);
+    crate::modules::grant(&opts.allowed);
     let config = RuntimeConfig { argv: opts.argv.clone(), modules, threads: opts.threads, ..RuntimeConfig::default() };
     let mut runtime = Runtime::new(config);
     env.prelude = runtime.prelude_names();

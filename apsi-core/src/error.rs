@@ -24,10 +24,11 @@ pub enum ErrorKind {
     ModuleNotFoundError,
     NativeError,
     NotImplementedError,
+    PythonError,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 18] = [
+    pub const ALL: [ErrorKind; 19] = [
         ErrorKind::Error,
         ErrorKind::SyntaxError,
         ErrorKind::NameError,
@@ -46,6 +47,7 @@ impl ErrorKind {
         ErrorKind::ModuleNotFoundError,
         ErrorKind::NativeError,
         ErrorKind::NotImplementedError,
+        ErrorKind::PythonError,
     ];
 
     pub fn name(self) -> &'static str {
@@ -68,6 +70,7 @@ impl ErrorKind {
             ErrorKind::ModuleNotFoundError => "ModuleNotFoundError",
             ErrorKind::NativeError => "NativeError",
             ErrorKind::NotImplementedError => "NotImplementedError",
+            ErrorKind::PythonError => "PythonError",
         }
     }
 

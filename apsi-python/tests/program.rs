@@ -1,0 +1,137 @@
+//! Apsi programs using `python` through the core's checker and runtime (no
+//! CLI): the Guard at check time, and the run-time check for what no scan
+//! sees (here: a checker that was told Python is allowed while the process's
+//! bridge was not).
+
+use apsi_core::check::{self, BuiltinModuleInfo, CheckEnv};
+use apsi_core::diagnostic::SourceMap;
+use apsi_core::error::ErrorKind;
+use apsi_core::vm::{RunError, Runtime, RuntimeConfig};
+use apsi_python::Bridge;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+/// The line of a diagnostic's primary span (0 when it has none).
+fn line_of(sources: &SourceMap, d: &apsi_core::diagnostic::Diagnostic) -> usize {
+    d.primary_span()
+        .and_then(|s| sources.get(s.file).map(|f| f.line_col(s.start).0))
+        .unwrap_or(0)
+}
+
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Checks and runs `src` with the module on `bridge`; the checker allows
+/// what `check_allows` says. Returns the output and the error kind, message
+/// and line of the failure, if any.
+fn run(src: &str, bridge: &Arc<Bridge>, check_allows: &[&str]) -> (String, Option<(ErrorKind, String, usize)>) {
+    let dir = std::env::temp_dir().join(format!(
+        "apsi-python-prog-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("main.apsi");
+    std::fs::write(&path, src).unwrap();
+    let m = apsi_python::module_for(bridge);
+    let info = BuiltinModuleInfo {
+        name: m.name.to_string(),
+        exports: m.exports.iter().map(|(n, _)| n.to_string()).collect(),
+        capabilities: m.capabilities.iter().map(|c| c.to_string()).collect(),
+    };
+    let cap = Capture::default();
+    let mut rt = Runtime::new(RuntimeConfig {
+        modules: vec![m],
+        output: Some(Box::new(cap.clone())),
+        ..RuntimeConfig::default()
+    });
+    let env = CheckEnv {
+        prelude: rt.prelude_names(),
+        builtin_modules: vec![info],
+        allowed: check_allows.iter().map(|s| s.to_string()).collect(),
+    };
+    let sources = Arc::new(SourceMap::new());
+    let text = |c: &Capture| String::from_utf8_lossy(&c.0.lock().unwrap()).into_owned();
+    let program = match check::load(&path, "main.apsi", &env, sources.clone()) {
+        Ok(p) => p,
+        Err(d) => {
+            let first = &d[0];
+            let line = line_of(&sources, first);
+            return (String::new(), Some((first.kind, first.message.clone(), line)));
+        }
+    };
+    match rt.run(&program) {
+        Ok(()) => (text(&cap), None),
+        Err(RunError::Error(d)) => {
+            let line = line_of(&sources, &d);
+            (text(&cap), Some((d.kind, d.message, line)))
+        }
+        Err(RunError::Exit(c)) => (text(&cap), Some((ErrorKind::Error, format!("exit {c}"), 0))),
+    }
+}
+
+#[test]
+fn a_program_runs_python() {
+    let b = Arc::new(Bridge::new(true));
+    let src = "use python\nprint(python.eval(\"1 + 1\"))\nprint(python.call(\"math.gcd\", 12, 18))\nprint(python.eval(\"[x * 2 for x in range(3)]\"))\n";
+    assert_eq!(run(src, &b, &["python"]), ("2\n6\n[0, 2, 4]\n".to_string(), None));
+}
+
+#[test]
+fn python_errors_are_catchable_with_their_kind() {
+    let b = Arc::new(Bridge::new(true));
+    let src =
+        "use python\ntry:\n    python.eval(\"{}['k']\")\nexcept PythonError as e:\n    print(e.kind, e.message)\n";
+    assert_eq!(run(src, &b, &["python"]).0, "PythonError KeyError: 'k'\n");
+    let src = "use python\ntry:\n    python.eval(\"2 ** 70\")\nexcept OverflowError as e:\n    print(e.message)\n";
+    assert_eq!(
+        run(src, &b, &["python"]).0,
+        "python.eval: Python int 1180591620717411303424 does not fit Apsi's 64-bit int\n"
+    );
+    let src = "use python\nprint(python.call(\"round\", 2.675, ndigits=2))\nprint(python.eval(1))\n";
+    let (out, e) = run(src, &b, &["python"]);
+    assert_eq!(out, "2.67\n");
+    let (kind, msg, line) = e.unwrap();
+    assert_eq!((kind, line), (ErrorKind::TypeError, 3));
+    assert_eq!(msg, "python.eval() expects the Python expression as a str, found int");
+}
+
+#[test]
+fn the_guard_refuses_before_anything_runs() {
+    let b = Arc::new(Bridge::new(true));
+    let (out, e) = run("print(\"never\")\nuse python\n", &b, &[]);
+    assert_eq!(out, "");
+    let (kind, msg, _) = e.unwrap();
+    assert_eq!(kind, ErrorKind::PermissionError);
+    assert!(msg.contains("--allow-python"), "{msg}");
+    assert!(b.worker_info().is_none());
+}
+
+#[test]
+fn without_permission_at_run_time_a_call_is_refused_where_it_happens() {
+    // The checker was told Python is allowed, the process was not: the
+    // run-time check refuses the call itself, with its location.
+    let b = Arc::new(Bridge::new(false));
+    let (out, e) = run("use python\nprint(\"ran\")\nx = python.eval(\"1\")\n", &b, &["python"]);
+    assert_eq!(out, "ran\n");
+    let (kind, msg, line) = e.unwrap();
+    assert_eq!((kind, line), (ErrorKind::PermissionError, 3));
+    assert_eq!(
+        msg,
+        "python.eval needs --allow-python: this program was not given permission to run Python"
+    );
+    assert!(b.worker_info().is_none(), "a worker started without permission");
+}
