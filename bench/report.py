@@ -27,7 +27,11 @@ def main():
     for r in recs:
         if r["impl"] not in impls:
             impls.append(r["impl"])
-    med = {(r["bench"], r["impl"]): statistics.median(r["times"]) for r in recs}
+    # Records of one (bench, impl) from several rounds pool their samples.
+    samples = {}
+    for r in recs:
+        samples.setdefault((r["bench"], r["impl"]), []).extend(r["times"])
+    med = {k: statistics.median(v) for k, v in samples.items()}
     work = {r["bench"]: r["work"] for r in recs}
     unit = {r["bench"]: r["unit"] for r in recs}
     head = "| benchmark | " + " | ".join(impls) + " | " + " | ".join(f"{i} vs {baseline}" for i in impls if i != baseline) + " |"

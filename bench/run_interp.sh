@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Interpreter speed, start-up and memory of Apsi against CPython 3.11 and
 # Lua 5.4, all in one run on this machine (ratios, not absolute times).
-# usage: bench/run_interp.sh [REPS]      (default 5; needs a release build)
+# usage: bench/run_interp.sh [REPS] [ROUNDS]   (defaults 5 and 3; needs a release build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${1:-5}
+ROUNDS=${2:-3}
 APSI=${APSI:-target/release/apsi}
 ANCHORS=../shared/bench/1_interp
 OUT=bench/results
@@ -15,21 +16,32 @@ need lua5.4 lua5.4
 need hyperfine hyperfine
 RAW="$OUT/interp.local.jsonl"
 : > "$RAW"
-echo "== interpreter micro-benchmarks (median of $REPS)" >&2
-"$APSI" run bench/interp/interp.apsi "$REPS" >> "$RAW"
-if [ -f "$ANCHORS/interp.py" ]; then
-  REPS=$REPS python3 "$ANCHORS/interp.py" >> "$RAW"
-  lua5.4 "$ANCHORS/interp.lua" lua5.4 "$REPS" >> "$RAW"
-else
-  echo "note: $ANCHORS not found; Apsi figures only" >&2
-fi
+# Each program times REPS repetitions after a warm-up, as the anchors do;
+# the three implementations take turns ROUNDS times and the table shows the
+# median of all ROUNDS x REPS samples. This host's single-core speed drifts
+# by up to 1.5x over tens of seconds, and taking turns puts every
+# implementation under the same drift.
+echo "== interpreter micro-benchmarks (median of $ROUNDS rounds x $REPS, taking turns; load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+[ -f "$ANCHORS/interp.py" ] || echo "note: $ANCHORS not found; Apsi figures only" >&2
+for r in $(seq "$ROUNDS"); do
+  "$APSI" run bench/interp/interp.apsi "$REPS" >> "$RAW"
+  if [ -f "$ANCHORS/interp.py" ]; then
+    REPS=$REPS python3 "$ANCHORS/interp.py" >> "$RAW"
+    lua5.4 "$ANCHORS/interp.lua" lua5.4 "$REPS" >> "$RAW"
+  fi
+done
 python3 bench/report.py "$RAW"
 echo
 echo "== start-up (hyperfine -N, 40 runs)" >&2
 PY=$(python3 -c 'import sys; print(sys.executable)')
 VENV=bench/build/venv-clean
 [ -x $VENV/bin/python3 ] || python3 -m venv --without-pip $VENV
-hyperfine -N --warmup 5 --runs 40 "$APSI run bench/interp/hello.apsi" "$VENV/bin/python3 -c pass" "lua5.4 -e ''" 2>/dev/null | grep -E "Time|±|Benchmark" || true
+hyperfine -N --warmup 5 --runs 40 --export-json "$OUT/startup.local.json" "$APSI run bench/interp/hello.apsi" "$VENV/bin/python3 -c pass" "lua5.4 -e ''" >/dev/null 2>&1 || true
+python3 - "$OUT/startup.local.json" <<'PY'
+import json, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    print(f"{r['command']:48} median {r['median'] * 1e3:5.2f} ms  mean {r['mean'] * 1e3:5.2f} ms  min {r['min'] * 1e3:5.2f} ms")
+PY
 echo
 echo "== memory: list of 10M ints (peak RSS)" >&2
 /usr/bin/time -v "$APSI" run bench/interp/biglist.apsi 2>&1 | grep -E "Maximum resident|^[0-9]" || true

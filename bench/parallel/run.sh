@@ -2,13 +2,39 @@
 # Parallel benchmarks: 1 vs 2 threads for CPU-bound interpreted work, task
 # spawn/wait cost, channel throughput. Needs `cargo build --release`.
 # Targets (issue 5): speed-up >= 1.8x on 2 threads; 10,000 tasks < 50 ms;
-# >= 2M channel messages/s. On a shared 2-core machine the speed-up is capped
-# by whatever else runs; run it on an idle machine.
+# >= 2M channel messages/s.
+#
+#   bench/parallel/run.sh [ROUNDS]     (default 5)
+#
+# The 1- and 2-thread programs run alternately, ROUNDS times each, and the
+# speed-up is the ratio of the two medians: this host's single-core speed
+# drifts by up to 1.4x over seconds (turbo, neighbours), and alternating puts
+# both sides under the same drift. Each program prints its best of 3.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 apsi="${APSI:-$here/../../target/release/apsi}"
-echo "== 1 thread";  "$apsi" run --threads 1 "$here/cpu.apsi" | tee /tmp/apsi-par-1.txt
-echo "== 2 threads"; "$apsi" run --threads 2 "$here/cpu.apsi" | tee /tmp/apsi-par-2.txt
-paste /tmp/apsi-par-1.txt /tmp/apsi-par-2.txt | awk '{ printf "%-16s speed-up %.2fx\n", $1, $2 / $4 }'
+rounds="${1:-5}"
+raw=$(mktemp)
+trap 'rm -f "$raw"' EXIT
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+for r in $(seq "$rounds"); do
+  for t in 1 2; do
+    "$apsi" run --threads "$t" "$here/cpu.apsi" | sed "s/^/$t /" >> "$raw"
+  done
+done
+python3 - "$raw" <<'PY'
+import sys, statistics, collections
+t = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    th, name, secs = line.split()
+    t[(name, th)].append(float(secs))
+names = list(dict.fromkeys(n for n, _ in t))
+print(f"{'benchmark':16} {'1 thread':>9} {'2 threads':>10} {'speed-up':>9}   (medians of {len(t[(names[0], '1')])}; every round's ratio)")
+for n in names:
+    a, b = t[(n, '1')], t[(n, '2')]
+    rs = " ".join(f"{x / y:.2f}" for x, y in zip(a, b))
+    print(f"{n:16} {statistics.median(a):9.4f} {statistics.median(b):10.4f} {statistics.median(a) / statistics.median(b):8.2f}x   [{rs}]")
+PY
 "$apsi" run "$here/tasks.apsi"
 "$apsi" run --threads 2 "$here/channel.apsi"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
