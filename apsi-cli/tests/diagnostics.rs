@@ -43,3 +43,6 @@ runtime_snapshot!(io_error, "print(read_text(\"/nonexistent/file.txt\"))\n");
 runtime_snapshot!(not_implemented, "raise NotImplementedError(\"coming later\")\n");
 runtime_snapshot!(value_error_unpack, "a, b = [1]\n");
 runtime_snapshot!(unbound_local, "def last(xs):\n    for x in xs:\n        found = x\n    return found\n\nprint(last([]))\n");
+runtime_snapshot!(shape_error, "a = zeros((2, 3))\nb = ones((4,))\nc = a + b\n");
+runtime_snapshot!(generic_error, "def fail():\n    raise Error(\"something went wrong\")\n\nfail()\n");
+runtime_snapshot!(native_error, "@native\ndef f(x: float) -> float:\n    return print(x)\n\nprint(f(1.0))\n");

@@ -1,6 +1,10 @@
-//! GEMM: whether `matmul` will use the system OpenBLAS (loaded the way the
-//! core loads it: `$APSI_BLAS_LIB`, else `libopenblas.so.0`), its build and
-//! thread count, or the built-in `gemm` crate.
+//! GEMM: which library `matmul` runs, chosen the way the core chooses
+//! (`apsi_core::tensor::matmul::choose`): with AVX-512F the built-in `gemm`
+//! crate's AVX-512 kernels take every product of at least 16^3
+//! multiply-adds; the system OpenBLAS (loaded the way the core loads it:
+//! `$APSI_BLAS_LIB`, else `libopenblas.so.0`) takes the rest, or everything
+//! without AVX-512; `APSI_MATMUL=gemm|openblas` forces one. Reports
+//! OpenBLAS's build and thread count too.
 
 use crate::check::Check;
 use crate::dl::Library;
@@ -9,6 +13,34 @@ use std::ffi::{c_char, c_int, CStr};
 /// `blas_feature`: whether this apsi was built with the `blas` feature.
 /// `apsi_threads`: the thread count Apsi gives BLAS (its own default).
 pub fn probe(blas_feature: bool, apsi_threads: usize) -> Check {
+    probe_with(blas_feature, apsi_threads, has_avx512f(), std::env::var("APSI_MATMUL").ok())
+}
+
+fn has_avx512f() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Which library runs products of at least 16^3 multiply-adds: `"gemm"` or
+/// `"openblas"` (the core's rule, see the module docs).
+fn large_products(avx512: bool, forced: Option<&str>) -> &'static str {
+    match forced.map(|f| f.to_ascii_lowercase()).as_deref() {
+        Some("gemm") => "gemm",
+        Some("openblas") => "openblas",
+        _ if avx512 => "gemm",
+        _ => "openblas",
+    }
+}
+
+fn probe_with(blas_feature: bool, apsi_threads: usize, avx512: bool, forced: Option<String>) -> Check {
+    let large = large_products(avx512, forced.as_deref());
+    let forced = forced.filter(|f| matches!(f.to_ascii_lowercase().as_str(), "gemm" | "openblas"));
     let env_threads = ["OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"].iter().find_map(|k| {
         std::env::var(k)
             .ok()
@@ -53,12 +85,23 @@ pub fn probe(blas_feature: bool, apsi_threads: usize) -> Check {
             };
             (t, text("openblas_get_config"), text("openblas_get_corename"))
         };
-        let mut summary = format!("matmul uses {}", config.clone().unwrap_or_else(|| n.clone()));
+        let mut blas = config.clone().unwrap_or_else(|| n.clone());
         if let Some(c) = &core {
-            summary.push_str(&format!(" (kernels for {c})"));
+            blas.push_str(&format!(" (kernels for {c})"));
         }
-        summary.push_str(&format!(", {apsi_threads} threads"));
+        let summary = match (large, forced.is_some()) {
+            ("gemm", true) => format!("matmul uses the built-in gemm crate for every product (APSI_MATMUL=gemm), {apsi_threads} threads"),
+            ("gemm", false) => {
+                // The short name ("OpenBLAS 0.3.21"); the full config is in the details.
+                let short: Vec<&str> = blas.split_whitespace().take(2).collect();
+                format!("matmul uses the built-in gemm crate's AVX-512 kernels from 16x16x16 up and {} below, {apsi_threads} threads", short.join(" "))
+            }
+            (_, true) => format!("matmul uses {blas} for every product (APSI_MATMUL=openblas), {apsi_threads} threads"),
+            _ => format!("matmul uses {blas} (no AVX-512 here), {apsi_threads} threads"),
+        };
         return Check::ok("gemm", summary)
+            .detail("large_products", if large == "gemm" { "gemm crate (AVX-512)" } else { "openblas" })
+            .detail_opt("forced", forced.map(|f| format!("APSI_MATMUL={f}")))
             .detail("library", n.as_str())
             .detail_opt("path", path)
             .detail_opt("config", config)
@@ -67,7 +110,17 @@ pub fn probe(blas_feature: bool, apsi_threads: usize) -> Check {
             .detail("threads", apsi_threads)
             .detail_opt("env", env_threads);
     }
+    if large == "gemm" {
+        // Only products under 16^3 would have gone to OpenBLAS: nothing to fix.
+        return Check::ok("gemm", format!("matmul uses the built-in gemm crate (AVX-512 kernels from 16x16x16 up; OpenBLAS, for smaller products, was not found), {apsi_threads} threads"))
+            .detail("large_products", "gemm crate (AVX-512)")
+            .detail("library", "gemm crate")
+            .detail("tried", names)
+            .detail("errors", errors)
+            .detail("threads", apsi_threads);
+    }
     Check::warn("gemm", "OpenBLAS was not found: matmul falls back to the built-in gemm crate")
+        .detail("large_products", "gemm crate")
         .detail("library", "gemm crate")
         .detail("tried", names)
         .detail("errors", errors)
@@ -88,10 +141,31 @@ mod tests {
     }
 
     #[test]
+    fn large_products_follow_the_cores_rule() {
+        assert_eq!(large_products(true, None), "gemm");
+        assert_eq!(large_products(false, None), "openblas");
+        assert_eq!(large_products(true, Some("OpenBLAS")), "openblas");
+        assert_eq!(large_products(false, Some("gemm")), "gemm");
+        assert_eq!(large_products(true, Some("nonsense")), "gemm");
+    }
+
+    #[test]
+    fn the_summary_names_the_gemm_crate_where_avx512_runs_it() {
+        let c = probe_with(true, 2, true, None);
+        assert_eq!(c.details["large_products"], "gemm crate (AVX-512)", "{c:?}");
+        assert!(c.summary.contains("gemm crate"), "{c:?}");
+        let c = probe_with(true, 2, false, Some("gemm".into()));
+        assert!(c.summary.contains("APSI_MATMUL=gemm") || c.details["library"] == "gemm crate", "{c:?}");
+    }
+
+    #[test]
     fn with_the_feature_a_library_or_a_fix() {
         let c = probe(true, 2);
         match c.status {
-            crate::Status::Ok => assert!(c.details["library"].as_str().unwrap().contains("blas"), "{c:?}"),
+            crate::Status::Ok => {
+                let lib = c.details["library"].as_str().unwrap();
+                assert!(lib.contains("blas") || lib == "gemm crate", "{c:?}")
+            }
             crate::Status::Warn => assert!(c.fix.is_some()),
             s => panic!("unexpected {s:?}"),
         }
