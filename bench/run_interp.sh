@@ -16,20 +16,15 @@ need lua5.4 lua5.4
 need hyperfine hyperfine
 RAW="$OUT/interp.local.jsonl"
 : > "$RAW"
-# Each program times REPS repetitions after a warm-up, as the anchors do;
-# the three implementations take turns ROUNDS times and the table shows the
-# median of all ROUNDS x REPS samples. This host's single-core speed drifts
-# by up to 1.5x over tens of seconds, and taking turns puts every
-# implementation under the same drift.
+# One benchmark at a time, Apsi, CPython and Lua back to back, each in its
+# own process timing REPS repetitions after a warm-up (the anchors' method),
+# ROUNDS times; the table shows the median of all ROUNDS x REPS samples.
+# This host's speed drifts by up to 1.8x over tens of seconds, and not
+# equally for every program; taking turns per benchmark puts the three
+# implementations under the same drift (see bench/interp/turns.py).
 echo "== interpreter micro-benchmarks (median of $ROUNDS rounds x $REPS, taking turns; load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
 [ -f "$ANCHORS/interp.py" ] || echo "note: $ANCHORS not found; Apsi figures only" >&2
-for r in $(seq "$ROUNDS"); do
-  "$APSI" run bench/interp/interp.apsi "$REPS" >> "$RAW"
-  if [ -f "$ANCHORS/interp.py" ]; then
-    REPS=$REPS python3 "$ANCHORS/interp.py" >> "$RAW"
-    lua5.4 "$ANCHORS/interp.lua" lua5.4 "$REPS" >> "$RAW"
-  fi
-done
+python3 bench/interp/turns.py "$APSI" "$ROUNDS" "$REPS" >> "$RAW"
 python3 bench/report.py "$RAW"
 echo
 echo "== start-up (hyperfine -N, 40 runs)" >&2
