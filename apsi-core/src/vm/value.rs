@@ -38,6 +38,15 @@ pub enum Value {
     Bool(bool),
     Int(i64),
     Float(f64),
+    /// What a local variable's register holds before its first assignment.
+    /// It never leaves a register: every read the compiler cannot prove
+    /// assigned goes through `CheckBound`, which raises instead.
+    ///
+    /// It comes right after the scalars on purpose: the variants that own
+    /// nothing are then the first five tags, and "does this register need a
+    /// drop" (asked on every register write and for every register a
+    /// returning frame clears) is one compare instead of a range test.
+    Unbound,
     Str(StrRef),
     List(Arc<ListObj>),
     Tuple(Arc<TupleObj>),
@@ -61,10 +70,6 @@ pub enum Value {
     /// A value of a type defined outside the core value model (tensors,
     /// tasks, channels, …), supplied by a module.
     Object(Arc<ObjBox>),
-    /// What a local variable's register holds before its first assignment.
-    /// It never leaves a register: every read the compiler cannot prove
-    /// assigned goes through `CheckBound`, which raises instead.
-    Unbound,
 }
 
 const _: () = assert!(std::mem::size_of::<Value>() == 16);
