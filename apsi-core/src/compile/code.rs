@@ -158,6 +158,11 @@ pub struct Code {
     pub structs: Box<[Arc<StructProto>]>,
     pub nregs: u16,
     pub ncells: u16,
+    /// The registers this code reads through `CheckBound` (locals that may
+    /// be read before assignment). A new frame's window can overlap its
+    /// caller's dead temporaries, so these are reset to `Unbound` when the
+    /// frame is pushed; every other register is written before it is read.
+    pub unbound_regs: Box<[Reg]>,
     /// The span of the whole body.
     pub span: Span,
 }

@@ -175,7 +175,18 @@ impl<'a> FnState<'a> {
 
     fn finish(mut self, ncells: u16) -> Arc<Code> {
         thread_returns(&mut self.instrs, &mut self.spans);
+        let mut unbound_regs: Vec<Reg> = self
+            .instrs
+            .iter()
+            .filter_map(|i| match i {
+                Instr::CheckBound { a, .. } => Some(*a),
+                _ => None,
+            })
+            .collect();
+        unbound_regs.sort_unstable();
+        unbound_regs.dedup();
         Arc::new(Code {
+            unbound_regs: unbound_regs.into_boxed_slice(),
             name: self.name,
             instrs: self.instrs.into_boxed_slice(),
             spans: self.spans.into_boxed_slice(),

@@ -326,7 +326,25 @@ impl Executor {
             self.frames.as_mut_ptr().add(depth).write(fr);
             self.frames.set_len(depth + 1);
         }
+        if !unsafe { &*code }.unbound_regs.is_empty() {
+            self.reset_unbound(code, base);
+        }
         Ok(())
+    }
+
+    /// A new frame's window starts right above its arguments, where the
+    /// caller may have left temporaries it no longer needs: the locals the
+    /// callee may read before assigning (`Code::unbound_regs`) go back to
+    /// `Unbound`, so such a read raises instead of seeing the caller's value.
+    #[cold]
+    #[inline(never)]
+    fn reset_unbound(&mut self, code: *const Code, base: usize) {
+        // SAFETY: the code object is kept alive by the closure being called.
+        for &r in unsafe { &*code }.unbound_regs.iter() {
+            if let Some(v) = self.stack.get_mut(base + r as usize) {
+                setv(v, Value::Unbound);
+            }
+        }
     }
 
     /// `push_frame` when the depth limit is reached or a stack must grow.
