@@ -799,7 +799,7 @@ impl<'s> FnLower<'s> {
                 self.push(Op::Jmp(pc as u32 + 2));
                 return Ok(vec![pc + 1, pc + 2]);
             }
-            Instr::Return { a } => {
+            Instr::Return { a } | Instr::ReturnParams { a, .. } => {
                 let (t, v) = self.get(st, r(a))?;
                 if matches!(t, T::Const(_) | T::Chunk(_) | T::Partials(_)) {
                     return Err(self.bad(format!("returning {}", t.describe())));

@@ -75,6 +75,12 @@ pub enum Instr {
     /// `a = (a+1).name(a+2 ..= a+1+n)` where `name` is constant `k`.
     CallMethod { a: Reg, k: u16, n: u16 },
     Return { a: Reg },
+    /// `Return { a }` that the compiler proved is reached from the entry
+    /// only through instructions that write no register (`emit.rs`,
+    /// `mark_early_returns`): only the `n` parameter registers can hold
+    /// values, so popping the frame clears just those (a recursion's base
+    /// case, `if n < 2: return n`, then skips the rest of the window).
+    ReturnParams { a: Reg, n: u16 },
     ReturnNone,
     GetAttr { a: Reg, b: Reg, k: u16 },
     /// `a.name = c`

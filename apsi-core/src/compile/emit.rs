@@ -129,7 +129,7 @@ pub fn compile_module(module: &Module, table: &ScopeTable, env: &mut dyn GlobalE
     let st = c.fs.pop();
     match st {
         Some(st) => {
-            let code = st.finish(0);
+            let code = st.finish(0, 0);
             Ok(Arc::new(FuncProto {
                 name: "<module>".into(),
                 code,
@@ -173,8 +173,9 @@ impl<'a> FnState<'a> {
         }
     }
 
-    fn finish(mut self, ncells: u16) -> Arc<Code> {
+    fn finish(mut self, ncells: u16, nparams: u16) -> Arc<Code> {
         thread_returns(&mut self.instrs, &mut self.spans);
+        mark_early_returns(&mut self.instrs, nparams);
         let mut unbound_regs: Vec<Reg> = self
             .instrs
             .iter()
@@ -237,6 +238,72 @@ fn thread_returns(instrs: &mut [Instr], spans: &mut [Span]) {
             if r == a {
                 instrs[i] = Instr::Return { a: b };
                 copy_span(spans, i + 1, i);
+            }
+        }
+    }
+}
+
+/// Where control can go after instruction `pc` (a superset is safe: it only
+/// makes `mark_early_returns` mark fewer returns). Jump targets live only in
+/// `Jmp`, `JmpIf`, `JmpIfNot` and `PushHandler`; a test that reads the `Jmp`
+/// word after it continues at `pc + 2` or at that word's target.
+fn successors(instrs: &[Instr], pc: usize) -> Vec<usize> {
+    let Some(ins) = instrs.get(pc) else { return Vec::new() };
+    match *ins {
+        Instr::Jmp { t } => vec![t as usize],
+        Instr::Return { .. } | Instr::ReturnParams { .. } | Instr::ReturnNone => Vec::new(),
+        Instr::JmpIf { t, .. } | Instr::JmpIfNot { t, .. } | Instr::PushHandler { t, .. } => vec![pc + 1, t as usize],
+        ref i if reads_next_jmp(i) => vec![pc + 1, pc + 2],
+        _ => vec![pc + 1],
+    }
+}
+
+/// Turn each `Return { a }` of a parameter that is reached from the entry
+/// only through instructions that write no register into
+/// `ReturnParams { a, n: nparams }`: on that path every register above the
+/// parameters still holds what it held when the frame was pushed (nothing
+/// this call owns; the locals it may read unassigned are reset on entry, see
+/// `Code::unbound_regs`), so the return clears the parameters only.
+fn mark_early_returns(instrs: &mut [Instr], nparams: u16) {
+    let len = instrs.len();
+    // Write no register, end nothing, raise nothing but `CheckBound`'s error
+    // (which unwinds and clears the whole window).
+    let pure = |i: &Instr| {
+        matches!(
+            i,
+            Instr::Nop
+                | Instr::Jmp { .. }
+                | Instr::JmpIf { .. }
+                | Instr::JmpIfNot { .. }
+                | Instr::CmpJmp { .. }
+                | Instr::CmpJmpI { .. }
+                | Instr::CheckBound { .. }
+        )
+    };
+    let mut reached = vec![false; len];
+    let mut work = vec![0usize];
+    while let Some(pc) = work.pop() {
+        if pc >= len || reached[pc] {
+            continue;
+        }
+        reached[pc] = true;
+        if pure(&instrs[pc]) {
+            work.extend(successors(instrs, pc));
+        }
+    }
+    let mut only_pure_preds = vec![true; len];
+    for pc in 0..len {
+        let from_pure = reached[pc] && pure(&instrs[pc]);
+        for s in successors(instrs, pc) {
+            if let Some(ok) = only_pure_preds.get_mut(s) {
+                *ok &= from_pure;
+            }
+        }
+    }
+    for pc in 0..len {
+        if let Instr::Return { a } = instrs[pc] {
+            if reached[pc] && only_pure_preds[pc] && a < nparams {
+                instrs[pc] = Instr::ReturnParams { a, n: nparams };
             }
         }
     }
@@ -1943,7 +2010,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         };
         let st = self.fs.pop().ok_or_else(|| cerr(span, "internal: compiler state lost"))?;
         r?;
-        let code = st.finish(scope.cells.len() as u16);
+        let code = st.finish(scope.cells.len() as u16, nparams as u16);
         // Where each captured name comes from in the defining scope.
         let parent = self.f().scope;
         let mut captures = Vec::new();
@@ -2094,6 +2161,44 @@ mod tests {
             Ok(p) => p.code.protos[i].code.clone(),
             Err(e) => panic!("{e:?}"),
         }
+    }
+
+    fn early_returns(code: &Code) -> Vec<(u16, u16)> {
+        code.instrs
+            .iter()
+            .filter_map(|i| match i {
+                Instr::ReturnParams { a, n } => Some((*a, *n)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_base_case_returning_a_parameter_clears_only_the_parameters() {
+        let code = func("def fib(n):\n    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\n", 0);
+        assert_eq!(early_returns(&code), vec![(0, 1)], "{code:?}");
+        // Tests against immediates and of a parameter's truth write nothing.
+        let code = func("def f(a, b, c):\n    if a < 0:\n        return b\n    if b > 0 and c:\n        return c\n    return a\n", 0);
+        assert_eq!(early_returns(&code), vec![(1, 3), (2, 3), (0, 3)], "{code:?}");
+        // `a is none` loads `none` into a register first: nothing is early.
+        let code = func("def f(a, b):\n    if a is none:\n        return b\n    return a\n", 0);
+        assert_eq!(early_returns(&code), vec![], "{code:?}");
+    }
+
+    #[test]
+    fn returns_after_a_write_or_of_a_local_clear_everything() {
+        // The return of `n` is also reached after `x` is written.
+        let code = func("def f(n):\n    x = n\n    if n < 2:\n        return n\n    return x\n", 0);
+        assert_eq!(early_returns(&code), vec![], "{code:?}");
+        // A local that is not a parameter.
+        let code = func("def f(n):\n    if n < 2:\n        y = 1\n    return y\n", 0);
+        assert_eq!(early_returns(&code), vec![], "{code:?}");
+        // A loop writes its counter before the return it leads to.
+        let code = func("def f(n):\n    for i in range(n):\n        pass\n    return n\n", 0);
+        assert_eq!(early_returns(&code), vec![], "{code:?}");
+        // A handler's code is reached from `PushHandler`, which writes.
+        let code = func("def f(n):\n    try:\n        return n\n    except Error:\n        return n\n", 0);
+        assert_eq!(early_returns(&code), vec![], "{code:?}");
     }
 
     #[test]

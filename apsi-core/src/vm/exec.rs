@@ -467,8 +467,15 @@ impl Executor {
     /// Drop the top frame and clear its registers.
     #[inline(always)]
     fn pop_frame(&mut self) {
+        self.pop_frame_clearing(usize::MAX)
+    }
+
+    /// Drop the top frame and clear its first `clear` registers (all of them
+    /// with `usize::MAX`); the caller knows the rest hold nothing of this call.
+    #[inline(always)]
+    fn pop_frame_clearing(&mut self, clear: usize) {
         if let Some(fr) = self.frames.pop() {
-            let nregs = fr.nregs as usize;
+            let nregs = (fr.nregs as usize).min(clear);
             let base = fr.base as usize;
             if let Some(w) = self.stack.get_mut(base..base + nregs) {
                 // Every slot goes back to unbound: a later frame's locals must
@@ -591,6 +598,30 @@ impl Executor {
                 () => {
                     ip = unsafe { ip.add(1) }
                 };
+            }
+            macro_rules! return_fast {
+                ($a:expr, $clear:expr) => {{
+                    if self.frames.len() > stop + 1 && base > 0 {
+                        macro_rules! ret {
+                            ($v:expr) => {{
+                                self.pop_frame_clearing($clear);
+                                // SAFETY: `base - 1` lies in the caller's window.
+                                setv(unsafe { &mut *self.stack.as_mut_ptr().add(base - 1) }, $v);
+                                // SAFETY: a caller's frame is below this one (`frames.len() > stop + 1`).
+                                let top = unsafe { self.frames.last().unwrap_unchecked() };
+                                enter!(top.code, top.base as usize, top.pc as usize)
+                            }};
+                        }
+                        match *r!($a) {
+                            Value::Int(i) => ret!(Value::Int(i)),
+                            Value::Float(f) => ret!(Value::Float(f)),
+                            _ => {
+                                let v = std::mem::replace(r!($a), Value::None);
+                                ret!(v)
+                            }
+                        }
+                    }
+                }};
             }
 
             loop {
@@ -794,31 +825,15 @@ impl Executor {
                             }
                         }
                     }
-                    Instr::Return { a } => {
-                        if self.frames.len() > stop + 1 && base > 0 {
-                            // The callee's slot in the caller's window; the frame is
-                            // popped first, as that slot may own the callee's closure.
-                            // Scalars travel in a Rust local (no 16-byte temporary).
-                            macro_rules! ret {
-                                ($v:expr) => {{
-                                    self.pop_frame();
-                                    // SAFETY: `base - 1` lies in the caller's window.
-                                    setv(unsafe { &mut *self.stack.as_mut_ptr().add(base - 1) }, $v);
-                                    // SAFETY: a caller's frame is below this one (`frames.len() > stop + 1`).
-                                    let top = unsafe { self.frames.last().unwrap_unchecked() };
-                                    enter!(top.code, top.base as usize, top.pc as usize)
-                                }};
-                            }
-                            match *r!(a) {
-                                Value::Int(i) => ret!(Value::Int(i)),
-                                Value::Float(f) => ret!(Value::Float(f)),
-                                _ => {
-                                    let v = std::mem::replace(r!(a), Value::None);
-                                    ret!(v)
-                                }
-                            }
-                        }
-                    }
+                    // A return into an Apsi caller on this loop. The callee's slot
+                    // in the caller's window gets the value; the frame is popped
+                    // first, as that slot may own the callee's closure. Scalars
+                    // travel in a Rust local (no 16-byte temporary). `$clear`:
+                    // how many registers the pop clears (`ReturnParams`: only the
+                    // parameters can hold anything). One arm each, so the count
+                    // is a constant in each.
+                    Instr::Return { a } => return_fast!(a, usize::MAX),
+                    Instr::ReturnParams { a, n } => return_fast!(a, n as usize),
                     Instr::GetIndex { a, b, c } => match (&*r!(b), &*r!(c)) {
                         (Value::List(l), Value::Int(i)) => {
                             let items = l.items.read();

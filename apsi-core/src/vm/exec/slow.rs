@@ -417,7 +417,7 @@ impl Executor {
                 }
                 // `run` returns into a caller itself; here the frame at depth
                 // `stop` ends and its value leaves the loop.
-                Instr::Return { a } => {
+                Instr::Return { a } | Instr::ReturnParams { a, .. } => {
                     let v = take(r!(a));
                     self.pop_frame();
                     exit!(Flow::Return(v));
