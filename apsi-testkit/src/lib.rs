@@ -53,11 +53,19 @@ mod tests {
         let infos = module_infos(&modules);
         assert_eq!(infos.len(), 2);
         assert_eq!(
-            (infos[0].name.as_str(), infos[0].exports.clone(), infos[0].capabilities.clone()),
+            (
+                infos[0].name.as_str(),
+                infos[0].exports.clone(),
+                infos[0].capabilities.clone()
+            ),
             ("alpha", vec!["one".to_string(), "two".to_string()], vec![])
         );
         assert_eq!(
-            (infos[1].name.as_str(), infos[1].exports.clone(), infos[1].capabilities.clone()),
+            (
+                infos[1].name.as_str(),
+                infos[1].exports.clone(),
+                infos[1].capabilities.clone()
+            ),
             ("beta", vec![], vec!["net".to_string(), "python".to_string()])
         );
     }

@@ -53,7 +53,10 @@ impl Program {
     /// The program `src`, written for the run to `<name>.apsi` (its name in
     /// diagnostics) in a temporary directory that is removed after it.
     pub fn new(name: &str, src: &str) -> Program {
-        Program::from(Source::Text { name: name.to_string(), text: src.to_string() })
+        Program::from(Source::Text {
+            name: name.to_string(),
+            text: src.to_string(),
+        })
     }
 
     /// The program in the file at `path`, shown by that path in diagnostics.
@@ -62,7 +65,12 @@ impl Program {
     }
 
     fn from(source: Source) -> Program {
-        Program { source, modules: Vec::new(), threads: None, allowed: Vec::new() }
+        Program {
+            source,
+            modules: Vec::new(),
+            threads: None,
+            allowed: Vec::new(),
+        }
     }
 
     /// The compiled-in modules `use` may name; the checker learns their
@@ -95,7 +103,11 @@ impl Program {
             threads: self.threads,
             ..RuntimeConfig::default()
         });
-        let env = CheckEnv { prelude: rt.prelude_names(), builtin_modules, allowed: self.allowed };
+        let env = CheckEnv {
+            prelude: rt.prelude_names(),
+            builtin_modules,
+            allowed: self.allowed,
+        };
         let sources = Arc::new(SourceMap::new());
         // Kept until the run is over: dropping it removes the file.
         let temp;
@@ -110,7 +122,11 @@ impl Program {
             Err(diagnostics) => Err(Failure::Check(diagnostics)),
             Ok(program) => rt.run(&program).map_err(Failure::Run),
         };
-        Outcome { out: capture.text(), result, sources }
+        Outcome {
+            out: capture.text(),
+            result,
+            sources,
+        }
     }
 }
 
@@ -168,14 +184,21 @@ mod tests {
         };
         assert_eq!((d.kind, o.line_of(d)), (ErrorKind::IndexError, 2));
         let rendered = o.rendered_error().unwrap_or_default();
-        assert!(rendered.contains("IndexError") && rendered.contains("fails.apsi:2:"), "{rendered}");
+        assert!(
+            rendered.contains("IndexError") && rendered.contains("fails.apsi:2:"),
+            "{rendered}"
+        );
     }
 
     #[test]
     fn exit_is_a_failure_with_its_code() {
         let o = Program::new("quits", "print(1)\nexit(3)\nprint(2)\n").run();
         assert_eq!(o.out, "1\n");
-        assert!(matches!(o.result, Err(Failure::Run(RunError::Exit(3)))), "{:?}", o.result);
+        assert!(
+            matches!(o.result, Err(Failure::Run(RunError::Exit(3)))),
+            "{:?}",
+            o.result
+        );
         assert_eq!(o.rendered_error().as_deref(), Some("exit 3"));
     }
 
@@ -188,12 +211,17 @@ mod tests {
         };
         assert_eq!(ds.iter().map(|d| o.line_of(d)).collect::<Vec<_>>(), vec![2, 3]);
         let rendered = o.rendered_error().unwrap_or_default();
-        assert!(rendered.contains("nowhere") && rendered.contains("nor_here"), "{rendered}");
+        assert!(
+            rendered.contains("nowhere") && rendered.contains("nor_here"),
+            "{rendered}"
+        );
     }
 
     #[test]
     fn modules_need_the_capabilities_they_name() {
-        let refused = Program::new("guard", "use guarded\nprint(\"ran\")\n").modules(vec![guarded()]).run();
+        let refused = Program::new("guard", "use guarded\nprint(\"ran\")\n")
+            .modules(vec![guarded()])
+            .run();
         let Err(Failure::Check(ds)) = &refused.result else {
             panic!("expected the checker to refuse, found {:?}", refused.result);
         };
@@ -213,7 +241,10 @@ mod tests {
         assert_eq!(o.out, "from a file\n");
         assert_eq!(apsi_core::par::threads(), 3);
         let rendered = o.rendered_error().unwrap_or_default();
-        assert!(rendered.contains(&format!("{}:2:", temp.path().display())), "{rendered}");
+        assert!(
+            rendered.contains(&format!("{}:2:", temp.path().display())),
+            "{rendered}"
+        );
         assert!(temp.path().exists(), "a file the test owns is left in place");
     }
 }
