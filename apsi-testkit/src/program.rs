@@ -167,6 +167,23 @@ mod tests {
         }
     }
 
+    /// The diagnostics of a program the checker refused.
+    fn check_diagnostics(o: &Outcome) -> &[Diagnostic] {
+        match &o.result {
+            Err(Failure::Check(ds)) => ds,
+            other => panic!("expected a check failure, found {other:?}"),
+        }
+    }
+
+    /// Fails unless the rendered error has every one of `parts`.
+    fn assert_rendered_has(o: &Outcome, parts: &[&str]) {
+        let rendered = o.rendered_error().unwrap_or_default();
+        assert!(
+            parts.iter().all(|p| rendered.contains(p)),
+            "{parts:?} not all in:\n{rendered}"
+        );
+    }
+
     #[test]
     fn a_program_runs_and_its_output_is_captured() {
         let o = Program::new("hello", "print(1 + 1)\nprint(\"two\", [3])\n").run();
@@ -183,11 +200,7 @@ mod tests {
             panic!("expected a run-time error, found {:?}", o.result);
         };
         assert_eq!((d.kind, o.line_of(d)), (ErrorKind::IndexError, 2));
-        let rendered = o.rendered_error().unwrap_or_default();
-        assert!(
-            rendered.contains("IndexError") && rendered.contains("fails.apsi:2:"),
-            "{rendered}"
-        );
+        assert_rendered_has(&o, &["IndexError", "fails.apsi:2:"]);
     }
 
     #[test]
@@ -206,15 +219,9 @@ mod tests {
     fn a_check_failure_returns_every_diagnostic_and_runs_nothing() {
         let o = Program::new("bad", "print(\"never\")\nprint(nowhere)\nprint(nor_here)\n").run();
         assert_eq!(o.out, "");
-        let Err(Failure::Check(ds)) = &o.result else {
-            panic!("expected a check failure, found {:?}", o.result);
-        };
+        let ds = check_diagnostics(&o);
         assert_eq!(ds.iter().map(|d| o.line_of(d)).collect::<Vec<_>>(), vec![2, 3]);
-        let rendered = o.rendered_error().unwrap_or_default();
-        assert!(
-            rendered.contains("nowhere") && rendered.contains("nor_here"),
-            "{rendered}"
-        );
+        assert_rendered_has(&o, &["nowhere", "nor_here"]);
     }
 
     #[test]
@@ -222,9 +229,7 @@ mod tests {
         let refused = Program::new("guard", "use guarded\nprint(\"ran\")\n")
             .modules(vec![guarded()])
             .run();
-        let Err(Failure::Check(ds)) = &refused.result else {
-            panic!("expected the checker to refuse, found {:?}", refused.result);
-        };
+        let ds = check_diagnostics(&refused);
         assert_eq!(ds.first().map(|d| d.kind), Some(ErrorKind::PermissionError), "{ds:?}");
         let allowed = Program::new("guard", "use guarded\nprint(\"ran\")\n")
             .modules(vec![guarded()])
@@ -240,11 +245,7 @@ mod tests {
         let o = Program::file(temp.path()).threads(3).run();
         assert_eq!(o.out, "from a file\n");
         assert_eq!(apsi_core::par::threads(), 3);
-        let rendered = o.rendered_error().unwrap_or_default();
-        assert!(
-            rendered.contains(&format!("{}:2:", temp.path().display())),
-            "{rendered}"
-        );
+        assert_rendered_has(&o, &[&format!("{}:2:", temp.path().display())]);
         assert!(temp.path().exists(), "a file the test owns is left in place");
     }
 }
