@@ -1,62 +1,11 @@
 //! Pipelines run by the real interpreter (worker threads with their own
 //! executors, Apsi closures, `for` and `list`), output captured.
 
-use apsi_core::check::{self, BuiltinModuleInfo, CheckEnv};
-use apsi_core::diagnostic::SourceMap;
-use apsi_core::vm::{RunError, Runtime, RuntimeConfig};
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+use apsi_testkit::{Failure, Program};
 
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .map_err(|_| std::io::Error::other("poisoned"))?
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn run(name: &str, src: &str) -> (String, Result<(), RunError>) {
-    let dir = std::env::temp_dir().join(format!("apsi-data-rt-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let path = dir.join(format!("{name}.apsi"));
-    std::fs::write(&path, src).expect("write program");
-    let prelude = apsi_core::builtins::prelude();
-    let m = apsi_data::module();
-    let env = CheckEnv {
-        prelude: prelude
-            .exports
-            .iter()
-            .map(|(n, _)| n.to_string())
-            .chain(["argv".to_string()])
-            .collect(),
-        builtin_modules: vec![BuiltinModuleInfo {
-            name: m.name.to_string(),
-            exports: m.exports.iter().map(|(n, _)| n.to_string()).collect(),
-            capabilities: vec![],
-        }],
-        allowed: vec![],
-    };
-    let program = match check::load(&path, name, &env, Arc::new(SourceMap::new())) {
-        Ok(p) => p,
-        Err(d) => panic!("{name} does not check: {d:?}"),
-    };
-    let cap = Capture::default();
-    let mut rt = Runtime::new(RuntimeConfig {
-        modules: vec![apsi_data::module()],
-        output: Some(Box::new(cap.clone())),
-        ..Default::default()
-    });
-    let result = rt.run(&program);
-    let out = String::from_utf8_lossy(&cap.0.lock().map(|v| v.clone()).unwrap_or_default()).into_owned();
-    (out, result)
+fn run(name: &str, src: &str) -> (String, Result<(), Failure>) {
+    let o = Program::new(name, src).modules(vec![apsi_data::module()]).run();
+    (o.out, o.result)
 }
 
 #[test]

@@ -2,12 +2,17 @@
 //! Apsi and directly on the cores. Fails on a wrong count; a deadlock hangs
 //! the test past its watchdog, which then fails it.
 
-mod common;
-
+use apsi_core::vm::RunError;
 use apsi_parallel::atomic::{AtomicNum, Num};
 use apsi_parallel::chan::Chan;
+use apsi_testkit::{Failure, Outcome, Program};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Runs `src` with the `parallel` module installed (at the current thread count).
+fn run(name: &str, src: &str) -> Outcome {
+    Program::new(name, src).modules(vec![apsi_parallel::module()]).run()
+}
 
 /// Run `f` on a thread; fail if it does not finish within `secs`.
 fn watchdog(secs: u64, f: impl FnOnce() + Send + 'static) {
@@ -94,7 +99,7 @@ fn apsi_program_10000_rounds() {
     watchdog(300, || {
         for threads in [1usize, 2, 3] {
             apsi_core::par::set_threads(threads);
-            let o = common::run("stress", PROGRAM);
+            let o = run("stress", PROGRAM);
             assert!(o.result.is_ok(), "threads={threads}: {:?}", o.result);
             let want = "49995000 10000 5000.0 10000 10000 10000\n99990000\n7 true\n49995000 0\n10000 10000\n";
             assert_eq!(o.out, want, "threads={threads}");
@@ -150,10 +155,10 @@ fn channel_and_atomic_cores_10000_rounds() {
 
 #[test]
 fn unwaited_failures_are_reported_and_waited_ones_are_not() {
-    let o = common::run("fail", "use parallel\ndef f(x):\n    raise ValueError(\"task \" + str(x))\nt = spawn(f, 1)\ntry:\n    t.wait()\nexcept ValueError as e:\n    print(e.message)\nspawn(f, 2)\nprint(\"end\")\n");
+    let o = run("fail", "use parallel\ndef f(x):\n    raise ValueError(\"task \" + str(x))\nt = spawn(f, 1)\ntry:\n    t.wait()\nexcept ValueError as e:\n    print(e.message)\nspawn(f, 2)\nprint(\"end\")\n");
     assert_eq!(o.out, "task 1\nend\n");
     match o.result {
-        Err(apsi_core::vm::RunError::Error(d)) => {
+        Err(Failure::Run(RunError::Error(d))) => {
             assert_eq!(d.message, "task 2");
             assert!(d.notes.iter().any(|n| n.contains("never waited for")), "{:?}", d.notes);
             assert!(
@@ -167,12 +172,12 @@ fn unwaited_failures_are_reported_and_waited_ones_are_not() {
 
 #[test]
 fn wait_reraises_with_the_task_stack() {
-    let o = common::run(
+    let o = run(
         "reraise",
         "use parallel\ndef inner():\n    return [1][3]\ndef task():\n    return inner()\nt = spawn(task)\nt.wait()\n",
     );
     match o.result {
-        Err(apsi_core::vm::RunError::Error(d)) => {
+        Err(Failure::Run(RunError::Error(d))) => {
             assert_eq!(d.kind.name(), "IndexError");
             let names: Vec<&str> = d.trace.iter().map(|t| t.function.as_str()).collect();
             assert!(

@@ -3,84 +3,30 @@
 //! sees (here: a checker that was told Python is allowed while the process's
 //! bridge was not).
 
-use apsi_core::check::{self, BuiltinModuleInfo, CheckEnv};
-use apsi_core::diagnostic::SourceMap;
 use apsi_core::error::ErrorKind;
-use apsi_core::vm::{RunError, Runtime, RuntimeConfig};
+use apsi_core::vm::RunError;
 use apsi_python::Bridge;
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
-/// The line of a diagnostic's primary span (0 when it has none).
-fn line_of(sources: &SourceMap, d: &apsi_core::diagnostic::Diagnostic) -> usize {
-    d.primary_span()
-        .and_then(|s| sources.get(s.file).map(|f| f.line_col(s.start).0))
-        .unwrap_or(0)
-}
-
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .map_err(|_| std::io::Error::other("poisoned"))?
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+use apsi_testkit::{Failure, Program};
+use std::sync::Arc;
 
 /// Checks and runs `src` with the module on `bridge`; the checker allows
 /// what `check_allows` says. Returns the output and the error kind, message
-/// and line of the failure, if any.
+/// and line of the failure (the first diagnostic of a check failure), if any.
 fn run(src: &str, bridge: &Arc<Bridge>, check_allows: &[&str]) -> (String, Option<(ErrorKind, String, usize)>) {
-    let dir = std::env::temp_dir().join(format!(
-        "apsi-python-prog-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("main.apsi");
-    std::fs::write(&path, src).unwrap();
-    let m = apsi_python::module_for(bridge);
-    let info = BuiltinModuleInfo {
-        name: m.name.to_string(),
-        exports: m.exports.iter().map(|(n, _)| n.to_string()).collect(),
-        capabilities: m.capabilities.iter().map(|c| c.to_string()).collect(),
-    };
-    let cap = Capture::default();
-    let mut rt = Runtime::new(RuntimeConfig {
-        modules: vec![m],
-        output: Some(Box::new(cap.clone())),
-        ..RuntimeConfig::default()
-    });
-    let env = CheckEnv {
-        prelude: rt.prelude_names(),
-        builtin_modules: vec![info],
-        allowed: check_allows.iter().map(|s| s.to_string()).collect(),
-    };
-    let sources = Arc::new(SourceMap::new());
-    let text = |c: &Capture| String::from_utf8_lossy(&c.0.lock().unwrap()).into_owned();
-    let program = match check::load(&path, "main.apsi", &env, sources.clone()) {
-        Ok(p) => p,
-        Err(d) => {
-            let first = &d[0];
-            let line = line_of(&sources, first);
-            return (String::new(), Some((first.kind, first.message.clone(), line)));
+    let o = Program::new("main", src)
+        .modules(vec![apsi_python::module_for(bridge)])
+        .allow(check_allows)
+        .run();
+    let failure = match &o.result {
+        Ok(()) => None,
+        Err(Failure::Check(ds)) => {
+            let first = ds.first().expect("a check failure has a diagnostic");
+            Some((first.kind, first.message.clone(), o.line_of(first)))
         }
+        Err(Failure::Run(RunError::Error(d))) => Some((d.kind, d.message.clone(), o.line_of(d))),
+        Err(Failure::Run(RunError::Exit(c))) => Some((ErrorKind::Error, format!("exit {c}"), 0)),
     };
-    match rt.run(&program) {
-        Ok(()) => (text(&cap), None),
-        Err(RunError::Error(d)) => {
-            let line = line_of(&sources, &d);
-            (text(&cap), Some((d.kind, d.message, line)))
-        }
-        Err(RunError::Exit(c)) => (text(&cap), Some((ErrorKind::Error, format!("exit {c}"), 0))),
-    }
+    (o.out, failure)
 }
 
 #[test]
