@@ -78,7 +78,7 @@ pub fn exp_f32(x: f32) -> f32 {
     let v = e * scale;
     let v = if x < -87.0 { 0.0 } else { v };
     let v = if x > 88.5 { f32::INFINITY } else { v };
-    if x != x {
+    if x.is_nan() {
         x
     } else {
         v
