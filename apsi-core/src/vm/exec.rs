@@ -959,11 +959,11 @@ impl Executor {
                     // (2 instructions of ~9).
                     Instr::SetGlobal { .. } | Instr::GetCell { .. } | Instr::SetCell { .. } | Instr::GetFree { .. } | Instr::SetFree { .. }
                     | Instr::MakeCell { .. } | Instr::Unary { .. } | Instr::CallKw { .. } | Instr::CallEx { .. } | Instr::CallK { .. }
-                    | Instr::CallMethod { .. } | Instr::ReturnNone { .. } | Instr::GetAttr { .. } | Instr::SetAttr { .. } | Instr::BuildList { .. }
+                    | Instr::CallMethod { .. } | Instr::ReturnNone | Instr::GetAttr { .. } | Instr::SetAttr { .. } | Instr::BuildList { .. }
                     | Instr::BuildTuple { .. } | Instr::BuildDict { .. } | Instr::ListAppend { .. } | Instr::ListExtend { .. } | Instr::DictSet { .. }
                     | Instr::DictUpdate { .. } | Instr::BuildSlice { .. } | Instr::BuildRange { .. } | Instr::ForPrep { .. } | Instr::ForRangePrep { .. }
                     | Instr::Unpack { .. } | Instr::UnpackEx { .. } | Instr::MakeFunc { .. } | Instr::MakeStruct { .. } | Instr::Raise { .. }
-                    | Instr::Reraise { .. } | Instr::AssertFail { .. } | Instr::PushHandler { .. } | Instr::PopHandler { .. } | Instr::ExcMatch { .. }
+                    | Instr::Reraise { .. } | Instr::AssertFail { .. } | Instr::PushHandler { .. } | Instr::PopHandler | Instr::ExcMatch { .. }
                     | Instr::ToRepr { .. } | Instr::Format { .. } | Instr::Concat { .. } | Instr::ParFor { .. } => {}
                 }
                 // Everything else, and the cases above whose fast path did not apply.
