@@ -1,7 +1,10 @@
 //! Robustness: random token streams and random mutations of real programs
-//! never panic, always return, and keep the diagnostics consistent.
+//! never panic, always return, and keep the diagnostics consistent; mutants
+//! that parse also go through the checker and, when they pass it, the
+//! compiler, which must not panic either.
 //! `fuzz_parser_for_duration` (ignored) runs mutations for APSI_FUZZ_SECS
-//! seconds (default 600) and prints how many inputs it ran.
+//! seconds (default 600) and prints how many inputs it ran and how many
+//! reached the checker and the compiler.
 
 mod parser_common;
 
@@ -250,8 +253,84 @@ fn check(src: &str) {
     let _ = is_incomplete(src);
 }
 
+/// How many inputs reached the checker, and passed it (the duration fuzz
+/// reports them).
+static PARSED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static CHECKED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The rest of the front end on a program that parses: the checker (as the
+/// REPL runs it, against the prelude's names), then, when it passes, the
+/// compiler. Neither may panic; the compiler's early-return marks must stay
+/// inside the frame (`ReturnParams { a, n }`: `a < nregs`, `n <= nregs`).
+fn front_end(src: &str) {
+    use apsi_core::check::{check_source, CheckEnv, ReplScope};
+    use apsi_core::compile::code::{Code, Instr};
+    use apsi_core::compile::emit::{compile_module, GlobalEnv, GlobalRef};
+    use apsi_core::compile::scope::analyze;
+    use apsi_core::diagnostic::SourceMap;
+    use apsi_core::vm::globals::GlobalSlot;
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    struct Env(HashMap<String, Arc<GlobalSlot>>);
+    impl GlobalEnv for Env {
+        fn resolve(&mut self, name: &str) -> GlobalRef {
+            if let Some(v) = apsi_core::builtins::prelude().get(name) {
+                return GlobalRef::Const(v.clone());
+            }
+            GlobalRef::Slot(self.slot_for_write(name))
+        }
+        fn slot_for_write(&mut self, name: &str) -> Arc<GlobalSlot> {
+            self.0.entry(name.to_string()).or_insert_with(|| Arc::new(GlobalSlot::new(name, false, None))).clone()
+        }
+    }
+    fn marks_in_frame(code: &Code) {
+        for i in code.instrs.iter() {
+            if let Instr::ReturnParams { a, n } = *i {
+                assert!(a < code.nregs && n <= code.nregs, "ReturnParams {{ a: {a}, n: {n} }} in {code:?}");
+            }
+        }
+        for p in code.protos.iter() {
+            marks_in_frame(&p.code);
+        }
+    }
+
+    let sources = Arc::new(SourceMap::new());
+    let file = sources.add("fuzz.apsi".to_string(), src);
+    let (m, d) = parse(file, src);
+    if !d.is_empty() {
+        return;
+    }
+    let prelude = apsi_core::builtins::prelude();
+    let env = CheckEnv {
+        prelude: prelude.exports.iter().map(|(n, _)| n.to_string()).collect(),
+        builtin_modules: Vec::new(),
+        allowed: Vec::new(),
+    };
+    let mut scope = ReplScope::new(std::env::temp_dir());
+    PARSED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let Ok(program) = check_source(m, file, &env, &mut scope, sources) else { return };
+    CHECKED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    for unit in &program.units {
+        let table = analyze(&unit.ast, &[]);
+        if let Ok(proto) = compile_module(&unit.ast, &table, &mut Env(HashMap::new()), false) {
+            marks_in_frame(&proto.code);
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 600, ..ProptestConfig::default() })]
+
+    #[test]
+    fn mutated_programs_check_and_compile_without_panic(file in 0usize..64, seed in 1u64..u64::MAX) {
+        let corpus = corpus();
+        let src = &corpus[file % corpus.len()];
+        let mut rng = Rng(seed);
+        // Light mutations, so that many mutants still parse and reach the checker.
+        let m = if seed % 4 == 0 { src.clone() } else { mutate(src, &mut rng) };
+        front_end(&m);
+    }
 
     #[test]
     fn random_token_streams_never_panic(idx in proptest::collection::vec(0..PIECES.len(), 0..80)) {
@@ -311,7 +390,10 @@ fn fuzz_parser_for_duration() {
             if rng.below(3) == 0 {
                 src = mutate(&src, &mut rng);
             }
-            let result = std::panic::catch_unwind(|| check(&src));
+            let result = std::panic::catch_unwind(|| {
+                check(&src);
+                front_end(&src);
+            });
             if result.is_err() {
                 let path = std::env::temp_dir().join("apsi_fuzz_failure.apsi");
                 let _ = std::fs::write(&path, &src);
@@ -327,7 +409,10 @@ fn fuzz_parser_for_duration() {
         }
     }
     println!(
-        "fuzz_parser_for_duration: {count} inputs in {} s without a panic ({with_errors} had syntax errors)",
-        start.elapsed().as_secs()
+        "fuzz_parser_for_duration: {count} inputs in {} s without a panic ({with_errors} had syntax errors; \
+         {} parsed cleanly and went to the checker, {} passed it and were compiled)",
+        start.elapsed().as_secs(),
+        PARSED.load(std::sync::atomic::Ordering::Relaxed),
+        CHECKED.load(std::sync::atomic::Ordering::Relaxed)
     );
 }

@@ -76,10 +76,11 @@ pub enum Instr {
     CallMethod { a: Reg, k: u16, n: u16 },
     Return { a: Reg },
     /// `Return { a }` that the compiler proved is reached from the entry
-    /// only through instructions that write no register (`emit.rs`,
-    /// `mark_early_returns`): only the `n` parameter registers can hold
-    /// values, so popping the frame clears just those (a recursion's base
-    /// case, `if n < 2: return n`, then skips the rest of the window).
+    /// only through instructions that write no register or only `a`
+    /// (`emit.rs`, `mark_early_returns`): apart from `a`, whose value the
+    /// return takes, only the `n` parameter registers can hold anything of
+    /// this call, so popping the frame clears just those (`return a + b`, a
+    /// recursion's base case `if n < 2: return n`).
     ReturnParams { a: Reg, n: u16 },
     ReturnNone,
     GetAttr { a: Reg, b: Reg, k: u16 },

@@ -258,16 +258,21 @@ fn successors(instrs: &[Instr], pc: usize) -> Vec<usize> {
     }
 }
 
-/// Turn each `Return { a }` of a parameter that is reached from the entry
-/// only through instructions that write no register into
-/// `ReturnParams { a, n: nparams }`: on that path every register above the
-/// parameters still holds what it held when the frame was pushed (nothing
-/// this call owns; the locals it may read unassigned are reset on entry, see
-/// `Code::unbound_regs`), so the return clears the parameters only.
+/// Turn each `Return { a }` that is reached from the entry only through
+/// instructions that write no register, or write only register `a` itself,
+/// into `ReturnParams { a, n: nparams }`. On such a path every register
+/// other than the parameters and `a` still holds what it held when the frame
+/// was pushed: nothing this call owns (the locals it may read unassigned are
+/// reset on entry, see `Code::unbound_regs`). The return takes `a`'s value
+/// out (a scalar is copied and may stay behind; an owned value is replaced
+/// by `none`), so clearing the parameters is enough: `def add(a, b): return
+/// a + b` and a recursion's base case clear two and one registers instead of
+/// the whole window.
 fn mark_early_returns(instrs: &mut [Instr], nparams: u16) {
     let len = instrs.len();
-    // Write no register, end nothing, raise nothing but `CheckBound`'s error
-    // (which unwinds and clears the whole window).
+    // Write no register, end nothing, raise nothing but errors that unwind
+    // (which clears the whole window). Operator hooks written in Apsi run in
+    // frames above this whole window.
     let pure = |i: &Instr| {
         matches!(
             i,
@@ -280,30 +285,57 @@ fn mark_early_returns(instrs: &mut [Instr], nparams: u16) {
                 | Instr::CheckBound { .. }
         )
     };
-    let mut reached = vec![false; len];
-    let mut work = vec![0usize];
-    while let Some(pc) = work.pop() {
-        if pc >= len || reached[pc] {
-            continue;
-        }
-        reached[pc] = true;
-        if pure(&instrs[pc]) {
-            work.extend(successors(instrs, pc));
-        }
-    }
-    let mut only_pure_preds = vec![true; len];
-    for pc in 0..len {
-        let from_pure = reached[pc] && pure(&instrs[pc]);
-        for s in successors(instrs, pc) {
-            if let Some(ok) = only_pure_preds.get_mut(s) {
-                *ok &= from_pure;
+    // Write register `r` and no other.
+    let writes_only = |i: &Instr, r: Reg| match *i {
+        Instr::Move { a, .. }
+        | Instr::LoadK { a, .. }
+        | Instr::LoadInt { a, .. }
+        | Instr::LoadNone { a }
+        | Instr::LoadBool { a, .. }
+        | Instr::GetGlobal { a, .. }
+        | Instr::Add { a, .. }
+        | Instr::Sub { a, .. }
+        | Instr::Mul { a, .. }
+        | Instr::AddI { a, .. }
+        | Instr::Bin { a, .. }
+        | Instr::Unary { a, .. }
+        | Instr::Cmp { a, .. } => a == r,
+        _ => false,
+    };
+    let mut regs: Vec<Reg> = instrs
+        .iter()
+        .filter_map(|i| match i {
+            Instr::Return { a } => Some(*a),
+            _ => None,
+        })
+        .collect();
+    regs.sort_unstable();
+    regs.dedup();
+    for r in regs {
+        let ok = |i: &Instr| pure(i) || writes_only(i, r);
+        let mut reached = vec![false; len];
+        let mut work = vec![0usize];
+        while let Some(pc) = work.pop() {
+            if pc >= len || reached[pc] {
+                continue;
+            }
+            reached[pc] = true;
+            if ok(&instrs[pc]) {
+                work.extend(successors(instrs, pc));
             }
         }
-    }
-    for pc in 0..len {
-        if let Instr::Return { a } = instrs[pc] {
-            if reached[pc] && only_pure_preds[pc] && a < nparams {
-                instrs[pc] = Instr::ReturnParams { a, n: nparams };
+        let mut only_ok_preds = vec![true; len];
+        for pc in 0..len {
+            let from_ok = reached[pc] && ok(&instrs[pc]);
+            for s in successors(instrs, pc) {
+                if let Some(p) = only_ok_preds.get_mut(s) {
+                    *p &= from_ok;
+                }
+            }
+        }
+        for pc in 0..len {
+            if matches!(instrs[pc], Instr::Return { a } if a == r) && reached[pc] && only_ok_preds[pc] {
+                instrs[pc] = Instr::ReturnParams { a: r, n: nparams };
             }
         }
     }
@@ -2186,12 +2218,24 @@ mod tests {
     }
 
     #[test]
-    fn returns_after_a_write_or_of_a_local_clear_everything() {
-        // The return of `n` is also reached after `x` is written.
-        let code = func("def f(n):\n    x = n\n    if n < 2:\n        return n\n    return x\n", 0);
-        assert_eq!(early_returns(&code), vec![], "{code:?}");
-        // A local that is not a parameter.
+    fn a_return_whose_path_writes_only_its_own_register_clears_the_parameters() {
+        let code = func("def add(a, b):\n    return a + b\n", 0);
+        assert_eq!(early_returns(&code), vec![(2, 2)], "{code:?}");
+        // A local assigned on one branch and read through CheckBound.
         let code = func("def f(n):\n    if n < 2:\n        y = 1\n    return y\n", 0);
+        assert_eq!(early_returns(&code), vec![(1, 1)], "{code:?}");
+        assert_eq!(&*code.unbound_regs, &[1], "{code:?}");
+    }
+
+    #[test]
+    fn returns_after_a_write_or_of_a_local_clear_everything() {
+        // The return of `n` comes after `x` is written; the return of `x`
+        // after writes of `x` only, so that one is early.
+        let code = func("def f(n):\n    x = n\n    if n < 2:\n        return n\n    return x\n", 0);
+        assert_eq!(early_returns(&code), vec![(1, 1)], "{code:?}");
+        assert_eq!(code.instrs.iter().filter(|i| matches!(i, Instr::Return { a: 0 })).count(), 1, "{code:?}");
+        // A call writes the callee's window too.
+        let code = func("def f(n):\n    return g(n)\ndef g(n):\n    return n\n", 0);
         assert_eq!(early_returns(&code), vec![], "{code:?}");
         // A loop writes its counter before the return it leads to.
         let code = func("def f(n):\n    for i in range(n):\n        pass\n    return n\n", 0);
