@@ -311,6 +311,11 @@ fn mark_early_returns(instrs: &mut [Instr], nparams: u16) {
         .collect();
     regs.sort_unstable();
     regs.dedup();
+    if regs.is_empty() {
+        return;
+    }
+    // The control-flow edges, once; only what counts as harmless depends on `r`.
+    let succ: Vec<Vec<usize>> = (0..len).map(|pc| successors(instrs, pc)).collect();
     for r in regs {
         let ok = |i: &Instr| pure(i) || writes_only(i, r);
         let mut reached = vec![false; len];
@@ -321,13 +326,13 @@ fn mark_early_returns(instrs: &mut [Instr], nparams: u16) {
             }
             reached[pc] = true;
             if ok(&instrs[pc]) {
-                work.extend(successors(instrs, pc));
+                work.extend_from_slice(&succ[pc]);
             }
         }
         let mut only_ok_preds = vec![true; len];
-        for pc in 0..len {
+        for (pc, targets) in succ.iter().enumerate() {
             let from_ok = reached[pc] && ok(&instrs[pc]);
-            for s in successors(instrs, pc) {
+            for &s in targets {
                 if let Some(p) = only_ok_preds.get_mut(s) {
                     *p &= from_ok;
                 }
