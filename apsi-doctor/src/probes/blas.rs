@@ -13,34 +13,28 @@ use std::ffi::{c_char, c_int, CStr};
 /// `blas_feature`: whether this apsi was built with the `blas` feature.
 /// `apsi_threads`: the thread count Apsi gives BLAS (its own default).
 pub fn probe(blas_feature: bool, apsi_threads: usize) -> Check {
-    probe_with(blas_feature, apsi_threads, has_avx512f(), std::env::var("APSI_MATMUL").ok())
+    let forced = std::env::var("APSI_MATMUL").ok().and_then(|v| backend_named(&v));
+    probe_with(blas_feature, apsi_threads, super::simd::cpuid_has("avx512f"), forced)
 }
 
-fn has_avx512f() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512f")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
+/// The backend `APSI_MATMUL` names (`gemm` or `openblas`, any case); any
+/// other value leaves the choice to the core, as the core reads it.
+fn backend_named(v: &str) -> Option<&'static str> {
+    match v.to_ascii_lowercase().as_str() {
+        "gemm" => Some("gemm"),
+        "openblas" => Some("openblas"),
+        _ => None,
     }
 }
 
 /// Which library runs products of at least 16^3 multiply-adds: `"gemm"` or
 /// `"openblas"` (the core's rule, see the module docs).
-fn large_products(avx512: bool, forced: Option<&str>) -> &'static str {
-    match forced.map(|f| f.to_ascii_lowercase()).as_deref() {
-        Some("gemm") => "gemm",
-        Some("openblas") => "openblas",
-        _ if avx512 => "gemm",
-        _ => "openblas",
-    }
+fn large_products(avx512: bool, forced: Option<&'static str>) -> &'static str {
+    forced.unwrap_or(if avx512 { "gemm" } else { "openblas" })
 }
 
-fn probe_with(blas_feature: bool, apsi_threads: usize, avx512: bool, forced: Option<String>) -> Check {
-    let large = large_products(avx512, forced.as_deref());
-    let forced = forced.filter(|f| matches!(f.to_ascii_lowercase().as_str(), "gemm" | "openblas"));
+fn probe_with(blas_feature: bool, apsi_threads: usize, avx512: bool, forced: Option<&'static str>) -> Check {
+    let large = large_products(avx512, forced);
     let env_threads = ["OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"].iter().find_map(|k| {
         std::env::var(k)
             .ok()
@@ -142,11 +136,12 @@ mod tests {
 
     #[test]
     fn large_products_follow_the_cores_rule() {
+        let forced = backend_named;
         assert_eq!(large_products(true, None), "gemm");
         assert_eq!(large_products(false, None), "openblas");
-        assert_eq!(large_products(true, Some("OpenBLAS")), "openblas");
-        assert_eq!(large_products(false, Some("gemm")), "gemm");
-        assert_eq!(large_products(true, Some("nonsense")), "gemm");
+        assert_eq!(large_products(true, forced("OpenBLAS")), "openblas");
+        assert_eq!(large_products(false, forced("gemm")), "gemm");
+        assert_eq!(large_products(true, forced("nonsense")), "gemm");
     }
 
     #[test]
@@ -154,7 +149,7 @@ mod tests {
         let c = probe_with(true, 2, true, None);
         assert_eq!(c.details["large_products"], "gemm crate (AVX-512)", "{c:?}");
         assert!(c.summary.contains("gemm crate"), "{c:?}");
-        let c = probe_with(true, 2, false, Some("gemm".into()));
+        let c = probe_with(true, 2, false, Some("gemm"));
         assert!(c.summary.contains("APSI_MATMUL=gemm") || c.details["library"] == "gemm crate", "{c:?}");
     }
 

@@ -80,7 +80,7 @@ pub fn probe(env: &Env) -> Check {
 
 /// Whether the live x86-64 processor has a feature, with the OS's support.
 #[cfg(target_arch = "x86_64")]
-fn cpuid_has(key: &str) -> bool {
+pub(crate) fn cpuid_has(key: &str) -> bool {
     match key {
         "sse4_2" => std::arch::is_x86_feature_detected!("sse4.2"),
         "avx2" => std::arch::is_x86_feature_detected!("avx2"),
@@ -94,7 +94,7 @@ fn cpuid_has(key: &str) -> bool {
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn cpuid_has(_key: &str) -> bool {
+pub(crate) fn cpuid_has(_key: &str) -> bool {
     false
 }
 
