@@ -26,9 +26,11 @@ fn reserve(n: u64) -> (u64, u64) {
     (st.seed, start)
 }
 
+/// SplitMix64's finaliser: a bijection of `u64` whose outputs look
+/// independent for consecutive inputs (modules use it for their own seeded
+/// streams, e.g. `use data`'s shuffles).
 #[inline]
-fn mix(mut z: u64) -> u64 {
-    // splitmix64's finaliser
+pub fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
