@@ -264,22 +264,19 @@ pub fn unbatch(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value
 
 /// `take(ds, n)`.
 pub fn take(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("take", args, kw, &["ds", "n"])?;
-    let parent = ds_arg(&a, 0)?;
-    Ok(dataset_value(Node::Take(
-        parent,
-        count("take", "a count", int_req(&a, 1)?)?,
-    )))
+    counted_step("take", args, kw, Node::Take)
 }
 
 /// `skip(ds, n)`.
 pub fn skip(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("skip", args, kw, &["ds", "n"])?;
+    counted_step("skip", args, kw, Node::Skip)
+}
+
+/// `name(ds, n)` for a step that takes a dataset and a count.
+fn counted_step(name: &'static str, args: &[Value], kw: Kwargs, node: fn(Arc<Node>, u64) -> Node) -> VResult<Value> {
+    let a = A::new(name, args, kw, &["ds", "n"])?;
     let parent = ds_arg(&a, 0)?;
-    Ok(dataset_value(Node::Skip(
-        parent,
-        count("skip", "a count", int_req(&a, 1)?)?,
-    )))
+    Ok(dataset_value(node(parent, count(name, "a count", int_req(&a, 1)?)?)))
 }
 
 /// `repeat(ds, n=none)`: n passes, or forever.
