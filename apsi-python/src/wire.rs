@@ -335,36 +335,11 @@ impl<'a> Reader<'a> {
             )));
         }
         let t = match code.as_str() {
-            "f8" => Tensor::from_vec(
-                raw.chunks_exact(8)
-                    .map(|c| f64::from_le_bytes(le(c)))
-                    .collect::<Vec<f64>>(),
-                shape,
-            ),
-            "f4" => Tensor::from_vec(
-                raw.chunks_exact(4)
-                    .map(|c| f32::from_le_bytes(le(c)))
-                    .collect::<Vec<f32>>(),
-                shape,
-            ),
-            "f2" => Tensor::from_vec(
-                raw.chunks_exact(2)
-                    .map(|c| f16::from_bits(u16::from_le_bytes(le(c))))
-                    .collect::<Vec<f16>>(),
-                shape,
-            ),
-            "i8" => Tensor::from_vec(
-                raw.chunks_exact(8)
-                    .map(|c| i64::from_le_bytes(le(c)))
-                    .collect::<Vec<i64>>(),
-                shape,
-            ),
-            "i4" => Tensor::from_vec(
-                raw.chunks_exact(4)
-                    .map(|c| i32::from_le_bytes(le(c)))
-                    .collect::<Vec<i32>>(),
-                shape,
-            ),
+            "f8" => Tensor::from_vec(le_elems(raw, f64::from_le_bytes), shape),
+            "f4" => Tensor::from_vec(le_elems(raw, f32::from_le_bytes), shape),
+            "f2" => Tensor::from_vec(le_elems(raw, |b| f16::from_bits(u16::from_le_bytes(b))), shape),
+            "i8" => Tensor::from_vec(le_elems(raw, i64::from_le_bytes), shape),
+            "i4" => Tensor::from_vec(le_elems(raw, i32::from_le_bytes), shape),
             "b1" => Tensor::from_vec(raw.iter().map(|b| *b != 0).collect::<Vec<bool>>(), shape),
             "i1" => Tensor::from_vec(raw.iter().map(|b| *b as i8 as i64).collect::<Vec<i64>>(), shape)
                 .astype(DType::Int8)?,
@@ -374,9 +349,10 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// The first `N` bytes of a chunk of exactly `N` (from `chunks_exact`).
-fn le<const N: usize>(c: &[u8]) -> [u8; N] {
-    c.try_into().unwrap_or([0u8; N])
+/// Elements of `N` little-endian bytes each, decoded by `f` (every chunk
+/// from `chunks_exact` has exactly `N` bytes).
+fn le_elems<T, const N: usize>(raw: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
+    raw.chunks_exact(N).map(|c| f(c.try_into().unwrap_or([0u8; N]))).collect()
 }
 
 #[cfg(test)]
