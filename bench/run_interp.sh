@@ -28,7 +28,6 @@ python3 bench/interp/turns.py "$APSI" "$ROUNDS" "$REPS" >> "$RAW"
 python3 bench/report.py "$RAW"
 echo
 echo "== start-up (hyperfine -N, 40 runs)" >&2
-PY=$(python3 -c 'import sys; print(sys.executable)')
 VENV=bench/build/venv-clean
 [ -x $VENV/bin/python3 ] || python3 -m venv --without-pip $VENV
 hyperfine -N --warmup 5 --runs 40 --export-json "$OUT/startup.local.json" "$APSI run bench/interp/hello.apsi" "$VENV/bin/python3 -c pass" "lua5.4 -e ''" >/dev/null 2>&1 || true
