@@ -15,6 +15,7 @@
 mod arith;
 mod attr;
 mod compare;
+pub mod dunder;
 mod index;
 mod iter;
 mod protocol;

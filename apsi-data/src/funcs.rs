@@ -344,6 +344,7 @@ pub fn throughput(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
                     })
                     .collect(),
                 methods: Default::default(),
+                ..StructType::plain(String::new(), Vec::new(), Default::default())
             })
         })
         .clone();

@@ -844,7 +844,7 @@ impl<'s> FnLower<'s> {
             Instr::BuildSlice { .. } => return Err(self.bad("slicing (native code indexes one element at a time)")),
             Instr::BuildRange { .. } => return Err(self.bad("a range value (native code runs for loops over range())")),
             Instr::UnpackEx { .. } => return Err(self.bad("starred unpacking")),
-            Instr::MakeStruct { .. } => return Err(self.bad("a struct")),
+            Instr::MakeStruct { .. } | Instr::StructConst { .. } => return Err(self.bad("a struct")),
             Instr::Raise { .. } | Instr::Reraise { .. } => return Err(self.bad("raise")),
             Instr::AssertFail { .. } => return Err(self.bad("assert")),
             Instr::PushHandler { .. } | Instr::PopHandler | Instr::ExcMatch { .. } => {

@@ -159,6 +159,7 @@ fn struct_type(cell: &'static OnceLock<Arc<StructType>>, name: &str, fields: &[(
                 })
                 .collect(),
             methods: Default::default(),
+            ..StructType::plain(String::new(), Vec::new(), Default::default())
         })
     })
     .clone()

@@ -11,7 +11,7 @@
 use super::args::{expect_int, is_callable, Args};
 use super::sort::merge_sort;
 use crate::error::ErrorKind;
-use crate::format::{format_value, repr_of, str_of};
+use crate::format::format_value;
 use crate::ops;
 use crate::syntax::ast::BinOp;
 use crate::vm::value::{err, Caller, Kwargs, VResult, Value};
@@ -40,7 +40,7 @@ pub(crate) fn print(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
         if i > 0 {
             out.push_str(&sep);
         }
-        out.push_str(&str_of(a));
+        out.push_str(&crate::format::str_checked(a)?);
     }
     out.push_str(&end);
     c.write_out(&out)?;
@@ -54,7 +54,7 @@ pub(crate) fn len(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
 
 pub(crate) fn repr(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::new("repr", args, kw, 1, &["x"])?;
-    Ok(Value::str(repr_of(a.req(0)?)))
+    Ok(Value::str(crate::format::repr_checked(a.req(0)?)?))
 }
 
 pub(crate) fn format(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
@@ -341,6 +341,10 @@ pub(crate) fn abs(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
         Value::Bool(b) => Ok(Value::Int(*b as i64)),
         Value::Float(f) => Ok(Value::Float(f.abs())),
         obj @ Value::Object(_) => super::math::call_method(c, obj, "abs", &[]),
+        s @ Value::Struct(_) => match crate::ops::dunder::abs(s) {
+            Some(r) => r,
+            None => Err(err(ErrorKind::TypeError, format!("bad operand type for abs(): '{}'", s.type_name()))),
+        },
         other => Err(err(ErrorKind::TypeError, format!("bad operand type for abs(): '{}'", other.type_name()))),
     }
 }

@@ -94,6 +94,12 @@ pub fn prelude() -> ModuleDescriptor {
         b = b.constant(name, v);
     }
     b = b
+        .function("staticmethod", |_c, args, _kw| Ok(args.first().cloned().unwrap_or(Value::None)))
+        .function("property", |_c, args, _kw| Ok(args.first().cloned().unwrap_or(Value::None)))
+        .function("super", |_c, _args, _kw| {
+            Err(crate::vm::value::err(ErrorKind::TypeError, "super() is only valid inside a method of a struct"))
+        })
+        .constant("NotImplemented", crate::ops::dunder::not_implemented())
         .constant("inf", Value::Float(f64::INFINITY))
         .constant("nan", Value::Float(f64::NAN))
         .constant("pi", Value::Float(std::f64::consts::PI))
@@ -102,6 +108,8 @@ pub fn prelude() -> ModuleDescriptor {
     for k in ErrorKind::ALL {
         b = b.constant(k.name(), Value::Kind(k));
     }
+    // Python's name for the base of every error kind.
+    b = b.constant("Exception", Value::Kind(ErrorKind::Error));
     b = crate::tensor::register(b);
     b.build()
 }

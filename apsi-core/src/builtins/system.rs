@@ -103,6 +103,7 @@ pub fn bench_result_type() -> Arc<StructType> {
                 field("n", "int"),
             ],
             methods: Default::default(),
+            ..StructType::plain(String::new(), Vec::new(), Default::default())
         })
     })
     .clone()

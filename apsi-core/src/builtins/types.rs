@@ -75,7 +75,12 @@ pub(crate) fn constructor_exports() -> Vec<(&'static str, Value)> {
 pub fn type_of(v: &Value) -> Value {
     let name = match v {
         Value::Struct(s) => return Value::StructType(s.ty.clone()),
-        Value::Error(e) => return Value::Kind(e.kind),
+        Value::Error(e) => {
+            return match &e.payload {
+                Some(p) => type_of(p),
+                None => Value::Kind(e.kind),
+            }
+        }
         Value::Object(o) => {
             let tn = o.0.type_name().to_string();
             let mut reg = object_tokens().lock();
@@ -103,8 +108,16 @@ fn is_instance(x: &Value, t: &Value) -> VResult<bool> {
             }
             Ok(false)
         }
-        Value::StructType(ty) => Ok(matches!(x, Value::Struct(s) if Arc::ptr_eq(&s.ty, ty))),
-        Value::Kind(k) => Ok(matches!(x, Value::Error(e) if k.catches(e.kind))),
+        Value::StructType(ty) => Ok(match x {
+            Value::Struct(s) => s.ty.descends_from(ty),
+            Value::Error(e) => matches!(&e.payload, Some(Value::Struct(s)) if s.ty.descends_from(ty)),
+            _ => false,
+        }),
+        Value::Kind(k) => Ok(match x {
+            Value::Error(e) => k.catches(e.kind),
+            Value::Struct(s) => matches!(s.ty.error_kind, Some(ek) if k.catches(ek)),
+            _ => false,
+        }),
         Value::Native(f) => match type_token_name(f) {
             Some(name) => Ok(match name.as_str() {
                 "int" => matches!(x, Value::Int(_) | Value::Bool(_)),
@@ -287,7 +300,7 @@ fn str_ctor(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
         None => Value::str(""),
         Some(v @ Value::Str(_)) => v.clone(),
         Some(Value::Int(i)) => int_str(*i),
-        Some(v) => Value::str(crate::format::str_of(v)),
+        Some(v) => Value::str(crate::format::str_checked(v)?),
     })
 }
 

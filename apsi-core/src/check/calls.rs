@@ -37,6 +37,18 @@ fn sig_of(def: Def<'_>) -> Sig<'_> {
             kwonly: f.params.kwonly.iter().map(p).collect(),
             kwarg: f.params.kwarg.as_ref(),
         },
+        Def::Struct(sd) if sd.methods.iter().any(|m| m.name.name == "__init__") => {
+            let init = sd.methods.iter().find(|m| m.name.name == "__init__");
+            let params: Vec<P<'_>> = init.map(|f| f.params.params.iter().skip(1).map(p).collect()).unwrap_or_default();
+            Sig {
+                name: &sd.name,
+                is_struct: false,
+                params,
+                vararg: init.and_then(|f| f.params.vararg.as_ref()),
+                kwonly: init.map(|f| f.params.kwonly.iter().map(p).collect()).unwrap_or_default(),
+                kwarg: init.and_then(|f| f.params.kwarg.as_ref()),
+            }
+        }
         Def::Struct(sd) => Sig {
             name: &sd.name,
             is_struct: true,

@@ -326,6 +326,12 @@ impl<'s, 'a> Checker<'s, 'a> {
                 for d in &sd.decorators {
                     self.expr(d);
                 }
+                if let Some(b) = &sd.base {
+                    self.expr(b);
+                }
+                for c in &sd.consts {
+                    self.expr(&c.value);
+                }
                 for field in &sd.fields {
                     if let Some(d) = &field.default {
                         self.expr(d);

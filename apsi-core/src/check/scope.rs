@@ -98,7 +98,10 @@ impl<'a> ScopeInfo<'a> {
                 self.bind(&f.name.name, def, None);
             }
             StmtKind::StructDef(sd) => {
-                let def = sd.decorators.is_empty().then_some(Def::Struct(sd));
+                // A struct's call signature is known when it has no decorator and
+                // either no parent (its fields) or an `__init__` of its own.
+                let has_init = sd.methods.iter().any(|m| m.name.name == "__init__");
+                let def = (sd.decorators.is_empty() && (sd.base.is_none() || has_init)).then_some(Def::Struct(sd));
                 self.bind(&sd.name.name, def, None);
             }
             StmtKind::Use { path, alias } => {

@@ -90,6 +90,12 @@ pub(crate) fn walk_stmt<'a, V: Visitor<'a> + ?Sized>(v: &mut V, s: &'a Stmt) {
             for d in &sd.decorators {
                 v.expr(d);
             }
+            if let Some(b) = &sd.base {
+                v.expr(b);
+            }
+            for c in &sd.consts {
+                v.expr(&c.value);
+            }
             for field in &sd.fields {
                 if let Some(a) = &field.annotation {
                     v.annotation(a);

@@ -149,6 +149,8 @@ pub enum Instr {
     /// (a tuple, or none without reductions) and `a+1` = a list of the other
     /// workers' partial tuples, in worker order.
     ParFor { a: Reg, n: u16, range: bool },
+    /// Define constant `k` (a name) of the struct type in `a` as `c`.
+    StructConst { a: Reg, k: u16, c: Reg },
 }
 
 const _: () = assert!(std::mem::size_of::<Instr>() == 8);
@@ -172,9 +174,16 @@ pub struct Code {
     pub unbound_regs: Box<[Reg]>,
     /// The span of the whole body.
     pub span: Span,
+    /// The pcs (sorted) of binary operations written by augmented
+    /// assignments: on a struct they try `__iadd__` & co first.
+    pub inplace: Box<[u32]>,
 }
 
 impl Code {
+    /// Was the binary operation at `pc` written as `a op= b`?
+    pub fn is_inplace(&self, pc: usize) -> bool {
+        self.inplace.binary_search(&(pc as u32)).is_ok()
+    }
     pub fn span_at(&self, pc: usize) -> Span {
         self.spans.get(pc).copied().unwrap_or(self.span)
     }
@@ -300,4 +309,17 @@ pub struct StructProto {
     /// The annotations as written.
     pub annotations: Box<[Option<String>]>,
     pub methods: Box<[Arc<str>]>,
+    pub method_kinds: Box<[MethodKind]>,
+    /// The parent (a struct or an error kind) follows the methods' registers.
+    pub has_base: bool,
+}
+
+/// How a struct's method is called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MethodKind {
+    Plain,
+    /// `@staticmethod`
+    Static,
+    /// `@property`
+    Property,
 }

@@ -78,12 +78,20 @@ struct FnState<'a> {
     exc_regs: Vec<Reg>,
     span: Span,
     is_module: bool,
+    /// For a method body: its struct's name and its first parameter, so
+    /// `super()` can be compiled (nested closures look outwards).
+    method_of: Option<(String, String)>,
+    /// The pcs of binary operations written by augmented assignments
+    /// (`a += b` tries `__iadd__` on a struct).
+    inplace: Vec<u32>,
 }
 
 pub struct Compiler<'a, 'e> {
     table: &'a ScopeTable,
     env: &'e mut dyn GlobalEnv,
     fs: Vec<FnState<'a>>,
+    /// Set while a struct's method is being compiled: (struct, self name).
+    next_method: Option<(String, String)>,
     pub errors: Vec<Diagnostic>,
 }
 
@@ -99,7 +107,7 @@ pub fn compile_module(module: &Module, table: &ScopeTable, env: &mut dyn GlobalE
     if !table.errors.is_empty() {
         return Err(table.errors.clone());
     }
-    let mut c = Compiler { table, env, fs: Vec::new(), errors: Vec::new() };
+    let mut c = Compiler { table, env, fs: Vec::new(), next_method: None, errors: Vec::new() };
     c.fs.push(FnState::new(ScopeTable::MODULE, "<module>".into(), module.span, true));
     let n = module.body.len();
     let mut result: CResult<()> = Ok(());
@@ -170,6 +178,8 @@ impl<'a> FnState<'a> {
             exc_regs: Vec::new(),
             span,
             is_module,
+            method_of: None,
+            inplace: Vec::new(),
         }
     }
 
@@ -198,6 +208,7 @@ impl<'a> FnState<'a> {
             nregs: self.max.max(1),
             ncells,
             span: self.span,
+            inplace: self.inplace.into_boxed_slice(),
         })
     }
 }
@@ -983,6 +994,11 @@ impl<'a, 'e> Compiler<'a, 'e> {
     }
 
     fn call(&mut self, func: &'a Expr, args: &'a [Arg], dst: Reg, span: Span) -> CResult<()> {
+        if let (ExprKind::Name(n), []) = (&func.kind, args) {
+            if n == "super" && self.resolve(n) == Binding::Global {
+                return self.super_call(dst, span);
+            }
+        }
         // `str(x)` of the prelude's `str` is one instruction.
         if let (ExprKind::Name(n), [Arg::Positional(x)]) = (&func.kind, args) {
             if n == "str" && self.resolve(n) == Binding::Global {
@@ -1446,18 +1462,25 @@ impl<'a, 'e> Compiler<'a, 'e> {
         Ok(())
     }
 
+    /// The operation just emitted belongs to an augmented assignment.
+    fn mark_inplace(&mut self) {
+        let pc = self.f().instrs.len().saturating_sub(1) as u32;
+        self.f().inplace.push(pc);
+    }
+
     fn aug_assign(&mut self, target: &'a Expr, op: BinOp, value: &'a Expr, span: Span) -> CResult<()> {
         match &target.kind {
             ExprKind::Name(n) => {
                 if self.resolve(n) == Binding::Local {
                     if let Some(r) = self.local_reg(n) {
                         self.check_bound(n, r, target.span)?;
-                        return self.binop_into(op, r, r, value, span);
+                        return self.binop_into(op, r, r, value, span).map(|_| self.mark_inplace());
                     }
                 }
                 let t = self.alloc()?;
                 self.load_name(n, t, target.span)?;
                 self.binop_into(op, t, t, value, span)?;
+                self.mark_inplace();
                 self.store_name(n, t, target.span)
             }
             ExprKind::Attribute { value: obj, attr } => {
@@ -1466,6 +1489,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 let t = self.alloc()?;
                 self.emit_at(Instr::GetAttr { a: t, b: o, k }, target.span);
                 self.binop_into(op, t, t, value, span)?;
+                self.mark_inplace();
                 self.emit_at(Instr::SetAttr { a: o, k, c: t }, target.span);
                 Ok(())
             }
@@ -1475,6 +1499,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 let t = self.alloc()?;
                 self.emit_at(Instr::GetIndex { a: t, b: o, c: i }, target.span);
                 self.binop_into(op, t, t, value, span)?;
+                self.mark_inplace();
                 self.emit_at(Instr::SetIndex { a: o, b: i, c: t }, target.span);
                 Ok(())
             }
@@ -1941,7 +1966,8 @@ impl<'a, 'e> Compiler<'a, 'e> {
         }
         let dst = self.alloc()?;
         let ndef = sd.fields.iter().filter(|f| f.default.is_some()).count();
-        let b = self.alloc_n(ndef + sd.methods.len())?;
+        let nbase = usize::from(sd.base.is_some());
+        let b = self.alloc_n(ndef + sd.methods.len() + nbase)?;
         let mut i = 0u16;
         for fld in &sd.fields {
             if let Some(d) = &fld.default {
@@ -1949,18 +1975,35 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 i += 1;
             }
         }
+        let mut kinds = Vec::with_capacity(sd.methods.len());
         for m in &sd.methods {
             let mut mdecos = Vec::new();
+            let mut kind = MethodKind::Plain;
             for d in &m.decorators {
-                mdecos.push(self.expr_tmp_keep(d)?);
+                match &d.kind {
+                    ExprKind::Name(n) if n == "staticmethod" && self.resolve(n) == Binding::Global => kind = MethodKind::Static,
+                    ExprKind::Name(n) if n == "property" && self.resolve(n) == Binding::Global => kind = MethodKind::Property,
+                    _ => mdecos.push(self.expr_tmp_keep(d)?),
+                }
             }
+            kinds.push(kind);
             let sid = self.table.of_func(m).ok_or_else(|| cerr(m.span, "internal: method without scope"))?;
             let t = self.alloc()?;
-            self.make_function(sid, &m.name.name, &m.params, FnBody::Stmts(&m.body), t, m.span)?;
+            let self_name = m.params.params.first().map(|p| p.name.name.clone());
+            self.next_method = match (kind, self_name) {
+                (MethodKind::Static, _) | (_, None) => None,
+                (_, Some(s)) => Some((sd.name.name.clone(), s)),
+            };
+            let made = self.make_function(sid, &m.name.name, &m.params, FnBody::Stmts(&m.body), t, m.span);
+            self.next_method = None;
+            made?;
             let r = self.apply_decorators(mdecos, t, m.span)?;
             self.emit(Instr::Move { a: b + i, b: r });
-            self.free_to(b + ndef as u16 + sd.methods.len() as u16);
+            self.free_to(b + (ndef + sd.methods.len() + nbase) as u16);
             i += 1;
+        }
+        if let Some(base) = &sd.base {
+            self.expr_to(base, b + i)?;
         }
         let proto = StructProto {
             name: sd.name.name.clone(),
@@ -1968,13 +2011,58 @@ impl<'a, 'e> Compiler<'a, 'e> {
             has_default: sd.fields.iter().map(|f| f.default.is_some()).collect(),
             annotations: sd.fields.iter().map(|f| f.annotation.as_ref().map(annotation_text)).collect(),
             methods: sd.methods.iter().map(|m| Arc::from(m.name.name.as_str())).collect(),
+            method_kinds: kinds.into_boxed_slice(),
+            has_base: sd.base.is_some(),
         };
         let p = self.f().structs.len();
         let p = u16::try_from(p).map_err(|_| cerr(sd.span, "too many structs in one body"))?;
         self.f().structs.push(Arc::new(proto));
-        self.emit_at(Instr::MakeStruct { a: dst, p, b }, sd.span);
+        let base_span = sd.base.as_ref().map(|b| b.span).unwrap_or(sd.span);
+        self.emit_at(Instr::MakeStruct { a: dst, p, b }, base_span);
+        // Without decorators the name is bound first, so constants may use
+        // the struct (`ZERO = Vec(0.0, 0.0)` inside `struct Vec`).
+        let plain = decos.is_empty();
+        if plain {
+            self.store_name(&sd.name.name, dst, sd.name.span)?;
+        }
+        // Constants run after the struct exists, in order.
+        for c in &sd.consts {
+            let m = self.mark();
+            let v = self.expr_reg(&c.value)?;
+            let k = self.str_const16(&c.name.name)?;
+            self.emit_at(Instr::StructConst { a: dst, k, c: v }, c.span);
+            self.free_to(m);
+        }
+        if plain {
+            return Ok(());
+        }
         let r = self.apply_decorators(decos, dst, sd.span)?;
         self.store_name(&sd.name.name, r, sd.name.span)
+    }
+
+    /// `super()` inside a method: `super_of(self, "Struct")`.
+    fn super_call(&mut self, dst: Reg, span: Span) -> CResult<()> {
+        let ctx = self.fs.iter().rev().find_map(|f| f.method_of.clone());
+        let Some((sname, self_name)) = ctx else {
+            return Err(Box::new(
+                Diagnostic::new(ErrorKind::SyntaxError, "super() is only valid inside a method of a struct")
+                    .at(span)
+                    .help("call the parent's method through super() from a method with 'self', or name the parent: 'Parent.method(self, …)'"),
+            ));
+        };
+        let m = self.mark();
+        let a = self.alloc()?;
+        let k = self.konst(crate::vm::structs::super_native())?;
+        self.emit(Instr::LoadK { a, k });
+        let s = self.alloc()?;
+        self.load_name(&self_name, s, span)?;
+        let n = self.alloc()?;
+        let kn = self.konst(Value::str(sname))?;
+        self.emit(Instr::LoadK { a: n, k: kn });
+        self.emit_at(Instr::Call { a, n: 2 }, span);
+        self.emit(Instr::Move { a: dst, b: a });
+        self.free_to(m);
+        Ok(())
     }
 
     fn make_function(&mut self, sid: ScopeId, name: &str, params: &'a Params, body: FnBody<'a>, dst: Reg, span: Span) -> CResult<()> {
@@ -2004,6 +2092,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         let table = self.table;
         let scope = table.scope(sid);
         let mut st = FnState::new(sid, name.into(), span, false);
+        st.method_of = self.next_method.take();
         // Registers: parameters first (in scope order), then the other plain locals.
         for (i, p) in scope.params.iter().enumerate() {
             st.locals.insert(p.clone(), i as u16);

@@ -274,6 +274,12 @@ impl Analyzer {
                 for d in &sd.decorators {
                     self.expr(d);
                 }
+                if let Some(b) = &sd.base {
+                    self.expr(b);
+                }
+                for c in &sd.consts {
+                    self.expr(&c.value);
+                }
                 for fld in &sd.fields {
                     if let Some(d) = &fld.default {
                         self.expr(d);

@@ -115,6 +115,9 @@ pub struct TraceEntry {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Diagnostic {
     pub kind: ErrorKind,
+    /// The name shown for a program's own error kind (`ParseError`), whose
+    /// `kind` is the built-in kind it descends from.
+    pub kind_name: Option<String>,
     pub message: String,
     /// The primary label first.
     pub labels: Vec<Label>,
@@ -128,6 +131,7 @@ impl Diagnostic {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Diagnostic {
         Diagnostic {
             kind,
+            kind_name: None,
             message: message.into(),
             labels: Vec::new(),
             notes: Vec::new(),
@@ -150,6 +154,10 @@ impl Diagnostic {
     pub fn help(mut self, help: impl Into<String>) -> Diagnostic {
         self.help = Some(help.into());
         self
+    }
+    /// The kind as shown: a user kind's own name, else the built-in kind's.
+    pub fn kind_text(&self) -> &str {
+        self.kind_name.as_deref().unwrap_or(self.kind.name())
     }
     pub fn primary_span(&self) -> Option<Span> {
         self.labels.first().map(|l| l.span)

@@ -63,7 +63,7 @@ struct Placed<'a> {
 pub fn render(d: &Diagnostic, sources: &SourceMap, color: bool) -> String {
     let p = Painter { color };
     let mut out = String::new();
-    let _ = writeln!(out, "{}: {}", p.paint(RED, d.kind.name()), p.paint(BOLD, &d.message));
+    let _ = writeln!(out, "{}: {}", p.paint(RED, d.kind_text()), p.paint(BOLD, &d.message));
 
     // Labels, grouped by file in order of first appearance (primary first).
     let mut groups: Vec<(Arc<SourceFile>, Vec<Placed>)> = Vec::new();

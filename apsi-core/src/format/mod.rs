@@ -6,5 +6,5 @@ mod repr;
 mod spec;
 
 pub use float::{f32_repr, float_repr};
-pub use repr::{quote_str, repr_of, str_of};
+pub use repr::{quote_str, repr_checked, repr_of, str_checked, str_of};
 pub use spec::format_value;

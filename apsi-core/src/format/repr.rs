@@ -38,11 +38,75 @@ fn guarded(ptr: usize, f: impl FnOnce() -> String, cycle: &str) -> String {
     out
 }
 
+thread_local! {
+    /// The first error raised by a `__str__`/`__repr__` while text was being
+    /// made; [`str_checked`] and [`repr_checked`] report it.
+    static PENDING: RefCell<Option<crate::vm::value::Exc>> = const { RefCell::new(None) };
+}
+
+/// Calls a struct's `__str__`/`__repr__`; an error (or a result that is
+/// not a str) is kept for the checked callers and the text is empty.
+fn dunder_text(f: &Value, obj: &Value, what: &str) -> String {
+    let r = crate::vm::reentry::call(f, std::slice::from_ref(obj), &[]);
+    let e = match r {
+        Ok(Value::Str(s)) => return s.as_str().to_string(),
+        Ok(other) => crate::vm::value::err(
+            crate::error::ErrorKind::TypeError,
+            format!("{what} returned non-string (type {})", other.type_name()),
+        ),
+        Err(e) => e,
+    };
+    PENDING.with(|p| {
+        let mut p = p.borrow_mut();
+        if p.is_none() {
+            *p = Some(e);
+        }
+    });
+    String::new()
+}
+
+fn take_pending() -> Option<crate::vm::value::Exc> {
+    PENDING.with(|p| p.borrow_mut().take())
+}
+
+/// `str(x)`, raising what a struct's `__str__` raised.
+pub fn str_checked(v: &Value) -> crate::vm::value::VResult<String> {
+    take_pending();
+    let s = str_of(v);
+    match take_pending() {
+        Some(e) => Err(e),
+        None => Ok(s),
+    }
+}
+
+/// `repr(x)`, raising what a struct's `__repr__` raised.
+pub fn repr_checked(v: &Value) -> crate::vm::value::VResult<String> {
+    take_pending();
+    let s = repr_of(v);
+    match take_pending() {
+        Some(e) => Err(e),
+        None => Ok(s),
+    }
+}
+
 /// `str(x)`: what `print` shows. Strings are raw at the top level; an
 /// error is `ValueError: message`; everything else is its repr.
 pub fn str_of(v: &Value) -> String {
     match v {
         Value::Str(s) => s.as_str().to_string(),
+        Value::Struct(s) => {
+            if let Some(f) = s.ty.method("__str__").or_else(|| s.ty.method("__repr__")) {
+                return dunder_text(f, v, "__str__");
+            }
+            if s.ty.error_kind.is_some() {
+                return crate::vm::structs::error_text(s);
+            }
+            repr_of(v)
+        }
+        Value::Error(e) if e.payload.is_some() => match &e.payload {
+            Some(p) => str_of(p),
+            None => String::new(),
+        },
         Value::Error(e) => {
             if e.message.is_empty() {
                 e.kind.name().to_string()
@@ -162,6 +226,14 @@ pub fn repr_of(v: &Value) -> String {
             format!("<bound method {}.{}>", m.receiver.type_name(), name)
         }
         Value::StructType(t) => format!("<struct {}>", t.name),
+        Value::Struct(s) if s.ty.method("__repr__").is_some() => match s.ty.method("__repr__") {
+            Some(f) => dunder_text(f, v, "__repr__"),
+            None => String::new(),
+        },
+        Value::Error(e) if e.payload.is_some() => match &e.payload {
+            Some(p) => repr_of(p),
+            None => String::new(),
+        },
         Value::Struct(s) => {
             let ptr = std::sync::Arc::as_ptr(s) as usize;
             guarded(

@@ -8,7 +8,6 @@
 //! string rules (fill, align, width, precision truncates).
 
 use super::float::{fixed, float_repr, positional, scientific, significant};
-use super::repr::str_of;
 use crate::error::ErrorKind;
 use crate::vm::value::{err, VResult, Value};
 
@@ -116,7 +115,7 @@ fn parse(spec: &str, v: &Value) -> VResult<Spec> {
 /// Formats a value under a format spec. An empty spec gives `str(x)`.
 pub fn format_value(v: &Value, spec: &str) -> VResult<String> {
     if spec.is_empty() {
-        return Ok(str_of(v));
+        return super::repr::str_checked(v);
     }
     let s = parse(spec, v)?;
     match v {
@@ -127,7 +126,7 @@ pub fn format_value(v: &Value, spec: &str) -> VResult<String> {
         },
         Value::Float(f) => format_float(*f, &s, "float"),
         Value::Str(text) => format_text(text.as_str(), &s, v),
-        other => format_text(&str_of(other), &s, other),
+        other => format_text(&super::repr::str_checked(other)?, &s, other),
     }
 }
 

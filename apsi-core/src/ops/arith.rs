@@ -53,6 +53,11 @@ fn dunder_names(op: BinOp) -> (&'static str, &'static str) {
 
 /// `a op b`.
 pub fn binary(op: BinOp, a: &Value, b: &Value) -> VResult<Value> {
+    if matches!(a, Value::Struct(_)) || matches!(b, Value::Struct(_)) {
+        if let Some(r) = super::dunder::binary(op, a, b) {
+            return r;
+        }
+    }
     if let (Some(x), Some(y)) = (num(a), num(b)) {
         if let (Value::Bool(p), Value::Bool(q)) = (a, b) {
             match op {
@@ -340,6 +345,9 @@ fn float_op(op: BinOp, x: f64, y: f64, a: &Value, b: &Value) -> VResult<Value> {
 pub fn unary(op: UnaryOp, v: &Value) -> VResult<Value> {
     if op == UnaryOp::Not {
         return Ok(Value::Bool(!v.truthy()?));
+    }
+    if let Some(r) = super::dunder::unary(op, v) {
+        return r;
     }
     match (op, v) {
         (UnaryOp::Neg, Value::Int(i)) => i

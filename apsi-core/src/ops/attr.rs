@@ -56,12 +56,48 @@ pub fn get_attr(obj: &Value, name: &str) -> VResult<Value> {
             if let Some(m) = s.ty.methods.get(name) {
                 return Ok(Value::BoundMethod(Arc::new(BoundMethod { receiver: obj.clone(), func: m.clone() })));
             }
-            let names = s.ty.fields.iter().map(|f| &*f.name).chain(s.ty.methods.keys().map(|k| &**k));
+            if let Some(g) = s.ty.properties.get(name) {
+                return crate::vm::reentry::call(g, std::slice::from_ref(obj), &[]);
+            }
+            if let Some(m) = s.ty.statics.get(name) {
+                return Ok(m.clone());
+            }
+            if let Some(v) = s.ty.constant(name) {
+                return Ok(v);
+            }
+            if s.ty.error_kind.is_some() && name == "kind" {
+                return Ok(Value::str(s.ty.name.as_str()));
+            }
+            let consts = s.ty.consts.read();
+            let names = s
+                .ty
+                .fields
+                .iter()
+                .map(|f| &*f.name)
+                .chain(s.ty.methods.keys().map(|k| &**k))
+                .chain(s.ty.properties.keys().map(|k| &**k))
+                .chain(s.ty.statics.keys().map(|k| &**k))
+                .chain(consts.keys().map(|k| &**k));
             Err(no_attr(format!("'{}' object", s.ty.name), name, names))
         }
-        Value::StructType(t) => match t.methods.get(name) {
-            Some(m) => Ok(m.clone()),
-            None => Err(no_attr(format!("struct '{}'", t.name), name, t.methods.keys().map(|k| &**k))),
+        Value::StructType(t) => match crate::vm::structs::type_attr(t, name) {
+            Some(m) => Ok(m),
+            None if name == "__name__" => Ok(Value::str(t.name.as_str())),
+            None => {
+                let consts = t.consts.read();
+                let names = t
+                    .methods
+                    .keys()
+                    .chain(t.statics.keys())
+                    .chain(t.properties.keys())
+                    .chain(consts.keys())
+                    .map(|k| &**k);
+                Err(no_attr(format!("struct '{}'", t.name), name, names))
+            }
+        },
+        Value::Error(e) if e.payload.is_some() => match &e.payload {
+            Some(p) => get_attr(p, name),
+            None => Err(no_attr("an error".to_string(), name, [])),
         },
         Value::Error(e) => match name {
             "message" => Ok(Value::str(e.message.clone())),
@@ -106,6 +142,29 @@ pub fn get_attr(obj: &Value, name: &str) -> VResult<Value> {
 /// `obj.name = v`: a struct's declared fields and a module's names.
 pub fn set_attr(obj: &Value, name: &str, v: Value) -> VResult<()> {
     match obj {
+        Value::Struct(s) if s.ty.field_index(name).is_none() && s.ty.properties.contains_key(name) => Err(err(
+            ErrorKind::AttributeError,
+            format!("cannot assign to '{name}': it is a read-only property of '{}'", s.ty.name),
+        )),
+        Value::Struct(s) if s.ty.field_index(name).is_none() && s.ty.constant(name).is_some() => {
+            let msg = format!("cannot assign to '{name}': it is a constant of '{}', not a field", s.ty.name);
+            Err(match crate::vm::structs::constant_hint(&s.ty, name) {
+                Some(h) => ErrorObj::with_hint(ErrorKind::AttributeError, msg, h),
+                None => err(ErrorKind::AttributeError, msg),
+            })
+        }
+        Value::StructType(t) => Err(err(
+            ErrorKind::AttributeError,
+            if t.constant(name).is_some() {
+                format!("cannot assign to '{}.{name}': struct constants are read-only", t.name)
+            } else {
+                format!("cannot set attribute '{name}' on struct '{}'", t.name)
+            },
+        )),
+        Value::Error(e) if e.payload.is_some() => match &e.payload {
+            Some(p) => set_attr(p, name, v),
+            None => Ok(()),
+        },
         Value::Struct(s) => match s.ty.field_index(name) {
             Some(i) => {
                 let mut fields = s.fields.write();
@@ -156,6 +215,7 @@ mod tests {
                 StructField { name: "y".into(), default: None, annotation: None },
             ],
             methods: Default::default(),
+            ..StructType::plain(String::new(), Vec::new(), Default::default())
         });
         Value::Struct(Arc::new(StructObj { ty, fields: RwLock::new(vec![Value::Float(3.0), Value::Float(4.0)].into()) }))
     }
@@ -180,7 +240,7 @@ mod tests {
         let f = Value::Native(Arc::new(NativeFn::new("norm2", |_c, _a, _k| Ok(Value::Int(0)))));
         let mut methods: indexmap::IndexMap<Arc<str>, Value, crate::vm::value::FxBuild> = Default::default();
         methods.insert("norm2".into(), f.clone());
-        let ty2 = Arc::new(StructType { name: ty.name.clone(), fields: Vec::new(), methods });
+        let ty2 = Arc::new(StructType::plain(ty.name.clone(), Vec::new(), methods));
         let w = Value::Struct(Arc::new(StructObj { ty: ty2, fields: RwLock::new(Vec::new().into()) }));
         match get_attr(&w, "norm2").must() {
             Value::BoundMethod(m) => assert!(m.receiver.is(&w) && m.func.is(&f)),

@@ -20,6 +20,11 @@ fn too_deep() -> crate::vm::value::Exc {
 
 /// `a op b`.
 pub fn compare(op: CmpOp, a: &Value, b: &Value) -> VResult<bool> {
+    if matches!(a, Value::Struct(_)) || matches!(b, Value::Struct(_)) {
+        if let Some(r) = super::dunder::compare(op, a, b) {
+            return r?.truthy();
+        }
+    }
     match op {
         CmpOp::Eq => eq(a, b),
         CmpOp::NotEq => Ok(!eq(a, b)?),
@@ -35,6 +40,11 @@ pub fn compare(op: CmpOp, a: &Value, b: &Value) -> VResult<bool> {
 /// comparison hook may answer with any value (a tensor compares
 /// elementwise and gives a bool tensor).
 pub fn compare_value(op: CmpOp, a: &Value, b: &Value) -> VResult<Value> {
+    if matches!(a, Value::Struct(_)) || matches!(b, Value::Struct(_)) {
+        if let Some(r) = super::dunder::compare(op, a, b) {
+            return r;
+        }
+    }
     if matches!(a, Value::Object(_)) || matches!(b, Value::Object(_)) {
         let names = match op {
             CmpOp::Eq => Some(("__eq__", "__eq__")),
@@ -122,6 +132,11 @@ fn eq_depth(a: &Value, b: &Value, depth: usize) -> VResult<bool> {
     if let (Some(x), Some(y)) = (num(a), num(b)) {
         return Ok(num_cmp(x, y) == Some(Ordering::Equal));
     }
+    if matches!(a, Value::Struct(_)) || matches!(b, Value::Struct(_)) {
+        if let Some(r) = super::dunder::eq(a, b) {
+            return r;
+        }
+    }
     match (a, b) {
         (Value::None, Value::None) => Ok(true),
         (Value::Str(x), Value::Str(y)) => Ok(x.as_str() == y.as_str()),
@@ -171,6 +186,12 @@ fn eq_depth(a: &Value, b: &Value, depth: usize) -> VResult<bool> {
             seq_eq(&xs, &ys, depth)
         }
         (Value::BoundMethod(x), Value::BoundMethod(y)) => Ok(x.receiver.is(&y.receiver) && x.func.is(&y.func)),
+        // `x.dtype == bool`: the `bool` constructor names the bool dtype too.
+        (Value::Object(_), Value::Native(_)) | (Value::Native(_), Value::Object(_))
+            if crate::tensor::dtype::as_dtype(a).is_some() && crate::tensor::dtype::as_dtype(b).is_some() =>
+        {
+            Ok(crate::tensor::dtype::as_dtype(a) == crate::tensor::dtype::as_dtype(b))
+        }
         (Value::Object(_), _) | (_, Value::Object(_)) => {
             if a.is(b) {
                 return Ok(true);
@@ -213,6 +234,11 @@ fn ordered(op: CmpOp, a: &Value, b: &Value, depth: usize) -> VResult<bool> {
     };
     if let (Some(x), Some(y)) = (num(a), num(b)) {
         return from(num_cmp(x, y));
+    }
+    if matches!(a, Value::Struct(_)) || matches!(b, Value::Struct(_)) {
+        if let Some(r) = super::dunder::compare(op, a, b) {
+            return r?.truthy();
+        }
     }
     match (a, b) {
         (Value::Str(x), Value::Str(y)) => from(Some(x.as_str().cmp(y.as_str()))),

@@ -94,6 +94,12 @@ fn not_subscriptable(v: &Value) -> Exc {
 
 /// `obj[idx]`.
 pub fn get_index(obj: &Value, idx: &Value) -> VResult<Value> {
+    if let Value::Struct(s) = obj {
+        if let Some(r) = super::dunder::get_index(obj, idx) {
+            return r;
+        }
+        return Err(err(ErrorKind::TypeError, format!("'{}' object is not subscriptable (it has no __getitem__)", s.ty.name)));
+    }
     match obj {
         Value::List(l) => {
             if let Value::Slice(s) = idx {
@@ -159,6 +165,12 @@ pub fn get_index(obj: &Value, idx: &Value) -> VResult<Value> {
 
 /// `obj[idx] = v`.
 pub fn set_index(obj: &Value, idx: &Value, v: Value) -> VResult<()> {
+    if let Value::Struct(s) = obj {
+        if let Some(r) = super::dunder::set_index(obj, idx, v) {
+            return r;
+        }
+        return Err(err(ErrorKind::TypeError, format!("'{}' object does not support item assignment (it has no __setitem__)", s.ty.name)));
+    }
     match obj {
         Value::List(l) => {
             if let Value::Slice(s) = idx {

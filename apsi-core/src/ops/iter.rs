@@ -67,6 +67,18 @@ pub fn iterate(caller: &mut dyn Caller, v: &Value) -> VResult<Vec<Value>> {
 
 /// `item in container`.
 pub fn contains(container: &Value, item: &Value) -> VResult<bool> {
+    if let Value::Struct(_) = container {
+        if let Some(r) = super::dunder::contains(container, item) {
+            return r;
+        }
+        let items = iterate(&mut crate::vm::reentry::Reentrant, container)?;
+        for x in &items {
+            if x.is(item) || eq(x, item)? {
+                return Ok(true);
+            }
+        }
+        return Ok(false);
+    }
     match container {
         Value::Str(s) => match item {
             Value::Str(sub) => Ok(s.as_str().contains(sub.as_str())),
@@ -122,6 +134,11 @@ fn no_len(v: &Value) -> crate::vm::value::Exc {
 /// `len(v)`: characters of a string, elements of a container; a module
 /// object through its `__len__` hook.
 pub fn len(v: &Value) -> VResult<i64> {
+    if let Value::Struct(_) = v {
+        if let Some(r) = super::dunder::len(v) {
+            return r;
+        }
+    }
     match v {
         Value::Str(s) => Ok(s.char_len() as i64),
         Value::List(l) => Ok(l.items.read().len() as i64),

@@ -154,9 +154,21 @@ pub struct Param {
 #[derive(Debug, Clone, PartialEq)]
 pub struct StructDef {
     pub name: Ident,
+    /// `struct Child(Parent):` — the parent, a name or `module.Name`.
+    pub base: Option<Expr>,
+    /// Annotated names: `x: float`, `x: float = 0.0`.
     pub fields: Vec<Field>,
+    /// Unannotated `NAME = expr`: struct constants (LANGUAGE.md §10.2), in order.
+    pub consts: Vec<StructConst>,
     pub methods: Vec<FuncDef>,
     pub decorators: Vec<Expr>,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct StructConst {
+    pub name: Ident,
+    pub value: Expr,
     pub span: Span,
 }
 

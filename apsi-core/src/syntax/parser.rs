@@ -1221,20 +1221,23 @@ impl<'a> Parser<'a> {
                 span: self.since(start),
             };
         };
-        if self.peek() == Tok::LParen {
-            let span = self.tok_span(self.tok());
-            self.error(
-                span,
-                "a struct cannot have base classes",
-                Some("write 'struct Name:' and list the fields in the block".to_string()),
-            );
-            return Stmt {
-                kind: StmtKind::Error,
-                span: self.since(start),
-            };
-        }
+        let base = if self.eat(Tok::LParen) {
+            let b = self.test();
+            if self.peek() == Tok::Comma {
+                let span = self.tok_span(self.tok());
+                self.report(span, "a struct has at most one parent", Some("Apsi structs use single inheritance: 'struct Child(Parent):'".to_string()));
+                while !matches!(self.peek(), Tok::RParen | Tok::Newline | Tok::Eof) {
+                    self.bump();
+                }
+            }
+            self.expect(Tok::RParen, "')' after the struct's parent");
+            Some(b)
+        } else {
+            None
+        };
         let body = self.block("struct definition", kw.start);
         let mut fields: Vec<Field> = Vec::new();
+        let mut consts: Vec<StructConst> = Vec::new();
         let mut methods = Vec::new();
         for s in body {
             match s.kind {
@@ -1244,7 +1247,11 @@ impl<'a> Parser<'a> {
                 StmtKind::Assign { mut targets, value } if targets.len() == 1 && matches!(targets[0].kind, ExprKind::Name(_)) => {
                     let t = targets.remove(0);
                     if let ExprKind::Name(n) = t.kind {
-                        self.add_field(&mut fields, Field { name: Ident { name: n, span: t.span }, annotation: None, default: Some(value), span: s.span });
+                        if consts.iter().any(|c| c.name.name == n) || fields.iter().any(|f| f.name.name == n) {
+                            self.report(t.span, format!("duplicate name '{n}' in struct"), None);
+                        } else {
+                            consts.push(StructConst { name: Ident { name: n, span: t.span }, value, span: s.span });
+                        }
                     }
                 }
                 StmtKind::FuncDef(f) => methods.push(*f),
@@ -1253,13 +1260,15 @@ impl<'a> Parser<'a> {
                 _ => self.report(
                     s.span,
                     "a struct body may hold only fields and methods",
-                    Some("write fields as 'name: type', 'name: type = default' or 'name = default', and methods with 'def'".to_string()),
+                    Some("write fields as 'name: type' or 'name: type = default', constants as 'NAME = value', and methods with 'def'".to_string()),
                 ),
             }
         }
         let def = StructDef {
             name,
+            base,
             fields,
+            consts,
             methods,
             decorators,
             span: self.since(start),

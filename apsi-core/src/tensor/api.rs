@@ -58,6 +58,11 @@ pub fn register(mut b: ModuleBuilder) -> ModuleBuilder {
         b = b.constant(name, Value::Native(Arc::new(NativeFn::closure(name, Box::new(f)))));
     }
     for (name, d) in DType::prelude_names() {
+        // `bool` stays the prelude's constructor (as `int` and `float` do);
+        // `as_dtype` reads it as the bool dtype where a dtype is expected.
+        if name == "bool" {
+            continue;
+        }
         b = b.constant(name, dtype_value(d));
     }
     b

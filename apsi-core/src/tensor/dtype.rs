@@ -278,6 +278,7 @@ pub fn as_dtype(v: &Value) -> Option<DType> {
     match v {
         Value::Object(o) => o.0.as_any().downcast_ref::<DTypeObj>().map(|d| d.0),
         Value::Str(s) => DType::from_name(s.as_str()),
+        Value::Native(f) if crate::builtins::type_token_name(f).as_deref() == Some("bool") => Some(DType::Bool),
         _ => None,
     }
 }

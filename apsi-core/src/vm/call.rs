@@ -5,23 +5,15 @@
 use super::exec::Args;
 use super::function::Closure;
 use super::value::*;
-use crate::compile::code::{StructProto, TypeCheck};
+use crate::compile::code::TypeCheck;
 use crate::error::ErrorKind;
 use crate::{format, ops};
-use indexmap::IndexMap;
 use std::sync::Arc;
 
 fn type_err(msg: String) -> Exc {
     err(ErrorKind::TypeError, msg)
 }
 
-fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("{n} {word}")
-    } else {
-        format!("{n} {word}s")
-    }
-}
 
 /// `'a'`, `'a' and 'b'`, `'a', 'b', and 'c'` (Python's wording).
 fn name_list(names: &[&str]) -> String {
@@ -147,79 +139,6 @@ fn check_type(fname: &str, param: &str, check: TypeCheck, v: &Value) -> VResult<
     }
 }
 
-/// A struct type from its prototype and the evaluated field defaults, then methods.
-pub(crate) fn make_struct_type(sp: &StructProto, vals: Vec<Value>) -> Value {
-    let mut it = vals.into_iter();
-    let fields = sp
-        .fields
-        .iter()
-        .zip(sp.has_default.iter())
-        .zip(sp.annotations.iter())
-        .map(|((name, has), ann)| StructField { name: name.clone(), default: if *has { it.next() } else { None }, annotation: ann.clone() })
-        .collect();
-    let mut methods = IndexMap::default();
-    for m in sp.methods.iter() {
-        if let Some(f) = it.next() {
-            methods.insert(m.clone(), f);
-        }
-    }
-    Value::StructType(Arc::new(StructType { name: sp.name.clone(), fields, methods }))
-}
-
-/// `Point(1.0, y=2.0)`
-pub(crate) fn construct_struct(t: &Arc<StructType>, pos: Args, kw: Vec<(Arc<str>, Value)>) -> VResult<Value> {
-    let n = t.fields.len();
-    let name = &t.name;
-    if pos.len() > n {
-        let given = if pos.len() == 1 { "was" } else { "were" };
-        return Err(type_err(format!("{name}() takes {} but {} {given} given", plural(n, "positional argument"), pos.len())));
-    }
-    let mut vals: Vec<Option<Value>> = vec![None; n];
-    for (i, v) in pos.into_iter().enumerate() {
-        vals[i] = Some(v);
-    }
-    for (k, v) in kw {
-        match t.field_index(&k) {
-            Some(i) => {
-                if vals[i].is_some() {
-                    return Err(type_err(format!("{name}() got multiple values for field '{k}'")));
-                }
-                vals[i] = Some(v);
-            }
-            None => {
-                let fields: Vec<&str> = t.fields.iter().map(|f| &*f.name).collect();
-                return Err(type_err(format!("{name}() got an unexpected keyword argument '{k}' (its fields are {})", fields.join(", "))));
-            }
-        }
-    }
-    let mut missing = Vec::new();
-    for (i, f) in t.fields.iter().enumerate() {
-        if vals[i].is_none() {
-            vals[i] = f.default.clone();
-            if vals[i].is_none() {
-                missing.push(&*f.name);
-            }
-        }
-    }
-    if !missing.is_empty() {
-        return Err(type_err(format!(
-            "{name}() missing {} required argument{}: {}",
-            missing.len(),
-            if missing.len() == 1 { "" } else { "s" },
-            name_list(&missing)
-        )));
-    }
-    let vals: Vec<Value> = vals.into_iter().map(|v| v.unwrap_or(Value::None)).collect();
-    for (f, v) in t.fields.iter().zip(vals.iter()) {
-        if let Some(check) = f.annotation.as_deref().and_then(TypeCheck::from_name) {
-            if !check.accepts(v) {
-                return Err(type_err(format!("{name}() field '{}' must be {}, not {}", f.name, check.name(), v.type_name())));
-            }
-        }
-    }
-    Ok(Value::Struct(Arc::new(StructObj { ty: t.clone(), fields: VLock::new(vals.into_boxed_slice()) })))
-}
-
 /// `ValueError("message")`
 pub(crate) fn make_error(kind: ErrorKind, pos: &[Value], kw: &[(Arc<str>, Value)]) -> VResult<Value> {
     if let Some((k, _)) = kw.first() {
@@ -286,6 +205,10 @@ pub(crate) fn error_matches(e: &ErrorObj, kinds: &Value) -> VResult<bool> {
     }
     match kinds {
         Value::Kind(k) => Ok(k.catches(e.kind)),
+        Value::StructType(t) if t.error_kind.is_some() => Ok(match &e.payload {
+            Some(Value::Struct(s)) => s.ty.descends_from(t),
+            _ => false,
+        }),
         Value::Tuple(t) => {
             for k in t.0.iter() {
                 if error_matches(e, k)? {
@@ -294,6 +217,10 @@ pub(crate) fn error_matches(e: &ErrorObj, kinds: &Value) -> VResult<bool> {
             }
             Ok(false)
         }
+        Value::StructType(t) => Err(type_err(format!(
+            "except needs an error kind, and '{}' is not one (declare it as 'struct {}(Error):')",
+            t.name, t.name
+        ))),
         other => Err(type_err(format!("except needs an error kind such as ValueError, not {}", other.type_name()))),
     }
 }

@@ -59,7 +59,9 @@ pub struct Executor {
     /// (error, frame) whose trace entry was recorded when a handler caught it.
     reraise_skip: Option<(usize, usize)>,
     /// This thread runs Apsi code (containers lock while others do too).
-    _participant: super::vlock::Participant,
+    /// `None` for the spare executors of `reentry`, which run on a thread
+    /// that already is a participant.
+    _participant: Option<super::vlock::Participant>,
 }
 
 // SAFETY: the only non-Send fields are the raw closure pointers in `frames`;
@@ -253,7 +255,15 @@ impl Executor {
     pub fn new(shared: Arc<Shared>) -> Executor {
         let max_depth = shared.max_depth;
         Executor {
-            max_depth, shared, stack: vec![Value::Unbound; 256], frames: Vec::new(), cells: Vec::new(), handlers: Vec::new(), native_depth: 0, reraise_skip: None, _participant: super::vlock::Participant::new() }
+            max_depth, shared, stack: vec![Value::Unbound; 256], frames: Vec::new(), cells: Vec::new(), handlers: Vec::new(), native_depth: 0, reraise_skip: None, _participant: Some(super::vlock::Participant::new()) }
+    }
+
+    /// An executor for re-entering Apsi code on a thread that already runs
+    /// it (`reentry`): a stack of its own, no new participant.
+    pub(crate) fn nested(shared: Arc<Shared>) -> Executor {
+        let max_depth = shared.max_depth;
+        Executor {
+            max_depth, shared, stack: vec![Value::Unbound; 64], frames: Vec::new(), cells: Vec::new(), handlers: Vec::new(), native_depth: 0, reraise_skip: None, _participant: None }
     }
 
     /// The first stack slot above every live register window.
@@ -274,6 +284,7 @@ impl Executor {
 
     /// Call any callable with the given arguments, running Apsi code to completion.
     pub fn call_value(&mut self, f: &Value, args: &[Value], kwargs: Kwargs) -> VResult<Value> {
+        super::reentry::install(&self.shared);
         let fpos = self.frame_end();
         self.ensure(fpos + 2 + args.len());
         self.stack[fpos] = f.clone();
@@ -377,8 +388,14 @@ impl Executor {
                 pos.insert(0, bm.receiver.clone());
                 self.setup_call(fpos, bm.func.clone(), pos, kw)
             }
-            Value::StructType(t) => call::construct_struct(&t, pos, kw).map(Some),
+            Value::StructType(t) => super::structs::construct(self, &t, pos, kw).map(Some),
             Value::Kind(k) => call::make_error(k, &pos, &kw).map(Some),
+            // `obj(args)` on a struct with `__call__`.
+            Value::Struct(ref s) if s.ty.method("__call__").is_some() => {
+                let m = s.ty.method("__call__").cloned().unwrap_or(Value::None);
+                pos.insert(0, f.clone());
+                self.setup_call(fpos, m, pos, kw)
+            }
             // A module that exports its own name is callable (`@precision(bf16)`).
             Value::Module(m) if m.attrs.read().contains_key(m.name.as_str()) => {
                 let g = m.attrs.read().get(m.name.as_str()).cloned().unwrap_or(Value::None);
@@ -947,7 +964,7 @@ impl Executor {
                     | Instr::CallMethod { .. } | Instr::ReturnNone | Instr::GetAttr { .. } | Instr::SetAttr { .. } | Instr::BuildList { .. }
                     | Instr::BuildTuple { .. } | Instr::BuildDict { .. } | Instr::ListAppend { .. } | Instr::ListExtend { .. } | Instr::DictSet { .. }
                     | Instr::DictUpdate { .. } | Instr::BuildSlice { .. } | Instr::BuildRange { .. } | Instr::ForPrep { .. } | Instr::ForRangePrep { .. }
-                    | Instr::Unpack { .. } | Instr::UnpackEx { .. } | Instr::MakeFunc { .. } | Instr::MakeStruct { .. } | Instr::Raise { .. }
+                    | Instr::Unpack { .. } | Instr::UnpackEx { .. } | Instr::MakeFunc { .. } | Instr::MakeStruct { .. } | Instr::StructConst { .. } | Instr::Raise { .. }
                     | Instr::Reraise { .. } | Instr::AssertFail { .. } | Instr::PushHandler { .. } | Instr::PopHandler | Instr::ExcMatch { .. }
                     | Instr::ToRepr { .. } | Instr::Format { .. } | Instr::Concat { .. } | Instr::ParFor { .. } => {}
                 }

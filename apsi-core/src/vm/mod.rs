@@ -24,6 +24,8 @@ pub mod dict;
 pub mod exec;
 pub mod function;
 pub mod globals;
+pub mod reentry;
+pub mod structs;
 pub mod runtime;
 pub mod value;
 pub mod vlock;

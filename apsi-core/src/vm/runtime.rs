@@ -174,6 +174,13 @@ pub fn error_to_run_error(e: &ErrorObj) -> RunError {
     let primary = trace.first().map(|t| t.span);
     trace.reverse();
     let mut d = Diagnostic::new(e.kind, e.message.clone());
+    if let Some(Value::Struct(s)) = &e.payload {
+        d.kind_name = Some(s.ty.name.clone());
+        // A `__str__` of its own is what the message line shows.
+        if s.ty.method("__str__").is_some() {
+            d.message = crate::format::str_of(&Value::Struct(s.clone()));
+        }
+    }
     if let Some(sp) = primary {
         d.labels.push(Label { span: sp, message: None });
     }

@@ -133,6 +133,7 @@ impl Value {
             Value::Dict(d) => !d.map.read().is_empty(),
             Value::Range(r) => !r.is_empty(),
             Value::Object(o) => return o.0.truthy(),
+            Value::Struct(s) => return crate::ops::dunder::truthy(s),
             _ => true,
         })
     }
@@ -410,6 +411,14 @@ pub struct HashKey(Value);
 
 impl HashKey {
     pub fn new(v: Value) -> VResult<HashKey> {
+        // A struct's `__hash__` is called once here, so its errors surface.
+        if let Value::Struct(s) = &v {
+            if matches!(s.ty.hash_mode, HashMode::Method) {
+                if let Some(r) = crate::ops::dunder::hash(&v) {
+                    r?;
+                }
+            }
+        }
         if key_hashable(&v) {
             Ok(HashKey(v))
         } else {
@@ -432,6 +441,7 @@ impl HashKey {
 fn key_hashable(v: &Value) -> bool {
     match v {
         Value::List(_) | Value::Dict(_) => false,
+        Value::Struct(s) => !matches!(s.ty.hash_mode, HashMode::Unhashable),
         Value::Tuple(t) => t.0.iter().all(key_hashable),
         Value::Object(o) => o.0.hashable(),
         _ => true,
@@ -470,6 +480,10 @@ fn hash_value<H: Hasher>(v: &Value, state: &mut H) {
             }
         }
         Value::Kind(k) => k.hash(state),
+        Value::Struct(s) if matches!(s.ty.hash_mode, HashMode::Method) => {
+            let h = crate::ops::dunder::hash(v).and_then(|r| r.ok()).unwrap_or(0);
+            h.hash(state)
+        }
         other => {
             // Identity hash for reference types compared with `is`.
             let p: *const u8 = match other {
@@ -510,6 +524,9 @@ pub fn key_eq(a: &Value, b: &Value) -> bool {
         (Value::Bool(x), Value::Float(y)) | (Value::Float(y), Value::Bool(x)) => (*x as i64 as f64) == *y,
         (Value::Str(x), Value::Str(y)) => x.as_str() == y.as_str(),
         (Value::Tuple(x), Value::Tuple(y)) => x.0.len() == y.0.len() && x.0.iter().zip(y.0.iter()).all(|(p, q)| key_eq(p, q)),
+        (Value::Struct(x), _) | (_, Value::Struct(x)) if !matches!(x.ty.hash_mode, HashMode::Identity) => {
+            a.is(b) || crate::ops::dunder::eq(a, b).and_then(|r| r.ok()).unwrap_or(false)
+        }
         _ => a.is(b),
     }
 }
@@ -575,12 +592,42 @@ pub struct BoundMethod {
     pub func: Value,
 }
 
-/// A struct declaration.
+/// A struct declaration (LANGUAGE.md §6, §10).
+///
+/// Invariants: everything inherited is flattened in at creation, so a
+/// lookup never walks the parent chain: `fields` holds the parent's fields
+/// first; `methods`, `statics`, `properties` and `consts` hold the
+/// inherited entries overridden by this struct's own. `parent` is kept for
+/// `isinstance`, `super()` and error matching only.
 pub struct StructType {
     pub name: String,
     pub fields: Vec<StructField>,
-    /// Methods by name (functions taking `self` first).
+    /// Methods by name (functions taking `self` first), inherited ones included.
     pub methods: IndexMap<Arc<str>, Value, FxBuild>,
+    /// `@staticmethod`s: called without `self`, through the struct or an instance.
+    pub statics: IndexMap<Arc<str>, Value, FxBuild>,
+    /// `@property` getters (functions of `self`).
+    pub properties: IndexMap<Arc<str>, Value, FxBuild>,
+    /// Struct constants (`RATE = 0.5` in the body), inherited ones included;
+    /// filled in order while the `struct` statement runs, read-only after.
+    pub consts: RwLock<IndexMap<Arc<str>, Value, FxBuild>>,
+    pub parent: Option<Arc<StructType>>,
+    /// `Some(k)` when this struct is an error kind: `k` is the built-in kind
+    /// it descends from (`Error` for `struct AppError(Error)`).
+    pub error_kind: Option<ErrorKind>,
+    /// How instances hash as dict keys and set members.
+    pub hash_mode: HashMode,
+}
+
+/// How a struct's instances hash (LANGUAGE.md §10.3).
+#[derive(Clone)]
+pub enum HashMode {
+    /// Neither `__eq__` nor `__hash__` anywhere: each instance is its own key.
+    Identity,
+    /// `__eq__` defined without `__hash__`: `hash` raises TypeError.
+    Unhashable,
+    /// `__hash__` defined: keys hash by it and compare with `__eq__`.
+    Method,
 }
 
 pub struct StructField {
@@ -591,8 +638,45 @@ pub struct StructField {
 }
 
 impl StructType {
+    /// A struct type without parent, constants, statics or properties (the
+    /// result structs that modules and the prelude return).
+    pub fn plain(name: impl Into<String>, fields: Vec<StructField>, methods: IndexMap<Arc<str>, Value, FxBuild>) -> StructType {
+        StructType {
+            name: name.into(),
+            fields,
+            methods,
+            statics: IndexMap::default(),
+            properties: IndexMap::default(),
+            consts: RwLock::new(IndexMap::default()),
+            parent: None,
+            error_kind: None,
+            hash_mode: HashMode::Identity,
+        }
+    }
     pub fn field_index(&self, name: &str) -> Option<usize> {
         self.fields.iter().position(|f| &*f.name == name)
+    }
+    /// Is `self` the struct `other` or one of its descendants?
+    pub fn descends_from(&self, other: &StructType) -> bool {
+        let mut t: &StructType = self;
+        loop {
+            if std::ptr::eq(t, other) {
+                return true;
+            }
+            match &t.parent {
+                Some(p) => t = p,
+                None => return false,
+            }
+        }
+    }
+    /// A dunder or other method by name.
+    #[inline]
+    pub fn method(&self, name: &str) -> Option<&Value> {
+        self.methods.get(name)
+    }
+    /// A constant by name.
+    pub fn constant(&self, name: &str) -> Option<Value> {
+        self.consts.read().get(name).cloned()
     }
 }
 
@@ -614,18 +698,33 @@ pub struct ErrorObj {
     /// `Some(code)` for the unwinding started by `exit(code)`: not an error,
     /// never caught by `except`, ends the program with that status.
     pub exit: Option<i32>,
+    /// The instance of a user error kind (a struct descending from `Error`)
+    /// that was raised; `kind` is then its nearest built-in kind and
+    /// `message` its message when raised.
+    pub payload: Option<Value>,
 }
 
 impl ErrorObj {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Exc {
-        Arc::new(ErrorObj { kind, message: message.into(), hint: None, trace: Mutex::new(Vec::new()), exit: None })
+        Arc::new(ErrorObj { kind, message: message.into(), hint: None, trace: Mutex::new(Vec::new()), exit: None, payload: None })
     }
     pub fn with_hint(kind: ErrorKind, message: impl Into<String>, hint: impl Into<String>) -> Exc {
-        Arc::new(ErrorObj { kind, message: message.into(), hint: Some(hint.into()), trace: Mutex::new(Vec::new()), exit: None })
+        Arc::new(ErrorObj { kind, message: message.into(), hint: Some(hint.into()), trace: Mutex::new(Vec::new()), exit: None, payload: None })
+    }
+    /// A raised instance of a user error kind.
+    pub fn user(kind: ErrorKind, message: String, payload: Value) -> Exc {
+        Arc::new(ErrorObj { kind, message, hint: None, trace: Mutex::new(Vec::new()), exit: None, payload: Some(payload) })
+    }
+    /// The name of the error's kind: the user kind's struct name, or the built-in kind's.
+    pub fn kind_name(&self) -> String {
+        match &self.payload {
+            Some(Value::Struct(s)) => s.ty.name.clone(),
+            _ => self.kind.name().to_string(),
+        }
     }
     /// The unwinding that `exit(code)` starts.
     pub fn exit(code: i32) -> Exc {
-        Arc::new(ErrorObj { kind: ErrorKind::Error, message: String::new(), hint: None, trace: Mutex::new(Vec::new()), exit: Some(code) })
+        Arc::new(ErrorObj { kind: ErrorKind::Error, message: String::new(), hint: None, trace: Mutex::new(Vec::new()), exit: Some(code), payload: None })
     }
 }
 

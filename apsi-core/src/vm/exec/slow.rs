@@ -10,6 +10,14 @@
 
 use super::*;
 
+/// `a op= b` on a struct: `__iop__` first (`ops::dunder::inplace`).
+fn inplace_dunder(op: BinOp, a: &Value, b: &Value) -> VResult<Value> {
+    match ops::dunder::inplace(op, a, b) {
+        Some(r) => r,
+        None => ops::binary(op, a, b),
+    }
+}
+
 /// What the dispatch loop does after an instruction ran here.
 pub(super) enum Flow {
     /// Go on with the next instruction (`pc` may have jumped).
@@ -160,6 +168,7 @@ impl Executor {
                     let op = if matches!(ins, Instr::Add { .. }) { BinOp::Add } else { BinOp::Sub };
                     let v = match bin_fast(op, r!(b), r!(c)) {
                         Some(v) => v,
+                        None if matches!(&*r!(b), Value::Struct(_)) && code.is_inplace(pc - 1) => tri!(inplace_dunder(op, r!(b), r!(c))),
                         None => tri!(ops::binary(op, r!(b), r!(c))),
                     };
                     setv(r!(a), v);
@@ -187,6 +196,7 @@ impl Executor {
                     }
                     let v = match bin_fast(BinOp::Mul, r!(b), r!(c)) {
                         Some(v) => v,
+                        None if matches!(&*r!(b), Value::Struct(_)) && code.is_inplace(pc - 1) => tri!(inplace_dunder(BinOp::Mul, r!(b), r!(c))),
                         None => tri!(ops::binary(BinOp::Mul, r!(b), r!(c))),
                     };
                     setv(r!(a), v);
@@ -212,6 +222,7 @@ impl Executor {
                 Instr::Bin { op, a, b, c } => {
                     let v = match bin_fast(op, r!(b), r!(c)) {
                         Some(v) => v,
+                        None if matches!(&*r!(b), Value::Struct(_)) && code.is_inplace(pc - 1) => tri!(inplace_dunder(op, r!(b), r!(c))),
                         None => tri!(ops::binary(op, r!(b), r!(c))),
                     };
                     setv(r!(a), v);
@@ -720,8 +731,17 @@ impl Executor {
                 Instr::MakeStruct { a, p, b } => {
                     let Some(sp) = code.structs.get(p as usize) else { throw!(err(ErrorKind::Error, "internal error: bad struct")) };
                     let ndef = sp.has_default.iter().filter(|d| **d).count();
-                    let vals: Vec<Value> = (0..ndef + sp.methods.len()).map(|i| dup(r!(b as usize + i))).collect();
-                    setv(r!(a), call::make_struct_type(sp, vals));
+                    let vals: Vec<Value> = (0..ndef + sp.methods.len() + usize::from(sp.has_base)).map(|i| dup(r!(b as usize + i))).collect();
+                    let t = tri!(super::super::structs::make_struct_type(sp, vals));
+                    setv(r!(a), t);
+                }
+                Instr::StructConst { a, k, c } => {
+                    let name = match code.consts.get(k as usize) {
+                        Some(Value::Str(s)) => s.as_str(),
+                        _ => throw!(err(ErrorKind::Error, "internal error: bad constant name")),
+                    };
+                    let v = dup(r!(c));
+                    tri!(super::super::structs::define_const(r!(a), name, v));
                 }
                 Instr::Raise { a } => {
                     let e = match &*r!(a) {
@@ -730,6 +750,29 @@ impl Executor {
                             e.clone()
                         }
                         Value::Kind(k) => err(*k, ""),
+                        Value::Struct(s) if s.ty.error_kind.is_some() => match super::super::structs::raise_struct(s) {
+                            Some(e) => e,
+                            None => type_err("internal error: not an error kind".to_string()),
+                        },
+                        Value::StructType(t) if t.error_kind.is_some() => {
+                            // `raise K` is `raise K()`.
+                            save_pc!();
+                            let t = t.clone();
+                            // The frame's registers are not read again before the throw.
+                            let made = super::super::structs::construct(self, &t, Args::new(), Vec::new());
+                            match made {
+                                Ok(Value::Struct(s)) => match super::super::structs::raise_struct(&s) {
+                                    Some(e) => e,
+                                    None => type_err("internal error: not an error kind".to_string()),
+                                },
+                                Ok(_) => type_err("internal error: constructor gave no instance".to_string()),
+                                Err(e) => e,
+                            }
+                        }
+                        Value::Struct(s) => type_err(format!(
+                            "raise needs an error value, and '{}' is not an error kind (declare it as 'struct {}(Error):')",
+                            s.ty.name, s.ty.name
+                        )),
                         other => type_err(format!("raise needs an error value such as ValueError(\"…\"), not {}", other.type_name())),
                     };
                     throw!(e)
@@ -779,12 +822,12 @@ impl Executor {
                     let v = match &*r!(b) {
                         Value::Str(_) => dup(r!(b)),
                         Value::Int(i) => Value::Str(crate::vm::value::StrRef::new(StrObj::from_int(*i))),
-                        other => Value::str(format::str_of(other)),
+                        other => Value::str(tri!(format::str_checked(other))),
                     };
                     setv(r!(a), v);
                 }
                 Instr::ToRepr { a, b } => {
-                    let v = Value::str(format::repr_of(r!(b)));
+                    let v = Value::str(tri!(format::repr_checked(r!(b))));
                     setv(r!(a), v);
                 }
                 Instr::Format { a, b, c } => {
@@ -819,7 +862,7 @@ impl Executor {
                     for i in 0..n as usize {
                         match &*r!(b as usize + i) {
                             Value::Str(x) => s.push_str(x.as_str()),
-                            other => s.push_str(&format::str_of(other)),
+                            other => s.push_str(&tri!(format::str_checked(other))),
                         }
                     }
                     setv(r!(a), Value::str(s));

@@ -1,0 +1,91 @@
+//! Calling Apsi code from Rust code that has no `Caller` at hand: the
+//! operator methods of structs (`__eq__`, `__hash__`, `__lt__`, `__str__`,
+//! `__bool__`, `__len__`, …) reached from `ops`, dict and set lookups,
+//! printing and truthiness.
+//!
+//! Each thread that runs Apsi code records its runtime here when an
+//! executor starts running (`Executor::call_value`). A call takes a spare
+//! executor of that runtime from a per-thread pool (making one when the
+//! pool is empty), runs the function to completion on it, and puts it back.
+//!
+//! Invariants:
+//! - The executor that is running never lends itself: a spare is always
+//!   another executor with its own stack, so no register of the running
+//!   frame can be touched by the nested call.
+//! - Spares are made with `Executor::nested`, which registers no new
+//!   `Participant`: they run on the thread that already is one, so the
+//!   single-thread lock-free mode of `VLock` is kept.
+//! - Nesting is bounded ([`MAX_DEPTH`]): `__eq__` calling `==` on itself
+//!   raises `RecursionError` instead of exhausting the Rust stack.
+
+use super::exec::Executor;
+use super::runtime::Shared;
+use super::value::{err, Caller, Kwargs, VResult, Value};
+use crate::error::ErrorKind;
+use std::cell::{Cell, RefCell};
+use std::sync::Arc;
+
+/// How deeply operator methods may nest through Rust code.
+pub const MAX_DEPTH: usize = 200;
+
+thread_local! {
+    static RUNTIME: RefCell<Option<Arc<Shared>>> = const { RefCell::new(None) };
+    static SPARES: RefCell<Vec<Box<Executor>>> = const { RefCell::new(Vec::new()) };
+    static DEPTH: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Record that this thread runs code of `shared` (cheap when unchanged).
+#[inline]
+pub(crate) fn install(shared: &Arc<Shared>) {
+    RUNTIME.with(|r| {
+        let same = matches!(&*r.borrow(), Some(cur) if Arc::ptr_eq(cur, shared));
+        if !same {
+            *r.borrow_mut() = Some(shared.clone());
+            SPARES.with(|s| s.borrow_mut().clear());
+        }
+    });
+}
+
+/// Call `f(*args, **kwargs)` on a spare executor of this thread's runtime.
+pub fn call(f: &Value, args: &[Value], kwargs: Kwargs) -> VResult<Value> {
+    let depth = DEPTH.with(|d| d.get());
+    if depth >= MAX_DEPTH {
+        return Err(err(ErrorKind::RecursionError, "maximum recursion depth exceeded (through operator methods)"));
+    }
+    let spare = SPARES.with(|s| s.borrow_mut().pop());
+    let mut ex = match spare {
+        Some(e) => e,
+        None => {
+            let shared = RUNTIME.with(|r| r.borrow().clone());
+            match shared {
+                Some(sh) => Box::new(Executor::nested(sh)),
+                None => {
+                    // No interpreter on this thread: natives only.
+                    return crate::ops::NoCaller.call(f, args, kwargs);
+                }
+            }
+        }
+    };
+    DEPTH.with(|d| d.set(depth + 1));
+    let r = ex.call(f, args, kwargs);
+    DEPTH.with(|d| d.set(depth));
+    SPARES.with(|s| s.borrow_mut().push(ex));
+    r
+}
+
+/// A `Caller` that runs everything through [`call`], for Rust code that
+/// needs one to pass on.
+pub struct Reentrant;
+
+impl Caller for Reentrant {
+    fn call(&mut self, f: &Value, args: &[Value], kwargs: Kwargs) -> VResult<Value> {
+        call(f, args, kwargs)
+    }
+    fn write_out(&mut self, text: &str) -> VResult<()> {
+        let shared = RUNTIME.with(|r| r.borrow().clone());
+        match shared {
+            Some(sh) => sh.write_out(text),
+            None => Err(err(ErrorKind::IOError, "this operation cannot print")),
+        }
+    }
+}
