@@ -349,8 +349,12 @@ fn struct_and_try_errors() {
         at("a struct body may hold only fields and methods", 14, 19)
     );
     assert_eq!(
-        one("struct S(B):\n    pass"),
-        at("a struct cannot have base classes", 8, 9)
+        one("struct S(A, B):\n    pass"),
+        at("a struct has at most one parent", 10, 11)
+    );
+    assert_eq!(
+        one("struct S:\n    x = 1\n    x: int"),
+        at("duplicate field 'x' in struct", 25, 26)
     );
     assert_eq!(
         one("struct S:\n    x: int\n    x: float"),

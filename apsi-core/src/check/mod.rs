@@ -59,6 +59,7 @@ mod load;
 mod names;
 mod resolve;
 mod scope;
+mod structs;
 mod suggest;
 #[cfg(test)]
 mod tests;

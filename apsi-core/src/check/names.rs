@@ -106,13 +106,15 @@ pub(crate) struct Checker<'s, 'a> {
     frames: Vec<Frame<'a>>,
     ctx: Vec<FnCtx>,
     pub diags: Vec<Diagnostic>,
+    /// How many struct method bodies enclose the code being checked.
+    methods: usize,
 }
 
 /// Runs the name and call checks over one unit.
 pub(crate) fn check_unit(shared: &Shared<'_>, idx: usize) -> Vec<Diagnostic> {
     let Some(unit) = shared.units.get(idx) else { return Vec::new() };
     let info = module_scope(&unit.ast);
-    let mut c = Checker { shared, unit, frames: Vec::new(), ctx: Vec::new(), diags: Vec::new() };
+    let mut c = Checker { shared, unit, frames: Vec::new(), ctx: Vec::new(), diags: Vec::new(), methods: 0 };
     c.push_frame(Kind::Module, info);
     c.ctx.push(FnCtx { in_function: false, loops: Vec::new() });
     c.body(&unit.ast.body);
@@ -255,6 +257,26 @@ impl<'s, 'a> Checker<'s, 'a> {
         }
     }
 
+    /// What a struct's parent names, as far as this scope knows.
+    fn parent_of(&self, sd: &'a StructDef) -> super::structs::Parent<'a> {
+        use super::structs::Parent;
+        let Some(base) = &sd.base else { return Parent::None };
+        if let Some(Def::Struct(p)) = self.callee(base) {
+            return Parent::Struct(p);
+        }
+        if let ExprKind::Name(n) = &base.kind {
+            if matches!(self.resolve(n), Res::Builtin) {
+                if super::structs::BUILTIN_TYPES.contains(&n.as_str()) {
+                    return Parent::Builtin(n.clone());
+                }
+                if n == "Exception" || crate::error::ErrorKind::ALL.iter().any(|k| k.name() == n) {
+                    return Parent::ErrorKind;
+                }
+            }
+        }
+        Parent::Unknown
+    }
+
     fn unit_def(&self, unit: usize, name: &str) -> Option<Def<'a>> {
         let b = self.shared.module_infos.get(unit)?.bindings.get(name)?;
         if b.count == 1 {
@@ -338,9 +360,14 @@ impl<'s, 'a> Checker<'s, 'a> {
                     }
                 }
                 self.diags.extend(calls::check_field_defaults(sd));
+                let parent_of = |s: &'a StructDef| self.parent_of(s);
+                let found = super::structs::check_struct(sd, &parent_of);
+                self.diags.extend(found);
+                self.methods += 1;
                 for m in &sd.methods {
                     self.func(m);
                 }
+                self.methods -= 1;
             }
             StmtKind::Use { .. } | StmtKind::Global(_) | StmtKind::Error => {}
             StmtKind::Nonlocal(names) => self.check_nonlocal(names, s.span),
@@ -506,13 +533,22 @@ impl<'s, 'a> Checker<'s, 'a> {
         match &e.kind {
             ExprKind::Name(n) => self.read_name(n, e.span),
             ExprKind::Call { func, args } => {
+                if let (ExprKind::Name(n), true) = (&func.kind, args.is_empty()) {
+                    if n == "super" && self.methods == 0 && matches!(self.resolve(n), Res::Builtin) {
+                        self.diags.push(
+                            Diagnostic::new(ErrorKind::SyntaxError, "super() is only valid inside a method of a struct")
+                                .label(e.span, "not inside a struct's method")
+                                .help("name the parent instead: 'Parent.method(obj, …)'"),
+                        );
+                    }
+                }
                 self.expr(func);
                 for a in args {
                     match a {
                         Arg::Positional(x) | Arg::Keyword(_, x) | Arg::Star(x) | Arg::DoubleStar(x) => self.expr(x),
                     }
                 }
-                if let Some(def) = self.callee(func) {
+                if let Some(def) = self.callee(func).filter(|d| super::structs::call_checkable(*d)) {
                     self.diags.extend(calls::check_call(def, e.span, args));
                 }
             }

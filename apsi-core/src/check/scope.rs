@@ -100,8 +100,7 @@ impl<'a> ScopeInfo<'a> {
             StmtKind::StructDef(sd) => {
                 // A struct's call signature is known when it has no decorator and
                 // either no parent (its fields) or an `__init__` of its own.
-                let has_init = sd.methods.iter().any(|m| m.name.name == "__init__");
-                let def = (sd.decorators.is_empty() && (sd.base.is_none() || has_init)).then_some(Def::Struct(sd));
+                let def = sd.decorators.is_empty().then_some(Def::Struct(sd));
                 self.bind(&sd.name.name, def, None);
             }
             StmtKind::Use { path, alias } => {

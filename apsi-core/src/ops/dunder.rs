@@ -9,8 +9,8 @@
 
 use crate::error::ErrorKind;
 use crate::syntax::ast::{BinOp, CmpOp, UnaryOp};
-use crate::vm::reentry;
-use crate::vm::value::{err, ApsiObject, ObjBox, StructObj, VResult, Value};
+use crate::vm::reentry::Reentrant;
+use crate::vm::value::{err, ApsiObject, Caller, ObjBox, StructObj, VResult, Value};
 use std::sync::{Arc, OnceLock};
 
 /// The value an operator method returns to say "not for this operand".
@@ -51,12 +51,16 @@ fn as_struct(v: &Value) -> Option<&Arc<StructObj>> {
 
 /// `obj.name(args…)` when `obj` is a struct with that method.
 fn call_method(obj: &Value, name: &str, rest: &[Value]) -> Option<VResult<Value>> {
+    call_method_with(&mut Reentrant, obj, name, rest)
+}
+
+fn call_method_with(c: &mut dyn Caller, obj: &Value, name: &str, rest: &[Value]) -> Option<VResult<Value>> {
     let s = as_struct(obj)?;
     let f = s.ty.method(name)?.clone();
     let mut args = Vec::with_capacity(rest.len() + 1);
     args.push(obj.clone());
     args.extend_from_slice(rest);
-    Some(reentry::call(&f, &args, &[]))
+    Some(c.call(&f, &args, &[]))
 }
 
 pub(crate) fn binary_names(op: BinOp) -> (&'static str, &'static str, &'static str) {
@@ -96,13 +100,18 @@ fn reflected_first(a: &Value, b: &Value, name: &str) -> bool {
 
 /// `a op b` through `__op__` / `__rop__`.
 pub fn binary(op: BinOp, a: &Value, b: &Value) -> Option<VResult<Value>> {
+    binary_with(&mut Reentrant, op, a, b)
+}
+
+/// [`binary`] running the methods on `c` (the VM passes itself).
+pub fn binary_with(c: &mut dyn Caller, op: BinOp, a: &Value, b: &Value) -> Option<VResult<Value>> {
     if as_struct(a).is_none() && as_struct(b).is_none() {
         return None;
     }
     let (fwd, rev, _) = binary_names(op);
     let mut tried = false;
     if reflected_first(a, b, rev) {
-        if let Some(r) = call_method(b, rev, std::slice::from_ref(a)) {
+        if let Some(r) = call_method_with(c, b, rev, std::slice::from_ref(a)) {
             tried = true;
             match r {
                 Ok(v) if is_not_implemented(&v) => {}
@@ -110,7 +119,7 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> Option<VResult<Value>> {
             }
         }
     }
-    if let Some(r) = call_method(a, fwd, std::slice::from_ref(b)) {
+    if let Some(r) = call_method_with(c, a, fwd, std::slice::from_ref(b)) {
         tried = true;
         match r {
             Ok(v) if is_not_implemented(&v) => {}
@@ -119,7 +128,7 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> Option<VResult<Value>> {
     }
     let same_type = matches!((as_struct(a), as_struct(b)), (Some(x), Some(y)) if Arc::ptr_eq(&x.ty, &y.ty));
     if !same_type {
-        if let Some(r) = call_method(b, rev, std::slice::from_ref(a)) {
+        if let Some(r) = call_method_with(c, b, rev, std::slice::from_ref(a)) {
             tried = true;
             match r {
                 Ok(v) if is_not_implemented(&v) => {}
@@ -135,26 +144,31 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> Option<VResult<Value>> {
 }
 
 /// `a op= b`: `__iop__` when `a` has it, else `a op b`.
-pub fn inplace(op: BinOp, a: &Value, b: &Value) -> Option<VResult<Value>> {
+pub fn inplace_with(c: &mut dyn Caller, op: BinOp, a: &Value, b: &Value) -> Option<VResult<Value>> {
     let (_, _, iname) = binary_names(op);
-    if let Some(r) = call_method(a, iname, std::slice::from_ref(b)) {
+    if let Some(r) = call_method_with(c, a, iname, std::slice::from_ref(b)) {
         match r {
             Ok(v) if is_not_implemented(&v) => {}
             other => return Some(other),
         }
     }
-    binary(op, a, b)
+    binary_with(c, op, a, b)
 }
 
 /// `-a`, `+a`, `~a`.
 pub fn unary(op: UnaryOp, v: &Value) -> Option<VResult<Value>> {
+    unary_with(&mut Reentrant, op, v)
+}
+
+/// [`unary`] running the method on `c`.
+pub fn unary_with(c: &mut dyn Caller, op: UnaryOp, v: &Value) -> Option<VResult<Value>> {
     let name = match op {
         UnaryOp::Neg => "__neg__",
         UnaryOp::Pos => "__pos__",
         UnaryOp::Invert => "__invert__",
         UnaryOp::Not => return None,
     };
-    let r = call_method(v, name, &[]);
+    let r = call_method_with(c, v, name, &[]);
     if r.is_none() && as_struct(v).is_some() {
         return Some(Err(err(ErrorKind::TypeError, format!("bad operand type for unary {}: '{}'", op_symbol(op), v.type_name()))));
     }
@@ -201,6 +215,11 @@ fn cmp_name(op: CmpOp) -> Option<&'static str> {
 /// anything). `None` when no method applies: `==`/`!=` then keep their
 /// default, the orderings raise.
 pub fn compare(op: CmpOp, a: &Value, b: &Value) -> Option<VResult<Value>> {
+    compare_with(&mut Reentrant, op, a, b)
+}
+
+/// [`compare`] running the methods on `c`.
+pub fn compare_with(c: &mut dyn Caller, op: CmpOp, a: &Value, b: &Value) -> Option<VResult<Value>> {
     if as_struct(a).is_none() && as_struct(b).is_none() {
         return None;
     }
@@ -216,7 +235,7 @@ pub fn compare(op: CmpOp, a: &Value, b: &Value) -> Option<VResult<Value>> {
         attempts.push((b, rname, a));
     }
     for (x, m, y) in attempts {
-        if let Some(r) = call_method(x, m, std::slice::from_ref(y)) {
+        if let Some(r) = call_method_with(c, x, m, std::slice::from_ref(y)) {
             match r {
                 Ok(v) if is_not_implemented(&v) => {}
                 other => return Some(other),
@@ -225,7 +244,7 @@ pub fn compare(op: CmpOp, a: &Value, b: &Value) -> Option<VResult<Value>> {
     }
     // `!=` without `__ne__`: the negation of `__eq__`.
     if op == CmpOp::NotEq {
-        if let Some(r) = compare(CmpOp::Eq, a, b) {
+        if let Some(r) = compare_with(c, CmpOp::Eq, a, b) {
             return Some(r.and_then(|v| v.truthy()).map(|t| Value::Bool(!t)));
         }
     }

@@ -1242,6 +1242,10 @@ impl<'a> Parser<'a> {
         for s in body {
             match s.kind {
                 StmtKind::AnnAssign { target: Expr { kind: ExprKind::Name(n), span }, annotation, value } => {
+                    if consts.iter().any(|c| c.name.name == n) {
+                        self.report(span, format!("duplicate field '{n}' in struct"), Some(format!("'{n}' is already a constant of this struct")));
+                        continue;
+                    }
                     self.add_field(&mut fields, Field { name: Ident { name: n, span }, annotation: Some(annotation), default: value, span: s.span });
                 }
                 StmtKind::Assign { mut targets, value } if targets.len() == 1 && matches!(targets[0].kind, ExprKind::Name(_)) => {

@@ -102,8 +102,10 @@ pub fn stmt(s: &Stmt) -> String {
                 .collect();
             let methods: Vec<String> = sd.methods.iter().map(func).collect();
             let decos: Vec<String> = sd.decorators.iter().map(|d| format!("@{}", expr(d))).collect();
+            let base = sd.base.as_ref().map(|b| format!("({})", expr(b))).unwrap_or_default();
+            let consts: String = sd.consts.iter().map(|c| format!(" (const {} {})", c.name.name, expr(&c.value))).collect();
             format!(
-                "(struct {}{} [{}] [{}])",
+                "(struct {}{}{base}{consts} [{}] [{}])",
                 decos.iter().map(|d| format!("{d} ")).collect::<String>(),
                 sd.name.name,
                 fields.join(" "),
@@ -406,6 +408,12 @@ fn stmt_spans(s: &Stmt, f: &mut dyn FnMut(apsi_core::diagnostic::Span)) {
                     .iter()
                     .chain(fl.default.iter())
                     .for_each(|x| expr_spans(x, f));
+            }
+            d.base.iter().for_each(|x| expr_spans(x, f));
+            for c in &d.consts {
+                f(c.span);
+                f(c.name.span);
+                expr_spans(&c.value, f);
             }
             d.methods.iter().for_each(|m| func_spans(m, f));
         }

@@ -10,11 +10,13 @@
 
 use super::*;
 
-/// `a op= b` on a struct: `__iop__` first (`ops::dunder::inplace`).
-fn inplace_dunder(op: BinOp, a: &Value, b: &Value) -> VResult<Value> {
-    match ops::dunder::inplace(op, a, b) {
+/// `a op b` (`inplace`: `a op= b`) where an operand is a struct: its
+/// operator methods run on this executor (no spare one needed).
+fn struct_binary(ex: &mut Executor, op: BinOp, a: Value, b: Value, inplace: bool) -> VResult<Value> {
+    let r = if inplace { ops::dunder::inplace_with(ex, op, &a, &b) } else { ops::dunder::binary_with(ex, op, &a, &b) };
+    match r {
         Some(r) => r,
-        None => ops::binary(op, a, b),
+        None => ops::binary(op, &a, &b),
     }
 }
 
@@ -168,7 +170,14 @@ impl Executor {
                     let op = if matches!(ins, Instr::Add { .. }) { BinOp::Add } else { BinOp::Sub };
                     let v = match bin_fast(op, r!(b), r!(c)) {
                         Some(v) => v,
-                        None if matches!(&*r!(b), Value::Struct(_)) && code.is_inplace(pc - 1) => tri!(inplace_dunder(op, r!(b), r!(c))),
+                        None if matches!(&*r!(b), Value::Struct(_)) || matches!(&*r!(c), Value::Struct(_)) => {
+                            let (x, y) = (dup(r!(b)), dup(r!(c)));
+                            let inplace = code.is_inplace(pc - 1);
+                            save_pc!();
+                            let res = struct_binary(self, op, x, y, inplace);
+                            refresh!();
+                            tri!(res)
+                        }
                         None => tri!(ops::binary(op, r!(b), r!(c))),
                     };
                     setv(r!(a), v);
@@ -196,7 +205,14 @@ impl Executor {
                     }
                     let v = match bin_fast(BinOp::Mul, r!(b), r!(c)) {
                         Some(v) => v,
-                        None if matches!(&*r!(b), Value::Struct(_)) && code.is_inplace(pc - 1) => tri!(inplace_dunder(BinOp::Mul, r!(b), r!(c))),
+                        None if matches!(&*r!(b), Value::Struct(_)) || matches!(&*r!(c), Value::Struct(_)) => {
+                            let (x, y) = (dup(r!(b)), dup(r!(c)));
+                            let inplace = code.is_inplace(pc - 1);
+                            save_pc!();
+                            let res = struct_binary(self, BinOp::Mul, x, y, inplace);
+                            refresh!();
+                            tri!(res)
+                        }
                         None => tri!(ops::binary(BinOp::Mul, r!(b), r!(c))),
                     };
                     setv(r!(a), v);
@@ -222,7 +238,14 @@ impl Executor {
                 Instr::Bin { op, a, b, c } => {
                     let v = match bin_fast(op, r!(b), r!(c)) {
                         Some(v) => v,
-                        None if matches!(&*r!(b), Value::Struct(_)) && code.is_inplace(pc - 1) => tri!(inplace_dunder(op, r!(b), r!(c))),
+                        None if matches!(&*r!(b), Value::Struct(_)) || matches!(&*r!(c), Value::Struct(_)) => {
+                            let (x, y) = (dup(r!(b)), dup(r!(c)));
+                            let inplace = code.is_inplace(pc - 1);
+                            save_pc!();
+                            let res = struct_binary(self, op, x, y, inplace);
+                            refresh!();
+                            tri!(res)
+                        }
                         None => tri!(ops::binary(op, r!(b), r!(c))),
                     };
                     setv(r!(a), v);
