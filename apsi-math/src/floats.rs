@@ -48,9 +48,34 @@ unary! {
     sinh => f64::sinh, true;
     cosh => f64::cosh, true;
     tanh => f64::tanh, false;
-    asinh => f64::asinh, false;
-    acosh => f64::acosh, false;
-    atanh => f64::atanh, false;
+    asinh => libm::asinh, false;
+    acosh => libm::acosh, false;
+    atanh => libm::atanh, false;
+}
+
+/// The C library's inverse hyperbolic functions, which CPython calls (the
+/// standard library's `f64::asinh` & co. are its own formulas, and differ
+/// in the last bit).
+mod libm {
+    mod c {
+        extern "C" {
+            pub fn asinh(x: f64) -> f64;
+            pub fn acosh(x: f64) -> f64;
+            pub fn atanh(x: f64) -> f64;
+        }
+    }
+    pub fn asinh(x: f64) -> f64 {
+        // SAFETY: a pure C math function of one double, defined for every input.
+        unsafe { c::asinh(x) }
+    }
+    pub fn acosh(x: f64) -> f64 {
+        // SAFETY: as above (NaN outside the domain).
+        unsafe { c::acosh(x) }
+    }
+    pub fn atanh(x: f64) -> f64 {
+        // SAFETY: as above (NaN or inf outside the domain).
+        unsafe { c::atanh(x) }
+    }
 }
 
 /// CPython's `m_log1p`: keeps the sign of a zero.

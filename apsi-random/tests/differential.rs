@@ -108,7 +108,12 @@ fn call(g: &mut Gen) -> String {
             let n = g.range(1, 20) as usize;
             format!("print(random.choice({}))", str_lit(g, n))
         }
-        9 => format!("print(random.choice(range({}, {}, {})))", g.range(-100, 0), g.range(1, 1 << 50), g.range(1, 7)),
+        9 => format!(
+            "print(random.choice(range({}, {}, {})))",
+            g.range(-100, 0),
+            g.range(1, 1 << 50),
+            g.range(1, 7)
+        ),
         10 => {
             let n = g.range(0, 40) as usize;
             format!("xs = {}\nrandom.shuffle(xs)\nprint(xs)", list_lit(g, n))
@@ -135,7 +140,11 @@ fn call(g: &mut Gen) -> String {
         }
         14 => match g.below(3) {
             0 => format!("print(random.uniform({}, {}))", g.int(), g.int()),
-            1 => format!("print(random.uniform({}.5, {}.25))", g.range(-1000, 1000), g.range(-1000, 1000)),
+            1 => format!(
+                "print(random.uniform({}.5, {}.25))",
+                g.range(-1000, 1000),
+                g.range(-1000, 1000)
+            ),
             _ => format!("print(random.uniform({}, {}.75))", g.range(-99, 99), g.range(-99, 99)),
         },
         _ => format!("print(random.gauss({}.5, {}.0))", g.range(-10, 10), g.range(0, 5)),
@@ -175,7 +184,10 @@ fn python(src: &str) -> Option<String> {
 }
 
 fn have_python() -> bool {
-    let ok = Command::new("python3").arg("--version").output().is_ok_and(|o| o.status.success());
+    let ok = Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
     if !ok {
         eprintln!("skipped: python3 is not on PATH, so there is no CPython to compare with");
     }
@@ -196,8 +208,17 @@ fn compare(body: &str, ours: &str, theirs: &str) {
         return;
     }
     let (a, b): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
-    let i = a.iter().zip(&b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
-    let seed = b[..i.min(b.len())].iter().rev().find(|l| l.starts_with("seed")).copied().unwrap_or("?");
+    let i = a
+        .iter()
+        .zip(&b)
+        .position(|(x, y)| x != y)
+        .unwrap_or(a.len().min(b.len()));
+    let seed = b[..i.min(b.len())]
+        .iter()
+        .rev()
+        .find(|l| l.starts_with("seed"))
+        .copied()
+        .unwrap_or("?");
     let printed = body.lines().filter(|l| l.starts_with("print(")).nth(i).unwrap_or("?");
     panic!(
         "Apsi and CPython differ ({seed}) at output line {} ({printed}):\n  apsi:    {:?}\n  cpython: {:?}",
@@ -220,6 +241,7 @@ fn same_numbers_as_cpython_for_1000_seeds() {
         let ours = apsi(&format!("diff{b}"), &format!("use random\n{body}"));
         let theirs = python(&format!("import random\n{body}")).unwrap_or_default();
         compare(&body, &ours, &theirs);
+        assert!(ours.lines().count() > 10 * per_batch, "too little output");
         seeds += per_batch;
     }
     assert_eq!(seeds, 1000);
@@ -258,7 +280,11 @@ fn errors_match_cpython() {
     body.push_str("print(random.random())\n");
     let theirs = python(&format!("import random\n{body}")).unwrap_or_default();
     // Apsi spells the error's message `e.message` and its kind `type(e)`.
-    let ours_body = body.replace("except Exception as e:\n    print(type(e).__name__, e)", "except Error as e:\n    print(e.kind, e.message)");
+    let ours_body = body.replace(
+        "except Exception as e:\n    print(type(e).__name__, e)",
+        "except Error as e:\n    print(e.kind, e.message)",
+    );
     let ours = apsi("errors", &format!("use random\n{ours_body}"));
     compare(&body, &ours, &theirs);
+    assert_eq!(ours.lines().count(), cases.len() + 1, "{ours}");
 }
