@@ -89,7 +89,7 @@ impl Gen {
     fn float(&mut self) -> String {
         let mant = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
         let exp = (self.next() % 40) as i32 - 20;
-        let sign = if self.next() % 2 == 0 { 1.0 } else { -1.0 };
+        let sign = if self.next().is_multiple_of(2) { 1.0 } else { -1.0 };
         format!("{:?}", sign * mant * 2f64.powi(exp))
     }
 }
