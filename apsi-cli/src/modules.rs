@@ -11,6 +11,8 @@ pub const FEATURES: &[(&str, bool)] = &[
     ("pkg", cfg!(feature = "pkg")),
     ("blas", cfg!(feature = "blas")),
     ("python", cfg!(feature = "python")),
+    ("math", cfg!(feature = "math")),
+    ("random", cfg!(feature = "random")),
 ];
 
 /// Every compiled-in module, freshly described.
@@ -27,6 +29,10 @@ pub fn compiled_in() -> Vec<ModuleDescriptor> {
     out.push(apsi_data::module());
     #[cfg(feature = "python")]
     out.push(apsi_python::module());
+    #[cfg(feature = "math")]
+    out.push(apsi_math::module());
+    #[cfg(feature = "random")]
+    out.push(apsi_random::module());
     out
 }
 

@@ -28,6 +28,7 @@ pub fn env_for(prelude: Vec<String>, modules: &[ModuleDescriptor], allowed: &[St
             name: m.name.to_string(),
             exports: m.exports.iter().map(|(n, _)| n.to_string()).collect(),
             capabilities: m.capabilities.iter().map(|c| c.to_string()).collect(),
+            namespace_only: m.namespace_only,
         })
         .collect();
     CheckEnv { prelude, builtin_modules, allowed: allowed.to_vec() }

@@ -28,6 +28,10 @@ pub struct ModuleDescriptor {
     pub exports: Vec<(Arc<str>, Value)>,
     /// Capabilities a program using this module needs (`python`, `net`), for the Guard.
     pub capabilities: Vec<&'static str>,
+    /// `use NAME` binds only `NAME` (as Python's `import`): the exports are
+    /// reached as `NAME.f` and never become unqualified names, so they cannot
+    /// hide the prelude's (`use math` keeps the prelude's `sqrt`).
+    pub namespace_only: bool,
 }
 
 impl ModuleDescriptor {
@@ -43,7 +47,7 @@ pub struct ModuleBuilder {
 impl ModuleBuilder {
     pub fn new(name: &'static str, version: &'static str, requires_core: &'static str) -> ModuleBuilder {
         ModuleBuilder {
-            desc: ModuleDescriptor { name, version, requires_core, exports: Vec::new(), capabilities: Vec::new() },
+            desc: ModuleDescriptor { name, version, requires_core, exports: Vec::new(), capabilities: Vec::new(), namespace_only: false },
         }
     }
 
@@ -67,6 +71,12 @@ impl ModuleBuilder {
     /// Declare that using this module needs a capability the Guard checks.
     pub fn capability(mut self, cap: &'static str) -> ModuleBuilder {
         self.desc.capabilities.push(cap);
+        self
+    }
+
+    /// Bind only the module's name on `use` (see [`ModuleDescriptor::namespace_only`]).
+    pub fn namespace_only(mut self) -> ModuleBuilder {
+        self.desc.namespace_only = true;
         self
     }
 

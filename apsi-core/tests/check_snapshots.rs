@@ -44,11 +44,13 @@ fn env(allowed: &[&str]) -> CheckEnv {
                     "bench",
                 ]),
                 capabilities: vec![],
+                namespace_only: false,
             },
             BuiltinModuleInfo {
                 name: "python".into(),
                 exports: strs(&["eval", "exec", "call"]),
                 capabilities: strs(&["python"]),
+                namespace_only: false,
             },
         ],
         allowed: strs(allowed),

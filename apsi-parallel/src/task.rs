@@ -140,7 +140,9 @@ pub fn spawn(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     });
     let (t, f, a) = (task.clone(), f.clone(), rest.to_vec());
     apsi_core::par::pool::submit(Box::new(move || {
-        let r = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| exec.call(&f, &a, &[]))) {
+        // The task gets its own module task-local state (`par::task_local`).
+        let run = || apsi_core::par::task_local::run_task(|| exec.call(&f, &a, &[]));
+        let r = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
             Ok(r) => r,
             Err(_) => Err(err(ErrorKind::Error, "internal error: a task panicked")),
         };

@@ -23,6 +23,7 @@ pub fn module_infos(modules: &[ModuleDescriptor]) -> Vec<BuiltinModuleInfo> {
             name: m.name.to_string(),
             exports: m.exports.iter().map(|(n, _)| n.to_string()).collect(),
             capabilities: m.capabilities.iter().map(|c| c.to_string()).collect(),
+            namespace_only: m.namespace_only,
         })
         .collect()
 }
@@ -41,6 +42,7 @@ mod tests {
                 requires_core: "^2.0",
                 exports: vec![("one".into(), Value::Int(1)), ("two".into(), Value::Int(2))],
                 capabilities: vec![],
+                namespace_only: false,
             },
             ModuleDescriptor {
                 name: "beta",
@@ -48,6 +50,7 @@ mod tests {
                 requires_core: "^2.0",
                 exports: vec![],
                 capabilities: vec!["net", "python"],
+                namespace_only: true,
             },
         ];
         let infos = module_infos(&modules);
@@ -68,5 +71,6 @@ mod tests {
             ),
             ("beta", vec![], vec!["net".to_string(), "python".to_string()])
         );
+        assert!(!infos[0].namespace_only && infos[1].namespace_only);
     }
 }

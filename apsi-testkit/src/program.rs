@@ -164,6 +164,7 @@ mod tests {
             requires_core: "^2.0",
             exports: vec![],
             capabilities: vec!["net"],
+            namespace_only: false,
         }
     }
 

@@ -227,14 +227,19 @@ impl<'e, 'p> Loader<'e, 'p> {
     ) -> Option<ResolvedUse> {
         let last = path.last()?;
         let binding = alias.unwrap_or(last).name.clone();
-        let unqualified = alias.is_none();
+        let mut unqualified = alias.is_none();
         let found = find_module(path, span, importer, &self.main, self.packages.as_deref(), self.env);
         let target = match found {
             Err(d) => {
                 self.diags.push(*d);
                 return None;
             }
-            Ok(Found::Builtin(name)) => UseTarget::Builtin(name),
+            Ok(Found::Builtin(name)) => {
+                if self.env.builtin_modules.iter().any(|m| m.name == name && m.namespace_only) {
+                    unqualified = false;
+                }
+                UseTarget::Builtin(name)
+            }
             Ok(Found::File { real, display }) => {
                 let canon = canonical(&real);
                 match self.slots.get(&canon) {

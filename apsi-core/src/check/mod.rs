@@ -96,6 +96,9 @@ pub struct BuiltinModuleInfo {
     pub exports: Vec<String>,
     /// Capabilities needed to use this module at all (`python` for `use python`).
     pub capabilities: Vec<String>,
+    /// `use NAME` binds only `NAME`; the exports never become unqualified
+    /// names (`use math`, `use random`).
+    pub namespace_only: bool,
 }
 
 /// A checked program: every module it needs, dependencies before dependents.

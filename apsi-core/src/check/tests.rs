@@ -13,9 +13,9 @@ fn env() -> CheckEnv {
     CheckEnv {
         prelude: strs(&["print", "len", "range", "sum", "min", "max", "list", "read_text", "zeros", "cpu_count"]),
         builtin_modules: vec![
-            BuiltinModuleInfo { name: "alpha".into(), exports: strs(&["shared", "only_a"]), capabilities: vec![] },
-            BuiltinModuleInfo { name: "beta".into(), exports: strs(&["shared", "cpu_count"]), capabilities: vec![] },
-            BuiltinModuleInfo { name: "torchy".into(), exports: vec![], capabilities: strs(&["python"]) },
+            BuiltinModuleInfo { name: "alpha".into(), exports: strs(&["shared", "only_a"]), capabilities: vec![], namespace_only: false },
+            BuiltinModuleInfo { name: "beta".into(), exports: strs(&["shared", "cpu_count"]), capabilities: vec![], namespace_only: false },
+            BuiltinModuleInfo { name: "torchy".into(), exports: vec![], capabilities: strs(&["python"]), namespace_only: false },
         ],
         allowed: vec![],
     }

@@ -13,10 +13,13 @@
 //! - [`parts`]: run N pieces of Apsi work, the caller taking part 0, results
 //!   in part order, the first error stopping the rest.
 //! - [`tasks`]: what a runtime knows about the tasks its program spawned.
+//! - [`task_local`]: hooks that give each task its own copy of a module's
+//!   thread-local state (`use random`'s generator).
 
 pub mod parfor;
 pub mod parts;
 pub mod pool;
+pub mod task_local;
 pub mod tasks;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -28,7 +28,10 @@ struct State {
 
 impl State {
     fn run(&self, c: &mut dyn Caller, k: usize) {
-        let r = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.work)(c, k, &self.stop))) {
+        // Each part is a task of its own (`task_local`), on whatever thread runs it.
+        let r = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            super::task_local::run_task(|| (self.work)(c, k, &self.stop))
+        })) {
             Ok(r) => r,
             Err(_) => Err(err(ErrorKind::Error, "internal error: a parallel worker panicked")),
         };

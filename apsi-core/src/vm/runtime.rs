@@ -65,6 +65,8 @@ pub struct Shared {
     out: Mutex<BufWriter<Box<dyn Write + Send>>>,
     pub(crate) prelude: HashMap<String, Value>,
     pub(crate) modules: HashMap<String, Arc<ModuleObj>>,
+    /// Compiled-in modules whose `use` binds only their name (`math`, `random`).
+    pub(crate) namespace_only: std::collections::HashSet<String>,
     pub(crate) max_depth: usize,
     pub(crate) max_native_depth: usize,
     /// Tasks the program spawned (`use parallel`): waited for at exit.
@@ -218,11 +220,13 @@ impl Runtime {
             prelude.insert("native".to_string(), v.clone());
         }
         let modules = config.modules.iter().map(|d| (d.name.to_string(), module_obj(d))).collect();
+        let namespace_only = config.modules.iter().filter(|d| d.namespace_only).map(|d| d.name.to_string()).collect();
         let out: Box<dyn Write + Send> = config.output.unwrap_or_else(|| Box::new(std::io::stdout()));
         let shared = Shared {
             out: Mutex::new(BufWriter::with_capacity(1 << 16, out)),
             prelude,
             modules,
+            namespace_only,
             max_depth: config.max_depth.max(1),
             max_native_depth: config.max_native_depth.max(1),
             tasks: Arc::new(crate::par::tasks::TaskRegistry::new()),
@@ -287,6 +291,7 @@ impl Runtime {
         for u in &unit.uses {
             let (value, exports) = match &u.target {
                 UseTarget::Builtin(name) => match self.shared.modules.get(name) {
+                    Some(m) if self.shared.namespace_only.contains(name) => (Value::Module(m.clone()), Vec::new()),
                     Some(m) => (Value::Module(m.clone()), module_exports(m)),
                     None => {
                         let d = Diagnostic::new(ErrorKind::ModuleNotFoundError, format!("no module named '{name}' is compiled into this interpreter")).at(u.span);
@@ -393,7 +398,7 @@ impl Runtime {
                 let name = name.join(".");
                 match self.shared.modules.get(&name) {
                     Some(m) => {
-                        if alias.is_none() {
+                        if alias.is_none() && !self.shared.namespace_only.contains(&name) {
                             self.repl.unqualified.extend(module_exports(m));
                         }
                         let b = alias.as_ref().or(path.last()).map(|i| i.name.clone()).unwrap_or_default();
