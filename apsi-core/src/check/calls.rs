@@ -16,6 +16,9 @@ struct P<'a> {
 
 struct Sig<'a> {
     name: &'a Ident,
+    /// A struct's constants (`NAME = value` in its body), for the hint
+    /// when one is used as a field (the rule changed: they were fields).
+    consts: &'a [StructConst],
     is_struct: bool,
     params: Vec<P<'a>>,
     vararg: Option<&'a Param>,
@@ -31,6 +34,7 @@ fn sig_of(def: Def<'_>) -> Sig<'_> {
     match def {
         Def::Func(f) => Sig {
             name: &f.name,
+            consts: &[],
             is_struct: false,
             params: f.params.params.iter().map(p).collect(),
             vararg: f.params.vararg.as_ref(),
@@ -42,6 +46,7 @@ fn sig_of(def: Def<'_>) -> Sig<'_> {
             let params: Vec<P<'_>> = init.map(|f| f.params.params.iter().skip(1).map(p).collect()).unwrap_or_default();
             Sig {
                 name: &sd.name,
+                consts: &[],
                 is_struct: false,
                 params,
                 vararg: init.and_then(|f| f.params.vararg.as_ref()),
@@ -51,6 +56,7 @@ fn sig_of(def: Def<'_>) -> Sig<'_> {
         }
         Def::Struct(sd) => Sig {
             name: &sd.name,
+            consts: &sd.consts,
             is_struct: true,
             params: sd
                 .fields
@@ -92,11 +98,32 @@ impl Sig<'_> {
 
     fn error(&self, msg: String, call: Span, label: &str) -> Diagnostic {
         let what = if self.is_struct { "struct" } else { "function" };
+        let help = match self.consts.first() {
+            Some(c) => format!("{}; {}", self.hint(), const_hint(c)),
+            None => self.hint(),
+        };
         Diagnostic::new(ErrorKind::TypeError, msg)
             .label(call, label)
             .label(self.name.span, format!("{what} '{}' defined here", self.name.name))
-            .help(self.hint())
+            .help(help)
     }
+}
+
+/// "'x' is a constant …: declare it as 'x: any = 0'".
+fn const_hint(c: &StructConst) -> String {
+    let v = match &c.value.kind {
+        ExprKind::Int(i) => i.to_string(),
+        ExprKind::Float(f) => crate::format::float_repr(*f),
+        ExprKind::Str(t) => crate::format::quote_str(t),
+        ExprKind::Bool(b) => b.to_string(),
+        ExprKind::None => "none".to_string(),
+        ExprKind::List(xs) if xs.is_empty() => "[]".to_string(),
+        _ => "…".to_string(),
+    };
+    format!(
+        "'{}' is a constant (assigned without a type in the struct body); to make it a field, declare it as '{}: any = {v}'",
+        c.name.name, c.name.name
+    )
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {
@@ -163,7 +190,9 @@ pub(crate) fn check_call(def: Def<'_>, call: Span, args: &[Arg]) -> Vec<Diagnost
             d.labels.insert(0, crate::diagnostic::Label { span: k.span, message: Some("unknown name".into()) });
             d.labels.retain(|l| l.span != call);
             let names: Vec<&str> = sig.params.iter().chain(&sig.kwonly).map(|q| q.name.name.as_str()).collect();
-            if let Some(s) = super::suggest::closest(&k.name, names) {
+            if let Some(c) = sig.consts.iter().find(|c| c.name.name == k.name) {
+                d.help = Some(const_hint(c));
+            } else if let Some(s) = super::suggest::closest(&k.name, names) {
                 d.help = Some(format!("did you mean '{s}='? {}", sig.hint()));
             }
             return vec![d];
