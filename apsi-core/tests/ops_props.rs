@@ -166,7 +166,7 @@ proptest! {
         let p = apsi_core::builtins::prelude();
         let kws: Vec<(Arc<str>, Value)> = vec![("key".into(), kwv.clone())];
         for (name, f) in &p.exports {
-            if matches!(&**name, "input" | "exit" | "read_text" | "write_text" | "bench") {
+            if matches!(&**name, "input" | "exit" | "read_text" | "write_text" | "read_bytes" | "write_bytes" | "bench") {
                 continue;
             }
             let _ = QuietCaller.call(f, &args, &[]);

@@ -61,6 +61,7 @@ impl<'a> Parser<'a> {
                 | Tok::Float
                 | Tok::Str
                 | Tok::FStr
+                | Tok::Bytes
                 | Tok::Bad
                 | Tok::True
                 | Tok::False
@@ -717,6 +718,7 @@ impl<'a> Parser<'a> {
                 }
             }
             Tok::Str | Tok::FStr => return self.strings(),
+            Tok::Bytes => return self.bytes_literals(),
             Tok::True | Tok::False => {
                 self.bump();
                 ExprKind::Bool(t.kind == Tok::True)
@@ -972,6 +974,11 @@ impl<'a> Parser<'a> {
                     }
                 }
             }
+        }
+        if self.peek() == Tok::Bytes {
+            let t = self.tok();
+            let span = self.span(t.start, t.end);
+            self.report(span, "cannot mix bytes and nonbytes literals", None);
         }
         let span = self.since(start);
         match parts {
