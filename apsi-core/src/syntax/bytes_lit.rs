@@ -123,6 +123,9 @@ impl Parser<'_> {
             let t = self.tok();
             let span = self.span(t.start, t.end);
             self.report(span, "cannot mix bytes and nonbytes literals", None);
+            while matches!(self.peek(), Tok::Str | Tok::FStr | Tok::Bytes) {
+                self.bump();
+            }
         }
         Expr {
             kind: ExprKind::Bytes(data),

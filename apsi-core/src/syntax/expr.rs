@@ -979,6 +979,9 @@ impl<'a> Parser<'a> {
             let t = self.tok();
             let span = self.span(t.start, t.end);
             self.report(span, "cannot mix bytes and nonbytes literals", None);
+            while matches!(self.peek(), Tok::Str | Tok::FStr | Tok::Bytes) {
+                self.bump();
+            }
         }
         let span = self.since(start);
         match parts {
