@@ -97,6 +97,8 @@ fn arb_value() -> impl Strategy<Value = Value> {
         prop_oneof![any::<i64>(), -5i64..5].prop_map(Value::Int),
         prop_oneof![any::<f64>(), -5.0f64..5.0].prop_map(Value::Float),
         "[a-zé ,]{0,6}".prop_map(Value::str),
+        "[a-z%0-9.#+ (-)sdxfrc]{0,6}".prop_map(Value::str),
+        proptest::collection::vec(any::<u8>(), 0..6).prop_map(Value::bytes),
     ];
     leaf.prop_recursive(3, 16, 4, |inner| {
         prop_oneof![

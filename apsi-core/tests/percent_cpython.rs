@@ -254,3 +254,32 @@ fn percent_formatting_matches_cpython() {
         bad.iter().take(40).cloned().collect::<Vec<_>>().join("\n")
     );
 }
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn arg() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::None),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::Int),
+            any::<f64>().prop_map(Value::Float),
+            "[a-zé%]{0,3}".prop_map(Value::str),
+            proptest::collection::vec(any::<u8>(), 0..3).prop_map(Value::bytes),
+        ];
+        leaf.prop_recursive(2, 8, 4, |inner| {
+            proptest::collection::vec(inner, 0..4).prop_map(Value::tuple)
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        /// Any format string with any arguments formats or raises; it never panics.
+        #[test]
+        fn percent_never_panics(fmt in "[%()a-z0-9.#+ -]{0,12}", args in arg()) {
+            let _ = percent_format(&fmt, &args);
+        }
+    }
+}
