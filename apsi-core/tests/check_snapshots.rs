@@ -279,3 +279,8 @@ fn calls_into_file_modules_are_checked() {
         "{out}"
     );
 }
+
+#[test]
+fn bad_bytes_literal() {
+    insta::assert_snapshot!(rendered("bad_bytes.apsi", &env(&[])));
+}

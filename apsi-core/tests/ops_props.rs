@@ -97,6 +97,8 @@ fn arb_value() -> impl Strategy<Value = Value> {
         prop_oneof![any::<i64>(), -5i64..5].prop_map(Value::Int),
         prop_oneof![any::<f64>(), -5.0f64..5.0].prop_map(Value::Float),
         "[a-zé ,]{0,6}".prop_map(Value::str),
+        "[a-z%0-9.#+ (-)sdxfrc]{0,6}".prop_map(Value::str),
+        proptest::collection::vec(any::<u8>(), 0..6).prop_map(Value::bytes),
     ];
     leaf.prop_recursive(3, 16, 4, |inner| {
         prop_oneof![
@@ -166,7 +168,7 @@ proptest! {
         let p = apsi_core::builtins::prelude();
         let kws: Vec<(Arc<str>, Value)> = vec![("key".into(), kwv.clone())];
         for (name, f) in &p.exports {
-            if matches!(&**name, "input" | "exit" | "read_text" | "write_text" | "bench") {
+            if matches!(&**name, "input" | "exit" | "read_text" | "write_text" | "read_bytes" | "write_bytes" | "bench") {
                 continue;
             }
             let _ = QuietCaller.call(f, &args, &[]);

@@ -565,3 +565,12 @@ fn a_broken_header_or_clause_gives_one_error() {
     let (m, _) = parse(FileId(0), "try\n    x\nexcept E:\n    pass\n");
     assert_eq!(stmt(&m.body[0]), "(try [x] [(except E _ [pass])] [] [])");
 }
+
+#[test]
+fn bytes_literals() {
+    assert_eq!(one("x = b'é'"), at("bytes can only contain ASCII literal characters", 6, 8));
+    assert_eq!(one("x = b'\\x4'"), at("invalid \\x escape: expected two hex digits, as in \\x41", 6, 8));
+    assert_eq!(one("x = b'a' 'b'"), at("cannot mix bytes and nonbytes literals", 9, 12));
+    assert_eq!(one("x = 'a' b'b'"), at("cannot mix bytes and nonbytes literals", 8, 12));
+    assert!(errs("x = b'a' b'b' + rb'\\d'").is_empty());
+}

@@ -10,6 +10,7 @@
 //! | `i` | int | `i64` |
 //! | `f` | float | the `f64`'s bits (exact: inf, nan, -0.0 survive) |
 //! | `s` | str | `u32` byte count, UTF-8 |
+//! | `y` | bytes | `u32` byte count, the bytes (Python `bytes`; `bytearray` and `memoryview` arrive as bytes) |
 //! | `l` `t` | list, tuple | `u32` count, the items |
 //! | `d` | dict | `u32` count, key then value, in insertion order |
 //! | `r` | range | start, stop, step as `i64` |
@@ -103,6 +104,11 @@ fn enc(v: &Value, out: &mut Vec<u8>, depth: usize) -> VResult<()> {
                 enc(k, out, depth + 1)?;
                 enc(x, out, depth + 1)?;
             }
+        }
+        Value::Bytes(b) => {
+            out.push(b'y');
+            put_len32(out, b.0.len(), "a bytes value")?;
+            out.extend_from_slice(&b.0);
         }
         Value::Range(r) => {
             out.push(b'r');
@@ -273,6 +279,10 @@ impl<'a> Reader<'a> {
             b'i' => Value::Int(self.i64()?),
             b'f' => Value::Float(f64::from_bits(self.u64()?)),
             b's' => Value::str(self.string()?),
+            b'y' => {
+                let n = self.u32()? as usize;
+                Value::bytes(self.take(n)?.to_vec())
+            }
             b'l' | b't' => {
                 let n = self.count()?;
                 let mut items = Vec::with_capacity(n);
@@ -393,6 +403,8 @@ mod tests {
         assert!(matches!(round(&Value::Bool(true)), Value::Bool(true)));
         assert!(matches!(round(&Value::None), Value::None));
         assert_eq!(round(&Value::str("héllo ✓")).as_str(), Some("héllo ✓"));
+        assert_eq!(repr(&round(&Value::bytes(b"GIF\x89\x00".to_vec()))), r"b'GIF\x89\x00'");
+        assert_eq!(repr(&round(&Value::bytes(Vec::new()))), "b''");
     }
 
     #[test]
@@ -530,7 +542,7 @@ mod tests {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                buf.push(b"NTFifsltdra\x00\x01\xff"[(x % 14) as usize]);
+                buf.push(b"NTFifsltdray\x00\x01\xff"[(x % 15) as usize]);
             }
             let _ = Reader::new(&buf).value();
         }

@@ -99,6 +99,8 @@ class Reader:
             return _D.unpack(self.take(8))[0]
         if tag == b"s":
             return self.text()
+        if tag == b"y":
+            return bytes(self.take(self.u32()))
         if tag == b"l":
             return [self.value(depth + 1) for _ in range(self.u32())]
         if tag == b"t":
@@ -204,6 +206,11 @@ def encode(out, x, depth=0):
     elif t is str:
         out.append(b"s")
         _text(out, x)
+    elif t is bytes or isinstance(x, (bytes, bytearray, memoryview)):
+        b = bytes(x)
+        out.append(b"y")
+        out.append(_U32.pack(len(b)))
+        out.append(b)
     elif t is list or t is tuple:
         out.append(b"l" if t is list else b"t")
         out.append(_U32.pack(len(x)))

@@ -350,3 +350,15 @@ fn module_functions_check_their_arguments() {
     let names: Vec<&str> = m.exports.iter().map(|(n, _)| &**n).collect();
     assert_eq!(names, vec!["eval", "exec", "call"]);
 }
+
+#[test]
+fn bytes_convert_both_ways() {
+    let b = bridge();
+    assert_eq!(eval(&b, "b'GIF\\x89\\x00'"), "b'GIF\\x89\\x00'");
+    assert_eq!(eval(&b, "bytearray(b'ab')"), "b'ab'");
+    assert_eq!(eval(&b, "memoryview(b'')"), "b''");
+    let v = Value::bytes(vec![0, 255, 65]);
+    let back = b.call("copy.deepcopy", std::slice::from_ref(&v), &[]).unwrap();
+    assert_eq!(repr_of(&back), "b'\\x00\\xffA'");
+    assert_eq!(repr_of(&b.call("len", &[v], &[]).unwrap()), "3");
+}

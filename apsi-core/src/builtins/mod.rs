@@ -5,6 +5,7 @@
 //! (the receiver is passed as `args[0]`).
 
 mod args;
+mod bytes;
 mod core;
 mod dicts;
 mod lists;
@@ -15,6 +16,7 @@ mod strs;
 mod system;
 mod types;
 
+pub use bytes::{bytes_binary, bytes_contains};
 pub use system::{bench_result_type, cpu_count_value};
 pub use types::{type_of, type_token, type_token_name};
 
@@ -81,6 +83,9 @@ pub fn prelude() -> ModuleDescriptor {
         ("input", system::input),
         ("read_text", system::read_text),
         ("write_text", system::write_text),
+        ("read_bytes", bytes::read_bytes),
+        ("write_bytes", bytes::write_bytes),
+        ("hash", crate::ops::hash_builtin),
         ("exit", system::exit),
         ("time", system::time),
         ("cpu_count", system::cpu_count),
@@ -122,6 +127,8 @@ pub fn method(receiver: &Value, name: &str) -> Option<NativeFnPtr> {
         Value::List(_) => lists::list_method(name),
         Value::Tuple(_) => lists::tuple_method(name),
         Value::Dict(_) => dicts::method(name),
+        Value::Bytes(_) => bytes::method(name),
+        Value::Native(f) if type_token_name(f).as_deref() == Some("bytes") => bytes::type_method(name),
         _ => None,
     }
 }
@@ -133,6 +140,7 @@ pub fn method_names(receiver: &Value) -> &'static [&'static str] {
         Value::List(_) => lists::LIST_NAMES,
         Value::Tuple(_) => lists::TUPLE_NAMES,
         Value::Dict(_) => dicts::NAMES,
+        Value::Bytes(_) => bytes::NAMES,
         _ => &[],
     }
 }
@@ -159,7 +167,7 @@ mod tests {
 
     #[test]
     fn every_listed_method_exists() {
-        let receivers = [Value::str(""), Value::list(vec![]), Value::tuple(vec![]), Value::empty_dict()];
+        let receivers = [Value::str(""), Value::list(vec![]), Value::tuple(vec![]), Value::empty_dict(), Value::bytes(vec![])];
         for r in &receivers {
             for n in method_names(r) {
                 assert!(method(r, n).is_some(), "{} lacks {n}", r.type_name());

@@ -10,11 +10,13 @@ pub(crate) const NAMES: &[&str] = &[
     "upper", "lower", "strip", "lstrip", "rstrip", "split", "rsplit", "splitlines", "join", "replace", "startswith",
     "endswith", "find", "rfind", "index", "rindex", "count", "isdigit", "isalpha", "isalnum", "isspace", "isupper",
     "islower", "title", "capitalize", "zfill", "center", "ljust", "rjust", "format", "partition", "rpartition",
+    "encode",
 ];
 
 pub(crate) fn method(name: &str) -> Option<NativeFnPtr> {
     Some(match name {
         "upper" => upper,
+        "encode" => super::bytes::str_encode,
         "lower" => lower,
         "strip" => strip,
         "lstrip" => lstrip,

@@ -29,6 +29,10 @@ const CONSTRUCTORS: [(&str, NativeFnPtr); 8] = [
     ("range", range_ctor),
 ];
 
+/// Built-in types added after the first eight (kept apart so each
+/// addition is one line here).
+const MORE_CONSTRUCTORS: [(&str, NativeFnPtr); 1] = [("bytes", super::bytes::bytes_ctor)];
+
 const NO_CONSTRUCTOR: [&str; 6] = ["none", "function", "module", "error", "slice", "type"];
 
 fn no_constructor(_c: &mut dyn Caller, _a: &[Value], _k: Kwargs) -> VResult<Value> {
@@ -39,7 +43,7 @@ fn tokens() -> &'static Vec<(&'static str, Arc<NativeFn>)> {
     static TOKENS: OnceLock<Vec<(&'static str, Arc<NativeFn>)>> = OnceLock::new();
     TOKENS.get_or_init(|| {
         let mut v: Vec<(&'static str, Arc<NativeFn>)> =
-            CONSTRUCTORS.iter().map(|(n, f)| (*n, Arc::new(NativeFn::new(n, *f)))).collect();
+            CONSTRUCTORS.iter().chain(MORE_CONSTRUCTORS.iter()).map(|(n, f)| (*n, Arc::new(NativeFn::new(n, *f)))).collect();
         v.extend(NO_CONSTRUCTOR.iter().map(|n| (*n, Arc::new(NativeFn::new(n, no_constructor)))));
         v
     })
@@ -68,7 +72,7 @@ pub fn type_token_name(f: &Arc<NativeFn>) -> Option<String> {
 
 /// The constructors bound in the prelude.
 pub(crate) fn constructor_exports() -> Vec<(&'static str, Value)> {
-    CONSTRUCTORS.iter().filter_map(|(n, _)| type_token(n).map(|v| (*n, v))).collect()
+    CONSTRUCTORS.iter().chain(MORE_CONSTRUCTORS.iter()).filter_map(|(n, _)| type_token(n).map(|v| (*n, v))).collect()
 }
 
 /// `type(x)`.

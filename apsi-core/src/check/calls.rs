@@ -256,6 +256,7 @@ pub(crate) fn literal_type(e: &Expr) -> Option<&'static str> {
         ExprKind::Int(_) => "int",
         ExprKind::Float(_) => "float",
         ExprKind::Str(_) | ExprKind::FString(_) => "str",
+        ExprKind::Bytes(_) => "bytes",
         ExprKind::Bool(_) => "bool",
         ExprKind::None => "none",
         ExprKind::List(_) | ExprKind::ListComp { .. } => "list",

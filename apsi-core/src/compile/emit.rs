@@ -367,7 +367,7 @@ fn mentions(e: &Expr, n: &str) -> bool {
 fn visit_names(e: &Expr, f: &mut dyn FnMut(&str)) {
     match &e.kind {
         ExprKind::Name(n) => f(n),
-        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Str(_) | ExprKind::Bool(_) | ExprKind::None | ExprKind::Error => {}
+        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Str(_) | ExprKind::Bytes(_) | ExprKind::Bool(_) | ExprKind::None | ExprKind::Error => {}
         ExprKind::FString(parts) => {
             fn fp(parts: &[FStringPart], f: &mut dyn FnMut(&str)) {
                 for p in parts {
@@ -700,6 +700,10 @@ impl<'a, 'e> Compiler<'a, 'e> {
             }
             ExprKind::Str(s) => {
                 let k = self.konst(Value::str(s.as_str()))?;
+                self.emit(Instr::LoadK { a: dst, k });
+            }
+            ExprKind::Bytes(data) => {
+                let k = self.konst(Value::bytes(data.clone()))?;
                 self.emit(Instr::LoadK { a: dst, k });
             }
             ExprKind::Bool(b) => {

@@ -466,7 +466,7 @@ impl Analyzer {
 
     fn expr(&mut self, e: &Expr) {
         match &e.kind {
-            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Str(_) | ExprKind::Bool(_) | ExprKind::None | ExprKind::Error => {}
+            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Str(_) | ExprKind::Bytes(_) | ExprKind::Bool(_) | ExprKind::None | ExprKind::Error => {}
             ExprKind::FString(parts) => self.fparts(parts),
             ExprKind::Name(n) => self.use_name(n),
             ExprKind::List(xs) | ExprKind::Tuple(xs) => {

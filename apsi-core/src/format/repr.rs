@@ -263,6 +263,7 @@ pub fn repr_of(v: &Value) -> String {
         }
         Value::Module(m) => format!("<module {}>", m.name),
         Value::Object(o) => o.0.repr(),
+        Value::Bytes(b) => super::bytes_repr(&b.0),
     }
 }
 

@@ -288,7 +288,7 @@ fn strip_trailing_zeros(text: &str) -> String {
 }
 
 /// The body of a finite non-negative float under a float presentation type.
-fn float_body(x: f64, ty: Option<char>, prec: Option<usize>, alt: bool) -> String {
+pub(crate) fn float_body(x: f64, ty: Option<char>, prec: Option<usize>, alt: bool) -> String {
     match ty {
         Some('f') | Some('F') | Some('%') => {
             let p = prec.unwrap_or(6);

@@ -74,6 +74,14 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> VResult<Value> {
             (Num::F(x), Num::F(y)) => float_op(op, x, y, a, b),
         };
     }
+    if let (BinOp::Mod, Value::Str(fmt)) = (op, a) {
+        return crate::format::percent::percent_format(fmt.as_str(), b);
+    }
+    if matches!(a, Value::Bytes(_)) || matches!(b, Value::Bytes(_)) {
+        if let Some(r) = crate::builtins::bytes_binary(op, a, b) {
+            return r;
+        }
+    }
     if matches!(a, Value::Object(_)) || matches!(b, Value::Object(_)) {
         let (fwd, rev) = dunder_names(op);
         if let Some(r) = call_dunder(a, fwd, std::slice::from_ref(b)) {

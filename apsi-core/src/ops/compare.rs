@@ -140,6 +140,7 @@ fn eq_depth(a: &Value, b: &Value, depth: usize) -> VResult<bool> {
     match (a, b) {
         (Value::None, Value::None) => Ok(true),
         (Value::Str(x), Value::Str(y)) => Ok(x.as_str() == y.as_str()),
+        (Value::Bytes(x), Value::Bytes(y)) => Ok(x.0 == y.0),
         (Value::List(x), Value::List(y)) => {
             if Arc::ptr_eq(x, y) {
                 return Ok(true);
@@ -242,6 +243,7 @@ fn ordered(op: CmpOp, a: &Value, b: &Value, depth: usize) -> VResult<bool> {
     }
     match (a, b) {
         (Value::Str(x), Value::Str(y)) => from(Some(x.as_str().cmp(y.as_str()))),
+        (Value::Bytes(x), Value::Bytes(y)) => from(Some(x.0.cmp(&y.0))),
         (Value::List(x), Value::List(y)) => {
             let xs = x.items.read().clone();
             let ys = y.items.read().clone();

@@ -151,6 +151,13 @@ pub fn get_index(obj: &Value, idx: &Value) -> VResult<Value> {
             // In range, so it fits; the product alone may not (i128).
             Ok(Value::Int((r.start as i128 + j as i128 * r.step as i128) as i64))
         }
+        Value::Bytes(b) => {
+            if let Value::Slice(s) = idx {
+                return Ok(Value::bytes(pick(&b.0, s)?));
+            }
+            let j = resolve("bytes", as_index("byte", idx)?, b.0.len())?;
+            Ok(Value::Int(b.0[j] as i64))
+        }
         Value::Dict(d) => {
             let key = HashKey::new(idx.clone())?;
             let found = d.map.read().get(&key).cloned();

@@ -191,6 +191,8 @@ pub enum ExprKind {
     Int(i64),
     Float(f64),
     Str(String),
+    /// `b"…"`: a bytes literal, decoded.
+    Bytes(Vec<u8>),
     /// `f"…"`: literal text and `{expr!conv:spec}` parts.
     FString(Vec<FStringPart>),
     Bool(bool),

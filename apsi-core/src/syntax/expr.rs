@@ -61,6 +61,7 @@ impl<'a> Parser<'a> {
                 | Tok::Float
                 | Tok::Str
                 | Tok::FStr
+                | Tok::Bytes
                 | Tok::Bad
                 | Tok::True
                 | Tok::False
@@ -717,6 +718,7 @@ impl<'a> Parser<'a> {
                 }
             }
             Tok::Str | Tok::FStr => return self.strings(),
+            Tok::Bytes => return self.bytes_literals(),
             Tok::True | Tok::False => {
                 self.bump();
                 ExprKind::Bool(t.kind == Tok::True)
@@ -971,6 +973,14 @@ impl<'a> Parser<'a> {
                         push_literal(ps, std::mem::take(&mut plain));
                     }
                 }
+            }
+        }
+        if self.peek() == Tok::Bytes {
+            let t = self.tok();
+            let span = self.span(t.start, t.end);
+            self.report(span, "cannot mix bytes and nonbytes literals", None);
+            while matches!(self.peek(), Tok::Str | Tok::FStr | Tok::Bytes) {
+                self.bump();
             }
         }
         let span = self.since(start);

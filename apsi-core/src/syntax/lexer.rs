@@ -417,16 +417,23 @@ impl<'a> Lexer<'a> {
             let lower = text.as_bytes();
             let mut raw = false;
             let mut f = false;
+            let mut bytes = false;
             let mut ok = true;
             for &c in lower {
                 match c | 0x20 {
                     b'r' if !raw => raw = true,
-                    b'f' if !f => f = true,
+                    b'f' if !f && !bytes => f = true,
+                    b'b' if !bytes && !f => bytes = true,
                     _ => ok = false,
                 }
             }
             if ok {
                 self.string(start, f);
+                if bytes {
+                    if let Some(t) = self.out.tokens.last_mut().filter(|t| t.kind == Tok::Str) {
+                        t.kind = Tok::Bytes;
+                    }
+                }
                 return;
             }
         }
@@ -865,8 +872,9 @@ mod tests {
     fn strings() {
         assert_eq!(
             kinds(r#""a" 'b' """c""" '''d''' r"e" f"{x}" rf'g' F"h" b"i""#),
-            vec![Str, Str, Str, Str, Str, FStr, FStr, FStr, Name, Str, Newline, Eof]
+            vec![Str, Str, Str, Str, Str, FStr, FStr, FStr, Bytes, Newline, Eof]
         );
+        assert_eq!(kinds(r#"b'' rb"x" BR'y' bf"z""#), vec![Bytes, Bytes, Bytes, Name, Str, Newline, Eof]);
         assert_eq!(kinds(r#""a\"b""#), vec![Str, Newline, Eof]);
         assert_eq!(kinds("\"\"\"a\nb\"\"\"\n"), vec![Str, Newline, Eof]);
         assert_eq!(kinds("'''a''b'''"), vec![Str, Newline, Eof]);

@@ -27,6 +27,7 @@
 //! - A UTF-8 byte order mark at the start of a file is ignored.
 
 pub mod ast;
+pub mod bytes_lit;
 mod expr;
 mod fstring;
 pub mod lexer;

@@ -510,7 +510,7 @@ impl<'a> Parser<'a> {
             Tok::Eof | Tok::Dedent => {}
             _ => {
                 let help = match self.peek() {
-                    Tok::Name | Tok::Int | Tok::Float | Tok::Str | Tok::FStr | Tok::LParen | Tok::LBracket => Some(
+                    Tok::Name | Tok::Int | Tok::Float | Tok::Str | Tok::FStr | Tok::Bytes | Tok::LParen | Tok::LBracket => Some(
                         "put ';' or a new line between two statements, or an operator between two values".to_string(),
                     ),
                     Tok::Assign => {
@@ -1300,7 +1300,7 @@ impl<'a> Parser<'a> {
 /// A phrase naming what an expression is, for "cannot assign to …".
 pub(super) fn describe_expr(e: &Expr) -> &'static str {
     match &e.kind {
-        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Str(_) | ExprKind::Bool(_) | ExprKind::None => "a literal",
+        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Str(_) | ExprKind::Bytes(_) | ExprKind::Bool(_) | ExprKind::None => "a literal",
         ExprKind::FString(_) => "an f-string",
         ExprKind::Call { .. } => "a function call",
         ExprKind::Compare { .. } => "a comparison",

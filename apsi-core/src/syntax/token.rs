@@ -16,6 +16,8 @@ pub enum Tok {
     FStr,
     /// A literal that could not be lexed (an error was recorded).
     Bad,
+    /// A bytes literal (`b"…"`, `rb'…'`, …).
+    Bytes,
     Newline,
     Indent,
     Dedent,
@@ -255,6 +257,7 @@ impl Token {
             Tok::Int | Tok::Float => format!("number {}", clip(self.text(src))),
             Tok::Str => "a string".to_string(),
             Tok::FStr => "an f-string".to_string(),
+            Tok::Bytes => "a bytes literal".to_string(),
             Tok::Bad => format!("'{}'", clip(self.text(src))),
             Tok::Newline => "end of line".to_string(),
             Tok::Indent => "an indented block".to_string(),

@@ -70,6 +70,8 @@ pub enum Value {
     /// A value of a type defined outside the core value model (tensors,
     /// tasks, channels, …), supplied by a module.
     Object(Arc<ObjBox>),
+    /// An immutable byte string (`b"GIF\x89"`, LANGUAGE.md §10.13).
+    Bytes(Arc<BytesObj>),
 }
 
 const _: () = assert!(std::mem::size_of::<Value>() == 16);
@@ -95,6 +97,9 @@ impl Value {
     pub fn empty_dict() -> Value {
         Value::dict(DictMap::new())
     }
+    pub fn bytes(data: Vec<u8>) -> Value {
+        Value::Bytes(Arc::new(BytesObj(data.into_boxed_slice())))
+    }
 
     /// The name of the value's type, as `type(x)` and error messages say it.
     pub fn type_name(&self) -> &str {
@@ -117,6 +122,7 @@ impl Value {
             Value::Module(_) => "module",
             Value::Object(o) => o.0.type_name(),
             Value::Unbound => "unbound",
+            Value::Bytes(_) => "bytes",
         }
     }
 
@@ -132,6 +138,7 @@ impl Value {
             Value::Tuple(t) => !t.0.is_empty(),
             Value::Dict(d) => !d.map.read().is_empty(),
             Value::Range(r) => !r.is_empty(),
+            Value::Bytes(b) => !b.0.is_empty(),
             Value::Object(o) => return o.0.truthy(),
             Value::Struct(s) => return crate::ops::dunder::truthy(s),
             _ => true,
@@ -166,6 +173,7 @@ impl Value {
             (Value::Error(a), Value::Error(b)) => Arc::ptr_eq(a, b),
             (Value::Module(a), Value::Module(b)) => Arc::ptr_eq(a, b),
             (Value::Object(a), Value::Object(b)) => Arc::ptr_eq(a, b),
+            (Value::Bytes(a), Value::Bytes(b)) => Arc::ptr_eq(a, b),
             _ => false,
         }
     }
@@ -367,6 +375,9 @@ impl ListObj {
 /// An immutable tuple.
 pub struct TupleObj(pub Box<[Value]>);
 
+/// An immutable byte string.
+pub struct BytesObj(pub Box<[u8]>);
+
 /// A slice `start:stop:step` as an index value; omitted parts are `Value::None`.
 pub struct SliceObj {
     pub start: Value,
@@ -473,6 +484,11 @@ fn hash_value<H: Hasher>(v: &Value, state: &mut H) {
             }
         }
         Value::Str(s) => s.as_str().hash(state),
+        Value::Bytes(b) => {
+            // Apart from str's hash: bytes never equal a str.
+            1u8.hash(state);
+            b.0.hash(state)
+        }
         Value::Tuple(t) => {
             t.0.len().hash(state);
             for x in t.0.iter() {
@@ -523,6 +539,7 @@ pub fn key_eq(a: &Value, b: &Value) -> bool {
         (Value::Bool(x), Value::Int(y)) | (Value::Int(y), Value::Bool(x)) => (*x as i64) == *y,
         (Value::Bool(x), Value::Float(y)) | (Value::Float(y), Value::Bool(x)) => (*x as i64 as f64) == *y,
         (Value::Str(x), Value::Str(y)) => x.as_str() == y.as_str(),
+        (Value::Bytes(x), Value::Bytes(y)) => x.0 == y.0,
         (Value::Tuple(x), Value::Tuple(y)) => x.0.len() == y.0.len() && x.0.iter().zip(y.0.iter()).all(|(p, q)| key_eq(p, q)),
         (Value::Struct(x), _) | (_, Value::Struct(x)) if !matches!(x.ty.hash_mode, HashMode::Identity) => {
             a.is(b) || crate::ops::dunder::eq(a, b).and_then(|r| r.ok()).unwrap_or(false)

@@ -251,6 +251,7 @@ pub fn expr(x: &Expr) -> String {
         ExprKind::Int(v) => v.to_string(),
         ExprKind::Float(v) => format!("{v:?}"),
         ExprKind::Str(s) => format!("{s:?}"),
+        ExprKind::Bytes(b) => apsi_core::format::bytes_repr(b),
         ExprKind::FString(ps) => format!("(f {})", ps.iter().map(fpart).collect::<Vec<_>>().join(" ")),
         ExprKind::Bool(b) => b.to_string(),
         ExprKind::None => "none".into(),
