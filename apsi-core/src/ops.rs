@@ -18,11 +18,12 @@ mod compare;
 mod index;
 mod iter;
 mod protocol;
+pub mod sets;
 
 pub use arith::{binary, unary};
 pub use attr::{get_attr, set_attr, suggest};
 pub use compare::{compare, compare_value, eq, order};
-pub use index::{get_index, set_index, slice_indices};
+pub use index::{del_index, get_index, set_index, slice_indices};
 pub use iter::{contains, hash_key, iterate, len, len_with};
 pub use protocol::{call_dunder, NoCaller};
 

@@ -9,6 +9,7 @@ mod core;
 mod dicts;
 mod lists;
 mod math;
+mod sets;
 pub mod native_fallback;
 mod sort;
 mod strs;
@@ -114,6 +115,7 @@ pub fn method(receiver: &Value, name: &str) -> Option<NativeFnPtr> {
         Value::List(_) => lists::list_method(name),
         Value::Tuple(_) => lists::tuple_method(name),
         Value::Dict(_) => dicts::method(name),
+        Value::Set(_) => sets::method(name),
         _ => None,
     }
 }
@@ -125,6 +127,7 @@ pub fn method_names(receiver: &Value) -> &'static [&'static str] {
         Value::List(_) => lists::LIST_NAMES,
         Value::Tuple(_) => lists::TUPLE_NAMES,
         Value::Dict(_) => dicts::NAMES,
+        Value::Set(_) => sets::NAMES,
         _ => &[],
     }
 }
@@ -151,7 +154,7 @@ mod tests {
 
     #[test]
     fn every_listed_method_exists() {
-        let receivers = [Value::str(""), Value::list(vec![]), Value::tuple(vec![]), Value::empty_dict()];
+        let receivers = [Value::str(""), Value::list(vec![]), Value::tuple(vec![]), Value::empty_dict(), Value::set(Default::default())];
         for r in &receivers {
             for n in method_names(r) {
                 assert!(method(r, n).is_some(), "{} lacks {n}", r.type_name());

@@ -70,6 +70,8 @@ pub enum Value {
     /// A value of a type defined outside the core value model (tensors,
     /// tasks, channels, …), supplied by a module.
     Object(Arc<ObjBox>),
+    /// A set: members in insertion order (LANGUAGE.md §10.6).
+    Set(Arc<SetObj>),
 }
 
 const _: () = assert!(std::mem::size_of::<Value>() == 16);
@@ -95,6 +97,10 @@ impl Value {
     pub fn empty_dict() -> Value {
         Value::dict(DictMap::new())
     }
+    /// A set of the keys of `members` (their values are unused; `none`).
+    pub fn set(members: DictMap) -> Value {
+        Value::Set(Arc::new(SetObj { map: VLock::new(members) }))
+    }
 
     /// The name of the value's type, as `type(x)` and error messages say it.
     pub fn type_name(&self) -> &str {
@@ -117,6 +123,7 @@ impl Value {
             Value::Module(_) => "module",
             Value::Object(o) => o.0.type_name(),
             Value::Unbound => "unbound",
+            Value::Set(_) => "set",
         }
     }
 
@@ -132,6 +139,7 @@ impl Value {
             Value::Tuple(t) => !t.0.is_empty(),
             Value::Dict(d) => !d.map.read().is_empty(),
             Value::Range(r) => !r.is_empty(),
+            Value::Set(s) => !s.map.read().is_empty(),
             Value::Object(o) => return o.0.truthy(),
             _ => true,
         })
@@ -165,6 +173,7 @@ impl Value {
             (Value::Error(a), Value::Error(b)) => Arc::ptr_eq(a, b),
             (Value::Module(a), Value::Module(b)) => Arc::ptr_eq(a, b),
             (Value::Object(a), Value::Object(b)) => Arc::ptr_eq(a, b),
+            (Value::Set(a), Value::Set(b)) => Arc::ptr_eq(a, b),
             _ => false,
         }
     }
@@ -378,6 +387,12 @@ pub struct DictObj {
     pub map: VLock<DictMap>,
 }
 
+/// A set keeping insertion order: its members are the keys of `map`
+/// (values unused, `none`), so hashing and equality are the dict's.
+pub struct SetObj {
+    pub map: VLock<DictMap>,
+}
+
 /// `range(start, stop, step)`; `step != 0`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RangeObj {
@@ -431,7 +446,7 @@ impl HashKey {
 
 fn key_hashable(v: &Value) -> bool {
     match v {
-        Value::List(_) | Value::Dict(_) => false,
+        Value::List(_) | Value::Dict(_) | Value::Set(_) => false,
         Value::Tuple(t) => t.0.iter().all(key_hashable),
         Value::Object(o) => o.0.hashable(),
         _ => true,
