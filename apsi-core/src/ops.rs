@@ -20,13 +20,14 @@ mod hash;
 mod index;
 mod iter;
 mod protocol;
+pub mod sets;
 
 pub use arith::{binary, unary};
 pub use attr::{get_attr, set_attr, suggest};
 pub use compare::{compare, compare_value, eq, order};
 pub use hash::{hash_float, hash_int, hash_of, struct_hash};
 pub(crate) use hash::hash_builtin;
-pub use index::{get_index, set_index, slice_indices};
+pub use index::{del_index, get_index, set_index, slice_indices};
 pub use iter::{contains, hash_key, iterate, len, len_with};
 pub use protocol::{call_dunder, NoCaller};
 

@@ -133,6 +133,18 @@ fn break_and_return_in_parallel_for() {
 }
 
 #[test]
+fn del_attribute_is_an_error() {
+    insta::assert_snapshot!(rendered("del_attr.apsi", &env(&[])));
+}
+
+#[test]
+fn conformance_34_del_field() {
+    let out = rendered("del_attr.apsi", &env(&[]));
+    assert!(out.starts_with("AttributeError: cannot delete attribute 'y': struct fields are fixed\n"), "{out}");
+    assert!(out.contains("--> del_attr.apsi:6:5"), "{out}");
+}
+
+#[test]
 fn misplaced_control_flow() {
     insta::assert_snapshot!(rendered("control.apsi", &env(&[])));
 }

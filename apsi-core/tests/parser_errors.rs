@@ -144,8 +144,8 @@ fn bracket_errors() {
         one("x[1 2]"),
         at("expected ',' or ']' in the index, found number 2", 4, 5)
     );
-    assert_eq!(one("{1, 2}"), at("expected ':' after a dict key, found ','", 2, 3));
-    assert!(help("{1, 2}").contains("no set literals"));
+    assert_eq!(one("{1: 2, 3}"), at("expected ':' after a dict key, found '}'", 8, 9));
+    assert_eq!(one("{1, 2: 3}"), at("expected ',' or '}' in the set, found ':'", 5, 6));
     assert_eq!(
         one("x = (*a)"),
         at("a starred expression '*x' cannot stand alone in parentheses", 5, 7)
@@ -180,13 +180,10 @@ fn statement_errors() {
         at("expected 'in' after the loop variable of 'for', found name 'y'", 6, 7)
     );
     assert_eq!(
-        one("while x:\n    pass\nelse:\n    pass"),
-        at("a 'while' loop cannot have an 'else' clause in Apsi", 18, 22)
+        one("parallel for x in y:\n    pass\nelse:\n    pass"),
+        at("a 'parallel for' loop cannot have an 'else' clause", 30, 34)
     );
-    assert_eq!(
-        one("for x in y:\n    pass\nelse:\n    pass"),
-        at("a 'for' loop cannot have an 'else' clause in Apsi", 21, 25)
-    );
+    assert_eq!(one("while x:\n    pass\nelse\n    pass"), at("expected ':' at the end of the 'else' clause header, found end of line", 22, 23));
     assert_eq!(
         one("else:\n    pass"),
         at("'else' without a matching 'if' before it", 0, 4)
@@ -250,7 +247,10 @@ fn python_statements_apsi_lacks() {
     assert_eq!(one("import os"), at("Apsi has no 'import' statement", 0, 6));
     assert!(help("import os").contains("use"));
     assert_eq!(one("from os import path"), at("Apsi has no 'import' statement", 0, 4));
-    assert_eq!(one("del x"), at("Apsi has no 'del' statement", 0, 3));
+    assert_eq!(one("del"), at("expected a name, index or attribute after 'del', found end of line", 3, 3));
+    assert_eq!(one("del f(x)"), at("cannot delete a function call", 4, 8));
+    assert_eq!(one("del 1"), at("cannot delete a literal", 4, 5));
+    assert_eq!(one("del *a"), at("cannot delete a starred expression", 4, 6));
     assert_eq!(one("async def f(): pass"), at("Apsi has no 'async'", 0, 5));
 }
 

@@ -143,6 +143,10 @@ fn lists_and_dicts() {
     assert_eq!(e("{}"), "{}");
     assert_eq!(e("{'a': 1, 'b': [none],}"), r#"{"a":1 "b":[none]}"#);
     assert_eq!(e("{**d, 'k': 2}"), r#"{**d "k":2}"#);
+    assert_eq!(e("{1}"), "(set 1)");
+    assert_eq!(e("{1, 'a', (2, 3),}"), r#"(set 1 "a" (tuple 2 3))"#);
+    assert_eq!(e("{a if b else c, f(x)}"), "(set (ifexp b a c) (call f x))");
+    assert_eq!(e("{{1}: 2}"), "{(set 1):2}");
 }
 
 #[test]
@@ -157,6 +161,7 @@ fn comprehensions() {
         "(listcomp (tuple i j) (for i a) (for j b (if (cmp i < j)) (if (cmp j > 0))))"
     );
     assert_eq!(e("{k: v for k, v in items}"), "(dictcomp k:v (for (tuple k v) items))");
+    assert_eq!(e("{x % 3 for x in xs if x}"), "(setcomp (% x 3) (for x xs (if x)))");
     assert_eq!(e("(x for x in xs)"), "(listcomp x (for x xs))");
     assert_eq!(e("sum(x * x for x in xs)"), "(call sum (listcomp (* x x) (for x xs)))");
     assert_eq!(e("[a if c else b for x in xs]"), "(listcomp (ifexp c a b) (for x xs))");

@@ -104,6 +104,38 @@ fn loops() {
 }
 
 #[test]
+fn loop_else() {
+    assert_eq!(
+        sexp("while x:\n    break\nelse:\n    y = 1\nz"),
+        "(while x [break] else [(= y 1)])\nz"
+    );
+    assert_eq!(
+        sexp("for i in xs:\n    pass\nelse:\n    a\n    b"),
+        "(for i xs [pass] else [a b])"
+    );
+    assert_eq!(sexp("for i in xs: pass\nelse: a"), "(for i xs [pass] else [a])");
+    // `else` after an `if` inside the loop body stays the `if`'s.
+    assert_eq!(
+        sexp("for i in xs:\n    if i:\n        a\n    else:\n        b\nelse:\n    c"),
+        "(for i xs [(if i [a] [b])] else [c])"
+    );
+    assert_eq!(
+        sexp("for i in xs:\n    for j in ys:\n        pass\n    else:\n        break\n"),
+        "(for i xs [(for j ys [pass] else [break])])"
+    );
+}
+
+#[test]
+fn del_statements() {
+    assert_eq!(sexp("del x"), "(del x)");
+    assert_eq!(sexp("del x, y[0], z.w,"), "(del x (idx y 0) (. z w))");
+    assert_eq!(sexp("del xs[1:2], (a, b), [c]"), "(del (idx xs (slice 1 2 _)) (tuple a b) [c])");
+    assert_eq!(sexp("if a: del a; del b"), "(if a [(del a) (del b)] [])");
+    // `del` is a keyword now: not a name.
+    assert!(!apsi_core::syntax::parse(apsi_core::diagnostic::FileId(0), "del = 1").1.is_empty());
+}
+
+#[test]
 fn parallel_as_a_name() {
     assert_eq!(sexp("parallel = 1\nparallel(x)"), "(= parallel 1)\n(call parallel x)");
     assert_eq!(sexp("parallel.spawn(f)"), "(call (. parallel spawn) f)");

@@ -855,6 +855,10 @@ impl<'s> FnLower<'s> {
             }
             Instr::CallEx { .. } => return Err(self.bad("a call with *args or **kwargs")),
             Instr::SetAttr { .. } => return Err(self.bad("an attribute assignment")),
+            Instr::BuildSet { .. } | Instr::SetAdd { .. } => return Err(self.bad("a set")),
+            Instr::DelIndex { .. } | Instr::DelLocal { .. } | Instr::DelGlobal { .. } | Instr::DelCell { .. } | Instr::DelFree { .. } => {
+                return Err(self.bad("del"))
+            }
         }
         Ok(next)
     }

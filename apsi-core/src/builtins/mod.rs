@@ -10,6 +10,7 @@ mod core;
 mod dicts;
 mod lists;
 mod math;
+mod sets;
 pub mod native_fallback;
 mod sort;
 mod strs;
@@ -129,6 +130,7 @@ pub fn method(receiver: &Value, name: &str) -> Option<NativeFnPtr> {
         Value::Dict(_) => dicts::method(name),
         Value::Bytes(_) => bytes::method(name),
         Value::Native(f) if type_token_name(f).as_deref() == Some("bytes") => bytes::type_method(name),
+        Value::Set(_) => sets::method(name),
         _ => None,
     }
 }
@@ -141,6 +143,7 @@ pub fn method_names(receiver: &Value) -> &'static [&'static str] {
         Value::Tuple(_) => lists::TUPLE_NAMES,
         Value::Dict(_) => dicts::NAMES,
         Value::Bytes(_) => bytes::NAMES,
+        Value::Set(_) => sets::NAMES,
         _ => &[],
     }
 }
@@ -167,7 +170,7 @@ mod tests {
 
     #[test]
     fn every_listed_method_exists() {
-        let receivers = [Value::str(""), Value::list(vec![]), Value::tuple(vec![]), Value::empty_dict(), Value::bytes(vec![])];
+        let receivers = [Value::str(""), Value::list(vec![]), Value::tuple(vec![]), Value::empty_dict(), Value::bytes(vec![]), Value::set(Default::default())];
         for r in &receivers {
             for n in method_names(r) {
                 assert!(method(r, n).is_some(), "{} lacks {n}", r.type_name());

@@ -18,7 +18,7 @@ use crate::vm::value::{err, Caller, HashKey, Kwargs, NativeFn, NativeFnPtr, Rang
 use parking_lot::Mutex;
 use std::sync::{Arc, OnceLock};
 
-const CONSTRUCTORS: [(&str, NativeFnPtr); 8] = [
+const CONSTRUCTORS: [(&str, NativeFnPtr); 9] = [
     ("int", int_ctor),
     ("float", float_ctor),
     ("str", str_ctor),
@@ -27,6 +27,7 @@ const CONSTRUCTORS: [(&str, NativeFnPtr); 8] = [
     ("dict", dict_ctor),
     ("tuple", tuple_ctor),
     ("range", range_ctor),
+    ("set", super::sets::set_ctor),
 ];
 
 /// Built-in types added after the first eight (kept apart so each

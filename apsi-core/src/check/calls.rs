@@ -261,6 +261,7 @@ pub(crate) fn literal_type(e: &Expr) -> Option<&'static str> {
         ExprKind::None => "none",
         ExprKind::List(_) | ExprKind::ListComp { .. } => "list",
         ExprKind::Dict(_) | ExprKind::DictComp { .. } => "dict",
+        ExprKind::Set(_) | ExprKind::SetComp { .. } => "set",
         ExprKind::Tuple(_) => "tuple",
         ExprKind::UnaryOp { op: UnaryOp::Neg | UnaryOp::Pos, operand } => match operand.kind {
             ExprKind::Int(_) => "int",

@@ -326,14 +326,22 @@ impl<'s, 'a> Checker<'s, 'a> {
                 self.body(body);
                 self.body(orelse);
             }
-            StmtKind::While { test, body } => {
+            StmtKind::While { test, body, orelse } => {
                 self.expr(test);
                 self.loop_body(false, body);
+                // `break` in a loop's `else` leaves the enclosing loop.
+                self.body(orelse);
             }
-            StmtKind::For { target, iter, body, parallel } => {
+            StmtKind::For { target, iter, body, parallel, orelse } => {
                 self.expr(iter);
                 self.target(target);
                 self.loop_body(*parallel, body);
+                self.body(orelse);
+            }
+            StmtKind::Del(targets) => {
+                for t in targets {
+                    self.del_target(t);
+                }
             }
             StmtKind::Break | StmtKind::Continue => self.loop_jump(s),
             StmtKind::Pass => {}
@@ -527,6 +535,29 @@ impl<'s, 'a> Checker<'s, 'a> {
         }
     }
 
+    /// A `del` target: a name needs nothing (reading it afterwards is a
+    /// run-time `NameError`); `obj.attr` is an `AttributeError` now, since
+    /// struct fields (and every other attribute) are fixed.
+    fn del_target(&mut self, e: &'a Expr) {
+        match &e.kind {
+            ExprKind::Name(_) => {}
+            ExprKind::Tuple(xs) | ExprKind::List(xs) => {
+                for x in xs {
+                    self.del_target(x);
+                }
+            }
+            ExprKind::Attribute { value, attr } => {
+                self.expr(value);
+                self.diags.push(
+                    Diagnostic::new(ErrorKind::AttributeError, crate::compile::emit::del_attr_message(&attr.name))
+                        .label(e.span, "cannot be deleted")
+                        .help("set the field to another value instead, such as `none`"),
+                );
+            }
+            _ => self.target(e),
+        }
+    }
+
     // ----- expressions ------------------------------------------------
 
     fn expr(&mut self, e: &'a Expr) {
@@ -562,6 +593,7 @@ impl<'s, 'a> Checker<'s, 'a> {
             }
             ExprKind::ListComp { elt, generators } => self.comprehension(generators, &[elt]),
             ExprKind::DictComp { key, value, generators } => self.comprehension(generators, &[key, value]),
+            ExprKind::SetComp { elt, generators } => self.comprehension(generators, &[elt]),
             _ => {
                 let mut sub = SubExprs(Vec::new());
                 super::walk::walk_expr(&mut sub, e);

@@ -88,10 +88,20 @@ impl<'a> ScopeInfo<'a> {
                 self.collect_body(body);
                 self.collect_body(orelse);
             }
-            StmtKind::While { body, .. } => self.collect_body(body),
-            StmtKind::For { target, body, .. } => {
+            StmtKind::While { body, orelse, .. } => {
+                self.collect_body(body);
+                self.collect_body(orelse);
+            }
+            StmtKind::For { target, body, orelse, .. } => {
                 self.bind_target(target);
                 self.collect_body(body);
+                self.collect_body(orelse);
+            }
+            // `del x` binds `x` (Python's scoping); reads after it fail at run time.
+            StmtKind::Del(targets) => {
+                for t in targets {
+                    self.bind_target(t);
+                }
             }
             StmtKind::FuncDef(f) => {
                 let def = f.decorators.is_empty().then_some(Def::Func(f));
@@ -178,9 +188,11 @@ fn collect_global_decls(body: &[Stmt], in_function: bool, out: &mut Vec<String>)
                 collect_global_decls(body, in_function, out);
                 collect_global_decls(orelse, in_function, out);
             }
-            StmtKind::While { body, .. } | StmtKind::For { body, .. } | StmtKind::With { body, .. } => {
-                collect_global_decls(body, in_function, out)
+            StmtKind::While { body, orelse, .. } | StmtKind::For { body, orelse, .. } => {
+                collect_global_decls(body, in_function, out);
+                collect_global_decls(orelse, in_function, out);
             }
+            StmtKind::With { body, .. } => collect_global_decls(body, in_function, out),
             StmtKind::Try { body, handlers, orelse, finalbody } => {
                 collect_global_decls(body, in_function, out);
                 for h in handlers {

@@ -71,14 +71,21 @@ pub(crate) fn walk_stmt<'a, V: Visitor<'a> + ?Sized>(v: &mut V, s: &'a Stmt) {
             walk_body(v, body);
             walk_body(v, orelse);
         }
-        StmtKind::While { test, body } => {
+        StmtKind::While { test, body, orelse } => {
             v.expr(test);
             walk_body(v, body);
+            walk_body(v, orelse);
         }
-        StmtKind::For { target, iter, body, .. } => {
+        StmtKind::For { target, iter, body, orelse, .. } => {
             v.expr(target);
             v.expr(iter);
             walk_body(v, body);
+            walk_body(v, orelse);
+        }
+        StmtKind::Del(targets) => {
+            for t in targets {
+                v.expr(t);
+            }
         }
         StmtKind::Return(e) | StmtKind::Raise(e) => {
             if let Some(e) = e {
@@ -164,7 +171,7 @@ pub(crate) fn walk_expr<'a, V: Visitor<'a> + ?Sized>(v: &mut V, e: &'a Expr) {
         | ExprKind::Name(_)
         | ExprKind::Error => {}
         ExprKind::FString(parts) => walk_fstring(v, parts),
-        ExprKind::List(xs) | ExprKind::Tuple(xs) => {
+        ExprKind::List(xs) | ExprKind::Tuple(xs) | ExprKind::Set(xs) => {
             for x in xs {
                 v.expr(x);
             }
@@ -223,7 +230,7 @@ pub(crate) fn walk_expr<'a, V: Visitor<'a> + ?Sized>(v: &mut V, e: &'a Expr) {
             v.expr(body);
             v.expr(orelse);
         }
-        ExprKind::ListComp { elt, generators } => {
+        ExprKind::ListComp { elt, generators } | ExprKind::SetComp { elt, generators } => {
             walk_generators(v, generators);
             v.expr(elt);
         }

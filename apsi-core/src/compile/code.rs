@@ -151,6 +151,21 @@ pub enum Instr {
     ParFor { a: Reg, n: u16, range: bool },
     /// Define constant `k` (a name) of the struct type in `a` as `c`.
     StructConst { a: Reg, k: u16, c: Reg },
+    /// `a = {b, b+1, …}` (`n` members; a set display).
+    BuildSet { a: Reg, b: Reg, n: u16 },
+    /// Add `b` to the set in `a` (set comprehensions).
+    SetAdd { a: Reg, b: Reg },
+    /// `del a[b]` (`ops::del_index`).
+    DelIndex { a: Reg, b: Reg },
+    /// `del x` for the local in register `a` (named by string constant `k`):
+    /// `NameError` if it is unassigned, else it becomes unassigned.
+    DelLocal { a: Reg, k: u16 },
+    /// `del x` for module-level name `globals[g]` (`NameError` if unbound).
+    DelGlobal { g: u32 },
+    /// `del x` for own cell `c` (named by string constant `k`).
+    DelCell { c: u16, k: u16 },
+    /// `del x` for captured cell `c` (named by string constant `k`).
+    DelFree { c: u16, k: u16 },
 }
 
 const _: () = assert!(std::mem::size_of::<Instr>() == 8);
@@ -177,6 +192,10 @@ pub struct Code {
     /// The pcs (sorted) of binary operations written by augmented
     /// assignments: on a struct they try `__iadd__` & co first.
     pub inplace: Box<[u32]>,
+    /// The names of this code's own cells and of its captured cells, in
+    /// cell order (for the `NameError` of reading a cell after `del`).
+    pub cell_names: Box<[Arc<str>]>,
+    pub free_names: Box<[Arc<str>]>,
 }
 
 impl Code {

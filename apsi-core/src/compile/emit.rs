@@ -18,6 +18,9 @@ use crate::vm::value::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+mod del;
+pub use del::del_attr_message;
+
 /// How compiled code reaches a module-level name.
 #[derive(Clone)]
 pub enum GlobalRef {
@@ -71,6 +74,8 @@ struct FnState<'a> {
     /// Per local register: certainly assigned at this point of the code
     /// (parameters from the start; see `check_bound`).
     defined: Vec<bool>,
+    /// Every local register a `del` unassigns, in order (see `scoped_defs`).
+    deleted: Vec<Reg>,
     top: u16,
     max: u16,
     blocks: Vec<Block<'a>>,
@@ -137,7 +142,7 @@ pub fn compile_module(module: &Module, table: &ScopeTable, env: &mut dyn GlobalE
     let st = c.fs.pop();
     match st {
         Some(st) => {
-            let code = st.finish(0, 0);
+            let code = st.finish(0, 0, Default::default());
             Ok(Arc::new(FuncProto {
                 name: "<module>".into(),
                 code,
@@ -172,6 +177,7 @@ impl<'a> FnState<'a> {
             structs: Vec::new(),
             locals: HashMap::new(),
             defined: Vec::new(),
+            deleted: Vec::new(),
             top: 0,
             max: 0,
             blocks: Vec::new(),
@@ -183,14 +189,14 @@ impl<'a> FnState<'a> {
         }
     }
 
-    fn finish(mut self, ncells: u16, nparams: u16) -> Arc<Code> {
+    fn finish(mut self, ncells: u16, nparams: u16, names: (Box<[Arc<str>]>, Box<[Arc<str>]>)) -> Arc<Code> {
         thread_returns(&mut self.instrs, &mut self.spans);
         mark_early_returns(&mut self.instrs, nparams);
         let mut unbound_regs: Vec<Reg> = self
             .instrs
             .iter()
             .filter_map(|i| match i {
-                Instr::CheckBound { a, .. } => Some(*a),
+                Instr::CheckBound { a, .. } | Instr::DelLocal { a, .. } => Some(*a),
                 _ => None,
             })
             .collect();
@@ -209,6 +215,8 @@ impl<'a> FnState<'a> {
             ncells,
             span: self.span,
             inplace: self.inplace.into_boxed_slice(),
+            cell_names: names.0,
+            free_names: names.1,
         })
     }
 }
@@ -379,7 +387,7 @@ fn visit_names(e: &Expr, f: &mut dyn FnMut(&str)) {
             }
             fp(parts, f)
         }
-        ExprKind::List(xs) | ExprKind::Tuple(xs) => xs.iter().for_each(|x| visit_names(x, f)),
+        ExprKind::List(xs) | ExprKind::Tuple(xs) | ExprKind::Set(xs) => xs.iter().for_each(|x| visit_names(x, f)),
         ExprKind::Dict(items) => {
             for it in items {
                 match it {
@@ -410,7 +418,7 @@ fn visit_names(e: &Expr, f: &mut dyn FnMut(&str)) {
         }
         ExprKind::Slice { lower, upper, step } => [lower, upper, step].into_iter().flatten().for_each(|x| visit_names(x, f)),
         // Nested scopes may read the name through a cell; be conservative.
-        ExprKind::Lambda { .. } | ExprKind::ListComp { .. } | ExprKind::DictComp { .. } => f(""),
+        ExprKind::Lambda { .. } | ExprKind::ListComp { .. } | ExprKind::DictComp { .. } | ExprKind::SetComp { .. } => f(""),
         ExprKind::IfExp { test, body, orelse } => {
             visit_names(test, f);
             visit_names(body, f);
@@ -590,8 +598,11 @@ impl<'a, 'e> Compiler<'a, 'e> {
     /// they may not run, or not to the end).
     fn scoped_defs(&mut self, f: impl FnOnce(&mut Self) -> CResult<()>) -> CResult<()> {
         let before = self.f().defined.clone();
+        let dmark = self.f().deleted.len();
         let r = f(self);
         self.f().defined = before;
+        // What the block may have deleted is not certainly assigned after it.
+        self.undefine_deleted_since(dmark);
         r
     }
 
@@ -718,6 +729,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
             ExprKind::List(xs) => self.sequence(xs, dst, false, span)?,
             ExprKind::Tuple(xs) => self.sequence(xs, dst, true, span)?,
             ExprKind::Dict(items) => self.dict(items, dst, span)?,
+            ExprKind::Set(xs) => self.set_display(xs, dst, span)?,
             ExprKind::Starred(_) => return Err(cerr(span, "a starred expression `*x` is only allowed in a list, tuple or call")),
             ExprKind::BinOp { op, left, right } => {
                 if let Some(v) = fold(e) {
@@ -836,7 +848,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 self.expr_to(orelse, dst)?;
                 self.patch_here(vec![j]);
             }
-            ExprKind::ListComp { generators, .. } | ExprKind::DictComp { generators, .. } => {
+            ExprKind::ListComp { generators, .. } | ExprKind::DictComp { generators, .. } | ExprKind::SetComp { generators, .. } => {
                 let sid = self.table.of_expr(e).ok_or_else(|| cerr(span, "internal: comprehension without scope"))?;
                 let first = generators.first().ok_or_else(|| cerr(span, "a comprehension needs a `for`"))?;
                 let f = self.alloc()?;
@@ -1309,7 +1321,8 @@ impl<'a, 'e> Compiler<'a, 'e> {
                     *d = *d && b;
                 }
             }
-            StmtKind::While { test, body } => self.scoped_defs(|c| {
+            StmtKind::While { test, body, orelse } => self.scoped_defs(|c| {
+                let entry = c.loop_entry_defs(body);
                 let top = c.here();
                 let exit = c.cond_jump(test, false)?;
                 c.f().blocks.push(Block::Loop { breaks: Vec::new(), continues: Vec::new() });
@@ -1320,11 +1333,20 @@ impl<'a, 'e> Compiler<'a, 'e> {
                     c.patch(site, top);
                 }
                 c.patch_here(exit);
+                c.loop_else(entry, orelse)?;
                 c.patch_here(breaks);
                 Ok(())
             })?,
-            StmtKind::For { target, iter, body, parallel: true } => self.scoped_defs(|c| c.par_for_stmt(s, target, iter, body, span))?,
-            StmtKind::For { target, iter, body, .. } => self.scoped_defs(|c| c.for_stmt(target, iter, body, span))?,
+            StmtKind::For { orelse, parallel: true, .. } if !orelse.is_empty() => {
+                return Err(cerr(span, "a 'parallel for' loop cannot have an 'else' clause"));
+            }
+            StmtKind::For { target, iter, body, parallel: true, .. } => self.scoped_defs(|c| c.par_for_stmt(s, target, iter, body, span))?,
+            StmtKind::For { target, iter, body, orelse, .. } => self.scoped_defs(|c| c.for_stmt(target, iter, body, orelse, span))?,
+            StmtKind::Del(targets) => {
+                for t in targets {
+                    self.del_target(t)?;
+                }
+            }
             StmtKind::Break | StmtKind::Continue => {
                 let is_break = matches!(s.kind, StmtKind::Break);
                 let Some(li) = self.f().blocks.iter().rposition(|b| matches!(b, Block::Loop { .. })) else {
@@ -1558,7 +1580,8 @@ impl<'a, 'e> Compiler<'a, 'e> {
         Ok((self.alloc()?, false))
     }
 
-    fn for_stmt(&mut self, target: &'a Expr, iter: &'a Expr, body: &'a [Stmt], span: Span) -> CResult<()> {
+    fn for_stmt(&mut self, target: &'a Expr, iter: &'a Expr, body: &'a [Stmt], orelse: &'a [Stmt], span: Span) -> CResult<()> {
+        let entry = self.loop_entry_defs(body);
         if let Some(args) = self.range_args(iter) {
             let base = self.alloc_n(3)?;
             match args.as_slice() {
@@ -1593,6 +1616,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
             self.emit_at(Instr::ForRangeLoop { a: base, b: dst }, span);
             self.emit(Instr::Jmp { t: body_start as u32 });
             self.patch_here(vec![exit]);
+            self.loop_else(entry, orelse)?;
             self.patch_here(breaks);
             return Ok(());
         }
@@ -1614,6 +1638,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
             self.patch(c, top);
         }
         self.patch_here(vec![exit]);
+        self.loop_else(entry, orelse)?;
         self.patch_here(breaks);
         Ok(())
     }
@@ -2140,7 +2165,8 @@ impl<'a, 'e> Compiler<'a, 'e> {
         };
         let st = self.fs.pop().ok_or_else(|| cerr(span, "internal: compiler state lost"))?;
         r?;
-        let code = st.finish(scope.cells.len() as u16, nparams as u16);
+        let names = (scope.cells.iter().map(|n| Arc::from(n.as_str())).collect(), scope.frees.iter().map(|n| Arc::from(n.as_str())).collect());
+        let code = st.finish(scope.cells.len() as u16, nparams as u16, names);
         // Where each captured name comes from in the defining scope.
         let parent = self.f().scope;
         let mut captures = Vec::new();
@@ -2189,11 +2215,14 @@ impl<'a, 'e> Compiler<'a, 'e> {
         let (gens, is_dict) = match &e.kind {
             ExprKind::ListComp { generators, .. } => (generators, false),
             ExprKind::DictComp { generators, .. } => (generators, true),
+            ExprKind::SetComp { generators, .. } => (generators, false),
             _ => return Err(cerr(e.span, "internal: not a comprehension")),
         };
         let acc = self.alloc()?;
         if is_dict {
             self.emit(Instr::BuildDict { a: acc, b: acc, n: 0 });
+        } else if matches!(e.kind, ExprKind::SetComp { .. }) {
+            self.emit(Instr::BuildSet { a: acc, b: acc, n: 0 });
         } else {
             self.emit(Instr::BuildList { a: acc, b: acc, n: 0 });
         }
@@ -2214,6 +2243,10 @@ impl<'a, 'e> Compiler<'a, 'e> {
                     let k = self.expr_reg(key)?;
                     let v = self.expr_reg(value)?;
                     self.emit_at(Instr::DictSet { a: acc, b: k, c: v }, key.span);
+                }
+                ExprKind::SetComp { elt, .. } => {
+                    let v = self.expr_reg(elt)?;
+                    self.emit_at(Instr::SetAdd { a: acc, b: v }, elt.span);
                 }
                 _ => {}
             }

@@ -143,12 +143,21 @@ fn walk<'a>(body: &'a [Stmt], seen: &mut IndexMap<String, (Seen<'a>, Option<&'a 
                 walk(body, seen);
                 walk(orelse, seen);
             }
-            StmtKind::While { body, .. } => walk(body, seen),
-            StmtKind::For { target, body, .. } => {
+            StmtKind::While { body, orelse, .. } => {
+                walk(body, seen);
+                walk(orelse, seen);
+            }
+            StmtKind::For { target, body, orelse, .. } => {
                 let mut names = Vec::new();
                 bound_names(target, &mut names);
                 names.iter().for_each(|n| note(seen, n, Seen::Other, None));
                 walk(body, seen);
+                walk(orelse, seen);
+            }
+            StmtKind::Del(targets) => {
+                let mut names = Vec::new();
+                targets.iter().for_each(|t| bound_names(t, &mut names));
+                names.iter().for_each(|n| note(seen, n, Seen::Other, None));
             }
             StmtKind::With { items, body } => {
                 for it in items {
@@ -200,7 +209,8 @@ pub fn forbidden_exit(body: &[Stmt]) -> Option<(Span, &'static str)> {
                 StmtKind::Return(_) => Some((s.span, "return")),
                 StmtKind::Break if !in_loop => Some((s.span, "break")),
                 StmtKind::If { body, orelse, .. } => go(body, in_loop).or_else(|| go(orelse, in_loop)),
-                StmtKind::While { body, .. } | StmtKind::For { body, .. } => go(body, true),
+                // A loop's `else` belongs to the enclosing loop (its `break` leaves that one).
+                StmtKind::While { body, orelse, .. } | StmtKind::For { body, orelse, .. } => go(body, true).or_else(|| go(orelse, in_loop)),
                 StmtKind::With { body, .. } => go(body, in_loop),
                 StmtKind::Try {
                     body,

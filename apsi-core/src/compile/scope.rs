@@ -247,15 +247,26 @@ impl Analyzer {
                 self.nested(body);
                 self.nested(orelse);
             }
-            StmtKind::While { test, body } => {
+            StmtKind::While { test, body, orelse } => {
                 self.expr(test);
                 self.nested(body);
+                self.nested(orelse);
             }
-            StmtKind::For { target, iter, body, parallel: true } => self.parallel_for(s, target, iter, body),
-            StmtKind::For { target, iter, body, .. } => {
+            StmtKind::For { target, iter, body, parallel: true, orelse } => {
+                self.parallel_for(s, target, iter, body);
+                self.nested(orelse);
+            }
+            StmtKind::For { target, iter, body, orelse, .. } => {
                 self.expr(iter);
                 self.target(target);
                 self.nested(body);
+                self.nested(orelse);
+            }
+            // `del x` binds `x` as an assignment does (Python's scoping).
+            StmtKind::Del(targets) => {
+                for t in targets {
+                    self.target(t);
+                }
             }
             StmtKind::Break | StmtKind::Continue | StmtKind::Pass | StmtKind::Error => {}
             StmtKind::Return(v) => {
@@ -469,7 +480,7 @@ impl Analyzer {
             ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Str(_) | ExprKind::Bytes(_) | ExprKind::Bool(_) | ExprKind::None | ExprKind::Error => {}
             ExprKind::FString(parts) => self.fparts(parts),
             ExprKind::Name(n) => self.use_name(n),
-            ExprKind::List(xs) | ExprKind::Tuple(xs) => {
+            ExprKind::List(xs) | ExprKind::Tuple(xs) | ExprKind::Set(xs) => {
                 for x in xs {
                     self.expr(x)
                 }
@@ -534,7 +545,7 @@ impl Analyzer {
                 self.expr(body);
                 self.expr(orelse);
             }
-            ExprKind::ListComp { elt, generators } => self.comp(e, generators, |a| a.expr(elt)),
+            ExprKind::ListComp { elt, generators } | ExprKind::SetComp { elt, generators } => self.comp(e, generators, |a| a.expr(elt)),
             ExprKind::DictComp { key, value, generators } => self.comp(e, generators, |a| {
                 a.expr(key);
                 a.expr(value);
@@ -639,7 +650,11 @@ fn collect_decls<'a>(body: &'a [Stmt], g: &mut Vec<&'a Ident>, nl: &mut Vec<&'a 
                 collect_decls(body, g, nl);
                 collect_decls(orelse, g, nl);
             }
-            StmtKind::While { body, .. } | StmtKind::For { body, .. } | StmtKind::With { body, .. } => collect_decls(body, g, nl),
+            StmtKind::While { body, orelse, .. } | StmtKind::For { body, orelse, .. } => {
+                collect_decls(body, g, nl);
+                collect_decls(orelse, g, nl);
+            }
+            StmtKind::With { body, .. } => collect_decls(body, g, nl),
             StmtKind::Try { body, handlers, orelse, finalbody } => {
                 collect_decls(body, g, nl);
                 for h in handlers {

@@ -264,6 +264,14 @@ pub fn repr_of(v: &Value) -> String {
         Value::Module(m) => format!("<module {}>", m.name),
         Value::Object(o) => o.0.repr(),
         Value::Bytes(b) => super::bytes_repr(&b.0),
+        Value::Set(s) => {
+            let items = crate::ops::sets::members(s);
+            if items.is_empty() {
+                "set()".into()
+            } else {
+                format!("{{{}}}", join_reprs(&items))
+            }
+        }
     }
 }
 

@@ -92,6 +92,9 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> VResult<Value> {
         }
         return Err(unsupported(op, a, b));
     }
+    if let Some(r) = super::sets::binary(op, a, b) {
+        return r;
+    }
     match (op, a, b) {
         (BinOp::Add, Value::Str(x), Value::Str(y)) => {
             let mut s = String::with_capacity(x.as_str().len() + y.as_str().len());

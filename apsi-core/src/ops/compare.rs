@@ -171,6 +171,7 @@ fn eq_depth(a: &Value, b: &Value, depth: usize) -> VResult<bool> {
             }
             Ok(true)
         }
+        (Value::Set(x), Value::Set(y)) => Ok(super::sets::equal(x, y)),
         (Value::Range(x), Value::Range(y)) => {
             let (n, m) = (x.len(), y.len());
             Ok(n == m && (n == 0 || (x.start == y.start && (n == 1 || x.step == y.step))))
@@ -250,6 +251,7 @@ fn ordered(op: CmpOp, a: &Value, b: &Value, depth: usize) -> VResult<bool> {
             seq_ordered(op, &xs, &ys, depth)
         }
         (Value::Tuple(x), Value::Tuple(y)) => seq_ordered(op, &x.0, &y.0, depth),
+        (Value::Set(x), Value::Set(y)) => Ok(super::sets::relation(op, x, y)),
         (Value::Object(_), _) | (_, Value::Object(_)) => {
             let (fwd, rev) = match op {
                 CmpOp::Lt => ("__lt__", "__gt__"),

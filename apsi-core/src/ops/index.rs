@@ -2,7 +2,7 @@
 
 use super::protocol::call_dunder;
 use crate::error::ErrorKind;
-use crate::vm::value::{err, Exc, HashKey, RangeObj, SliceObj, VResult, Value};
+use crate::vm::value::{err, Caller, Exc, HashKey, RangeObj, SliceObj, VResult, Value};
 use std::sync::Arc;
 
 /// An index operand as an int (bools count as 0 and 1, as in Python).
@@ -227,6 +227,76 @@ pub fn set_index(obj: &Value, idx: &Value, v: Value) -> VResult<()> {
     }
 }
 
+/// `del obj[idx]`: list items and slices, dict keys, a struct's
+/// `__delitem__` (called through `caller`), a module object's `__delitem__`
+/// hook; every other value refuses (`TypeError`).
+pub fn del_index(caller: &mut dyn Caller, obj: &Value, idx: &Value) -> VResult<()> {
+    match obj {
+        Value::List(l) => {
+            let mut items = l.items.write();
+            if let Value::Slice(s) = idx {
+                let (start, stop, step, count) = slice_indices(s, items.len())?;
+                if step == 1 {
+                    let lo = start as usize;
+                    let hi = stop.max(start) as usize;
+                    items.drain(lo..hi);
+                    return Ok(());
+                }
+                // Mark the chosen positions, then keep the rest in order.
+                let mut gone = vec![false; items.len()];
+                let mut i = start;
+                for _ in 0..count {
+                    if let Some(g) = gone.get_mut(i as usize) {
+                        *g = true;
+                    }
+                    i += step;
+                }
+                let mut k = 0;
+                items.retain(|_| {
+                    let keep = !gone.get(k).copied().unwrap_or(false);
+                    k += 1;
+                    keep
+                });
+                return Ok(());
+            }
+            let i = as_index("list", idx)?;
+            let n = items.len() as i64;
+            let j = if i < 0 { i + n } else { i };
+            if j < 0 || j >= n {
+                return Err(err(ErrorKind::IndexError, "list assignment index out of range"));
+            }
+            let removed = items.remove(j as usize);
+            drop(items);
+            drop(removed);
+            Ok(())
+        }
+        Value::Dict(d) => {
+            let key = HashKey::new(idx.clone())?;
+            let removed = d.map.write().remove(&key);
+            match removed {
+                Some(_) => Ok(()),
+                None => Err(err(ErrorKind::KeyError, crate::format::repr_of(idx))),
+            }
+        }
+        Value::Struct(s) => {
+            let hook = s.ty.methods.get("__delitem__").cloned();
+            match hook {
+                Some(f) => caller.call(&f, &[obj.clone(), idx.clone()], &[]).map(|_| ()),
+                None => Err(no_item_deletion(obj)),
+            }
+        }
+        Value::Object(_) => match call_dunder(obj, "__delitem__", std::slice::from_ref(idx)) {
+            Some(r) => r.map(|_| ()),
+            None => Err(no_item_deletion(obj)),
+        },
+        other => Err(no_item_deletion(other)),
+    }
+}
+
+fn no_item_deletion(v: &Value) -> Exc {
+    err(ErrorKind::TypeError, format!("'{}' object doesn't support item deletion", v.type_name()))
+}
+
 fn no_item_assignment(v: &Value) -> Exc {
     err(ErrorKind::TypeError, format!("'{}' object does not support item assignment", v.type_name()))
 }
@@ -297,6 +367,34 @@ mod tests {
         set_index(&xs, &I(-1), I(5)).must();
         assert_eq!(str_of(&xs), "[0, 7, 0, 9, 5]");
         assert_eq!(set_index(&Value::str("ab"), &I(0), I(1)).unwrap_err().kind, ErrorKind::TypeError);
+    }
+
+    #[test]
+    fn deleting_items() {
+        use crate::ops::NoCaller;
+        let xs = ints(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        del_index(&mut NoCaller, &xs, &I(0)).must();
+        del_index(&mut NoCaller, &xs, &I(-1)).must();
+        assert_eq!(str_of(&xs), "[1, 2, 3, 4, 5, 6, 7, 8]");
+        del_index(&mut NoCaller, &xs, &sl(I(2), I(4), Value::None)).must();
+        assert_eq!(str_of(&xs), "[1, 2, 5, 6, 7, 8]");
+        del_index(&mut NoCaller, &xs, &sl(Value::None, Value::None, I(2))).must();
+        assert_eq!(str_of(&xs), "[2, 6, 8]");
+        del_index(&mut NoCaller, &xs, &sl(Value::None, Value::None, I(-2))).must();
+        assert_eq!(str_of(&xs), "[6]");
+        del_index(&mut NoCaller, &xs, &sl(I(5), I(1), Value::None)).must();
+        assert_eq!(str_of(&xs), "[6]");
+        let e = del_index(&mut NoCaller, &xs, &I(1)).unwrap_err();
+        assert_eq!((e.kind, e.message.as_str()), (ErrorKind::IndexError, "list assignment index out of range"));
+        assert_eq!(del_index(&mut NoCaller, &xs, &sl(I(0), I(1), I(0))).unwrap_err().kind, ErrorKind::ValueError);
+        let d = Value::empty_dict();
+        set_index(&d, &Value::str("a"), I(1)).must();
+        del_index(&mut NoCaller, &d, &Value::str("a")).must();
+        let e = del_index(&mut NoCaller, &d, &Value::str("a")).unwrap_err();
+        assert_eq!((e.kind, e.message.as_str()), (ErrorKind::KeyError, "'a'"));
+        let e = del_index(&mut NoCaller, &Value::tuple(vec![I(1)]), &I(0)).unwrap_err();
+        assert_eq!((e.kind, e.message.as_str()), (ErrorKind::TypeError, "'tuple' object doesn't support item deletion"));
+        assert_eq!(del_index(&mut NoCaller, &Value::str("ab"), &I(0)).unwrap_err().kind, ErrorKind::TypeError);
     }
 
     #[test]

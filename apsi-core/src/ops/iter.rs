@@ -36,6 +36,7 @@ pub(crate) fn iterate_plain(v: &Value) -> VResult<Vec<Value>> {
         Value::Str(s) => Ok(s.as_str().chars().map(|c| Value::str(c.to_string())).collect()),
         Value::Dict(d) => Ok(d.map.read().keys().map(|k| k.value().clone()).collect()),
         Value::Bytes(b) => Ok(b.0.iter().map(|&x| Value::Int(x as i64)).collect()),
+        Value::Set(s) => Ok(super::sets::members(s)),
         Value::Object(_) => match call_dunder(v, "__iter__", &[]) {
             Some(r) => {
                 let inner = r?;
@@ -110,6 +111,10 @@ pub fn contains(container: &Value, item: &Value) -> VResult<bool> {
             Ok(d.map.read().contains_key(&key))
         }
         Value::Bytes(b) => crate::builtins::bytes_contains(&b.0, item),
+        Value::Set(s) => {
+            let key = HashKey::new(item.clone())?;
+            Ok(s.map.read().contains_key(&key))
+        }
         Value::Range(r) => {
             let i = match num(item) {
                 Some(Num::I(i)) => i,
@@ -146,6 +151,7 @@ pub fn len(v: &Value) -> VResult<i64> {
         Value::List(l) => Ok(l.items.read().len() as i64),
         Value::Tuple(t) => Ok(t.0.len() as i64),
         Value::Dict(d) => Ok(d.map.read().len() as i64),
+        Value::Set(s) => Ok(s.map.read().len() as i64),
         Value::Range(r) => Ok(r.len()),
         Value::Bytes(b) => Ok(b.0.len() as i64),
         Value::Object(_) => match call_dunder(v, "__len__", &[]) {

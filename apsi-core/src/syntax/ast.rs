@@ -58,16 +58,20 @@ pub enum StmtKind {
         body: Vec<Stmt>,
         orelse: Vec<Stmt>,
     },
+    /// `orelse` runs when the loop ends without `break` (its condition is false).
     While {
         test: Expr,
         body: Vec<Stmt>,
+        orelse: Vec<Stmt>,
     },
-    /// `for target in iter:`; `parallel` is true for `parallel for`.
+    /// `for target in iter:`; `parallel` is true for `parallel for`;
+    /// `orelse` runs when the loop ends without `break`.
     For {
         target: Expr,
         iter: Expr,
         body: Vec<Stmt>,
         parallel: bool,
+        orelse: Vec<Stmt>,
     },
     Break,
     Continue,
@@ -99,6 +103,9 @@ pub enum StmtKind {
     },
     Global(Vec<Ident>),
     Nonlocal(Vec<Ident>),
+    /// `del a, b[0], c.d`: each target (Name, Index, Attribute, or a
+    /// Tuple/List of targets) is deleted in turn.
+    Del(Vec<Expr>),
     /// A statement that could not be parsed; a diagnostic was recorded.
     Error,
 }
@@ -266,6 +273,13 @@ pub enum ExprKind {
     DictComp {
         key: Box<Expr>,
         value: Box<Expr>,
+        generators: Vec<Comprehension>,
+    },
+    /// `{a, b}` (never empty: `{}` is a dict).
+    Set(Vec<Expr>),
+    /// `{elt for … in … if …}`
+    SetComp {
+        elt: Box<Expr>,
         generators: Vec<Comprehension>,
     },
     /// An expression that could not be parsed; a diagnostic was recorded.

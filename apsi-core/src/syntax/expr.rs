@@ -845,26 +845,33 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// `{ … }`: dict display or dict comprehension.
+    /// `{ … }`: dict display or dict comprehension; set display or set
+    /// comprehension when the first item has no `:`.
     fn dict_display(&mut self) -> Expr {
         let start = self.bump().start;
         let mut items = Vec::new();
         let mut first = true;
+        let mut first_key = None;
+        if !matches!(self.peek(), Tok::RBrace | Tok::DoubleStar) {
+            let key = self.test();
+            if !self.panicking && matches!(self.peek(), Tok::Comma | Tok::RBrace | Tok::For) {
+                return self.set_display(start, key);
+            }
+            first_key = Some(key);
+        }
         while self.peek() != Tok::RBrace && !self.panicking {
-            if self.eat(Tok::DoubleStar) {
+            if first_key.is_none() && self.eat(Tok::DoubleStar) {
                 items.push(DictItem::Spread(self.bp(BP_BITOR)));
             } else {
-                let key = self.test();
+                let key = match first_key.take() {
+                    Some(k) => k,
+                    None => self.test(),
+                };
                 if self.panicking {
                     break;
                 }
                 if !self.eat(Tok::Colon) {
-                    let help = if matches!(self.peek(), Tok::Comma | Tok::RBrace | Tok::For) {
-                        Some("Apsi has no set literals; use a dict {k: v} or a list [a, b]".to_string())
-                    } else {
-                        None
-                    };
-                    self.expected("':' after a dict key", help);
+                    self.expected("':' after a dict key", None);
                     break;
                 }
                 let value = self.test();
@@ -894,6 +901,37 @@ impl<'a> Parser<'a> {
         }
         Expr {
             kind: ExprKind::Dict(items),
+            span: self.since(start),
+        }
+    }
+
+    /// The rest of `{a, b, …}` or `{elt for …}` after its first item.
+    fn set_display(&mut self, start: u32, first: Expr) -> Expr {
+        if self.peek() == Tok::For {
+            let generators = self.comp_clauses();
+            if !self.panicking {
+                self.expect(Tok::RBrace, "to close the set comprehension");
+            }
+            return Expr {
+                kind: ExprKind::SetComp {
+                    elt: Box::new(first),
+                    generators,
+                },
+                span: self.since(start),
+            };
+        }
+        let mut items = vec![first];
+        while !self.panicking && self.eat(Tok::Comma) {
+            if self.peek() == Tok::RBrace {
+                break;
+            }
+            items.push(self.test());
+        }
+        if !self.panicking && !self.eat(Tok::RBrace) {
+            self.expected("',' or '}' in the set", None);
+        }
+        Expr {
+            kind: ExprKind::Set(items),
             span: self.since(start),
         }
     }

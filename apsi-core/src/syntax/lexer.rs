@@ -706,7 +706,7 @@ impl<'a> Lexer<'a> {
         match word {
             // Only keywords that can never continue an expression.
             "def" | "struct" | "return" | "while" | "try" | "with" | "use" | "pass" | "break" | "continue"
-            | "raise" | "global" | "nonlocal" | "assert" | "except" | "finally" | "elif" => true,
+            | "raise" | "global" | "nonlocal" | "assert" | "except" | "finally" | "elif" | "del" => true,
             "if" | "for" | "else" => {
                 // A block header: the line ends with ':'.
                 let line_end = self.src[p..self.end].find('\n').map(|i| p + i).unwrap_or(self.end);

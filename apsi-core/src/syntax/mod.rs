@@ -6,9 +6,10 @@
 //! - [`is_incomplete`] tells the REPL whether an input needs more lines.
 //!
 //! Decisions where LANGUAGE.md is silent (Python's behaviour unless noted):
-//! - No set literals, no `while … else`/`for … else`, no `:=`, no `del`,
-//!   `class`, `import`, `async`, `yield`, `...`: each is a SyntaxError with a
-//!   hint (or, for `yield`, an ordinary name).
+//! - No `:=`, `class`, `import`, `async`, `yield`, `...`: each is a
+//!   SyntaxError with a hint (or, for `yield`, an ordinary name). Set
+//!   displays `{a, b}`, `del`, and `else` on `for`/`while` are parsed (not on
+//!   `parallel for`).
 //! - `{x=}` in an f-string gets conversion `'r'` unless a conversion or a
 //!   format spec is given (Python's rule), so later passes need no special case.
 //! - A string inside an f-string field may use the f-string's own quotes

@@ -576,6 +576,10 @@ impl<'a> Parser<'a> {
                     StmtKind::Nonlocal(names)
                 }
             }
+            Tok::Del => {
+                self.bump();
+                StmtKind::Del(self.del_targets())
+            }
             Tok::Use => self.use_stmt(),
             _ => return self.expr_statement(),
         };
@@ -621,10 +625,6 @@ impl<'a> Parser<'a> {
                 "import" | "from" => Some((
                     "Apsi has no 'import' statement",
                     "load a module with 'use name' or 'use a.b as m'",
-                )),
-                "del" => Some((
-                    "Apsi has no 'del' statement",
-                    "remove items with xs.pop(i) or d.pop(key)",
                 )),
                 "async" => Some((
                     "Apsi has no 'async'",
@@ -775,6 +775,42 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// The targets of `del`: `a, b[0], c.d` (a trailing comma is allowed).
+    fn del_targets(&mut self) -> Vec<Expr> {
+        let mut out = Vec::new();
+        if !self.can_start_expr() {
+            self.expected("a name, index or attribute after 'del'", None);
+            return out;
+        }
+        loop {
+            let e = self.target_atom();
+            if !self.panicking {
+                self.check_del_target(&e);
+            }
+            out.push(e);
+            if self.panicking || !self.eat(Tok::Comma) || !self.can_start_expr() {
+                break;
+            }
+        }
+        out
+    }
+
+    fn check_del_target(&mut self, e: &Expr) {
+        match &e.kind {
+            ExprKind::Name(_) | ExprKind::Attribute { .. } | ExprKind::Index { .. } | ExprKind::Error => {}
+            ExprKind::Tuple(items) | ExprKind::List(items) => {
+                for item in items {
+                    self.check_del_target(item);
+                }
+            }
+            _ => self.report(
+                e.span,
+                format!("cannot delete {}", describe_expr(e)),
+                Some("'del' removes a name, an index or slice (xs[i], d[k]), or a tuple of them".to_string()),
+            ),
+        }
+    }
+
     // ----- compound statements -----------------------------------------
 
     fn if_stmt(&mut self) -> Stmt {
@@ -867,23 +903,29 @@ impl<'a> Parser<'a> {
         let start = self.bump().start;
         let test = self.named_test();
         let body = self.block("'while' statement", start);
-        self.loop_else("while");
+        let orelse = self.loop_else(false);
         Stmt {
-            kind: StmtKind::While { test, body },
+            kind: StmtKind::While { test, body, orelse },
             span: self.since(start),
         }
     }
 
-    fn loop_else(&mut self, what: &str) {
-        if self.peek() == Tok::Else && !self.panicking {
-            let t = self.tok();
+    /// The `else:` block of a loop (empty when there is none). `parallel
+    /// for` has no `else` (its iterations have no order and no `break`).
+    fn loop_else(&mut self, parallel: bool) -> Vec<Stmt> {
+        if self.peek() != Tok::Else || self.panicking {
+            return Vec::new();
+        }
+        let t = self.bump();
+        if parallel {
             let span = self.tok_span(t);
-            self.error(
+            self.report(
                 span,
-                format!("a '{what}' loop cannot have an 'else' clause in Apsi"),
-                Some("use a flag variable, or put the code after the loop".to_string()),
+                "a 'parallel for' loop cannot have an 'else' clause",
+                Some("put the code after the loop: a 'parallel for' cannot 'break'".to_string()),
             );
         }
+        self.block("'else' clause", t.start)
     }
 
     fn for_stmt(&mut self, parallel: bool) -> Stmt {
@@ -910,13 +952,14 @@ impl<'a> Parser<'a> {
             "'for' statement"
         };
         let body = self.block(what, start);
-        self.loop_else("for");
+        let orelse = self.loop_else(parallel);
         Stmt {
             kind: StmtKind::For {
                 target,
                 iter,
                 body,
                 parallel,
+                orelse,
             },
             span: self.since(start),
         }
@@ -1307,8 +1350,9 @@ pub(super) fn describe_expr(e: &Expr) -> &'static str {
         ExprKind::BoolOp { .. } => "a boolean expression",
         ExprKind::Lambda { .. } => "a lambda",
         ExprKind::IfExp { .. } => "a conditional expression",
-        ExprKind::ListComp { .. } | ExprKind::DictComp { .. } => "a comprehension",
+        ExprKind::ListComp { .. } | ExprKind::DictComp { .. } | ExprKind::SetComp { .. } => "a comprehension",
         ExprKind::Dict(_) => "a dict display",
+        ExprKind::Set(_) => "a set display",
         ExprKind::Range { .. } => "a range",
         ExprKind::Tuple(_) => "a tuple",
         ExprKind::List(_) => "a list",

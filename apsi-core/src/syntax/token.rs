@@ -53,6 +53,7 @@ pub enum Tok {
     Assert,
     Global,
     Nonlocal,
+    Del,
     // brackets
     LParen,
     RParen,
@@ -141,6 +142,7 @@ impl Tok {
             "assert" => Tok::Assert,
             "global" => Tok::Global,
             "nonlocal" => Tok::Nonlocal,
+            "del" => Tok::Del,
             _ => return None,
         })
     }
@@ -179,6 +181,7 @@ impl Tok {
             Tok::Assert => "assert",
             Tok::Global => "global",
             Tok::Nonlocal => "nonlocal",
+            Tok::Del => "del",
             Tok::LParen => "(",
             Tok::RParen => ")",
             Tok::LBracket => "[",

@@ -252,6 +252,8 @@ impl ApsiObject for DTypeObj {
         match name {
             "name" => Some(Ok(Value::str(self.0.name()))),
             "bits" => Some(Ok(Value::Int(self.0.bits() as i64))),
+            // The prelude's `bool` is this dtype; calling it converts as Python's `bool(x)`.
+            "__call__" if self.0 == DType::Bool => crate::builtins::type_token("bool").map(Ok),
             _ => None,
         }
     }

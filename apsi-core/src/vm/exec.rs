@@ -401,6 +401,13 @@ impl Executor {
                 let g = m.attrs.read().get(m.name.as_str()).cloned().unwrap_or(Value::None);
                 self.setup_call(fpos, g, pos, kw)
             }
+            // A module object that answers `__call__` (the dtype `bool`, which
+            // shares its name with the `bool` constructor, converts like it).
+            Value::Object(o) => match o.0.get_attr(&Value::Object(o.clone()), "__call__") {
+                Some(Ok(h)) => self.setup_call(fpos, h, pos, kw),
+                Some(Err(e)) => Err(e),
+                None => Err(type_err(format!("'{}' object is not callable", o.0.type_name()))),
+            },
             other => Err(type_err(format!("'{}' object is not callable", other.type_name()))),
         }
     }
@@ -966,7 +973,9 @@ impl Executor {
                     | Instr::DictUpdate { .. } | Instr::BuildSlice { .. } | Instr::BuildRange { .. } | Instr::ForPrep { .. } | Instr::ForRangePrep { .. }
                     | Instr::Unpack { .. } | Instr::UnpackEx { .. } | Instr::MakeFunc { .. } | Instr::MakeStruct { .. } | Instr::StructConst { .. } | Instr::Raise { .. }
                     | Instr::Reraise { .. } | Instr::AssertFail { .. } | Instr::PushHandler { .. } | Instr::PopHandler | Instr::ExcMatch { .. }
-                    | Instr::ToRepr { .. } | Instr::Format { .. } | Instr::Concat { .. } | Instr::ParFor { .. } => {}
+                    | Instr::ToRepr { .. } | Instr::Format { .. } | Instr::Concat { .. } | Instr::ParFor { .. }
+                    | Instr::BuildSet { .. } | Instr::SetAdd { .. } | Instr::DelIndex { .. } | Instr::DelLocal { .. }
+                    | Instr::DelGlobal { .. } | Instr::DelCell { .. } | Instr::DelFree { .. } => {}
                 }
                 // Everything else, and the cases above whose fast path did not apply.
                 let mut pc = pc!();

@@ -25,6 +25,11 @@ impl Cell {
     pub fn set(&self, v: Value) {
         *self.0.write() = v;
     }
+    /// `del x` of a cell variable: leaves `Unbound` in the cell (reads of
+    /// it raise `NameError`) and returns what was there.
+    pub fn take_unbound(&self) -> Value {
+        std::mem::replace(&mut *self.0.write(), Value::Unbound)
+    }
 }
 
 /// A function value: compiled code plus what it captured when defined.

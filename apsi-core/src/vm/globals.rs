@@ -55,6 +55,16 @@ impl GlobalSlot {
         }
     }
 
+    /// `del x` at module level: unbind the slot; false if it was not bound.
+    /// (The compiler never makes a deleted name's slot write-once.)
+    pub fn unbind(&self) -> bool {
+        if self.is_const {
+            return false;
+        }
+        let old = self.var.write().take();
+        old.is_some()
+    }
+
     pub fn is_bound(&self) -> bool {
         if self.is_const {
             self.konst.get().is_some()

@@ -72,6 +72,8 @@ pub enum Value {
     Object(Arc<ObjBox>),
     /// An immutable byte string (`b"GIF\x89"`, LANGUAGE.md §10.13).
     Bytes(Arc<BytesObj>),
+    /// A set: members in insertion order (LANGUAGE.md §10.6).
+    Set(Arc<SetObj>),
 }
 
 const _: () = assert!(std::mem::size_of::<Value>() == 16);
@@ -100,6 +102,10 @@ impl Value {
     pub fn bytes(data: Vec<u8>) -> Value {
         Value::Bytes(Arc::new(BytesObj(data.into_boxed_slice())))
     }
+    /// A set of the keys of `members` (their values are unused; `none`).
+    pub fn set(members: DictMap) -> Value {
+        Value::Set(Arc::new(SetObj { map: VLock::new(members) }))
+    }
 
     /// The name of the value's type, as `type(x)` and error messages say it.
     pub fn type_name(&self) -> &str {
@@ -123,6 +129,7 @@ impl Value {
             Value::Object(o) => o.0.type_name(),
             Value::Unbound => "unbound",
             Value::Bytes(_) => "bytes",
+            Value::Set(_) => "set",
         }
     }
 
@@ -139,6 +146,7 @@ impl Value {
             Value::Dict(d) => !d.map.read().is_empty(),
             Value::Range(r) => !r.is_empty(),
             Value::Bytes(b) => !b.0.is_empty(),
+            Value::Set(s) => !s.map.read().is_empty(),
             Value::Object(o) => return o.0.truthy(),
             Value::Struct(s) => return crate::ops::dunder::truthy(s),
             _ => true,
@@ -174,6 +182,7 @@ impl Value {
             (Value::Module(a), Value::Module(b)) => Arc::ptr_eq(a, b),
             (Value::Object(a), Value::Object(b)) => Arc::ptr_eq(a, b),
             (Value::Bytes(a), Value::Bytes(b)) => Arc::ptr_eq(a, b),
+            (Value::Set(a), Value::Set(b)) => Arc::ptr_eq(a, b),
             _ => false,
         }
     }
@@ -390,6 +399,12 @@ pub struct DictObj {
     pub map: VLock<DictMap>,
 }
 
+/// A set keeping insertion order: its members are the keys of `map`
+/// (values unused, `none`), so hashing and equality are the dict's.
+pub struct SetObj {
+    pub map: VLock<DictMap>,
+}
+
 /// `range(start, stop, step)`; `step != 0`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RangeObj {
@@ -451,7 +466,7 @@ impl HashKey {
 
 fn key_hashable(v: &Value) -> bool {
     match v {
-        Value::List(_) | Value::Dict(_) => false,
+        Value::List(_) | Value::Dict(_) | Value::Set(_) => false,
         Value::Struct(s) => !matches!(s.ty.hash_mode, HashMode::Unhashable),
         Value::Tuple(t) => t.0.iter().all(key_hashable),
         Value::Object(o) => o.0.hashable(),

@@ -74,21 +74,26 @@ pub fn stmt(s: &Stmt) -> String {
             value,
         } => format!("(: {} {} {})", expr(target), expr(annotation), opt(value)),
         StmtKind::If { test, body, orelse } => format!("(if {} {} {})", expr(test), block(body), block(orelse)),
-        StmtKind::While { test, body } => format!("(while {} {})", expr(test), block(body)),
+        StmtKind::While { test, body, orelse } => {
+            format!("(while {} {}{})", expr(test), block(body), loop_else(orelse))
+        }
         StmtKind::For {
             target,
             iter,
             body,
             parallel,
+            orelse,
         } => {
             format!(
-                "({} {} {} {})",
+                "({} {} {} {}{})",
                 if *parallel { "pfor" } else { "for" },
                 expr(target),
                 expr(iter),
-                block(body)
+                block(body),
+                loop_else(orelse)
             )
         }
+        StmtKind::Del(ts) => format!("(del {})", ts.iter().map(expr).collect::<Vec<_>>().join(" ")),
         StmtKind::Break => "break".into(),
         StmtKind::Continue => "continue".into(),
         StmtKind::Pass => "pass".into(),
@@ -162,6 +167,15 @@ pub fn stmt(s: &Stmt) -> String {
             ns.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(" ")
         ),
         StmtKind::Error => "ERROR".into(),
+    }
+}
+
+/// ` else [...]` for a loop with an `else` block (nothing without one).
+fn loop_else(orelse: &[Stmt]) -> String {
+    if orelse.is_empty() {
+        String::new()
+    } else {
+        format!(" else {}", block(orelse))
     }
 }
 
@@ -317,6 +331,8 @@ pub fn expr(x: &Expr) -> String {
         ExprKind::DictComp { key, value, generators } => {
             format!("(dictcomp {}:{}{})", expr(key), expr(value), comps(generators))
         }
+        ExprKind::Set(xs) => format!("(set {})", xs.iter().map(expr).collect::<Vec<_>>().join(" ")),
+        ExprKind::SetComp { elt, generators } => format!("(setcomp {}{})", expr(elt), comps(generators)),
         ExprKind::Error => "ERROR".into(),
     }
 }
@@ -388,15 +404,18 @@ fn stmt_spans(s: &Stmt, f: &mut dyn FnMut(apsi_core::diagnostic::Span)) {
             block_spans(body, f);
             block_spans(orelse, f);
         }
-        StmtKind::While { test, body } => {
+        StmtKind::While { test, body, orelse } => {
             expr_spans(test, f);
             block_spans(body, f);
+            block_spans(orelse, f);
         }
-        StmtKind::For { target, iter, body, .. } => {
+        StmtKind::For { target, iter, body, orelse, .. } => {
             expr_spans(target, f);
             expr_spans(iter, f);
             block_spans(body, f);
+            block_spans(orelse, f);
         }
+        StmtKind::Del(ts) => ts.iter().for_each(|x| expr_spans(x, f)),
         StmtKind::FuncDef(d) => func_spans(d, f),
         StmtKind::StructDef(d) => {
             f(d.span);
@@ -456,7 +475,7 @@ fn expr_spans(x: &Expr, f: &mut dyn FnMut(apsi_core::diagnostic::Span)) {
     let mut go = |e: &Expr| expr_spans(e, f);
     match &x.kind {
         ExprKind::FString(ps) => fparts(ps, &mut go),
-        ExprKind::List(xs) | ExprKind::Tuple(xs) => xs.iter().for_each(go),
+        ExprKind::List(xs) | ExprKind::Tuple(xs) | ExprKind::Set(xs) => xs.iter().for_each(go),
         ExprKind::Dict(items) => {
             for i in items {
                 match i {
@@ -503,7 +522,7 @@ fn expr_spans(x: &Expr, f: &mut dyn FnMut(apsi_core::diagnostic::Span)) {
             go(body);
             go(orelse);
         }
-        ExprKind::ListComp { elt, generators } => {
+        ExprKind::ListComp { elt, generators } | ExprKind::SetComp { elt, generators } => {
             go(elt);
             comp_spans(generators, &mut go);
         }

@@ -32,6 +32,27 @@ pub(super) enum Flow {
     Return(Value),
 }
 
+/// The string constant `k` (a variable's name).
+fn const_name(code: &Code, k: u16) -> String {
+    match code.consts.get(k as usize) {
+        Some(Value::Str(s)) => s.as_str().to_string(),
+        _ => "?".to_string(),
+    }
+}
+
+/// The `NameError` for reading cell `c` (a captured one when `free`) after `del`.
+#[cold]
+fn deleted_cell(code: &Code, c: u16, free: bool) -> Exc {
+    let names = if free { &code.free_names } else { &code.cell_names };
+    let name = names.get(c as usize).map(|n| n.to_string());
+    let msg = match (name, free) {
+        (Some(n), false) => format!("cannot access local variable '{n}' where it is not associated with a value"),
+        (Some(n), true) => format!("cannot access free variable '{n}' where it is not associated with a value in enclosing scope"),
+        (None, _) => "cannot access a variable that was deleted with 'del'".to_string(),
+    };
+    err(ErrorKind::NameError, msg)
+}
+
 impl Executor {
     /// Run one instruction of the top frame in full. `pc_io` is the
     /// index after `ins` on entry and the next one to run on exit.
@@ -144,6 +165,9 @@ impl Executor {
                         Some(cell) => cell.get(),
                         None => throw!(err(ErrorKind::Error, "internal error: bad cell")),
                     };
+                    if matches!(v, Value::Unbound) {
+                        throw!(deleted_cell(code, c, false));
+                    }
                     setv(r!(a), v);
                 }
                 Instr::SetCell { a, c } => {
@@ -154,7 +178,13 @@ impl Executor {
                     }
                 }
                 Instr::GetFree { a, c } => match clo.free.get(c as usize) {
-                    Some(cell) => setv(r!(a), cell.get()),
+                    Some(cell) => {
+                        let v = cell.get();
+                        if matches!(v, Value::Unbound) {
+                            throw!(deleted_cell(code, c, true));
+                        }
+                        setv(r!(a), v)
+                    }
                     None => throw!(err(ErrorKind::Error, "internal error: bad free variable")),
                 },
                 Instr::SetFree { a, c } => match clo.free.get(c as usize) {
@@ -879,6 +909,65 @@ impl Executor {
                         }
                         Err(e) => throw!(e),
                     }
+                }
+                Instr::BuildSet { a, b, n } => {
+                    let items: Vec<Value> = (0..n as usize).map(|i| dup(r!(b as usize + i))).collect();
+                    let v = tri!(ops::sets::set_of(items));
+                    setv(r!(a), v);
+                }
+                Instr::SetAdd { a, b } => {
+                    let key = tri!(ops::hash_key(r!(b)));
+                    match &*r!(a) {
+                        Value::Set(s) => {
+                            let mut m = s.map.write();
+                            if !m.contains_key(&key) {
+                                m.insert(key, Value::None);
+                            }
+                        }
+                        other => throw!(type_err(format!("cannot add to {}", other.type_name()))),
+                    }
+                }
+                Instr::DelIndex { a, b } => {
+                    let obj = dup(r!(a));
+                    let idx = dup(r!(b));
+                    save_pc!();
+                    // (The stack may have moved; nothing below reads a register.)
+                    tri!(ops::del_index(self, &obj, &idx));
+                }
+                Instr::DelLocal { a, k } => {
+                    if matches!(&*r!(a), Value::Unbound) {
+                        throw!(err(
+                            ErrorKind::NameError,
+                            format!("cannot access local variable '{}' where it is not associated with a value", const_name(code, k))
+                        ));
+                    }
+                    let old = std::mem::replace(r!(a), Value::Unbound);
+                    drop(old);
+                }
+                Instr::DelGlobal { g } => {
+                    let Some(slot) = code.globals.get(g as usize) else { throw!(err(ErrorKind::Error, "internal error: bad global")) };
+                    if !slot.unbind() {
+                        throw!(err(ErrorKind::NameError, format!("name '{}' is not defined", slot.name)));
+                    }
+                }
+                Instr::DelCell { c, k } | Instr::DelFree { c, k } => {
+                    let cell = if matches!(ins, Instr::DelCell { .. }) {
+                        self.cells.get(fr.cell_base as usize + c as usize).cloned()
+                    } else {
+                        clo.free.get(c as usize).cloned()
+                    };
+                    let Some(cell) = cell else { throw!(err(ErrorKind::Error, "internal error: bad cell")) };
+                    let old = cell.take_unbound();
+                    if matches!(old, Value::Unbound) {
+                        let name = const_name(code, k);
+                        let msg = if matches!(ins, Instr::DelCell { .. }) {
+                            format!("cannot access local variable '{name}' where it is not associated with a value")
+                        } else {
+                            format!("cannot access free variable '{name}' where it is not associated with a value in enclosing scope")
+                        };
+                        throw!(err(ErrorKind::NameError, msg));
+                    }
+                    drop(old);
                 }
                 Instr::Concat { a, b, n } => {
                     let mut s = String::new();
