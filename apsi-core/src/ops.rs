@@ -17,6 +17,7 @@ mod attr;
 mod compare;
 mod index;
 mod iter;
+pub mod iters;
 mod protocol;
 
 pub use arith::{binary, unary};

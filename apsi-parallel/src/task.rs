@@ -87,6 +87,7 @@ fn copy_error(e: &Exc) -> Exc {
         hint: e.hint.clone(),
         trace: parking_lot::Mutex::new(e.trace.lock().clone()),
         exit: e.exit,
+        value: e.value.clone(),
     })
 }
 

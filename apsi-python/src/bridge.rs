@@ -156,6 +156,7 @@ fn in_call(e: Exc, what: &str) -> Exc {
         hint: e.hint.clone(),
         trace: Default::default(),
         exit: None,
+        value: e.value.clone(),
     })
 }
 

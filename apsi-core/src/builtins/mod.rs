@@ -7,6 +7,7 @@
 mod args;
 mod core;
 mod dicts;
+mod iters;
 mod lists;
 mod math;
 pub mod native_fallback;
@@ -50,6 +51,8 @@ pub fn prelude() -> ModuleDescriptor {
         ("map", core::map),
         ("filter", core::filter),
         ("reduce", core::reduce),
+        ("iter", iters::iter),
+        ("next", iters::next),
         ("isinstance", types::isinstance),
         ("type", types::type_fn),
         ("sqrt", math::sqrt),

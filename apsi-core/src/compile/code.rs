@@ -149,6 +149,13 @@ pub enum Instr {
     /// (a tuple, or none without reductions) and `a+1` = a list of the other
     /// workers' partial tuples, in worker order.
     ParFor { a: Reg, n: u16, range: bool },
+    /// Generators only (`vm/exec/resume.rs`): suspend the frame, handing
+    /// the value in `a` to whoever resumed it; when resumed, `b = none`
+    /// (the value of the `yield` expression) and the next instruction runs.
+    Yield { a: Reg, b: Reg },
+    /// `a = iter(b)`: an iterator over any iterable (`yield from`, the
+    /// outermost iterable of a generator expression).
+    GetIter { a: Reg, b: Reg },
 }
 
 const _: () = assert!(std::mem::size_of::<Instr>() == 8);
@@ -281,7 +288,11 @@ pub struct FuncProto {
     /// Annotated parameters checked on every call: (register, check).
     pub checks: Box<[(u16, TypeCheck)]>,
     /// Plain positional parameters only, no checks: the fast call path.
+    /// Never true for a generator.
     pub simple: bool,
+    /// A generator function (its body holds `yield`) or generator
+    /// expression: a call binds the arguments and returns a generator.
+    pub generator: bool,
 }
 
 impl FuncProto {

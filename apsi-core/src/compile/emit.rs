@@ -143,6 +143,7 @@ pub fn compile_module(module: &Module, table: &ScopeTable, env: &mut dyn GlobalE
                 captures: Box::new([]),
                 checks: Box::new([]),
                 simple: true,
+                generator: false,
             }))
         }
         None => Err(vec![Diagnostic::new(ErrorKind::Error, "internal error: compiler state lost")]),
@@ -399,7 +400,17 @@ fn visit_names(e: &Expr, f: &mut dyn FnMut(&str)) {
         }
         ExprKind::Slice { lower, upper, step } => [lower, upper, step].into_iter().flatten().for_each(|x| visit_names(x, f)),
         // Nested scopes may read the name through a cell; be conservative.
-        ExprKind::Lambda { .. } | ExprKind::ListComp { .. } | ExprKind::DictComp { .. } => f(""),
+        ExprKind::Lambda { .. } | ExprKind::ListComp { .. } | ExprKind::DictComp { .. } | ExprKind::GenExp { .. } => f(""),
+        ExprKind::Yield(v) => {
+            f("");
+            if let Some(v) = v {
+                visit_names(v, f)
+            }
+        }
+        ExprKind::YieldFrom(v) => {
+            f("");
+            visit_names(v, f)
+        }
         ExprKind::IfExp { test, body, orelse } => {
             visit_names(test, f);
             visit_names(body, f);
@@ -833,8 +844,69 @@ impl<'a, 'e> Compiler<'a, 'e> {
                     self.emit(Instr::Move { a: dst, b: f });
                 }
             }
+            ExprKind::GenExp { generators, .. } => {
+                // As a comprehension, but the function is a generator and its
+                // outermost iterable is turned into an iterator now (Python
+                // raises for a non-iterable at creation, not at the first step).
+                let sid = self.table.of_expr(e).ok_or_else(|| cerr(span, "internal: generator expression without scope"))?;
+                let first = generators.first().ok_or_else(|| cerr(span, "a generator expression needs a `for`"))?;
+                let f = self.alloc()?;
+                self.make_function(sid, "<genexpr>", &NO_PARAMS, FnBody::Comp(e), f, span)?;
+                let a = self.alloc()?;
+                self.expr_to(&first.iter, a)?;
+                self.emit_at(Instr::GetIter { a, b: a }, first.iter.span);
+                self.emit_at(Instr::Call { a: f, n: 1 }, span);
+                if f != dst {
+                    self.emit(Instr::Move { a: dst, b: f });
+                }
+            }
+            ExprKind::Yield(v) => {
+                self.check_yield(span)?;
+                let m = self.mark();
+                let r = match v {
+                    Some(v) => self.expr_reg(v)?,
+                    None => {
+                        let r = self.alloc()?;
+                        self.emit(Instr::LoadNone { a: r });
+                        r
+                    }
+                };
+                self.emit_at(Instr::Yield { a: r, b: dst }, span);
+                self.free_to(m);
+            }
+            ExprKind::YieldFrom(v) => {
+                // it = iter(v); for x in it: yield x; dst = its return value
+                // (ForNext leaves a finished generator's return value, or
+                // none, in it+1).
+                self.check_yield(span)?;
+                let m = self.mark();
+                let it = self.alloc_n(2)?;
+                self.expr_to(v, it)?;
+                self.emit_at(Instr::GetIter { a: it, b: it }, v.span);
+                self.emit_at(Instr::ForPrep { a: it }, v.span);
+                let x = self.alloc()?;
+                let top = self.here();
+                self.emit_at(Instr::ForNext { a: it, b: x }, span);
+                let exit = self.jmp_placeholder();
+                self.emit_at(Instr::Yield { a: x, b: x }, span);
+                self.emit(Instr::Jmp { t: top as u32 });
+                self.patch_here(vec![exit]);
+                self.emit(Instr::Move { a: dst, b: it + 1 });
+                self.free_to(m);
+            }
         }
         Ok(())
+    }
+
+    /// `yield` compiles only in a generator function's own body (the
+    /// checker reports the other places first, with more help).
+    fn check_yield(&mut self, span: Span) -> CResult<()> {
+        let sc = self.table.scope(self.f().scope);
+        if sc.generator && sc.kind == crate::compile::scope::ScopeKind::Function {
+            return Ok(());
+        }
+        let msg = if sc.name == "<parallel for>" { "'yield' is not allowed inside 'parallel for'" } else { "'yield' outside function" };
+        Err(cerr(span, msg))
     }
 
     /// A temporary that stays allocated after the call (for chained comparisons).
@@ -2075,7 +2147,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 checks.push((i as u16, tc));
             }
         }
-        let simple = params.vararg.is_none() && params.kwonly.is_empty() && params.kwarg.is_none() && checks.is_empty();
+        let simple = params.vararg.is_none() && params.kwonly.is_empty() && params.kwarg.is_none() && checks.is_empty() && !scope.generator;
         Ok(Arc::new(FuncProto {
             name: name.into(),
             code,
@@ -2089,6 +2161,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
             captures: captures.into_boxed_slice(),
             checks: checks.into_boxed_slice(),
             simple,
+            generator: scope.generator,
         }))
     }
 
@@ -2096,6 +2169,13 @@ impl<'a, 'e> Compiler<'a, 'e> {
         let (gens, is_dict) = match &e.kind {
             ExprKind::ListComp { generators, .. } => (generators, false),
             ExprKind::DictComp { generators, .. } => (generators, true),
+            ExprKind::GenExp { generators, .. } => {
+                // A generator expression yields each element; `acc` is unused.
+                let acc = self.alloc()?;
+                self.comp_level(e, generators, 0, acc)?;
+                self.emit(Instr::ReturnNone);
+                return Ok(());
+            }
             _ => return Err(cerr(e.span, "internal: not a comprehension")),
         };
         let acc = self.alloc()?;
@@ -2121,6 +2201,10 @@ impl<'a, 'e> Compiler<'a, 'e> {
                     let k = self.expr_reg(key)?;
                     let v = self.expr_reg(value)?;
                     self.emit_at(Instr::DictSet { a: acc, b: k, c: v }, key.span);
+                }
+                ExprKind::GenExp { elt, .. } => {
+                    let v = self.expr_reg(elt)?;
+                    self.emit_at(Instr::Yield { a: v, b: acc }, elt.span);
                 }
                 _ => {}
             }

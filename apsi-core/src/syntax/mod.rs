@@ -7,8 +7,11 @@
 //!
 //! Decisions where LANGUAGE.md is silent (Python's behaviour unless noted):
 //! - No set literals, no `while … else`/`for … else`, no `:=`, no `del`,
-//!   `class`, `import`, `async`, `yield`, `...`: each is a SyntaxError with a
-//!   hint (or, for `yield`, an ordinary name).
+//!   `class`, `import`, `async`, `...`: each is a SyntaxError with a hint.
+//! - `yield` is a keyword and an expression (lowest precedence, like
+//!   `lambda`): `yield`, `yield a, b` (a tuple), `yield from it` (`from` is
+//!   a keyword only right after `yield`). `(x for x in xs)` and the only
+//!   argument `f(x for x in xs)` are `GenExp`; `[…]` stays `ListComp`.
 //! - `{x=}` in an f-string gets conversion `'r'` unless a conversion or a
 //!   format spec is given (Python's rule), so later passes need no special case.
 //! - A string inside an f-string field may use the f-string's own quotes

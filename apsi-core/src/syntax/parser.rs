@@ -1295,6 +1295,8 @@ pub(super) fn describe_expr(e: &Expr) -> &'static str {
         ExprKind::Lambda { .. } => "a lambda",
         ExprKind::IfExp { .. } => "a conditional expression",
         ExprKind::ListComp { .. } | ExprKind::DictComp { .. } => "a comprehension",
+        ExprKind::GenExp { .. } => "a generator expression",
+        ExprKind::Yield(_) | ExprKind::YieldFrom(_) => "a yield expression",
         ExprKind::Dict(_) => "a dict display",
         ExprKind::Range { .. } => "a range",
         ExprKind::Tuple(_) => "a tuple",

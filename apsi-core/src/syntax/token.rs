@@ -51,6 +51,7 @@ pub enum Tok {
     Assert,
     Global,
     Nonlocal,
+    Yield,
     // brackets
     LParen,
     RParen,
@@ -139,6 +140,7 @@ impl Tok {
             "assert" => Tok::Assert,
             "global" => Tok::Global,
             "nonlocal" => Tok::Nonlocal,
+            "yield" => Tok::Yield,
             _ => return None,
         })
     }
@@ -177,6 +179,7 @@ impl Tok {
             Tok::Assert => "assert",
             Tok::Global => "global",
             Tok::Nonlocal => "nonlocal",
+            Tok::Yield => "yield",
             Tok::LParen => "(",
             Tok::RParen => ")",
             Tok::LBracket => "[",

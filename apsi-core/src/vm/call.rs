@@ -228,6 +228,10 @@ pub(crate) fn make_error(kind: ErrorKind, pos: &[Value], kw: &[(Arc<str>, Value)
     if pos.len() > 1 {
         return Err(type_err(format!("{}() takes at most 1 argument (the message) but {} were given", kind.name(), pos.len())));
     }
+    if kind == ErrorKind::StopIteration {
+        // `StopIteration(v)`: `e.value` is v (none without an argument).
+        return Ok(Value::Error(crate::vm::generator::stop_iteration(pos.first().cloned().unwrap_or(Value::None))));
+    }
     let msg = pos.first().map(format::str_of).unwrap_or_default();
     Ok(Value::Error(ErrorObj::new(kind, msg)))
 }

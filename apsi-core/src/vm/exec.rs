@@ -25,6 +25,7 @@ use crate::{format, ops};
 use smallvec::SmallVec;
 use std::sync::Arc;
 
+mod resume;
 mod slow;
 use slow::Flow;
 
@@ -60,6 +61,10 @@ pub struct Executor {
     reraise_skip: Option<(usize, usize)>,
     /// This thread runs Apsi code (containers lock while others do too).
     _participant: super::vlock::Participant,
+    /// Depths of the generator frames being resumed, innermost last (`resume.rs`).
+    gen_frames: Vec<u32>,
+    /// Set by `Instr::Yield` as it leaves `run`: the frame suspended, not returned.
+    yielded: bool,
 }
 
 // SAFETY: the only non-Send fields are the raw closure pointers in `frames`;
@@ -253,7 +258,7 @@ impl Executor {
     pub fn new(shared: Arc<Shared>) -> Executor {
         let max_depth = shared.max_depth;
         Executor {
-            max_depth, shared, stack: vec![Value::Unbound; 256], frames: Vec::new(), cells: Vec::new(), handlers: Vec::new(), native_depth: 0, reraise_skip: None, _participant: super::vlock::Participant::new() }
+            max_depth, shared, stack: vec![Value::Unbound; 256], frames: Vec::new(), cells: Vec::new(), handlers: Vec::new(), native_depth: 0, reraise_skip: None, _participant: super::vlock::Participant::new(), gen_frames: Vec::new(), yielded: false }
     }
 
     /// The first stack slot above every live register window.
@@ -352,6 +357,10 @@ impl Executor {
         match f {
             Value::Func(c) => {
                 let slots = call::bind_args(&c, pos, kw)?;
+                if c.proto.generator {
+                    // A generator function runs nothing yet (vm/generator.rs).
+                    return Ok(Some(super::generator::GenObj::new_value(c, slots)));
+                }
                 let slots_len = slots.len();
                 self.ensure(fpos + 1 + slots.len() + 1);
                 for (i, v) in slots.into_iter().enumerate() {
@@ -949,7 +958,8 @@ impl Executor {
                     | Instr::DictUpdate { .. } | Instr::BuildSlice { .. } | Instr::BuildRange { .. } | Instr::ForPrep { .. } | Instr::ForRangePrep { .. }
                     | Instr::Unpack { .. } | Instr::UnpackEx { .. } | Instr::MakeFunc { .. } | Instr::MakeStruct { .. } | Instr::Raise { .. }
                     | Instr::Reraise { .. } | Instr::AssertFail { .. } | Instr::PushHandler { .. } | Instr::PopHandler | Instr::ExcMatch { .. }
-                    | Instr::ToRepr { .. } | Instr::Format { .. } | Instr::Concat { .. } | Instr::ParFor { .. } => {}
+                    | Instr::ToRepr { .. } | Instr::Format { .. } | Instr::Concat { .. } | Instr::ParFor { .. } | Instr::Yield { .. }
+                    | Instr::GetIter { .. } => {}
                 }
                 // Everything else, and the cases above whose fast path did not apply.
                 let mut pc = pc!();
@@ -1035,6 +1045,10 @@ impl Caller for Executor {
 
     fn tasks(&self) -> Option<Arc<crate::par::tasks::TaskRegistry>> {
         Some(self.shared.tasks.clone())
+    }
+
+    fn resume_generator(&mut self, g: &super::generator::GenObj) -> VResult<super::generator::Step> {
+        self.resume_gen(g)
     }
 }
 

@@ -567,6 +567,11 @@ pub trait Caller {
     fn tasks(&self) -> Option<Arc<crate::par::tasks::TaskRegistry>> {
         None
     }
+    /// Run a generator to its next `yield` (`vm::generator`). Only an
+    /// interpreter can; other callers refuse.
+    fn resume_generator(&mut self, g: &crate::vm::generator::GenObj) -> VResult<crate::vm::generator::Step> {
+        Err(ErrorObj::new(ErrorKind::TypeError, format!("generator '{}' cannot run inside this operation", g.name)))
+    }
 }
 
 /// A method bound to its receiver: calling it calls `func(receiver, *args)`.
@@ -614,18 +619,20 @@ pub struct ErrorObj {
     /// `Some(code)` for the unwinding started by `exit(code)`: not an error,
     /// never caught by `except`, ends the program with that status.
     pub exit: Option<i32>,
+    /// A `StopIteration`'s `value` (a finished generator's return value).
+    pub value: Option<Value>,
 }
 
 impl ErrorObj {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Exc {
-        Arc::new(ErrorObj { kind, message: message.into(), hint: None, trace: Mutex::new(Vec::new()), exit: None })
+        Arc::new(ErrorObj { kind, message: message.into(), hint: None, trace: Mutex::new(Vec::new()), exit: None, value: None })
     }
     pub fn with_hint(kind: ErrorKind, message: impl Into<String>, hint: impl Into<String>) -> Exc {
-        Arc::new(ErrorObj { kind, message: message.into(), hint: Some(hint.into()), trace: Mutex::new(Vec::new()), exit: None })
+        Arc::new(ErrorObj { kind, message: message.into(), hint: Some(hint.into()), trace: Mutex::new(Vec::new()), exit: None, value: None })
     }
     /// The unwinding that `exit(code)` starts.
     pub fn exit(code: i32) -> Exc {
-        Arc::new(ErrorObj { kind: ErrorKind::Error, message: String::new(), hint: None, trace: Mutex::new(Vec::new()), exit: Some(code) })
+        Arc::new(ErrorObj { kind: ErrorKind::Error, message: String::new(), hint: None, trace: Mutex::new(Vec::new()), exit: Some(code), value: None })
     }
 }
 
