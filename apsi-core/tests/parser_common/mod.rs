@@ -314,6 +314,10 @@ pub fn expr(x: &Expr) -> String {
         ExprKind::DictComp { key, value, generators } => {
             format!("(dictcomp {}:{}{})", expr(key), expr(value), comps(generators))
         }
+        ExprKind::GenExp { elt, generators } => format!("(genexp {}{})", expr(elt), comps(generators)),
+        ExprKind::Yield(None) => "(yield)".into(),
+        ExprKind::Yield(Some(v)) => format!("(yield {})", expr(v)),
+        ExprKind::YieldFrom(v) => format!("(yieldfrom {})", expr(v)),
         ExprKind::Error => "ERROR".into(),
     }
 }
@@ -503,6 +507,11 @@ fn expr_spans(x: &Expr, f: &mut dyn FnMut(apsi_core::diagnostic::Span)) {
             go(value);
             comp_spans(generators, &mut go);
         }
+        ExprKind::GenExp { elt, generators } => {
+            go(elt);
+            comp_spans(generators, &mut go);
+        }
+        ExprKind::Yield(Some(v)) | ExprKind::YieldFrom(v) => go(v),
         _ => {}
     }
 }
