@@ -131,6 +131,11 @@ fn break_and_return_in_parallel_for() {
 }
 
 #[test]
+fn misplaced_yield() {
+    insta::assert_snapshot!(rendered("yield.apsi", &env(&[])));
+}
+
+#[test]
 fn misplaced_control_flow() {
     insta::assert_snapshot!(rendered("control.apsi", &env(&[])));
 }

@@ -269,7 +269,15 @@ fn successors(instrs: &[Instr], pc: usize) -> Vec<usize> {
 /// by `none`), so clearing the parameters is enough: `def add(a, b): return
 /// a + b` and a recursion's base case clear two and one registers instead of
 /// the whole window.
+///
+/// A generator's code is left alone: its frame is resumed in the middle,
+/// with every register restored, so "reached from the entry" says nothing
+/// about what its registers hold (its frames also always end on the slow
+/// path, which clears the whole window).
 fn mark_early_returns(instrs: &mut [Instr], nparams: u16) {
+    if instrs.iter().any(|i| matches!(i, Instr::Yield { .. })) {
+        return;
+    }
     let len = instrs.len();
     // Write no register, end nothing, raise nothing but errors that unwind
     // (which clears the whole window). Operator hooks written in Apsi run in
@@ -2332,6 +2340,24 @@ mod tests {
         // A handler's code is reached from `PushHandler`, which writes.
         let code = func("def f(n):\n    try:\n        return n\n    except Error:\n        return n\n", 0);
         assert_eq!(early_returns(&code), vec![], "{code:?}");
+    }
+
+    #[test]
+    fn generators_are_never_simple_and_keep_plain_returns() {
+        let src = "def g(n):\n    if n < 2:\n        return n\n    yield n\n";
+        let p = match compile(src) {
+            Ok(p) => p.code.protos[0].clone(),
+            Err(e) => panic!("{e:?}"),
+        };
+        assert!(p.generator && !p.simple);
+        assert!(early_returns(&p.code).is_empty(), "{:?}", p.code);
+        assert!(p.code.instrs.iter().any(|i| matches!(i, Instr::Yield { .. })));
+        // A generator expression is a generator function of its own.
+        let p = match compile("g = (x for x in [1])\n") {
+            Ok(p) => p.code.protos[0].clone(),
+            Err(e) => panic!("{e:?}"),
+        };
+        assert!(p.generator && &*p.name == "<genexpr>");
     }
 
     #[test]

@@ -749,6 +749,17 @@ mod tests {
     }
 
     #[test]
+    fn yield_makes_only_its_own_def_a_generator() {
+        let src = "def outer():\n    def inner():\n        yield 1\n    f = lambda: 2\n    return inner\ndef gen():\n    x = yield\n    g = (y for y in [x])\n";
+        let (_, t) = table(src);
+        assert!(!t.scope(scope_named(&t, "outer")).generator);
+        assert!(t.scope(scope_named(&t, "inner")).generator);
+        assert!(t.scope(scope_named(&t, "gen")).generator);
+        assert!(t.scope(scope_named(&t, "<comprehension>")).generator, "a generator expression");
+        assert!(!t.scope(scope_named(&t, "<lambda>")).generator);
+    }
+
+    #[test]
     fn module_level_comprehension_variables_stay_local() {
         let (_, t) = table("k = 1\nys = [k for k in range(3)]\n");
         let comp = scope_named(&t, "<comprehension>");
