@@ -253,7 +253,8 @@ pub(crate) fn unpack(c: &mut dyn Caller, src: &Value, n: usize, after: Option<us
         Value::List(l) => l.items.read().clone(),
         other => match ops::iterate(c, other) {
             Ok(v) => v,
-            Err(e) if e.kind == ErrorKind::TypeError => {
+            // (A generator's own TypeError passes through unchanged.)
+            Err(e) if e.kind == ErrorKind::TypeError && !ops::iters::is_iterator(other) => {
                 return Err(type_err(format!("cannot unpack a non-iterable {} value", other.type_name())));
             }
             Err(e) => return Err(e),
