@@ -856,7 +856,7 @@ impl<'s> FnLower<'s> {
             Instr::CallEx { .. } => return Err(self.bad("a call with *args or **kwargs")),
             Instr::SetAttr { .. } => return Err(self.bad("an attribute assignment")),
             Instr::Yield { .. } => return Err(self.bad("yield (a generator)")),
-            Instr::GetIter { .. } => return Err(self.bad("an iterator (yield from, a generator expression)")),
+            Instr::GetIter { .. } | Instr::IterPrep { .. } => return Err(self.bad("an iterator (yield from, a generator expression)")),
         }
         Ok(next)
     }

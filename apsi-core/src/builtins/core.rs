@@ -144,6 +144,7 @@ pub(crate) fn sum(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
         while let Some(x) = src.next(c)? {
             acc = match (&acc, &x) {
                 (Value::Float(p), Value::Float(q)) => Value::Float(p + q),
+                (Value::Int(p), Value::Int(q)) if p.checked_add(*q).is_some() => Value::Int(p + q),
                 _ => ops::binary(BinOp::Add, &acc, &x)?,
             };
         }

@@ -156,6 +156,10 @@ pub enum Instr {
     /// `a = iter(b)`: an iterator over any iterable (`yield from`, the
     /// outermost iterable of a generator expression).
     GetIter { a: Reg, b: Reg },
+    /// `a = iter(a)`, except that lists, tuples, ranges and strings stay
+    /// as they are (`ForPrep` walks them on its fast paths): the outermost
+    /// iterable of a generator expression, checked when it is made.
+    IterPrep { a: Reg },
 }
 
 const _: () = assert!(std::mem::size_of::<Instr>() == 8);

@@ -862,7 +862,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 self.make_function(sid, "<genexpr>", &NO_PARAMS, FnBody::Comp(e), f, span)?;
                 let a = self.alloc()?;
                 self.expr_to(&first.iter, a)?;
-                self.emit_at(Instr::GetIter { a, b: a }, first.iter.span);
+                self.emit_at(Instr::IterPrep { a }, first.iter.span);
                 self.emit_at(Instr::Call { a: f, n: 1 }, span);
                 if f != dst {
                     self.emit(Instr::Move { a: dst, b: f });

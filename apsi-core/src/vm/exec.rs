@@ -959,7 +959,7 @@ impl Executor {
                     | Instr::Unpack { .. } | Instr::UnpackEx { .. } | Instr::MakeFunc { .. } | Instr::MakeStruct { .. } | Instr::Raise { .. }
                     | Instr::Reraise { .. } | Instr::AssertFail { .. } | Instr::PushHandler { .. } | Instr::PopHandler | Instr::ExcMatch { .. }
                     | Instr::ToRepr { .. } | Instr::Format { .. } | Instr::Concat { .. } | Instr::ParFor { .. } | Instr::Yield { .. }
-                    | Instr::GetIter { .. } => {}
+                    | Instr::GetIter { .. } | Instr::IterPrep { .. } => {}
                 }
                 // Everything else, and the cases above whose fast path did not apply.
                 let mut pc = pc!();

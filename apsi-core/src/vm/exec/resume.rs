@@ -70,11 +70,15 @@ impl Executor {
             setv(v, Value::Unbound);
         }
         let cell_base = self.cells.len();
-        self.cells.append(&mut saved.cells);
-        for &(target, reg) in &saved.handlers {
-            self.handlers.push(Handler { frame: depth as u32, target, reg });
+        if !saved.cells.is_empty() {
+            self.cells.append(&mut saved.cells);
         }
-        saved.handlers.clear();
+        if !saved.handlers.is_empty() {
+            for &(target, reg) in &saved.handlers {
+                self.handlers.push(Handler { frame: depth as u32, target, reg });
+            }
+            saved.handlers.clear();
+        }
         self.frames.push(Frame { clo: Arc::as_ptr(clo), code, nregs: nregs as u32, pc: saved.pc, base: base as u32, cell_base: cell_base as u32 });
         self.gen_frames.push(depth as u32);
         let r = self.run(depth);
@@ -113,10 +117,14 @@ impl Executor {
                 std::mem::swap(s, v);
             }
         }
-        let cb = (fr.cell_base as usize).min(self.cells.len());
-        saved.cells.extend(self.cells.drain(cb..));
-        let first = self.handlers.iter().position(|h| h.frame as usize >= depth).unwrap_or(self.handlers.len());
-        saved.handlers.extend(self.handlers.drain(first..).map(|h| (h.target, h.reg)));
+        let cb = fr.cell_base as usize;
+        if self.cells.len() > cb {
+            saved.cells.extend(self.cells.drain(cb..));
+        }
+        if self.handlers.last().is_some_and(|h| h.frame as usize >= depth) {
+            let first = self.handlers.iter().position(|h| h.frame as usize >= depth).unwrap_or(self.handlers.len());
+            saved.handlers.extend(self.handlers.drain(first..).map(|h| (h.target, h.reg)));
+        }
     }
 
     /// `Instr::Yield` in the frame of a generator being resumed: is the

@@ -852,6 +852,15 @@ impl Executor {
                     refresh!();
                     setv(r!(a), tri!(it));
                 }
+                Instr::IterPrep { a } => {
+                    if !matches!(&*r!(a), Value::List(_) | Value::Tuple(_) | Value::Range(_) | Value::Str(_)) {
+                        let v = dup(r!(a));
+                        save_pc!();
+                        let it = ops::iters::get_iter(self, &v);
+                        refresh!();
+                        setv(r!(a), tri!(it));
+                    }
+                }
                 Instr::Concat { a, b, n } => {
                     let mut s = String::new();
                     for i in 0..n as usize {
