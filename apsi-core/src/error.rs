@@ -25,10 +25,11 @@ pub enum ErrorKind {
     NativeError,
     NotImplementedError,
     PythonError,
+    StopIteration,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 19] = [
+    pub const ALL: [ErrorKind; 20] = [
         ErrorKind::Error,
         ErrorKind::SyntaxError,
         ErrorKind::NameError,
@@ -48,6 +49,7 @@ impl ErrorKind {
         ErrorKind::NativeError,
         ErrorKind::NotImplementedError,
         ErrorKind::PythonError,
+        ErrorKind::StopIteration,
     ];
 
     pub fn name(self) -> &'static str {
@@ -71,6 +73,7 @@ impl ErrorKind {
             ErrorKind::NativeError => "NativeError",
             ErrorKind::NotImplementedError => "NotImplementedError",
             ErrorKind::PythonError => "PythonError",
+            ErrorKind::StopIteration => "StopIteration",
         }
     }
 

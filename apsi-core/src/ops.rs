@@ -19,6 +19,7 @@ pub mod dunder;
 mod hash;
 mod index;
 mod iter;
+pub mod iters;
 mod protocol;
 pub mod sets;
 

@@ -145,6 +145,11 @@ fn conformance_34_del_field() {
 }
 
 #[test]
+fn misplaced_yield() {
+    insta::assert_snapshot!(rendered("yield.apsi", &env(&[])));
+}
+
+#[test]
 fn misplaced_control_flow() {
     insta::assert_snapshot!(rendered("control.apsi", &env(&[])));
 }

@@ -162,8 +162,9 @@ fn comprehensions() {
     );
     assert_eq!(e("{k: v for k, v in items}"), "(dictcomp k:v (for (tuple k v) items))");
     assert_eq!(e("{x % 3 for x in xs if x}"), "(setcomp (% x 3) (for x xs (if x)))");
-    assert_eq!(e("(x for x in xs)"), "(listcomp x (for x xs))");
-    assert_eq!(e("sum(x * x for x in xs)"), "(call sum (listcomp (* x x) (for x xs)))");
+    assert_eq!(e("(x for x in xs)"), "(genexp x (for x xs))");
+    assert_eq!(e("sum(x * x for x in xs)"), "(call sum (genexp (* x x) (for x xs)))");
+    assert_eq!(e("f((x for x in a), b)"), "(call f (genexp x (for x a)) b)");
     assert_eq!(e("[a if c else b for x in xs]"), "(listcomp (ifexp c a b) (for x xs))");
     assert_eq!(e("[x for x in a if b if c]"), "(listcomp x (for x a (if b) (if c)))");
     assert_eq!(
@@ -228,4 +229,19 @@ fn attributes_and_keywords_as_names() {
     assert_eq!(e("parallel"), "parallel");
     assert_eq!(e("parallel.spawn(f)"), "(call (. parallel spawn) f)");
     assert_eq!(e("x.T"), "(. x T)");
+}
+
+#[test]
+fn yield_expressions() {
+    assert_eq!(sexp("def g():\n    yield"), "(def g () -> _ [(yield)])");
+    assert_eq!(sexp("def g():\n    yield 1"), "(def g () -> _ [(yield 1)])");
+    assert_eq!(sexp("def g():\n    yield a, b"), "(def g () -> _ [(yield (tuple a b))])");
+    assert_eq!(sexp("def g():\n    x = yield"), "(def g () -> _ [(= x (yield))])");
+    assert_eq!(sexp("def g():\n    r = yield from h()"), "(def g () -> _ [(= r (yieldfrom (call h)))])");
+    assert_eq!(sexp("def g():\n    f((yield x))"), "(def g () -> _ [(call f (yield x))])");
+    // `from` is a keyword only right after `yield`.
+    assert_eq!(e("from + 1"), "(+ from 1)");
+    assert!(!errs("def g():\n    yield from").is_empty());
+    // `yield` is a keyword: not a name any more.
+    assert!(!errs("yield = 1").is_empty());
 }

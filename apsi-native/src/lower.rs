@@ -859,6 +859,8 @@ impl<'s> FnLower<'s> {
             Instr::DelIndex { .. } | Instr::DelLocal { .. } | Instr::DelGlobal { .. } | Instr::DelCell { .. } | Instr::DelFree { .. } => {
                 return Err(self.bad("del"))
             }
+            Instr::Yield { .. } => return Err(self.bad("yield (a generator)")),
+            Instr::GetIter { .. } | Instr::IterPrep { .. } => return Err(self.bad("an iterator (yield from, a generator expression)")),
         }
         Ok(next)
     }

@@ -88,6 +88,7 @@ fn copy_error(e: &Exc) -> Exc {
         trace: parking_lot::Mutex::new(e.trace.lock().clone()),
         exit: e.exit,
         payload: e.payload.clone(),
+        value: e.value.clone(),
     })
 }
 

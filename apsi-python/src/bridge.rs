@@ -157,6 +157,7 @@ fn in_call(e: Exc, what: &str) -> Exc {
         trace: Default::default(),
         exit: None,
         payload: None,
+        value: e.value.clone(),
     })
 }
 

@@ -2,7 +2,11 @@
 //! functional helpers (data-first `map`, `filter`, `reduce`).
 //!
 //! Decisions (for docs/LANGUAGE.md): `enumerate`, `zip`, `reversed`, `map`
-//! and `filter` return lists (eagerly), not iterators. `map`, `filter` and
+//! and `filter` return lists (eagerly) for lists, tuples, ranges, strings
+//! and dicts; given a generator, an iterator or a struct (for `zip`, as any
+//! argument) `enumerate`/`zip`/`map`/`filter` return a lazy iterator that
+//! pulls one item at a time (`ops::iters`); `any`/`all` stop at the first
+//! deciding item. `map`, `filter` and
 //! `reduce` take the data first (`xs |> map(f)`); Python's order
 //! (`map(f, xs)`) is accepted too when the first argument is callable and
 //! the second is not. Given a module object (a dataset), `map` and
@@ -69,6 +73,9 @@ pub(crate) fn format(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult
 pub(crate) fn enumerate(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::new("enumerate", args, kw, 1, &["xs", "start"])?;
     let start = a.int_or(1, 0)?;
+    if ops::iters::is_lazy(a.req(0)?) {
+        return ops::iters::lazy_enumerate(c, a.req(0)?, start);
+    }
     let items = ops::iterate(c, a.req(0)?)?;
     let mut out = Vec::with_capacity(items.len());
     for (i, x) in items.into_iter().enumerate() {
@@ -83,6 +90,9 @@ pub(crate) fn enumerate(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResu
 pub(crate) fn zip(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     if let Some((k, _)) = kw.first() {
         return Err(err(ErrorKind::TypeError, format!("zip() got an unexpected keyword argument '{k}'")));
+    }
+    if args.iter().any(ops::iters::is_lazy) {
+        return ops::iters::lazy_zip(c, args);
     }
     let mut cols = Vec::with_capacity(args.len());
     for a in args {
@@ -127,6 +137,18 @@ pub(crate) fn sum(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
     let start = a.opt(1).cloned().unwrap_or(Value::Int(0));
     if matches!(start, Value::Str(_)) {
         return Err(err(ErrorKind::TypeError, "sum() can't sum strings (use ''.join(xs) instead)"));
+    }
+    if ops::iters::is_lazy(a.req(0)?) {
+        let mut src = ops::iters::Pull::new(c, a.req(0)?)?;
+        let mut acc = start;
+        while let Some(x) = src.next(c)? {
+            acc = match (&acc, &x) {
+                (Value::Float(p), Value::Float(q)) => Value::Float(p + q),
+                (Value::Int(p), Value::Int(q)) if p.checked_add(*q).is_some() => Value::Int(p + q),
+                _ => ops::binary(BinOp::Add, &acc, &x)?,
+            };
+        }
+        return Ok(acc);
     }
     let items = ops::iterate(c, a.req(0)?)?;
     let mut acc = start;
@@ -193,7 +215,9 @@ pub(crate) fn max(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
 
 pub(crate) fn any(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::new("any", args, kw, 1, &["xs"])?;
-    for x in ops::iterate(c, a.req(0)?)? {
+    // Pulled one at a time: a generator stops at the first true item.
+    let mut src = ops::iters::Pull::new(c, a.req(0)?)?;
+    while let Some(x) = src.next(c)? {
         if x.truthy()? {
             return Ok(Value::Bool(true));
         }
@@ -203,7 +227,8 @@ pub(crate) fn any(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
 
 pub(crate) fn all(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::new("all", args, kw, 1, &["xs"])?;
-    for x in ops::iterate(c, a.req(0)?)? {
+    let mut src = ops::iters::Pull::new(c, a.req(0)?)?;
+    while let Some(x) = src.next(c)? {
         if !x.truthy()? {
             return Ok(Value::Bool(false));
         }
@@ -277,6 +302,9 @@ pub(crate) fn map(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
         return Ok(Value::list(out));
     }
     let (xs, f) = data_and_fn("map", &args[0], &args[1])?;
+    if ops::iters::is_lazy(xs) && kw.is_empty() {
+        return ops::iters::lazy_map(c, xs, f);
+    }
     if matches!(xs, Value::Object(_)) {
         return lazy_step(c, xs, "map", f, kw);
     }
@@ -296,6 +324,9 @@ pub(crate) fn filter(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<
         return Err(err(ErrorKind::TypeError, format!("filter() takes a sequence and a function ({} given)", args.len())));
     }
     let (xs, f) = data_and_fn("filter", &args[0], &args[1])?;
+    if ops::iters::is_lazy(xs) && kw.is_empty() {
+        return ops::iters::lazy_filter(c, xs, f);
+    }
     if matches!(xs, Value::Object(_)) {
         return lazy_step(c, xs, "filter", f, kw);
     }

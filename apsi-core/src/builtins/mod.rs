@@ -8,6 +8,7 @@ mod args;
 mod bytes;
 mod core;
 mod dicts;
+mod iters;
 mod lists;
 mod math;
 mod sets;
@@ -53,6 +54,8 @@ pub fn prelude() -> ModuleDescriptor {
         ("map", core::map),
         ("filter", core::filter),
         ("reduce", core::reduce),
+        ("iter", iters::iter),
+        ("next", iters::next),
         ("isinstance", types::isinstance),
         ("type", types::type_fn),
         ("sqrt", math::sqrt),

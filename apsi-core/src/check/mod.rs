@@ -37,7 +37,8 @@
 //!
 //! Diagnostic kinds produced: `SyntaxError` (the parser's; misplaced
 //! `break`/`continue`/`return`/`nonlocal`; `break`/`return` in `parallel
-//! for`), `NameError`, `TypeError` (calls, literal arguments and defaults,
+//! for`; `yield` outside a `def` body, in a lambda or comprehension, or in
+//! a `parallel for`), `NameError`, `TypeError` (calls, literal arguments and defaults,
 //! `Tensor[…]` annotations), `ModuleNotFoundError`, `IOError` (unreadable
 //! main file or module), `Error` (a `use` cycle), `PermissionError` (Guard).
 //! Files with syntax errors get no further checks (they would mislead), and

@@ -461,6 +461,29 @@ impl<'s, 'a> Checker<'s, 'a> {
         }
     }
 
+    /// `yield` belongs in a `def` body (which makes it a generator): not at
+    /// module level, in a lambda, in a comprehension, or in a `parallel for`
+    /// body (whose iterations run at once on other threads).
+    fn check_yield(&mut self, span: Span) {
+        let kind = self.frames.last().map(|f| f.kind).unwrap_or(Kind::Module);
+        let (msg, label, help) = match kind {
+            Kind::Module => ("'yield' outside function", "not inside a `def`", "`yield` makes the `def` it stands in a generator; it cannot stand at module level"),
+            Kind::Lambda => ("'yield' inside a lambda", "a lambda cannot be a generator", "write a `def` with `yield` in its body"),
+            Kind::Comp => (
+                "'yield' inside a comprehension",
+                "a comprehension cannot yield",
+                "use a generator expression `(x for x in xs)`, or a `def` with `yield`",
+            ),
+            Kind::Function if self.fn_ctx().loops.contains(&true) => (
+                "'yield' is not allowed inside 'parallel for'",
+                "iterations of a `parallel for` run at once on other threads, so none can suspend the function",
+                "collect the values in the loop and yield them after it, or use a plain `for`",
+            ),
+            Kind::Function => return,
+        };
+        self.diags.push(Diagnostic::new(ErrorKind::SyntaxError, msg).label(span, label).help(help));
+    }
+
     fn check_nonlocal(&mut self, names: &[Ident], span: Span) {
         let Some(cur) = self.frames.len().checked_sub(1) else { return };
         if self.frames[cur].kind == Kind::Module {
@@ -594,6 +617,17 @@ impl<'s, 'a> Checker<'s, 'a> {
             ExprKind::ListComp { elt, generators } => self.comprehension(generators, &[elt]),
             ExprKind::DictComp { key, value, generators } => self.comprehension(generators, &[key, value]),
             ExprKind::SetComp { elt, generators } => self.comprehension(generators, &[elt]),
+            ExprKind::GenExp { elt, generators } => self.comprehension(generators, &[elt]),
+            ExprKind::Yield(v) => {
+                self.check_yield(e.span);
+                if let Some(v) = v {
+                    self.expr(v);
+                }
+            }
+            ExprKind::YieldFrom(v) => {
+                self.check_yield(e.span);
+                self.expr(v);
+            }
             _ => {
                 let mut sub = SubExprs(Vec::new());
                 super::walk::walk_expr(&mut sub, e);

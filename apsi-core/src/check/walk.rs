@@ -239,6 +239,16 @@ pub(crate) fn walk_expr<'a, V: Visitor<'a> + ?Sized>(v: &mut V, e: &'a Expr) {
             v.expr(key);
             v.expr(value);
         }
+        ExprKind::GenExp { elt, generators } => {
+            walk_generators(v, generators);
+            v.expr(elt);
+        }
+        ExprKind::Yield(x) => {
+            if let Some(x) = x {
+                v.expr(x);
+            }
+        }
+        ExprKind::YieldFrom(x) => v.expr(x),
     }
 }
 

@@ -166,6 +166,17 @@ pub enum Instr {
     DelCell { c: u16, k: u16 },
     /// `del x` for captured cell `c` (named by string constant `k`).
     DelFree { c: u16, k: u16 },
+    /// Generators only (`vm/exec/resume.rs`): suspend the frame, handing
+    /// the value in `a` to whoever resumed it; when resumed, `b = none`
+    /// (the value of the `yield` expression) and the next instruction runs.
+    Yield { a: Reg, b: Reg },
+    /// `a = iter(b)`: an iterator over any iterable (`yield from`, the
+    /// outermost iterable of a generator expression).
+    GetIter { a: Reg, b: Reg },
+    /// `a = iter(a)`, except that lists, tuples, ranges and strings stay
+    /// as they are (`ForPrep` walks them on its fast paths): the outermost
+    /// iterable of a generator expression, checked when it is made.
+    IterPrep { a: Reg },
 }
 
 const _: () = assert!(std::mem::size_of::<Instr>() == 8);
@@ -309,7 +320,11 @@ pub struct FuncProto {
     /// Annotated parameters checked on every call: (register, check).
     pub checks: Box<[(u16, TypeCheck)]>,
     /// Plain positional parameters only, no checks: the fast call path.
+    /// Never true for a generator.
     pub simple: bool,
+    /// A generator function (its body holds `yield`) or generator
+    /// expression: a call binds the arguments and returns a generator.
+    pub generator: bool,
 }
 
 impl FuncProto {

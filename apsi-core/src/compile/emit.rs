@@ -156,6 +156,7 @@ pub fn compile_module(module: &Module, table: &ScopeTable, env: &mut dyn GlobalE
                 captures: Box::new([]),
                 checks: Box::new([]),
                 simple: true,
+                generator: false,
             }))
         }
         None => Err(vec![Diagnostic::new(ErrorKind::Error, "internal error: compiler state lost")]),
@@ -287,7 +288,15 @@ fn successors(instrs: &[Instr], pc: usize) -> Vec<usize> {
 /// by `none`), so clearing the parameters is enough: `def add(a, b): return
 /// a + b` and a recursion's base case clear two and one registers instead of
 /// the whole window.
+///
+/// A generator's code is left alone: its frame is resumed in the middle,
+/// with every register restored, so "reached from the entry" says nothing
+/// about what its registers hold (its frames also always end on the slow
+/// path, which clears the whole window).
 fn mark_early_returns(instrs: &mut [Instr], nparams: u16) {
+    if instrs.iter().any(|i| matches!(i, Instr::Yield { .. })) {
+        return;
+    }
     let len = instrs.len();
     // Write no register, end nothing, raise nothing but errors that unwind
     // (which clears the whole window). Operator hooks written in Apsi run in
@@ -418,7 +427,19 @@ fn visit_names(e: &Expr, f: &mut dyn FnMut(&str)) {
         }
         ExprKind::Slice { lower, upper, step } => [lower, upper, step].into_iter().flatten().for_each(|x| visit_names(x, f)),
         // Nested scopes may read the name through a cell; be conservative.
-        ExprKind::Lambda { .. } | ExprKind::ListComp { .. } | ExprKind::DictComp { .. } | ExprKind::SetComp { .. } => f(""),
+        ExprKind::Lambda { .. } | ExprKind::ListComp { .. } | ExprKind::DictComp { .. } | ExprKind::SetComp { .. } | ExprKind::GenExp { .. } => {
+            f("")
+        }
+        ExprKind::Yield(v) => {
+            f("");
+            if let Some(v) = v {
+                visit_names(v, f)
+            }
+        }
+        ExprKind::YieldFrom(v) => {
+            f("");
+            visit_names(v, f)
+        }
         ExprKind::IfExp { test, body, orelse } => {
             visit_names(test, f);
             visit_names(body, f);
@@ -860,8 +881,69 @@ impl<'a, 'e> Compiler<'a, 'e> {
                     self.emit(Instr::Move { a: dst, b: f });
                 }
             }
+            ExprKind::GenExp { generators, .. } => {
+                // As a comprehension, but the function is a generator and its
+                // outermost iterable is turned into an iterator now (Python
+                // raises for a non-iterable at creation, not at the first step).
+                let sid = self.table.of_expr(e).ok_or_else(|| cerr(span, "internal: generator expression without scope"))?;
+                let first = generators.first().ok_or_else(|| cerr(span, "a generator expression needs a `for`"))?;
+                let f = self.alloc()?;
+                self.make_function(sid, "<genexpr>", &NO_PARAMS, FnBody::Comp(e), f, span)?;
+                let a = self.alloc()?;
+                self.expr_to(&first.iter, a)?;
+                self.emit_at(Instr::IterPrep { a }, first.iter.span);
+                self.emit_at(Instr::Call { a: f, n: 1 }, span);
+                if f != dst {
+                    self.emit(Instr::Move { a: dst, b: f });
+                }
+            }
+            ExprKind::Yield(v) => {
+                self.check_yield(span)?;
+                let m = self.mark();
+                let r = match v {
+                    Some(v) => self.expr_reg(v)?,
+                    None => {
+                        let r = self.alloc()?;
+                        self.emit(Instr::LoadNone { a: r });
+                        r
+                    }
+                };
+                self.emit_at(Instr::Yield { a: r, b: dst }, span);
+                self.free_to(m);
+            }
+            ExprKind::YieldFrom(v) => {
+                // it = iter(v); for x in it: yield x; dst = its return value
+                // (ForNext leaves a finished generator's return value, or
+                // none, in it+1).
+                self.check_yield(span)?;
+                let m = self.mark();
+                let it = self.alloc_n(2)?;
+                self.expr_to(v, it)?;
+                self.emit_at(Instr::GetIter { a: it, b: it }, v.span);
+                self.emit_at(Instr::ForPrep { a: it }, v.span);
+                let x = self.alloc()?;
+                let top = self.here();
+                self.emit_at(Instr::ForNext { a: it, b: x }, span);
+                let exit = self.jmp_placeholder();
+                self.emit_at(Instr::Yield { a: x, b: x }, span);
+                self.emit(Instr::Jmp { t: top as u32 });
+                self.patch_here(vec![exit]);
+                self.emit(Instr::Move { a: dst, b: it + 1 });
+                self.free_to(m);
+            }
         }
         Ok(())
+    }
+
+    /// `yield` compiles only in a generator function's own body (the
+    /// checker reports the other places first, with more help).
+    fn check_yield(&mut self, span: Span) -> CResult<()> {
+        let sc = self.table.scope(self.f().scope);
+        if sc.generator && sc.kind == crate::compile::scope::ScopeKind::Function {
+            return Ok(());
+        }
+        let msg = if sc.name == "<parallel for>" { "'yield' is not allowed inside 'parallel for'" } else { "'yield' outside function" };
+        Err(cerr(span, msg))
     }
 
     /// A temporary that stays allocated after the call (for chained comparisons).
@@ -2194,7 +2276,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 checks.push((i as u16, tc));
             }
         }
-        let simple = params.vararg.is_none() && params.kwonly.is_empty() && params.kwarg.is_none() && checks.is_empty();
+        let simple = params.vararg.is_none() && params.kwonly.is_empty() && params.kwarg.is_none() && checks.is_empty() && !scope.generator;
         Ok(Arc::new(FuncProto {
             name: name.into(),
             code,
@@ -2208,6 +2290,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
             captures: captures.into_boxed_slice(),
             checks: checks.into_boxed_slice(),
             simple,
+            generator: scope.generator,
         }))
     }
 
@@ -2216,6 +2299,13 @@ impl<'a, 'e> Compiler<'a, 'e> {
             ExprKind::ListComp { generators, .. } => (generators, false),
             ExprKind::DictComp { generators, .. } => (generators, true),
             ExprKind::SetComp { generators, .. } => (generators, false),
+            ExprKind::GenExp { generators, .. } => {
+                // A generator expression yields each element; `acc` is unused.
+                let acc = self.alloc()?;
+                self.comp_level(e, generators, 0, acc)?;
+                self.emit(Instr::ReturnNone);
+                return Ok(());
+            }
             _ => return Err(cerr(e.span, "internal: not a comprehension")),
         };
         let acc = self.alloc()?;
@@ -2247,6 +2337,10 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 ExprKind::SetComp { elt, .. } => {
                     let v = self.expr_reg(elt)?;
                     self.emit_at(Instr::SetAdd { a: acc, b: v }, elt.span);
+                }
+                ExprKind::GenExp { elt, .. } => {
+                    let v = self.expr_reg(elt)?;
+                    self.emit_at(Instr::Yield { a: v, b: acc }, elt.span);
                 }
                 _ => {}
             }
@@ -2374,6 +2468,24 @@ mod tests {
         // A handler's code is reached from `PushHandler`, which writes.
         let code = func("def f(n):\n    try:\n        return n\n    except Error:\n        return n\n", 0);
         assert_eq!(early_returns(&code), vec![], "{code:?}");
+    }
+
+    #[test]
+    fn generators_are_never_simple_and_keep_plain_returns() {
+        let src = "def g(n):\n    if n < 2:\n        return n\n    yield n\n";
+        let p = match compile(src) {
+            Ok(p) => p.code.protos[0].clone(),
+            Err(e) => panic!("{e:?}"),
+        };
+        assert!(p.generator && !p.simple);
+        assert!(early_returns(&p.code).is_empty(), "{:?}", p.code);
+        assert!(p.code.instrs.iter().any(|i| matches!(i, Instr::Yield { .. })));
+        // A generator expression is a generator function of its own.
+        let p = match compile("g = (x for x in [1])\n") {
+            Ok(p) => p.code.protos[0].clone(),
+            Err(e) => panic!("{e:?}"),
+        };
+        assert!(p.generator && &*p.name == "<genexpr>");
     }
 
     #[test]

@@ -60,6 +60,9 @@ pub struct Scope {
     used: IndexSet<String>,
     /// Own cells in order (filled by `finish`).
     pub cells: Vec<String>,
+    /// A generator: a `def` whose body (not nested functions) holds
+    /// `yield`, or a generator expression.
+    pub generator: bool,
 }
 
 impl Scope {
@@ -76,6 +79,7 @@ impl Scope {
             frees: IndexSet::new(),
             used: IndexSet::new(),
             cells: Vec::new(),
+            generator: false,
         }
     }
 }
@@ -550,6 +554,32 @@ impl Analyzer {
                 a.expr(key);
                 a.expr(value);
             }),
+            ExprKind::GenExp { elt, generators } => {
+                self.comp(e, generators, |a| a.expr(elt));
+                if let Some(&id) = self.t.by_node.get(&(e as *const Expr as usize)) {
+                    self.t.scopes[id].generator = true;
+                }
+            }
+            ExprKind::Yield(v) => {
+                self.mark_generator();
+                if let Some(v) = v {
+                    self.expr(v);
+                }
+            }
+            ExprKind::YieldFrom(v) => {
+                self.mark_generator();
+                self.expr(v);
+            }
+        }
+    }
+
+    /// A `yield` makes the `def` it stands in a generator. Anywhere else
+    /// (module level, a lambda, a comprehension, a `parallel for` body) it
+    /// is an error the checker reports and the compiler refuses.
+    fn mark_generator(&mut self) {
+        let s = &mut self.t.scopes[self.cur];
+        if s.kind == ScopeKind::Function && s.name != "<parallel for>" {
+            s.generator = true;
         }
     }
 
@@ -737,6 +767,17 @@ mod tests {
         assert_eq!(t.resolve(f, "x"), Binding::Global, "x does not leak out of the comprehension");
         assert_eq!(t.resolve(lam, "k"), Binding::Local, "a parameter shadows the outer k");
         assert_eq!(t.scope(comp).params, vec![".0".to_string()]);
+    }
+
+    #[test]
+    fn yield_makes_only_its_own_def_a_generator() {
+        let src = "def outer():\n    def inner():\n        yield 1\n    f = lambda: 2\n    return inner\ndef gen():\n    x = yield\n    g = (y for y in [x])\n";
+        let (_, t) = table(src);
+        assert!(!t.scope(scope_named(&t, "outer")).generator);
+        assert!(t.scope(scope_named(&t, "inner")).generator);
+        assert!(t.scope(scope_named(&t, "gen")).generator);
+        assert!(t.scope(scope_named(&t, "<comprehension>")).generator, "a generator expression");
+        assert!(!t.scope(scope_named(&t, "<lambda>")).generator);
     }
 
     #[test]

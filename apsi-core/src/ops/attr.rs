@@ -102,6 +102,8 @@ pub fn get_attr(obj: &Value, name: &str) -> VResult<Value> {
         Value::Error(e) => match name {
             "message" => Ok(Value::str(e.message.clone())),
             "kind" => Ok(Value::str(e.kind.name())),
+            // A `StopIteration`'s value (a finished generator's return value).
+            "value" if e.kind == ErrorKind::StopIteration => Ok(e.value.clone().unwrap_or(Value::None)),
             _ => Err(no_attr("an error".to_string(), name, ["message", "kind"])),
         },
         Value::Kind(k) => match name {

@@ -52,10 +52,14 @@ pub(crate) fn iterate_plain(v: &Value) -> VResult<Vec<Value>> {
 }
 
 /// Materialises any iterable: lists, tuples, ranges, strings (characters),
-/// dicts (keys), and module objects through their `__iter__` hook (a
+/// dicts (keys), generators, iterators, structs with `__iter__`, and module objects through their `__iter__` hook (a
 /// function returning a list or tuple of the elements; it is called through
 /// `caller`, so it may be written in Apsi).
 pub fn iterate(caller: &mut dyn Caller, v: &Value) -> VResult<Vec<Value>> {
+    // Generators, iterators and structs are pulled item by item (`iters`).
+    if super::iters::is_lazy(v) {
+        return super::iters::collect_lazy(caller, v);
+    }
     if let Value::Object(o) = v {
         let hook = o.0.get_attr(v, "__iter__").ok_or_else(|| not_iterable(v))??;
         let inner = caller.call(&hook, &[], &[])?;

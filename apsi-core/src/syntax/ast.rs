@@ -264,8 +264,7 @@ pub enum ExprKind {
         body: Box<Expr>,
         orelse: Box<Expr>,
     },
-    /// `[elt for … in … if …]`; a parenthesised generator expression
-    /// `(elt for …)` (also as the only argument of a call) is parsed to this too.
+    /// `[elt for … in … if …]`.
     ListComp {
         elt: Box<Expr>,
         generators: Vec<Comprehension>,
@@ -282,6 +281,16 @@ pub enum ExprKind {
         elt: Box<Expr>,
         generators: Vec<Comprehension>,
     },
+    /// `(elt for … in … if …)`: a lazy generator (also as the only
+    /// argument of a call, without its own parentheses).
+    GenExp {
+        elt: Box<Expr>,
+        generators: Vec<Comprehension>,
+    },
+    /// `yield` / `yield value` (a tuple for `yield a, b`); its value is none.
+    Yield(Option<Box<Expr>>),
+    /// `yield from iterable`: its value is a sub-generator's return value.
+    YieldFrom(Box<Expr>),
     /// An expression that could not be parsed; a diagnostic was recorded.
     Error,
 }

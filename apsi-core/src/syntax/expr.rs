@@ -25,6 +25,14 @@ const BP_MUL: u8 = 12;
 const BP_UNARY: u8 = 13;
 const BP_POW: u8 = 14;
 
+/// A parsed comprehension as a generator expression (`(x for x in xs)`).
+fn into_genexp(e: Expr) -> Expr {
+    match e.kind {
+        ExprKind::ListComp { elt, generators } => Expr { kind: ExprKind::GenExp { elt, generators }, span: e.span },
+        kind => Expr { kind, span: e.span },
+    }
+}
+
 fn err_expr(span: Span) -> Expr {
     Expr {
         kind: ExprKind::Error,
@@ -75,6 +83,7 @@ impl<'a> Parser<'a> {
                 | Tok::Not
                 | Tok::Lambda
                 | Tok::Star
+                | Tok::Yield
         )
     }
 
@@ -82,6 +91,9 @@ impl<'a> Parser<'a> {
     pub(super) fn test(&mut self) -> Expr {
         if self.peek() == Tok::Lambda {
             return self.lambda();
+        }
+        if self.peek() == Tok::Yield {
+            return self.yield_expr();
         }
         let start = self.tok().start;
         let body = self.bp(BP_OR);
@@ -105,6 +117,41 @@ impl<'a> Parser<'a> {
                 body: Box::new(body),
                 orelse: Box::new(orelse),
             },
+            span: self.since(start),
+        }
+    }
+
+    /// `yield`, `yield value(s)` or `yield from iterable` (`from` is a
+    /// keyword only here).
+    fn yield_expr(&mut self) -> Expr {
+        let start = self.bump().start;
+        if self.peek() == Tok::Name && self.text(self.tok()) == "from" {
+            self.bump();
+            if !self.enter() {
+                self.leave();
+                return err_expr(self.since(start));
+            }
+            let v = self.test();
+            self.leave();
+            return Expr {
+                kind: ExprKind::YieldFrom(Box::new(v)),
+                span: self.since(start),
+            };
+        }
+        if !self.can_start_expr() {
+            return Expr {
+                kind: ExprKind::Yield(None),
+                span: self.since(start),
+            };
+        }
+        if !self.enter() {
+            self.leave();
+            return err_expr(self.since(start));
+        }
+        let v = self.testlist_star();
+        self.leave();
+        Expr {
+            kind: ExprKind::Yield(Some(Box::new(v))),
             span: self.since(start),
         }
     }
@@ -568,7 +615,7 @@ impl<'a> Parser<'a> {
                 _ => {
                     let e = self.test();
                     if self.peek() == Tok::For && !self.panicking {
-                        let comp = self.comprehension_of(e);
+                        let comp = into_genexp(self.comprehension_of(e));
                         if !args.is_empty() || self.peek() != Tok::RParen {
                             self.report(
                                 comp.span,
@@ -766,7 +813,7 @@ impl<'a> Parser<'a> {
         }
         let first = self.star_or_test();
         let mut e = if self.peek() == Tok::For && !self.panicking {
-            let mut c = self.comprehension_of(first);
+            let mut c = into_genexp(self.comprehension_of(first));
             c.span.start = start;
             c
         } else if self.peek() == Tok::Comma && !self.panicking {

@@ -6,10 +6,14 @@
 //! - [`is_incomplete`] tells the REPL whether an input needs more lines.
 //!
 //! Decisions where LANGUAGE.md is silent (Python's behaviour unless noted):
-//! - No `:=`, `class`, `import`, `async`, `yield`, `...`: each is a
-//!   SyntaxError with a hint (or, for `yield`, an ordinary name). Set
+//! - No `:=`, `class`, `import`, `async`, `...`: each is a
+//!   SyntaxError with a hint. Set
 //!   displays `{a, b}`, `del`, and `else` on `for`/`while` are parsed (not on
 //!   `parallel for`).
+//! - `yield` is a keyword and an expression (lowest precedence, like
+//!   `lambda`): `yield`, `yield a, b` (a tuple), `yield from it` (`from` is
+//!   a keyword only right after `yield`). `(x for x in xs)` and the only
+//!   argument `f(x for x in xs)` are `GenExp`; `[…]` stays `ListComp`.
 //! - `{x=}` in an f-string gets conversion `'r'` unless a conversion or a
 //!   format spec is given (Python's rule), so later passes need no special case.
 //! - A string inside an f-string field may use the f-string's own quotes

@@ -1351,6 +1351,8 @@ pub(super) fn describe_expr(e: &Expr) -> &'static str {
         ExprKind::Lambda { .. } => "a lambda",
         ExprKind::IfExp { .. } => "a conditional expression",
         ExprKind::ListComp { .. } | ExprKind::DictComp { .. } | ExprKind::SetComp { .. } => "a comprehension",
+        ExprKind::GenExp { .. } => "a generator expression",
+        ExprKind::Yield(_) | ExprKind::YieldFrom(_) => "a yield expression",
         ExprKind::Dict(_) => "a dict display",
         ExprKind::Set(_) => "a set display",
         ExprKind::Range { .. } => "a range",

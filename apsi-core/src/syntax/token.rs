@@ -54,6 +54,7 @@ pub enum Tok {
     Global,
     Nonlocal,
     Del,
+    Yield,
     // brackets
     LParen,
     RParen,
@@ -143,6 +144,7 @@ impl Tok {
             "global" => Tok::Global,
             "nonlocal" => Tok::Nonlocal,
             "del" => Tok::Del,
+            "yield" => Tok::Yield,
             _ => return None,
         })
     }
@@ -182,6 +184,7 @@ impl Tok {
             Tok::Global => "global",
             Tok::Nonlocal => "nonlocal",
             Tok::Del => "del",
+            Tok::Yield => "yield",
             Tok::LParen => "(",
             Tok::RParen => ")",
             Tok::LBracket => "[",

@@ -147,6 +147,10 @@ pub(crate) fn make_error(kind: ErrorKind, pos: &[Value], kw: &[(Arc<str>, Value)
     if pos.len() > 1 {
         return Err(type_err(format!("{}() takes at most 1 argument (the message) but {} were given", kind.name(), pos.len())));
     }
+    if kind == ErrorKind::StopIteration {
+        // `StopIteration(v)`: `e.value` is v (none without an argument).
+        return Ok(Value::Error(crate::vm::generator::stop_iteration(pos.first().cloned().unwrap_or(Value::None))));
+    }
     let msg = pos.first().map(format::str_of).unwrap_or_default();
     Ok(Value::Error(ErrorObj::new(kind, msg)))
 }
@@ -168,7 +172,8 @@ pub(crate) fn unpack(c: &mut dyn Caller, src: &Value, n: usize, after: Option<us
         Value::List(l) => l.items.read().clone(),
         other => match ops::iterate(c, other) {
             Ok(v) => v,
-            Err(e) if e.kind == ErrorKind::TypeError => {
+            // (A generator's own TypeError passes through unchanged.)
+            Err(e) if e.kind == ErrorKind::TypeError && !ops::iters::is_iterator(other) => {
                 return Err(type_err(format!("cannot unpack a non-iterable {} value", other.type_name())));
             }
             Err(e) => return Err(e),

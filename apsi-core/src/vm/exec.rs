@@ -25,6 +25,7 @@ use crate::{format, ops};
 use smallvec::SmallVec;
 use std::sync::Arc;
 
+mod resume;
 mod slow;
 use slow::Flow;
 
@@ -62,6 +63,10 @@ pub struct Executor {
     /// `None` for the spare executors of `reentry`, which run on a thread
     /// that already is a participant.
     _participant: Option<super::vlock::Participant>,
+    /// Depths of the generator frames being resumed, innermost last (`resume.rs`).
+    gen_frames: Vec<u32>,
+    /// Set by `Instr::Yield` as it leaves `run`: the frame suspended, not returned.
+    yielded: bool,
 }
 
 // SAFETY: the only non-Send fields are the raw closure pointers in `frames`;
@@ -255,7 +260,7 @@ impl Executor {
     pub fn new(shared: Arc<Shared>) -> Executor {
         let max_depth = shared.max_depth;
         Executor {
-            max_depth, shared, stack: vec![Value::Unbound; 256], frames: Vec::new(), cells: Vec::new(), handlers: Vec::new(), native_depth: 0, reraise_skip: None, _participant: Some(super::vlock::Participant::new()) }
+            max_depth, shared, stack: vec![Value::Unbound; 256], frames: Vec::new(), cells: Vec::new(), handlers: Vec::new(), native_depth: 0, reraise_skip: None, _participant: Some(super::vlock::Participant::new()), gen_frames: Vec::new(), yielded: false }
     }
 
     /// An executor for re-entering Apsi code on a thread that already runs
@@ -263,7 +268,7 @@ impl Executor {
     pub(crate) fn nested(shared: Arc<Shared>) -> Executor {
         let max_depth = shared.max_depth;
         Executor {
-            max_depth, shared, stack: vec![Value::Unbound; 64], frames: Vec::new(), cells: Vec::new(), handlers: Vec::new(), native_depth: 0, reraise_skip: None, _participant: None }
+            max_depth, shared, stack: vec![Value::Unbound; 64], frames: Vec::new(), cells: Vec::new(), handlers: Vec::new(), native_depth: 0, reraise_skip: None, _participant: None, gen_frames: Vec::new(), yielded: false }
     }
 
     /// The first stack slot above every live register window.
@@ -363,6 +368,10 @@ impl Executor {
         match f {
             Value::Func(c) => {
                 let slots = call::bind_args(&c, pos, kw)?;
+                if c.proto.generator {
+                    // A generator function runs nothing yet (vm/generator.rs).
+                    return Ok(Some(super::generator::GenObj::new_value(c, slots)));
+                }
                 let slots_len = slots.len();
                 self.ensure(fpos + 1 + slots.len() + 1);
                 for (i, v) in slots.into_iter().enumerate() {
@@ -975,7 +984,8 @@ impl Executor {
                     | Instr::Reraise { .. } | Instr::AssertFail { .. } | Instr::PushHandler { .. } | Instr::PopHandler | Instr::ExcMatch { .. }
                     | Instr::ToRepr { .. } | Instr::Format { .. } | Instr::Concat { .. } | Instr::ParFor { .. }
                     | Instr::BuildSet { .. } | Instr::SetAdd { .. } | Instr::DelIndex { .. } | Instr::DelLocal { .. }
-                    | Instr::DelGlobal { .. } | Instr::DelCell { .. } | Instr::DelFree { .. } => {}
+                    | Instr::DelGlobal { .. } | Instr::DelCell { .. } | Instr::DelFree { .. }
+                    | Instr::Yield { .. } | Instr::GetIter { .. } | Instr::IterPrep { .. } => {}
                 }
                 // Everything else, and the cases above whose fast path did not apply.
                 let mut pc = pc!();
@@ -1061,6 +1071,10 @@ impl Caller for Executor {
 
     fn tasks(&self) -> Option<Arc<crate::par::tasks::TaskRegistry>> {
         Some(self.shared.tasks.clone())
+    }
+
+    fn resume_generator(&mut self, g: &super::generator::GenObj) -> VResult<super::generator::Step> {
+        self.resume_gen(g)
     }
 }
 

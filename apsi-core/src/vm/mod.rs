@@ -23,6 +23,7 @@ pub(crate) mod call;
 pub mod dict;
 pub mod exec;
 pub mod function;
+pub mod generator;
 pub mod globals;
 pub mod reentry;
 pub mod structs;

@@ -616,6 +616,11 @@ pub trait Caller {
     fn tasks(&self) -> Option<Arc<crate::par::tasks::TaskRegistry>> {
         None
     }
+    /// Run a generator to its next `yield` (`vm::generator`). Only an
+    /// interpreter can; other callers refuse.
+    fn resume_generator(&mut self, g: &crate::vm::generator::GenObj) -> VResult<crate::vm::generator::Step> {
+        Err(ErrorObj::new(ErrorKind::TypeError, format!("generator '{}' cannot run inside this operation", g.name)))
+    }
 }
 
 /// A method bound to its receiver: calling it calls `func(receiver, *args)`.
@@ -734,18 +739,20 @@ pub struct ErrorObj {
     /// that was raised; `kind` is then its nearest built-in kind and
     /// `message` its message when raised.
     pub payload: Option<Value>,
+    /// A `StopIteration`'s `value` (a finished generator's return value).
+    pub value: Option<Value>,
 }
 
 impl ErrorObj {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Exc {
-        Arc::new(ErrorObj { kind, message: message.into(), hint: None, trace: Mutex::new(Vec::new()), exit: None, payload: None })
+        Arc::new(ErrorObj { kind, message: message.into(), hint: None, trace: Mutex::new(Vec::new()), exit: None, payload: None, value: None })
     }
     pub fn with_hint(kind: ErrorKind, message: impl Into<String>, hint: impl Into<String>) -> Exc {
-        Arc::new(ErrorObj { kind, message: message.into(), hint: Some(hint.into()), trace: Mutex::new(Vec::new()), exit: None, payload: None })
+        Arc::new(ErrorObj { kind, message: message.into(), hint: Some(hint.into()), trace: Mutex::new(Vec::new()), exit: None, payload: None, value: None })
     }
     /// A raised instance of a user error kind.
     pub fn user(kind: ErrorKind, message: String, payload: Value) -> Exc {
-        Arc::new(ErrorObj { kind, message, hint: None, trace: Mutex::new(Vec::new()), exit: None, payload: Some(payload) })
+        Arc::new(ErrorObj { kind, message, hint: None, trace: Mutex::new(Vec::new()), exit: None, payload: Some(payload), value: None })
     }
     /// The name of the error's kind: the user kind's struct name, or the built-in kind's.
     pub fn kind_name(&self) -> String {
@@ -756,7 +763,7 @@ impl ErrorObj {
     }
     /// The unwinding that `exit(code)` starts.
     pub fn exit(code: i32) -> Exc {
-        Arc::new(ErrorObj { kind: ErrorKind::Error, message: String::new(), hint: None, trace: Mutex::new(Vec::new()), exit: Some(code), payload: None })
+        Arc::new(ErrorObj { kind: ErrorKind::Error, message: String::new(), hint: None, trace: Mutex::new(Vec::new()), exit: Some(code), payload: None, value: None })
     }
 }
 

@@ -333,6 +333,10 @@ pub fn expr(x: &Expr) -> String {
         }
         ExprKind::Set(xs) => format!("(set {})", xs.iter().map(expr).collect::<Vec<_>>().join(" ")),
         ExprKind::SetComp { elt, generators } => format!("(setcomp {}{})", expr(elt), comps(generators)),
+        ExprKind::GenExp { elt, generators } => format!("(genexp {}{})", expr(elt), comps(generators)),
+        ExprKind::Yield(None) => "(yield)".into(),
+        ExprKind::Yield(Some(v)) => format!("(yield {})", expr(v)),
+        ExprKind::YieldFrom(v) => format!("(yieldfrom {})", expr(v)),
         ExprKind::Error => "ERROR".into(),
     }
 }
@@ -531,6 +535,11 @@ fn expr_spans(x: &Expr, f: &mut dyn FnMut(apsi_core::diagnostic::Span)) {
             go(value);
             comp_spans(generators, &mut go);
         }
+        ExprKind::GenExp { elt, generators } => {
+            go(elt);
+            comp_spans(generators, &mut go);
+        }
+        ExprKind::Yield(Some(v)) | ExprKind::YieldFrom(v) => go(v),
         _ => {}
     }
 }

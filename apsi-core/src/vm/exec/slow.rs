@@ -647,6 +647,13 @@ impl Executor {
                     };
                     let prepared = match v {
                         Value::List(_) | Value::Tuple(_) | Value::Range(_) => v,
+                        // Generators, iterators, structs: pulled one item at a time.
+                        ref lazy if ops::iters::is_lazy(lazy) => {
+                            save_pc!();
+                            let it = ops::iters::get_iter(self, lazy);
+                            refresh!();
+                            tri!(it)
+                        }
                         Value::Str(ref s) if s.is_ascii() => v,
                         Value::Dict(d) => Value::tuple(d.map.read().keys().map(|k| k.value().clone()).collect()),
                         Value::Object(_) if stream.is_some() => match stream {
@@ -664,6 +671,19 @@ impl Executor {
                     setv(r!(a as usize + 1), Value::Int(0));
                 }
                 Instr::ForNext { a, b } => {
+                    if ops::iters::is_lazy(r!(a)) {
+                        save_pc!();
+                        let res = self.for_next_lazy(base + a as usize);
+                        refresh!();
+                        match tri!(res) {
+                            Some(v) => {
+                                setv(r!(b), v);
+                                pc += 1;
+                            }
+                            None => pc = jump_target(instrs, pc),
+                        }
+                        exit!(Flow::Next);
+                    }
                     if matches!(&*r!(a), Value::Native(_) | Value::BoundMethod(_) | Value::Func(_)) {
                         let hook = dup(r!(a));
                         save_pc!();
@@ -968,6 +988,33 @@ impl Executor {
                         throw!(err(ErrorKind::NameError, msg));
                     }
                     drop(old);
+                }
+                Instr::Yield { a, b } => {
+                    // Suspend: `resume_gen` (resume.rs) saves the frame.
+                    if !self.may_yield() {
+                        throw!(err(ErrorKind::Error, "internal error: 'yield' outside a running generator"));
+                    }
+                    let v = dup(r!(a));
+                    setv(r!(b), Value::None);
+                    save_pc!();
+                    self.yielded = true;
+                    exit!(Flow::Return(v));
+                }
+                Instr::GetIter { a, b } => {
+                    let v = dup(r!(b));
+                    save_pc!();
+                    let it = ops::iters::get_iter(self, &v);
+                    refresh!();
+                    setv(r!(a), tri!(it));
+                }
+                Instr::IterPrep { a } => {
+                    if !matches!(&*r!(a), Value::List(_) | Value::Tuple(_) | Value::Range(_) | Value::Str(_)) {
+                        let v = dup(r!(a));
+                        save_pc!();
+                        let it = ops::iters::get_iter(self, &v);
+                        refresh!();
+                        setv(r!(a), tri!(it));
+                    }
                 }
                 Instr::Concat { a, b, n } => {
                     let mut s = String::new();

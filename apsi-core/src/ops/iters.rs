@@ -1,0 +1,330 @@
+//! The iteration protocol (LANGUAGE.md §10.5): `iter(x)`, one step of any
+//! iterator, the iterator objects `iter` makes, the lazy adapters that
+//! `enumerate`/`zip`/`map`/`filter` return for lazy input, and [`Pull`],
+//! the one-item-at-a-time source the builtins read.
+//!
+//! What counts as an iterator: a generator (`vm::generator`), an
+//! [`IterObj`], a struct with a `__next__` method (it ends by raising
+//! `StopIteration`), and a module object with a `__next__` hook (a channel
+//! stream: `(item,)` or none). `iter` of an iterator is itself.
+//!
+//! Lazy values are generators, iterator objects and structs; everything
+//! else (lists, tuples, ranges, strings, dicts, tensors, datasets, and
+//! whatever `ops::iterate` learns later) keeps its eager fast path, and
+//! `iter` of it walks the materialised items (lists and ranges are walked
+//! in place). A new built-in iterable needs no change here as long as
+//! `ops::iterate` knows it.
+//!
+//! Iterator objects print as `<list_iterator>`, `<tuple_iterator>`,
+//! `<str_iterator>`, `<range_iterator>`, `<dict_keyiterator>`,
+//! `<iterator>` (anything else), `<enumerate>`, `<zip>`, `<map>`,
+//! `<filter>`. Their lock is never held while Apsi code runs: an adapter
+//! takes its state out while it pulls, so re-entering the same adapter
+//! from inside that pull raises `ValueError` instead of deadlocking.
+
+use crate::error::ErrorKind;
+use crate::vm::generator::{GenObj, Step};
+use crate::vm::value::{err, ApsiObject, Caller, Exc, ListObj, ObjBox, TupleObj, VResult, Value};
+use parking_lot::Mutex;
+use std::sync::Arc;
+
+/// An iterator made by `iter(x)` or by a lazy `enumerate`/`zip`/`map`/`filter`.
+pub struct IterObj {
+    kind: &'static str,
+    state: Mutex<IterState>,
+}
+
+enum IterState {
+    /// A list walked in place (sees appends, as Python's iterator does).
+    List(Arc<ListObj>, usize),
+    Tuple(Arc<TupleObj>, usize),
+    Items(std::vec::IntoIter<Value>),
+    /// The next value, the stop, the step.
+    Range(i64, i64, i64),
+    Enumerate(Box<Pull>, i64),
+    Zip(Vec<Pull>),
+    Map(Box<Pull>, Value),
+    Filter(Box<Pull>, Value),
+    /// An adapter whose state is out while it pulls.
+    Busy,
+    Done,
+}
+
+impl ApsiObject for IterObj {
+    fn type_name(&self) -> &str {
+        self.kind
+    }
+    fn to_str(&self) -> String {
+        format!("<{}>", self.kind)
+    }
+    fn hashable(&self) -> bool {
+        true
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+fn obj(kind: &'static str, st: IterState) -> Value {
+    Value::Object(Arc::new(ObjBox(Box::new(IterObj { kind, state: Mutex::new(st) }))))
+}
+
+fn range_next(next: &mut i64, stop: i64, step: i64) -> Option<Value> {
+    let x = *next;
+    if (step > 0 && x < stop) || (step < 0 && x > stop) {
+        // Overflow past i64 ends the range.
+        *next = x.checked_add(step).unwrap_or(stop);
+        Some(Value::Int(x))
+    } else {
+        None
+    }
+}
+
+impl IterObj {
+    /// The next item, or `None` at the end.
+    pub fn next(&self, c: &mut dyn Caller) -> VResult<Option<Value>> {
+        let mut g = self.state.lock();
+        let out = match &mut *g {
+            IterState::List(l, i) => {
+                let v = l.items.read().get(*i).cloned();
+                *i += 1;
+                v
+            }
+            IterState::Tuple(t, i) => {
+                let v = t.0.get(*i).cloned();
+                *i += 1;
+                v
+            }
+            IterState::Items(it) => it.next(),
+            IterState::Range(next, stop, step) => range_next(next, *stop, *step),
+            IterState::Done => None,
+            IterState::Busy => return Err(err(ErrorKind::ValueError, format!("{} iterator already executing", self.kind))),
+            _ => {
+                // An adapter: pull without holding the lock.
+                let mut st = std::mem::replace(&mut *g, IterState::Busy);
+                drop(g);
+                let r = adapter_next(c, &mut st);
+                let mut g = self.state.lock();
+                *g = match r {
+                    Ok(Some(_)) => st,
+                    _ => IterState::Done,
+                };
+                return r;
+            }
+        };
+        if out.is_none() {
+            *g = IterState::Done;
+        }
+        Ok(out)
+    }
+}
+
+fn adapter_next(c: &mut dyn Caller, st: &mut IterState) -> VResult<Option<Value>> {
+    match st {
+        IterState::Enumerate(src, n) => {
+            let Some(x) = src.next(c)? else { return Ok(None) };
+            let i = *n;
+            *n = n.checked_add(1).ok_or_else(|| err(ErrorKind::OverflowError, "enumerate() count does not fit in a 64-bit int"))?;
+            Ok(Some(Value::tuple(vec![Value::Int(i), x])))
+        }
+        IterState::Zip(srcs) => {
+            if srcs.is_empty() {
+                return Ok(None);
+            }
+            let mut row = Vec::with_capacity(srcs.len());
+            for s in srcs.iter_mut() {
+                match s.next(c)? {
+                    Some(x) => row.push(x),
+                    None => return Ok(None),
+                }
+            }
+            Ok(Some(Value::tuple(row)))
+        }
+        IterState::Map(src, f) => match src.next(c)? {
+            Some(x) => Ok(Some(c.call(f, std::slice::from_ref(&x), &[])?)),
+            None => Ok(None),
+        },
+        IterState::Filter(src, f) => loop {
+            let Some(x) = src.next(c)? else { return Ok(None) };
+            let keep = match &*f {
+                Value::None => x.truthy()?,
+                f => c.call(f, std::slice::from_ref(&x), &[])?.truthy()?,
+            };
+            if keep {
+                return Ok(Some(x));
+            }
+        },
+        _ => Ok(None),
+    }
+}
+
+fn struct_has(v: &Value, name: &str) -> bool {
+    matches!(v, Value::Struct(s) if s.ty.methods.contains_key(name))
+}
+
+/// Is `v` an iterator (something [`step`] advances)?
+pub fn is_iterator(v: &Value) -> bool {
+    match v {
+        Value::Object(o) => {
+            let any = o.0.as_any();
+            any.is::<GenObj>() || any.is::<IterObj>() || o.0.get_attr(v, "__next__").is_some()
+        }
+        Value::Struct(_) => struct_has(v, "__next__"),
+        _ => false,
+    }
+}
+
+/// Values iterated one item at a time rather than materialised:
+/// generators, iterator objects and structs (through `__iter__`/`__next__`).
+#[inline]
+pub fn is_lazy(v: &Value) -> bool {
+    match v {
+        Value::Object(o) => {
+            let any = o.0.as_any();
+            any.is::<GenObj>() || any.is::<IterObj>()
+        }
+        Value::Struct(_) => true,
+        _ => false,
+    }
+}
+
+/// `iter(v)`: an iterator over any iterable; an iterator is its own.
+pub fn get_iter(c: &mut dyn Caller, v: &Value) -> VResult<Value> {
+    Ok(match v {
+        Value::List(l) => obj("list_iterator", IterState::List(l.clone(), 0)),
+        Value::Tuple(t) => obj("tuple_iterator", IterState::Tuple(t.clone(), 0)),
+        Value::Range(r) => obj("range_iterator", IterState::Range(r.start, r.stop, r.step)),
+        Value::Str(_) => obj("str_iterator", IterState::Items(super::iterate(c, v)?.into_iter())),
+        Value::Dict(_) => obj("dict_keyiterator", IterState::Items(super::iterate(c, v)?.into_iter())),
+        Value::Struct(s) => {
+            if struct_has(v, "__iter__") {
+                let f = super::get_attr(v, "__iter__")?;
+                let it = c.call(&f, &[], &[])?;
+                if is_iterator(&it) {
+                    return Ok(it);
+                }
+                if matches!(it, Value::Struct(_)) {
+                    return Err(err(ErrorKind::TypeError, format!("iter() returned non-iterator of type '{}'", it.type_name())));
+                }
+                // Lenient: `__iter__` may return any iterable (a list).
+                return get_iter(c, &it);
+            }
+            return Err(err(ErrorKind::TypeError, format!("'{}' object is not iterable", s.ty.name)));
+        }
+        _ if is_iterator(v) => v.clone(),
+        // Tensors (first axis), datasets, and any iterable `ops::iterate` knows.
+        other => obj("iterator", IterState::Items(super::iterate(c, other)?.into_iter())),
+    })
+}
+
+/// One step of the iterator `it`: the next item, or the end with a
+/// generator's return value.
+pub fn step(c: &mut dyn Caller, it: &Value) -> VResult<Step> {
+    match it {
+        Value::Object(o) => {
+            let any = o.0.as_any();
+            if let Some(g) = any.downcast_ref::<GenObj>() {
+                return c.resume_generator(g);
+            }
+            if let Some(i) = any.downcast_ref::<IterObj>() {
+                return Ok(match i.next(c)? {
+                    Some(v) => Step::Item(v),
+                    None => Step::Done(Value::None),
+                });
+            }
+            // A stream (a channel): its `__next__` hook gives `(item,)` or none.
+            if let Some(hook) = o.0.get_attr(it, "__next__") {
+                return match c.call(&hook?, &[], &[])? {
+                    Value::Tuple(t) if t.0.len() == 1 => Ok(Step::Item(t.0[0].clone())),
+                    Value::None => Ok(Step::Done(Value::None)),
+                    other => Err(err(ErrorKind::TypeError, format!("__next__ must return a 1-tuple or none, not '{}'", other.type_name()))),
+                };
+            }
+            Err(not_an_iterator(it))
+        }
+        Value::Struct(_) if struct_has(it, "__next__") => {
+            let f = super::get_attr(it, "__next__")?;
+            match c.call(&f, &[], &[]) {
+                Ok(v) => Ok(Step::Item(v)),
+                Err(e) if e.kind == ErrorKind::StopIteration && e.exit.is_none() => Ok(Step::Done(e.value.clone().unwrap_or(Value::None))),
+                Err(e) => Err(e),
+            }
+        }
+        other => Err(not_an_iterator(other)),
+    }
+}
+
+fn not_an_iterator(v: &Value) -> Exc {
+    err(ErrorKind::TypeError, format!("'{}' object is not an iterator", v.type_name()))
+}
+
+/// `next(it)`: the next item or `None` at the end.
+#[inline]
+pub fn next_item(c: &mut dyn Caller, it: &Value) -> VResult<Option<Value>> {
+    Ok(match step(c, it)? {
+        Step::Item(v) => Some(v),
+        Step::Done(_) => None,
+    })
+}
+
+/// Every item of a lazy iterable (see [`is_lazy`]), pulled to the end.
+pub fn collect_lazy(c: &mut dyn Caller, v: &Value) -> VResult<Vec<Value>> {
+    let it = get_iter(c, v)?;
+    let mut out = Vec::new();
+    while let Some(x) = next_item(c, &it)? {
+        out.push(x);
+    }
+    Ok(out)
+}
+
+/// A source of items for the builtins: materialised items for the eager
+/// iterables (their fast path), a range counted in place, or an iterator
+/// pulled one item at a time.
+pub enum Pull {
+    Items(std::vec::IntoIter<Value>),
+    Range(i64, i64, i64),
+    Iter(Value),
+}
+
+impl Pull {
+    pub fn new(c: &mut dyn Caller, v: &Value) -> VResult<Pull> {
+        Ok(match v {
+            Value::Range(r) => Pull::Range(r.start, r.stop, r.step),
+            v if is_lazy(v) => Pull::Iter(get_iter(c, v)?),
+            v => Pull::Items(super::iterate(c, v)?.into_iter()),
+        })
+    }
+
+    #[inline]
+    pub fn next(&mut self, c: &mut dyn Caller) -> VResult<Option<Value>> {
+        match self {
+            Pull::Items(it) => Ok(it.next()),
+            Pull::Range(next, stop, step) => Ok(range_next(next, *stop, *step)),
+            Pull::Iter(it) => next_item(c, it),
+        }
+    }
+}
+
+/// `enumerate(xs, start)` over a lazy `xs`: a lazy `<enumerate>`.
+pub fn lazy_enumerate(c: &mut dyn Caller, xs: &Value, start: i64) -> VResult<Value> {
+    Ok(obj("enumerate", IterState::Enumerate(Box::new(Pull::new(c, xs)?), start)))
+}
+
+/// `zip(*xss)` when one of them is lazy: a lazy `<zip>`.
+pub fn lazy_zip(c: &mut dyn Caller, xss: &[Value]) -> VResult<Value> {
+    let mut srcs = Vec::with_capacity(xss.len());
+    for x in xss {
+        srcs.push(Pull::new(c, x)?);
+    }
+    Ok(obj("zip", IterState::Zip(srcs)))
+}
+
+/// `map(xs, f)` over a lazy `xs`: a lazy `<map>`.
+pub fn lazy_map(c: &mut dyn Caller, xs: &Value, f: &Value) -> VResult<Value> {
+    Ok(obj("map", IterState::Map(Box::new(Pull::new(c, xs)?), f.clone())))
+}
+
+/// `filter(xs, f)` over a lazy `xs`: a lazy `<filter>` (`f` none keeps truthy items).
+pub fn lazy_filter(c: &mut dyn Caller, xs: &Value, f: &Value) -> VResult<Value> {
+    Ok(obj("filter", IterState::Filter(Box::new(Pull::new(c, xs)?), f.clone())))
+}

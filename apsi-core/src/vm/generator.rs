@@ -1,0 +1,127 @@
+//! Generator values (LANGUAGE.md §10.5): what calling a generator
+//! function (a `def` whose body holds `yield`) or evaluating a generator
+//! expression returns.
+//!
+//! A generator is a `Value::Object` holding a [`GenObj`]: the closure, and
+//! behind a lock the state of its one frame while it is not running — the
+//! register file, the pc to resume at, the frame's own cells and its
+//! exception handlers. `Executor::resume_generator` (`vm/exec/resume.rs`)
+//! moves that state onto the executor's stacks, runs the dispatch loop
+//! until the frame yields (`Instr::Yield`) or ends, and moves it back.
+//!
+//! Invariants:
+//! - The lock is held only to change state, never while Apsi code runs, so
+//!   a generator may be passed between threads; resuming one that is
+//!   running (on another thread, or from inside itself) raises
+//!   `ValueError: generator already executing`.
+//! - A generator that returned or raised is `Done` for good: every later
+//!   step ends at once (no value).
+//! - While suspended, `SavedFrame::regs` has exactly `nregs` entries; while
+//!   running it is empty (the values are in the executor's stack window).
+
+use super::function::{Cell, Closure};
+use super::value::{ApsiObject, Exc, Value};
+use crate::error::ErrorKind;
+use parking_lot::Mutex;
+use std::sync::Arc;
+
+/// One step of an iterator.
+pub enum Step {
+    /// The next item (a generator yielded it).
+    Item(Value),
+    /// Exhausted; a generator's return value (none otherwise).
+    Done(Value),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GenStatus {
+    /// Made, not started: the registers hold the bound arguments.
+    Created,
+    Suspended,
+    Running,
+    Done,
+}
+
+/// The frame of a generator that is not running.
+#[derive(Default)]
+pub(crate) struct SavedFrame {
+    pub regs: Vec<Value>,
+    pub pc: u32,
+    pub cells: Vec<Arc<Cell>>,
+    /// (target, error register) of each open `try`, outermost first.
+    pub handlers: Vec<(u32, u16)>,
+}
+
+pub(crate) struct GenState {
+    pub status: GenStatus,
+    pub frame: SavedFrame,
+}
+
+/// A generator: see the module documentation.
+pub struct GenObj {
+    pub name: Arc<str>,
+    pub(crate) func: Arc<Closure>,
+    pub(crate) state: Mutex<GenState>,
+}
+
+impl GenObj {
+    /// A generator for `func` (a generator function) whose parameter
+    /// registers hold the bound arguments `slots`.
+    pub(crate) fn new_value(func: Arc<Closure>, slots: impl IntoIterator<Item = Value>) -> Value {
+        let nregs = func.proto.code.nregs as usize;
+        let mut regs: Vec<Value> = slots.into_iter().collect();
+        regs.resize(nregs.max(regs.len()), Value::Unbound);
+        let g = GenObj {
+            name: func.name.as_str().into(),
+            func,
+            state: Mutex::new(GenState { status: GenStatus::Created, frame: SavedFrame { regs, ..SavedFrame::default() } }),
+        };
+        Value::Object(Arc::new(super::value::ObjBox(Box::new(g))))
+    }
+
+    /// The generator inside `v`, if it is one.
+    #[inline]
+    pub fn of(v: &Value) -> Option<&GenObj> {
+        match v {
+            Value::Object(o) => o.0.as_any().downcast_ref::<GenObj>(),
+            _ => None,
+        }
+    }
+}
+
+/// `ValueError: generator already executing`.
+pub(crate) fn already_executing() -> Exc {
+    super::value::err(ErrorKind::ValueError, "generator already executing")
+}
+
+impl ApsiObject for GenObj {
+    fn type_name(&self) -> &str {
+        "generator"
+    }
+    fn to_str(&self) -> String {
+        format!("<generator {}>", self.name)
+    }
+    fn hashable(&self) -> bool {
+        true
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// The `StopIteration` that `next(g)` raises when `g` ends; `value` is the
+/// generator's return value (`e.value`; `str(e)` shows it as Python does).
+pub fn stop_iteration(value: Value) -> Exc {
+    let msg = match &value {
+        Value::None => String::new(),
+        v => crate::format::str_of(v),
+    };
+    let e = super::value::ErrorObj::new(ErrorKind::StopIteration, msg);
+    match Arc::try_unwrap(e) {
+        Ok(mut o) => {
+            o.value = Some(value);
+            Arc::new(o)
+        }
+        Err(e) => e,
+    }
+}
