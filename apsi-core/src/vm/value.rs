@@ -448,7 +448,7 @@ impl HashKey {
         if key_hashable(&v) {
             Ok(HashKey(v))
         } else {
-            Err(ErrorObj::new(ErrorKind::TypeError, format!("unhashable type: '{}'", v.type_name())))
+            Err(ErrorObj::new(ErrorKind::TypeError, format!("unhashable type: '{}'", unhashable_part(&v).type_name())))
         }
     }
     /// An int key (always hashable).
@@ -461,6 +461,15 @@ impl HashKey {
     }
     pub fn into_value(self) -> Value {
         self.0
+    }
+}
+
+/// The value that makes `v` unhashable (a list inside a tuple is named as
+/// Python names it: `unhashable type: 'list'`).
+fn unhashable_part(v: &Value) -> &Value {
+    match v {
+        Value::Tuple(t) => t.0.iter().find(|x| !key_hashable(x)).map_or(v, unhashable_part),
+        _ => v,
     }
 }
 
