@@ -354,7 +354,7 @@ fn struct_and_try_errors() {
     );
     assert_eq!(
         one("struct S:\n    x = 1\n    x: int"),
-        at("duplicate field 'x' in struct", 25, 26)
+        at("duplicate field 'x' in struct", 24, 25)
     );
     assert_eq!(
         one("struct S:\n    x: int\n    x: float"),

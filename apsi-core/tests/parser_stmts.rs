@@ -189,9 +189,10 @@ fn structs() {
     let src = "struct Vec2:\n    \"\"\"A vector.\"\"\"\n    x: float\n    y: float = 0.0\n    z = 1\n\n    def norm2(self) -> float:\n        return self.x\n";
     assert_eq!(
         sexp(src),
-        "(struct Vec2 [(x float _) (y float 0.0) (z _ 1)] [(def norm2 (self) -> float [(return (. self x))])])"
+        "(struct Vec2 (const z 1) [(x float _) (y float 0.0)] [(def norm2 (self) -> float [(return (. self x))])])"
     );
     assert_eq!(sexp("struct E:\n    pass"), "(struct E [] [])");
+    assert_eq!(sexp("struct C(geo.Shape):\n    r: float"), "(struct C((. geo Shape)) [(r float _)] [])");
     assert_eq!(sexp("struct E: pass"), "(struct E [] [])");
     assert_eq!(
         sexp("struct S:\n    @staticish\n    def m(self): pass"),
