@@ -203,6 +203,8 @@ pub struct Code {
     /// The pcs (sorted) of binary operations written by augmented
     /// assignments: on a struct they try `__iadd__` & co first.
     pub inplace: Box<[u32]>,
+    /// The pcs (sorted) of `AddI` instructions that stand for `x - k`.
+    pub sub_addi: Box<[u32]>,
     /// The names of this code's own cells and of its captured cells, in
     /// cell order (for the `NameError` of reading a cell after `del`).
     pub cell_names: Box<[Arc<str>]>,
@@ -213,6 +215,10 @@ impl Code {
     /// Was the binary operation at `pc` written as `a op= b`?
     pub fn is_inplace(&self, pc: usize) -> bool {
         self.inplace.binary_search(&(pc as u32)).is_ok()
+    }
+    /// Does the `AddI` at `pc` stand for `x - k` (its `v` is `-k`)?
+    pub fn is_sub_addi(&self, pc: usize) -> bool {
+        self.sub_addi.binary_search(&(pc as u32)).is_ok()
     }
     pub fn span_at(&self, pc: usize) -> Span {
         self.spans.get(pc).copied().unwrap_or(self.span)

@@ -89,6 +89,8 @@ struct FnState<'a> {
     /// The pcs of binary operations written by augmented assignments
     /// (`a += b` tries `__iadd__` on a struct).
     inplace: Vec<u32>,
+    /// The pcs of `AddI` written for `x - k` (a struct gets `__sub__`).
+    sub_addi: Vec<u32>,
 }
 
 pub struct Compiler<'a, 'e> {
@@ -187,6 +189,7 @@ impl<'a> FnState<'a> {
             is_module,
             method_of: None,
             inplace: Vec::new(),
+            sub_addi: Vec::new(),
         }
     }
 
@@ -216,6 +219,7 @@ impl<'a> FnState<'a> {
             ncells,
             span: self.span,
             inplace: self.inplace.into_boxed_slice(),
+            sub_addi: self.sub_addi.into_boxed_slice(),
             cell_names: names.0,
             free_names: names.1,
         })
@@ -773,6 +777,10 @@ impl<'a, 'e> Compiler<'a, 'e> {
                     if let Some(v) = small_int(right) {
                         let v = if *op == BinOp::Sub { v.checked_neg() } else { Some(v) };
                         if let Some(v) = v {
+                            if *op == BinOp::Sub {
+                                let pc = self.here() as u32;
+                                self.f().sub_addi.push(pc);
+                            }
                             self.emit_at(Instr::AddI { a: dst, b: l, v }, span);
                             return Ok(());
                         }
@@ -1554,6 +1562,10 @@ impl<'a, 'e> Compiler<'a, 'e> {
             if let Some(v) = small_int(value) {
                 let v = if op == BinOp::Sub { v.checked_neg() } else { Some(v) };
                 if let Some(v) = v {
+                    if op == BinOp::Sub {
+                        let pc = self.here() as u32;
+                        self.f().sub_addi.push(pc);
+                    }
                     self.emit_at(Instr::AddI { a: dst, b: l, v }, span);
                     return Ok(());
                 }

@@ -150,6 +150,7 @@ pub fn analyze(module: &Module, top_level_binds: &[String]) -> ScopeTable {
         },
         counts: HashMap::new(),
         cur: 0,
+        method_self: Vec::new(),
         depth: 0,
     };
     for n in top_level_binds {
@@ -167,6 +168,9 @@ struct Analyzer {
     cur: ScopeId,
     /// Nesting of compound statements at module level (0: directly at top level).
     depth: u32,
+    /// The first parameter of each enclosing struct method (innermost
+    /// last): `super()` reads it, also from a closure inside the method.
+    method_self: Vec<String>,
 }
 
 impl Analyzer {
@@ -304,7 +308,10 @@ impl Analyzer {
                     for d in &m.decorators {
                         self.expr(d);
                     }
+                    let this = m.params.params.first().map(|p| p.name.name.clone()).unwrap_or_default();
+                    self.method_self.push(this);
                     self.func(m);
+                    self.method_self.pop();
                 }
                 self.bind_kind(&sd.name.name, true);
             }
@@ -517,6 +524,13 @@ impl Analyzer {
                 self.expr(end);
             }
             ExprKind::Call { func, args } => {
+                if let (ExprKind::Name(n), true) = (&func.kind, args.is_empty()) {
+                    if n == "super" {
+                        if let Some(s) = self.method_self.last().cloned() {
+                            self.use_name(&s);
+                        }
+                    }
+                }
                 self.expr(func);
                 for a in args {
                     match a {

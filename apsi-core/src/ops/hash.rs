@@ -191,8 +191,9 @@ pub fn struct_hash(caller: &mut dyn Caller, s: &Arc<StructObj>) -> VResult<i64> 
         crate::vm::value::HashMode::Method => {
             let f = s.ty.method("__hash__").cloned().unwrap_or(Value::None);
             match caller.call(&f, &[Value::Struct(s.clone())], &[])? {
-                // As CPython: the method's int, reduced like any int's hash.
-                Value::Int(i) => Ok(hash_int(i)),
+                // As CPython: the method's int as it is (every i64 fits a
+                // Py_ssize_t), except that -1 is -2.
+                Value::Int(i) => Ok(fix(i)),
                 Value::Bool(b) => Ok(b as i64),
                 other => Err(err(
                     ErrorKind::TypeError,

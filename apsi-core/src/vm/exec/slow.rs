@@ -262,6 +262,17 @@ impl Executor {
                         }
                         _ => {}
                     }
+                    if matches!(&*r!(b), Value::Struct(_)) {
+                        let x = dup(r!(b));
+                        let inplace = code.is_inplace(pc - 1);
+                        save_pc!();
+                        let (op, k) = if code.is_sub_addi(pc - 1) { (BinOp::Sub, -(v as i64)) } else { (BinOp::Add, v as i64) };
+                        let res = struct_binary(self, op, x, Value::Int(k), inplace);
+                        refresh!();
+                        let res = tri!(res);
+                        setv(r!(a), res);
+                        exit!(Flow::Next);
+                    }
                     let res = tri!(ops::binary(BinOp::Add, r!(b), &Value::Int(v as i64)));
                     setv(r!(a), res);
                 }
