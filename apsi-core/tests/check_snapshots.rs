@@ -23,7 +23,7 @@ fn env(allowed: &[&str]) -> CheckEnv {
         dict tuple isinstance type map filter reduce input read_text write_text exit time bench cpu_count grad \
         value_and_grad sqrt exp log log1p sin cos tan tanh sigmoid floor ceil sign maximum minimum where isnan \
         isinf concat stack matmul dot outer norm softmax tensor zeros ones full arange linspace eye rand randn \
-        seed inf nan pi e Tensor";
+        seed inf nan pi e Tensor super staticmethod property NotImplemented Exception hash iter next set bytes";
     CheckEnv {
         prelude: prelude.split_whitespace().map(String::from).collect(),
         builtin_modules: vec![
@@ -300,4 +300,9 @@ fn calls_into_file_modules_are_checked() {
 #[test]
 fn bad_bytes_literal() {
     insta::assert_snapshot!(rendered("bad_bytes.apsi", &env(&[])));
+}
+
+#[test]
+fn struct_rules() {
+    insta::assert_snapshot!(rendered("structs.apsi", &env(&[])));
 }
