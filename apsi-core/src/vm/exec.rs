@@ -58,7 +58,9 @@ pub struct Executor {
     native_depth: usize,
     max_depth: usize,
     /// (error, frame) whose trace entry was recorded when a handler caught it.
-    reraise_skip: Option<(usize, usize)>,
+    /// The error is held (not its address), so a later error allocated at
+    /// the same address is never mistaken for it.
+    reraise_skip: Option<(Exc, usize)>,
     /// This thread runs Apsi code (containers lock while others do too).
     /// `None` for the spare executors of `reentry`, which run on a thread
     /// that already is a participant.
@@ -442,16 +444,16 @@ impl Executor {
             let clo = unsafe { &*fr.clo };
             let code = &clo.proto.code;
             let entry = TraceEntry { function: code.name.to_string(), span: code.span_at((fr.pc as usize).saturating_sub(1)) };
-            let key = (Arc::as_ptr(&exc) as usize, fi);
+            let is_skip = matches!(&self.reraise_skip, Some((e, f)) if Arc::ptr_eq(e, &exc) && *f == fi);
             if let Some(h) = self.handlers.last().copied() {
                 if h.frame as usize == fi {
                     self.handlers.pop();
                     // Record where it passed now: if the handler re-raises,
                     // this frame is not recorded a second time.
                     flush(&exc, std::mem::take(&mut inner), std::mem::take(&mut outer));
-                    if self.reraise_skip != Some(key) {
+                    if !is_skip {
                         exc.trace.lock().push(entry);
-                        self.reraise_skip = Some(key);
+                        self.reraise_skip = Some((exc.clone(), fi));
                     }
                     let slot = fr.base as usize + h.reg as usize;
                     if let Some(s) = self.stack.get_mut(slot) {
@@ -463,7 +465,7 @@ impl Executor {
                     return Ok(());
                 }
             }
-            if self.reraise_skip == Some(key) {
+            if is_skip {
                 self.reraise_skip = None;
             } else if inner.len() < TRACE_INNER {
                 inner.push(entry);
