@@ -20,43 +20,60 @@ pub(crate) enum Parent<'a> {
 }
 
 /// The built-in types a struct cannot inherit from.
-pub(crate) const BUILTIN_TYPES: &[&str] =
-    &["int", "float", "str", "bool", "list", "dict", "tuple", "set", "bytes", "range", "slice", "Tensor"];
+pub(crate) const BUILTIN_TYPES: &[&str] = &[
+    "int", "float", "str", "bool", "list", "dict", "tuple", "set", "bytes", "range", "slice", "Tensor",
+];
 
-/// The names a struct declares, its own and (when known) its ancestors':
-/// fields, methods, constants. `None` when some ancestor is unknown.
-fn declared<'a>(sd: &'a StructDef, parent_of: &dyn Fn(&'a StructDef) -> Parent<'a>, depth: usize) -> Option<Vec<&'a str>> {
-    if depth > 100 {
-        return None;
+/// The ancestors of `sd`, nearest first, and whether the chain ends in a
+/// built-in error kind; `None` when an ancestor is not known statically
+/// (or is a built-in type).
+fn ancestors<'a>(
+    sd: &'a StructDef,
+    parent_of: &dyn Fn(&'a StructDef) -> Parent<'a>,
+) -> Option<(Vec<&'a StructDef>, bool)> {
+    let mut chain: Vec<&'a StructDef> = Vec::new();
+    let mut cur = sd;
+    while chain.len() <= 100 {
+        match parent_of(cur) {
+            Parent::None => return Some((chain, false)),
+            Parent::ErrorKind => return Some((chain, true)),
+            Parent::Struct(p) => {
+                chain.push(p);
+                cur = p;
+            }
+            Parent::Builtin(_) | Parent::Unknown => return None,
+        }
     }
-    let mut names: Vec<&str> = Vec::new();
-    match parent_of(sd) {
-        Parent::None => {}
-        Parent::ErrorKind => names.extend(["message", "kind"]),
-        Parent::Struct(p) => names.extend(declared(p, parent_of, depth + 1)?),
-        Parent::Builtin(_) | Parent::Unknown => return None,
-    }
-    names.extend(sd.fields.iter().map(|f| f.name.name.as_str()));
-    names.extend(sd.consts.iter().map(|c| c.name.name.as_str()));
-    names.extend(sd.methods.iter().map(|m| m.name.name.as_str()));
-    Some(names)
+    None
 }
 
-/// The fields of the ancestors of `sd` (when all are known).
-fn inherited_fields<'a>(sd: &'a StructDef, parent_of: &dyn Fn(&'a StructDef) -> Parent<'a>, depth: usize) -> Option<Vec<(&'a str, &'a str)>> {
-    if depth > 100 {
-        return None;
+/// The fields `sd` inherits, each with the struct that declares it, in order.
+fn inherited_fields<'a>(chain: &[&'a StructDef], error_root: bool) -> Vec<(&'a str, &'a str)> {
+    let mut v: Vec<(&str, &str)> = if error_root {
+        vec![("message", "Error")]
+    } else {
+        Vec::new()
+    };
+    for p in chain.iter().rev() {
+        v.extend(p.fields.iter().map(|f| (f.name.name.as_str(), p.name.name.as_str())));
     }
-    match parent_of(sd) {
-        Parent::None => Some(Vec::new()),
-        Parent::ErrorKind => Some(vec![("message", "Error")]),
-        Parent::Struct(p) => {
-            let mut v = inherited_fields(p, parent_of, depth + 1)?;
-            v.extend(p.fields.iter().map(|f| (f.name.name.as_str(), p.name.name.as_str())));
-            Some(v)
-        }
-        Parent::Builtin(_) | Parent::Unknown => None,
+    v
+}
+
+/// Every name an instance of `sd` has: fields, constants and methods, its
+/// own and its ancestors' (and an error kind's `message` and `kind`).
+fn declared<'a>(sd: &'a StructDef, chain: &[&'a StructDef], error_root: bool) -> Vec<&'a str> {
+    let mut names: Vec<&str> = if error_root {
+        vec!["message", "kind"]
+    } else {
+        Vec::new()
+    };
+    for d in chain.iter().copied().chain(std::iter::once(sd)) {
+        names.extend(d.fields.iter().map(|f| f.name.name.as_str()));
+        names.extend(d.consts.iter().map(|c| c.name.name.as_str()));
+        names.extend(d.methods.iter().map(|m| m.name.name.as_str()));
     }
+    names
 }
 
 /// Every diagnostic about `sd` itself.
@@ -66,49 +83,67 @@ pub(crate) fn check_struct<'a>(sd: &'a StructDef, parent_of: &dyn Fn(&'a StructD
         out.push(
             Diagnostic::new(
                 ErrorKind::TypeError,
-                format!("struct '{}' cannot inherit from the built-in type '{name}'", sd.name.name),
+                format!(
+                    "struct '{}' cannot inherit from the built-in type '{name}'",
+                    sd.name.name
+                ),
             )
             .label(base.span, "a struct inherits only from a struct or an error kind")
             .help(format!("keep the value in a field instead: 'items: {name}'")),
         );
         return out;
     }
-    if let Some(inh) = inherited_fields(sd, parent_of, 0) {
-        for f in &sd.fields {
-            if let Some((_, owner)) = inh.iter().find(|(n, _)| *n == f.name.name) {
-                out.push(
-                    Diagnostic::new(
-                        ErrorKind::TypeError,
-                        format!("struct '{}' redeclares the field '{}' of its parent '{owner}'", sd.name.name, f.name.name),
-                    )
-                    .label(f.name.span, "already a field of the parent")
-                    .help("a child struct adds fields after its parent's; give this one another name or set it in __init__"),
-                );
-            }
+    let Some((chain, error_root)) = ancestors(sd, parent_of) else {
+        return out;
+    };
+    let inh = inherited_fields(&chain, error_root);
+    for f in &sd.fields {
+        if let Some((_, owner)) = inh.iter().find(|(n, _)| *n == f.name.name) {
+            out.push(
+                Diagnostic::new(
+                    ErrorKind::TypeError,
+                    format!(
+                        "struct '{}' redeclares the field '{}' of its parent '{owner}'",
+                        sd.name.name, f.name.name
+                    ),
+                )
+                .label(f.name.span, "already a field of the parent")
+                .help(
+                    "a child struct adds fields after its parent's; give this one another name or set it in __init__",
+                ),
+            );
         }
     }
-    if let Some(names) = declared(sd, parent_of, 0) {
-        for m in &sd.methods {
-            let Some(this) = m.params.params.first() else { continue };
-            if m.decorators.iter().any(|d| matches!(&d.kind, ExprKind::Name(n) if n == "staticmethod")) {
+    let names = declared(sd, &chain, error_root);
+    for m in &sd.methods {
+        let Some(this) = m.params.params.first() else { continue };
+        if m.decorators
+            .iter()
+            .any(|d| matches!(&d.kind, ExprKind::Name(n) if n == "staticmethod"))
+        {
+            continue;
+        }
+        let mut found = Vec::new();
+        self_assignments(&m.body, &this.name.name, &mut found);
+        for (attr, span) in found {
+            if names.contains(&attr.as_str()) {
                 continue;
             }
-            let mut found = Vec::new();
-            self_assignments(&m.body, &this.name.name, &mut found);
-            for (attr, span) in found {
-                if names.contains(&attr.as_str()) {
-                    continue;
-                }
-                let decl = if m.name.name == "__init__" { "__init__" } else { "a method" };
-                out.push(
-                    Diagnostic::new(
-                        ErrorKind::AttributeError,
-                        format!("'{}' object has no field '{attr}'", sd.name.name),
-                    )
-                    .label(span, format!("{decl} may assign only declared fields"))
-                    .help(format!("declare it in the struct body: '{attr}: any' (or with a type and a default)")),
-                );
-            }
+            let decl = if m.name.name == "__init__" {
+                "__init__"
+            } else {
+                "a method"
+            };
+            out.push(
+                Diagnostic::new(
+                    ErrorKind::AttributeError,
+                    format!("'{}' object has no field '{attr}'", sd.name.name),
+                )
+                .label(span, format!("{decl} may assign only declared fields"))
+                .help(format!(
+                    "declare it in the struct body: '{attr}: any' (or with a type and a default)"
+                )),
+            );
         }
     }
     out
@@ -131,7 +166,12 @@ fn self_assignments(body: &[Stmt], this: &str, out: &mut Vec<(String, crate::dia
                 self_assignments(orelse, this, out);
             }
             StmtKind::While { body, .. } | StmtKind::With { body, .. } => self_assignments(body, this, out),
-            StmtKind::Try { body, handlers, orelse, finalbody } => {
+            StmtKind::Try {
+                body,
+                handlers,
+                orelse,
+                finalbody,
+            } => {
                 self_assignments(body, this, out);
                 for h in handlers {
                     self_assignments(&h.body, this, out);

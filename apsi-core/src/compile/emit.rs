@@ -777,11 +777,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
                     if let Some(v) = small_int(right) {
                         let v = if *op == BinOp::Sub { v.checked_neg() } else { Some(v) };
                         if let Some(v) = v {
-                            if *op == BinOp::Sub {
-                                let pc = self.here() as u32;
-                                self.f().sub_addi.push(pc);
-                            }
-                            self.emit_at(Instr::AddI { a: dst, b: l, v }, span);
+                            self.emit_add_imm(dst, l, v, *op == BinOp::Sub, span);
                             return Ok(());
                         }
                     }
@@ -1562,11 +1558,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
             if let Some(v) = small_int(value) {
                 let v = if op == BinOp::Sub { v.checked_neg() } else { Some(v) };
                 if let Some(v) = v {
-                    if op == BinOp::Sub {
-                        let pc = self.here() as u32;
-                        self.f().sub_addi.push(pc);
-                    }
-                    self.emit_at(Instr::AddI { a: dst, b: l, v }, span);
+                    self.emit_add_imm(dst, l, v, op == BinOp::Sub, span);
                     return Ok(());
                 }
             }
@@ -1580,6 +1572,16 @@ impl<'a, 'e> Compiler<'a, 'e> {
         };
         self.emit_at(ins, span);
         Ok(())
+    }
+
+    /// `dst = l + v` as `AddI`; `from_sub` records that it stands for
+    /// `l - (-v)` (a struct operand then gets `__sub__`).
+    fn emit_add_imm(&mut self, dst: Reg, l: Reg, v: i16, from_sub: bool, span: Span) {
+        if from_sub {
+            let pc = self.here() as u32;
+            self.f().sub_addi.push(pc);
+        }
+        self.emit_at(Instr::AddI { a: dst, b: l, v }, span);
     }
 
     /// The operation just emitted belongs to an augmented assignment.

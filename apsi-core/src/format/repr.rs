@@ -226,15 +226,14 @@ pub fn repr_of(v: &Value) -> String {
             format!("<bound method {}.{}>", m.receiver.type_name(), name)
         }
         Value::StructType(t) => format!("<struct {}>", t.name),
-        Value::Struct(s) if s.ty.method("__repr__").is_some() => match s.ty.method("__repr__") {
-            Some(f) => dunder_text(f, v, "__repr__"),
-            None => String::new(),
-        },
         Value::Error(e) if e.payload.is_some() => match &e.payload {
             Some(p) => repr_of(p),
             None => String::new(),
         },
         Value::Struct(s) => {
+            if let Some(f) = s.ty.method("__repr__") {
+                return dunder_text(f, v, "__repr__");
+            }
             let ptr = std::sync::Arc::as_ptr(s) as usize;
             guarded(
                 ptr,

@@ -34,7 +34,8 @@ impl ApsiObject for NotImplementedObj {
 /// The prelude's `NotImplemented`.
 pub fn not_implemented() -> Value {
     static V: OnceLock<Value> = OnceLock::new();
-    V.get_or_init(|| Value::Object(Arc::new(ObjBox(Box::new(NotImplementedObj))))).clone()
+    V.get_or_init(|| Value::Object(Arc::new(ObjBox(Box::new(NotImplementedObj)))))
+        .clone()
 }
 
 fn is_not_implemented(v: &Value) -> bool {
@@ -109,10 +110,8 @@ pub fn binary_with(c: &mut dyn Caller, op: BinOp, a: &Value, b: &Value) -> Optio
         return None;
     }
     let (fwd, rev, _) = binary_names(op);
-    let mut tried = false;
     if reflected_first(a, b, rev) {
         if let Some(r) = call_method_with(c, b, rev, std::slice::from_ref(a)) {
-            tried = true;
             match r {
                 Ok(v) if is_not_implemented(&v) => {}
                 other => return Some(other),
@@ -120,7 +119,6 @@ pub fn binary_with(c: &mut dyn Caller, op: BinOp, a: &Value, b: &Value) -> Optio
         }
     }
     if let Some(r) = call_method_with(c, a, fwd, std::slice::from_ref(b)) {
-        tried = true;
         match r {
             Ok(v) if is_not_implemented(&v) => {}
             other => return Some(other),
@@ -129,17 +127,20 @@ pub fn binary_with(c: &mut dyn Caller, op: BinOp, a: &Value, b: &Value) -> Optio
     let same_type = matches!((as_struct(a), as_struct(b)), (Some(x), Some(y)) if Arc::ptr_eq(&x.ty, &y.ty));
     if !same_type {
         if let Some(r) = call_method_with(c, b, rev, std::slice::from_ref(a)) {
-            tried = true;
             match r {
                 Ok(v) if is_not_implemented(&v) => {}
                 other => return Some(other),
             }
         }
     }
-    let _ = tried;
     Some(Err(err(
         ErrorKind::TypeError,
-        format!("unsupported operand types for {}: '{}' and '{}'", op.symbol(), a.type_name(), b.type_name()),
+        format!(
+            "unsupported operand types for {}: '{}' and '{}'",
+            op.symbol(),
+            a.type_name(),
+            b.type_name()
+        ),
     )))
 }
 
@@ -170,7 +171,10 @@ pub fn unary_with(c: &mut dyn Caller, op: UnaryOp, v: &Value) -> Option<VResult<
     };
     let r = call_method_with(c, v, name, &[]);
     if r.is_none() && as_struct(v).is_some() {
-        return Some(Err(err(ErrorKind::TypeError, format!("bad operand type for unary {}: '{}'", op_symbol(op), v.type_name()))));
+        return Some(Err(err(
+            ErrorKind::TypeError,
+            format!("bad operand type for unary {}: '{}'", op_symbol(op), v.type_name()),
+        )));
     }
     r
 }
@@ -260,7 +264,12 @@ pub fn compare_with(c: &mut dyn Caller, op: CmpOp, a: &Value, b: &Value) -> Opti
         }
         _ => Some(Err(err(
             ErrorKind::TypeError,
-            format!("'{}' not supported between instances of '{}' and '{}'", op.symbol(), a.type_name(), b.type_name()),
+            format!(
+                "'{}' not supported between instances of '{}' and '{}'",
+                op.symbol(),
+                a.type_name(),
+                b.type_name()
+            ),
         ))),
     }
 }
@@ -277,7 +286,10 @@ pub fn hash(v: &Value) -> Option<VResult<i64>> {
     Some(match r {
         Ok(Value::Int(i)) => Ok(i),
         Ok(Value::Bool(b)) => Ok(b as i64),
-        Ok(other) => Err(err(ErrorKind::TypeError, format!("__hash__ method should return an integer, not {}", other.type_name()))),
+        Ok(other) => Err(err(
+            ErrorKind::TypeError,
+            format!("__hash__ method should return an integer, not {}", other.type_name()),
+        )),
         Err(e) => Err(e),
     })
 }
@@ -288,7 +300,10 @@ pub fn len(v: &Value) -> Option<VResult<i64>> {
     Some(match r {
         Ok(Value::Int(i)) if i >= 0 => Ok(i),
         Ok(Value::Int(_)) => Err(err(ErrorKind::ValueError, "__len__() should return >= 0")),
-        Ok(other) => Err(err(ErrorKind::TypeError, format!("'{}' object cannot be interpreted as an integer", other.type_name()))),
+        Ok(other) => Err(err(
+            ErrorKind::TypeError,
+            format!("'{}' object cannot be interpreted as an integer", other.type_name()),
+        )),
         Err(e) => Err(e),
     })
 }
@@ -299,7 +314,10 @@ pub fn truthy(s: &Arc<StructObj>) -> VResult<bool> {
     if let Some(r) = call_method(&v, "__bool__", &[]) {
         return match r? {
             Value::Bool(b) => Ok(b),
-            other => Err(err(ErrorKind::TypeError, format!("__bool__ should return bool, returned {}", other.type_name()))),
+            other => Err(err(
+                ErrorKind::TypeError,
+                format!("__bool__ should return bool, returned {}", other.type_name()),
+            )),
         };
     }
     if let Some(r) = len(&v) {

@@ -14,9 +14,8 @@ fn type_err(msg: String) -> Exc {
     err(ErrorKind::TypeError, msg)
 }
 
-
 /// `'a'`, `'a' and 'b'`, `'a', 'b', and 'c'` (Python's wording).
-fn name_list(names: &[&str]) -> String {
+pub(super) fn name_list(names: &[&str]) -> String {
     let q: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
     match q.len() {
         0 => String::new(),

@@ -403,9 +403,9 @@ impl Executor {
             Value::Kind(k) => call::make_error(k, &pos, &kw).map(Some),
             // `obj(args)` on a struct with `__call__`.
             Value::Struct(ref s) if s.ty.method("__call__").is_some() => {
-                let m = s.ty.method("__call__").cloned().unwrap_or(Value::None);
+                let m = s.ty.method("__call__").cloned();
                 pos.insert(0, f.clone());
-                self.setup_call(fpos, m, pos, kw)
+                self.setup_call(fpos, m.unwrap_or(Value::None), pos, kw)
             }
             // A module that exports its own name is callable (`@precision(bf16)`).
             Value::Module(m) if m.attrs.read().contains_key(m.name.as_str()) => {

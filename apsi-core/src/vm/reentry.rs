@@ -50,7 +50,10 @@ pub(crate) fn install(shared: &Arc<Shared>) {
 pub fn call(f: &Value, args: &[Value], kwargs: Kwargs) -> VResult<Value> {
     let depth = DEPTH.with(|d| d.get());
     if depth >= MAX_DEPTH {
-        return Err(err(ErrorKind::RecursionError, "maximum recursion depth exceeded (through operator methods)"));
+        return Err(err(
+            ErrorKind::RecursionError,
+            "maximum recursion depth exceeded (through operator methods)",
+        ));
     }
     let spare = SPARES.with(|s| s.borrow_mut().pop());
     let mut ex = match spare {

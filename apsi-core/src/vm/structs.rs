@@ -22,7 +22,11 @@ fn type_err(msg: impl Into<String>) -> Exc {
 }
 
 fn clone_field(f: &StructField) -> StructField {
-    StructField { name: f.name.clone(), default: f.default.clone(), annotation: f.annotation.clone() }
+    StructField {
+        name: f.name.clone(),
+        default: f.default.clone(),
+        annotation: f.annotation.clone(),
+    }
 }
 
 /// What a base that is not a struct is called in the error.
@@ -42,7 +46,9 @@ pub(crate) fn make_struct_type(sp: &StructProto, vals: Vec<Value>) -> VResult<Va
     let ndef = sp.has_default.iter().filter(|d| **d).count();
     let mut it = vals.into_iter();
     let defaults: Vec<Value> = (0..ndef).map(|_| it.next().unwrap_or(Value::None)).collect();
-    let funcs: Vec<Value> = (0..sp.methods.len()).map(|_| it.next().unwrap_or(Value::None)).collect();
+    let funcs: Vec<Value> = (0..sp.methods.len())
+        .map(|_| it.next().unwrap_or(Value::None))
+        .collect();
     let base = if sp.has_base { it.next() } else { None };
     let (parent, error_kind) = match base {
         None => (None, None),
@@ -54,14 +60,22 @@ pub(crate) fn make_struct_type(sp: &StructProto, vals: Vec<Value>) -> VResult<Va
         Some(other) => {
             return Err(ErrorObj::with_hint(
                 ErrorKind::TypeError,
-                format!("struct '{}' can inherit only from a struct or an error kind, not from {}", sp.name, describe_base(&other)),
+                format!(
+                    "struct '{}' can inherit only from a struct or an error kind, not from {}",
+                    sp.name,
+                    describe_base(&other)
+                ),
                 "keep the built-in value in a field instead: 'items: list'",
             ))
         }
     };
     let mut fields: Vec<StructField> = match (&parent, error_kind) {
         (Some(p), _) => p.fields.iter().map(clone_field).collect(),
-        (None, Some(_)) => vec![StructField { name: "message".into(), default: Some(Value::str("")), annotation: Some("str".into()) }],
+        (None, Some(_)) => vec![StructField {
+            name: "message".into(),
+            default: Some(Value::str("")),
+            annotation: Some("str".into()),
+        }],
         (None, None) => Vec::new(),
     };
     let inherited = fields.len();
@@ -69,13 +83,28 @@ pub(crate) fn make_struct_type(sp: &StructProto, vals: Vec<Value>) -> VResult<Va
     for ((name, has), ann) in sp.fields.iter().zip(sp.has_default.iter()).zip(sp.annotations.iter()) {
         let default = if *has { dit.next() } else { None };
         if fields[..inherited].iter().any(|f| f.name == *name) {
-            let owner = parent.as_ref().map(|p| p.name.clone()).unwrap_or_else(|| "Error".to_string());
-            return Err(type_err(format!("struct '{}' redeclares the field '{name}' of its parent '{owner}'", sp.name)));
+            let owner = parent
+                .as_ref()
+                .map(|p| p.name.clone())
+                .unwrap_or_else(|| "Error".to_string());
+            return Err(type_err(format!(
+                "struct '{}' redeclares the field '{name}' of its parent '{owner}'",
+                sp.name
+            )));
         }
-        fields.push(StructField { name: name.clone(), default, annotation: ann.clone() });
+        fields.push(StructField {
+            name: name.clone(),
+            default,
+            annotation: ann.clone(),
+        });
     }
     let (mut methods, mut statics, mut properties, consts) = match &parent {
-        Some(p) => (p.methods.clone(), p.statics.clone(), p.properties.clone(), p.consts.read().clone()),
+        Some(p) => (
+            p.methods.clone(),
+            p.statics.clone(),
+            p.properties.clone(),
+            p.consts.read().clone(),
+        ),
         None => Default::default(),
     };
     let mut own_eq = false;
@@ -97,7 +126,10 @@ pub(crate) fn make_struct_type(sp: &StructProto, vals: Vec<Value>) -> VResult<Va
     } else if own_eq {
         HashMode::Unhashable
     } else {
-        parent.as_ref().map(|p| p.hash_mode.clone()).unwrap_or(HashMode::Identity)
+        parent
+            .as_ref()
+            .map(|p| p.hash_mode.clone())
+            .unwrap_or(HashMode::Identity)
     };
     Ok(Value::StructType(Arc::new(StructType {
         name: sp.name.clone(),
@@ -126,8 +158,15 @@ pub(crate) fn define_const(ty: &Value, name: &str, v: Value) -> VResult<()> {
 
 /// An instance with every field at its default, or `none` (before `__init__`).
 pub(crate) fn blank(t: &Arc<StructType>) -> Value {
-    let vals: Vec<Value> = t.fields.iter().map(|f| f.default.clone().unwrap_or(Value::None)).collect();
-    Value::Struct(Arc::new(StructObj { ty: t.clone(), fields: VLock::new(vals.into_boxed_slice()) }))
+    let vals: Vec<Value> = t
+        .fields
+        .iter()
+        .map(|f| f.default.clone().unwrap_or(Value::None))
+        .collect();
+    Value::Struct(Arc::new(StructObj {
+        ty: t.clone(),
+        fields: VLock::new(vals.into_boxed_slice()),
+    }))
 }
 
 fn plural(n: usize, word: &str) -> String {
@@ -135,15 +174,6 @@ fn plural(n: usize, word: &str) -> String {
         format!("1 {word}")
     } else {
         format!("{n} {word}s")
-    }
-}
-
-fn name_list(names: &[&str]) -> String {
-    let quoted: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
-    match quoted.len() {
-        0 => String::new(),
-        1 => quoted[0].clone(),
-        n => format!("{} and {}", quoted[..n - 1].join(", "), quoted[n - 1]),
     }
 }
 
@@ -159,12 +189,22 @@ pub(crate) fn constant_hint(t: &StructType, name: &str) -> Option<String> {
 }
 
 /// Binds a field-wise constructor call to the first `n` fields of `t`.
-pub(crate) fn bind_fields(t: &StructType, n: usize, what: &str, pos: Args, kw: Vec<(Arc<str>, Value)>) -> VResult<Vec<Value>> {
+pub(crate) fn bind_fields(
+    t: &StructType,
+    n: usize,
+    what: &str,
+    pos: Args,
+    kw: Vec<(Arc<str>, Value)>,
+) -> VResult<Vec<Value>> {
     let fields = &t.fields[..n.min(t.fields.len())];
     let n = fields.len();
     if pos.len() > n {
         let given = if pos.len() == 1 { "was" } else { "were" };
-        return Err(type_err(format!("{what}() takes {} but {} {given} given", plural(n, "positional argument"), pos.len())));
+        return Err(type_err(format!(
+            "{what}() takes {} but {} {given} given",
+            plural(n, "positional argument"),
+            pos.len()
+        )));
     }
     let mut vals: Vec<Option<Value>> = vec![None; n];
     for (i, v) in pos.into_iter().enumerate() {
@@ -183,7 +223,10 @@ pub(crate) fn bind_fields(t: &StructType, n: usize, what: &str, pos: Args, kw: V
                 let msg = if names.is_empty() {
                     format!("{what}() got an unexpected keyword argument '{k}' (it has no fields)")
                 } else {
-                    format!("{what}() got an unexpected keyword argument '{k}' (its fields are {})", names.join(", "))
+                    format!(
+                        "{what}() got an unexpected keyword argument '{k}' (its fields are {})",
+                        names.join(", ")
+                    )
                 };
                 return Err(match constant_hint(t, &k) {
                     Some(h) => ErrorObj::with_hint(ErrorKind::TypeError, msg, h),
@@ -206,14 +249,19 @@ pub(crate) fn bind_fields(t: &StructType, n: usize, what: &str, pos: Args, kw: V
             "{what}() missing {} required argument{}: {}",
             missing.len(),
             if missing.len() == 1 { "" } else { "s" },
-            name_list(&missing)
+            super::call::name_list(&missing)
         )));
     }
     let vals: Vec<Value> = vals.into_iter().map(|v| v.unwrap_or(Value::None)).collect();
     for (f, v) in fields.iter().zip(vals.iter()) {
         if let Some(check) = f.annotation.as_deref().and_then(TypeCheck::from_name) {
             if !check.accepts(v) {
-                return Err(type_err(format!("{what}() field '{}' must be {}, not {}", f.name, check.name(), v.type_name())));
+                return Err(type_err(format!(
+                    "{what}() field '{}' must be {}, not {}",
+                    f.name,
+                    check.name(),
+                    v.type_name()
+                )));
             }
         }
     }
@@ -222,7 +270,12 @@ pub(crate) fn bind_fields(t: &StructType, n: usize, what: &str, pos: Args, kw: V
 
 /// `Point(1.0, y=2.0)`: `__init__` when the struct has one (its own or
 /// inherited), otherwise the field-wise constructor.
-pub(crate) fn construct(c: &mut dyn Caller, t: &Arc<StructType>, pos: Args, kw: Vec<(Arc<str>, Value)>) -> VResult<Value> {
+pub(crate) fn construct(
+    c: &mut dyn Caller,
+    t: &Arc<StructType>,
+    pos: Args,
+    kw: Vec<(Arc<str>, Value)>,
+) -> VResult<Value> {
     if let Some(init) = t.methods.get("__init__") {
         let obj = blank(t);
         let mut args: Vec<Value> = Vec::with_capacity(pos.len() + 1);
@@ -230,32 +283,39 @@ pub(crate) fn construct(c: &mut dyn Caller, t: &Arc<StructType>, pos: Args, kw: 
         args.extend(pos);
         let r = c.call(init, &args, &kw)?;
         if !matches!(r, Value::None) {
-            return Err(type_err(format!("__init__() should return none, not '{}'", r.type_name())));
+            return Err(type_err(format!(
+                "__init__() should return none, not '{}'",
+                r.type_name()
+            )));
         }
         return Ok(obj);
     }
     let vals = bind_fields(t, t.fields.len(), &t.name, pos, kw)?;
-    Ok(Value::Struct(Arc::new(StructObj { ty: t.clone(), fields: VLock::new(vals.into_boxed_slice()) })))
+    Ok(Value::Struct(Arc::new(StructObj {
+        ty: t.clone(),
+        fields: VLock::new(vals.into_boxed_slice()),
+    })))
+}
+
+/// The `message` of a user error (its first field, inherited from `Error`).
+fn message_of(s: &StructObj) -> String {
+    let first = s.fields.read().first().cloned();
+    match first {
+        Some(Value::Str(m)) => m.as_str().to_string(),
+        Some(Value::None) | None => String::new(),
+        Some(other) => format::str_of(&other),
+    }
 }
 
 /// The error a raised instance of a user error kind travels as.
 pub(crate) fn raise_struct(s: &Arc<StructObj>) -> Option<Exc> {
     let kind = s.ty.error_kind?;
-    let message = match s.fields.read().first() {
-        Some(Value::Str(m)) => m.as_str().to_string(),
-        Some(Value::None) | None => String::new(),
-        Some(other) => format::str_of(other),
-    };
-    Some(ErrorObj::user(kind, message, Value::Struct(s.clone())))
+    Some(ErrorObj::user(kind, message_of(s), Value::Struct(s.clone())))
 }
 
 /// `str(e)` of a user error without `__str__`: `Kind: message`.
 pub(crate) fn error_text(s: &StructObj) -> String {
-    let msg = match s.fields.read().first() {
-        Some(Value::Str(m)) => m.as_str().to_string(),
-        Some(Value::None) | None => String::new(),
-        Some(other) => format::str_of(other),
-    };
+    let msg = message_of(s);
     if msg.is_empty() {
         s.ty.name.clone()
     } else {
@@ -279,10 +339,14 @@ impl SuperObj {
         let parent = self.owner.parent.clone();
         let owner = self.owner.clone();
         let f = move |_c: &mut dyn Caller, args: &[Value], kw: Kwargs| -> VResult<Value> {
-            let Value::Struct(obj) = &receiver else { return Err(type_err("super().__init__ needs an instance")) };
+            let Value::Struct(obj) = &receiver else {
+                return Err(type_err("super().__init__ needs an instance"));
+            };
             let (n, what) = match &parent {
                 Some(p) => (p.fields.len(), p.name.clone()),
-                None if owner.error_kind.is_some() => (1, owner.error_kind.map(|k| k.name().to_string()).unwrap_or_default()),
+                None if owner.error_kind.is_some() => {
+                    (1, owner.error_kind.map(|k| k.name().to_string()).unwrap_or_default())
+                }
                 None => (0, "object".to_string()),
             };
             let what = format!("{what}.__init__");
@@ -309,10 +373,19 @@ impl ApsiObject for SuperObj {
             if name == "__init__" {
                 return Some(Ok(self.field_init()));
             }
-            return Some(Err(err(ErrorKind::AttributeError, format!("'super' object has no attribute '{name}' ('{}' has no parent struct)", self.owner.name))));
+            return Some(Err(err(
+                ErrorKind::AttributeError,
+                format!(
+                    "'super' object has no attribute '{name}' ('{}' has no parent struct)",
+                    self.owner.name
+                ),
+            )));
         };
         if let Some(m) = p.methods.get(name) {
-            return Some(Ok(Value::BoundMethod(Arc::new(BoundMethod { receiver: self.receiver.clone(), func: m.clone() }))));
+            return Some(Ok(Value::BoundMethod(Arc::new(BoundMethod {
+                receiver: self.receiver.clone(),
+                func: m.clone(),
+            }))));
         }
         if let Some(m) = p.statics.get(name) {
             return Some(Ok(m.clone()));
@@ -326,7 +399,13 @@ impl ApsiObject for SuperObj {
         if name == "__init__" {
             return Some(Ok(self.field_init()));
         }
-        Some(Err(err(ErrorKind::AttributeError, format!("'super' object has no attribute '{name}' (no method '{name}' in '{}' or its parents)", p.name))))
+        Some(Err(err(
+            ErrorKind::AttributeError,
+            format!(
+                "'super' object has no attribute '{name}' (no method '{name}' in '{}' or its parents)",
+                p.name
+            ),
+        )))
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self
@@ -343,7 +422,13 @@ fn super_of(_c: &mut dyn Caller, args: &[Value], _kw: Kwargs) -> VResult<Value> 
             Some(Value::Struct(s)) => s.ty.clone(),
             _ => return Err(type_err("super() needs an instance of a struct")),
         },
-        _ => return Err(type_err(format!("super(): the first argument of the method is a {}, not an instance of '{}'", recv.type_name(), owner.as_str()))),
+        _ => {
+            return Err(type_err(format!(
+                "super(): the first argument of the method is a {}, not an instance of '{}'",
+                recv.type_name(),
+                owner.as_str()
+            )))
+        }
     };
     let mut t = Some(ty);
     while let Some(cur) = t {
@@ -352,7 +437,10 @@ fn super_of(_c: &mut dyn Caller, args: &[Value], _kw: Kwargs) -> VResult<Value> 
                 Value::Error(e) => e.payload.clone().unwrap_or(Value::None),
                 other => other.clone(),
             };
-            return Ok(Value::Object(Arc::new(ObjBox(Box::new(SuperObj { receiver: recv, owner: cur })))));
+            return Ok(Value::Object(Arc::new(ObjBox(Box::new(SuperObj {
+                receiver: recv,
+                owner: cur,
+            })))));
         }
         t = cur.parent.clone();
     }
@@ -362,7 +450,8 @@ fn super_of(_c: &mut dyn Caller, args: &[Value], _kw: Kwargs) -> VResult<Value> 
 /// The native `super_of(self, "Struct")` that `super()` compiles to.
 pub fn super_native() -> Value {
     static F: OnceLock<Value> = OnceLock::new();
-    F.get_or_init(|| Value::Native(Arc::new(NativeFn::new("super", super_of)))).clone()
+    F.get_or_init(|| Value::Native(Arc::new(NativeFn::new("super", super_of))))
+        .clone()
 }
 
 /// Methods, statics and properties of a struct type by name, for `S.name`.

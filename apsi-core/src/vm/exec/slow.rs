@@ -108,6 +108,18 @@ impl Executor {
                 regs = unsafe { self.stack.as_mut_ptr().add(base) };
             };
         }
+        // `x op y` where an operand is a struct: its operator method runs on
+        // this executor, whose stack may move (operands are owned copies).
+        macro_rules! struct_bin {
+            ($op:expr, $x:expr, $y:expr) => {{
+                let (x, y) = ($x, $y);
+                let inplace = code.is_inplace(pc - 1);
+                save_pc!();
+                let res = struct_binary(self, $op, x, y, inplace);
+                refresh!();
+                tri!(res)
+            }};
+        }
         // Call `f` with the collected arguments; its result lands in `a`.
         macro_rules! call_with {
             ($a:expr, $f:expr, $pos:expr, $kw:expr) => {{
@@ -200,14 +212,7 @@ impl Executor {
                     let op = if matches!(ins, Instr::Add { .. }) { BinOp::Add } else { BinOp::Sub };
                     let v = match bin_fast(op, r!(b), r!(c)) {
                         Some(v) => v,
-                        None if matches!(&*r!(b), Value::Struct(_)) || matches!(&*r!(c), Value::Struct(_)) => {
-                            let (x, y) = (dup(r!(b)), dup(r!(c)));
-                            let inplace = code.is_inplace(pc - 1);
-                            save_pc!();
-                            let res = struct_binary(self, op, x, y, inplace);
-                            refresh!();
-                            tri!(res)
-                        }
+                        None if matches!(&*r!(b), Value::Struct(_)) || matches!(&*r!(c), Value::Struct(_)) => struct_bin!(op, dup(r!(b)), dup(r!(c))),
                         None => tri!(ops::binary(op, r!(b), r!(c))),
                     };
                     setv(r!(a), v);
@@ -235,14 +240,7 @@ impl Executor {
                     }
                     let v = match bin_fast(BinOp::Mul, r!(b), r!(c)) {
                         Some(v) => v,
-                        None if matches!(&*r!(b), Value::Struct(_)) || matches!(&*r!(c), Value::Struct(_)) => {
-                            let (x, y) = (dup(r!(b)), dup(r!(c)));
-                            let inplace = code.is_inplace(pc - 1);
-                            save_pc!();
-                            let res = struct_binary(self, BinOp::Mul, x, y, inplace);
-                            refresh!();
-                            tri!(res)
-                        }
+                        None if matches!(&*r!(b), Value::Struct(_)) || matches!(&*r!(c), Value::Struct(_)) => struct_bin!(BinOp::Mul, dup(r!(b)), dup(r!(c))),
                         None => tri!(ops::binary(BinOp::Mul, r!(b), r!(c))),
                     };
                     setv(r!(a), v);
@@ -263,13 +261,8 @@ impl Executor {
                         _ => {}
                     }
                     if matches!(&*r!(b), Value::Struct(_)) {
-                        let x = dup(r!(b));
-                        let inplace = code.is_inplace(pc - 1);
-                        save_pc!();
                         let (op, k) = if code.is_sub_addi(pc - 1) { (BinOp::Sub, -(v as i64)) } else { (BinOp::Add, v as i64) };
-                        let res = struct_binary(self, op, x, Value::Int(k), inplace);
-                        refresh!();
-                        let res = tri!(res);
+                        let res = struct_bin!(op, dup(r!(b)), Value::Int(k));
                         setv(r!(a), res);
                         exit!(Flow::Next);
                     }
@@ -279,14 +272,7 @@ impl Executor {
                 Instr::Bin { op, a, b, c } => {
                     let v = match bin_fast(op, r!(b), r!(c)) {
                         Some(v) => v,
-                        None if matches!(&*r!(b), Value::Struct(_)) || matches!(&*r!(c), Value::Struct(_)) => {
-                            let (x, y) = (dup(r!(b)), dup(r!(c)));
-                            let inplace = code.is_inplace(pc - 1);
-                            save_pc!();
-                            let res = struct_binary(self, op, x, y, inplace);
-                            refresh!();
-                            tri!(res)
-                        }
+                        None if matches!(&*r!(b), Value::Struct(_)) || matches!(&*r!(c), Value::Struct(_)) => struct_bin!(op, dup(r!(b)), dup(r!(c))),
                         None => tri!(ops::binary(op, r!(b), r!(c))),
                     };
                     setv(r!(a), v);
@@ -820,12 +806,8 @@ impl Executor {
                     setv(r!(a), t);
                 }
                 Instr::StructConst { a, k, c } => {
-                    let name = match code.consts.get(k as usize) {
-                        Some(Value::Str(s)) => s.as_str(),
-                        _ => throw!(err(ErrorKind::Error, "internal error: bad constant name")),
-                    };
                     let v = dup(r!(c));
-                    tri!(super::super::structs::define_const(r!(a), name, v));
+                    tri!(super::super::structs::define_const(r!(a), &const_name(code, k), v));
                 }
                 Instr::Raise { a } => {
                     let e = match &*r!(a) {
