@@ -17,7 +17,7 @@ pub const FEATURES: &[(&str, bool)] = &[
 
 /// Every compiled-in module, freshly described.
 pub fn compiled_in() -> Vec<ModuleDescriptor> {
-    #[allow(unused_mut)]
+    #[allow(unused_mut, clippy::vec_init_then_push)] // each push is behind its own cargo feature
     let mut out = Vec::new();
     #[cfg(feature = "parallel")]
     out.push(apsi_parallel::module());

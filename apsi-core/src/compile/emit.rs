@@ -59,6 +59,9 @@ enum Block<'a> {
     Finally(FinallyBody<'a>),
 }
 
+/// The names of a code's own cells and of its captured cells (`Code::cell_names`, `free_names`).
+type CellNames = (Box<[Arc<str>]>, Box<[Arc<str>]>);
+
 struct FnState<'a> {
     scope: ScopeId,
     name: Arc<str>,
@@ -193,7 +196,7 @@ impl<'a> FnState<'a> {
         }
     }
 
-    fn finish(mut self, ncells: u16, nparams: u16, names: (Box<[Arc<str>]>, Box<[Arc<str>]>)) -> Arc<Code> {
+    fn finish(mut self, ncells: u16, nparams: u16, names: CellNames) -> Arc<Code> {
         thread_returns(&mut self.instrs, &mut self.spans);
         mark_early_returns(&mut self.instrs, nparams);
         let mut unbound_regs: Vec<Reg> = self

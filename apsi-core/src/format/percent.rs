@@ -370,14 +370,14 @@ fn emit(s: &Spec, neg: bool, prefix: &str, body: &str, numeric: bool, out: &mut 
         out.push_str(sign);
         out.push_str(prefix);
         out.push_str(body);
-        out.extend(std::iter::repeat(' ').take(pad));
+        out.extend(std::iter::repeat_n(' ', pad));
     } else if numeric && s.flags & F_ZERO != 0 {
         out.push_str(sign);
         out.push_str(prefix);
-        out.extend(std::iter::repeat('0').take(pad));
+        out.extend(std::iter::repeat_n('0', pad));
         out.push_str(body);
     } else {
-        out.extend(std::iter::repeat(' ').take(pad));
+        out.extend(std::iter::repeat_n(' ', pad));
         out.push_str(sign);
         out.push_str(prefix);
         out.push_str(body);

@@ -30,7 +30,7 @@ pub const MAX_DEPTH: usize = 200;
 
 thread_local! {
     static RUNTIME: RefCell<Option<Arc<Shared>>> = const { RefCell::new(None) };
-    static SPARES: RefCell<Vec<Box<Executor>>> = const { RefCell::new(Vec::new()) };
+    static SPARES: RefCell<Vec<Executor>> = const { RefCell::new(Vec::new()) };
     static DEPTH: Cell<usize> = const { Cell::new(0) };
 }
 
@@ -61,7 +61,7 @@ pub fn call(f: &Value, args: &[Value], kwargs: Kwargs) -> VResult<Value> {
         None => {
             let shared = RUNTIME.with(|r| r.borrow().clone());
             match shared {
-                Some(sh) => Box::new(Executor::nested(sh)),
+                Some(sh) => Executor::nested(sh),
                 None => {
                     // No interpreter on this thread: natives only.
                     return crate::ops::NoCaller.call(f, args, kwargs);
