@@ -71,7 +71,9 @@ mod tests {
         let a = Mimalloc;
         for size in [1usize, 2, 3, 7, 8, 9, 15, 16, 17, 24, 40, 48, 100, 4096, 1 << 20] {
             for align in [1usize, 2, 4, 8, 16, 32, 64, 4096] {
-                let Ok(l) = Layout::from_size_align(size, align) else { continue };
+                let Ok(l) = Layout::from_size_align(size, align) else {
+                    continue;
+                };
                 unsafe {
                     let p = a.alloc(l);
                     assert!(!p.is_null());

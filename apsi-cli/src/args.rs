@@ -7,7 +7,10 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
     Run(RunOptions),
-    Check { files: Vec<String>, allowed: Vec<String> },
+    Check {
+        files: Vec<String>,
+        allowed: Vec<String>,
+    },
     Repl(RunOptions),
     /// `apsi pkg …`: the arguments after `pkg`.
     Pkg(Vec<String>),
@@ -50,7 +53,10 @@ impl fmt::Display for UsageError {
 }
 
 fn usage(message: impl Into<String>, hint: Option<&str>) -> UsageError {
-    UsageError { message: message.into(), hint: hint.map(str::to_string) }
+    UsageError {
+        message: message.into(),
+        hint: hint.map(str::to_string),
+    }
 }
 
 pub const COMMANDS: &[(&str, &str)] = &[
@@ -58,7 +64,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("check FILE…", "check programs without running them"),
     ("repl", "start the interactive prompt (also: apsi alone)"),
     ("pkg COMMAND …", "install and manage packages (apsi pkg --help)"),
-    ("doctor [--json]", "check what this machine and build can do (apsi help doctor)"),
+    (
+        "doctor [--json]",
+        "check what this machine and build can do (apsi help doctor)",
+    ),
     ("help [COMMAND]", "show help"),
 ];
 
@@ -87,13 +96,19 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
                     "--allow-net" => allowed.push("net".to_string()),
                     "--allow-all" => allowed.extend(["python".to_string(), "net".to_string()]),
                     f if f.starts_with('-') => {
-                        return Err(usage(format!("unknown option '{f}' for 'apsi check'"), Some("see 'apsi help check'")))
+                        return Err(usage(
+                            format!("unknown option '{f}' for 'apsi check'"),
+                            Some("see 'apsi help check'"),
+                        ))
                     }
                     f => files.push(f.to_string()),
                 }
             }
             if files.is_empty() {
-                return Err(usage("'apsi check' needs at least one FILE", Some("apsi check program.apsi")));
+                return Err(usage(
+                    "'apsi check' needs at least one FILE",
+                    Some("apsi check program.apsi"),
+                ));
             }
             Ok(Command::Check { files, allowed })
         }
@@ -129,13 +144,17 @@ fn parse_run_flags(args: &[String], want_file: bool) -> Result<RunOptions, Usage
             "--allow-net" => opts.allowed.push("net".into()),
             "--allow-all" => opts.allowed.extend(["python".into(), "net".into()]),
             "--threads" | "-j" => {
-                let v = args.get(i + 1).ok_or_else(|| usage("'--threads' needs a number", Some("--threads 4")))?;
+                let v = args
+                    .get(i + 1)
+                    .ok_or_else(|| usage("'--threads' needs a number", Some("--threads 4")))?;
                 opts.threads = Some(parse_threads(v)?);
                 i += 1;
             }
             _ if a.starts_with("--threads=") => opts.threads = Some(parse_threads(&a["--threads=".len()..])?),
             "--native-ir" => {
-                let v = args.get(i + 1).ok_or_else(|| usage("'--native-ir' needs a function name", Some("--native-ir mandel")))?;
+                let v = args
+                    .get(i + 1)
+                    .ok_or_else(|| usage("'--native-ir' needs a function name", Some("--native-ir mandel")))?;
                 opts.native_ir = Some(v.clone());
                 i += 1;
             }
@@ -164,7 +183,10 @@ fn parse_run_flags(args: &[String], want_file: bool) -> Result<RunOptions, Usage
 fn parse_threads(v: &str) -> Result<usize, UsageError> {
     match v.parse::<usize>() {
         Ok(n) if n >= 1 => Ok(n),
-        _ => Err(usage(format!("'--threads' needs a whole number of at least 1, found '{v}'"), None)),
+        _ => Err(usage(
+            format!("'--threads' needs a whole number of at least 1, found '{v}'"),
+            None,
+        )),
     }
 }
 
@@ -202,7 +224,9 @@ mod tests {
         assert!(parse(&s(&["run", "--threads", "0", "a.apsi"])).is_err());
         assert!(parse(&s(&["run", "--bogus", "a.apsi"])).is_err());
         assert!(parse(&s(&["run", "--native-ir"])).is_err());
-        let Ok(Command::Run(o)) = parse(&s(&["run", "--native-ir", "f", "a.apsi"])) else { panic!() };
+        let Ok(Command::Run(o)) = parse(&s(&["run", "--native-ir", "f", "a.apsi"])) else {
+            panic!()
+        };
         assert_eq!(o.native_ir.as_deref(), Some("f"));
         assert!(parse(&s(&["check"])).is_err());
     }
@@ -215,9 +239,13 @@ mod tests {
 
     #[test]
     fn threads_forms() {
-        let Ok(Command::Run(o)) = parse(&s(&["run", "--threads=2", "a.apsi"])) else { panic!() };
+        let Ok(Command::Run(o)) = parse(&s(&["run", "--threads=2", "a.apsi"])) else {
+            panic!()
+        };
         assert_eq!(o.threads, Some(2));
-        let Ok(Command::Run(o)) = parse(&s(&["run", "--threads", "3", "a.apsi"])) else { panic!() };
+        let Ok(Command::Run(o)) = parse(&s(&["run", "--threads", "3", "a.apsi"])) else {
+            panic!()
+        };
         assert_eq!(o.threads, Some(3));
     }
 }

@@ -12,9 +12,19 @@ pub fn version_text() -> String {
     s.push_str(&format!("  apsi-doctor {}\n", apsi_doctor::VERSION));
     let (on, off): (Vec<_>, Vec<_>) = crate::modules::FEATURES.iter().partition(|f| f.1);
     let names = |v: Vec<&(&str, bool)>| v.iter().map(|f| f.0).collect::<Vec<_>>().join(", ");
-    s.push_str(&format!("features: {}\n", if on.is_empty() { "none (core only)".to_string() } else { names(on) }));
+    s.push_str(&format!(
+        "features: {}\n",
+        if on.is_empty() {
+            "none (core only)".to_string()
+        } else {
+            names(on)
+        }
+    ));
     if !off.is_empty() {
-        s.push_str(&format!("left out: {} (rebuild with `--features …` to add them)\n", names(off)));
+        s.push_str(&format!(
+            "left out: {} (rebuild with `--features …` to add them)\n",
+            names(off)
+        ));
     }
     s
 }

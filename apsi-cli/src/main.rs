@@ -4,6 +4,7 @@
 //! Exit statuses: 0 success, 1 program error, 2 command-line usage error,
 //! 70 internal error (a bug in Apsi: never a raw Rust panic or backtrace).
 
+mod alloc;
 mod args;
 mod doctor;
 mod help;
@@ -13,7 +14,6 @@ mod pkg;
 mod repl;
 mod run;
 mod term;
-mod alloc;
 
 use std::process::ExitCode;
 
@@ -28,7 +28,10 @@ const MAIN_STACK: usize = 256 * 1024 * 1024;
 fn main() -> ExitCode {
     install_panic_hook();
     let argv: Vec<String> = std::env::args().skip(1).collect();
-    let worker = std::thread::Builder::new().name("apsi-main".into()).stack_size(MAIN_STACK).spawn(move || dispatch(&argv));
+    let worker = std::thread::Builder::new()
+        .name("apsi-main".into())
+        .stack_size(MAIN_STACK)
+        .spawn(move || dispatch(&argv));
     let code = match worker {
         Ok(handle) => handle.join().unwrap_or(70),
         Err(e) => {
@@ -61,7 +64,9 @@ fn dispatch(argv: &[String]) -> u8 {
         args::Command::Pkg(a) => pkg::main(&a),
         #[cfg(not(feature = "pkg"))]
         args::Command::Pkg(_) => {
-            eprintln!("error: this apsi was built without package support\n  = hint: rebuild with the `pkg` cargo feature");
+            eprintln!(
+                "error: this apsi was built without package support\n  = hint: rebuild with the `pkg` cargo feature"
+            );
             2
         }
     }
@@ -77,7 +82,10 @@ fn install_panic_hook() {
             .map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown fault".to_string());
-        let place = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        let place = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
         eprintln!("internal error: {msg}{place}");
         eprintln!("  = hint: this is a bug in Apsi {}, not in your program; please report it with the program that triggered it", apsi_core::VERSION);
         std::process::exit(70);

@@ -110,11 +110,22 @@ pub fn start(opts: &RunOptions) -> u8 {
     let modules = crate::modules::compiled_in();
     let mut env = crate::run::env_for(Vec::new(), &modules, &opts.allowed);
     crate::modules::grant(&opts.allowed);
-    let config = RuntimeConfig { argv: Vec::new(), modules, threads: opts.threads, ..RuntimeConfig::default() };
+    let config = RuntimeConfig {
+        argv: Vec::new(),
+        modules,
+        threads: opts.threads,
+        ..RuntimeConfig::default()
+    };
     let runtime = Runtime::new(config);
     env.prelude = runtime.prelude_names();
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let mut session = Session { runtime, sources: Arc::new(SourceMap::new()), scope: ReplScope::new(cwd), env, counter: 0 };
+    let mut session = Session {
+        runtime,
+        sources: Arc::new(SourceMap::new()),
+        scope: ReplScope::new(cwd),
+        env,
+        counter: 0,
+    };
     let mut editor: Editor<(), FileHistory> = match Editor::new() {
         Ok(e) => e,
         Err(e) => {

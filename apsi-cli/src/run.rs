@@ -14,7 +14,11 @@ use std::time::Instant;
 /// What the checker needs to know about this binary, when no runtime exists
 /// (`apsi check`).
 pub fn check_env(allowed: &[String]) -> CheckEnv {
-    let mut names: Vec<String> = apsi_core::builtins::prelude().exports.iter().map(|(n, _)| n.to_string()).collect();
+    let mut names: Vec<String> = apsi_core::builtins::prelude()
+        .exports
+        .iter()
+        .map(|(n, _)| n.to_string())
+        .collect();
     names.push("argv".to_string());
     env_for(names, &crate::modules::compiled_in(), allowed)
 }
@@ -31,7 +35,11 @@ pub fn env_for(prelude: Vec<String>, modules: &[ModuleDescriptor], allowed: &[St
             namespace_only: m.namespace_only,
         })
         .collect();
-    CheckEnv { prelude, builtin_modules, allowed: allowed.to_vec() }
+    CheckEnv {
+        prelude,
+        builtin_modules,
+        allowed: allowed.to_vec(),
+    }
 }
 
 pub fn report(diags: &[Diagnostic], sources: &SourceMap) {
@@ -57,7 +65,12 @@ pub fn run_file(opts: &RunOptions) -> u8 {
     let modules = crate::modules::compiled_in();
     let mut env = env_for(Vec::new(), &modules, &opts.allowed);
     crate::modules::grant(&opts.allowed);
-    let config = RuntimeConfig { argv: opts.argv.clone(), modules, threads: opts.threads, ..RuntimeConfig::default() };
+    let config = RuntimeConfig {
+        argv: opts.argv.clone(),
+        modules,
+        threads: opts.threads,
+        ..RuntimeConfig::default()
+    };
     let mut runtime = Runtime::new(config);
     env.prelude = runtime.prelude_names();
     let program = match load(&opts.file, &env, &sources) {

@@ -4,7 +4,11 @@
 use std::process::{Command, Output};
 
 fn apsi(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_apsi")).args(args).env("NO_COLOR", "1").output().expect("cannot run apsi")
+    Command::new(env!("CARGO_BIN_EXE_apsi"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("cannot run apsi")
 }
 
 fn write_temp(name: &str, text: &str) -> std::path::PathBuf {
@@ -26,7 +30,13 @@ fn version_lists_the_core() {
 
 #[test]
 fn usage_errors_exit_2() {
-    for args in [&["frobnicate"][..], &["run"], &["run", "--bogus", "x.apsi"], &["check"], &["run", "--threads", "zero", "x.apsi"]] {
+    for args in [
+        &["frobnicate"][..],
+        &["run"],
+        &["run", "--bogus", "x.apsi"],
+        &["check"],
+        &["run", "--threads", "zero", "x.apsi"],
+    ] {
         let o = apsi(args);
         assert_eq!(o.status.code(), Some(2), "args {args:?}");
         let e = String::from_utf8_lossy(&o.stderr);

@@ -28,13 +28,28 @@ macro_rules! runtime_snapshot {
     };
 }
 
-runtime_snapshot!(index_error, "def get(xs, i):\n    return xs[i]\n\nprint(get([1, 2, 3], 7))\n");
+runtime_snapshot!(
+    index_error,
+    "def get(xs, i):\n    return xs[i]\n\nprint(get([1, 2, 3], 7))\n"
+);
 runtime_snapshot!(key_error, "ages = {\"ada\": 36}\nprint(ages[\"bob\"])\n");
 runtime_snapshot!(type_error_operands, "x = 1 + \"one\"\n");
-runtime_snapshot!(type_error_call_arity, "def f(a, b):\n    return a\n\ng = f\ng(1, 2, 3)\n");
-runtime_snapshot!(type_error_annotation, "def g(n: int):\n    return n\n\nv = \"a\"\ng(v)\n");
-runtime_snapshot!(value_error, "def check(n):\n    if n < 0:\n        raise ValueError(f\"negative: {n}\")\n\ncheck(-1)\n");
-runtime_snapshot!(zero_division, "def ratio(a, b):\n    return a / b\n\nprint(ratio(1.0, 0.0))\n");
+runtime_snapshot!(
+    type_error_call_arity,
+    "def f(a, b):\n    return a\n\ng = f\ng(1, 2, 3)\n"
+);
+runtime_snapshot!(
+    type_error_annotation,
+    "def g(n: int):\n    return n\n\nv = \"a\"\ng(v)\n"
+);
+runtime_snapshot!(
+    value_error,
+    "def check(n):\n    if n < 0:\n        raise ValueError(f\"negative: {n}\")\n\ncheck(-1)\n"
+);
+runtime_snapshot!(
+    zero_division,
+    "def ratio(a, b):\n    return a / b\n\nprint(ratio(1.0, 0.0))\n"
+);
 runtime_snapshot!(overflow, "x = 9223372036854775807\ny = x + 1\n");
 runtime_snapshot!(recursion, "def down(n):\n    return down(n + 1)\n\ndown(0)\n");
 runtime_snapshot!(attribute_error, "struct P:\n    x: int\n\np = P(1)\nprint(p.y)\n");
@@ -42,7 +57,16 @@ runtime_snapshot!(assertion_error, "assert 1 + 1 == 3, \"arithmetic is broken\"\
 runtime_snapshot!(io_error, "print(read_text(\"/nonexistent/file.txt\"))\n");
 runtime_snapshot!(not_implemented, "raise NotImplementedError(\"coming later\")\n");
 runtime_snapshot!(value_error_unpack, "a, b = [1]\n");
-runtime_snapshot!(unbound_local, "def last(xs):\n    for x in xs:\n        found = x\n    return found\n\nprint(last([]))\n");
+runtime_snapshot!(
+    unbound_local,
+    "def last(xs):\n    for x in xs:\n        found = x\n    return found\n\nprint(last([]))\n"
+);
 runtime_snapshot!(shape_error, "a = zeros((2, 3))\nb = ones((4,))\nc = a + b\n");
-runtime_snapshot!(generic_error, "def fail():\n    raise Error(\"something went wrong\")\n\nfail()\n");
-runtime_snapshot!(native_error, "@native\ndef f(x: float) -> float:\n    return print(x)\n\nprint(f(1.0))\n");
+runtime_snapshot!(
+    generic_error,
+    "def fail():\n    raise Error(\"something went wrong\")\n\nfail()\n"
+);
+runtime_snapshot!(
+    native_error,
+    "@native\ndef f(x: float) -> float:\n    return print(x)\n\nprint(f(1.0))\n"
+);

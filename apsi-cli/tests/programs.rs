@@ -1,7 +1,8 @@
 //! Data-driven end-to-end tests: every `.apsi` file under `examples/` and
 //! `tests/spec/` runs through the real `apsi` binary and must print exactly
 //! its `# expect:` lines (the conformance format: `# expect-error: KIND`,
-//! `# expect-stderr: TEXT`, `# expect-exit: N`, `# args: …`).
+//! `# expect-stderr: TEXT`, `# expect-exit: N`, `# args: …` for `apsi run`'s
+//! options, `# argv: …` for the program's own arguments after the file).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,14 +13,25 @@ struct Expect {
     stderr: Vec<String>,
     exit: i32,
     args: Vec<String>,
+    argv: Vec<String>,
 }
 
 fn parse_expect(text: &str) -> Expect {
-    let mut e = Expect { out: vec![], error: None, stderr: vec![], exit: -1, args: vec![] };
+    let mut e = Expect {
+        out: vec![],
+        error: None,
+        stderr: vec![],
+        exit: -1,
+        args: vec![],
+        argv: vec![],
+    };
     for line in text.lines() {
         let Some(pos) = line.find('#') else { continue };
         let c = line[pos + 1..].trim_start();
-        let take = |key: &str| c.strip_prefix(key).map(|r| r.strip_prefix(' ').unwrap_or(r).to_string());
+        let take = |key: &str| {
+            c.strip_prefix(key)
+                .map(|r| r.strip_prefix(' ').unwrap_or(r).to_string())
+        };
         if let Some(v) = take("expect:") {
             e.out.push(v);
         } else if let Some(v) = take("expect-error:") {
@@ -30,6 +42,8 @@ fn parse_expect(text: &str) -> Expect {
             e.exit = v.trim().parse().expect("expect-exit needs a number");
         } else if let Some(v) = take("args:") {
             e.args.extend(v.split_whitespace().map(str::to_string));
+        } else if let Some(v) = take("argv:") {
+            e.argv.extend(v.split_whitespace().map(str::to_string));
         }
     }
     if e.exit < 0 {
@@ -46,7 +60,9 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
             if p.file_name().is_some_and(|n| n != "lib") {
                 collect(&p, out);
             }
-        } else if p.extension().is_some_and(|x| x == "apsi") && !p.file_name().unwrap().to_string_lossy().starts_with('_') {
+        } else if p.extension().is_some_and(|x| x == "apsi")
+            && !p.file_name().unwrap().to_string_lossy().starts_with('_')
+        {
             out.push(p);
         }
     }
@@ -67,6 +83,7 @@ fn run_dir(rel: &str) {
             .arg("run")
             .args(&e.args)
             .arg(f.file_name().unwrap())
+            .args(&e.argv)
             .current_dir(f.parent().unwrap())
             .env("NO_COLOR", "1")
             .env("APSI_HOME", &home)
@@ -77,7 +94,11 @@ fn run_dir(rel: &str) {
         let got: Vec<&str> = stdout.lines().collect();
         let mut problems = Vec::new();
         if got != e.out {
-            problems.push(format!("stdout differs:\n--- expected\n{}\n--- got\n{}", e.out.join("\n"), got.join("\n")));
+            problems.push(format!(
+                "stdout differs:\n--- expected\n{}\n--- got\n{}",
+                e.out.join("\n"),
+                got.join("\n")
+            ));
         }
         let code = out.status.code().unwrap_or(-1);
         if code != e.exit {
@@ -94,17 +115,32 @@ fn run_dir(rel: &str) {
             }
         }
         if !problems.is_empty() {
-            failures.push(format!("{}:\n{}\nstderr:\n{}", f.display(), problems.join("\n"), stderr));
+            failures.push(format!(
+                "{}:\n{}\nstderr:\n{}",
+                f.display(),
+                problems.join("\n"),
+                stderr
+            ));
         }
         let _ = std::fs::remove_dir_all(&home);
     }
-    assert!(failures.is_empty(), "{} of {} programs failed:\n\n{}", failures.len(), files.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} programs failed:\n\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n\n")
+    );
 }
 
 fn tempdir() -> PathBuf {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
-    let p = std::env::temp_dir().join(format!("apsi-test-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
+    let p = std::env::temp_dir().join(format!(
+        "apsi-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
     std::fs::create_dir_all(&p).unwrap();
     p
 }
@@ -117,4 +153,11 @@ fn examples_run_as_documented() {
 #[test]
 fn language_spec_programs() {
     run_dir("tests/spec");
+}
+
+/// The ported pyperformance programs (`bench/programs/`, issue 15) at a
+/// small size, so the ports stay correct as the interpreter changes.
+#[test]
+fn benchmark_programs_print_what_cpython_prints() {
+    run_dir("bench/programs");
 }

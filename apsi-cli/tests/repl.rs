@@ -4,7 +4,11 @@
 use rexpect::session::PtySession;
 
 fn start(home: &std::path::Path) -> PtySession {
-    let cmd = format!("env NO_COLOR=1 APSI_HOME={} {} repl", home.display(), env!("CARGO_BIN_EXE_apsi"));
+    let cmd = format!(
+        "env NO_COLOR=1 APSI_HOME={} {} repl",
+        home.display(),
+        env!("CARGO_BIN_EXE_apsi")
+    );
     let mut p = rexpect::spawn(&cmd, Some(10_000)).expect("cannot start the REPL");
     p.exp_string(":help").expect("banner");
     p.exp_string(">>> ").expect("first prompt");

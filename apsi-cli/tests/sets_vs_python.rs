@@ -54,8 +54,14 @@ fn program(cases: usize, seed: u64) -> String {
         let x = rng.below(9) as i64 - 2;
         let _ = writeln!(src, "a = {a}");
         let _ = writeln!(src, "b = {b}");
-        let _ = writeln!(src, "print(norm(a | b), norm(a & b), norm(a - b), norm(b - a), norm(a ^ b))");
-        let _ = writeln!(src, "print(len(a), len(b), len(a | b), 1 if {x} in a else 0, 1 if {x} not in b else 0)");
+        let _ = writeln!(
+            src,
+            "print(norm(a | b), norm(a & b), norm(a - b), norm(b - a), norm(a ^ b))"
+        );
+        let _ = writeln!(
+            src,
+            "print(len(a), len(b), len(a | b), 1 if {x} in a else 0, 1 if {x} not in b else 0)"
+        );
         let _ = writeln!(
             src,
             "print([1 if r else 0 for r in [a <= b, a < b, a >= b, a > b, a == b, a != b, a.isdisjoint(b), a.issubset(b), a.issuperset(b)]])"
@@ -68,14 +74,22 @@ fn program(cases: usize, seed: u64) -> String {
         let _ = writeln!(src, "c.update(b)");
         let _ = writeln!(src, "c.discard({x})");
         let _ = writeln!(src, "c.add({x} * 2)");
-        let _ = writeln!(src, "print(norm(c), norm({{v * v for v in c}}), int(sum(c)), 1 if c else 0)");
+        let _ = writeln!(
+            src,
+            "print(norm(c), norm({{v * v for v in c}}), int(sum(c)), 1 if c else 0)"
+        );
     }
     src
 }
 
 fn python() -> Option<String> {
     let py = std::env::var("APSI_PYTHON").unwrap_or_else(|_| "python3".into());
-    let ok = Command::new(&py).arg("-c").arg("pass").output().map(|o| o.status.success()).unwrap_or(false);
+    let ok = Command::new(&py)
+        .arg("-c")
+        .arg("pass")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
     ok.then_some(py)
 }
 
@@ -92,14 +106,29 @@ fn order_free_set_results_match_cpython() {
     let py_file = dir.join("sets.py");
     std::fs::write(&apsi_file, &body).unwrap();
     std::fs::write(&py_file, format!("true, false = True, False\n{body}")).unwrap();
-    let apsi = Command::new(env!("CARGO_BIN_EXE_apsi")).arg("run").arg(&apsi_file).env("NO_COLOR", "1").output().unwrap();
+    let apsi = Command::new(env!("CARGO_BIN_EXE_apsi"))
+        .arg("run")
+        .arg(&apsi_file)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
     let cpy = Command::new(py).arg(&py_file).output().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
-    assert!(apsi.status.success(), "apsi failed: {}", String::from_utf8_lossy(&apsi.stderr));
-    assert!(cpy.status.success(), "python failed: {}", String::from_utf8_lossy(&cpy.stderr));
+    assert!(
+        apsi.status.success(),
+        "apsi failed: {}",
+        String::from_utf8_lossy(&apsi.stderr)
+    );
+    assert!(
+        cpy.status.success(),
+        "python failed: {}",
+        String::from_utf8_lossy(&cpy.stderr)
+    );
     let got = String::from_utf8_lossy(&apsi.stdout);
     // Python spells the bools it prints `True`/`False`.
-    let want = String::from_utf8_lossy(&cpy.stdout).replace("True", "true").replace("False", "false");
+    let want = String::from_utf8_lossy(&cpy.stdout)
+        .replace("True", "true")
+        .replace("False", "false");
     for (i, (g, w)) in got.lines().zip(want.lines()).enumerate() {
         assert_eq!(g, w, "line {} differs", i + 1);
     }

@@ -47,7 +47,14 @@ pub struct ModuleBuilder {
 impl ModuleBuilder {
     pub fn new(name: &'static str, version: &'static str, requires_core: &'static str) -> ModuleBuilder {
         ModuleBuilder {
-            desc: ModuleDescriptor { name, version, requires_core, exports: Vec::new(), capabilities: Vec::new(), namespace_only: false },
+            desc: ModuleDescriptor {
+                name,
+                version,
+                requires_core,
+                exports: Vec::new(),
+                capabilities: Vec::new(),
+                namespace_only: false,
+            },
         }
     }
 

@@ -58,7 +58,10 @@ fn env(allowed: &[&str]) -> CheckEnv {
 }
 
 fn opts() -> LoadOptions<'static> {
-    LoadOptions { packages_dir: Some(PathBuf::from(FIXTURES).join("packages")), parser: &syntax::parse }
+    LoadOptions {
+        packages_dir: Some(PathBuf::from(FIXTURES).join("packages")),
+        parser: &syntax::parse,
+    }
 }
 
 /// Loads `FIXTURES/rel`, shown as `rel`.
@@ -96,7 +99,10 @@ fn name_error_with_hint() {
 #[test]
 fn conformance_20_name_error() {
     let out = rendered("20_check_error.apsi", &env(&[]));
-    assert!(out.starts_with("NameError: name 'undefined_name' is not defined\n"), "{out}");
+    assert!(
+        out.starts_with("NameError: name 'undefined_name' is not defined\n"),
+        "{out}"
+    );
     assert!(out.contains("20_check_error.apsi:5:16"), "{out}");
 }
 
@@ -118,7 +124,10 @@ fn literal_type_errors() {
 #[test]
 fn conformance_28_literal_type() {
     let out = rendered("28_static_type_error.apsi", &env(&[]));
-    assert!(out.starts_with("TypeError: g() argument 'n' must be int, not str\n"), "{out}");
+    assert!(
+        out.starts_with("TypeError: g() argument 'n' must be int, not str\n"),
+        "{out}"
+    );
     assert!(out.contains("--> 28_static_type_error.apsi:7:9"), "{out}");
 }
 
@@ -140,7 +149,10 @@ fn del_attribute_is_an_error() {
 #[test]
 fn conformance_34_del_field() {
     let out = rendered("del_attr.apsi", &env(&[]));
-    assert!(out.starts_with("AttributeError: cannot delete attribute 'y': struct fields are fixed\n"), "{out}");
+    assert!(
+        out.starts_with("AttributeError: cannot delete attribute 'y': struct fields are fixed\n"),
+        "{out}"
+    );
     assert!(out.contains("--> del_attr.apsi:6:5"), "{out}");
 }
 
@@ -163,22 +175,33 @@ fn guard_names_every_missing_flag() {
 fn guard_respects_allowed_flags() {
     assert_eq!(kinds("guard.apsi", &env(&["python", "net"])), vec![]);
     let out = rendered("guard.apsi", &env(&["python"]));
-    assert!(out.starts_with("PermissionError: this program needs permission it was not given: --allow-net\n"), "{out}");
+    assert!(
+        out.starts_with("PermissionError: this program needs permission it was not given: --allow-net\n"),
+        "{out}"
+    );
     assert!(!out.contains("--allow-python"), "{out}");
     assert_eq!(kinds("21_guard.apsi", &env(&[])), vec![ErrorKind::PermissionError]);
     assert_eq!(kinds("22_guard_allowed.apsi", &env(&["python"])), vec![]);
     // Without the python module compiled in, `use python` still needs the flag.
     let mut bare = env(&[]);
     bare.builtin_modules.clear();
-    assert_eq!(kinds("21_guard.apsi", &bare), vec![ErrorKind::ModuleNotFoundError, ErrorKind::PermissionError]);
+    assert_eq!(
+        kinds("21_guard.apsi", &bare),
+        vec![ErrorKind::ModuleNotFoundError, ErrorKind::PermissionError]
+    );
 }
 
 #[test]
 fn missing_main_file() {
     let sources = Arc::new(SourceMap::new());
-    let err =
-        check::load_with(Path::new("no/such/prog.apsi"), "no/such/prog.apsi", &env(&[]), sources.clone(), &opts())
-            .expect_err("a missing file cannot load");
+    let err = check::load_with(
+        Path::new("no/such/prog.apsi"),
+        "no/such/prog.apsi",
+        &env(&[]),
+        sources.clone(),
+        &opts(),
+    )
+    .expect_err("a missing file cannot load");
     insta::assert_snapshot!(render_all(&err, &sources, false));
 }
 
@@ -193,8 +216,14 @@ fn runtime_diagnostic_layout() {
         .at(Span::new(f, 27, 32))
         .help("a list of length 3 has indices 0 to 2 (or -3 to -1)");
     d.trace = vec![
-        TraceEntry { function: "<module>".into(), span: Span::new(f, 56, 74) },
-        TraceEntry { function: "get".into(), span: Span::new(f, 27, 32) },
+        TraceEntry {
+            function: "<module>".into(),
+            span: Span::new(f, 56, 74),
+        },
+        TraceEntry {
+            function: "get".into(),
+            span: Span::new(f, 27, 32),
+        },
     ];
     insta::assert_snapshot!(render(&d, &sources, false));
 }
@@ -217,14 +246,21 @@ fn modules_load_once_in_dependency_order() {
     assert_eq!(names, ["geometry", "__main__"]);
     let main = &program.units[1];
     assert_eq!(main.uses.len(), 2);
-    assert_eq!((main.uses[0].binding.as_str(), main.uses[0].unqualified), ("geometry", true));
+    assert_eq!(
+        (main.uses[0].binding.as_str(), main.uses[0].unqualified),
+        ("geometry", true)
+    );
     assert_eq!((main.uses[1].binding.as_str(), main.uses[1].unqualified), ("g", false));
     assert_eq!(main.uses[0].target, UseTarget::File(0));
     assert_eq!(main.uses[1].target, UseTarget::File(0));
     let geometry = program.sources.get(program.units[0].file).expect("file");
     assert_eq!(
         geometry.name,
-        format!("modules{}lib{}geometry.apsi", std::path::MAIN_SEPARATOR, std::path::MAIN_SEPARATOR)
+        format!(
+            "modules{}lib{}geometry.apsi",
+            std::path::MAIN_SEPARATOR,
+            std::path::MAIN_SEPARATOR
+        )
     );
     assert_eq!(check::file_exports(&program.units[0].ast), ["TAU", "circumference"]);
 }
@@ -240,7 +276,10 @@ fn python_scoping_checks_clean() {
 #[test]
 fn conformance_programs_check_clean() {
     let dir = Path::new(FIXTURES).join("ok");
-    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir).expect("ok/").map(|e| e.expect("entry").path()).collect();
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("ok/")
+        .map(|e| e.expect("entry").path())
+        .collect();
     names.sort();
     assert!(names.len() >= 6);
     for path in names {

@@ -43,12 +43,20 @@ fn every_fixture_row_matches_python() {
             other => panic!("unknown row kind {other}"),
         };
         if got != want {
-            failures.push(format!("line {}: {kind} {value} {spec:?}: got {got:?}, want {want:?}", n + 1));
+            failures.push(format!(
+                "line {}: {kind} {value} {spec:?}: got {got:?}, want {want:?}",
+                n + 1
+            ));
         }
     }
     assert!(counts.iter().all(|c| *c > 1000), "fixture too small: {counts:?}");
     if !failures.is_empty() {
         let shown: Vec<&String> = failures.iter().take(40).collect();
-        panic!("{} of {} rows differ from Python:\n{:#?}", failures.len(), text.lines().count(), shown);
+        panic!(
+            "{} of {} rows differ from Python:\n{:#?}",
+            failures.len(),
+            text.lines().count(),
+            shown
+        );
     }
 }

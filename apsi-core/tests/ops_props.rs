@@ -109,11 +109,31 @@ fn arb_value() -> impl Strategy<Value = Value> {
 }
 
 const BIN: [BinOp; 13] = [
-    BinOp::Add, BinOp::Sub, BinOp::Mul, BinOp::Div, BinOp::FloorDiv, BinOp::Mod, BinOp::Pow,
-    BinOp::MatMul, BinOp::BitAnd, BinOp::BitOr, BinOp::BitXor, BinOp::Shl, BinOp::Shr,
+    BinOp::Add,
+    BinOp::Sub,
+    BinOp::Mul,
+    BinOp::Div,
+    BinOp::FloorDiv,
+    BinOp::Mod,
+    BinOp::Pow,
+    BinOp::MatMul,
+    BinOp::BitAnd,
+    BinOp::BitOr,
+    BinOp::BitXor,
+    BinOp::Shl,
+    BinOp::Shr,
 ];
 const CMP: [CmpOp; 10] = [
-    CmpOp::Eq, CmpOp::NotEq, CmpOp::Lt, CmpOp::LtE, CmpOp::Gt, CmpOp::GtE, CmpOp::In, CmpOp::NotIn, CmpOp::Is, CmpOp::IsNot,
+    CmpOp::Eq,
+    CmpOp::NotEq,
+    CmpOp::Lt,
+    CmpOp::LtE,
+    CmpOp::Gt,
+    CmpOp::GtE,
+    CmpOp::In,
+    CmpOp::NotIn,
+    CmpOp::Is,
+    CmpOp::IsNot,
 ];
 
 proptest! {
@@ -149,7 +169,12 @@ proptest! {
 struct QuietCaller;
 
 impl apsi_core::vm::value::Caller for QuietCaller {
-    fn call(&mut self, f: &Value, args: &[Value], kw: apsi_core::vm::value::Kwargs) -> apsi_core::vm::value::VResult<Value> {
+    fn call(
+        &mut self,
+        f: &Value,
+        args: &[Value],
+        kw: apsi_core::vm::value::Kwargs,
+    ) -> apsi_core::vm::value::VResult<Value> {
         apsi_core::ops::NoCaller.call(f, args, kw)
     }
     fn write_out(&mut self, _text: &str) -> apsi_core::vm::value::VResult<()> {

@@ -183,7 +183,14 @@ fn statement_errors() {
         one("parallel for x in y:\n    pass\nelse:\n    pass"),
         at("a 'parallel for' loop cannot have an 'else' clause", 30, 34)
     );
-    assert_eq!(one("while x:\n    pass\nelse\n    pass"), at("expected ':' at the end of the 'else' clause header, found end of line", 22, 23));
+    assert_eq!(
+        one("while x:\n    pass\nelse\n    pass"),
+        at(
+            "expected ':' at the end of the 'else' clause header, found end of line",
+            22,
+            23
+        )
+    );
     assert_eq!(
         one("else:\n    pass"),
         at("'else' without a matching 'if' before it", 0, 4)
@@ -247,7 +254,14 @@ fn python_statements_apsi_lacks() {
     assert_eq!(one("import os"), at("Apsi has no 'import' statement", 0, 6));
     assert!(help("import os").contains("use"));
     assert_eq!(one("from os import path"), at("Apsi has no 'import' statement", 0, 4));
-    assert_eq!(one("del"), at("expected a name, index or attribute after 'del', found end of line", 3, 3));
+    assert_eq!(
+        one("del"),
+        at(
+            "expected a name, index or attribute after 'del', found end of line",
+            3,
+            3
+        )
+    );
     assert_eq!(one("del f(x)"), at("cannot delete a function call", 4, 8));
     assert_eq!(one("del 1"), at("cannot delete a literal", 4, 5));
     assert_eq!(one("del *a"), at("cannot delete a starred expression", 4, 6));
@@ -568,8 +582,14 @@ fn a_broken_header_or_clause_gives_one_error() {
 
 #[test]
 fn bytes_literals() {
-    assert_eq!(one("x = b'é'"), at("bytes can only contain ASCII literal characters", 6, 8));
-    assert_eq!(one("x = b'\\x4'"), at("invalid \\x escape: expected two hex digits, as in \\x41", 6, 8));
+    assert_eq!(
+        one("x = b'é'"),
+        at("bytes can only contain ASCII literal characters", 6, 8)
+    );
+    assert_eq!(
+        one("x = b'\\x4'"),
+        at("invalid \\x escape: expected two hex digits, as in \\x41", 6, 8)
+    );
     assert_eq!(one("x = b'a' 'b'"), at("cannot mix bytes and nonbytes literals", 9, 12));
     assert_eq!(one("x = 'a' b'b'"), at("cannot mix bytes and nonbytes literals", 8, 12));
     assert!(errs("x = b'a' b'b' + rb'\\d'").is_empty());

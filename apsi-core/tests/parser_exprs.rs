@@ -235,10 +235,19 @@ fn attributes_and_keywords_as_names() {
 fn yield_expressions() {
     assert_eq!(sexp("def g():\n    yield"), "(def g () -> _ [(yield)])");
     assert_eq!(sexp("def g():\n    yield 1"), "(def g () -> _ [(yield 1)])");
-    assert_eq!(sexp("def g():\n    yield a, b"), "(def g () -> _ [(yield (tuple a b))])");
+    assert_eq!(
+        sexp("def g():\n    yield a, b"),
+        "(def g () -> _ [(yield (tuple a b))])"
+    );
     assert_eq!(sexp("def g():\n    x = yield"), "(def g () -> _ [(= x (yield))])");
-    assert_eq!(sexp("def g():\n    r = yield from h()"), "(def g () -> _ [(= r (yieldfrom (call h)))])");
-    assert_eq!(sexp("def g():\n    f((yield x))"), "(def g () -> _ [(call f (yield x))])");
+    assert_eq!(
+        sexp("def g():\n    r = yield from h()"),
+        "(def g () -> _ [(= r (yieldfrom (call h)))])"
+    );
+    assert_eq!(
+        sexp("def g():\n    f((yield x))"),
+        "(def g () -> _ [(call f (yield x))])"
+    );
     // `from` is a keyword only right after `yield`.
     assert_eq!(e("from + 1"), "(+ from 1)");
     assert!(!errs("def g():\n    yield from").is_empty());

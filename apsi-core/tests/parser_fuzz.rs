@@ -292,13 +292,19 @@ fn front_end(src: &str) {
             GlobalRef::Slot(self.slot_for_write(name))
         }
         fn slot_for_write(&mut self, name: &str) -> Arc<GlobalSlot> {
-            self.0.entry(name.to_string()).or_insert_with(|| Arc::new(GlobalSlot::new(name, false, None))).clone()
+            self.0
+                .entry(name.to_string())
+                .or_insert_with(|| Arc::new(GlobalSlot::new(name, false, None)))
+                .clone()
         }
     }
     fn marks_in_frame(code: &Code) {
         for i in code.instrs.iter() {
             if let Instr::ReturnParams { a, n } = *i {
-                assert!(a < code.nregs && n <= code.nregs, "ReturnParams {{ a: {a}, n: {n} }} in {code:?}");
+                assert!(
+                    a < code.nregs && n <= code.nregs,
+                    "ReturnParams {{ a: {a}, n: {n} }} in {code:?}"
+                );
             }
         }
         for p in code.protos.iter() {
@@ -320,7 +326,9 @@ fn front_end(src: &str) {
     };
     let mut scope = ReplScope::new(std::env::temp_dir());
     PARSED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let Ok(program) = check_source(m, file, &env, &mut scope, sources) else { return };
+    let Ok(program) = check_source(m, file, &env, &mut scope, sources) else {
+        return;
+    };
     CHECKED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     for unit in &program.units {
         let table = analyze(&unit.ast, &[]);

@@ -129,10 +129,15 @@ fn loop_else() {
 fn del_statements() {
     assert_eq!(sexp("del x"), "(del x)");
     assert_eq!(sexp("del x, y[0], z.w,"), "(del x (idx y 0) (. z w))");
-    assert_eq!(sexp("del xs[1:2], (a, b), [c]"), "(del (idx xs (slice 1 2 _)) (tuple a b) [c])");
+    assert_eq!(
+        sexp("del xs[1:2], (a, b), [c]"),
+        "(del (idx xs (slice 1 2 _)) (tuple a b) [c])"
+    );
     assert_eq!(sexp("if a: del a; del b"), "(if a [(del a) (del b)] [])");
     // `del` is a keyword now: not a name.
-    assert!(!apsi_core::syntax::parse(apsi_core::diagnostic::FileId(0), "del = 1").1.is_empty());
+    assert!(!apsi_core::syntax::parse(apsi_core::diagnostic::FileId(0), "del = 1")
+        .1
+        .is_empty());
 }
 
 #[test]
@@ -192,7 +197,10 @@ fn structs() {
         "(struct Vec2 (const z 1) [(x float _) (y float 0.0)] [(def norm2 (self) -> float [(return (. self x))])])"
     );
     assert_eq!(sexp("struct E:\n    pass"), "(struct E [] [])");
-    assert_eq!(sexp("struct C(geo.Shape):\n    r: float"), "(struct C((. geo Shape)) [(r float _)] [])");
+    assert_eq!(
+        sexp("struct C(geo.Shape):\n    r: float"),
+        "(struct C((. geo Shape)) [(r float _)] [])"
+    );
     assert_eq!(sexp("struct E: pass"), "(struct E [] [])");
     assert_eq!(
         sexp("struct S:\n    @staticish\n    def m(self): pass"),

@@ -49,10 +49,16 @@ fn ok<T>(r: VResult<T>) -> T {
 
 impl Env {
     fn new() -> Env {
-        Env { p: prelude(), c: TestCaller { out: String::new() } }
+        Env {
+            p: prelude(),
+            c: TestCaller { out: String::new() },
+        }
     }
     fn get(&self, name: &str) -> Value {
-        self.p.get(name).cloned().unwrap_or_else(|| panic!("prelude lacks {name}"))
+        self.p
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| panic!("prelude lacks {name}"))
     }
     fn call(&mut self, name: &str, args: &[Value]) -> Value {
         let f = self.get(name);
@@ -90,7 +96,11 @@ fn s(t: &str) -> Value {
     Value::str(t)
 }
 fn sl(a: Value, bb: Value, c: Value) -> Value {
-    Value::Slice(Arc::new(SliceObj { start: a, stop: bb, step: c }))
+    Value::Slice(Arc::new(SliceObj {
+        start: a,
+        stop: bb,
+        step: c,
+    }))
 }
 fn neg_key(_c: &mut dyn Caller, args: &[Value], _k: Kwargs) -> VResult<Value> {
     ops::unary(UnaryOp::Neg, &args[0])
@@ -99,7 +109,10 @@ fn mul(_c: &mut dyn Caller, args: &[Value], _k: Kwargs) -> VResult<Value> {
     ops::binary(BinOp::Mul, &args[0], &args[1])
 }
 fn odd(_c: &mut dyn Caller, args: &[Value], _k: Kwargs) -> VResult<Value> {
-    Ok(Value::Bool(ops::eq(&ops::binary(BinOp::Mod, &args[0], &Value::Int(2))?, &Value::Int(1))?))
+    Ok(Value::Bool(ops::eq(
+        &ops::binary(BinOp::Mod, &args[0], &Value::Int(2))?,
+        &Value::Int(1),
+    )?))
 }
 fn times10(_c: &mut dyn Caller, args: &[Value], _k: Kwargs) -> VResult<Value> {
     ops::binary(BinOp::Mul, &args[0], &Value::Int(10))
@@ -112,20 +125,35 @@ fn native(name: &str, fp: apsi_core::vm::value::NativeFnPtr) -> Value {
 fn arith_program() {
     let mut e = Env::new();
     assert_eq!(e.print(&[b(BinOp::Div, i(7), i(2))]), "3.5\n");
-    let line = [b(BinOp::FloorDiv, i(7), i(2)), b(BinOp::FloorDiv, i(-7), i(2)), b(BinOp::Mod, i(-7), i(3)), b(BinOp::Mod, f(10.5), i(3))];
+    let line = [
+        b(BinOp::FloorDiv, i(7), i(2)),
+        b(BinOp::FloorDiv, i(-7), i(2)),
+        b(BinOp::Mod, i(-7), i(3)),
+        b(BinOp::Mod, f(10.5), i(3)),
+    ];
     assert_eq!(e.print(&line), "3 -4 2 1.5\n");
     let neg22 = ok(ops::unary(UnaryOp::Neg, &b(BinOp::Pow, i(2), i(2))));
-    assert_eq!(e.print(&[b(BinOp::Pow, i(2), i(10)), neg22, b(BinOp::Pow, i(2), i(-1))]), "1024 -4 0.5\n");
+    assert_eq!(
+        e.print(&[b(BinOp::Pow, i(2), i(10)), neg22, b(BinOp::Pow, i(2), i(-1))]),
+        "1024 -4 0.5\n"
+    );
     let a = e.call("abs", &[i(-3)]);
     let a2 = e.call("abs", &[f(-2.5)]);
     let mn = e.call("min", &[i(3), i(1), i(2)]);
     let mx = e.call("max", &[Value::list(vec![i(4), i(9), i(2)])]);
     assert_eq!(e.print(&[a, a2, mn, mx]), "3 2.5 1 9\n");
-    let v = [e.call("int", &[f(3.9)]), e.call("int", &[f(-3.9)]), e.call("float", &[i(2)])];
+    let v = [
+        e.call("int", &[f(3.9)]),
+        e.call("int", &[f(-3.9)]),
+        e.call("float", &[i(2)]),
+    ];
     assert_eq!(e.print(&v), "3 -3 2.0\n");
     let lt = ok(ops::compare(CmpOp::Lt, &i(1), &i(2))) && ok(ops::compare(CmpOp::Lt, &i(2), &i(3)));
     let eq = ok(ops::compare(CmpOp::Eq, &i(1), &f(1.0)));
-    assert_eq!(e.print(&[Value::Bool(lt), Value::Bool(false), Value::Bool(eq)]), "true false true\n");
+    assert_eq!(
+        e.print(&[Value::Bool(lt), Value::Bool(false), Value::Bool(eq)]),
+        "true false true\n"
+    );
     let bits = [
         b(BinOp::BitAnd, i(5), i(3)),
         b(BinOp::BitOr, i(5), i(3)),
@@ -151,7 +179,12 @@ fn strings_program() {
     let mut e = Env::new();
     let st = s("héllo wörld");
     let n = e.call("len", std::slice::from_ref(&st));
-    let line = [n, ok(ops::get_index(&st, &i(1))), ok(ops::get_index(&st, &i(-1))), ok(ops::get_index(&st, &sl(i(0), i(5), Value::None)))];
+    let line = [
+        n,
+        ok(ops::get_index(&st, &i(1))),
+        ok(ops::get_index(&st, &i(-1))),
+        ok(ops::get_index(&st, &sl(i(0), i(5), Value::None))),
+    ];
     assert_eq!(e.print(&line), "11 é d héllo\n");
     let up = e.meth(&st, "upper", &[]);
     assert_eq!(e.print(&[up]), "HÉLLO WÖRLD\n");
@@ -159,7 +192,10 @@ fn strings_program() {
     let joined = e.meth(&s("-"), "join", &[Value::list(vec![s("x"), s("y"), s("z")])]);
     assert_eq!(e.print(&[parts, joined]), "['a', 'b', '', 'c'] x-y-z\n");
     let stripped = e.meth(&s("  pad  "), "strip", &[]);
-    assert_eq!(e.print(&[b(BinOp::Add, stripped, s("!")), b(BinOp::Mul, s("abc"), i(3))]), "pad! abcabcabc\n");
+    assert_eq!(
+        e.print(&[b(BinOp::Add, stripped, s("!")), b(BinOp::Mul, s("abc"), i(3))]),
+        "pad! abcabcabc\n"
+    );
     let inn = Value::Bool(ok(ops::compare(CmpOp::In, &s("b"), &s("abc"))));
     let sw = e.meth(&s("abc"), "startswith", &[s("ab")]);
     let rp = e.meth(&s("abc"), "replace", &[s("b"), s("B")]);
@@ -167,7 +203,10 @@ fn strings_program() {
     let s15 = e.call("str", &[f(1.5)]);
     let s2 = e.call("str", &[i(2)]);
     let mixed = Value::list(vec![s("a"), i(1), f(2.0), Value::None, Value::Bool(true)]);
-    assert_eq!(e.print(&[b(BinOp::Add, s15, s2), mixed]), "1.52 ['a', 1, 2.0, none, true]\n");
+    assert_eq!(
+        e.print(&[b(BinOp::Add, s15, s2), mixed]),
+        "1.52 ['a', 1, 2.0, none, true]\n"
+    );
 }
 
 #[test]
@@ -178,7 +217,10 @@ fn control_and_collections_programs() {
     assert_eq!(e.print(&[l]), "[10, 7, 4, 1]\n");
     let en = e.call("enumerate", &[s("ab")]);
     assert_eq!(e.print(&[en]), "[(0, 'a'), (1, 'b')]\n");
-    let z = e.call("zip", &[Value::list(vec![i(1), i(2), i(3)]), Value::list(vec![s("x"), s("y")])]);
+    let z = e.call(
+        "zip",
+        &[Value::list(vec![i(1), i(2), i(3)]), Value::list(vec![s("x"), s("y")])],
+    );
     assert_eq!(e.print(&[z]), "[(1, 'x'), (2, 'y')]\n");
 
     let xs = Value::list(vec![i(9), i(3), i(1), i(2)]);
@@ -203,7 +245,10 @@ fn control_and_collections_programs() {
     let n = e.call("len", std::slice::from_ref(&t));
     assert_eq!(e.print(&[s("two"), n, t]), "two 3 (1, 'two', 3.0)\n");
     let total = e.call("sum", &[Value::list(vec![f(0.5), f(1.5)])]);
-    let prod = e.call("reduce", &[Value::list(vec![i(1), i(2), i(3), i(4)]), native("mul", mul), i(1)]);
+    let prod = e.call(
+        "reduce",
+        &[Value::list(vec![i(1), i(2), i(3), i(4)]), native("mul", mul), i(1)],
+    );
     assert_eq!(e.print(&[total, prod]), "2.0 24\n");
 }
 
@@ -218,17 +263,28 @@ fn pipes_and_errors_programs() {
     let r = e.call("map", &[native("times10", times10), Value::list(vec![i(1)])]);
     assert_eq!(e.print(&[r]), "[10]\n");
 
-    let err = ops::get_index(&Value::list(vec![i(1), i(2), i(3)]), &i(5)).err().map(Value::Error);
+    let err = ops::get_index(&Value::list(vec![i(1), i(2), i(3)]), &i(5))
+        .err()
+        .map(Value::Error);
     let err = err.unwrap_or(Value::None);
     let kind = ok(ops::get_attr(&err, "kind"));
     assert_eq!(e.print(&[s("index:"), kind]), "index: IndexError\n");
     let zero = ops::binary(BinOp::Div, &i(1), &i(0)).err().map(|x| x.kind);
     assert_eq!(zero, Some(ErrorKind::ZeroDivisionError));
-    let key = ops::get_index(&Value::empty_dict(), &s("missing")).err().map(|x| x.kind);
+    let key = ops::get_index(&Value::empty_dict(), &s("missing"))
+        .err()
+        .map(|x| x.kind);
     assert_eq!(key, Some(ErrorKind::KeyError));
-    let ve = ok(e.c.call(&Value::Native(Arc::new(apsi_core::vm::value::NativeFn::new("mk", |_c, _a, _k| {
-        Ok(Value::Error(apsi_core::vm::value::ErrorObj::new(ErrorKind::ValueError, "base")))
-    }))), &[], &[]));
+    let ve = ok(e.c.call(
+        &Value::Native(Arc::new(apsi_core::vm::value::NativeFn::new("mk", |_c, _a, _k| {
+            Ok(Value::Error(apsi_core::vm::value::ErrorObj::new(
+                ErrorKind::ValueError,
+                "base",
+            )))
+        }))),
+        &[],
+        &[],
+    ));
     let as_str = e.call("str", &[ve]);
     assert_eq!(e.print(&[as_str]), "ValueError: base\n");
 }

@@ -20,7 +20,11 @@ fn parse_arr(line: &str) -> Arr {
     let mut parts = line.split_whitespace();
     let _tag = parts.next();
     let shape_s = parts.next().unwrap_or("-");
-    let shape = if shape_s == "-" { vec![] } else { shape_s.split(',').map(|d| d.parse().expect("dim")).collect() };
+    let shape = if shape_s == "-" {
+        vec![]
+    } else {
+        shape_s.split(',').map(|d| d.parse().expect("dim")).collect()
+    };
     let vals = parts.map(|v| v.parse().expect("value")).collect();
     Arr { shape, vals }
 }
@@ -38,7 +42,10 @@ fn must<T>(r: VResult<T>, what: &str) -> T {
 
 fn prelude(name: &str) -> Value {
     static P: std::sync::OnceLock<apsi_core::module::ModuleDescriptor> = std::sync::OnceLock::new();
-    P.get_or_init(apsi_core::builtins::prelude).get(name).cloned().expect("prelude name")
+    P.get_or_init(apsi_core::builtins::prelude)
+        .get(name)
+        .cloned()
+        .expect("prelude name")
 }
 
 fn method(x: &Value, name: &str, args: &[Value], kw: Vec<(Arc<str>, Value)>) -> VResult<Value> {
@@ -48,11 +55,20 @@ fn method(x: &Value, name: &str, args: &[Value], kw: Vec<(Arc<str>, Value)>) -> 
 
 fn result_arr(v: &Value) -> Arr {
     match v {
-        Value::Float(f) => Arr { shape: vec![], vals: vec![*f] },
-        Value::Int(i) => Arr { shape: vec![], vals: vec![*i as f64] },
+        Value::Float(f) => Arr {
+            shape: vec![],
+            vals: vec![*f],
+        },
+        Value::Int(i) => Arr {
+            shape: vec![],
+            vals: vec![*i as f64],
+        },
         other => {
             let t = as_tensor(other).expect("a tensor result");
-            Arr { shape: t.shape().to_vec(), vals: t.to_vec() }
+            Arr {
+                shape: t.shape().to_vec(),
+                vals: t.to_vec(),
+            }
         }
     }
 }
@@ -61,7 +77,10 @@ fn close(got: &Arr, want: &Arr, what: &str) {
     assert_eq!(got.shape, want.shape, "{what}: shape");
     for (i, (g, w)) in got.vals.iter().zip(&want.vals).enumerate() {
         let tol = 1e-9 * (1.0 + w.abs());
-        assert!((g - w).abs() <= tol || (g.is_nan() && w.is_nan()), "{what}: element {i}: got {g}, NumPy {w}");
+        assert!(
+            (g - w).abs() <= tol || (g.is_nan() && w.is_nan()),
+            "{what}: element {i}: got {g}, NumPy {w}"
+        );
     }
 }
 
@@ -85,7 +104,11 @@ fn tensors_agree_with_numpy() {
         let kind = words[1];
         let two = matches!(kind, "bin" | "matmul");
         let a = parse_arr(lines[i + 1]);
-        let (b, r) = if two { (Some(parse_arr(lines[i + 2])), parse_arr(lines[i + 3])) } else { (None, parse_arr(lines[i + 2])) };
+        let (b, r) = if two {
+            (Some(parse_arr(lines[i + 2])), parse_arr(lines[i + 3]))
+        } else {
+            (None, parse_arr(lines[i + 2]))
+        };
         i += if two { 4 } else { 3 };
         let av = val(&a);
         let got = match kind {
@@ -109,7 +132,9 @@ fn tensors_agree_with_numpy() {
             "reduce" => {
                 let axis = match words[3] {
                     "none" => Value::None,
-                    s if s.contains(',') || matches!(words[2], "sum" | "mean" | "max" | "min" | "prod" | "var" | "std") => {
+                    s if s.contains(',')
+                        || matches!(words[2], "sum" | "mean" | "max" | "min" | "prod" | "var" | "std") =>
+                    {
                         Value::tuple(s.split(',').map(|d| Value::Int(d.parse().expect("axis"))).collect())
                     }
                     s => Value::Int(s.parse().expect("axis")),
@@ -130,7 +155,11 @@ fn tensors_agree_with_numpy() {
                             Value::Int(k.parse().expect("index"))
                         } else {
                             let p: Vec<&str> = w.split(':').collect();
-                            Value::Slice(Arc::new(SliceObj { start: opt_int(p[1]), stop: opt_int(p[2]), step: opt_int(p[3]) }))
+                            Value::Slice(Arc::new(SliceObj {
+                                start: opt_int(p[1]),
+                                stop: opt_int(p[2]),
+                                step: opt_int(p[3]),
+                            }))
                         }
                     })
                     .collect();

@@ -7,12 +7,21 @@ use std::time::Instant;
 
 fn time(name: &str, src: &str, ops: f64) {
     // Best of three runs: the machine is shared, so the minimum is the signal.
-    let stack = std::env::var("APSI_THREAD_STACK").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let stack = std::env::var("APSI_THREAD_STACK")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
     let mut best = f64::INFINITY;
     let mut out = String::new();
     for _ in 0..3 {
         let t = Instant::now();
-        let o = vm_common::run_src_with(src, apsi_core::vm::RuntimeConfig { thread_stack: stack, ..Default::default() });
+        let o = vm_common::run_src_with(
+            src,
+            apsi_core::vm::RuntimeConfig {
+                thread_stack: stack,
+                ..Default::default()
+            },
+        );
         let dt = t.elapsed().as_secs_f64();
         if let Err(e) = &o.result {
             panic!("{name} failed: {e:?}");
@@ -20,13 +29,22 @@ fn time(name: &str, src: &str, ops: f64) {
         best = best.min(dt);
         out = o.out;
     }
-    println!("{name:<28} {:8.1} ms {:8.2} ns/op   (output {})", best * 1e3, best * 1e9 / ops, out.trim());
+    println!(
+        "{name:<28} {:8.1} ms {:8.2} ns/op   (output {})",
+        best * 1e3,
+        best * 1e9 / ops,
+        out.trim()
+    );
 }
 
 #[test]
 #[ignore]
 fn bench_vm() {
-    time("fib(30) per call", "def fib(n):\n    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\nprint(fib(30))\n", 2_692_537.0);
+    time(
+        "fib(30) per call",
+        "def fib(n):\n    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\nprint(fib(30))\n",
+        2_692_537.0,
+    );
     time(
         "s += i*i loop per iter",
         "def f():\n    s = 0\n    for i in range(2000000):\n        s += i * i\n    return s\nprint(f())\n",

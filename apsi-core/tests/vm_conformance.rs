@@ -18,27 +18,45 @@ fn conformance_dir() -> Option<std::path::PathBuf> {
     if p.is_dir() {
         Some(p)
     } else {
-        eprintln!("note: {} not found; the shared conformance programs are skipped", p.display());
+        eprintln!(
+            "note: {} not found; the shared conformance programs are skipped",
+            p.display()
+        );
         None
     }
 }
 
 fn run(path: &Path) -> Result<(), String> {
     let env = CheckEnv {
-        prelude: apsi_core::builtins::prelude().exports.iter().map(|(n, _)| n.to_string()).collect(),
+        prelude: apsi_core::builtins::prelude()
+            .exports
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .collect(),
         ..Default::default()
     };
     let sources = Arc::new(SourceMap::new());
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let program = check::load(path, &name, &env, sources.clone()).map_err(|ds| format!("{name}: check failed: {ds:?}"))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let program =
+        check::load(path, &name, &env, sources.clone()).map_err(|ds| format!("{name}: check failed: {ds:?}"))?;
     let cap = vm_common::Capture::default();
-    let mut rt = Runtime::new(RuntimeConfig { output: Some(Box::new(cap.clone())), ..Default::default() });
+    let mut rt = Runtime::new(RuntimeConfig {
+        output: Some(Box::new(cap.clone())),
+        ..Default::default()
+    });
     let result = rt.run(&program);
     let src = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let exp = vm_common::expectations(&src);
     let got: Vec<String> = cap.text().lines().map(str::to_string).collect();
     if got != exp.out {
-        return Err(format!("{name}: output differs\n--- expected\n{}\n--- got\n{}", exp.out.join("\n"), got.join("\n")));
+        return Err(format!(
+            "{name}: output differs\n--- expected\n{}\n--- got\n{}",
+            exp.out.join("\n"),
+            got.join("\n")
+        ));
     }
     match (&exp.error, result) {
         (None, Ok(())) => Ok(()),

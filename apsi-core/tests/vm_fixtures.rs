@@ -7,7 +7,12 @@ use std::path::{Path, PathBuf};
 
 fn fixtures(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().map(|x| x == "apsi").unwrap_or(false)).collect())
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.extension().map(|x| x == "apsi").unwrap_or(false))
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
@@ -19,5 +24,11 @@ fn vm_fixtures() {
     let files = fixtures(&dir);
     assert!(!files.is_empty(), "no fixtures in {}", dir.display());
     let failures: Vec<String> = files.iter().filter_map(|f| vm_common::check_fixture(f).err()).collect();
-    assert!(failures.is_empty(), "{} of {} fixtures failed:\n\n{}", failures.len(), files.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} fixtures failed:\n\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n\n")
+    );
 }

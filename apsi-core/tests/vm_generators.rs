@@ -15,7 +15,10 @@ fn locals_assigned_before_a_yield_survive_it() {
     let src = "def g(flag):\n    if flag:\n        x = 1\n    yield 0\n    yield x\nprint(list(g(false)))\n";
     let (kind, msg) = error(src);
     assert_eq!(kind, "NameError");
-    assert_eq!(msg, "cannot access local variable 'x' where it is not associated with a value");
+    assert_eq!(
+        msg,
+        "cannot access local variable 'x' where it is not associated with a value"
+    );
 }
 
 #[test]
@@ -80,7 +83,10 @@ fn generators_run_inside_native_callbacks() {
 #[test]
 fn resuming_a_running_generator_is_an_error() {
     let src = "def g():\n    yield next(it)\nit = g()\nnext(it)\n";
-    assert_eq!(error(src), ("ValueError".to_string(), "generator already executing".to_string()));
+    assert_eq!(
+        error(src),
+        ("ValueError".to_string(), "generator already executing".to_string())
+    );
 }
 
 #[test]
@@ -95,7 +101,10 @@ fn deep_nesting_raises_instead_of_crashing() {
 fn generator_expressions_bind_their_outer_iterable_at_once() {
     // Python evaluates (and iterates) the outermost iterable when the
     // generator is made; the rest lazily.
-    assert_eq!(error("g = (x for x in 5)\n"), ("TypeError".to_string(), "'int' object is not iterable".to_string()));
+    assert_eq!(
+        error("g = (x for x in 5)\n"),
+        ("TypeError".to_string(), "'int' object is not iterable".to_string())
+    );
     let src = "xs = [1, 2]\ng = (x * k for x in xs)\nk = 10\nxs = [7]\nprint(list(g))\n";
     assert_eq!(output(src), "[10, 20]\n");
 }

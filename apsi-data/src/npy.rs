@@ -103,7 +103,9 @@ impl Descr {
 
     /// Whether the file's bytes are exactly the Apsi elements (so they can be mapped).
     pub fn is_native(&self) -> bool {
-        cfg!(target_endian = "little") && self.endian == Endian::Little && matches!((self.kind, self.size), (b'f', 2 | 4 | 8) | (b'i', 4 | 8))
+        cfg!(target_endian = "little")
+            && self.endian == Endian::Little
+            && matches!((self.kind, self.size), (b'f', 2 | 4 | 8) | (b'i', 4 | 8))
     }
 }
 

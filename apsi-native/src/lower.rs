@@ -377,6 +377,8 @@ impl<'s> FnLower<'s> {
                         _ => None,
                     }
                 }
+                // These write several registers (`writes` names one).
+                Instr::Unpack { .. } | Instr::UnpackRegs { .. } | Instr::UnpackEx { .. } => return None,
                 ins if writes(ins) == Some(r) => return None,
                 _ => {}
             }
@@ -673,7 +675,28 @@ impl<'s> FnLower<'s> {
                 }
                 self.set(st, r(a), T::Tuple(ts), &vs);
             }
-            Instr::Unpack { a, b, n } => {
+            Instr::Unpack { .. } | Instr::UnpackRegs { .. } => {
+                let (b, n, dests): (Reg, u16, Vec<usize>) = match ins {
+                    Instr::Unpack { a, b, n } => (b, n, (0..n as usize).map(|i| r(a) + i).collect()),
+                    Instr::UnpackRegs { b, k, n } => {
+                        let regs: Option<Vec<usize>> = match self.code.consts.get(k as usize) {
+                            Some(Value::Tuple(t)) => {
+                                t.0.iter()
+                                    .map(|x| match x {
+                                        Value::Int(i) => Reg::try_from(*i).ok().map(r),
+                                        _ => None,
+                                    })
+                                    .collect()
+                            }
+                            _ => None,
+                        };
+                        match regs {
+                            Some(regs) => (b, n, regs),
+                            None => return Err(self.bad("unpacking into unknown registers")),
+                        }
+                    }
+                    _ => unreachable!("matched above"),
+                };
                 let (t, v) = self.get(st, r(b))?;
                 let T::Tuple(ts) = t else {
                     return Err(self.bad(format!("unpacking {}", t.describe())));
@@ -693,7 +716,8 @@ impl<'s> FnLower<'s> {
                     let w = t.leaf_types().len();
                     let part: Vec<Var> = v.get(off..off + w).map(|s| s.to_vec()).unwrap_or_default();
                     off += w;
-                    self.set(st, r(a) + i, t.clone(), &part);
+                    let Some(&d) = dests.get(i) else { break };
+                    self.set(st, d, t.clone(), &part);
                 }
             }
             Instr::ForRangePrep { a, b } => {
@@ -856,11 +880,15 @@ impl<'s> FnLower<'s> {
             Instr::CallEx { .. } => return Err(self.bad("a call with *args or **kwargs")),
             Instr::SetAttr { .. } => return Err(self.bad("an attribute assignment")),
             Instr::BuildSet { .. } | Instr::SetAdd { .. } => return Err(self.bad("a set")),
-            Instr::DelIndex { .. } | Instr::DelLocal { .. } | Instr::DelGlobal { .. } | Instr::DelCell { .. } | Instr::DelFree { .. } => {
-                return Err(self.bad("del"))
-            }
+            Instr::DelIndex { .. }
+            | Instr::DelLocal { .. }
+            | Instr::DelGlobal { .. }
+            | Instr::DelCell { .. }
+            | Instr::DelFree { .. } => return Err(self.bad("del")),
             Instr::Yield { .. } => return Err(self.bad("yield (a generator)")),
-            Instr::GetIter { .. } | Instr::IterPrep { .. } => return Err(self.bad("an iterator (yield from, a generator expression)")),
+            Instr::GetIter { .. } | Instr::IterPrep { .. } => {
+                return Err(self.bad("an iterator (yield from, a generator expression)"))
+            }
         }
         Ok(next)
     }

@@ -362,7 +362,9 @@ impl<'a> Reader<'a> {
 /// Elements of `N` little-endian bytes each, decoded by `f` (every chunk
 /// from `chunks_exact` has exactly `N` bytes).
 fn le_elems<T, const N: usize>(raw: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
-    raw.chunks_exact(N).map(|c| f(c.try_into().unwrap_or([0u8; N]))).collect()
+    raw.chunks_exact(N)
+        .map(|c| f(c.try_into().unwrap_or([0u8; N])))
+        .collect()
 }
 
 #[cfg(test)]

@@ -32,7 +32,11 @@ impl<'a> Args<'a> {
     ) -> VResult<Args<'a>> {
         let max = params.len();
         if pos.len() > max {
-            let expect = if min == max { format!("{max}") } else { format!("at most {max}") };
+            let expect = if min == max {
+                format!("{max}")
+            } else {
+                format!("at most {max}")
+            };
             return Err(err(
                 ErrorKind::TypeError,
                 format!("{name}() takes {expect} argument{} ({} given)", plural(max), pos.len()),
@@ -41,18 +45,27 @@ impl<'a> Args<'a> {
         for (k, _) in kw {
             match params.iter().position(|p| *p == &**k) {
                 Some(i) if i < pos.len() => {
-                    return Err(err(ErrorKind::TypeError, format!("{name}() got multiple values for argument '{k}'")));
+                    return Err(err(
+                        ErrorKind::TypeError,
+                        format!("{name}() got multiple values for argument '{k}'"),
+                    ));
                 }
                 Some(_) => {}
                 None => {
-                    return Err(err(ErrorKind::TypeError, format!("{name}() got an unexpected keyword argument '{k}'")));
+                    return Err(err(
+                        ErrorKind::TypeError,
+                        format!("{name}() got an unexpected keyword argument '{k}'"),
+                    ));
                 }
             }
         }
         let a = Args { name, pos, kw, params };
         for (i, p) in params.iter().enumerate().take(min) {
             if a.get(i).is_none() {
-                return Err(err(ErrorKind::TypeError, format!("{name}() missing required argument '{p}'")));
+                return Err(err(
+                    ErrorKind::TypeError,
+                    format!("{name}() missing required argument '{p}'"),
+                ));
             }
         }
         Ok(a)
@@ -75,7 +88,14 @@ impl<'a> Args<'a> {
     /// Parameter `i`, which must be present.
     pub fn req(&self, i: usize) -> VResult<&'a Value> {
         self.get(i).ok_or_else(|| {
-            err(ErrorKind::TypeError, format!("{}() missing required argument '{}'", self.name, self.params.get(i).unwrap_or(&"?")))
+            err(
+                ErrorKind::TypeError,
+                format!(
+                    "{}() missing required argument '{}'",
+                    self.name,
+                    self.params.get(i).unwrap_or(&"?")
+                ),
+            )
         })
     }
 
@@ -107,7 +127,10 @@ impl<'a> Args<'a> {
 }
 
 pub(crate) fn wrong_type(func: &str, param: &str, want: &str, got: &Value) -> Exc {
-    err(ErrorKind::TypeError, format!("{func}() argument '{param}' must be {want}, not {}", got.type_name()))
+    err(
+        ErrorKind::TypeError,
+        format!("{func}() argument '{param}' must be {want}, not {}", got.type_name()),
+    )
 }
 
 pub(crate) fn expect_int(v: &Value, func: &str, param: &str) -> VResult<i64> {
@@ -136,7 +159,10 @@ pub(crate) fn expect_str<'v>(v: &'v Value, func: &str, param: &str) -> VResult<&
 
 /// Whether a value can be called.
 pub(crate) fn is_callable(v: &Value) -> bool {
-    matches!(v, Value::Func(_) | Value::Native(_) | Value::BoundMethod(_) | Value::StructType(_) | Value::Kind(_))
+    matches!(
+        v,
+        Value::Func(_) | Value::Native(_) | Value::BoundMethod(_) | Value::StructType(_) | Value::Kind(_)
+    )
 }
 
 #[cfg(test)]

@@ -29,13 +29,24 @@ pub(crate) fn print(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
             "sep" => &mut sep,
             "end" => &mut end,
             "flush" => continue,
-            other => return Err(err(ErrorKind::TypeError, format!("print() got an unexpected keyword argument '{other}'"))),
+            other => {
+                return Err(err(
+                    ErrorKind::TypeError,
+                    format!("print() got an unexpected keyword argument '{other}'"),
+                ))
+            }
         };
         match v {
             Value::None => {}
             Value::Str(s) => *slot = s.as_str().to_string(),
             other => {
-                return Err(err(ErrorKind::TypeError, format!("print() argument '{k}' must be a str or none, not {}", other.type_name())))
+                return Err(err(
+                    ErrorKind::TypeError,
+                    format!(
+                        "print() argument '{k}' must be a str or none, not {}",
+                        other.type_name()
+                    ),
+                ))
             }
         }
     }
@@ -79,9 +90,12 @@ pub(crate) fn enumerate(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResu
     let items = ops::iterate(c, a.req(0)?)?;
     let mut out = Vec::with_capacity(items.len());
     for (i, x) in items.into_iter().enumerate() {
-        let n = start
-            .checked_add(i as i64)
-            .ok_or_else(|| err(ErrorKind::OverflowError, "enumerate() count does not fit in a 64-bit int"))?;
+        let n = start.checked_add(i as i64).ok_or_else(|| {
+            err(
+                ErrorKind::OverflowError,
+                "enumerate() count does not fit in a 64-bit int",
+            )
+        })?;
         out.push(Value::tuple(vec![Value::Int(n), x]));
     }
     Ok(Value::list(out))
@@ -89,7 +103,10 @@ pub(crate) fn enumerate(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResu
 
 pub(crate) fn zip(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     if let Some((k, _)) = kw.first() {
-        return Err(err(ErrorKind::TypeError, format!("zip() got an unexpected keyword argument '{k}'")));
+        return Err(err(
+            ErrorKind::TypeError,
+            format!("zip() got an unexpected keyword argument '{k}'"),
+        ));
     }
     if args.iter().any(ops::iters::is_lazy) {
         return ops::iters::lazy_zip(c, args);
@@ -99,7 +116,9 @@ pub(crate) fn zip(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
         cols.push(ops::iterate(c, a)?);
     }
     let n = cols.iter().map(|c| c.len()).min().unwrap_or(0);
-    let rows = (0..n).map(|i| Value::tuple(cols.iter().map(|col| col[i].clone()).collect())).collect();
+    let rows = (0..n)
+        .map(|i| Value::tuple(cols.iter().map(|col| col[i].clone()).collect()))
+        .collect();
     Ok(Value::list(rows))
 }
 
@@ -112,7 +131,12 @@ pub(crate) fn reversed(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResul
 
 /// Sorts values, by `key(x)` when a key function is given; stable, and
 /// with `reverse` equal elements keep their order (as Python's).
-pub(crate) fn sort_values(c: &mut dyn Caller, items: Vec<Value>, key: Option<&Value>, reverse: bool) -> VResult<Vec<Value>> {
+pub(crate) fn sort_values(
+    c: &mut dyn Caller,
+    items: Vec<Value>,
+    key: Option<&Value>,
+    reverse: bool,
+) -> VResult<Vec<Value>> {
     let mut pairs: Vec<(Value, Value)> = Vec::with_capacity(items.len());
     for x in items {
         let k = match key {
@@ -121,7 +145,13 @@ pub(crate) fn sort_values(c: &mut dyn Caller, items: Vec<Value>, key: Option<&Va
         };
         pairs.push((k, x));
     }
-    merge_sort(&mut pairs, &mut |a, b| if reverse { ops::order(&b.0, &a.0) } else { ops::order(&a.0, &b.0) })?;
+    merge_sort(&mut pairs, &mut |a, b| {
+        if reverse {
+            ops::order(&b.0, &a.0)
+        } else {
+            ops::order(&a.0, &b.0)
+        }
+    })?;
     Ok(pairs.into_iter().map(|(_, x)| x).collect())
 }
 
@@ -136,7 +166,10 @@ pub(crate) fn sum(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
     let a = Args::new("sum", args, kw, 1, &["xs", "start"])?;
     let start = a.opt(1).cloned().unwrap_or(Value::Int(0));
     if matches!(start, Value::Str(_)) {
-        return Err(err(ErrorKind::TypeError, "sum() can't sum strings (use ''.join(xs) instead)"));
+        return Err(err(
+            ErrorKind::TypeError,
+            "sum() can't sum strings (use ''.join(xs) instead)",
+        ));
     }
     if ops::iters::is_lazy(a.req(0)?) {
         let mut src = ops::iters::Pull::new(c, a.req(0)?)?;
@@ -170,15 +203,28 @@ fn extreme(c: &mut dyn Caller, name: &'static str, args: &[Value], kw: Kwargs, k
         match &**k {
             "key" => key = Some(v).filter(|v| !matches!(v, Value::None)),
             "default" => default = Some(v),
-            other => return Err(err(ErrorKind::TypeError, format!("{name}() got an unexpected keyword argument '{other}'"))),
+            other => {
+                return Err(err(
+                    ErrorKind::TypeError,
+                    format!("{name}() got an unexpected keyword argument '{other}'"),
+                ))
+            }
         }
     }
     let items = match args {
-        [] => return Err(err(ErrorKind::TypeError, format!("{name}() expected at least 1 argument, got 0"))),
+        [] => {
+            return Err(err(
+                ErrorKind::TypeError,
+                format!("{name}() expected at least 1 argument, got 0"),
+            ))
+        }
         [one] => ops::iterate(c, one)?,
         many => {
             if default.is_some() {
-                return Err(err(ErrorKind::TypeError, format!("cannot specify a default for {name}() with multiple positional arguments")));
+                return Err(err(
+                    ErrorKind::TypeError,
+                    format!("cannot specify a default for {name}() with multiple positional arguments"),
+                ));
             }
             many.to_vec()
         }
@@ -239,10 +285,12 @@ pub(crate) fn all(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
 pub(crate) fn chr(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::new("chr", args, kw, 1, &["code"])?;
     let i = a.int(0)?;
-    let ch = u32::try_from(i)
-        .ok()
-        .and_then(char::from_u32)
-        .ok_or_else(|| err(ErrorKind::ValueError, format!("chr() arg {i} is not a valid Unicode code point")))?;
+    let ch = u32::try_from(i).ok().and_then(char::from_u32).ok_or_else(|| {
+        err(
+            ErrorKind::ValueError,
+            format!("chr() arg {i} is not a valid Unicode code point"),
+        )
+    })?;
     Ok(Value::str(ch.to_string()))
 }
 
@@ -254,7 +302,10 @@ pub(crate) fn ord(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Va
         (Some(ch), None) => Ok(Value::Int(ch as i64)),
         _ => Err(err(
             ErrorKind::TypeError,
-            format!("ord() expected a string of one character, but a string of length {} was found", s.chars().count()),
+            format!(
+                "ord() expected a string of one character, but a string of length {} was found",
+                s.chars().count()
+            ),
         )),
     }
 }
@@ -262,7 +313,10 @@ pub(crate) fn ord(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Va
 pub(crate) fn divmod(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::new("divmod", args, kw, 2, &["a", "b"])?;
     let (x, y) = (a.req(0)?, a.req(1)?);
-    Ok(Value::tuple(vec![ops::binary(BinOp::FloorDiv, x, y)?, ops::binary(BinOp::Mod, x, y)?]))
+    Ok(Value::tuple(vec![
+        ops::binary(BinOp::FloorDiv, x, y)?,
+        ops::binary(BinOp::Mod, x, y)?,
+    ]))
 }
 
 /// Splits `(xs, f, …)` / `(f, xs, …)` into data and function.
@@ -274,7 +328,14 @@ fn data_and_fn<'v>(name: &str, a: &'v Value, b: &'v Value) -> VResult<(&'v Value
     } else if matches!(b, Value::None) && name == "filter" {
         Ok((a, b))
     } else {
-        Err(err(ErrorKind::TypeError, format!("{name}() needs a function, got a {} and a {}", a.type_name(), b.type_name())))
+        Err(err(
+            ErrorKind::TypeError,
+            format!(
+                "{name}() needs a function, got a {} and a {}",
+                a.type_name(),
+                b.type_name()
+            ),
+        ))
     }
 }
 
@@ -286,12 +347,18 @@ fn lazy_step(c: &mut dyn Caller, xs: &Value, name: &str, f: &Value, kw: Kwargs) 
 
 pub(crate) fn map(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     if args.len() < 2 {
-        return Err(err(ErrorKind::TypeError, format!("map() takes a sequence and a function ({} given)", args.len())));
+        return Err(err(
+            ErrorKind::TypeError,
+            format!("map() takes a sequence and a function ({} given)", args.len()),
+        ));
     }
     // Python's form with several sequences: map(f, xs, ys).
     if args.len() > 2 {
         if !is_callable(&args[0]) {
-            return Err(err(ErrorKind::TypeError, "map() with several sequences takes the function first"));
+            return Err(err(
+                ErrorKind::TypeError,
+                "map() with several sequences takes the function first",
+            ));
         }
         let zipped = zip(c, &args[1..], &[])?;
         let mut out = Vec::new();
@@ -309,7 +376,10 @@ pub(crate) fn map(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
         return lazy_step(c, xs, "map", f, kw);
     }
     if let Some((k, _)) = kw.first() {
-        return Err(err(ErrorKind::TypeError, format!("map() got an unexpected keyword argument '{k}'")));
+        return Err(err(
+            ErrorKind::TypeError,
+            format!("map() got an unexpected keyword argument '{k}'"),
+        ));
     }
     let items = ops::iterate(c, xs)?;
     let mut out = Vec::with_capacity(items.len());
@@ -321,7 +391,10 @@ pub(crate) fn map(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
 
 pub(crate) fn filter(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     if args.len() != 2 {
-        return Err(err(ErrorKind::TypeError, format!("filter() takes a sequence and a function ({} given)", args.len())));
+        return Err(err(
+            ErrorKind::TypeError,
+            format!("filter() takes a sequence and a function ({} given)", args.len()),
+        ));
     }
     let (xs, f) = data_and_fn("filter", &args[0], &args[1])?;
     if ops::iters::is_lazy(xs) && kw.is_empty() {
@@ -331,7 +404,10 @@ pub(crate) fn filter(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<
         return lazy_step(c, xs, "filter", f, kw);
     }
     if let Some((k, _)) = kw.first() {
-        return Err(err(ErrorKind::TypeError, format!("filter() got an unexpected keyword argument '{k}'")));
+        return Err(err(
+            ErrorKind::TypeError,
+            format!("filter() got an unexpected keyword argument '{k}'"),
+        ));
     }
     let mut out = Vec::new();
     for x in ops::iterate(c, xs)? {
@@ -352,9 +428,12 @@ pub(crate) fn reduce(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<
     let mut items = ops::iterate(c, xs)?.into_iter();
     let mut acc = match a.get(2) {
         Some(init) => init.clone(),
-        None => items
-            .next()
-            .ok_or_else(|| err(ErrorKind::TypeError, "reduce() of an empty sequence with no initial value"))?,
+        None => items.next().ok_or_else(|| {
+            err(
+                ErrorKind::TypeError,
+                "reduce() of an empty sequence with no initial value",
+            )
+        })?,
     };
     for x in items {
         acc = c.call(f, &[acc, x], &[])?;
@@ -365,18 +444,26 @@ pub(crate) fn reduce(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<
 pub(crate) fn abs(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::new("abs", args, kw, 1, &["x"])?;
     match a.req(0)? {
-        Value::Int(i) => i
-            .checked_abs()
-            .map(Value::Int)
-            .ok_or_else(|| err(ErrorKind::OverflowError, format!("abs({i}) does not fit in a 64-bit int"))),
+        Value::Int(i) => i.checked_abs().map(Value::Int).ok_or_else(|| {
+            err(
+                ErrorKind::OverflowError,
+                format!("abs({i}) does not fit in a 64-bit int"),
+            )
+        }),
         Value::Bool(b) => Ok(Value::Int(*b as i64)),
         Value::Float(f) => Ok(Value::Float(f.abs())),
         obj @ Value::Object(_) => super::math::call_method(c, obj, "abs", &[]),
         s @ Value::Struct(_) => match crate::ops::dunder::abs(s) {
             Some(r) => r,
-            None => Err(err(ErrorKind::TypeError, format!("bad operand type for abs(): '{}'", s.type_name()))),
+            None => Err(err(
+                ErrorKind::TypeError,
+                format!("bad operand type for abs(): '{}'", s.type_name()),
+            )),
         },
-        other => Err(err(ErrorKind::TypeError, format!("bad operand type for abs(): '{}'", other.type_name()))),
+        other => Err(err(
+            ErrorKind::TypeError,
+            format!("bad operand type for abs(): '{}'", other.type_name()),
+        )),
     }
 }
 
@@ -392,7 +479,10 @@ pub(crate) fn round(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
             Value::Int(i) => Ok(Value::Int(*i)),
             Value::Bool(b) => Ok(Value::Int(*b as i64)),
             Value::Float(f) => Ok(Value::Int(super::types::float_to_int(f.round_ties_even())?)),
-            other => Err(err(ErrorKind::TypeError, format!("type {} doesn't define round()", other.type_name()))),
+            other => Err(err(
+                ErrorKind::TypeError,
+                format!("type {} doesn't define round()", other.type_name()),
+            )),
         },
         Some(nd) => {
             let n = expect_int(nd, "round", "ndigits")?;
@@ -401,7 +491,10 @@ pub(crate) fn round(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
                 Value::Int(i) => Ok(Value::Float(round_int(*i, n)? as f64)),
                 Value::Bool(b) => Ok(Value::Float(round_int(*b as i64, n)? as f64)),
                 Value::Float(f) => Ok(Value::Float(round_float(*f, n)?)),
-                other => Err(err(ErrorKind::TypeError, format!("type {} doesn't define round()", other.type_name()))),
+                other => Err(err(
+                    ErrorKind::TypeError,
+                    format!("type {} doesn't define round()", other.type_name()),
+                )),
             }
         }
     }

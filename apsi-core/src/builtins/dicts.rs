@@ -7,7 +7,17 @@ use crate::format::repr_of;
 use crate::vm::value::{err, Caller, DictObj, HashKey, Kwargs, NativeFnPtr, VResult, Value};
 use std::sync::Arc;
 
-pub(crate) const NAMES: &[&str] = &["keys", "values", "items", "get", "pop", "setdefault", "update", "copy", "clear"];
+pub(crate) const NAMES: &[&str] = &[
+    "keys",
+    "values",
+    "items",
+    "get",
+    "pop",
+    "setdefault",
+    "update",
+    "copy",
+    "clear",
+];
 
 pub(crate) fn method(name: &str) -> Option<NativeFnPtr> {
     Some(match name {
@@ -27,7 +37,10 @@ pub(crate) fn method(name: &str) -> Option<NativeFnPtr> {
 fn recv<'a>(args: &'a [Value], name: &str) -> VResult<(&'a Arc<DictObj>, &'a [Value])> {
     match args.split_first() {
         Some((Value::Dict(d), rest)) => Ok((d, rest)),
-        _ => Err(err(ErrorKind::TypeError, format!("dict.{name}() needs a dict receiver"))),
+        _ => Err(err(
+            ErrorKind::TypeError,
+            format!("dict.{name}() needs a dict receiver"),
+        )),
     }
 }
 
@@ -48,7 +61,12 @@ fn values(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 fn items(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let (d, rest) = recv(args, "items")?;
     Args::new("items", rest, kw, 0, &[])?;
-    let its = d.map.read().iter().map(|(k, v)| Value::tuple(vec![k.value().clone(), v.clone()])).collect();
+    let its = d
+        .map
+        .read()
+        .iter()
+        .map(|(k, v)| Value::tuple(vec![k.value().clone(), v.clone()]))
+        .collect();
     Ok(Value::list(its))
 }
 
@@ -84,7 +102,10 @@ fn setdefault(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value>
 fn update(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let (d, rest) = recv(args, "update")?;
     if rest.len() > 1 {
-        return Err(err(ErrorKind::TypeError, format!("update() takes at most 1 positional argument ({} given)", rest.len())));
+        return Err(err(
+            ErrorKind::TypeError,
+            format!("update() takes at most 1 positional argument ({} given)", rest.len()),
+        ));
     }
     let mut pairs = Vec::new();
     if let Some(src) = rest.first() {
@@ -114,9 +135,9 @@ fn clear(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::str_of;
     #[allow(unused_imports)]
     use crate::ops::Must;
-    use crate::format::str_of;
     use crate::ops::NoCaller;
 
     fn call(name: &str, recv: &Value, args: &[Value]) -> VResult<Value> {
@@ -134,9 +155,15 @@ mod tests {
         assert_eq!(str_of(&call("items", &d, &[]).must()), "[('b', 2), ('a', 1)]");
         assert_eq!(str_of(&call("get", &d, &[Value::str("z"), Value::Int(0)]).must()), "0");
         assert_eq!(str_of(&call("get", &d, &[Value::str("z")]).must()), "none");
-        assert_eq!(str_of(&call("setdefault", &d, &[Value::str("c"), Value::Int(3)]).must()), "3");
+        assert_eq!(
+            str_of(&call("setdefault", &d, &[Value::str("c"), Value::Int(3)]).must()),
+            "3"
+        );
         assert_eq!(str_of(&call("pop", &d, &[Value::str("b")]).must()), "2");
-        assert_eq!(call("pop", &d, &[Value::str("b")]).unwrap_err().kind, ErrorKind::KeyError);
+        assert_eq!(
+            call("pop", &d, &[Value::str("b")]).unwrap_err().kind,
+            ErrorKind::KeyError
+        );
         let pairs = Value::list(vec![Value::tuple(vec![Value::str("x"), Value::Int(9)])]);
         call("update", &d, &[pairs]).must();
         assert_eq!(str_of(&d), "{'a': 1, 'c': 3, 'x': 9}");

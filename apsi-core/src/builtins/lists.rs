@@ -8,8 +8,9 @@ use crate::ops;
 use crate::vm::value::{err, Caller, Kwargs, ListObj, NativeFnPtr, VResult, Value};
 use std::sync::Arc;
 
-pub(crate) const LIST_NAMES: &[&str] =
-    &["append", "extend", "insert", "pop", "remove", "index", "count", "sort", "reverse", "copy", "clear"];
+pub(crate) const LIST_NAMES: &[&str] = &[
+    "append", "extend", "insert", "pop", "remove", "index", "count", "sort", "reverse", "copy", "clear",
+];
 pub(crate) const TUPLE_NAMES: &[&str] = &["index", "count"];
 
 pub(crate) fn list_method(name: &str) -> Option<NativeFnPtr> {
@@ -40,7 +41,10 @@ pub(crate) fn tuple_method(name: &str) -> Option<NativeFnPtr> {
 fn recv<'a>(args: &'a [Value], name: &str) -> VResult<(&'a Arc<ListObj>, &'a [Value])> {
     match args.split_first() {
         Some((Value::List(l), rest)) => Ok((l, rest)),
-        _ => Err(err(ErrorKind::TypeError, format!("list.{name}() needs a list receiver"))),
+        _ => Err(err(
+            ErrorKind::TypeError,
+            format!("list.{name}() needs a list receiver"),
+        )),
     }
 }
 
@@ -49,7 +53,10 @@ fn elements(args: &[Value], name: &str) -> VResult<(Vec<Value>, Vec<Value>)> {
     match args.split_first() {
         Some((Value::List(l), rest)) => Ok((l.items.read().clone(), rest.to_vec())),
         Some((Value::Tuple(t), rest)) => Ok((t.0.to_vec(), rest.to_vec())),
-        _ => Err(err(ErrorKind::TypeError, format!("{name}() needs a list or tuple receiver"))),
+        _ => Err(err(
+            ErrorKind::TypeError,
+            format!("{name}() needs a list or tuple receiver"),
+        )),
     }
 }
 
@@ -91,7 +98,10 @@ fn pop(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let n = items.len() as i64;
     let j = if i < 0 { i + n } else { i };
     if j < 0 || j >= n {
-        return Err(err(ErrorKind::IndexError, format!("pop index {i} out of range (length {n})")));
+        return Err(err(
+            ErrorKind::IndexError,
+            format!("pop index {i} out of range (length {n})"),
+        ));
     }
     Ok(items.remove(j as usize))
 }
@@ -112,7 +122,10 @@ fn remove(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let x = a.req(0)?;
     let snapshot = l.items.read().clone();
     let Some(i) = position(&snapshot, x, 0, snapshot.len())? else {
-        return Err(err(ErrorKind::ValueError, format!("list.remove(x): {} is not in the list", repr_of(x))));
+        return Err(err(
+            ErrorKind::ValueError,
+            format!("list.remove(x): {} is not in the list", repr_of(x)),
+        ));
     };
     let mut items = l.items.write();
     // The list may have changed meanwhile; remove the element we found if it is still there.
@@ -137,7 +150,10 @@ fn index(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let x = a.req(0)?;
     match position(&items, x, start, stop)? {
         Some(i) => Ok(Value::Int(i as i64)),
-        None => Err(err(ErrorKind::ValueError, format!("{} is not in the {}", repr_of(x), args[0].type_name()))),
+        None => Err(err(
+            ErrorKind::ValueError,
+            format!("{} is not in the {}", repr_of(x), args[0].type_name()),
+        )),
     }
 }
 
@@ -158,7 +174,10 @@ fn sort(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let (l, rest) = recv(args, "sort")?;
     let a = Args::new("sort", rest, kw, 0, &["key", "reverse"])?;
     if !rest.is_empty() {
-        return Err(err(ErrorKind::TypeError, "list.sort() takes only keyword arguments (key=, reverse=)"));
+        return Err(err(
+            ErrorKind::TypeError,
+            "list.sort() takes only keyword arguments (key=, reverse=)",
+        ));
     }
     let snapshot = l.items.read().clone();
     let sorted = super::core::sort_values(c, snapshot, a.opt(0), a.bool_or(1, false)?)?;
@@ -190,9 +209,9 @@ fn clear(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::str_of;
     #[allow(unused_imports)]
     use crate::ops::Must;
-    use crate::format::str_of;
     use crate::ops::NoCaller;
     use Value::Int as I;
 

@@ -27,11 +27,20 @@ fn domain(what: &str) -> crate::vm::value::Exc {
 }
 
 fn range_error(name: &str) -> crate::vm::value::Exc {
-    err(ErrorKind::OverflowError, format!("math range error: the result of {name}() is too large"))
+    err(
+        ErrorKind::OverflowError,
+        format!("math range error: the result of {name}() is too large"),
+    )
 }
 
 /// A one-argument float function with its domain check.
-fn unary(c: &mut dyn Caller, name: &'static str, args: &[Value], kw: Kwargs, f: fn(f64) -> VResult<f64>) -> VResult<Value> {
+fn unary(
+    c: &mut dyn Caller,
+    name: &'static str,
+    args: &[Value],
+    kw: Kwargs,
+    f: fn(f64) -> VResult<f64>,
+) -> VResult<Value> {
     let a = Args::new(name, args, kw, 1, &["x"])?;
     let x = a.req(0)?;
     if let Value::Object(_) = x {
@@ -106,7 +115,10 @@ fn to_int_result(name: &str, x: &Value, f: fn(f64) -> f64, c: &mut dyn Caller) -
         Value::Bool(b) => Ok(Value::Int(*b as i64)),
         Value::Float(v) => Ok(Value::Int(float_to_int(f(*v))?)),
         Value::Object(_) => call_method(c, x, name, &[]),
-        other => Err(err(ErrorKind::TypeError, format!("{name}() argument must be a number, not {}", other.type_name()))),
+        other => Err(err(
+            ErrorKind::TypeError,
+            format!("{name}() argument must be a number, not {}", other.type_name()),
+        )),
     }
 }
 
@@ -127,7 +139,10 @@ pub(crate) fn sign(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Va
         Value::Bool(b) => Ok(Value::Int(*b as i64)),
         Value::Float(f) => Ok(Value::Float(if f.is_nan() || *f == 0.0 { *f } else { f.signum() })),
         x @ Value::Object(_) => call_method(c, x, "sign", &[]),
-        other => Err(err(ErrorKind::TypeError, format!("sign() argument must be a number, not {}", other.type_name()))),
+        other => Err(err(
+            ErrorKind::TypeError,
+            format!("sign() argument must be a number, not {}", other.type_name()),
+        )),
     }
 }
 
@@ -149,7 +164,11 @@ fn pick(c: &mut dyn Caller, name: &'static str, args: &[Value], kw: Kwargs, want
         expect_float(v, name, "argument")?;
     }
     let o = ops::order(x, y)?;
-    let take_y = if want_greater { o == std::cmp::Ordering::Less } else { o == std::cmp::Ordering::Greater };
+    let take_y = if want_greater {
+        o == std::cmp::Ordering::Less
+    } else {
+        o == std::cmp::Ordering::Greater
+    };
     Ok(if take_y { y.clone() } else { x.clone() })
 }
 
@@ -185,7 +204,10 @@ pub(crate) fn atan2(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<
 
 pub(crate) fn hypot(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     if let Some((k, _)) = kw.first() {
-        return Err(err(ErrorKind::TypeError, format!("hypot() got an unexpected keyword argument '{k}'")));
+        return Err(err(
+            ErrorKind::TypeError,
+            format!("hypot() got an unexpected keyword argument '{k}'"),
+        ));
     }
     let mut acc = 0.0f64;
     for v in args {
@@ -205,7 +227,10 @@ pub(crate) fn pow(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Va
                 return Err(err(ErrorKind::ValueError, "pow() 3rd argument cannot be 0"));
             }
             if e < 0 {
-                return Err(err(ErrorKind::ValueError, "pow() with a modulus needs a non-negative exponent"));
+                return Err(err(
+                    ErrorKind::ValueError,
+                    "pow() with a modulus needs a non-negative exponent",
+                ));
             }
             let m128 = m as i128;
             let mut result: i128 = 1i128.rem_euclid(m128);
@@ -230,9 +255,9 @@ pub(crate) fn pow(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Va
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::str_of;
     #[allow(unused_imports)]
     use crate::ops::Must;
-    use crate::format::str_of;
     use crate::ops::NoCaller;
 
     fn call(f: crate::vm::value::NativeFnPtr, args: &[Value]) -> VResult<Value> {
@@ -244,29 +269,56 @@ mod tests {
         assert_eq!(str_of(&call(sqrt, &[Value::Float(16.0)]).must()), "4.0");
         assert_eq!(str_of(&call(sqrt, &[Value::Int(2)]).must()), "1.4142135623730951");
         let e = call(sqrt, &[Value::Float(-1.0)]).unwrap_err();
-        assert_eq!((e.kind, e.message.as_str()), (ErrorKind::ValueError, "math domain error: sqrt of a negative number"));
+        assert_eq!(
+            (e.kind, e.message.as_str()),
+            (ErrorKind::ValueError, "math domain error: sqrt of a negative number")
+        );
         assert_eq!(call(log, &[Value::Float(0.0)]).unwrap_err().kind, ErrorKind::ValueError);
         assert_eq!(str_of(&call(log, &[Value::Int(8), Value::Int(2)]).must()), "3.0");
-        assert_eq!(call(exp, &[Value::Float(1000.0)]).unwrap_err().kind, ErrorKind::OverflowError);
+        assert_eq!(
+            call(exp, &[Value::Float(1000.0)]).unwrap_err().kind,
+            ErrorKind::OverflowError
+        );
         assert_eq!(str_of(&call(exp, &[Value::Float(f64::INFINITY)]).must()), "inf");
         assert_eq!(str_of(&call(sigmoid, &[Value::Float(0.0)]).must()), "0.5");
         assert_eq!(str_of(&call(sigmoid, &[Value::Float(-1000.0)]).must()), "0.0");
         assert_eq!(str_of(&call(floor, &[Value::Float(2.7)]).must()), "2");
         assert_eq!(str_of(&call(ceil, &[Value::Float(2.1)]).must()), "3");
         assert_eq!(str_of(&call(floor, &[Value::Float(-2.5)]).must()), "-3");
-        assert_eq!(call(floor, &[Value::Float(f64::NAN)]).unwrap_err().kind, ErrorKind::ValueError);
-        assert_eq!(call(ceil, &[Value::Float(f64::INFINITY)]).unwrap_err().kind, ErrorKind::OverflowError);
+        assert_eq!(
+            call(floor, &[Value::Float(f64::NAN)]).unwrap_err().kind,
+            ErrorKind::ValueError
+        );
+        assert_eq!(
+            call(ceil, &[Value::Float(f64::INFINITY)]).unwrap_err().kind,
+            ErrorKind::OverflowError
+        );
         assert_eq!(str_of(&call(sign, &[Value::Int(-5)]).must()), "-1");
         assert_eq!(str_of(&call(sign, &[Value::Float(2.5)]).must()), "1.0");
-        assert_eq!(str_of(&call(maximum, &[Value::Int(1), Value::Float(f64::NAN)]).must()), "nan");
-        assert_eq!(str_of(&call(minimum, &[Value::Int(1), Value::Float(0.5)]).must()), "0.5");
+        assert_eq!(
+            str_of(&call(maximum, &[Value::Int(1), Value::Float(f64::NAN)]).must()),
+            "nan"
+        );
+        assert_eq!(
+            str_of(&call(minimum, &[Value::Int(1), Value::Float(0.5)]).must()),
+            "0.5"
+        );
         assert_eq!(str_of(&call(hypot, &[Value::Int(3), Value::Int(4)]).must()), "5.0");
         assert_eq!(str_of(&call(pow, &[Value::Int(2), Value::Int(10)]).must()), "1024");
-        assert_eq!(str_of(&call(pow, &[Value::Int(3), Value::Int(200), Value::Int(7)]).must()), "2");
-        assert_eq!(str_of(&call(pow, &[Value::Int(3), Value::Int(2), Value::Int(-7)]).must()), "-5");
+        assert_eq!(
+            str_of(&call(pow, &[Value::Int(3), Value::Int(200), Value::Int(7)]).must()),
+            "2"
+        );
+        assert_eq!(
+            str_of(&call(pow, &[Value::Int(3), Value::Int(2), Value::Int(-7)]).must()),
+            "-5"
+        );
         assert_eq!(str_of(&call(isnan, &[Value::Float(f64::NAN)]).must()), "true");
         assert_eq!(str_of(&call(isinf, &[Value::Int(3)]).must()), "false");
-        assert_eq!(call(asin, &[Value::Float(2.0)]).unwrap_err().kind, ErrorKind::ValueError);
+        assert_eq!(
+            call(asin, &[Value::Float(2.0)]).unwrap_err().kind,
+            ErrorKind::ValueError
+        );
         assert_eq!(call(sqrt, &[Value::str("x")]).unwrap_err().kind, ErrorKind::TypeError);
     }
 }

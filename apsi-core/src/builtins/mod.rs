@@ -11,8 +11,8 @@ mod dicts;
 mod iters;
 mod lists;
 mod math;
-mod sets;
 pub mod native_fallback;
+mod sets;
 mod sort;
 mod strs;
 mod system;
@@ -103,10 +103,17 @@ pub fn prelude() -> ModuleDescriptor {
         b = b.constant(name, v);
     }
     b = b
-        .function("staticmethod", |_c, args, _kw| Ok(args.first().cloned().unwrap_or(Value::None)))
-        .function("property", |_c, args, _kw| Ok(args.first().cloned().unwrap_or(Value::None)))
+        .function("staticmethod", |_c, args, _kw| {
+            Ok(args.first().cloned().unwrap_or(Value::None))
+        })
+        .function("property", |_c, args, _kw| {
+            Ok(args.first().cloned().unwrap_or(Value::None))
+        })
         .function("super", |_c, _args, _kw| {
-            Err(crate::vm::value::err(ErrorKind::TypeError, "super() is only valid inside a method of a struct"))
+            Err(crate::vm::value::err(
+                ErrorKind::TypeError,
+                "super() is only valid inside a method of a struct",
+            ))
         })
         .constant("NotImplemented", crate::ops::dunder::not_implemented())
         .constant("inf", Value::Float(f64::INFINITY))
@@ -161,10 +168,48 @@ mod tests {
         assert_eq!(p.name, "prelude");
         assert_eq!(p.version, crate::VERSION);
         for n in [
-            "print", "len", "range", "enumerate", "zip", "sorted", "reversed", "sum", "min", "max", "abs", "round", "int",
-            "float", "str", "bool", "list", "dict", "tuple", "isinstance", "type", "map", "filter", "reduce", "sqrt",
-            "floor", "ceil", "inf", "nan", "pi", "e", "input", "read_text", "write_text", "argv", "exit", "time",
-            "bench", "cpu_count", "Error", "ValueError", "NotImplementedError",
+            "print",
+            "len",
+            "range",
+            "enumerate",
+            "zip",
+            "sorted",
+            "reversed",
+            "sum",
+            "min",
+            "max",
+            "abs",
+            "round",
+            "int",
+            "float",
+            "str",
+            "bool",
+            "list",
+            "dict",
+            "tuple",
+            "isinstance",
+            "type",
+            "map",
+            "filter",
+            "reduce",
+            "sqrt",
+            "floor",
+            "ceil",
+            "inf",
+            "nan",
+            "pi",
+            "e",
+            "input",
+            "read_text",
+            "write_text",
+            "argv",
+            "exit",
+            "time",
+            "bench",
+            "cpu_count",
+            "Error",
+            "ValueError",
+            "NotImplementedError",
         ] {
             assert!(p.get(n).is_some(), "prelude lacks {n}");
         }
@@ -173,7 +218,14 @@ mod tests {
 
     #[test]
     fn every_listed_method_exists() {
-        let receivers = [Value::str(""), Value::list(vec![]), Value::tuple(vec![]), Value::empty_dict(), Value::bytes(vec![]), Value::set(Default::default())];
+        let receivers = [
+            Value::str(""),
+            Value::list(vec![]),
+            Value::tuple(vec![]),
+            Value::empty_dict(),
+            Value::bytes(vec![]),
+            Value::set(Default::default()),
+        ];
         for r in &receivers {
             for n in method_names(r) {
                 assert!(method(r, n).is_some(), "{} lacks {n}", r.type_name());

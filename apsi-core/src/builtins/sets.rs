@@ -65,10 +65,18 @@ fn recv<'a>(args: &'a [Value], name: &str) -> VResult<(&'a Arc<SetObj>, &'a [Val
 }
 
 /// The receiver and the member tables of its (any number of) iterable arguments.
-fn with_others<'a>(c: &mut dyn Caller, args: &'a [Value], kw: Kwargs, name: &str) -> VResult<(&'a Arc<SetObj>, Vec<DictMap>)> {
+fn with_others<'a>(
+    c: &mut dyn Caller,
+    args: &'a [Value],
+    kw: Kwargs,
+    name: &str,
+) -> VResult<(&'a Arc<SetObj>, Vec<DictMap>)> {
     let (s, rest) = recv(args, name)?;
     if let Some((k, _)) = kw.first() {
-        return Err(err(ErrorKind::TypeError, format!("{name}() got an unexpected keyword argument '{k}'")));
+        return Err(err(
+            ErrorKind::TypeError,
+            format!("{name}() got an unexpected keyword argument '{k}'"),
+        ));
     }
     let mut others = Vec::with_capacity(rest.len());
     for v in rest {
@@ -78,7 +86,12 @@ fn with_others<'a>(c: &mut dyn Caller, args: &'a [Value], kw: Kwargs, name: &str
 }
 
 /// The receiver and the member table of its one iterable argument.
-fn with_other<'a>(c: &mut dyn Caller, args: &'a [Value], kw: Kwargs, name: &'static str) -> VResult<(&'a Arc<SetObj>, DictMap)> {
+fn with_other<'a>(
+    c: &mut dyn Caller,
+    args: &'a [Value],
+    kw: Kwargs,
+    name: &'static str,
+) -> VResult<(&'a Arc<SetObj>, DictMap)> {
     let (s, rest) = recv(args, name)?;
     let a = Args::new(name, rest, kw, 1, &["other"])?;
     let other = map_of_iterable(c, a.req(0)?)?;
@@ -159,7 +172,13 @@ fn update(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 }
 
 /// Folds the receiver's members with each argument in turn.
-fn fold(c: &mut dyn Caller, args: &[Value], kw: Kwargs, name: &str, f: fn(&DictMap, &DictMap) -> DictMap) -> VResult<Value> {
+fn fold(
+    c: &mut dyn Caller,
+    args: &[Value],
+    kw: Kwargs,
+    name: &str,
+    f: fn(&DictMap, &DictMap) -> DictMap,
+) -> VResult<Value> {
     let (s, others) = with_others(c, args, kw, name)?;
     let mut acc = s.map.read().clone();
     for o in &others {
@@ -234,13 +253,23 @@ mod tests {
         let e = call("remove", &[s.clone(), I(9)]).unwrap_err();
         assert_eq!((e.kind, e.message.as_str()), (ErrorKind::KeyError, "9"));
         call("discard", &[s.clone(), I(9)]).must();
-        call("update", &[s.clone(), Value::list(vec![I(7)]), Value::tuple(vec![I(1), I(8)])]).must();
+        call(
+            "update",
+            &[s.clone(), Value::list(vec![I(7)]), Value::tuple(vec![I(1), I(8)])],
+        )
+        .must();
         assert_eq!(show(&s), "{1, 0, 2, 7, 8}");
         let c = call("copy", &[s.clone()]).must();
         call("clear", &[c.clone()]).must();
-        assert_eq!((show(&c), show(&s)), ("set()".to_string(), "{1, 0, 2, 7, 8}".to_string()));
+        assert_eq!(
+            (show(&c), show(&s)),
+            ("set()".to_string(), "{1, 0, 2, 7, 8}".to_string())
+        );
         assert_eq!(call("pop", &[c]).unwrap_err().kind, ErrorKind::KeyError);
-        assert_eq!(call("add", &[s, Value::list(vec![])]).unwrap_err().message, "unhashable type: 'list'");
+        assert_eq!(
+            call("add", &[s, Value::list(vec![])]).unwrap_err().message,
+            "unhashable type: 'list'"
+        );
     }
 
     #[test]
@@ -250,12 +279,30 @@ mod tests {
         assert_eq!(show(&call("union", &[s.clone(), l.clone()]).must()), "{1, 2, 3, 4}");
         assert_eq!(show(&call("union", &[s.clone()]).must()), "{1, 2, 3}");
         assert_eq!(show(&call("intersection", &[s.clone(), l.clone()]).must()), "{3}");
-        assert_eq!(show(&call("difference", &[s.clone(), l.clone(), Value::list(vec![I(1)])]).must()), "{2}");
-        assert_eq!(show(&call("symmetric_difference", &[s.clone(), l.clone()]).must()), "{1, 2, 4}");
-        assert!(matches!(call("issubset", &[s.clone(), Value::list(vec![I(3), I(2), I(1)])]).must(), Value::Bool(true)));
-        assert!(matches!(call("issuperset", &[s.clone(), l.clone()]).must(), Value::Bool(false)));
-        assert!(matches!(call("isdisjoint", &[s.clone(), Value::list(vec![I(9)])]).must(), Value::Bool(true)));
+        assert_eq!(
+            show(&call("difference", &[s.clone(), l.clone(), Value::list(vec![I(1)])]).must()),
+            "{2}"
+        );
+        assert_eq!(
+            show(&call("symmetric_difference", &[s.clone(), l.clone()]).must()),
+            "{1, 2, 4}"
+        );
+        assert!(matches!(
+            call("issubset", &[s.clone(), Value::list(vec![I(3), I(2), I(1)])]).must(),
+            Value::Bool(true)
+        ));
+        assert!(matches!(
+            call("issuperset", &[s.clone(), l.clone()]).must(),
+            Value::Bool(false)
+        ));
+        assert!(matches!(
+            call("isdisjoint", &[s.clone(), Value::list(vec![I(9)])]).must(),
+            Value::Bool(true)
+        ));
         assert_eq!(call("issubset", &[s.clone()]).unwrap_err().kind, ErrorKind::TypeError);
-        assert_eq!(call("union", &[s, I(3)]).unwrap_err().message, "'int' object is not iterable");
+        assert_eq!(
+            call("union", &[s, I(3)]).unwrap_err().message,
+            "'int' object is not iterable"
+        );
     }
 }

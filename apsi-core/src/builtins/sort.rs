@@ -70,7 +70,9 @@ mod tests {
 
     #[test]
     fn inconsistent_orders_do_not_panic() {
-        let mut v: Vec<f64> = (0..200).map(|i| if i % 7 == 0 { f64::NAN } else { (i * 13 % 17) as f64 }).collect();
+        let mut v: Vec<f64> = (0..200)
+            .map(|i| if i % 7 == 0 { f64::NAN } else { (i * 13 % 17) as f64 })
+            .collect();
         merge_sort(&mut v, &mut |a, b| Ok(a.partial_cmp(b).unwrap_or(Ordering::Equal))).must();
     }
 }

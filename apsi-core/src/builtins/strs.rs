@@ -7,9 +7,38 @@ use crate::ops;
 use crate::vm::value::{err, Caller, Kwargs, NativeFnPtr, StrObj, VResult, Value};
 
 pub(crate) const NAMES: &[&str] = &[
-    "upper", "lower", "strip", "lstrip", "rstrip", "split", "rsplit", "splitlines", "join", "replace", "startswith",
-    "endswith", "find", "rfind", "index", "rindex", "count", "isdigit", "isalpha", "isalnum", "isspace", "isupper",
-    "islower", "title", "capitalize", "zfill", "center", "ljust", "rjust", "format", "partition", "rpartition",
+    "upper",
+    "lower",
+    "strip",
+    "lstrip",
+    "rstrip",
+    "split",
+    "rsplit",
+    "splitlines",
+    "join",
+    "replace",
+    "startswith",
+    "endswith",
+    "find",
+    "rfind",
+    "index",
+    "rindex",
+    "count",
+    "isdigit",
+    "isalpha",
+    "isalnum",
+    "isspace",
+    "isupper",
+    "islower",
+    "title",
+    "capitalize",
+    "zfill",
+    "center",
+    "ljust",
+    "rjust",
+    "format",
+    "partition",
+    "rpartition",
     "encode",
 ];
 
@@ -160,7 +189,9 @@ fn split_impl(name: &'static str, args: &[Value], kw: Kwargs, from_right: bool) 
     let (t, rest) = recv(args, name)?;
     let a = Args::new(name, rest, kw, 0, &["sep", "maxsplit"])?;
     let maxsplit = a.int_or(1, -1)?;
-    let Some(sep) = a.opt(0) else { return Ok(strs(split_whitespace(t, maxsplit, from_right))) };
+    let Some(sep) = a.opt(0) else {
+        return Ok(strs(split_whitespace(t, maxsplit, from_right)));
+    };
     let sep = expect_str(sep, name, "sep")?;
     if sep.is_empty() {
         return Err(err(ErrorKind::ValueError, "empty separator"));
@@ -185,7 +216,10 @@ fn rsplit(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 }
 
 fn is_line_break(c: char) -> bool {
-    matches!(c, '\n' | '\r' | '\u{b}' | '\u{c}' | '\u{1c}' | '\u{1d}' | '\u{1e}' | '\u{85}' | '\u{2028}' | '\u{2029}')
+    matches!(
+        c,
+        '\n' | '\r' | '\u{b}' | '\u{c}' | '\u{1c}' | '\u{1d}' | '\u{1e}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+    )
 }
 
 fn splitlines(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
@@ -236,7 +270,10 @@ fn join_items(sep: &str, items: &[Value]) -> VResult<String> {
         match x {
             Value::Str(p) => total = total.saturating_add(p.as_str().len()),
             other => {
-                return Err(err(ErrorKind::TypeError, format!("join(): item {i} is a {}, expected a str", other.type_name())))
+                return Err(err(
+                    ErrorKind::TypeError,
+                    format!("join(): item {i} is a {}, expected a str", other.type_name()),
+                ))
             }
         }
     }
@@ -244,7 +281,12 @@ fn join_items(sep: &str, items: &[Value]) -> VResult<String> {
     // block (the buffer has that much slack at its end), not by a `memcpy`
     // call sized at run time.
     const BLOCK: usize = StrObj::INLINE;
-    let too_long = || err(ErrorKind::OverflowError, format!("join(): the result would be {total} bytes, more than memory can hold"));
+    let too_long = || {
+        err(
+            ErrorKind::OverflowError,
+            format!("join(): the result would be {total} bytes, more than memory can hold"),
+        )
+    };
     let cap = total.checked_add(BLOCK).ok_or_else(too_long)?;
     let mut out: Vec<u8> = Vec::new();
     out.try_reserve_exact(cap).map_err(|_| too_long())?;
@@ -307,7 +349,11 @@ fn char_window(t: &str, start: Option<i64>, end: Option<i64>) -> Option<(usize, 
     Some((byte_at(lo), byte_at(hi), lo as usize))
 }
 
-fn window_args<'a>(name: &'static str, rest: &'a [Value], kw: Kwargs<'a>) -> VResult<(Args<'a>, Option<i64>, Option<i64>)> {
+fn window_args<'a>(
+    name: &'static str,
+    rest: &'a [Value],
+    kw: Kwargs<'a>,
+) -> VResult<(Args<'a>, Option<i64>, Option<i64>)> {
     let a = Args::new(name, rest, kw, 1, &["sub", "start", "end"])?;
     let start = match a.opt(1) {
         Some(_) => Some(a.int(1)?),
@@ -324,7 +370,9 @@ fn find_impl(name: &'static str, args: &[Value], kw: Kwargs, from_right: bool) -
     let (t, rest) = recv(args, name)?;
     let (a, start, end) = window_args(name, rest, kw)?;
     let sub = a.str(0)?;
-    let Some((lo, hi, clo)) = char_window(t, start, end) else { return Ok(None) };
+    let Some((lo, hi, clo)) = char_window(t, start, end) else {
+        return Ok(None);
+    };
     let hay = &t[lo..hi];
     let found = if from_right { hay.rfind(sub) } else { hay.find(sub) };
     Ok(found.map(|b| (clo + hay[..b].chars().count()) as i64))
@@ -351,16 +399,24 @@ fn count(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let (t, rest) = recv(args, "count")?;
     let (a, start, end) = window_args("count", rest, kw)?;
     let sub = a.str(0)?;
-    let Some((lo, hi, _)) = char_window(t, start, end) else { return Ok(Value::Int(0)) };
+    let Some((lo, hi, _)) = char_window(t, start, end) else {
+        return Ok(Value::Int(0));
+    };
     let hay = &t[lo..hi];
-    let n = if sub.is_empty() { hay.chars().count() + 1 } else { hay.matches(sub).count() };
+    let n = if sub.is_empty() {
+        hay.chars().count() + 1
+    } else {
+        hay.matches(sub).count()
+    };
     Ok(Value::Int(n as i64))
 }
 
 fn affix(name: &'static str, args: &[Value], kw: Kwargs, ends: bool) -> VResult<Value> {
     let (t, rest) = recv(args, name)?;
     let (a, start, end) = window_args(name, rest, kw)?;
-    let Some((lo, hi, _)) = char_window(t, start, end) else { return Ok(Value::Bool(false)) };
+    let Some((lo, hi, _)) = char_window(t, start, end) else {
+        return Ok(Value::Bool(false));
+    };
     let hay = &t[lo..hi];
     let test = |p: &str| if ends { hay.ends_with(p) } else { hay.starts_with(p) };
     match a.req(0)? {
@@ -373,7 +429,10 @@ fn affix(name: &'static str, args: &[Value], kw: Kwargs, ends: bool) -> VResult<
             }
             Ok(Value::Bool(false))
         }
-        other => Err(err(ErrorKind::TypeError, format!("{name}() takes a str or a tuple of str, not {}", other.type_name()))),
+        other => Err(err(
+            ErrorKind::TypeError,
+            format!("{name}() takes a str or a tuple of str, not {}", other.type_name()),
+        )),
     }
 }
 
@@ -467,7 +526,12 @@ fn width_and_fill(name: &'static str, rest: &[Value], kw: Kwargs) -> VResult<(us
             let mut cs = f.chars();
             match (cs.next(), cs.next()) {
                 (Some(c), None) => c,
-                _ => return Err(err(ErrorKind::TypeError, format!("{name}(): the fill character must be exactly one character long"))),
+                _ => {
+                    return Err(err(
+                        ErrorKind::TypeError,
+                        format!("{name}(): the fill character must be exactly one character long"),
+                    ))
+                }
             }
         }
         None => ' ',
@@ -551,9 +615,13 @@ fn field_value(field: &str, auto: &mut usize, pos: &[Value], kw: Kwargs) -> VRes
     let mut v = if head.is_empty() {
         let i = *auto;
         *auto += 1;
-        pos.get(i).cloned().ok_or_else(|| err(ErrorKind::IndexError, format!("format(): no positional argument {i}")))?
+        pos.get(i)
+            .cloned()
+            .ok_or_else(|| err(ErrorKind::IndexError, format!("format(): no positional argument {i}")))?
     } else if let Ok(i) = head.parse::<usize>() {
-        pos.get(i).cloned().ok_or_else(|| err(ErrorKind::IndexError, format!("format(): no positional argument {i}")))?
+        pos.get(i)
+            .cloned()
+            .ok_or_else(|| err(ErrorKind::IndexError, format!("format(): no positional argument {i}")))?
     } else {
         kw.iter()
             .find(|(k, _)| &**k == head)
@@ -566,7 +634,9 @@ fn field_value(field: &str, auto: &mut usize, pos: &[Value], kw: Kwargs) -> VRes
             v = ops::get_attr(&v, &r[..e])?;
             tail = &r[e..];
         } else if let Some(r) = tail.strip_prefix('[') {
-            let e = r.find(']').ok_or_else(|| err(ErrorKind::ValueError, "format(): missing ']' in a field name"))?;
+            let e = r
+                .find(']')
+                .ok_or_else(|| err(ErrorKind::ValueError, "format(): missing ']' in a field name"))?;
             let key = &r[..e];
             let idx = match key.parse::<i64>() {
                 Ok(i) => Value::Int(i),
@@ -575,7 +645,10 @@ fn field_value(field: &str, auto: &mut usize, pos: &[Value], kw: Kwargs) -> VRes
             v = ops::get_index(&v, &idx)?;
             tail = &r[e + 1..];
         } else {
-            return Err(err(ErrorKind::ValueError, format!("format(): bad field name '{field}'")));
+            return Err(err(
+                ErrorKind::ValueError,
+                format!("format(): bad field name '{field}'"),
+            ));
         }
     }
     Ok(v)
@@ -629,11 +702,24 @@ pub(crate) fn format_template(t: &str, pos: &[Value], kw: Kwargs) -> VResult<Str
                 let v = match conv {
                     None | Some("s") => v,
                     Some("r") => Value::str(repr_of(&v)),
-                    Some(other) => return Err(err(ErrorKind::ValueError, format!("unknown conversion specifier '{other}'"))),
+                    Some(other) => {
+                        return Err(err(
+                            ErrorKind::ValueError,
+                            format!("unknown conversion specifier '{other}'"),
+                        ))
+                    }
                 };
                 // A nested `{}` in the spec is itself a replacement field.
-                let spec = if spec.contains('{') { format_template(spec, pos, kw)? } else { spec.to_string() };
-                let text = if spec.is_empty() { str_of(&v) } else { format_value(&v, &spec)? };
+                let spec = if spec.contains('{') {
+                    format_template(spec, pos, kw)?
+                } else {
+                    spec.to_string()
+                };
+                let text = if spec.is_empty() {
+                    str_of(&v)
+                } else {
+                    format_value(&v, &spec)?
+                };
                 out.push_str(&text);
             }
             c => out.push(c),
@@ -675,15 +761,24 @@ mod tests {
         assert_eq!(show("join", "", &[t]), "'xy'");
         assert_eq!(show("join", "-", &[Value::list(vec![])]), "''");
         let bad = Value::list(vec![st("a"), Value::Int(1)]);
-        assert_eq!(call("join", "", &[bad]).unwrap_err().message, "join(): item 1 is a int, expected a str");
+        assert_eq!(
+            call("join", "", &[bad]).unwrap_err().message,
+            "join(): item 1 is a int, expected a str"
+        );
     }
 
     #[test]
     fn splitting() {
         assert_eq!(show("split", "a,b,,c", &[st(",")]), "['a', 'b', '', 'c']");
         assert_eq!(show("split", "  a  b c ", &[]), "['a', 'b', 'c']");
-        assert_eq!(show("split", "  a  b c ", &[Value::None, Value::Int(1)]), "['a', 'b c ']");
-        assert_eq!(show("rsplit", "  a  b c ", &[Value::None, Value::Int(1)]), "['  a  b', 'c']");
+        assert_eq!(
+            show("split", "  a  b c ", &[Value::None, Value::Int(1)]),
+            "['a', 'b c ']"
+        );
+        assert_eq!(
+            show("rsplit", "  a  b c ", &[Value::None, Value::Int(1)]),
+            "['  a  b', 'c']"
+        );
         assert_eq!(show("rsplit", "a,b,c", &[st(","), Value::Int(1)]), "['a,b', 'c']");
         assert_eq!(show("split", "", &[]), "[]");
         assert_eq!(show("split", "", &[st(",")]), "['']");
@@ -700,11 +795,17 @@ mod tests {
         assert_eq!(show("rfind", "héllo", &[st("l")]), "3");
         assert_eq!(show("find", "héllo", &[st("l"), Value::Int(3)]), "3");
         assert_eq!(show("find", "héllo", &[st("z")]), "-1");
-        assert_eq!(call("index", "abc", &[st("z")]).unwrap_err().kind, ErrorKind::ValueError);
+        assert_eq!(
+            call("index", "abc", &[st("z")]).unwrap_err().kind,
+            ErrorKind::ValueError
+        );
         assert_eq!(show("count", "aaaa", &[st("aa")]), "2");
         assert_eq!(show("count", "abc", &[st("")]), "4");
         assert_eq!(show("startswith", "abc", &[st("ab")]), "true");
-        assert_eq!(show("endswith", "abc", &[Value::tuple(vec![st("x"), st("bc")])]), "true");
+        assert_eq!(
+            show("endswith", "abc", &[Value::tuple(vec![st("x"), st("bc")])]),
+            "true"
+        );
     }
 
     #[test]
@@ -725,14 +826,29 @@ mod tests {
         assert_eq!(show("isdigit", "", &[]), "false");
         assert_eq!(show("isupper", "AB1", &[]), "true");
         assert_eq!(show("islower", "1", &[]), "false");
-        assert_eq!(show("join", "-", &[Value::list(vec![st("x"), st("y"), st("z")])]), "'x-y-z'");
-        assert_eq!(call("join", "-", &[Value::list(vec![Value::Int(1)])]).unwrap_err().kind, ErrorKind::TypeError);
+        assert_eq!(
+            show("join", "-", &[Value::list(vec![st("x"), st("y"), st("z")])]),
+            "'x-y-z'"
+        );
+        assert_eq!(
+            call("join", "-", &[Value::list(vec![Value::Int(1)])]).unwrap_err().kind,
+            ErrorKind::TypeError
+        );
     }
 
     #[test]
     fn format_method() {
         let kw: Vec<(Arc<str>, Value)> = vec![("name".into(), st("x")), ("w".into(), Value::Int(6))];
-        let got = format_template("{} {0} {name!r} {1:>{w}.2f} {{}} {2[1]}", &[Value::Int(1), Value::Float(2.5), Value::list(vec![Value::Int(7), Value::Int(8)])], &kw).must();
+        let got = format_template(
+            "{} {0} {name!r} {1:>{w}.2f} {{}} {2[1]}",
+            &[
+                Value::Int(1),
+                Value::Float(2.5),
+                Value::list(vec![Value::Int(7), Value::Int(8)]),
+            ],
+            &kw,
+        )
+        .must();
         assert_eq!(got, "1 1 'x'   2.50 {} 8");
         assert!(format_template("{", &[], &[]).is_err());
         assert!(format_template("}", &[], &[]).is_err());
@@ -744,7 +860,14 @@ mod tests {
         // Inline (up to 22 bytes) and heap pieces, multi-byte characters, and
         // separators of several lengths: the block copy must never show its slack.
         let pieces = [
-            "", "a", "héllo", "0123456789012345678901", "01234567890123456789012", "ü", "日本語のテキスト", "x".repeat(100).leak(),
+            "",
+            "a",
+            "héllo",
+            "0123456789012345678901",
+            "01234567890123456789012",
+            "ü",
+            "日本語のテキスト",
+            "x".repeat(100).leak(),
         ];
         for sep in ["", ",", ", ", "→", "-----------------------------"] {
             for n in 0..pieces.len() * 3 {

@@ -55,7 +55,8 @@ pub(crate) fn exit(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
         Some(v) => expect_int(v, "exit", "code")?,
         None => 0,
     };
-    let code = i32::try_from(code).map_err(|_| err(ErrorKind::ValueError, format!("exit code {code} is out of range")))?;
+    let code =
+        i32::try_from(code).map_err(|_| err(ErrorKind::ValueError, format!("exit code {code} is out of range")))?;
     Err(crate::vm::value::ErrorObj::exit(code))
 }
 
@@ -92,7 +93,11 @@ pub(crate) fn cpu_count(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VRes
 pub fn bench_result_type() -> Arc<StructType> {
     static T: OnceLock<Arc<StructType>> = OnceLock::new();
     T.get_or_init(|| {
-        let field = |n: &str, ann: &str| StructField { name: n.into(), default: None, annotation: Some(ann.into()) };
+        let field = |n: &str, ann: &str| StructField {
+            name: n.into(),
+            default: None,
+            annotation: Some(ann.into()),
+        };
         Arc::new(StructType {
             name: "BenchResult".into(),
             fields: vec![
@@ -149,10 +154,23 @@ pub(crate) fn bench(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
     let best = times.first().copied().unwrap_or(0.0);
     let worst = times.last().copied().unwrap_or(0.0);
     let mid = times.len() / 2;
-    let median = if times.len() % 2 == 1 { times[mid] } else { (times[mid - 1] + times[mid]) / 2.0 };
+    let median = if times.len() % 2 == 1 {
+        times[mid]
+    } else {
+        (times[mid - 1] + times[mid]) / 2.0
+    };
     let mean = times.iter().sum::<f64>() / times.len() as f64;
-    let fields = vec![Value::Float(best), Value::Float(median), Value::Float(mean), Value::Float(worst), Value::Int(n as i64)];
-    Ok(Value::Struct(Arc::new(StructObj { ty: bench_result_type(), fields: crate::vm::value::VLock::new(fields.into_boxed_slice()) })))
+    let fields = vec![
+        Value::Float(best),
+        Value::Float(median),
+        Value::Float(mean),
+        Value::Float(worst),
+        Value::Int(n as i64),
+    ];
+    Ok(Value::Struct(Arc::new(StructObj {
+        ty: bench_result_type(),
+        fields: crate::vm::value::VLock::new(fields.into_boxed_slice()),
+    })))
 }
 
 #[cfg(test)]
@@ -192,7 +210,11 @@ mod tests {
         let missing = dir.join("nope.txt").to_string_lossy().to_string();
         let e = read_text(&mut NoCaller, &[Value::str(missing.clone())], &[]).unwrap_err();
         assert_eq!(e.kind, ErrorKind::IOError);
-        assert!(e.message.contains(&missing) && e.message.contains("No such file"), "{}", e.message);
+        assert!(
+            e.message.contains(&missing) && e.message.contains("No such file"),
+            "{}",
+            e.message
+        );
         std::fs::remove_dir_all(&dir).must();
     }
 

@@ -37,15 +37,25 @@ const MORE_CONSTRUCTORS: [(&str, NativeFnPtr); 1] = [("bytes", super::bytes::byt
 const NO_CONSTRUCTOR: [&str; 6] = ["none", "function", "module", "error", "slice", "type"];
 
 fn no_constructor(_c: &mut dyn Caller, _a: &[Value], _k: Kwargs) -> VResult<Value> {
-    Err(err(ErrorKind::TypeError, "values of this type cannot be created by calling the type"))
+    Err(err(
+        ErrorKind::TypeError,
+        "values of this type cannot be created by calling the type",
+    ))
 }
 
 fn tokens() -> &'static Vec<(&'static str, Arc<NativeFn>)> {
     static TOKENS: OnceLock<Vec<(&'static str, Arc<NativeFn>)>> = OnceLock::new();
     TOKENS.get_or_init(|| {
-        let mut v: Vec<(&'static str, Arc<NativeFn>)> =
-            CONSTRUCTORS.iter().chain(MORE_CONSTRUCTORS.iter()).map(|(n, f)| (*n, Arc::new(NativeFn::new(n, *f)))).collect();
-        v.extend(NO_CONSTRUCTOR.iter().map(|n| (*n, Arc::new(NativeFn::new(n, no_constructor)))));
+        let mut v: Vec<(&'static str, Arc<NativeFn>)> = CONSTRUCTORS
+            .iter()
+            .chain(MORE_CONSTRUCTORS.iter())
+            .map(|(n, f)| (*n, Arc::new(NativeFn::new(n, *f))))
+            .collect();
+        v.extend(
+            NO_CONSTRUCTOR
+                .iter()
+                .map(|n| (*n, Arc::new(NativeFn::new(n, no_constructor)))),
+        );
         v
     })
 }
@@ -60,7 +70,10 @@ fn object_tokens() -> &'static ObjectTokens {
 
 /// The value of the built-in type `name` (`int`, `str`, …, `none`).
 pub fn type_token(name: &str) -> Option<Value> {
-    tokens().iter().find(|(n, _)| *n == name).map(|(_, f)| Value::Native(f.clone()))
+    tokens()
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, f)| Value::Native(f.clone()))
 }
 
 /// If `f` is the value of a type, that type's name.
@@ -68,12 +81,20 @@ pub fn type_token_name(f: &Arc<NativeFn>) -> Option<String> {
     if let Some((n, _)) = tokens().iter().find(|(_, t)| Arc::ptr_eq(t, f)) {
         return Some(n.to_string());
     }
-    object_tokens().lock().iter().find(|(_, t)| Arc::ptr_eq(t, f)).map(|(n, _)| n.clone())
+    object_tokens()
+        .lock()
+        .iter()
+        .find(|(_, t)| Arc::ptr_eq(t, f))
+        .map(|(n, _)| n.clone())
 }
 
 /// The constructors bound in the prelude.
 pub(crate) fn constructor_exports() -> Vec<(&'static str, Value)> {
-    CONSTRUCTORS.iter().chain(MORE_CONSTRUCTORS.iter()).filter_map(|(n, _)| type_token(n).map(|v| (*n, v))).collect()
+    CONSTRUCTORS
+        .iter()
+        .chain(MORE_CONSTRUCTORS.iter())
+        .filter_map(|(n, _)| type_token(n).map(|v| (*n, v)))
+        .collect()
 }
 
 /// `type(x)`.
@@ -137,7 +158,10 @@ fn is_instance(x: &Value, t: &Value) -> VResult<bool> {
         },
         other => Err(err(
             ErrorKind::TypeError,
-            format!("isinstance() arg 2 must be a type or a tuple of types, not {}", other.type_name()),
+            format!(
+                "isinstance() arg 2 must be a type or a tuple of types, not {}",
+                other.type_name()
+            ),
         )),
     }
 }
@@ -165,7 +189,10 @@ pub(crate) fn float_to_int(f: f64) -> VResult<i64> {
     }
     let t = f.trunc();
     if !(-TWO_63..TWO_63).contains(&t) {
-        return Err(err(ErrorKind::OverflowError, format!("float {} does not fit in a 64-bit int", crate::format::float_repr(f))));
+        return Err(err(
+            ErrorKind::OverflowError,
+            format!("float {} does not fit in a 64-bit int", crate::format::float_repr(f)),
+        ));
     }
     Ok(t as i64)
 }
@@ -192,7 +219,15 @@ fn strip_underscores(s: &str, is_digit: impl Fn(char) -> bool) -> Option<String>
 /// Python's `int(text, base)`: sign, optional base prefix, underscores
 /// between digits, surrounding whitespace. `base` 0 reads the prefix.
 pub(crate) fn parse_int(text: &str, base: u32) -> VResult<i64> {
-    let bad = || err(ErrorKind::ValueError, format!("invalid literal for int() with base {base}: {}", crate::format::quote_str(text)));
+    let bad = || {
+        err(
+            ErrorKind::ValueError,
+            format!(
+                "invalid literal for int() with base {base}: {}",
+                crate::format::quote_str(text)
+            ),
+        )
+    };
     let t = text.trim();
     let (neg, body) = match t.strip_prefix('-') {
         Some(r) => (true, r),
@@ -209,7 +244,10 @@ pub(crate) fn parse_int(text: &str, base: u32) -> VResult<i64> {
                 None
             }
         };
-        if let Some(r) = prefixed("0x", 16).or_else(|| prefixed("0o", 8)).or_else(|| prefixed("0b", 2)) {
+        if let Some(r) = prefixed("0x", 16)
+            .or_else(|| prefixed("0o", 8))
+            .or_else(|| prefixed("0b", 2))
+        {
             r
         } else if base == 0 {
             if body.len() > 1 && body.starts_with('0') && body.chars().any(|c| c != '0' && c != '_') {
@@ -225,16 +263,29 @@ pub(crate) fn parse_int(text: &str, base: u32) -> VResult<i64> {
         return Err(bad());
     }
     let mag = u64::from_str_radix(&clean, base).map_err(|_| {
-        err(ErrorKind::OverflowError, format!("int {} does not fit in 64 bits", crate::format::quote_str(text)))
+        err(
+            ErrorKind::OverflowError,
+            format!("int {} does not fit in 64 bits", crate::format::quote_str(text)),
+        )
     })?;
     let v = if neg { -(mag as i128) } else { mag as i128 };
-    i64::try_from(v).map_err(|_| err(ErrorKind::OverflowError, format!("int {} does not fit in 64 bits", crate::format::quote_str(text))))
+    i64::try_from(v).map_err(|_| {
+        err(
+            ErrorKind::OverflowError,
+            format!("int {} does not fit in 64 bits", crate::format::quote_str(text)),
+        )
+    })
 }
 
 /// Python's `float(text)`: decimal and scientific forms, `inf`,
 /// `infinity`, `nan` (any case, optional sign), underscores between digits.
 pub(crate) fn parse_float(text: &str) -> VResult<f64> {
-    let bad = || err(ErrorKind::ValueError, format!("could not convert string to float: {}", crate::format::quote_str(text)));
+    let bad = || {
+        err(
+            ErrorKind::ValueError,
+            format!("could not convert string to float: {}", crate::format::quote_str(text)),
+        )
+    };
     let t = text.trim();
     let clean = strip_underscores(t, |c| c.is_ascii_digit()).ok_or_else(bad)?;
     let lower = clean.to_ascii_lowercase();
@@ -243,11 +294,20 @@ pub(crate) fn parse_float(text: &str) -> VResult<f64> {
         return Err(bad());
     }
     match unsigned {
-        "inf" | "infinity" => return Ok(if lower.starts_with('-') { f64::NEG_INFINITY } else { f64::INFINITY }),
+        "inf" | "infinity" => {
+            return Ok(if lower.starts_with('-') {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            })
+        }
         "nan" => return Ok(f64::NAN),
         _ => {}
     }
-    if !unsigned.chars().all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | '+' | '-')) {
+    if !unsigned
+        .chars()
+        .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | '+' | '-'))
+    {
         return Err(bad());
     }
     lower.parse::<f64>().map_err(|_| bad())
@@ -277,15 +337,23 @@ fn int_ctor(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
         // A one-element tensor (or any object with `item()`), as float() does.
         Value::Object(_) => match ops::call_dunder(x, "item", &[]) {
             Some(r) => int_ctor(_c, &[r?], &[]),
-            None => Err(err(ErrorKind::TypeError, format!("int() argument must be a str or a number, not {}", x.type_name()))),
+            None => Err(err(
+                ErrorKind::TypeError,
+                format!("int() argument must be a str or a number, not {}", x.type_name()),
+            )),
         },
-        other => Err(err(ErrorKind::TypeError, format!("int() argument must be a str or a number, not {}", other.type_name()))),
+        other => Err(err(
+            ErrorKind::TypeError,
+            format!("int() argument must be a str or a number, not {}", other.type_name()),
+        )),
     }
 }
 
 fn float_ctor(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::new("float", args, kw, 0, &["x"])?;
-    let Some(x) = a.get(0) else { return Ok(Value::Float(0.0)) };
+    let Some(x) = a.get(0) else {
+        return Ok(Value::Float(0.0));
+    };
     match x {
         Value::Int(i) => Ok(Value::Float(*i as f64)),
         Value::Bool(b) => Ok(Value::Float(*b as i64 as f64)),
@@ -293,9 +361,15 @@ fn float_ctor(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value>
         Value::Str(s) => Ok(Value::Float(parse_float(s.as_str())?)),
         Value::Object(_) => match ops::call_dunder(x, "item", &[]) {
             Some(r) => float_ctor(_c, &[r?], &[]),
-            None => Err(err(ErrorKind::TypeError, format!("float() argument must be a str or a number, not {}", x.type_name()))),
+            None => Err(err(
+                ErrorKind::TypeError,
+                format!("float() argument must be a str or a number, not {}", x.type_name()),
+            )),
         },
-        other => Err(err(ErrorKind::TypeError, format!("float() argument must be a str or a number, not {}", other.type_name()))),
+        other => Err(err(
+            ErrorKind::TypeError,
+            format!("float() argument must be a str or a number, not {}", other.type_name()),
+        )),
     }
 }
 
@@ -350,7 +424,10 @@ pub(crate) fn update_from(c: &mut dyn Caller, map: &mut Vec<(HashKey, Value)>, s
         if pair.len() != 2 {
             return Err(err(
                 ErrorKind::ValueError,
-                format!("dictionary update sequence element #{i} has length {}; 2 is required", pair.len()),
+                format!(
+                    "dictionary update sequence element #{i} has length {}; 2 is required",
+                    pair.len()
+                ),
             ));
         }
         let mut it = pair.into_iter();
@@ -363,7 +440,10 @@ pub(crate) fn update_from(c: &mut dyn Caller, map: &mut Vec<(HashKey, Value)>, s
 
 fn dict_ctor(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     if args.len() > 1 {
-        return Err(err(ErrorKind::TypeError, format!("dict() takes at most 1 positional argument ({} given)", args.len())));
+        return Err(err(
+            ErrorKind::TypeError,
+            format!("dict() takes at most 1 positional argument ({} given)", args.len()),
+        ));
     }
     let mut pairs = Vec::new();
     if let Some(src) = args.first() {
@@ -385,7 +465,10 @@ fn range_ctor(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value>
         [start, stop] => (int(start)?, int(stop)?, 1),
         [start, stop, step] => (int(start)?, int(stop)?, int(step)?),
         _ => {
-            return Err(err(ErrorKind::TypeError, format!("range() takes 1 to 3 arguments ({} given)", args.len())));
+            return Err(err(
+                ErrorKind::TypeError,
+                format!("range() takes 1 to 3 arguments ({} given)", args.len()),
+            ));
         }
     };
     if step == 0 {
@@ -415,12 +498,18 @@ mod tests {
         assert_eq!(parse_int("0x1f", 16).must(), 31);
         assert_eq!(parse_int("ff", 16).must(), 255);
         assert_eq!(parse_int("-9223372036854775808", 10).must(), i64::MIN);
-        assert_eq!(parse_int("9223372036854775808", 10).unwrap_err().kind, ErrorKind::OverflowError);
+        assert_eq!(
+            parse_int("9223372036854775808", 10).unwrap_err().kind,
+            ErrorKind::OverflowError
+        );
         for bad in ["", "1__0", "_1", "1_", "abc", "1.5", "0x", "--1", "010"] {
             let base = if bad == "010" { 0 } else { 10 };
             assert_eq!(parse_int(bad, base).unwrap_err().kind, ErrorKind::ValueError, "{bad}");
         }
-        assert_eq!(parse_int("abc", 10).unwrap_err().message, "invalid literal for int() with base 10: 'abc'");
+        assert_eq!(
+            parse_int("abc", 10).unwrap_err().message,
+            "invalid literal for int() with base 10: 'abc'"
+        );
     }
 
     #[test]

@@ -84,9 +84,12 @@ impl Annotations {
                         ),
                     };
                     self.diags.push(
-                        Diagnostic::new(ErrorKind::TypeError, format!("unknown dtype '{n}' in a Tensor annotation"))
-                            .label(part.span, "not a dtype")
-                            .help(hint),
+                        Diagnostic::new(
+                            ErrorKind::TypeError,
+                            format!("unknown dtype '{n}' in a Tensor annotation"),
+                        )
+                        .label(part.span, "not a dtype")
+                        .help(hint),
                     );
                 }
                 _ => {

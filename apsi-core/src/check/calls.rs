@@ -27,7 +27,11 @@ struct Sig<'a> {
 }
 
 fn p(param: &Param) -> P<'_> {
-    P { name: &param.name, required: param.default.is_none(), annotation: param.annotation.as_ref() }
+    P {
+        name: &param.name,
+        required: param.default.is_none(),
+        annotation: param.annotation.as_ref(),
+    }
 }
 
 fn sig_of(def: Def<'_>) -> Sig<'_> {
@@ -43,14 +47,18 @@ fn sig_of(def: Def<'_>) -> Sig<'_> {
         },
         Def::Struct(sd) if sd.methods.iter().any(|m| m.name.name == "__init__") => {
             let init = sd.methods.iter().find(|m| m.name.name == "__init__");
-            let params: Vec<P<'_>> = init.map(|f| f.params.params.iter().skip(1).map(p).collect()).unwrap_or_default();
+            let params: Vec<P<'_>> = init
+                .map(|f| f.params.params.iter().skip(1).map(p).collect())
+                .unwrap_or_default();
             Sig {
                 name: &sd.name,
                 consts: &[],
                 is_struct: false,
                 params,
                 vararg: init.and_then(|f| f.params.vararg.as_ref()),
-                kwonly: init.map(|f| f.params.kwonly.iter().map(p).collect()).unwrap_or_default(),
+                kwonly: init
+                    .map(|f| f.params.kwonly.iter().map(p).collect())
+                    .unwrap_or_default(),
                 kwarg: init.and_then(|f| f.params.kwarg.as_ref()),
             }
         }
@@ -61,7 +69,11 @@ fn sig_of(def: Def<'_>) -> Sig<'_> {
             params: sd
                 .fields
                 .iter()
-                .map(|fl| P { name: &fl.name, required: fl.default.is_none(), annotation: fl.annotation.as_ref() })
+                .map(|fl| P {
+                    name: &fl.name,
+                    required: fl.default.is_none(),
+                    annotation: fl.annotation.as_ref(),
+                })
                 .collect(),
             vararg: None,
             kwonly: Vec::new(),
@@ -74,7 +86,13 @@ impl Sig<'_> {
     /// `f(a, b=…, *rest, c, **kw)` as a reader would write it.
     fn text(&self) -> String {
         let mut parts: Vec<String> = Vec::new();
-        let show = |q: &P| if q.required { q.name.name.clone() } else { format!("{}=…", q.name.name) };
+        let show = |q: &P| {
+            if q.required {
+                q.name.name.clone()
+            } else {
+                format!("{}=…", q.name.name)
+            }
+        };
         parts.extend(self.params.iter().map(show));
         if let Some(v) = self.vararg {
             parts.push(format!("*{}", v.name.name));
@@ -152,10 +170,14 @@ pub(crate) fn check_call(def: Def<'_>, call: Span, args: &[Arg]) -> Vec<Diagnost
     let fname = format!("{}()", sig.name.name);
     let has_star = args.iter().any(|a| matches!(a, Arg::Star(_)));
     let has_dstar = args.iter().any(|a| matches!(a, Arg::DoubleStar(_)));
-    let positional: Vec<&Expr> =
-        args.iter().filter_map(|a| if let Arg::Positional(x) = a { Some(x) } else { None }).collect();
-    let keywords: Vec<(&Ident, &Expr)> =
-        args.iter().filter_map(|a| if let Arg::Keyword(k, x) = a { Some((k, x)) } else { None }).collect();
+    let positional: Vec<&Expr> = args
+        .iter()
+        .filter_map(|a| if let Arg::Positional(x) = a { Some(x) } else { None })
+        .collect();
+    let keywords: Vec<(&Ident, &Expr)> = args
+        .iter()
+        .filter_map(|a| if let Arg::Keyword(k, x) = a { Some((k, x)) } else { None })
+        .collect();
     let npos = positional.len();
 
     // Too many positional arguments.
@@ -167,7 +189,11 @@ pub(crate) fn check_call(def: Def<'_>, call: Span, args: &[Arg]) -> Vec<Diagnost
         } else {
             format!("from {min} to {max} positional arguments")
         };
-        let given = if npos == 1 { "1 was given".to_string() } else { format!("{npos} were given") };
+        let given = if npos == 1 {
+            "1 was given".to_string()
+        } else {
+            format!("{npos} were given")
+        };
         let at_least = if has_star { "at least " } else { "" };
         return vec![sig.error(
             format!("{fname} takes {takes} but {at_least}{given}"),
@@ -181,15 +207,34 @@ pub(crate) fn check_call(def: Def<'_>, call: Span, args: &[Arg]) -> Vec<Diagnost
         if let Some(i) = sig.params.iter().position(|q| q.name.name == k.name) {
             if i < npos {
                 return vec![sig
-                    .error(format!("{fname} got multiple values for argument '{}'", k.name), call, "in this call")
+                    .error(
+                        format!("{fname} got multiple values for argument '{}'", k.name),
+                        call,
+                        "in this call",
+                    )
                     .label(k.span, "given again here")];
             }
         } else if !sig.kwonly.iter().any(|q| q.name.name == k.name) && sig.kwarg.is_none() {
             let what = if sig.is_struct { "field" } else { "keyword argument" };
-            let mut d = sig.error(format!("{fname} got an unexpected {what} '{}'", k.name), call, "in this call");
-            d.labels.insert(0, crate::diagnostic::Label { span: k.span, message: Some("unknown name".into()) });
+            let mut d = sig.error(
+                format!("{fname} got an unexpected {what} '{}'", k.name),
+                call,
+                "in this call",
+            );
+            d.labels.insert(
+                0,
+                crate::diagnostic::Label {
+                    span: k.span,
+                    message: Some("unknown name".into()),
+                },
+            );
             d.labels.retain(|l| l.span != call);
-            let names: Vec<&str> = sig.params.iter().chain(&sig.kwonly).map(|q| q.name.name.as_str()).collect();
+            let names: Vec<&str> = sig
+                .params
+                .iter()
+                .chain(&sig.kwonly)
+                .map(|q| q.name.name.as_str())
+                .collect();
             if let Some(c) = sig.consts.iter().find(|c| c.name.name == k.name) {
                 d.help = Some(const_hint(c));
             } else if let Some(s) = super::suggest::closest(&k.name, names) {
@@ -210,13 +255,29 @@ pub(crate) fn check_call(def: Def<'_>, call: Span, args: &[Arg]) -> Vec<Diagnost
             .map(|(_, q)| q.name.name.as_str())
             .collect();
         if !missing.is_empty() {
-            let noun = plural(missing.len(), "required positional argument", "required positional arguments");
-            return vec![sig.error(format!("{fname} missing {noun}: {}", name_list(&missing)), call, "in this call")];
+            let noun = plural(
+                missing.len(),
+                "required positional argument",
+                "required positional arguments",
+            );
+            return vec![sig.error(
+                format!("{fname} missing {noun}: {}", name_list(&missing)),
+                call,
+                "in this call",
+            )];
         }
-        let missing_kw: Vec<&str> =
-            sig.kwonly.iter().filter(|q| q.required && !given(&q.name.name)).map(|q| q.name.name.as_str()).collect();
+        let missing_kw: Vec<&str> = sig
+            .kwonly
+            .iter()
+            .filter(|q| q.required && !given(&q.name.name))
+            .map(|q| q.name.name.as_str())
+            .collect();
         if !missing_kw.is_empty() {
-            let noun = plural(missing_kw.len(), "required keyword-only argument", "required keyword-only arguments");
+            let noun = plural(
+                missing_kw.len(),
+                "required keyword-only argument",
+                "required keyword-only arguments",
+            );
             return vec![sig.error(
                 format!("{fname} missing {noun}: {}", name_list(&missing_kw)),
                 call,
@@ -227,7 +288,10 @@ pub(crate) fn check_call(def: Def<'_>, call: Span, args: &[Arg]) -> Vec<Diagnost
 
     // Literals of the wrong type.
     let mut out = Vec::new();
-    let first_star = args.iter().position(|a| matches!(a, Arg::Star(_))).unwrap_or(usize::MAX);
+    let first_star = args
+        .iter()
+        .position(|a| matches!(a, Arg::Star(_)))
+        .unwrap_or(usize::MAX);
     let mut pos_index = 0usize;
     for (ai, a) in args.iter().enumerate() {
         match a {
@@ -263,7 +327,10 @@ pub(crate) fn literal_type(e: &Expr) -> Option<&'static str> {
         ExprKind::Dict(_) | ExprKind::DictComp { .. } => "dict",
         ExprKind::Set(_) | ExprKind::SetComp { .. } => "set",
         ExprKind::Tuple(_) => "tuple",
-        ExprKind::UnaryOp { op: UnaryOp::Neg | UnaryOp::Pos, operand } => match operand.kind {
+        ExprKind::UnaryOp {
+            op: UnaryOp::Neg | UnaryOp::Pos,
+            operand,
+        } => match operand.kind {
             ExprKind::Int(_) => "int",
             ExprKind::Float(_) => "float",
             _ => return None,
@@ -282,7 +349,9 @@ fn annotated_type(e: &Expr) -> Option<&'static str> {
         },
         _ => return None,
     };
-    ["int", "float", "str", "bool", "list", "dict", "tuple"].into_iter().find(|t| *t == name)
+    ["int", "float", "str", "bool", "list", "dict", "tuple"]
+        .into_iter()
+        .find(|t| *t == name)
 }
 
 /// Whether a value of type `found` may be passed where `expected` is declared
@@ -307,7 +376,10 @@ fn literal_mismatch(fname: &str, q: &P<'_>, arg: &Expr) -> Option<Diagnostic> {
         )
         .label(arg.span, format!("this is a {found}"))
         .label(ann.span, format!("'{}' is declared as {expected} here", q.name.name))
-        .help(format!("pass a value of type {expected}, or change the annotation of '{}'", q.name.name)),
+        .help(format!(
+            "pass a value of type {expected}, or change the annotation of '{}'",
+            q.name.name
+        )),
     )
 }
 
@@ -322,11 +394,17 @@ fn default_mismatch(owner: &str, q: &P<'_>, default: &Expr) -> Option<Diagnostic
     Some(
         Diagnostic::new(
             ErrorKind::TypeError,
-            format!("default of '{}' in {owner} must be {expected}, not {found}", q.name.name),
+            format!(
+                "default of '{}' in {owner} must be {expected}, not {found}",
+                q.name.name
+            ),
         )
         .label(default.span, format!("this is a {found}"))
         .label(ann.span, format!("'{}' is declared as {expected} here", q.name.name))
-        .help(format!("give '{}' a default of type {expected}, or change its annotation", q.name.name)),
+        .help(format!(
+            "give '{}' a default of type {expected}, or change its annotation",
+            q.name.name
+        )),
     )
 }
 
@@ -347,7 +425,11 @@ pub(crate) fn check_field_defaults(sd: &StructDef) -> Vec<Diagnostic> {
     sd.fields
         .iter()
         .filter_map(|f| {
-            let q = P { name: &f.name, required: f.default.is_none(), annotation: f.annotation.as_ref() };
+            let q = P {
+                name: &f.name,
+                required: f.default.is_none(),
+                annotation: f.annotation.as_ref(),
+            };
             default_mismatch(&owner, &q, f.default.as_ref()?)
         })
         .collect()

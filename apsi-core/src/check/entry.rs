@@ -16,7 +16,10 @@ pub fn load(
     env: &CheckEnv,
     sources: Arc<SourceMap>,
 ) -> Result<Program, Vec<Diagnostic>> {
-    let opts = LoadOptions { packages_dir: None, parser: &syntax::parse };
+    let opts = LoadOptions {
+        packages_dir: None,
+        parser: &syntax::parse,
+    };
     load_with(main, display_name, env, sources, &opts)
 }
 
@@ -30,6 +33,9 @@ pub fn check_source(
     scope: &mut ReplScope,
     sources: Arc<SourceMap>,
 ) -> Result<Program, Vec<Diagnostic>> {
-    let opts = LoadOptions { packages_dir: None, parser: &syntax::parse };
+    let opts = LoadOptions {
+        packages_dir: None,
+        parser: &syntax::parse,
+    };
     check_source_with(snippet, file, env, scope, sources, &opts)
 }

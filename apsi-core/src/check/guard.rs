@@ -37,7 +37,11 @@ pub fn scan_units(units: &[Unit], env: &CheckEnv) -> Vec<CapabilityUse> {
 
 impl Scan<'_> {
     fn add(&mut self, capability: &str, span: Span, what: String) {
-        self.found.push(CapabilityUse { capability: capability.to_string(), span, what });
+        self.found.push(CapabilityUse {
+            capability: capability.to_string(),
+            span,
+            what,
+        });
     }
 }
 
@@ -126,7 +130,10 @@ pub fn permission_error(uses: &[CapabilityUse], env: &CheckEnv, program: Option<
         format!("this program needs permission it was not given: {}", flags.join(", ")),
     );
     for u in &missing {
-        d.labels.push(Label { span: u.span, message: Some(format!("{} needs {}", u.what, flag_of(&u.capability))) });
+        d.labels.push(Label {
+            span: u.span,
+            message: Some(format!("{} needs {}", u.what, flag_of(&u.capability))),
+        });
     }
     let what: Vec<&str> = flags
         .iter()
@@ -143,8 +150,11 @@ pub fn permission_error(uses: &[CapabilityUse], env: &CheckEnv, program: Option<
     let flags = flags.join(" ");
     let help = match program {
         Some(program) => {
-            let shown =
-                if program.contains(char::is_whitespace) { format!("\"{program}\"") } else { program.to_string() };
+            let shown = if program.contains(char::is_whitespace) {
+                format!("\"{program}\"")
+            } else {
+                program.to_string()
+            };
             format!("if you trust this program, run it again with: apsi run {flags} {shown} (or --allow-all)")
         }
         None => format!("if you trust this code, restart the REPL with: apsi repl {flags} (or --allow-all)"),

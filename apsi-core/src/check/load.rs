@@ -71,7 +71,10 @@ fn canonical(p: &Path) -> PathBuf {
 /// The main file's folder, on disk (absolute) and as the user wrote it.
 fn main_place(main: &Path, display_name: &str) -> Place {
     let real = parent_or_dot(&canonical(main));
-    Place { real, display: parent_or_dot(Path::new(display_name)) }
+    Place {
+        real,
+        display: parent_or_dot(Path::new(display_name)),
+    }
 }
 
 /// [`load`](super::load) with an explicit parser and packages folder.
@@ -113,7 +116,10 @@ pub fn check_source_with(
     sources: Arc<SourceMap>,
     opts: &LoadOptions<'_>,
 ) -> Result<Program, Vec<Diagnostic>> {
-    let place = Place { real: canonical(&scope.base_dir), display: PathBuf::new() };
+    let place = Place {
+        real: canonical(&scope.base_dir),
+        display: PathBuf::new(),
+    };
     let main_path = place.real.join("<repl>");
     let loader = Loader::new(env, sources, opts, place);
     let program = loader.run(snippet, file, main_path, Vec::new(), "apsi repl", Some(scope))?;
@@ -151,7 +157,15 @@ impl<'e, 'p> Loader<'e, 'p> {
         repl: Option<&ReplScope>,
     ) -> Result<Program, Vec<Diagnostic>> {
         let main_place = self.main.clone();
-        self.add_unit(tree, file, path, syntax, "__main__".to_string(), display_name.to_string(), &main_place);
+        self.add_unit(
+            tree,
+            file,
+            path,
+            syntax,
+            "__main__".to_string(),
+            display_name.to_string(),
+            &main_place,
+        );
 
         let mut shared = names::Shared::new(&self.units, self.env, repl);
         shared.open_files = std::mem::take(&mut self.open_files);
@@ -167,7 +181,10 @@ impl<'e, 'p> Loader<'e, 'p> {
         let order = &self.file_order;
         let rank = |d: &Diagnostic| match d.primary_span() {
             None => (0usize, 0u32),
-            Some(s) => (order.iter().position(|f| *f == s.file).unwrap_or(usize::MAX - 1) + 1, s.start),
+            Some(s) => (
+                order.iter().position(|f| *f == s.file).unwrap_or(usize::MAX - 1) + 1,
+                s.start,
+            ),
         };
         found.sort_by_key(rank);
         let uses = guard::scan_units(&self.units, self.env);
@@ -176,7 +193,10 @@ impl<'e, 'p> Loader<'e, 'p> {
             found.push(d);
         }
         if found.is_empty() {
-            Ok(Program { sources: self.sources, units: self.units })
+            Ok(Program {
+                sources: self.sources,
+                units: self.units,
+            })
         } else {
             Err(found)
         }
@@ -214,7 +234,13 @@ impl<'e, 'p> Loader<'e, 'p> {
         self.stack.pop();
         let idx = self.units.len();
         self.slots.insert(path.clone(), Slot::Done(idx));
-        self.units.push(Unit { name, path, file, ast: tree, uses });
+        self.units.push(Unit {
+            name,
+            path,
+            file,
+            ast: tree,
+            uses,
+        });
         idx
     }
 
@@ -235,7 +261,12 @@ impl<'e, 'p> Loader<'e, 'p> {
                 return None;
             }
             Ok(Found::Builtin(name)) => {
-                if self.env.builtin_modules.iter().any(|m| m.name == name && m.namespace_only) {
+                if self
+                    .env
+                    .builtin_modules
+                    .iter()
+                    .any(|m| m.name == name && m.namespace_only)
+                {
                     unqualified = false;
                 }
                 UseTarget::Builtin(name)
@@ -253,7 +284,12 @@ impl<'e, 'p> Loader<'e, 'p> {
                 }
             }
         };
-        Some(ResolvedUse { span, binding, unqualified, target })
+        Some(ResolvedUse {
+            span,
+            binding,
+            unqualified,
+            target,
+        })
     }
 
     fn load_file(&mut self, span: Span, canon: PathBuf, display: String, name: String) -> Option<usize> {
@@ -273,7 +309,10 @@ impl<'e, 'p> Loader<'e, 'p> {
         };
         let file = self.sources.add(display.as_str(), text.as_str());
         let (tree, syntax) = (self.parser)(file, &text);
-        let place = Place { real: parent_or_dot(&canon), display: parent_or_dot(Path::new(&display)) };
+        let place = Place {
+            real: parent_or_dot(&canon),
+            display: parent_or_dot(Path::new(&display)),
+        };
         Some(self.add_unit(tree, file, canon, syntax, name, display, &place))
     }
 

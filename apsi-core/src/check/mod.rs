@@ -154,7 +154,10 @@ pub struct ReplScope {
 
 impl ReplScope {
     pub fn new(base_dir: impl Into<PathBuf>) -> ReplScope {
-        ReplScope { base_dir: base_dir.into(), names: BTreeSet::new() }
+        ReplScope {
+            base_dir: base_dir.into(),
+            names: BTreeSet::new(),
+        }
     }
 
     /// Learns what a successfully checked input defines.

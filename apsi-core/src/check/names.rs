@@ -50,14 +50,26 @@ impl<'a> Shared<'a> {
         for d in super::annot::DTYPES {
             builtins.insert(d.to_string());
         }
-        Shared { units, env, module_infos, exports, builtins, repl, open_files: FxHashSet::default() }
+        Shared {
+            units,
+            env,
+            module_infos,
+            exports,
+            builtins,
+            repl,
+            open_files: FxHashSet::default(),
+        }
     }
 
     fn export_list(&self, target: &UseTarget) -> &[String] {
         match target {
-            UseTarget::Builtin(name) => {
-                self.env.builtin_modules.iter().find(|m| &m.name == name).map(|m| m.exports.as_slice()).unwrap_or(&[])
-            }
+            UseTarget::Builtin(name) => self
+                .env
+                .builtin_modules
+                .iter()
+                .find(|m| &m.name == name)
+                .map(|m| m.exports.as_slice())
+                .unwrap_or(&[]),
             UseTarget::File(i) => self.exports.get(*i).map(|v| v.as_slice()).unwrap_or(&[]),
         }
     }
@@ -112,11 +124,23 @@ pub(crate) struct Checker<'s, 'a> {
 
 /// Runs the name and call checks over one unit.
 pub(crate) fn check_unit(shared: &Shared<'_>, idx: usize) -> Vec<Diagnostic> {
-    let Some(unit) = shared.units.get(idx) else { return Vec::new() };
+    let Some(unit) = shared.units.get(idx) else {
+        return Vec::new();
+    };
     let info = module_scope(&unit.ast);
-    let mut c = Checker { shared, unit, frames: Vec::new(), ctx: Vec::new(), diags: Vec::new(), methods: 0 };
+    let mut c = Checker {
+        shared,
+        unit,
+        frames: Vec::new(),
+        ctx: Vec::new(),
+        diags: Vec::new(),
+        methods: 0,
+    };
     c.push_frame(Kind::Module, info);
-    c.ctx.push(FnCtx { in_function: false, loops: Vec::new() });
+    c.ctx.push(FnCtx {
+        in_function: false,
+        loops: Vec::new(),
+    });
     c.body(&unit.ast.body);
     c.diags
 }
@@ -130,7 +154,11 @@ impl<'s, 'a> Checker<'s, 'a> {
                 continue;
             }
             for name in self.shared.export_list(&ru.target) {
-                exports.push(Export { name: name.clone(), module: ru.binding.clone(), target: ru.target.clone() });
+                exports.push(Export {
+                    name: name.clone(),
+                    module: ru.binding.clone(),
+                    target: ru.target.clone(),
+                });
             }
         }
         self.frames.push(Frame { kind, info, exports });
@@ -143,7 +171,9 @@ impl<'s, 'a> Checker<'s, 'a> {
     // ----- resolution -------------------------------------------------
 
     fn resolve(&self, name: &str) -> Res<'a, '_> {
-        let Some(cur) = self.frames.len().checked_sub(1) else { return Res::Missing };
+        let Some(cur) = self.frames.len().checked_sub(1) else {
+            return Res::Missing;
+        };
         for j in (0..=cur).rev() {
             let f = &self.frames[j];
             if f.kind == Kind::Module {
@@ -168,7 +198,9 @@ impl<'s, 'a> Checker<'s, 'a> {
     }
 
     fn resolve_global(&self, name: &str) -> Res<'a, '_> {
-        let Some(module) = self.frames.first() else { return Res::Missing };
+        let Some(module) = self.frames.first() else {
+            return Res::Missing;
+        };
         if let Some(b) = module.info.bindings.get(name) {
             return Res::Frame(b);
         }
@@ -184,7 +216,9 @@ impl<'s, 'a> Checker<'s, 'a> {
 
     /// Whether the code being checked runs later (inside a `def` or `lambda`).
     fn in_deferred_code(&self) -> bool {
-        self.frames.iter().any(|f| matches!(f.kind, Kind::Function | Kind::Lambda))
+        self.frames
+            .iter()
+            .any(|f| matches!(f.kind, Kind::Function | Kind::Lambda))
     }
 
     /// Every name visible from the current scope (for suggestions).
@@ -296,7 +330,10 @@ impl<'s, 'a> Checker<'s, 'a> {
 
     fn fn_ctx(&mut self) -> &mut FnCtx {
         if self.ctx.is_empty() {
-            self.ctx.push(FnCtx { in_function: false, loops: Vec::new() });
+            self.ctx.push(FnCtx {
+                in_function: false,
+                loops: Vec::new(),
+            });
         }
         let last = self.ctx.len() - 1;
         &mut self.ctx[last]
@@ -332,7 +369,13 @@ impl<'s, 'a> Checker<'s, 'a> {
                 // `break` in a loop's `else` leaves the enclosing loop.
                 self.body(orelse);
             }
-            StmtKind::For { target, iter, body, parallel, orelse } => {
+            StmtKind::For {
+                target,
+                iter,
+                body,
+                parallel,
+                orelse,
+            } => {
                 self.expr(iter);
                 self.target(target);
                 self.loop_body(*parallel, body);
@@ -379,7 +422,12 @@ impl<'s, 'a> Checker<'s, 'a> {
             }
             StmtKind::Use { .. } | StmtKind::Global(_) | StmtKind::Error => {}
             StmtKind::Nonlocal(names) => self.check_nonlocal(names, s.span),
-            StmtKind::Try { body, handlers, orelse, finalbody } => {
+            StmtKind::Try {
+                body,
+                handlers,
+                orelse,
+                finalbody,
+            } => {
                 self.body(body);
                 for h in handlers {
                     if let Some(k) = &h.kind {
@@ -424,7 +472,11 @@ impl<'s, 'a> Checker<'s, 'a> {
         let word = if is_break { "break" } else { "continue" };
         match self.fn_ctx().loops.last().copied() {
             None => {
-                let msg = if is_break { "'break' outside loop" } else { "'continue' not properly in loop" };
+                let msg = if is_break {
+                    "'break' outside loop"
+                } else {
+                    "'continue' not properly in loop"
+                };
                 self.diags.push(
                     Diagnostic::new(ErrorKind::SyntaxError, msg)
                         .label(s.span, "not inside a `for` or `while` loop")
@@ -467,8 +519,16 @@ impl<'s, 'a> Checker<'s, 'a> {
     fn check_yield(&mut self, span: Span) {
         let kind = self.frames.last().map(|f| f.kind).unwrap_or(Kind::Module);
         let (msg, label, help) = match kind {
-            Kind::Module => ("'yield' outside function", "not inside a `def`", "`yield` makes the `def` it stands in a generator; it cannot stand at module level"),
-            Kind::Lambda => ("'yield' inside a lambda", "a lambda cannot be a generator", "write a `def` with `yield` in its body"),
+            Kind::Module => (
+                "'yield' outside function",
+                "not inside a `def`",
+                "`yield` makes the `def` it stands in a generator; it cannot stand at module level",
+            ),
+            Kind::Lambda => (
+                "'yield' inside a lambda",
+                "a lambda cannot be a generator",
+                "write a `def` with `yield` in its body",
+            ),
             Kind::Comp => (
                 "'yield' inside a comprehension",
                 "a comprehension cannot yield",
@@ -481,16 +541,25 @@ impl<'s, 'a> Checker<'s, 'a> {
             ),
             Kind::Function => return,
         };
-        self.diags.push(Diagnostic::new(ErrorKind::SyntaxError, msg).label(span, label).help(help));
+        self.diags.push(
+            Diagnostic::new(ErrorKind::SyntaxError, msg)
+                .label(span, label)
+                .help(help),
+        );
     }
 
     fn check_nonlocal(&mut self, names: &[Ident], span: Span) {
-        let Some(cur) = self.frames.len().checked_sub(1) else { return };
+        let Some(cur) = self.frames.len().checked_sub(1) else {
+            return;
+        };
         if self.frames[cur].kind == Kind::Module {
             self.diags.push(
-                Diagnostic::new(ErrorKind::SyntaxError, "nonlocal declaration not allowed at module level")
-                    .label(span, "not inside a function")
-                    .help("use `global` to assign a module-level name from a function"),
+                Diagnostic::new(
+                    ErrorKind::SyntaxError,
+                    "nonlocal declaration not allowed at module level",
+                )
+                .label(span, "not inside a function")
+                .help("use `global` to assign a module-level name from a function"),
             );
             return;
         }
@@ -524,7 +593,10 @@ impl<'s, 'a> Checker<'s, 'a> {
         info.bind_params(&f.params);
         info.collect_body(&f.body);
         self.push_frame(Kind::Function, info);
-        self.ctx.push(FnCtx { in_function: true, loops: Vec::new() });
+        self.ctx.push(FnCtx {
+            in_function: true,
+            loops: Vec::new(),
+        });
         self.body(&f.body);
         self.ctx.pop();
         self.frames.pop();
@@ -572,9 +644,12 @@ impl<'s, 'a> Checker<'s, 'a> {
             ExprKind::Attribute { value, attr } => {
                 self.expr(value);
                 self.diags.push(
-                    Diagnostic::new(ErrorKind::AttributeError, crate::compile::emit::del_attr_message(&attr.name))
-                        .label(e.span, "cannot be deleted")
-                        .help("set the field to another value instead, such as `none`"),
+                    Diagnostic::new(
+                        ErrorKind::AttributeError,
+                        crate::compile::emit::del_attr_message(&attr.name),
+                    )
+                    .label(e.span, "cannot be deleted")
+                    .help("set the field to another value instead, such as `none`"),
                 );
             }
             _ => self.target(e),
@@ -590,9 +665,12 @@ impl<'s, 'a> Checker<'s, 'a> {
                 if let (ExprKind::Name(n), true) = (&func.kind, args.is_empty()) {
                     if n == "super" && self.methods == 0 && matches!(self.resolve(n), Res::Builtin) {
                         self.diags.push(
-                            Diagnostic::new(ErrorKind::SyntaxError, "super() is only valid inside a method of a struct")
-                                .label(e.span, "not inside a struct's method")
-                                .help("name the parent instead: 'Parent.method(obj, …)'"),
+                            Diagnostic::new(
+                                ErrorKind::SyntaxError,
+                                "super() is only valid inside a method of a struct",
+                            )
+                            .label(e.span, "not inside a struct's method")
+                            .help("name the parent instead: 'Parent.method(obj, …)'"),
                         );
                     }
                 }

@@ -52,7 +52,9 @@ pub(crate) fn find_module(
     let dotted: Vec<&str> = path.iter().map(|i| i.name.as_str()).collect();
     let full = dotted.join(".");
     if dotted.is_empty() {
-        return Err(Box::new(Diagnostic::new(ErrorKind::SyntaxError, "`use` needs a module name").at(span)));
+        return Err(Box::new(
+            Diagnostic::new(ErrorKind::SyntaxError, "`use` needs a module name").at(span),
+        ));
     }
     if let [single] = dotted.as_slice() {
         if env.builtin_modules.iter().any(|m| m.name == *single) {
@@ -74,7 +76,10 @@ pub(crate) fn find_module(
         let real = dir.real.join(&rel);
         let display = dir.display.join(&rel);
         if real.is_file() {
-            return Ok(Found::File { real, display: show(&display) });
+            return Ok(Found::File {
+                real,
+                display: show(&display),
+            });
         }
         tried.push(show(&display));
     }
@@ -93,7 +98,10 @@ pub(crate) fn find_module(
         };
         for c in candidates {
             if c.is_file() {
-                return Ok(Found::File { display: show(&c), real: c });
+                return Ok(Found::File {
+                    display: show(&c),
+                    real: c,
+                });
             }
             tried.push(show(&c));
         }
@@ -112,9 +120,15 @@ fn not_found(
     let mut d =
         Diagnostic::new(ErrorKind::ModuleNotFoundError, format!("no module named '{full}'")).label(span, "not found");
     let compiled: Vec<&str> = env.builtin_modules.iter().map(|m| m.name.as_str()).collect();
-    let compiled_text = if compiled.is_empty() { "none".to_string() } else { compiled.join(", ") };
+    let compiled_text = if compiled.is_empty() {
+        "none".to_string()
+    } else {
+        compiled.join(", ")
+    };
     if dotted.len() == 1 {
-        d = d.note(format!("no module '{full}' is compiled into this binary (compiled in: {compiled_text})"));
+        d = d.note(format!(
+            "no module '{full}' is compiled into this binary (compiled in: {compiled_text})"
+        ));
     }
     let mut looked = String::from("looked for the file at:");
     for t in tried {

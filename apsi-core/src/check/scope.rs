@@ -37,7 +37,11 @@ pub(crate) struct ScopeInfo<'a> {
 
 impl<'a> ScopeInfo<'a> {
     fn bind(&mut self, name: &str, def: Option<Def<'a>>, use_span: Option<Span>) {
-        let b = self.bindings.entry(name.to_string()).or_insert(Binding { count: 0, def, use_span });
+        let b = self.bindings.entry(name.to_string()).or_insert(Binding {
+            count: 0,
+            def,
+            use_span,
+        });
         b.count = b.count.saturating_add(1);
         if b.count > 1 {
             b.def = None;
@@ -92,7 +96,9 @@ impl<'a> ScopeInfo<'a> {
                 self.collect_body(body);
                 self.collect_body(orelse);
             }
-            StmtKind::For { target, body, orelse, .. } => {
+            StmtKind::For {
+                target, body, orelse, ..
+            } => {
                 self.bind_target(target);
                 self.collect_body(body);
                 self.collect_body(orelse);
@@ -119,7 +125,12 @@ impl<'a> ScopeInfo<'a> {
                 }
                 self.uses.push(s.span);
             }
-            StmtKind::Try { body, handlers, orelse, finalbody } => {
+            StmtKind::Try {
+                body,
+                handlers,
+                orelse,
+                finalbody,
+            } => {
                 self.collect_body(body);
                 for h in handlers {
                     if let Some(n) = &h.name {
@@ -193,7 +204,12 @@ fn collect_global_decls(body: &[Stmt], in_function: bool, out: &mut Vec<String>)
                 collect_global_decls(orelse, in_function, out);
             }
             StmtKind::With { body, .. } => collect_global_decls(body, in_function, out),
-            StmtKind::Try { body, handlers, orelse, finalbody } => {
+            StmtKind::Try {
+                body,
+                handlers,
+                orelse,
+                finalbody,
+            } => {
                 collect_global_decls(body, in_function, out);
                 for h in handlers {
                     collect_global_decls(&h.body, in_function, out);

@@ -17,7 +17,9 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
     for i in 1..=a.len() {
         for j in 1..=b.len() {
             let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut v = (d[(i - 1) * w + j - 1] + cost).min(d[(i - 1) * w + j] + 1).min(d[i * w + j - 1] + 1);
+            let mut v = (d[(i - 1) * w + j - 1] + cost)
+                .min(d[(i - 1) * w + j] + 1)
+                .min(d[i * w + j - 1] + 1);
             if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
                 v = v.min(d[(i - 2) * w + j - 2] + 1);
             }
@@ -42,7 +44,11 @@ where
         if c == name {
             continue;
         }
-        let d = if c.eq_ignore_ascii_case(name) { 0 } else { edit_distance(name, c) };
+        let d = if c.eq_ignore_ascii_case(name) {
+            0
+        } else {
+            edit_distance(name, c)
+        };
         if d > limit || (d == 0 && !c.eq_ignore_ascii_case(name)) {
             continue;
         }
@@ -73,7 +79,10 @@ mod tests {
     #[test]
     fn picks_close_names_only() {
         assert_eq!(closest("pritn", ["print", "len"]), Some("print".into()));
-        assert_eq!(closest("undefined_name", ["undefined_nam", "f"]), Some("undefined_nam".into()));
+        assert_eq!(
+            closest("undefined_name", ["undefined_nam", "f"]),
+            Some("undefined_nam".into())
+        );
         assert_eq!(closest("x", ["y", "xy", "e"]), None);
         assert_eq!(closest("X", ["x"]), Some("x".into()));
         assert_eq!(closest("lenn", ["len", "lens"]), Some("len".into()));

@@ -11,11 +11,37 @@ fn strs(xs: &[&str]) -> Vec<String> {
 
 fn env() -> CheckEnv {
     CheckEnv {
-        prelude: strs(&["print", "len", "range", "sum", "min", "max", "list", "read_text", "zeros", "cpu_count"]),
+        prelude: strs(&[
+            "print",
+            "len",
+            "range",
+            "sum",
+            "min",
+            "max",
+            "list",
+            "read_text",
+            "zeros",
+            "cpu_count",
+        ]),
         builtin_modules: vec![
-            BuiltinModuleInfo { name: "alpha".into(), exports: strs(&["shared", "only_a"]), capabilities: vec![], namespace_only: false },
-            BuiltinModuleInfo { name: "beta".into(), exports: strs(&["shared", "cpu_count"]), capabilities: vec![], namespace_only: false },
-            BuiltinModuleInfo { name: "torchy".into(), exports: vec![], capabilities: strs(&["python"]), namespace_only: false },
+            BuiltinModuleInfo {
+                name: "alpha".into(),
+                exports: strs(&["shared", "only_a"]),
+                capabilities: vec![],
+                namespace_only: false,
+            },
+            BuiltinModuleInfo {
+                name: "beta".into(),
+                exports: strs(&["shared", "cpu_count"]),
+                capabilities: vec![],
+                namespace_only: false,
+            },
+            BuiltinModuleInfo {
+                name: "torchy".into(),
+                exports: vec![],
+                capabilities: strs(&["python"]),
+                namespace_only: false,
+            },
         ],
         allowed: vec![],
     }
@@ -32,7 +58,10 @@ fn check_env(src: &str, env: &CheckEnv) -> Vec<Diagnostic> {
     let (_, errs) = crate::syntax::parse(crate::diagnostic::FileId(0), src);
     assert!(errs.is_empty(), "parse errors in test source: {errs:?}");
     let sources = Arc::new(SourceMap::new());
-    let opts = LoadOptions { packages_dir: Some(dir.join("packages")), parser: &crate::syntax::parse };
+    let opts = LoadOptions {
+        packages_dir: Some(dir.join("packages")),
+        parser: &crate::syntax::parse,
+    };
     let result = load_with(&path, "t.apsi", env, sources, &opts);
     let _ = std::fs::remove_dir_all(&dir);
     match result {
@@ -51,7 +80,11 @@ fn messages(src: &str) -> Vec<String> {
 
 fn clean(src: &str) {
     let ds = check(src);
-    assert!(ds.is_empty(), "expected no errors, got {:?}", ds.iter().map(|d| &d.message).collect::<Vec<_>>());
+    assert!(
+        ds.is_empty(),
+        "expected no errors, got {:?}",
+        ds.iter().map(|d| &d.message).collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -70,11 +103,20 @@ fn python_scoping_is_clean() {
 
 #[test]
 fn unknown_names_everywhere() {
-    assert_eq!(messages("def never():\n    return nope\n"), ["name 'nope' is not defined"]);
+    assert_eq!(
+        messages("def never():\n    return nope\n"),
+        ["name 'nope' is not defined"]
+    );
     // A comprehension's variable does not leak.
-    assert_eq!(messages("ys = [q for q in range(2)]\nprint(q)\n"), ["name 'q' is not defined"]);
+    assert_eq!(
+        messages("ys = [q for q in range(2)]\nprint(q)\n"),
+        ["name 'q' is not defined"]
+    );
     // A struct's field is not a name in its methods.
-    assert_eq!(messages("struct P:\n    x: int\n    def m(self):\n        return x\n"), ["name 'x' is not defined"]);
+    assert_eq!(
+        messages("struct P:\n    x: int\n    def m(self):\n        return x\n"),
+        ["name 'x' is not defined"]
+    );
     // Inside decorators, defaults, lambdas, f-strings and except clauses.
     let ds = messages(
         "@deco\ndef f(a=dflt):\n    return f\"{fmt}\"\ng = lambda: lam\ntry:\n    pass\nexcept Nope:\n    pass\n",
@@ -110,13 +152,22 @@ fn module_exports_and_collisions() {
     // A local name wins; qualified use is fine; `as` binds only the alias.
     clean("use alpha\nuse beta\nshared = 1\nprint(shared, alpha.shared)\n");
     clean("use alpha\nuse beta\ndef f(shared):\n    return shared\n");
-    assert_eq!(messages("use alpha as a\nprint(a.only_a, only_a)\n"), ["name 'only_a' is not defined"]);
-    assert_eq!(messages("use alpha as a\nprint(alpha)\n"), ["name 'alpha' is not defined"]);
+    assert_eq!(
+        messages("use alpha as a\nprint(a.only_a, only_a)\n"),
+        ["name 'only_a' is not defined"]
+    );
+    assert_eq!(
+        messages("use alpha as a\nprint(alpha)\n"),
+        ["name 'alpha' is not defined"]
+    );
     // A module export hides the prelude's name: no collision with the prelude.
     clean("use beta\nprint(cpu_count())\n");
     // `use` inside a function binds there.
     clean("def f():\n    use alpha\n    return only_a\n");
-    assert_eq!(messages("def f():\n    use alpha\nprint(only_a)\n"), ["name 'only_a' is not defined"]);
+    assert_eq!(
+        messages("def f():\n    use alpha\nprint(only_a)\n"),
+        ["name 'only_a' is not defined"]
+    );
 }
 
 #[test]
@@ -130,7 +181,10 @@ fn missing_module_does_not_cascade() {
 #[test]
 fn arity() {
     let m = |src: &str| messages(&format!("def f(a, b=1, *, c, d=2):\n    pass\n{src}\n"));
-    assert_eq!(m("f(1, 2, 3, c=1)"), ["f() takes from 1 to 2 positional arguments but 3 were given"]);
+    assert_eq!(
+        m("f(1, 2, 3, c=1)"),
+        ["f() takes from 1 to 2 positional arguments but 3 were given"]
+    );
     assert_eq!(m("f(c=1)"), ["f() missing 1 required positional argument: 'a'"]);
     assert_eq!(m("f(1)"), ["f() missing 1 required keyword-only argument: 'c'"]);
     assert_eq!(m("f(1, c=1, z=2)"), ["f() got an unexpected keyword argument 'z'"]);
@@ -143,7 +197,10 @@ fn arity() {
         messages("def g(a, b):\n    pass\ng(1, *xs, 2, 3)\nxs = []\n"),
         ["g() takes 2 positional arguments but at least 3 were given"]
     );
-    assert_eq!(messages("def g():\n    pass\ng(1)\n"), ["g() takes 0 positional arguments but 1 was given"]);
+    assert_eq!(
+        messages("def g():\n    pass\ng(1)\n"),
+        ["g() takes 0 positional arguments but 1 was given"]
+    );
     assert_eq!(
         messages("def g(a, b, c):\n    pass\ng()\n"),
         ["g() missing 3 required positional arguments: 'a', 'b', and 'c'"]
@@ -159,14 +216,19 @@ fn arity() {
         messages("def o():\n    def i(a):\n        pass\n    i()\n"),
         ["i() missing 1 required positional argument: 'a'"]
     );
-    assert_eq!(messages("struct P:\n    x: int\n    y: int = 0\nP(1, z=2)\n"), ["P() got an unexpected field 'z'"]);
+    assert_eq!(
+        messages("struct P:\n    x: int\n    y: int = 0\nP(1, z=2)\n"),
+        ["P() got an unexpected field 'z'"]
+    );
     clean("struct P:\n    x: int\n    y: int = 0\nP(y=1, x=2)\n");
 }
 
 #[test]
 fn literal_types() {
     let m = |src: &str| {
-        messages(&format!("def f(n: int, x: float = 0.0, s: str = none, xs: list[int] = []):\n    pass\n{src}\n"))
+        messages(&format!(
+            "def f(n: int, x: float = 0.0, s: str = none, xs: list[int] = []):\n    pass\n{src}\n"
+        ))
     };
     assert!(m("f(1, 2, \"a\", [1])").is_empty());
     assert!(m("f(true, x=1)").is_empty());
@@ -175,20 +237,41 @@ fn literal_types() {
     assert_eq!(m("f(-2, s=-1)"), ["f() argument 's' must be str, not int"]);
     assert_eq!(m("f(none)"), ["f() argument 'n' must be int, not none"]);
     assert_eq!(m("f(1, xs=(1, 2))"), ["f() argument 'xs' must be list, not tuple"]);
-    assert_eq!(m("f(1, 2.0, f\"{1}\", {})"), ["f() argument 'xs' must be list, not dict"]);
+    assert_eq!(
+        m("f(1, 2.0, f\"{1}\", {})"),
+        ["f() argument 'xs' must be list, not dict"]
+    );
     // Non-literals are judged at run time.
     assert!(m("f(len([]) * 1.5)").is_empty());
-    assert_eq!(messages("def g(n: int = \"x\"):\n    pass\n"), ["default of 'n' in g() must be int, not str"]);
-    assert_eq!(messages("struct S:\n    n: float = \"x\"\n"), ["default of 'n' in struct S must be float, not str"]);
-    assert_eq!(messages("struct S:\n    n: float\nS([])\n"), ["S() argument 'n' must be float, not list"]);
+    assert_eq!(
+        messages("def g(n: int = \"x\"):\n    pass\n"),
+        ["default of 'n' in g() must be int, not str"]
+    );
+    assert_eq!(
+        messages("struct S:\n    n: float = \"x\"\n"),
+        ["default of 'n' in struct S must be float, not str"]
+    );
+    assert_eq!(
+        messages("struct S:\n    n: float\nS([])\n"),
+        ["S() argument 'n' must be float, not list"]
+    );
 }
 
 #[test]
 fn tensor_annotations() {
     clean("def f(a: Tensor, b: Tensor[f32], c: Tensor[N, M], d: Tensor[N, 3, fp8]) -> Tensor[N, bf16]:\n    pass\n");
-    assert_eq!(messages("def f(a: Tensor[n]):\n    pass\n"), ["unknown dtype 'n' in a Tensor annotation"]);
-    assert_eq!(messages("x: list[Tensor[N, f99]] = []\n"), ["unknown dtype 'f99' in a Tensor annotation"]);
-    assert_eq!(messages("def f(a: Tensor[f32, f64]):\n    pass\n"), ["a Tensor annotation names at most one dtype"]);
+    assert_eq!(
+        messages("def f(a: Tensor[n]):\n    pass\n"),
+        ["unknown dtype 'n' in a Tensor annotation"]
+    );
+    assert_eq!(
+        messages("x: list[Tensor[N, f99]] = []\n"),
+        ["unknown dtype 'f99' in a Tensor annotation"]
+    );
+    assert_eq!(
+        messages("def f(a: Tensor[f32, f64]):\n    pass\n"),
+        ["a Tensor annotation names at most one dtype"]
+    );
     assert_eq!(
         messages("struct S:\n    t: Tensor[N, \"f32\"]\n"),
         ["a Tensor annotation takes dimensions and a dtype"]
@@ -199,12 +282,18 @@ fn tensor_annotations() {
 fn parallel_for_rules() {
     clean("parallel for i in range(3):\n    if i:\n        continue\n    for j in range(2):\n        break\n");
     clean("def f():\n    parallel for i in range(3):\n        def g():\n            return i\n        g()\n    return 1\n");
-    assert_eq!(messages("parallel for i in range(3):\n    break\n"), ["'break' is not allowed inside 'parallel for'"]);
+    assert_eq!(
+        messages("parallel for i in range(3):\n    break\n"),
+        ["'break' is not allowed inside 'parallel for'"]
+    );
     assert_eq!(
         messages("def f():\n    parallel for i in range(3):\n        while true:\n            return 1\n"),
         ["'return' is not allowed inside 'parallel for'"]
     );
-    assert_eq!(messages("for i in []:\n    def f():\n        break\n"), ["'break' outside loop"]);
+    assert_eq!(
+        messages("for i in []:\n    def f():\n        break\n"),
+        ["'break' outside loop"]
+    );
 }
 
 #[test]
@@ -215,9 +304,15 @@ fn guard() {
     assert_eq!(ds.len(), 1);
     let d = &ds[0];
     assert_eq!(d.kind, ErrorKind::PermissionError);
-    assert_eq!(d.message, "this program needs permission it was not given: --allow-python, --allow-net");
+    assert_eq!(
+        d.message,
+        "this program needs permission it was not given: --allow-python, --allow-net"
+    );
     assert_eq!(d.labels.len(), 4);
-    assert!(d.help.as_deref().is_some_and(|h| h.contains("apsi run --allow-python --allow-net t.apsi")));
+    assert!(d
+        .help
+        .as_deref()
+        .is_some_and(|h| h.contains("apsi run --allow-python --allow-net t.apsi")));
     let mut allowed = env();
     allowed.allowed = strs(&["python", "net"]);
     assert!(check_env("use torchy\nread_text(\"https://a\")\n", &allowed).is_empty());
@@ -231,7 +326,10 @@ fn repl_scope_learns_only_from_clean_inputs() {
     let sources = Arc::new(SourceMap::new());
     let nowhere = std::path::PathBuf::from("/nonexistent-apsi-check-test");
     let mut scope = ReplScope::new(&nowhere);
-    let opts = LoadOptions { packages_dir: Some(nowhere), parser: &crate::syntax::parse };
+    let opts = LoadOptions {
+        packages_dir: Some(nowhere),
+        parser: &crate::syntax::parse,
+    };
     let run = |src: &str, scope: &mut ReplScope| {
         let file = sources.add("<repl>", src);
         let (tree, _) = crate::syntax::parse(file, src);
@@ -246,7 +344,10 @@ fn repl_scope_learns_only_from_clean_inputs() {
     assert!(run("def f():\n    return later()\ng = lambda: later2", &mut scope).is_ok());
     assert!(run("h = [later3 for _ in range(1)]", &mut scope).is_err());
     let guard = run("use torchy", &mut scope).expect_err("python not allowed");
-    assert!(guard[0].help.as_deref().is_some_and(|h| h.contains("restart the REPL with: apsi repl --allow-python")));
+    assert!(guard[0]
+        .help
+        .as_deref()
+        .is_some_and(|h| h.contains("restart the REPL with: apsi repl --allow-python")));
 }
 
 #[test]
@@ -334,7 +435,10 @@ fn deep_nesting_does_not_overflow() {
     assert!(perr.is_empty(), "{perr:?}");
     let nowhere = std::path::PathBuf::from("/nonexistent-apsi-check-test");
     let mut scope = ReplScope::new(&nowhere);
-    let opts = LoadOptions { packages_dir: Some(nowhere), parser: &crate::syntax::parse };
+    let opts = LoadOptions {
+        packages_dir: Some(nowhere),
+        parser: &crate::syntax::parse,
+    };
     let ds = check_source_with(tree, file, &env(), &mut scope, sources.clone(), &opts).expect_err("nope is unknown");
     assert_eq!(ds.len(), 1);
     assert!(crate::diagnostic::render_all(&ds, &sources, false).contains("nope"));

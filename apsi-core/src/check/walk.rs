@@ -59,7 +59,11 @@ pub(crate) fn walk_stmt<'a, V: Visitor<'a> + ?Sized>(v: &mut V, s: &'a Stmt) {
             v.expr(target);
             v.expr(value);
         }
-        StmtKind::AnnAssign { target, annotation, value } => {
+        StmtKind::AnnAssign {
+            target,
+            annotation,
+            value,
+        } => {
             v.expr(target);
             v.annotation(annotation);
             if let Some(value) = value {
@@ -76,7 +80,13 @@ pub(crate) fn walk_stmt<'a, V: Visitor<'a> + ?Sized>(v: &mut V, s: &'a Stmt) {
             walk_body(v, body);
             walk_body(v, orelse);
         }
-        StmtKind::For { target, iter, body, orelse, .. } => {
+        StmtKind::For {
+            target,
+            iter,
+            body,
+            orelse,
+            ..
+        } => {
             v.expr(target);
             v.expr(iter);
             walk_body(v, body);
@@ -115,7 +125,12 @@ pub(crate) fn walk_stmt<'a, V: Visitor<'a> + ?Sized>(v: &mut V, s: &'a Stmt) {
                 walk_func(v, m);
             }
         }
-        StmtKind::Try { body, handlers, orelse, finalbody } => {
+        StmtKind::Try {
+            body,
+            handlers,
+            orelse,
+            finalbody,
+        } => {
             walk_body(v, body);
             for h in handlers {
                 if let Some(k) = &h.kind {

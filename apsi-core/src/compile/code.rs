@@ -12,6 +12,7 @@
 use crate::diagnostic::Span;
 use crate::syntax::ast::{BinOp, CmpOp, UnaryOp};
 use crate::vm::globals::GlobalSlot;
+use crate::vm::ic::AttrCache;
 use crate::vm::value::Value;
 use std::sync::Arc;
 
@@ -23,160 +24,431 @@ pub const NO_REG: Reg = u16::MAX;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Instr {
     Nop,
-    Move { a: Reg, b: Reg },
-    LoadK { a: Reg, k: u32 },
-    LoadInt { a: Reg, v: i32 },
-    LoadNone { a: Reg },
-    LoadBool { a: Reg, v: bool },
+    Move {
+        a: Reg,
+        b: Reg,
+    },
+    LoadK {
+        a: Reg,
+        k: u32,
+    },
+    LoadInt {
+        a: Reg,
+        v: i32,
+    },
+    LoadNone {
+        a: Reg,
+    },
+    LoadBool {
+        a: Reg,
+        v: bool,
+    },
     /// `a = globals[g]` (NameError when unbound).
-    GetGlobal { a: Reg, g: u32 },
-    SetGlobal { a: Reg, g: u32 },
+    GetGlobal {
+        a: Reg,
+        g: u32,
+    },
+    SetGlobal {
+        a: Reg,
+        g: u32,
+    },
     /// Own cell `c` (this frame's captured locals).
-    GetCell { a: Reg, c: u16 },
-    SetCell { a: Reg, c: u16 },
+    GetCell {
+        a: Reg,
+        c: u16,
+    },
+    SetCell {
+        a: Reg,
+        c: u16,
+    },
     /// Captured cell `c` of the running closure.
-    GetFree { a: Reg, c: u16 },
-    SetFree { a: Reg, c: u16 },
+    GetFree {
+        a: Reg,
+        c: u16,
+    },
+    SetFree {
+        a: Reg,
+        c: u16,
+    },
     /// Create own cell `c` holding register `a` (or none when `a == NO_REG`).
-    MakeCell { a: Reg, c: u16 },
-    Add { a: Reg, b: Reg, c: Reg },
-    Sub { a: Reg, b: Reg, c: Reg },
-    Mul { a: Reg, b: Reg, c: Reg },
+    MakeCell {
+        a: Reg,
+        c: u16,
+    },
+    Add {
+        a: Reg,
+        b: Reg,
+        c: Reg,
+    },
+    Sub {
+        a: Reg,
+        b: Reg,
+        c: Reg,
+    },
+    Mul {
+        a: Reg,
+        b: Reg,
+        c: Reg,
+    },
     /// `a = b * c` where `a` is a temporary read only by the `Add { b: a }`
     /// that follows (after at most one `GetGlobal`/`LoadK` of its other
     /// operand): `x * y + z`. The VM may run the pair as one fused tensor
     /// kernel (`tensor::fused::mul_add`) and skip to after the `Add`.
-    MulT { a: Reg, b: Reg, c: Reg },
+    MulT {
+        a: Reg,
+        b: Reg,
+        c: Reg,
+    },
     /// `a = b + v`
-    AddI { a: Reg, b: Reg, v: i16 },
-    Bin { op: BinOp, a: Reg, b: Reg, c: Reg },
-    Unary { op: UnaryOp, a: Reg, b: Reg },
-    Cmp { op: CmpOp, a: Reg, b: Reg, c: Reg },
+    AddI {
+        a: Reg,
+        b: Reg,
+        v: i16,
+    },
+    Bin {
+        op: BinOp,
+        a: Reg,
+        b: Reg,
+        c: Reg,
+    },
+    Unary {
+        op: UnaryOp,
+        a: Reg,
+        b: Reg,
+    },
+    Cmp {
+        op: CmpOp,
+        a: Reg,
+        b: Reg,
+        c: Reg,
+    },
     /// +J: jump when `(a op b) == jt`.
-    CmpJmp { op: CmpOp, a: Reg, b: Reg, jt: bool },
+    CmpJmp {
+        op: CmpOp,
+        a: Reg,
+        b: Reg,
+        jt: bool,
+    },
     /// +J: jump when `(a op v) == jt`.
-    CmpJmpI { op: CmpOp, a: Reg, v: i16, jt: bool },
-    Jmp { t: u32 },
-    JmpIf { a: Reg, t: u32 },
-    JmpIfNot { a: Reg, t: u32 },
-    Call { a: Reg, n: u16 },
+    CmpJmpI {
+        op: CmpOp,
+        a: Reg,
+        v: i16,
+        jt: bool,
+    },
+    Jmp {
+        t: u32,
+    },
+    JmpIf {
+        a: Reg,
+        t: u32,
+    },
+    JmpIfNot {
+        a: Reg,
+        t: u32,
+    },
+    Call {
+        a: Reg,
+        n: u16,
+    },
     /// Positional args in `a+1 ..= a+n`, then one value per name in the
     /// constant tuple `k`.
-    CallKw { a: Reg, n: u16, k: u16 },
+    CallKw {
+        a: Reg,
+        n: u16,
+        k: u16,
+    },
     /// `a(*a+1, **a+2)`: `a+1` a list/tuple, `a+2` a dict or none.
-    CallEx { a: Reg },
+    CallEx {
+        a: Reg,
+    },
     /// Call the constant `k` (a prelude or module function) with `a+1 ..= a+n`; result in `a`.
-    CallK { a: Reg, k: u16, n: u16 },
+    CallK {
+        a: Reg,
+        k: u16,
+        n: u16,
+    },
     /// Load global `g` into `a`, then `Call { a, n }`.
-    CallGlobal { a: Reg, g: u16, n: u16 },
+    CallGlobal {
+        a: Reg,
+        g: u16,
+        n: u16,
+    },
     /// `a = b.append(c)`: in place for a list in the local `b`, otherwise the
     /// general method call. With `mv`, `c` is a temporary and is moved.
-    AppendTo { a: Reg, b: Reg, c: Reg, mv: bool },
+    AppendTo {
+        a: Reg,
+        b: Reg,
+        c: Reg,
+        mv: bool,
+    },
     /// `a = (a+1).name(a+2 ..= a+1+n)` where `name` is constant `k`.
-    CallMethod { a: Reg, k: u16, n: u16 },
-    Return { a: Reg },
+    CallMethod {
+        a: Reg,
+        k: u16,
+        n: u16,
+    },
+    Return {
+        a: Reg,
+    },
     /// `Return { a }` that the compiler proved is reached from the entry
     /// only through instructions that write no register or only `a`
     /// (`emit.rs`, `mark_early_returns`): apart from `a`, whose value the
     /// return takes, only the `n` parameter registers can hold anything of
     /// this call, so popping the frame clears just those (`return a + b`, a
     /// recursion's base case `if n < 2: return n`).
-    ReturnParams { a: Reg, n: u16 },
+    ReturnParams {
+        a: Reg,
+        n: u16,
+    },
     ReturnNone,
-    GetAttr { a: Reg, b: Reg, k: u16 },
+    GetAttr {
+        a: Reg,
+        b: Reg,
+        k: u16,
+    },
     /// `a.name = c`
-    SetAttr { a: Reg, k: u16, c: Reg },
-    GetIndex { a: Reg, b: Reg, c: Reg },
+    SetAttr {
+        a: Reg,
+        k: u16,
+        c: Reg,
+    },
+    GetIndex {
+        a: Reg,
+        b: Reg,
+        c: Reg,
+    },
     /// `a[b] = c`
-    SetIndex { a: Reg, b: Reg, c: Reg },
-    BuildList { a: Reg, b: Reg, n: u16 },
-    BuildTuple { a: Reg, b: Reg, n: u16 },
+    SetIndex {
+        a: Reg,
+        b: Reg,
+        c: Reg,
+    },
+    BuildList {
+        a: Reg,
+        b: Reg,
+        n: u16,
+    },
+    BuildTuple {
+        a: Reg,
+        b: Reg,
+        n: u16,
+    },
     /// `n` key/value pairs in `b ..`.
-    BuildDict { a: Reg, b: Reg, n: u16 },
+    BuildDict {
+        a: Reg,
+        b: Reg,
+        n: u16,
+    },
     /// `a.append(b)` for the list in `a`.
-    ListAppend { a: Reg, b: Reg },
+    ListAppend {
+        a: Reg,
+        b: Reg,
+    },
     /// Extend the list in `a` with the iterable `b`.
-    ListExtend { a: Reg, b: Reg },
+    ListExtend {
+        a: Reg,
+        b: Reg,
+    },
     /// `a[b] = c` for the dict in `a`.
-    DictSet { a: Reg, b: Reg, c: Reg },
+    DictSet {
+        a: Reg,
+        b: Reg,
+        c: Reg,
+    },
     /// Merge the mapping `b` into the dict `a` (`**b`).
-    DictUpdate { a: Reg, b: Reg },
+    DictUpdate {
+        a: Reg,
+        b: Reg,
+    },
     /// `a = slice(b, b+1, b+2)`
-    BuildSlice { a: Reg, b: Reg },
+    BuildSlice {
+        a: Reg,
+        b: Reg,
+    },
     /// `a = range(b, c)` (the `..` operator).
-    BuildRange { a: Reg, b: Reg, c: Reg },
+    BuildRange {
+        a: Reg,
+        b: Reg,
+        c: Reg,
+    },
     /// Prepare `a` (an iterable) for `ForNext`; `a+1` becomes the position.
-    ForPrep { a: Reg },
+    ForPrep {
+        a: Reg,
+    },
     /// +J (exit): jump when the iteration in `a` is exhausted; otherwise `b = next item`.
-    ForNext { a: Reg, b: Reg },
+    ForNext {
+        a: Reg,
+        b: Reg,
+    },
     /// +J (exit): `a, a+1, a+2` = start, stop, step (ints, checked); jump when empty, else `b = start`.
-    ForRangePrep { a: Reg, b: Reg },
+    ForRangePrep {
+        a: Reg,
+        b: Reg,
+    },
     /// +J (loop): advance `a`; jump back while in range, with `b = a`.
-    ForRangeLoop { a: Reg, b: Reg },
+    ForRangeLoop {
+        a: Reg,
+        b: Reg,
+    },
     /// Unpack the iterable `b` into `a ..< a+n` (ValueError on a count mismatch).
-    Unpack { a: Reg, b: Reg, n: u16 },
+    Unpack {
+        a: Reg,
+        b: Reg,
+        n: u16,
+    },
+    /// Unpack the tuple or list `b` (of exactly `n` items) straight into
+    /// the local registers listed by the constant `k` (a tuple of ints),
+    /// in order. Emitted for `x, y = src` when every target is a local in
+    /// a register and `b` is none of them; anything else (another
+    /// iterable, a count mismatch) runs like `Unpack` then moves.
+    UnpackRegs {
+        b: Reg,
+        k: u16,
+        n: u16,
+    },
     /// Starred unpack: `before` values, a list, `after` values into `a ..`.
-    UnpackEx { a: Reg, b: Reg, before: u8, after: u8 },
+    UnpackEx {
+        a: Reg,
+        b: Reg,
+        before: u8,
+        after: u8,
+    },
     /// `a = function(protos[p])` with its defaults in `b ..`.
-    MakeFunc { a: Reg, p: u16, b: Reg },
+    MakeFunc {
+        a: Reg,
+        p: u16,
+        b: Reg,
+    },
     /// `a = struct(structs[p])` with field defaults then methods in `b ..`.
-    MakeStruct { a: Reg, p: u16, b: Reg },
-    Raise { a: Reg },
+    MakeStruct {
+        a: Reg,
+        p: u16,
+        b: Reg,
+    },
+    Raise {
+        a: Reg,
+    },
     /// Re-raise the error value in `a` (bare `raise`, end of unmatched `except`).
-    Reraise { a: Reg },
+    Reraise {
+        a: Reg,
+    },
     /// Raise AssertionError with message `a` (or none when `NO_REG`).
-    AssertFail { a: Reg },
+    AssertFail {
+        a: Reg,
+    },
     /// Raise `NameError` if local `a` (named by string constant `k`) has not
     /// been assigned yet. Emitted only where assignment is not certain.
-    CheckBound { a: Reg, k: u16 },
+    CheckBound {
+        a: Reg,
+        k: u16,
+    },
     /// Errors raised until the matching `PopHandler` jump to `t` with the error in `a`.
-    PushHandler { a: Reg, t: u32 },
+    PushHandler {
+        a: Reg,
+        t: u32,
+    },
     PopHandler,
     /// `a = error b matches kind(s) c`.
-    ExcMatch { a: Reg, b: Reg, c: Reg },
+    ExcMatch {
+        a: Reg,
+        b: Reg,
+        c: Reg,
+    },
     /// `a = str(b)`
-    ToStr { a: Reg, b: Reg },
+    ToStr {
+        a: Reg,
+        b: Reg,
+    },
     /// `a = repr(b)`
-    ToRepr { a: Reg, b: Reg },
+    ToRepr {
+        a: Reg,
+        b: Reg,
+    },
     /// `a = format(b, spec c)`
-    Format { a: Reg, b: Reg, c: Reg },
+    Format {
+        a: Reg,
+        b: Reg,
+        c: Reg,
+    },
     /// `a = concatenation of the n strings in b ..`
-    Concat { a: Reg, b: Reg, n: u16 },
+    Concat {
+        a: Reg,
+        b: Reg,
+        n: u16,
+    },
     /// `parallel for` (see `compile::parfor`): run the chunk function in `a`
     /// over `range(a+1, a+2, a+3)` (`range`) or over the iterable `a+1`, with
     /// `n` reductions whose first-worker and other-worker initial values are
     /// the pairs in `a+4 ..`. Afterwards `a` = the first worker's partials
     /// (a tuple, or none without reductions) and `a+1` = a list of the other
     /// workers' partial tuples, in worker order.
-    ParFor { a: Reg, n: u16, range: bool },
+    ParFor {
+        a: Reg,
+        n: u16,
+        range: bool,
+    },
     /// Define constant `k` (a name) of the struct type in `a` as `c`.
-    StructConst { a: Reg, k: u16, c: Reg },
+    StructConst {
+        a: Reg,
+        k: u16,
+        c: Reg,
+    },
     /// `a = {b, b+1, …}` (`n` members; a set display).
-    BuildSet { a: Reg, b: Reg, n: u16 },
+    BuildSet {
+        a: Reg,
+        b: Reg,
+        n: u16,
+    },
     /// Add `b` to the set in `a` (set comprehensions).
-    SetAdd { a: Reg, b: Reg },
+    SetAdd {
+        a: Reg,
+        b: Reg,
+    },
     /// `del a[b]` (`ops::del_index`).
-    DelIndex { a: Reg, b: Reg },
+    DelIndex {
+        a: Reg,
+        b: Reg,
+    },
     /// `del x` for the local in register `a` (named by string constant `k`):
     /// `NameError` if it is unassigned, else it becomes unassigned.
-    DelLocal { a: Reg, k: u16 },
+    DelLocal {
+        a: Reg,
+        k: u16,
+    },
     /// `del x` for module-level name `globals[g]` (`NameError` if unbound).
-    DelGlobal { g: u32 },
+    DelGlobal {
+        g: u32,
+    },
     /// `del x` for own cell `c` (named by string constant `k`).
-    DelCell { c: u16, k: u16 },
+    DelCell {
+        c: u16,
+        k: u16,
+    },
     /// `del x` for captured cell `c` (named by string constant `k`).
-    DelFree { c: u16, k: u16 },
+    DelFree {
+        c: u16,
+        k: u16,
+    },
     /// Generators only (`vm/exec/resume.rs`): suspend the frame, handing
     /// the value in `a` to whoever resumed it; when resumed, `b = none`
     /// (the value of the `yield` expression) and the next instruction runs.
-    Yield { a: Reg, b: Reg },
+    Yield {
+        a: Reg,
+        b: Reg,
+    },
     /// `a = iter(b)`: an iterator over any iterable (`yield from`, the
     /// outermost iterable of a generator expression).
-    GetIter { a: Reg, b: Reg },
+    GetIter {
+        a: Reg,
+        b: Reg,
+    },
     /// `a = iter(a)`, except that lists, tuples, ranges and strings stay
     /// as they are (`ForPrep` walks them on its fast paths): the outermost
     /// iterable of a generator expression, checked when it is made.
-    IterPrep { a: Reg },
+    IterPrep {
+        a: Reg,
+    },
 }
 
 const _: () = assert!(std::mem::size_of::<Instr>() == 8);
@@ -209,6 +481,9 @@ pub struct Code {
     /// cell order (for the `NameError` of reading a cell after `del`).
     pub cell_names: Box<[Arc<str>]>,
     pub free_names: Box<[Arc<str>]>,
+    /// One inline-cache word per instruction (`vm::ic`), or none at all
+    /// when no instruction reads, writes or calls an attribute.
+    pub ic: Box<[AttrCache]>,
 }
 
 impl Code {
@@ -219,6 +494,11 @@ impl Code {
     /// Does the `AddI` at `pc` stand for `x - k` (its `v` is `-k`)?
     pub fn is_sub_addi(&self, pc: usize) -> bool {
         self.sub_addi.binary_search(&(pc as u32)).is_ok()
+    }
+    /// The inline-cache word of the instruction at `pc`.
+    #[inline(always)]
+    pub fn ic_at(&self, pc: usize) -> Option<&AttrCache> {
+        self.ic.get(pc)
     }
     pub fn span_at(&self, pc: usize) -> Span {
         self.spans.get(pc).copied().unwrap_or(self.span)

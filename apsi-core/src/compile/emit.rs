@@ -52,7 +52,10 @@ enum FinallyBody<'a> {
 }
 
 enum Block<'a> {
-    Loop { breaks: Vec<usize>, continues: Vec<usize> },
+    Loop {
+        breaks: Vec<usize>,
+        continues: Vec<usize>,
+    },
     /// An active `PushHandler` without a finally body (try/except).
     Handler,
     /// An active `PushHandler` whose body must also run on every exit.
@@ -113,11 +116,22 @@ fn cerr(span: Span, msg: impl Into<String>) -> Box<Diagnostic> {
 
 /// Compile a module body. With `repl`, a trailing expression statement's
 /// value is returned (otherwise the code returns none).
-pub fn compile_module(module: &Module, table: &ScopeTable, env: &mut dyn GlobalEnv, repl: bool) -> Result<Arc<FuncProto>, Vec<Diagnostic>> {
+pub fn compile_module(
+    module: &Module,
+    table: &ScopeTable,
+    env: &mut dyn GlobalEnv,
+    repl: bool,
+) -> Result<Arc<FuncProto>, Vec<Diagnostic>> {
     if !table.errors.is_empty() {
         return Err(table.errors.clone());
     }
-    let mut c = Compiler { table, env, fs: Vec::new(), next_method: None, errors: Vec::new() };
+    let mut c = Compiler {
+        table,
+        env,
+        fs: Vec::new(),
+        next_method: None,
+        errors: Vec::new(),
+    };
     c.fs.push(FnState::new(ScopeTable::MODULE, "<module>".into(), module.span, true));
     let n = module.body.len();
     let mut result: CResult<()> = Ok(());
@@ -164,7 +178,10 @@ pub fn compile_module(module: &Module, table: &ScopeTable, env: &mut dyn GlobalE
                 generator: false,
             }))
         }
-        None => Err(vec![Diagnostic::new(ErrorKind::Error, "internal error: compiler state lost")]),
+        None => Err(vec![Diagnostic::new(
+            ErrorKind::Error,
+            "internal error: compiler state lost",
+        )]),
     }
 }
 
@@ -209,7 +226,28 @@ impl<'a> FnState<'a> {
             .collect();
         unbound_regs.sort_unstable();
         unbound_regs.dedup();
-        Arc::new(Code {
+        // (Arithmetic too: on a struct it calls an operator method, cached like one.)
+        let cached = |i: &Instr| {
+            matches!(
+                i,
+                Instr::GetAttr { .. }
+                    | Instr::SetAttr { .. }
+                    | Instr::CallMethod { .. }
+                    | Instr::Add { .. }
+                    | Instr::Sub { .. }
+                    | Instr::Mul { .. }
+                    | Instr::MulT { .. }
+                    | Instr::Bin { .. }
+                    | Instr::AddI { .. }
+            )
+        };
+        let ic_len = if self.instrs.iter().any(cached) {
+            self.instrs.len()
+        } else {
+            0
+        };
+        let code = Arc::new(Code {
+            ic: (0..ic_len).map(|_| Default::default()).collect(),
             unbound_regs: unbound_regs.into_boxed_slice(),
             name: self.name,
             instrs: self.instrs.into_boxed_slice(),
@@ -225,15 +263,30 @@ impl<'a> FnState<'a> {
             sub_addi: self.sub_addi.into_boxed_slice(),
             cell_names: names.0,
             free_names: names.1,
-        })
+        });
+        if dump_bytecode() {
+            eprintln!("{code:?}");
+        }
+        code
     }
+}
+
+/// `APSI_DUMP_BYTECODE=1`: print every compiled body to stderr (for
+/// people working on the compiler and the VM).
+fn dump_bytecode() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("APSI_DUMP_BYTECODE").is_some_and(|v| v == "1"))
 }
 
 /// Is `ins` a test whose jump target is the `Jmp` word right after it?
 fn reads_next_jmp(ins: &Instr) -> bool {
     matches!(
         ins,
-        Instr::CmpJmp { .. } | Instr::CmpJmpI { .. } | Instr::ForNext { .. } | Instr::ForRangePrep { .. } | Instr::ForRangeLoop { .. }
+        Instr::CmpJmp { .. }
+            | Instr::CmpJmpI { .. }
+            | Instr::ForNext { .. }
+            | Instr::ForRangePrep { .. }
+            | Instr::ForRangeLoop { .. }
     )
 }
 
@@ -391,7 +444,13 @@ fn mentions(e: &Expr, n: &str) -> bool {
 fn visit_names(e: &Expr, f: &mut dyn FnMut(&str)) {
     match &e.kind {
         ExprKind::Name(n) => f(n),
-        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Str(_) | ExprKind::Bytes(_) | ExprKind::Bool(_) | ExprKind::None | ExprKind::Error => {}
+        ExprKind::Int(_)
+        | ExprKind::Float(_)
+        | ExprKind::Str(_)
+        | ExprKind::Bytes(_)
+        | ExprKind::Bool(_)
+        | ExprKind::None
+        | ExprKind::Error => {}
         ExprKind::FString(parts) => {
             fn fp(parts: &[FStringPart], f: &mut dyn FnMut(&str)) {
                 for p in parts {
@@ -415,8 +474,19 @@ fn visit_names(e: &Expr, f: &mut dyn FnMut(&str)) {
                 }
             }
         }
-        ExprKind::Starred(x) | ExprKind::UnaryOp { operand: x, .. } | ExprKind::Attribute { value: x, .. } => visit_names(x, f),
-        ExprKind::BinOp { left, right, .. } | ExprKind::BoolOp { left, right, .. } | ExprKind::Range { start: left, end: right } | ExprKind::Index { value: left, index: right } => {
+        ExprKind::Starred(x) | ExprKind::UnaryOp { operand: x, .. } | ExprKind::Attribute { value: x, .. } => {
+            visit_names(x, f)
+        }
+        ExprKind::BinOp { left, right, .. }
+        | ExprKind::BoolOp { left, right, .. }
+        | ExprKind::Range {
+            start: left,
+            end: right,
+        }
+        | ExprKind::Index {
+            value: left,
+            index: right,
+        } => {
             visit_names(left, f);
             visit_names(right, f)
         }
@@ -432,11 +502,16 @@ fn visit_names(e: &Expr, f: &mut dyn FnMut(&str)) {
                 }
             }
         }
-        ExprKind::Slice { lower, upper, step } => [lower, upper, step].into_iter().flatten().for_each(|x| visit_names(x, f)),
+        ExprKind::Slice { lower, upper, step } => [lower, upper, step]
+            .into_iter()
+            .flatten()
+            .for_each(|x| visit_names(x, f)),
         // Nested scopes may read the name through a cell; be conservative.
-        ExprKind::Lambda { .. } | ExprKind::ListComp { .. } | ExprKind::DictComp { .. } | ExprKind::SetComp { .. } | ExprKind::GenExp { .. } => {
-            f("")
-        }
+        ExprKind::Lambda { .. }
+        | ExprKind::ListComp { .. }
+        | ExprKind::DictComp { .. }
+        | ExprKind::SetComp { .. }
+        | ExprKind::GenExp { .. } => f(""),
         ExprKind::Yield(v) => {
             f("");
             if let Some(v) = v {
@@ -481,7 +556,12 @@ fn small_int(e: &Expr) -> Option<i16> {
     }
 }
 
-static NO_PARAMS: Params = Params { params: Vec::new(), vararg: None, kwonly: Vec::new(), kwarg: None };
+static NO_PARAMS: Params = Params {
+    params: Vec::new(),
+    vararg: None,
+    kwonly: Vec::new(),
+    kwarg: None,
+};
 
 impl<'a, 'e> Compiler<'a, 'e> {
     #[inline]
@@ -512,8 +592,12 @@ impl<'a, 'e> Compiler<'a, 'e> {
 
     fn patch(&mut self, site: usize, target: usize) {
         let t = target as u32;
-        if let Some(Instr::Jmp { t: x } | Instr::JmpIf { t: x, .. } | Instr::JmpIfNot { t: x, .. } | Instr::PushHandler { t: x, .. }) =
-            self.f().instrs.get_mut(site)
+        if let Some(
+            Instr::Jmp { t: x }
+            | Instr::JmpIf { t: x, .. }
+            | Instr::JmpIfNot { t: x, .. }
+            | Instr::PushHandler { t: x, .. },
+        ) = self.f().instrs.get_mut(site)
         {
             *x = t;
         }
@@ -576,7 +660,12 @@ impl<'a, 'e> Compiler<'a, 'e> {
 
     fn konst16(&mut self, v: Value) -> CResult<u16> {
         let k = self.konst(v)?;
-        u16::try_from(k).map_err(|_| cerr(self.fs.last().map(|f| f.span).unwrap_or_default(), "too many constants in one function"))
+        u16::try_from(k).map_err(|_| {
+            cerr(
+                self.fs.last().map(|f| f.span).unwrap_or_default(),
+                "too many constants in one function",
+            )
+        })
     }
 
     fn str_const16(&mut self, s: &str) -> CResult<u16> {
@@ -758,7 +847,12 @@ impl<'a, 'e> Compiler<'a, 'e> {
             ExprKind::Tuple(xs) => self.sequence(xs, dst, true, span)?,
             ExprKind::Dict(items) => self.dict(items, dst, span)?,
             ExprKind::Set(xs) => self.set_display(xs, dst, span)?,
-            ExprKind::Starred(_) => return Err(cerr(span, "a starred expression `*x` is only allowed in a list, tuple or call")),
+            ExprKind::Starred(_) => {
+                return Err(cerr(
+                    span,
+                    "a starred expression `*x` is only allowed in a list, tuple or call",
+                ))
+            }
             ExprKind::BinOp { op, left, right } => {
                 if let Some(v) = fold(e) {
                     match v {
@@ -773,7 +867,9 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 let l = self.expr_reg(left)?;
                 // `x * y + z`: the product's index, to mark it for fusion.
                 let product = match (op, &left.kind, self.f().instrs.last()) {
-                    (BinOp::Add, ExprKind::BinOp { op: BinOp::Mul, .. }, Some(&Instr::Mul { a, .. })) if a == l => Some(self.here() - 1),
+                    (BinOp::Add, ExprKind::BinOp { op: BinOp::Mul, .. }, Some(&Instr::Mul { a, .. })) if a == l => {
+                        Some(self.here() - 1)
+                    }
                     _ => None,
                 };
                 if matches!(op, BinOp::Add | BinOp::Sub) {
@@ -795,7 +891,12 @@ impl<'a, 'e> Compiler<'a, 'e> {
                     BinOp::Add => Instr::Add { a: dst, b: l, c: r },
                     BinOp::Sub => Instr::Sub { a: dst, b: l, c: r },
                     BinOp::Mul => Instr::Mul { a: dst, b: l, c: r },
-                    op => Instr::Bin { op: *op, a: dst, b: l, c: r },
+                    op => Instr::Bin {
+                        op: *op,
+                        a: dst,
+                        b: l,
+                        c: r,
+                    },
                 };
                 self.emit_at(ins, span);
             }
@@ -827,8 +928,20 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 let mut exits = Vec::new();
                 for (i, (op, x)) in ops.iter().enumerate() {
                     let last = i + 1 == ops.len();
-                    let r = if last { self.expr_reg(x)? } else { self.expr_tmp_keep(x)? };
-                    self.emit_at(Instr::Cmp { op: *op, a: dst, b: l, c: r }, span);
+                    let r = if last {
+                        self.expr_reg(x)?
+                    } else {
+                        self.expr_tmp_keep(x)?
+                    };
+                    self.emit_at(
+                        Instr::Cmp {
+                            op: *op,
+                            a: dst,
+                            b: l,
+                            c: r,
+                        },
+                        span,
+                    );
                     if !last {
                         exits.push(self.emit(Instr::JmpIfNot { a: dst, t: 0 }));
                     }
@@ -865,7 +978,10 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 self.emit_at(Instr::BuildSlice { a: dst, b }, span);
             }
             ExprKind::Lambda { params, body } => {
-                let sid = self.table.of_expr(e).ok_or_else(|| cerr(span, "internal: lambda without scope"))?;
+                let sid = self
+                    .table
+                    .of_expr(e)
+                    .ok_or_else(|| cerr(span, "internal: lambda without scope"))?;
                 self.make_function(sid, "<lambda>", params, FnBody::Expr(body), dst, span)?;
             }
             ExprKind::IfExp { test, body, orelse } => {
@@ -876,9 +992,16 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 self.expr_to(orelse, dst)?;
                 self.patch_here(vec![j]);
             }
-            ExprKind::ListComp { generators, .. } | ExprKind::DictComp { generators, .. } | ExprKind::SetComp { generators, .. } => {
-                let sid = self.table.of_expr(e).ok_or_else(|| cerr(span, "internal: comprehension without scope"))?;
-                let first = generators.first().ok_or_else(|| cerr(span, "a comprehension needs a `for`"))?;
+            ExprKind::ListComp { generators, .. }
+            | ExprKind::DictComp { generators, .. }
+            | ExprKind::SetComp { generators, .. } => {
+                let sid = self
+                    .table
+                    .of_expr(e)
+                    .ok_or_else(|| cerr(span, "internal: comprehension without scope"))?;
+                let first = generators
+                    .first()
+                    .ok_or_else(|| cerr(span, "a comprehension needs a `for`"))?;
                 let f = self.alloc()?;
                 self.make_function(sid, "<comprehension>", &NO_PARAMS, FnBody::Comp(e), f, span)?;
                 let a = self.alloc()?;
@@ -892,8 +1015,13 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 // As a comprehension, but the function is a generator and its
                 // outermost iterable is turned into an iterator now (Python
                 // raises for a non-iterable at creation, not at the first step).
-                let sid = self.table.of_expr(e).ok_or_else(|| cerr(span, "internal: generator expression without scope"))?;
-                let first = generators.first().ok_or_else(|| cerr(span, "a generator expression needs a `for`"))?;
+                let sid = self
+                    .table
+                    .of_expr(e)
+                    .ok_or_else(|| cerr(span, "internal: generator expression without scope"))?;
+                let first = generators
+                    .first()
+                    .ok_or_else(|| cerr(span, "a generator expression needs a `for`"))?;
                 let f = self.alloc()?;
                 self.make_function(sid, "<genexpr>", &NO_PARAMS, FnBody::Comp(e), f, span)?;
                 let a = self.alloc()?;
@@ -949,7 +1077,11 @@ impl<'a, 'e> Compiler<'a, 'e> {
         if sc.generator && sc.kind == crate::compile::scope::ScopeKind::Function {
             return Ok(());
         }
-        let msg = if sc.name == "<parallel for>" { "'yield' is not allowed inside 'parallel for'" } else { "'yield' outside function" };
+        let msg = if sc.name == "<parallel for>" {
+            "'yield' is not allowed inside 'parallel for'"
+        } else {
+            "'yield' outside function"
+        };
         Err(cerr(span, msg))
     }
 
@@ -977,14 +1109,21 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 }
             }
             if tuple {
-                self.emit(Instr::BuildTuple { a: dst, b: l, n: u16::MAX });
+                self.emit(Instr::BuildTuple {
+                    a: dst,
+                    b: l,
+                    n: u16::MAX,
+                });
             } else {
                 self.emit(Instr::Move { a: dst, b: l });
             }
             return Ok(());
         }
         // (u16::MAX is BuildTuple's "convert a list" marker.)
-        let n = u16::try_from(xs.len()).ok().filter(|&n| n < u16::MAX).ok_or_else(|| cerr(span, "too many elements in one display"))?;
+        let n = u16::try_from(xs.len())
+            .ok()
+            .filter(|&n| n < u16::MAX)
+            .ok_or_else(|| cerr(span, "too many elements in one display"))?;
         let b = self.alloc_n(xs.len())?;
         for (i, x) in xs.iter().enumerate() {
             self.expr_to(x, b + i as u16)?;
@@ -1050,7 +1189,12 @@ impl<'a, 'e> Compiler<'a, 'e> {
                     self.emit(Instr::LoadK { a: r, k });
                     regs.push(r);
                 }
-                FStringPart::Expr { expr, conversion, spec, debug_text } => {
+                FStringPart::Expr {
+                    expr,
+                    conversion,
+                    spec,
+                    debug_text,
+                } => {
                     if let Some(t) = debug_text {
                         let r = self.alloc()?;
                         let k = self.konst(Value::str(t.as_str()))?;
@@ -1133,7 +1277,11 @@ impl<'a, 'e> Compiler<'a, 'e> {
         let general = args.iter().any(|a| matches!(a, Arg::Star(_) | Arg::DoubleStar(_)));
         let has_kw = args.iter().any(|a| matches!(a, Arg::Keyword(..)));
         // The callee register: reuse `dst` when it is the newest temporary.
-        let f = if dst + 1 == self.mark() && !self.is_local_reg(dst) { dst } else { self.alloc()? };
+        let f = if dst + 1 == self.mark() && !self.is_local_reg(dst) {
+            dst
+        } else {
+            self.alloc()?
+        };
         if general {
             self.expr_to(func, f)?;
             let l = self.alloc()?;
@@ -1269,7 +1417,10 @@ impl<'a, 'e> Compiler<'a, 'e> {
                     Ok(vec![])
                 }
             }
-            ExprKind::UnaryOp { op: UnaryOp::Not, operand } => self.cond_jump(operand, !jump_if),
+            ExprKind::UnaryOp {
+                op: UnaryOp::Not,
+                operand,
+            } => self.cond_jump(operand, !jump_if),
             ExprKind::BoolOp { op, left, right } => match (op, jump_if) {
                 (BoolOp::And, false) | (BoolOp::Or, true) => {
                     let mut a = self.cond_jump(left, jump_if)?;
@@ -1287,12 +1438,20 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 let (op, right) = (&ops[0].0, &ops[0].1);
                 let l = self.expr_reg(left)?;
                 let ins = match small_int(right) {
-                    Some(v) if !matches!(op, CmpOp::In | CmpOp::NotIn | CmpOp::Is | CmpOp::IsNot) => {
-                        Instr::CmpJmpI { op: *op, a: l, v, jt: jump_if }
-                    }
+                    Some(v) if !matches!(op, CmpOp::In | CmpOp::NotIn | CmpOp::Is | CmpOp::IsNot) => Instr::CmpJmpI {
+                        op: *op,
+                        a: l,
+                        v,
+                        jt: jump_if,
+                    },
                     _ => {
                         let r = self.expr_reg(right)?;
-                        Instr::CmpJmp { op: *op, a: l, b: r, jt: jump_if }
+                        Instr::CmpJmp {
+                            op: *op,
+                            a: l,
+                            b: r,
+                            jt: jump_if,
+                        }
                     }
                 };
                 self.emit_at(ins, e.span);
@@ -1300,7 +1459,11 @@ impl<'a, 'e> Compiler<'a, 'e> {
             }
             _ => {
                 let r = self.expr_reg(e)?;
-                let ins = if jump_if { Instr::JmpIf { a: r, t: 0 } } else { Instr::JmpIfNot { a: r, t: 0 } };
+                let ins = if jump_if {
+                    Instr::JmpIf { a: r, t: 0 }
+                } else {
+                    Instr::JmpIfNot { a: r, t: 0 }
+                };
                 Ok(vec![self.emit_at(ins, e.span)])
             }
         }
@@ -1319,6 +1482,26 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 match star {
                     None => {
                         let n = u16::try_from(xs.len()).map_err(|_| cerr(span, "too many targets"))?;
+                        // Every target a local in a register (and the source none
+                        // of them): straight into those registers.
+                        let regs: Option<Vec<Reg>> = xs
+                            .iter()
+                            .map(|x| match &x.kind {
+                                ExprKind::Name(name) if self.resolve(name) == Binding::Local => {
+                                    self.local_reg(name).filter(|r| *r != src)
+                                }
+                                _ => None,
+                            })
+                            .collect();
+                        if let Some(regs) = regs {
+                            let k = self.konst16(Value::tuple(regs.iter().map(|r| Value::Int(*r as i64)).collect()))?;
+                            self.emit_at(Instr::UnpackRegs { b: src, k, n }, span);
+                            for r in regs {
+                                self.mark_defined(r);
+                            }
+                            self.free_to(m);
+                            return Ok(());
+                        }
                         self.emit_at(Instr::Unpack { a: b, b: src, n }, span);
                     }
                     Some(i) => {
@@ -1327,7 +1510,15 @@ impl<'a, 'e> Compiler<'a, 'e> {
                         }
                         let before = u8::try_from(i).map_err(|_| cerr(span, "too many targets"))?;
                         let after = u8::try_from(xs.len() - i - 1).map_err(|_| cerr(span, "too many targets"))?;
-                        self.emit_at(Instr::UnpackEx { a: b, b: src, before, after }, span);
+                        self.emit_at(
+                            Instr::UnpackEx {
+                                a: b,
+                                b: src,
+                                before,
+                                after,
+                            },
+                            span,
+                        );
                     }
                 }
                 for (i, x) in xs.iter().enumerate() {
@@ -1414,7 +1605,10 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 let entry = c.loop_entry_defs(body);
                 let top = c.here();
                 let exit = c.cond_jump(test, false)?;
-                c.f().blocks.push(Block::Loop { breaks: Vec::new(), continues: Vec::new() });
+                c.f().blocks.push(Block::Loop {
+                    breaks: Vec::new(),
+                    continues: Vec::new(),
+                });
                 c.block(body)?;
                 c.emit(Instr::Jmp { t: top as u32 });
                 let (breaks, continues) = c.pop_loop();
@@ -1426,11 +1620,25 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 c.patch_here(breaks);
                 Ok(())
             })?,
-            StmtKind::For { orelse, parallel: true, .. } if !orelse.is_empty() => {
+            StmtKind::For {
+                orelse, parallel: true, ..
+            } if !orelse.is_empty() => {
                 return Err(cerr(span, "a 'parallel for' loop cannot have an 'else' clause"));
             }
-            StmtKind::For { target, iter, body, parallel: true, .. } => self.scoped_defs(|c| c.par_for_stmt(s, target, iter, body, span))?,
-            StmtKind::For { target, iter, body, orelse, .. } => self.scoped_defs(|c| c.for_stmt(target, iter, body, orelse, span))?,
+            StmtKind::For {
+                target,
+                iter,
+                body,
+                parallel: true,
+                ..
+            } => self.scoped_defs(|c| c.par_for_stmt(s, target, iter, body, span))?,
+            StmtKind::For {
+                target,
+                iter,
+                body,
+                orelse,
+                ..
+            } => self.scoped_defs(|c| c.for_stmt(target, iter, body, orelse, span))?,
             StmtKind::Del(targets) => {
                 for t in targets {
                     self.del_target(t)?;
@@ -1496,9 +1704,12 @@ impl<'a, 'e> Compiler<'a, 'e> {
                     }
                 }
             }
-            StmtKind::Try { body, handlers, orelse, finalbody } => {
-                self.scoped_defs(|c| c.try_stmt(body, handlers, orelse, finalbody, span))?
-            }
+            StmtKind::Try {
+                body,
+                handlers,
+                orelse,
+                finalbody,
+            } => self.scoped_defs(|c| c.try_stmt(body, handlers, orelse, finalbody, span))?,
             StmtKind::Raise(e) => match e {
                 Some(e) => {
                     let r = self.expr_reg(e)?;
@@ -1547,6 +1758,15 @@ impl<'a, 'e> Compiler<'a, 'e> {
                     }
                     return Ok(());
                 }
+            }
+            // `a, b = pair` with `pair` a local: unpacked where it is (the
+            // unpack reads every item before it writes a target).
+            if matches!(t.kind, ExprKind::Tuple(_) | ExprKind::List(_)) && matches!(value.kind, ExprKind::Name(_)) {
+                let m = self.mark();
+                let v = self.expr_reg(value)?;
+                self.assign(t, v)?;
+                self.free_to(m);
+                return Ok(());
             }
         }
         let v = self.expr_tmp_keep(value)?;
@@ -1648,7 +1868,8 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 if n != "range" || self.resolve(n) != Binding::Global || args.is_empty() || args.len() > 3 {
                     return None;
                 }
-                let is_prelude_range = matches!(self.env.resolve(n), GlobalRef::Const(Value::Native(f)) if &*f.name == "range");
+                let is_prelude_range =
+                    matches!(self.env.resolve(n), GlobalRef::Const(Value::Native(f)) if &*f.name == "range");
                 if !is_prelude_range {
                     return None;
                 }
@@ -1679,7 +1900,14 @@ impl<'a, 'e> Compiler<'a, 'e> {
         Ok((self.alloc()?, false))
     }
 
-    fn for_stmt(&mut self, target: &'a Expr, iter: &'a Expr, body: &'a [Stmt], orelse: &'a [Stmt], span: Span) -> CResult<()> {
+    fn for_stmt(
+        &mut self,
+        target: &'a Expr,
+        iter: &'a Expr,
+        body: &'a [Stmt],
+        orelse: &'a [Stmt],
+        span: Span,
+    ) -> CResult<()> {
         let entry = self.loop_entry_defs(body);
         if let Some(args) = self.range_args(iter) {
             let base = self.alloc_n(3)?;
@@ -1708,7 +1936,10 @@ impl<'a, 'e> Compiler<'a, 'e> {
             if !direct {
                 self.assign(target, dst)?;
             }
-            self.f().blocks.push(Block::Loop { breaks: Vec::new(), continues: Vec::new() });
+            self.f().blocks.push(Block::Loop {
+                breaks: Vec::new(),
+                continues: Vec::new(),
+            });
             self.block(body)?;
             let (breaks, continues) = self.pop_loop();
             self.patch_here(continues);
@@ -1729,7 +1960,10 @@ impl<'a, 'e> Compiler<'a, 'e> {
         if !direct {
             self.assign(target, dst)?;
         }
-        self.f().blocks.push(Block::Loop { breaks: Vec::new(), continues: Vec::new() });
+        self.f().blocks.push(Block::Loop {
+            breaks: Vec::new(),
+            continues: Vec::new(),
+        });
         self.block(body)?;
         self.emit(Instr::Jmp { t: top as u32 });
         let (breaks, continues) = self.pop_loop();
@@ -1744,12 +1978,22 @@ impl<'a, 'e> Compiler<'a, 'e> {
 
     /// `parallel for` (see `compile::parfor`): make the chunk function, run
     /// it with `ParFor`, then combine the reduction partials in worker order.
-    fn par_for_stmt(&mut self, s: &'a Stmt, target: &'a Expr, iter: &'a Expr, body: &'a [Stmt], span: Span) -> CResult<()> {
+    fn par_for_stmt(
+        &mut self,
+        s: &'a Stmt,
+        target: &'a Expr,
+        iter: &'a Expr,
+        body: &'a [Stmt],
+        span: Span,
+    ) -> CResult<()> {
         use super::parfor::{forbidden_exit, reductions, RedOp};
         if let Some((sp, what)) = forbidden_exit(body) {
             return Err(cerr(sp, format!("'{what}' cannot leave a parallel for loop")));
         }
-        let sid = self.table.of_stmt(s).ok_or_else(|| cerr(span, "internal: parallel for without a scope"))?;
+        let sid = self
+            .table
+            .of_stmt(s)
+            .ok_or_else(|| cerr(span, "internal: parallel for without a scope"))?;
         let reds = reductions(target, body);
         let red_names: Vec<String> = reds.iter().map(|r| r.name.clone()).collect();
         let m = u16::try_from(red_names.len()).map_err(|_| cerr(span, "too many reductions in one parallel for"))?;
@@ -1796,7 +2040,14 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 }
             }
         }
-        self.make_function(sid, "<parallel for>", &NO_PARAMS, FnBody::ParChunk(target, body, range), a, span)?;
+        self.make_function(
+            sid,
+            "<parallel for>",
+            &NO_PARAMS,
+            FnBody::ParChunk(target, body, range),
+            a,
+            span,
+        )?;
         self.emit_at(Instr::ParFor { a, n: m, range }, span);
         if m == 0 {
             return Ok(());
@@ -1832,7 +2083,9 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 }
                 RedOp::Call => {
                     let f = self.alloc_n(3)?;
-                    let func = r.func.ok_or_else(|| cerr(span, "internal: reduction without a function"))?;
+                    let func = r
+                        .func
+                        .ok_or_else(|| cerr(span, "internal: reduction without a function"))?;
                     self.expr_to(func, f)?;
                     self.load_name(&r.name, f + 1, span)?;
                     self.emit(Instr::Move { a: f + 2, b: part });
@@ -1850,10 +2103,17 @@ impl<'a, 'e> Compiler<'a, 'e> {
     /// The body of a chunk function: parameters `.lo .hi .step .seq` (registers
     /// 0–3) and the reductions; runs the iterations, returns the partials.
     fn par_chunk_body(&mut self, target: &'a Expr, body: &'a [Stmt], range: bool) -> CResult<()> {
-        let reds: Vec<String> = super::parfor::reductions(target, body).into_iter().map(|r| r.name).collect();
+        let reds: Vec<String> = super::parfor::reductions(target, body)
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
         // Registers 0..3 hold lo, hi, step: the counting loop runs on them.
         let base: Reg = 0;
-        let (dst, direct) = if range { self.loop_target_reg(target)? } else { (self.alloc()?, false) };
+        let (dst, direct) = if range {
+            self.loop_target_reg(target)?
+        } else {
+            (self.alloc()?, false)
+        };
         self.emit(Instr::ForRangePrep { a: base, b: dst });
         let exit = self.jmp_placeholder();
         let body_start = self.here();
@@ -1866,7 +2126,10 @@ impl<'a, 'e> Compiler<'a, 'e> {
             self.emit(Instr::GetIndex { a: item, b: 3, c: dst });
             self.assign(target, item)?;
         }
-        self.f().blocks.push(Block::Loop { breaks: Vec::new(), continues: Vec::new() });
+        self.f().blocks.push(Block::Loop {
+            breaks: Vec::new(),
+            continues: Vec::new(),
+        });
         self.block(body)?;
         let (breaks, continues) = self.pop_loop();
         self.patch_here(continues);
@@ -2068,7 +2331,10 @@ impl<'a, 'e> Compiler<'a, 'e> {
         for d in &fd.decorators {
             decos.push(self.expr_tmp_keep(d)?);
         }
-        let sid = self.table.of_func(fd).ok_or_else(|| cerr(fd.span, "internal: function without scope"))?;
+        let sid = self
+            .table
+            .of_func(fd)
+            .ok_or_else(|| cerr(fd.span, "internal: function without scope"))?;
         let f = self.alloc()?;
         self.make_function(sid, &fd.name.name, &fd.params, FnBody::Stmts(&fd.body), f, fd.span)?;
         self.apply_decorators(decos, f, fd.span)
@@ -2109,13 +2375,20 @@ impl<'a, 'e> Compiler<'a, 'e> {
             let mut kind = MethodKind::Plain;
             for d in &m.decorators {
                 match &d.kind {
-                    ExprKind::Name(n) if n == "staticmethod" && self.resolve(n) == Binding::Global => kind = MethodKind::Static,
-                    ExprKind::Name(n) if n == "property" && self.resolve(n) == Binding::Global => kind = MethodKind::Property,
+                    ExprKind::Name(n) if n == "staticmethod" && self.resolve(n) == Binding::Global => {
+                        kind = MethodKind::Static
+                    }
+                    ExprKind::Name(n) if n == "property" && self.resolve(n) == Binding::Global => {
+                        kind = MethodKind::Property
+                    }
                     _ => mdecos.push(self.expr_tmp_keep(d)?),
                 }
             }
             kinds.push(kind);
-            let sid = self.table.of_func(m).ok_or_else(|| cerr(m.span, "internal: method without scope"))?;
+            let sid = self
+                .table
+                .of_func(m)
+                .ok_or_else(|| cerr(m.span, "internal: method without scope"))?;
             let t = self.alloc()?;
             let self_name = m.params.params.first().map(|p| p.name.name.clone());
             self.next_method = match (kind, self_name) {
@@ -2137,7 +2410,11 @@ impl<'a, 'e> Compiler<'a, 'e> {
             name: sd.name.name.clone(),
             fields: sd.fields.iter().map(|f| Arc::from(f.name.name.as_str())).collect(),
             has_default: sd.fields.iter().map(|f| f.default.is_some()).collect(),
-            annotations: sd.fields.iter().map(|f| f.annotation.as_ref().map(annotation_text)).collect(),
+            annotations: sd
+                .fields
+                .iter()
+                .map(|f| f.annotation.as_ref().map(annotation_text))
+                .collect(),
             methods: sd.methods.iter().map(|m| Arc::from(m.name.name.as_str())).collect(),
             method_kinds: kinds.into_boxed_slice(),
             has_base: sd.base.is_some(),
@@ -2193,17 +2470,36 @@ impl<'a, 'e> Compiler<'a, 'e> {
         Ok(())
     }
 
-    fn make_function(&mut self, sid: ScopeId, name: &str, params: &'a Params, body: FnBody<'a>, dst: Reg, span: Span) -> CResult<()> {
+    fn make_function(
+        &mut self,
+        sid: ScopeId,
+        name: &str,
+        params: &'a Params,
+        body: FnBody<'a>,
+        dst: Reg,
+        span: Span,
+    ) -> CResult<()> {
         // Defaults are evaluated now, in the defining scope.
         let mut seen_default = false;
         for p in &params.params {
             if p.default.is_some() {
                 seen_default = true;
             } else if seen_default {
-                return Err(cerr(p.span, format!("parameter '{}' without a default follows a parameter with one", p.name.name)));
+                return Err(cerr(
+                    p.span,
+                    format!(
+                        "parameter '{}' without a default follows a parameter with one",
+                        p.name.name
+                    ),
+                ));
             }
         }
-        let defaults: Vec<&Expr> = params.params.iter().filter_map(|p| p.default.as_ref()).chain(params.kwonly.iter().filter_map(|p| p.default.as_ref())).collect();
+        let defaults: Vec<&Expr> = params
+            .params
+            .iter()
+            .filter_map(|p| p.default.as_ref())
+            .chain(params.kwonly.iter().filter_map(|p| p.default.as_ref()))
+            .collect();
         let b = self.alloc_n(defaults.len())?;
         for (i, d) in defaults.iter().enumerate() {
             self.expr_to(d, b + i as u16)?;
@@ -2216,7 +2512,14 @@ impl<'a, 'e> Compiler<'a, 'e> {
         Ok(())
     }
 
-    fn compile_function(&mut self, sid: ScopeId, name: &str, params: &'a Params, body: FnBody<'a>, span: Span) -> CResult<Arc<FuncProto>> {
+    fn compile_function(
+        &mut self,
+        sid: ScopeId,
+        name: &str,
+        params: &'a Params,
+        body: FnBody<'a>,
+        span: Span,
+    ) -> CResult<Arc<FuncProto>> {
         let table = self.table;
         let scope = table.scope(sid);
         let mut st = FnState::new(sid, name.into(), span, false);
@@ -2262,9 +2565,15 @@ impl<'a, 'e> Compiler<'a, 'e> {
             FnBody::Comp(e) => self.comprehension_body(e),
             FnBody::ParChunk(target, body, range) => self.par_chunk_body(target, body, range),
         };
-        let st = self.fs.pop().ok_or_else(|| cerr(span, "internal: compiler state lost"))?;
+        let st = self
+            .fs
+            .pop()
+            .ok_or_else(|| cerr(span, "internal: compiler state lost"))?;
         r?;
-        let names = (scope.cells.iter().map(|n| Arc::from(n.as_str())).collect(), scope.frees.iter().map(|n| Arc::from(n.as_str())).collect());
+        let names = (
+            scope.cells.iter().map(|n| Arc::from(n.as_str())).collect(),
+            scope.frees.iter().map(|n| Arc::from(n.as_str())).collect(),
+        );
         let code = st.finish(scope.cells.len() as u16, nparams as u16, names);
         // Where each captured name comes from in the defining scope.
         let parent = self.f().scope;
@@ -2277,9 +2586,17 @@ impl<'a, 'e> Compiler<'a, 'e> {
             }
         }
         let mut checks = Vec::new();
-        let all: Vec<&Param> = params.params.iter().chain(params.vararg.iter()).chain(params.kwonly.iter()).chain(params.kwarg.iter()).collect();
+        let all: Vec<&Param> = params
+            .params
+            .iter()
+            .chain(params.vararg.iter())
+            .chain(params.kwonly.iter())
+            .chain(params.kwarg.iter())
+            .collect();
         for (i, p) in all.iter().enumerate() {
-            let is_plain = i < params.params.len() || (i >= params.params.len() + params.vararg.is_some() as usize && i < params.params.len() + params.vararg.is_some() as usize + params.kwonly.len());
+            let is_plain = i < params.params.len()
+                || (i >= params.params.len() + params.vararg.is_some() as usize
+                    && i < params.params.len() + params.vararg.is_some() as usize + params.kwonly.len());
             if !is_plain {
                 continue;
             }
@@ -2293,11 +2610,19 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 checks.push((i as u16, tc));
             }
         }
-        let simple = params.vararg.is_none() && params.kwonly.is_empty() && params.kwarg.is_none() && checks.is_empty() && !scope.generator;
+        let simple = params.vararg.is_none()
+            && params.kwonly.is_empty()
+            && params.kwarg.is_none()
+            && checks.is_empty()
+            && !scope.generator;
         Ok(Arc::new(FuncProto {
             name: name.into(),
             code,
-            nparams: if matches!(body, FnBody::ParChunk(..)) { scope.params.len() as u16 } else { params.params.len() as u16 + matches!(body, FnBody::Comp(_)) as u16 },
+            nparams: if matches!(body, FnBody::ParChunk(..)) {
+                scope.params.len() as u16
+            } else {
+                params.params.len() as u16 + matches!(body, FnBody::Comp(_)) as u16
+            },
             has_vararg: params.vararg.is_some(),
             nkwonly: params.kwonly.len() as u16,
             has_kwarg: params.kwarg.is_some(),
@@ -2419,7 +2744,10 @@ mod tests {
             GlobalRef::Slot(self.slot_for_write(name))
         }
         fn slot_for_write(&mut self, name: &str) -> Arc<GlobalSlot> {
-            self.0.entry(name.to_string()).or_insert_with(|| Arc::new(GlobalSlot::new(name, true, None))).clone()
+            self.0
+                .entry(name.to_string())
+                .or_insert_with(|| Arc::new(GlobalSlot::new(name, true, None)))
+                .clone()
         }
     }
 
@@ -2449,10 +2777,16 @@ mod tests {
 
     #[test]
     fn a_base_case_returning_a_parameter_clears_only_the_parameters() {
-        let code = func("def fib(n):\n    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\n", 0);
+        let code = func(
+            "def fib(n):\n    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\n",
+            0,
+        );
         assert_eq!(early_returns(&code), vec![(0, 1)], "{code:?}");
         // Tests against immediates and of a parameter's truth write nothing.
-        let code = func("def f(a, b, c):\n    if a < 0:\n        return b\n    if b > 0 and c:\n        return c\n    return a\n", 0);
+        let code = func(
+            "def f(a, b, c):\n    if a < 0:\n        return b\n    if b > 0 and c:\n        return c\n    return a\n",
+            0,
+        );
         assert_eq!(early_returns(&code), vec![(1, 3), (2, 3), (0, 3)], "{code:?}");
         // `a is none` loads `none` into a register first: nothing is early.
         let code = func("def f(a, b):\n    if a is none:\n        return b\n    return a\n", 0);
@@ -2473,9 +2807,19 @@ mod tests {
     fn returns_after_a_write_or_of_a_local_clear_everything() {
         // The return of `n` comes after `x` is written; the return of `x`
         // after writes of `x` only, so that one is early.
-        let code = func("def f(n):\n    x = n\n    if n < 2:\n        return n\n    return x\n", 0);
+        let code = func(
+            "def f(n):\n    x = n\n    if n < 2:\n        return n\n    return x\n",
+            0,
+        );
         assert_eq!(early_returns(&code), vec![(1, 1)], "{code:?}");
-        assert_eq!(code.instrs.iter().filter(|i| matches!(i, Instr::Return { a: 0 })).count(), 1, "{code:?}");
+        assert_eq!(
+            code.instrs
+                .iter()
+                .filter(|i| matches!(i, Instr::Return { a: 0 }))
+                .count(),
+            1,
+            "{code:?}"
+        );
         // A call writes the callee's window too.
         let code = func("def f(n):\n    return g(n)\ndef g(n):\n    return n\n", 0);
         assert_eq!(early_returns(&code), vec![], "{code:?}");
@@ -2483,7 +2827,10 @@ mod tests {
         let code = func("def f(n):\n    for i in range(n):\n        pass\n    return n\n", 0);
         assert_eq!(early_returns(&code), vec![], "{code:?}");
         // A handler's code is reached from `PushHandler`, which writes.
-        let code = func("def f(n):\n    try:\n        return n\n    except Error:\n        return n\n", 0);
+        let code = func(
+            "def f(n):\n    try:\n        return n\n    except Error:\n        return n\n",
+            0,
+        );
         assert_eq!(early_returns(&code), vec![], "{code:?}");
     }
 
@@ -2507,38 +2854,99 @@ mod tests {
 
     #[test]
     fn fib_uses_superinstructions() {
-        let code = func("def fib(n):\n    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\n", 0);
+        let code = func(
+            "def fib(n):\n    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\n",
+            0,
+        );
         let ins = &code.instrs;
-        assert!(matches!(ins[0], Instr::CmpJmpI { op: CmpOp::Lt, a: 0, v: 2, jt: false }), "{code:?}");
+        assert!(
+            matches!(
+                ins[0],
+                Instr::CmpJmpI {
+                    op: CmpOp::Lt,
+                    a: 0,
+                    v: 2,
+                    jt: false
+                }
+            ),
+            "{code:?}"
+        );
         assert!(matches!(ins[1], Instr::Jmp { .. }));
-        assert_eq!(ins.iter().filter(|i| matches!(i, Instr::CallGlobal { n: 1, .. })).count(), 2, "{code:?}");
-        assert_eq!(ins.iter().filter(|i| matches!(i, Instr::AddI { .. })).count(), 2, "{code:?}");
-        assert!(ins.iter().all(|i| !matches!(i, Instr::LoadInt { .. })), "constants are immediates: {code:?}");
+        assert_eq!(
+            ins.iter()
+                .filter(|i| matches!(i, Instr::CallGlobal { n: 1, .. }))
+                .count(),
+            2,
+            "{code:?}"
+        );
+        assert_eq!(
+            ins.iter().filter(|i| matches!(i, Instr::AddI { .. })).count(),
+            2,
+            "{code:?}"
+        );
+        assert!(
+            ins.iter().all(|i| !matches!(i, Instr::LoadInt { .. })),
+            "constants are immediates: {code:?}"
+        );
     }
 
     #[test]
     fn range_loops_count_in_registers() {
-        let code = func("def f(n):\n    s = 0\n    for i in range(n):\n        s += i * i\n    return s\n", 0);
-        assert!(code.instrs.iter().any(|i| matches!(i, Instr::ForRangePrep { .. })), "{code:?}");
-        assert!(code.instrs.iter().any(|i| matches!(i, Instr::ForRangeLoop { .. })), "{code:?}");
-        assert!(!code.instrs.iter().any(|i| matches!(i, Instr::ForPrep { .. } | Instr::CallK { .. })), "{code:?}");
+        let code = func(
+            "def f(n):\n    s = 0\n    for i in range(n):\n        s += i * i\n    return s\n",
+            0,
+        );
+        assert!(
+            code.instrs.iter().any(|i| matches!(i, Instr::ForRangePrep { .. })),
+            "{code:?}"
+        );
+        assert!(
+            code.instrs.iter().any(|i| matches!(i, Instr::ForRangeLoop { .. })),
+            "{code:?}"
+        );
+        assert!(
+            !code
+                .instrs
+                .iter()
+                .any(|i| matches!(i, Instr::ForPrep { .. } | Instr::CallK { .. })),
+            "{code:?}"
+        );
         // `s += i * i` writes straight into s's register.
-        assert!(code.instrs.iter().any(|i| matches!(i, Instr::Add { a: 1, b: 1, .. })), "{code:?}");
+        assert!(
+            code.instrs.iter().any(|i| matches!(i, Instr::Add { a: 1, b: 1, .. })),
+            "{code:?}"
+        );
     }
 
     #[test]
     fn shadowed_range_is_a_plain_loop() {
         let code = func("def f(range):\n    for i in range(3):\n        pass\n", 0);
-        assert!(code.instrs.iter().any(|i| matches!(i, Instr::ForPrep { .. })), "{code:?}");
+        assert!(
+            code.instrs.iter().any(|i| matches!(i, Instr::ForPrep { .. })),
+            "{code:?}"
+        );
     }
 
     #[test]
     fn folding_keeps_runtime_errors() {
-        let p = compile("x = 1 / 0\ny = 2 ** 10 + 3\nz = 9223372036854775807 + 1\n").unwrap_or_else(|e| panic!("{e:?}"));
+        let p =
+            compile("x = 1 / 0\ny = 2 ** 10 + 3\nz = 9223372036854775807 + 1\n").unwrap_or_else(|e| panic!("{e:?}"));
         let ins = &p.code.instrs;
-        assert!(ins.iter().any(|i| matches!(i, Instr::Bin { op: BinOp::Div, .. })), "1/0 stays a division: {:?}", p.code);
-        assert!(ins.iter().any(|i| matches!(i, Instr::LoadInt { v: 1027, .. })), "{:?}", p.code);
-        assert!(ins.iter().any(|i| matches!(i, Instr::AddI { v: 1, .. })), "the overflow happens at run time: {:?}", p.code);
+        assert!(
+            ins.iter().any(|i| matches!(i, Instr::Bin { op: BinOp::Div, .. })),
+            "1/0 stays a division: {:?}",
+            p.code
+        );
+        assert!(
+            ins.iter().any(|i| matches!(i, Instr::LoadInt { v: 1027, .. })),
+            "{:?}",
+            p.code
+        );
+        assert!(
+            ins.iter().any(|i| matches!(i, Instr::AddI { v: 1, .. })),
+            "the overflow happens at run time: {:?}",
+            p.code
+        );
     }
 
     #[test]
@@ -2547,7 +2955,11 @@ mod tests {
         let p = compile(src).unwrap_or_else(|e| panic!("{e:?}"));
         let code = &p.code.protos[0].code;
         assert_eq!(code.instrs.len(), code.spans.len());
-        let idx = code.instrs.iter().position(|i| matches!(i, Instr::GetIndex { .. })).unwrap_or(usize::MAX);
+        let idx = code
+            .instrs
+            .iter()
+            .position(|i| matches!(i, Instr::GetIndex { .. }))
+            .unwrap_or(usize::MAX);
         let sp = code.span_at(idx);
         assert_eq!(&src[sp.start as usize..sp.end as usize], "a[0]");
     }

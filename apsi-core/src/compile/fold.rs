@@ -77,24 +77,46 @@ mod tests {
     use crate::diagnostic::Span;
 
     fn e(kind: ExprKind) -> Expr {
-        Expr { kind, span: Span::default() }
+        Expr {
+            kind,
+            span: Span::default(),
+        }
     }
     fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
-        e(ExprKind::BinOp { op, left: Box::new(a), right: Box::new(b) })
+        e(ExprKind::BinOp {
+            op,
+            left: Box::new(a),
+            right: Box::new(b),
+        })
     }
 
     #[test]
     fn folds_safe_arithmetic() {
-        assert_eq!(fold(&bin(BinOp::Add, e(ExprKind::Int(2)), e(ExprKind::Int(3)))), Some(Folded::Int(5)));
-        assert_eq!(fold(&bin(BinOp::Pow, e(ExprKind::Int(2)), e(ExprKind::Int(10)))), Some(Folded::Int(1024)));
-        assert_eq!(fold(&bin(BinOp::Mul, e(ExprKind::Float(1.5)), e(ExprKind::Int(2)))), Some(Folded::Float(3.0)));
+        assert_eq!(
+            fold(&bin(BinOp::Add, e(ExprKind::Int(2)), e(ExprKind::Int(3)))),
+            Some(Folded::Int(5))
+        );
+        assert_eq!(
+            fold(&bin(BinOp::Pow, e(ExprKind::Int(2)), e(ExprKind::Int(10)))),
+            Some(Folded::Int(1024))
+        );
+        assert_eq!(
+            fold(&bin(BinOp::Mul, e(ExprKind::Float(1.5)), e(ExprKind::Int(2)))),
+            Some(Folded::Float(3.0))
+        );
     }
 
     #[test]
     fn never_folds_errors() {
         assert_eq!(fold(&bin(BinOp::Div, e(ExprKind::Int(1)), e(ExprKind::Int(0)))), None);
-        assert_eq!(fold(&bin(BinOp::Add, e(ExprKind::Int(i64::MAX)), e(ExprKind::Int(1)))), None);
+        assert_eq!(
+            fold(&bin(BinOp::Add, e(ExprKind::Int(i64::MAX)), e(ExprKind::Int(1)))),
+            None
+        );
         assert_eq!(fold(&bin(BinOp::Pow, e(ExprKind::Int(2)), e(ExprKind::Int(-1)))), None);
-        assert_eq!(fold(&bin(BinOp::Mul, e(ExprKind::Float(1e300)), e(ExprKind::Float(1e300)))), None);
+        assert_eq!(
+            fold(&bin(BinOp::Mul, e(ExprKind::Float(1e300)), e(ExprKind::Float(1e300)))),
+            None
+        );
     }
 }

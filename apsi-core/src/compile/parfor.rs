@@ -147,7 +147,9 @@ fn walk<'a>(body: &'a [Stmt], seen: &mut IndexMap<String, (Seen<'a>, Option<&'a 
                 walk(body, seen);
                 walk(orelse, seen);
             }
-            StmtKind::For { target, body, orelse, .. } => {
+            StmtKind::For {
+                target, body, orelse, ..
+            } => {
                 let mut names = Vec::new();
                 bound_names(target, &mut names);
                 names.iter().for_each(|n| note(seen, n, Seen::Other, None));
@@ -210,7 +212,9 @@ pub fn forbidden_exit(body: &[Stmt]) -> Option<(Span, &'static str)> {
                 StmtKind::Break if !in_loop => Some((s.span, "break")),
                 StmtKind::If { body, orelse, .. } => go(body, in_loop).or_else(|| go(orelse, in_loop)),
                 // A loop's `else` belongs to the enclosing loop (its `break` leaves that one).
-                StmtKind::While { body, orelse, .. } | StmtKind::For { body, orelse, .. } => go(body, true).or_else(|| go(orelse, in_loop)),
+                StmtKind::While { body, orelse, .. } | StmtKind::For { body, orelse, .. } => {
+                    go(body, true).or_else(|| go(orelse, in_loop))
+                }
                 StmtKind::With { body, .. } => go(body, in_loop),
                 StmtKind::Try {
                     body,

@@ -243,7 +243,11 @@ impl Analyzer {
                 }
                 self.target(target);
             }
-            StmtKind::AnnAssign { target, annotation, value } => {
+            StmtKind::AnnAssign {
+                target,
+                annotation,
+                value,
+            } => {
                 self.expr(annotation);
                 if let Some(v) = value {
                     self.expr(v);
@@ -260,11 +264,23 @@ impl Analyzer {
                 self.nested(body);
                 self.nested(orelse);
             }
-            StmtKind::For { target, iter, body, parallel: true, orelse } => {
+            StmtKind::For {
+                target,
+                iter,
+                body,
+                parallel: true,
+                orelse,
+            } => {
                 self.parallel_for(s, target, iter, body);
                 self.nested(orelse);
             }
-            StmtKind::For { target, iter, body, orelse, .. } => {
+            StmtKind::For {
+                target,
+                iter,
+                body,
+                orelse,
+                ..
+            } => {
                 self.expr(iter);
                 self.target(target);
                 self.nested(body);
@@ -324,7 +340,12 @@ impl Analyzer {
                     }
                 }
             }
-            StmtKind::Try { body, handlers, orelse, finalbody } => {
+            StmtKind::Try {
+                body,
+                handlers,
+                orelse,
+                finalbody,
+            } => {
                 self.nested(body);
                 for h in handlers {
                     if let Some(k) = &h.kind {
@@ -395,11 +416,18 @@ impl Analyzer {
         let (g, nl): (Vec<String>, Vec<String>) = {
             let o = &self.t.scopes[outer];
             let keep = |n: &&String| !reds.iter().any(|r| &r.name == *n);
-            (o.declared_global.iter().filter(keep).cloned().collect(), o.declared_nonlocal.iter().filter(keep).cloned().collect())
+            (
+                o.declared_global.iter().filter(keep).cloned().collect(),
+                o.declared_nonlocal.iter().filter(keep).cloned().collect(),
+            )
         };
         {
             let sc = &mut self.t.scopes[id];
-            for p in super::parfor::FIXED_PARAMS.iter().map(|p| p.to_string()).chain(reds.iter().map(|r| r.name.clone())) {
+            for p in super::parfor::FIXED_PARAMS
+                .iter()
+                .map(|p| p.to_string())
+                .chain(reds.iter().map(|r| r.name.clone()))
+            {
                 sc.params.push(p.clone());
                 sc.locals.insert(p, false);
             }
@@ -428,7 +456,13 @@ impl Analyzer {
     }
 
     fn params_outer(&mut self, p: &Params) {
-        for q in p.params.iter().chain(p.kwonly.iter()).chain(p.vararg.iter()).chain(p.kwarg.iter()) {
+        for q in p
+            .params
+            .iter()
+            .chain(p.kwonly.iter())
+            .chain(p.vararg.iter())
+            .chain(p.kwarg.iter())
+        {
             if let Some(d) = &q.default {
                 self.expr(d);
             }
@@ -440,7 +474,13 @@ impl Analyzer {
 
     fn enter_params(&mut self, p: &Params) {
         let s = &mut self.t.scopes[self.cur];
-        let names: Vec<&Param> = p.params.iter().chain(p.vararg.iter()).chain(p.kwonly.iter()).chain(p.kwarg.iter()).collect();
+        let names: Vec<&Param> = p
+            .params
+            .iter()
+            .chain(p.vararg.iter())
+            .chain(p.kwonly.iter())
+            .chain(p.kwarg.iter())
+            .collect();
         for q in names {
             s.params.push(q.name.name.clone());
             s.locals.insert(q.name.name.clone(), false);
@@ -464,7 +504,11 @@ impl Analyzer {
             let s = &mut self.t.scopes[id];
             if s.locals.contains_key(&n.name) {
                 self.t.errors.push(
-                    Diagnostic::new(ErrorKind::SyntaxError, format!("name '{}' is a parameter and declared global", n.name)).at(n.span),
+                    Diagnostic::new(
+                        ErrorKind::SyntaxError,
+                        format!("name '{}' is a parameter and declared global", n.name),
+                    )
+                    .at(n.span),
                 );
                 continue;
             }
@@ -474,7 +518,11 @@ impl Analyzer {
             let s = &mut self.t.scopes[id];
             if s.locals.contains_key(&n.name) {
                 self.t.errors.push(
-                    Diagnostic::new(ErrorKind::SyntaxError, format!("name '{}' is a parameter and declared nonlocal", n.name)).at(n.span),
+                    Diagnostic::new(
+                        ErrorKind::SyntaxError,
+                        format!("name '{}' is a parameter and declared nonlocal", n.name),
+                    )
+                    .at(n.span),
                 );
                 continue;
             }
@@ -488,7 +536,13 @@ impl Analyzer {
 
     fn expr(&mut self, e: &Expr) {
         match &e.kind {
-            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Str(_) | ExprKind::Bytes(_) | ExprKind::Bool(_) | ExprKind::None | ExprKind::Error => {}
+            ExprKind::Int(_)
+            | ExprKind::Float(_)
+            | ExprKind::Str(_)
+            | ExprKind::Bytes(_)
+            | ExprKind::Bool(_)
+            | ExprKind::None
+            | ExprKind::Error => {}
             ExprKind::FString(parts) => self.fparts(parts),
             ExprKind::Name(n) => self.use_name(n),
             ExprKind::List(xs) | ExprKind::Tuple(xs) | ExprKind::Set(xs) => {
@@ -563,7 +617,9 @@ impl Analyzer {
                 self.expr(body);
                 self.expr(orelse);
             }
-            ExprKind::ListComp { elt, generators } | ExprKind::SetComp { elt, generators } => self.comp(e, generators, |a| a.expr(elt)),
+            ExprKind::ListComp { elt, generators } | ExprKind::SetComp { elt, generators } => {
+                self.comp(e, generators, |a| a.expr(elt))
+            }
             ExprKind::DictComp { key, value, generators } => self.comp(e, generators, |a| {
                 a.expr(key);
                 a.expr(value);
@@ -651,7 +707,9 @@ impl Analyzer {
                 let span = s.nonlocal_spans.get(&name).copied().unwrap_or_default();
                 if !self.resolve_free(id, &name) && nonlocal {
                     let msg = format!("no binding for nonlocal '{name}' found in an enclosing function");
-                    self.t.errors.push(Diagnostic::new(ErrorKind::SyntaxError, msg).at(span));
+                    self.t
+                        .errors
+                        .push(Diagnostic::new(ErrorKind::SyntaxError, msg).at(span));
                 }
             }
         }
@@ -699,7 +757,12 @@ fn collect_decls<'a>(body: &'a [Stmt], g: &mut Vec<&'a Ident>, nl: &mut Vec<&'a 
                 collect_decls(orelse, g, nl);
             }
             StmtKind::With { body, .. } => collect_decls(body, g, nl),
-            StmtKind::Try { body, handlers, orelse, finalbody } => {
+            StmtKind::Try {
+                body,
+                handlers,
+                orelse,
+                finalbody,
+            } => {
                 collect_decls(body, g, nl);
                 for h in handlers {
                     collect_decls(&h.body, g, nl);
@@ -725,7 +788,10 @@ mod tests {
     }
 
     fn scope_named(t: &ScopeTable, name: &str) -> ScopeId {
-        t.scopes.iter().position(|s| s.name == name).unwrap_or_else(|| panic!("no scope {name}"))
+        t.scopes
+            .iter()
+            .position(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no scope {name}"))
     }
 
     #[test]
@@ -771,14 +837,19 @@ mod tests {
 
     #[test]
     fn comprehension_and_lambda_have_their_own_scope() {
-        let (_, t) = table("def f(xs):\n    k = 5\n    ys = [k + x for x in xs]\n    g = lambda y, k=k: y + k\n    return ys\n");
+        let (_, t) =
+            table("def f(xs):\n    k = 5\n    ys = [k + x for x in xs]\n    g = lambda y, k=k: y + k\n    return ys\n");
         let f = scope_named(&t, "f");
         let comp = scope_named(&t, "<comprehension>");
         let lam = scope_named(&t, "<lambda>");
         assert_eq!(t.resolve(comp, "x"), Binding::Local);
         assert_eq!(t.resolve(comp, "k"), Binding::Free(0));
         assert_eq!(t.resolve(f, "k"), Binding::Cell(0));
-        assert_eq!(t.resolve(f, "x"), Binding::Global, "x does not leak out of the comprehension");
+        assert_eq!(
+            t.resolve(f, "x"),
+            Binding::Global,
+            "x does not leak out of the comprehension"
+        );
         assert_eq!(t.resolve(lam, "k"), Binding::Local, "a parameter shadows the outer k");
         assert_eq!(t.scope(comp).params, vec![".0".to_string()]);
     }
@@ -790,7 +861,10 @@ mod tests {
         assert!(!t.scope(scope_named(&t, "outer")).generator);
         assert!(t.scope(scope_named(&t, "inner")).generator);
         assert!(t.scope(scope_named(&t, "gen")).generator);
-        assert!(t.scope(scope_named(&t, "<comprehension>")).generator, "a generator expression");
+        assert!(
+            t.scope(scope_named(&t, "<comprehension>")).generator,
+            "a generator expression"
+        );
         assert!(!t.scope(scope_named(&t, "<lambda>")).generator);
     }
 

@@ -26,7 +26,11 @@ impl Span {
     }
     /// The smallest span covering both (same file assumed).
     pub fn to(self, other: Span) -> Span {
-        Span { file: self.file, start: self.start.min(other.start), end: self.end.max(other.end) }
+        Span {
+            file: self.file,
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
     }
 }
 
@@ -46,7 +50,11 @@ impl SourceFile {
                 line_starts.push(i as u32 + 1);
             }
         }
-        SourceFile { name, text, line_starts }
+        SourceFile {
+            name,
+            text,
+            line_starts,
+        }
     }
 
     /// 1-based line and 1-based column (in characters) of a byte offset.
@@ -71,7 +79,11 @@ impl SourceFile {
             return "";
         }
         let start = self.line_starts[line - 1] as usize;
-        let end = self.line_starts.get(line).map(|&e| e as usize).unwrap_or(self.text.len());
+        let end = self
+            .line_starts
+            .get(line)
+            .map(|&e| e as usize)
+            .unwrap_or(self.text.len());
         self.text[start..end].trim_end_matches(['\n', '\r'])
     }
 }
@@ -144,7 +156,10 @@ impl Diagnostic {
         self
     }
     pub fn label(mut self, span: Span, message: impl Into<String>) -> Diagnostic {
-        self.labels.push(Label { span, message: Some(message.into()) });
+        self.labels.push(Label {
+            span,
+            message: Some(message.into()),
+        });
         self
     }
     pub fn note(mut self, note: impl Into<String>) -> Diagnostic {

@@ -68,14 +68,20 @@ pub fn render(d: &Diagnostic, sources: &SourceMap, color: bool) -> String {
     // Labels, grouped by file in order of first appearance (primary first).
     let mut groups: Vec<(Arc<SourceFile>, Vec<Placed>)> = Vec::new();
     for (i, label) in d.labels.iter().enumerate() {
-        let Some(file) = sources.get(label.span.file) else { continue };
+        let Some(file) = sources.get(label.span.file) else {
+            continue;
+        };
         let placed = place(&file, label, i == 0);
         match groups.iter_mut().find(|(f, _)| Arc::ptr_eq(f, &file)) {
             Some((_, v)) => v.push(placed),
             None => groups.push((file, vec![placed])),
         }
     }
-    let max_line = groups.iter().flat_map(|(_, v)| v.iter().map(|pl| pl.line)).max().unwrap_or(1);
+    let max_line = groups
+        .iter()
+        .flat_map(|(_, v)| v.iter().map(|pl| pl.line))
+        .max()
+        .unwrap_or(1);
     let w = max_line.to_string().len();
     let arrow_pad = " ".repeat(w + 1);
     let blank = " ".repeat(w + 2);
@@ -84,7 +90,14 @@ pub fn render(d: &Diagnostic, sources: &SourceMap, color: bool) -> String {
         let first = placed.iter().min_by_key(|pl| (!pl.primary, pl.line, pl.col));
         let (line, col) = first.map(|pl| (pl.line, pl.char_col)).unwrap_or((1, 1));
         let arrow = if gi == 0 { "-->" } else { ":::" };
-        let _ = writeln!(out, "{arrow_pad}{} {}:{}:{}", p.paint(BLUE, arrow), file.name, line, col);
+        let _ = writeln!(
+            out,
+            "{arrow_pad}{} {}:{}:{}",
+            p.paint(BLUE, arrow),
+            file.name,
+            line,
+            col
+        );
         let _ = writeln!(out, "{blank}{}", p.paint(BLUE, "|"));
         let mut lines: Vec<usize> = placed.iter().map(|pl| pl.line).collect();
         lines.sort_unstable();
@@ -216,12 +229,22 @@ fn place<'a>(file: &SourceFile, label: &'a Label, primary: bool) -> Placed<'a> {
     } else {
         1
     };
-    Placed { label, primary, line, col, char_col, width: width.max(1) }
+    Placed {
+        label,
+        primary,
+        line,
+        col,
+        char_col,
+        width: width.max(1),
+    }
 }
 
 /// The display width of the first `chars` characters of a line.
 fn display_width(text: &str, chars: usize) -> usize {
-    text.chars().take(chars).map(|c| if c == '\t' { TAB_WIDTH } else { 1 }).sum()
+    text.chars()
+        .take(chars)
+        .map(|c| if c == '\t' { TAB_WIDTH } else { 1 })
+        .sum()
 }
 
 fn expand_tabs(text: &str) -> String {
@@ -265,7 +288,16 @@ mod tests {
     #[test]
     fn never_panics_on_wild_spans() {
         let (m, f) = map("aé\tb\n\ncd");
-        for (s, e) in [(0, 0), (2, 2), (1, 100), (100, 5), (u32::MAX, u32::MAX), (9, 10), (4, 3), (0, 7)] {
+        for (s, e) in [
+            (0, 0),
+            (2, 2),
+            (1, 100),
+            (100, 5),
+            (u32::MAX, u32::MAX),
+            (9, 10),
+            (4, 3),
+            (0, 7),
+        ] {
             let d = Diagnostic::new(ErrorKind::Error, "x")
                 .at(Span::new(f, s, e))
                 .label(Span::new(FileId(9), s, e), "other")
@@ -321,8 +353,14 @@ mod tests {
         let (m, f) = map("a\nb\n");
         let mut d = Diagnostic::new(ErrorKind::ValueError, "v").at(Span::new(f, 2, 3));
         d.trace = vec![
-            TraceEntry { function: "<module>".into(), span: Span::new(f, 0, 1) },
-            TraceEntry { function: "g".into(), span: Span::new(FileId(7), 2, 3) },
+            TraceEntry {
+                function: "<module>".into(),
+                span: Span::new(f, 0, 1),
+            },
+            TraceEntry {
+                function: "g".into(),
+                span: Span::new(FileId(7), 2, 3),
+            },
         ];
         let out = render(&d, &m, false);
         assert!(

@@ -135,7 +135,11 @@ pub(crate) fn scientific(d: &Digits, min_frac: usize, upper: bool) -> String {
 /// Python's repr layout of shortest digits: scientific when the exponent is
 /// below -4 or at least 16, else positional with `.0` for integral values.
 fn repr_layout(neg: bool, d: &Digits) -> String {
-    let body = if d.exp < -4 || d.exp >= 16 { scientific(d, 0, false) } else { positional(d, 1) };
+    let body = if d.exp < -4 || d.exp >= 16 {
+        scientific(d, 0, false)
+    } else {
+        positional(d, 1)
+    };
     if neg {
         format!("-{body}")
     } else {

@@ -122,7 +122,11 @@ pub fn str_of(v: &Value) -> String {
 /// Python's repr of a string: single quotes unless the text contains `'`
 /// and no `"`; escapes backslash, the quote, `\n \r \t` and non-printables.
 pub fn quote_str(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
     let mut out = String::with_capacity(s.len() + 2);
     out.push(quote);
     for c in s.chars() {
@@ -195,10 +199,16 @@ pub fn repr_of(v: &Value) -> String {
             guarded(
                 ptr,
                 || {
-                    let pairs: Vec<(Value, Value)> =
-                        d.map.read().iter().map(|(k, v)| (k.value().clone(), v.clone())).collect();
-                    let parts: Vec<String> =
-                        pairs.iter().map(|(k, v)| format!("{}: {}", repr_of(k), repr_of(v))).collect();
+                    let pairs: Vec<(Value, Value)> = d
+                        .map
+                        .read()
+                        .iter()
+                        .map(|(k, v)| (k.value().clone(), v.clone()))
+                        .collect();
+                    let parts: Vec<String> = pairs
+                        .iter()
+                        .map(|(k, v)| format!("{}: {}", repr_of(k), repr_of(v)))
+                        .collect();
                     format!("{{{}}}", parts.join(", "))
                 },
                 "{...}",
@@ -211,7 +221,12 @@ pub fn repr_of(v: &Value) -> String {
                 format!("range({}, {}, {})", r.start, r.stop, r.step)
             }
         }
-        Value::Slice(s) => format!("slice({}, {}, {})", repr_of(&s.start), repr_of(&s.stop), repr_of(&s.step)),
+        Value::Slice(s) => format!(
+            "slice({}, {}, {})",
+            repr_of(&s.start),
+            repr_of(&s.stop),
+            repr_of(&s.step)
+        ),
         Value::Func(f) => format!("<function {}>", f.name),
         Value::Native(f) => match crate::builtins::type_token_name(f) {
             Some(name) => format!("<type {name}>"),
@@ -239,13 +254,12 @@ pub fn repr_of(v: &Value) -> String {
                 ptr,
                 || {
                     let fields: Vec<Value> = s.fields.read().to_vec();
-                    let parts: Vec<String> = s
-                        .ty
-                        .fields
-                        .iter()
-                        .zip(fields.iter())
-                        .map(|(f, v)| format!("{}={}", f.name, repr_of(v)))
-                        .collect();
+                    let parts: Vec<String> =
+                        s.ty.fields
+                            .iter()
+                            .zip(fields.iter())
+                            .map(|(f, v)| format!("{}={}", f.name, repr_of(v)))
+                            .collect();
                     format!("{}({})", s.ty.name, parts.join(", "))
                 },
                 &format!("{}(...)", s.ty.name),
@@ -277,9 +291,9 @@ pub fn repr_of(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorKind;
     #[allow(unused_imports)]
     use crate::ops::Must;
-    use crate::error::ErrorKind;
     use crate::vm::value::{ErrorObj, HashKey, RangeObj};
     use std::sync::Arc;
 
@@ -297,7 +311,10 @@ mod tests {
         assert_eq!(str_of(&Value::tuple(vec![Value::Int(1)])), "(1,)");
         assert_eq!(str_of(&Value::tuple(vec![])), "()");
         assert_eq!(str_of(&Value::empty_dict()), "{}");
-        assert_eq!(str_of(&Value::list(vec![Value::Bool(true), Value::Bool(false)])), "[true, false]");
+        assert_eq!(
+            str_of(&Value::list(vec![Value::Bool(true), Value::Bool(false)])),
+            "[true, false]"
+        );
     }
 
     #[test]
@@ -342,8 +359,22 @@ mod tests {
 
     #[test]
     fn misc_values() {
-        assert_eq!(str_of(&Value::Range(Arc::new(RangeObj { start: 0, stop: 10, step: 1 }))), "range(0, 10)");
-        assert_eq!(str_of(&Value::Range(Arc::new(RangeObj { start: 0, stop: 10, step: 2 }))), "range(0, 10, 2)");
+        assert_eq!(
+            str_of(&Value::Range(Arc::new(RangeObj {
+                start: 0,
+                stop: 10,
+                step: 1
+            }))),
+            "range(0, 10)"
+        );
+        assert_eq!(
+            str_of(&Value::Range(Arc::new(RangeObj {
+                start: 0,
+                stop: 10,
+                step: 2
+            }))),
+            "range(0, 10, 2)"
+        );
         assert_eq!(str_of(&Value::Kind(ErrorKind::ValueError)), "<error kind ValueError>");
         let e = Value::Error(ErrorObj::new(ErrorKind::ValueError, "base"));
         assert_eq!(str_of(&e), "ValueError: base");

@@ -26,7 +26,13 @@ struct Spec {
 }
 
 fn invalid(spec: &str, v: &Value) -> crate::vm::value::Exc {
-    err(ErrorKind::ValueError, format!("invalid format specifier '{spec}' for a value of type {}", v.type_name()))
+    err(
+        ErrorKind::ValueError,
+        format!(
+            "invalid format specifier '{spec}' for a value of type {}",
+            v.type_name()
+        ),
+    )
 }
 
 fn parse(spec: &str, v: &Value) -> VResult<Spec> {
@@ -131,7 +137,10 @@ pub fn format_value(v: &Value, spec: &str) -> VResult<String> {
 }
 
 fn unknown_code(ty: char, type_name: &str) -> crate::vm::value::Exc {
-    err(ErrorKind::ValueError, format!("unknown format code '{ty}' for value of type {type_name}"))
+    err(
+        ErrorKind::ValueError,
+        format!("unknown format code '{ty}' for value of type {type_name}"),
+    )
 }
 
 fn format_text(text: &str, s: &Spec, v: &Value) -> VResult<String> {
@@ -142,19 +151,31 @@ fn format_text(text: &str, s: &Spec, v: &Value) -> VResult<String> {
         }
     }
     if s.sign.is_some() {
-        return Err(err(ErrorKind::ValueError, "sign not allowed in string format specifier"));
+        return Err(err(
+            ErrorKind::ValueError,
+            "sign not allowed in string format specifier",
+        ));
     }
     if s.alt {
-        return Err(err(ErrorKind::ValueError, "alternate form (#) not allowed in string format specifier"));
+        return Err(err(
+            ErrorKind::ValueError,
+            "alternate form (#) not allowed in string format specifier",
+        ));
     }
     if s.z {
-        return Err(err(ErrorKind::ValueError, "negative zero coercion (z) not allowed in string format specifier"));
+        return Err(err(
+            ErrorKind::ValueError,
+            "negative zero coercion (z) not allowed in string format specifier",
+        ));
     }
     if let Some(g) = s.grouping {
         return Err(err(ErrorKind::ValueError, format!("cannot specify '{g}' with 's'")));
     }
     if s.align == Some('=') {
-        return Err(err(ErrorKind::ValueError, "'=' alignment not allowed in string format specifier"));
+        return Err(err(
+            ErrorKind::ValueError,
+            "'=' alignment not allowed in string format specifier",
+        ));
     }
     let body: String = match s.precision {
         Some(p) => text.chars().take(p).collect(),
@@ -207,7 +228,13 @@ fn assemble(sign: &str, prefix: &str, int_digits: &str, rest: &str, s: &Spec, gr
     if align == '=' && fill == '0' && !int_digits.is_empty() {
         let want = s.width.saturating_sub(head.chars().count() + rest.chars().count());
         // The fewest digits whose grouped text is at least `want` long.
-        let grouped_len = |d: usize| if s.grouping.is_some() { d + (d - 1) / grouping_every } else { d };
+        let grouped_len = |d: usize| {
+            if s.grouping.is_some() {
+                d + (d - 1) / grouping_every
+            } else {
+                d
+            }
+        };
         let mut n = int_digits.len();
         while grouped_len(n) < want {
             n += 1;
@@ -239,10 +266,16 @@ fn format_int(i: i64, s: &Spec, type_name: &str) -> VResult<String> {
         other => return Err(unknown_code(other, type_name)),
     }
     if s.precision.is_some() {
-        return Err(err(ErrorKind::ValueError, "precision not allowed in integer format specifier"));
+        return Err(err(
+            ErrorKind::ValueError,
+            "precision not allowed in integer format specifier",
+        ));
     }
     if s.z {
-        return Err(err(ErrorKind::ValueError, "negative zero coercion (z) not allowed in integer format specifier"));
+        return Err(err(
+            ErrorKind::ValueError,
+            "negative zero coercion (z) not allowed in integer format specifier",
+        ));
     }
     if let Some(g) = s.grouping {
         let ok = match g {
@@ -255,10 +288,16 @@ fn format_int(i: i64, s: &Spec, type_name: &str) -> VResult<String> {
     }
     if ty == 'c' {
         if s.sign.is_some() {
-            return Err(err(ErrorKind::ValueError, "sign not allowed with integer format specifier 'c'"));
+            return Err(err(
+                ErrorKind::ValueError,
+                "sign not allowed with integer format specifier 'c'",
+            ));
         }
         if s.alt {
-            return Err(err(ErrorKind::ValueError, "alternate form (#) not allowed with integer format specifier 'c'"));
+            return Err(err(
+                ErrorKind::ValueError,
+                "alternate form (#) not allowed with integer format specifier 'c'",
+            ));
         }
         let c = u32::try_from(i)
             .ok()

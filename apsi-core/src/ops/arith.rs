@@ -25,12 +25,20 @@ pub(crate) fn num(v: &Value) -> Option<Num> {
 fn unsupported(op: BinOp, a: &Value, b: &Value) -> Exc {
     err(
         ErrorKind::TypeError,
-        format!("unsupported operand types for {}: '{}' and '{}'", op.symbol(), a.type_name(), b.type_name()),
+        format!(
+            "unsupported operand types for {}: '{}' and '{}'",
+            op.symbol(),
+            a.type_name(),
+            b.type_name()
+        ),
     )
 }
 
 fn overflow(op: BinOp, a: i64, b: i64) -> Exc {
-    err(ErrorKind::OverflowError, format!("integer overflow: {a} {} {b} does not fit in a 64-bit int", op.symbol()))
+    err(
+        ErrorKind::OverflowError,
+        format!("integer overflow: {a} {} {b} does not fit in a 64-bit int", op.symbol()),
+    )
 }
 
 fn dunder_names(op: BinOp) -> (&'static str, &'static str) {
@@ -151,7 +159,12 @@ fn repeat(seq: &Value, count: usize) -> VResult<Value> {
     let count = if empty { 0 } else { count };
     match seq {
         Value::Str(s) => {
-            let n = s.as_str().len().checked_mul(count).filter(|n| *n <= MAX_REPEAT_BYTES).ok_or_else(too_long)?;
+            let n = s
+                .as_str()
+                .len()
+                .checked_mul(count)
+                .filter(|n| *n <= MAX_REPEAT_BYTES)
+                .ok_or_else(too_long)?;
             let mut out = String::new();
             out.try_reserve_exact(n).map_err(|_| too_long())?;
             for _ in 0..count {
@@ -161,7 +174,11 @@ fn repeat(seq: &Value, count: usize) -> VResult<Value> {
         }
         Value::List(l) => {
             let items = l.items.read().clone();
-            let n = items.len().checked_mul(count).filter(|n| *n <= MAX_REPEAT).ok_or_else(too_long)?;
+            let n = items
+                .len()
+                .checked_mul(count)
+                .filter(|n| *n <= MAX_REPEAT)
+                .ok_or_else(too_long)?;
             let mut out = Vec::new();
             out.try_reserve_exact(n).map_err(|_| too_long())?;
             for _ in 0..count {
@@ -170,7 +187,11 @@ fn repeat(seq: &Value, count: usize) -> VResult<Value> {
             Ok(Value::list(out))
         }
         Value::Tuple(t) => {
-            let n = t.0.len().checked_mul(count).filter(|n| *n <= MAX_REPEAT).ok_or_else(too_long)?;
+            let n =
+                t.0.len()
+                    .checked_mul(count)
+                    .filter(|n| *n <= MAX_REPEAT)
+                    .ok_or_else(too_long)?;
             let mut out = Vec::new();
             out.try_reserve_exact(n).map_err(|_| too_long())?;
             for _ in 0..count {
@@ -178,7 +199,10 @@ fn repeat(seq: &Value, count: usize) -> VResult<Value> {
             }
             Ok(Value::tuple(out))
         }
-        other => Err(err(ErrorKind::TypeError, format!("cannot repeat a {}", other.type_name()))),
+        other => Err(err(
+            ErrorKind::TypeError,
+            format!("cannot repeat a {}", other.type_name()),
+        )),
     }
 }
 
@@ -250,7 +274,15 @@ fn int_op(op: BinOp, x: i64, y: i64, a: &Value, b: &Value) -> VResult<Value> {
             if y < 0 {
                 return Err(err(ErrorKind::ValueError, "negative shift count"));
             }
-            Ok(Value::Int(if y >= 64 { if x < 0 { -1 } else { 0 } } else { x >> y }))
+            Ok(Value::Int(if y >= 64 {
+                if x < 0 {
+                    -1
+                } else {
+                    0
+                }
+            } else {
+                x >> y
+            }))
         }
         BinOp::MatMul => Err(unsupported(op, a, b)),
     }
@@ -259,7 +291,10 @@ fn int_op(op: BinOp, x: i64, y: i64, a: &Value, b: &Value) -> VResult<Value> {
 fn int_pow(x: i64, y: i64) -> VResult<Value> {
     if y < 0 {
         if x == 0 {
-            return Err(err(ErrorKind::ZeroDivisionError, "0 cannot be raised to a negative power"));
+            return Err(err(
+                ErrorKind::ZeroDivisionError,
+                "0 cannot be raised to a negative power",
+            ));
         }
         return Ok(Value::Float((x as f64).powf(y as f64)));
     }
@@ -311,10 +346,16 @@ pub(crate) fn float_mod(x: f64, y: f64) -> f64 {
 /// Python's `float ** float`.
 pub(crate) fn float_pow(x: f64, y: f64) -> VResult<f64> {
     if x == 0.0 && y < 0.0 {
-        return Err(err(ErrorKind::ZeroDivisionError, "0.0 cannot be raised to a negative power"));
+        return Err(err(
+            ErrorKind::ZeroDivisionError,
+            "0.0 cannot be raised to a negative power",
+        ));
     }
     if x < 0.0 && x.is_finite() && y.is_finite() && y.fract() != 0.0 {
-        return Err(err(ErrorKind::ValueError, "a negative number cannot be raised to a fractional power"));
+        return Err(err(
+            ErrorKind::ValueError,
+            "a negative number cannot be raised to a fractional power",
+        ));
     }
     let r = x.powf(y);
     if r.is_infinite() && x.is_finite() && y.is_finite() {
@@ -361,10 +402,12 @@ pub fn unary(op: UnaryOp, v: &Value) -> VResult<Value> {
         return r;
     }
     match (op, v) {
-        (UnaryOp::Neg, Value::Int(i)) => i
-            .checked_neg()
-            .map(Value::Int)
-            .ok_or_else(|| err(ErrorKind::OverflowError, format!("integer overflow: -({i}) does not fit in a 64-bit int"))),
+        (UnaryOp::Neg, Value::Int(i)) => i.checked_neg().map(Value::Int).ok_or_else(|| {
+            err(
+                ErrorKind::OverflowError,
+                format!("integer overflow: -({i}) does not fit in a 64-bit int"),
+            )
+        }),
         (UnaryOp::Neg, Value::Bool(b)) => Ok(Value::Int(-(*b as i64))),
         (UnaryOp::Neg, Value::Float(f)) => Ok(Value::Float(-f)),
         (UnaryOp::Pos, Value::Int(i)) => Ok(Value::Int(*i)),
@@ -391,15 +434,18 @@ fn bad_unary(op: UnaryOp, v: &Value) -> Exc {
         UnaryOp::Invert => "~",
         UnaryOp::Not => "not",
     };
-    err(ErrorKind::TypeError, format!("bad operand type for unary {sym}: '{}'", v.type_name()))
+    err(
+        ErrorKind::TypeError,
+        format!("bad operand type for unary {sym}: '{}'", v.type_name()),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::str_of;
     #[allow(unused_imports)]
     use crate::ops::Must;
-    use crate::format::str_of;
 
     fn b(op: BinOp, x: Value, y: Value) -> VResult<Value> {
         binary(op, &x, &y)
@@ -471,9 +517,15 @@ mod tests {
         assert_eq!(ok(BinOp::Mul, Value::str("ab"), I(3)), "ababab");
         assert_eq!(ok(BinOp::Mul, I(2), Value::list(vec![I(1)])), "[1, 1]");
         assert_eq!(ok(BinOp::Mul, Value::list(vec![I(1)]), I(-3)), "[]");
-        assert_eq!(ok(BinOp::Add, Value::tuple(vec![I(1)]), Value::tuple(vec![I(2)])), "(1, 2)");
+        assert_eq!(
+            ok(BinOp::Add, Value::tuple(vec![I(1)]), Value::tuple(vec![I(2)])),
+            "(1, 2)"
+        );
         assert_eq!(ok(BinOp::Mul, Value::tuple(vec![I(1)]), I(2)), "(1, 1)");
-        assert_eq!(kind(BinOp::Mul, Value::str("ab"), I(i64::MAX)), ErrorKind::OverflowError);
+        assert_eq!(
+            kind(BinOp::Mul, Value::str("ab"), I(i64::MAX)),
+            ErrorKind::OverflowError
+        );
         assert_eq!(ok(BinOp::Mul, Value::list(vec![]), I(i64::MAX)), "[]");
         assert_eq!(ok(BinOp::Mul, Value::str(""), I(i64::MAX)), "");
         assert_eq!(ok(BinOp::Mul, I(i64::MAX), Value::tuple(vec![])), "()");
@@ -484,10 +536,16 @@ mod tests {
     #[test]
     fn unary_ops() {
         assert_eq!(str_of(&unary(UnaryOp::Neg, &I(3)).must()), "-3");
-        assert_eq!(unary(UnaryOp::Neg, &I(i64::MIN)).unwrap_err().kind, ErrorKind::OverflowError);
+        assert_eq!(
+            unary(UnaryOp::Neg, &I(i64::MIN)).unwrap_err().kind,
+            ErrorKind::OverflowError
+        );
         assert_eq!(str_of(&unary(UnaryOp::Invert, &I(0)).must()), "-1");
         assert_eq!(str_of(&unary(UnaryOp::Not, &Value::list(vec![])).must()), "true");
         assert_eq!(str_of(&unary(UnaryOp::Neg, &F(0.0)).must()), "-0.0");
-        assert_eq!(unary(UnaryOp::Neg, &Value::str("x")).unwrap_err().kind, ErrorKind::TypeError);
+        assert_eq!(
+            unary(UnaryOp::Neg, &Value::str("x")).unwrap_err().kind,
+            ErrorKind::TypeError
+        );
     }
 }

@@ -54,7 +54,10 @@ pub fn get_attr(obj: &Value, name: &str) -> VResult<Value> {
                 }
             }
             if let Some(m) = s.ty.methods.get(name) {
-                return Ok(Value::BoundMethod(Arc::new(BoundMethod { receiver: obj.clone(), func: m.clone() })));
+                return Ok(Value::BoundMethod(Arc::new(BoundMethod {
+                    receiver: obj.clone(),
+                    func: m.clone(),
+                })));
             }
             if let Some(g) = s.ty.properties.get(name) {
                 return crate::vm::reentry::call(g, std::slice::from_ref(obj), &[]);
@@ -69,15 +72,14 @@ pub fn get_attr(obj: &Value, name: &str) -> VResult<Value> {
                 return Ok(Value::str(s.ty.name.as_str()));
             }
             let consts = s.ty.consts.read();
-            let names = s
-                .ty
-                .fields
-                .iter()
-                .map(|f| &*f.name)
-                .chain(s.ty.methods.keys().map(|k| &**k))
-                .chain(s.ty.properties.keys().map(|k| &**k))
-                .chain(s.ty.statics.keys().map(|k| &**k))
-                .chain(consts.keys().map(|k| &**k));
+            let names =
+                s.ty.fields
+                    .iter()
+                    .map(|f| &*f.name)
+                    .chain(s.ty.methods.keys().map(|k| &**k))
+                    .chain(s.ty.properties.keys().map(|k| &**k))
+                    .chain(s.ty.statics.keys().map(|k| &**k))
+                    .chain(consts.keys().map(|k| &**k));
             Err(no_attr(format!("'{}' object", s.ty.name), name, names))
         }
         Value::StructType(t) => match crate::vm::structs::type_attr(t, name) {
@@ -114,7 +116,11 @@ pub fn get_attr(obj: &Value, name: &str) -> VResult<Value> {
             let attrs = m.attrs.read();
             match attrs.get(name) {
                 Some(v) => Ok(v.clone()),
-                None => Err(no_attr(format!("module '{}'", m.name), name, attrs.keys().map(|k| &**k))),
+                None => Err(no_attr(
+                    format!("module '{}'", m.name),
+                    name,
+                    attrs.keys().map(|k| &**k),
+                )),
             }
         }
         Value::Range(r) => match name {
@@ -146,10 +152,16 @@ pub fn set_attr(obj: &Value, name: &str, v: Value) -> VResult<()> {
     match obj {
         Value::Struct(s) if s.ty.field_index(name).is_none() && s.ty.properties.contains_key(name) => Err(err(
             ErrorKind::AttributeError,
-            format!("cannot assign to '{name}': it is a read-only property of '{}'", s.ty.name),
+            format!(
+                "cannot assign to '{name}': it is a read-only property of '{}'",
+                s.ty.name
+            ),
         )),
         Value::Struct(s) if s.ty.field_index(name).is_none() && s.ty.constant(name).is_some() => {
-            let msg = format!("cannot assign to '{name}': it is a constant of '{}', not a field", s.ty.name);
+            let msg = format!(
+                "cannot assign to '{name}': it is a constant of '{}', not a field",
+                s.ty.name
+            );
             Err(match crate::vm::structs::constant_hint(&s.ty, name) {
                 Some(h) => ErrorObj::with_hint(ErrorKind::AttributeError, msg, h),
                 None => err(ErrorKind::AttributeError, msg),
@@ -175,7 +187,10 @@ pub fn set_attr(obj: &Value, name: &str, v: Value) -> VResult<()> {
                         *slot = v;
                         Ok(())
                     }
-                    None => Err(err(ErrorKind::AttributeError, format!("'{}' object has no field '{name}'", s.ty.name))),
+                    None => Err(err(
+                        ErrorKind::AttributeError,
+                        format!("'{}' object has no field '{name}'", s.ty.name),
+                    )),
                 }
             }
             None => {
@@ -206,20 +221,31 @@ mod tests {
     use super::*;
     #[allow(unused_imports)]
     use crate::ops::Must;
-    use crate::vm::value::{StructField, StructObj, StructType};
     use crate::vm::value::VLock as RwLock;
+    use crate::vm::value::{StructField, StructObj, StructType};
 
     fn vec2() -> Value {
         let ty = Arc::new(StructType {
             name: "Vec2".into(),
             fields: vec![
-                StructField { name: "x".into(), default: None, annotation: None },
-                StructField { name: "y".into(), default: None, annotation: None },
+                StructField {
+                    name: "x".into(),
+                    default: None,
+                    annotation: None,
+                },
+                StructField {
+                    name: "y".into(),
+                    default: None,
+                    annotation: None,
+                },
             ],
             methods: Default::default(),
             ..StructType::plain(String::new(), Vec::new(), Default::default())
         });
-        Value::Struct(Arc::new(StructObj { ty, fields: RwLock::new(vec![Value::Float(3.0), Value::Float(4.0)].into()) }))
+        Value::Struct(Arc::new(StructObj {
+            ty,
+            fields: RwLock::new(vec![Value::Float(3.0), Value::Float(4.0)].into()),
+        }))
     }
 
     #[test]
@@ -243,12 +269,18 @@ mod tests {
         let mut methods: indexmap::IndexMap<Arc<str>, Value, crate::vm::value::FxBuild> = Default::default();
         methods.insert("norm2".into(), f.clone());
         let ty2 = Arc::new(StructType::plain(ty.name.clone(), Vec::new(), methods));
-        let w = Value::Struct(Arc::new(StructObj { ty: ty2, fields: RwLock::new(Vec::new().into()) }));
+        let w = Value::Struct(Arc::new(StructObj {
+            ty: ty2,
+            fields: RwLock::new(Vec::new().into()),
+        }));
         match get_attr(&w, "norm2").must() {
             Value::BoundMethod(m) => assert!(m.receiver.is(&w) && m.func.is(&f)),
             other => panic!("got {}", other.type_name()),
         }
-        let same = Value::Struct(Arc::new(StructObj { ty: ty.clone(), fields: RwLock::new(vec![Value::Int(3), Value::Float(4.0)].into()) }));
+        let same = Value::Struct(Arc::new(StructObj {
+            ty: ty.clone(),
+            fields: RwLock::new(vec![Value::Int(3), Value::Float(4.0)].into()),
+        }));
         assert!(crate::ops::eq(&v, &same).must());
         set_attr(&same, "x", Value::Float(1.0)).must();
         assert!(!crate::ops::eq(&v, &same).must());

@@ -15,7 +15,10 @@ use std::sync::Arc;
 const MAX_DEPTH: usize = 1000;
 
 fn too_deep() -> crate::vm::value::Exc {
-    err(ErrorKind::RecursionError, "maximum recursion depth exceeded in comparison")
+    err(
+        ErrorKind::RecursionError,
+        "maximum recursion depth exceeded in comparison",
+    )
 }
 
 /// `a op b`.
@@ -213,7 +216,12 @@ fn eq_depth(a: &Value, b: &Value, depth: usize) -> VResult<bool> {
 fn not_supported(op: CmpOp, a: &Value, b: &Value) -> crate::vm::value::Exc {
     err(
         ErrorKind::TypeError,
-        format!("'{}' not supported between '{}' and '{}'", op.symbol(), a.type_name(), b.type_name()),
+        format!(
+            "'{}' not supported between '{}' and '{}'",
+            op.symbol(),
+            a.type_name(),
+            b.type_name()
+        ),
     )
 }
 

@@ -38,7 +38,7 @@ pub fn not_implemented() -> Value {
         .clone()
 }
 
-fn is_not_implemented(v: &Value) -> bool {
+pub(crate) fn is_not_implemented(v: &Value) -> bool {
     matches!(v, Value::Object(o) if o.0.as_any().is::<NotImplementedObj>())
 }
 
@@ -84,7 +84,7 @@ pub(crate) fn binary_names(op: BinOp) -> (&'static str, &'static str, &'static s
 
 /// Does `b`'s struct descend strictly from `a`'s and define `name` itself
 /// differently (then its reflected method is tried first, as Python does)?
-fn reflected_first(a: &Value, b: &Value, name: &str) -> bool {
+pub(crate) fn reflected_first(a: &Value, b: &Value, name: &str) -> bool {
     match (as_struct(a), as_struct(b)) {
         (Some(x), Some(y)) => {
             !Arc::ptr_eq(&x.ty, &y.ty)
@@ -124,16 +124,25 @@ pub fn binary_with(c: &mut dyn Caller, op: BinOp, a: &Value, b: &Value) -> Optio
             other => return Some(other),
         }
     }
+    Some(binary_after_forward(c, op, a, b))
+}
+
+/// The rest of [`binary_with`] once `a`'s forward method is out of the
+/// way (absent, or it answered `NotImplemented`): `b`'s reflected method
+/// when `b` is of another type, else the `TypeError`. (The VM calls this
+/// when a forward method it ran as a frame answered `NotImplemented`.)
+pub(crate) fn binary_after_forward(c: &mut dyn Caller, op: BinOp, a: &Value, b: &Value) -> VResult<Value> {
+    let (_, rev, _) = binary_names(op);
     let same_type = matches!((as_struct(a), as_struct(b)), (Some(x), Some(y)) if Arc::ptr_eq(&x.ty, &y.ty));
     if !same_type {
         if let Some(r) = call_method_with(c, b, rev, std::slice::from_ref(a)) {
             match r {
                 Ok(v) if is_not_implemented(&v) => {}
-                other => return Some(other),
+                other => return other,
             }
         }
     }
-    Some(Err(err(
+    Err(err(
         ErrorKind::TypeError,
         format!(
             "unsupported operand types for {}: '{}' and '{}'",
@@ -141,7 +150,7 @@ pub fn binary_with(c: &mut dyn Caller, op: BinOp, a: &Value, b: &Value) -> Optio
             a.type_name(),
             b.type_name()
         ),
-    )))
+    ))
 }
 
 /// `a op= b`: `__iop__` when `a` has it, else `a op b`.

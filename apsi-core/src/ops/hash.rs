@@ -187,7 +187,9 @@ fn hash_depth(caller: &mut dyn Caller, v: &Value, depth: usize) -> VResult<i64> 
 pub fn struct_hash(caller: &mut dyn Caller, s: &Arc<StructObj>) -> VResult<i64> {
     match s.ty.hash_mode {
         crate::vm::value::HashMode::Identity => Ok(identity(s)),
-        crate::vm::value::HashMode::Unhashable => Err(err(ErrorKind::TypeError, format!("unhashable type: '{}'", s.ty.name))),
+        crate::vm::value::HashMode::Unhashable => {
+            Err(err(ErrorKind::TypeError, format!("unhashable type: '{}'", s.ty.name)))
+        }
         crate::vm::value::HashMode::Method => {
             let f = s.ty.method("__hash__").cloned().unwrap_or(Value::None);
             match caller.call(&f, &[Value::Struct(s.clone())], &[])? {

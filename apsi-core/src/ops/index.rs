@@ -12,7 +12,10 @@ fn as_index(container: &str, idx: &Value) -> VResult<i64> {
         Value::Bool(b) => Ok(*b as i64),
         other => Err(err(
             ErrorKind::TypeError,
-            format!("{container} indices must be integers or slices, not {}", other.type_name()),
+            format!(
+                "{container} indices must be integers or slices, not {}",
+                other.type_name()
+            ),
         )),
     }
 }
@@ -22,7 +25,10 @@ fn resolve(container: &str, i: i64, len: usize) -> VResult<usize> {
     let n = len as i64;
     let j = if i < 0 { i + n } else { i };
     if j < 0 || j >= n {
-        return Err(err(ErrorKind::IndexError, format!("{container} index {i} out of range (length {len})")));
+        return Err(err(
+            ErrorKind::IndexError,
+            format!("{container} index {i} out of range (length {len})"),
+        ));
     }
     Ok(j as usize)
 }
@@ -66,7 +72,11 @@ pub fn slice_indices(s: &SliceObj, len: usize) -> VResult<(i64, i64, i64, usize)
         (clamp(slice_part(&s.start)?, n - 1), clamp(slice_part(&s.stop)?, -1))
     };
     let count = if step > 0 {
-        if stop > start { ((stop - start - 1) / step + 1) as usize } else { 0 }
+        if stop > start {
+            ((stop - start - 1) / step + 1) as usize
+        } else {
+            0
+        }
     } else if start > stop {
         ((start - stop - 1) / (-step) + 1) as usize
     } else {
@@ -89,7 +99,10 @@ fn pick<T: Clone>(items: &[T], s: &SliceObj) -> VResult<Vec<T>> {
 }
 
 fn not_subscriptable(v: &Value) -> Exc {
-    err(ErrorKind::TypeError, format!("'{}' object is not subscriptable", v.type_name()))
+    err(
+        ErrorKind::TypeError,
+        format!("'{}' object is not subscriptable", v.type_name()),
+    )
 }
 
 /// `obj[idx]`.
@@ -98,7 +111,10 @@ pub fn get_index(obj: &Value, idx: &Value) -> VResult<Value> {
         if let Some(r) = super::dunder::get_index(obj, idx) {
             return r;
         }
-        return Err(err(ErrorKind::TypeError, format!("'{}' object is not subscriptable (it has no __getitem__)", s.ty.name)));
+        return Err(err(
+            ErrorKind::TypeError,
+            format!("'{}' object is not subscriptable (it has no __getitem__)", s.ty.name),
+        ));
     }
     match obj {
         Value::List(l) => {
@@ -128,7 +144,9 @@ pub fn get_index(obj: &Value, idx: &Value) -> VResult<Value> {
                 return Ok(Value::str(pick(&chars, sl)?.into_iter().collect::<String>()));
             }
             let j = resolve("string", as_index("string", idx)?, s.char_len())?;
-            let c = s.char_at(j).ok_or_else(|| err(ErrorKind::IndexError, "string index out of range"))?;
+            let c = s
+                .char_at(j)
+                .ok_or_else(|| err(ErrorKind::IndexError, "string index out of range"))?;
             Ok(Value::str(c.to_string()))
         }
         Value::Range(r) => {
@@ -136,7 +154,8 @@ pub fn get_index(obj: &Value, idx: &Value) -> VResult<Value> {
             if let Value::Slice(s) = idx {
                 let (start, _, step, count) = slice_indices(s, len)?;
                 let fit = |v: i128| {
-                    i64::try_from(v).map_err(|_| err(ErrorKind::OverflowError, "range slice does not fit in 64-bit ints"))
+                    i64::try_from(v)
+                        .map_err(|_| err(ErrorKind::OverflowError, "range slice does not fit in 64-bit ints"))
                 };
                 let new_start = r.start as i128 + start as i128 * r.step as i128;
                 let new_step = r.step as i128 * step as i128;
@@ -176,7 +195,13 @@ pub fn set_index(obj: &Value, idx: &Value, v: Value) -> VResult<()> {
         if let Some(r) = super::dunder::set_index(obj, idx, v) {
             return r;
         }
-        return Err(err(ErrorKind::TypeError, format!("'{}' object does not support item assignment (it has no __setitem__)", s.ty.name)));
+        return Err(err(
+            ErrorKind::TypeError,
+            format!(
+                "'{}' object does not support item assignment (it has no __setitem__)",
+                s.ty.name
+            ),
+        ));
     }
     match obj {
         Value::List(l) => {
@@ -294,23 +319,33 @@ pub fn del_index(caller: &mut dyn Caller, obj: &Value, idx: &Value) -> VResult<(
 }
 
 fn no_item_deletion(v: &Value) -> Exc {
-    err(ErrorKind::TypeError, format!("'{}' object doesn't support item deletion", v.type_name()))
+    err(
+        ErrorKind::TypeError,
+        format!("'{}' object doesn't support item deletion", v.type_name()),
+    )
 }
 
 fn no_item_assignment(v: &Value) -> Exc {
-    err(ErrorKind::TypeError, format!("'{}' object does not support item assignment", v.type_name()))
+    err(
+        ErrorKind::TypeError,
+        format!("'{}' object does not support item assignment", v.type_name()),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::str_of;
     #[allow(unused_imports)]
     use crate::ops::Must;
-    use crate::format::str_of;
     use Value::Int as I;
 
     fn sl(a: Value, b: Value, c: Value) -> Value {
-        Value::Slice(Arc::new(SliceObj { start: a, stop: b, step: c }))
+        Value::Slice(Arc::new(SliceObj {
+            start: a,
+            stop: b,
+            step: c,
+        }))
     }
     fn ints(v: &[i64]) -> Value {
         Value::list(v.iter().map(|i| I(*i)).collect())
@@ -324,9 +359,15 @@ mod tests {
         let xs = ints(&[1, 2, 3]);
         assert_eq!(get(&xs, I(-1)), "3");
         let e = get_index(&xs, &I(7)).unwrap_err();
-        assert_eq!((e.kind, e.message.as_str()), (ErrorKind::IndexError, "list index 7 out of range (length 3)"));
+        assert_eq!(
+            (e.kind, e.message.as_str()),
+            (ErrorKind::IndexError, "list index 7 out of range (length 3)")
+        );
         assert_eq!(get_index(&xs, &I(-4)).unwrap_err().kind, ErrorKind::IndexError);
-        assert_eq!(get_index(&xs, &Value::Float(1.0)).unwrap_err().kind, ErrorKind::TypeError);
+        assert_eq!(
+            get_index(&xs, &Value::Float(1.0)).unwrap_err().kind,
+            ErrorKind::TypeError
+        );
         assert_eq!(get(&xs, Value::Bool(true)), "2");
     }
 
@@ -337,7 +378,10 @@ mod tests {
         assert_eq!(get(&xs, sl(Value::None, Value::None, I(-1))), "[2, 1, 3, 9]");
         assert_eq!(get(&xs, sl(I(-1), I(0), I(-2))), "[2, 3]");
         assert_eq!(get(&xs, sl(I(100), Value::None, Value::None)), "[]");
-        assert_eq!(get_index(&xs, &sl(Value::None, Value::None, I(0))).unwrap_err().kind, ErrorKind::ValueError);
+        assert_eq!(
+            get_index(&xs, &sl(Value::None, Value::None, I(0))).unwrap_err().kind,
+            ErrorKind::ValueError
+        );
         let s = Value::str("héllo wörld");
         assert_eq!(get(&s, I(1)), "é");
         assert_eq!(get(&s, I(-1)), "d");
@@ -346,11 +390,19 @@ mod tests {
         assert_eq!(get(&Value::str("abcdef"), sl(I(1), Value::None, I(2))), "bdf");
         let t = Value::tuple(vec![I(1), I(2), I(3)]);
         assert_eq!(get(&t, sl(Value::None, I(1), Value::None)), "(1,)");
-        let r = Value::Range(Arc::new(RangeObj { start: 0, stop: 10, step: 1 }));
+        let r = Value::Range(Arc::new(RangeObj {
+            start: 0,
+            stop: 10,
+            step: 1,
+        }));
         assert_eq!(get(&r, sl(I(1), Value::None, I(3))), "range(1, 10, 3)");
         assert_eq!(get(&r, sl(Value::None, Value::None, I(-1))), "range(9, -1, -1)");
         assert_eq!(get(&r, I(-1)), "9");
-        let wide = Value::Range(Arc::new(RangeObj { start: i64::MIN, stop: i64::MAX, step: 1 << 62 }));
+        let wide = Value::Range(Arc::new(RangeObj {
+            start: i64::MIN,
+            stop: i64::MAX,
+            step: 1 << 62,
+        }));
         assert_eq!(get(&wide, I(3)), "4611686018427387904");
     }
 
@@ -361,12 +413,20 @@ mod tests {
         assert_eq!(str_of(&xs), "[1, 7, 8, 9, 4]");
         set_index(&xs, &sl(Value::None, Value::None, I(2)), ints(&[0, 0, 0])).must();
         assert_eq!(str_of(&xs), "[0, 7, 0, 9, 0]");
-        assert_eq!(set_index(&xs, &sl(Value::None, Value::None, I(2)), ints(&[1])).unwrap_err().kind, ErrorKind::ValueError);
+        assert_eq!(
+            set_index(&xs, &sl(Value::None, Value::None, I(2)), ints(&[1]))
+                .unwrap_err()
+                .kind,
+            ErrorKind::ValueError
+        );
         set_index(&xs, &sl(Value::None, Value::None, Value::None), xs.clone()).must();
         assert_eq!(str_of(&xs), "[0, 7, 0, 9, 0]");
         set_index(&xs, &I(-1), I(5)).must();
         assert_eq!(str_of(&xs), "[0, 7, 0, 9, 5]");
-        assert_eq!(set_index(&Value::str("ab"), &I(0), I(1)).unwrap_err().kind, ErrorKind::TypeError);
+        assert_eq!(
+            set_index(&Value::str("ab"), &I(0), I(1)).unwrap_err().kind,
+            ErrorKind::TypeError
+        );
     }
 
     #[test]
@@ -385,16 +445,28 @@ mod tests {
         del_index(&mut NoCaller, &xs, &sl(I(5), I(1), Value::None)).must();
         assert_eq!(str_of(&xs), "[6]");
         let e = del_index(&mut NoCaller, &xs, &I(1)).unwrap_err();
-        assert_eq!((e.kind, e.message.as_str()), (ErrorKind::IndexError, "list assignment index out of range"));
-        assert_eq!(del_index(&mut NoCaller, &xs, &sl(I(0), I(1), I(0))).unwrap_err().kind, ErrorKind::ValueError);
+        assert_eq!(
+            (e.kind, e.message.as_str()),
+            (ErrorKind::IndexError, "list assignment index out of range")
+        );
+        assert_eq!(
+            del_index(&mut NoCaller, &xs, &sl(I(0), I(1), I(0))).unwrap_err().kind,
+            ErrorKind::ValueError
+        );
         let d = Value::empty_dict();
         set_index(&d, &Value::str("a"), I(1)).must();
         del_index(&mut NoCaller, &d, &Value::str("a")).must();
         let e = del_index(&mut NoCaller, &d, &Value::str("a")).unwrap_err();
         assert_eq!((e.kind, e.message.as_str()), (ErrorKind::KeyError, "'a'"));
         let e = del_index(&mut NoCaller, &Value::tuple(vec![I(1)]), &I(0)).unwrap_err();
-        assert_eq!((e.kind, e.message.as_str()), (ErrorKind::TypeError, "'tuple' object doesn't support item deletion"));
-        assert_eq!(del_index(&mut NoCaller, &Value::str("ab"), &I(0)).unwrap_err().kind, ErrorKind::TypeError);
+        assert_eq!(
+            (e.kind, e.message.as_str()),
+            (ErrorKind::TypeError, "'tuple' object doesn't support item deletion")
+        );
+        assert_eq!(
+            del_index(&mut NoCaller, &Value::str("ab"), &I(0)).unwrap_err().kind,
+            ErrorKind::TypeError
+        );
     }
 
     #[test]
@@ -405,6 +477,9 @@ mod tests {
         let e = get_index(&d, &Value::str("missing")).unwrap_err();
         assert_eq!((e.kind, e.message.as_str()), (ErrorKind::KeyError, "'missing'"));
         assert_eq!(get_index(&d, &ints(&[1])).unwrap_err().kind, ErrorKind::TypeError);
-        assert_eq!(get_index(&I(3), &I(0)).unwrap_err().message, "'int' object is not subscriptable");
+        assert_eq!(
+            get_index(&I(3), &I(0)).unwrap_err().message,
+            "'int' object is not subscriptable"
+        );
     }
 }

@@ -12,7 +12,10 @@ const MAX_MATERIALISE: i64 = 1 << 28;
 fn range_items(r: &RangeObj) -> VResult<Vec<Value>> {
     let n = r.len();
     if n > MAX_MATERIALISE {
-        return Err(err(ErrorKind::OverflowError, format!("a range of {n} elements is too large to turn into a list")));
+        return Err(err(
+            ErrorKind::OverflowError,
+            format!("a range of {n} elements is too large to turn into a list"),
+        ));
     }
     let mut out = Vec::with_capacity(n as usize);
     let mut x = r.start as i128;
@@ -24,7 +27,10 @@ fn range_items(r: &RangeObj) -> VResult<Vec<Value>> {
 }
 
 fn not_iterable(v: &Value) -> crate::vm::value::Exc {
-    err(ErrorKind::TypeError, format!("'{}' object is not iterable", v.type_name()))
+    err(
+        ErrorKind::TypeError,
+        format!("'{}' object is not iterable", v.type_name()),
+    )
 }
 
 /// The elements of any iterable that needs no interpreter to produce them.
@@ -127,19 +133,32 @@ pub fn contains(container: &Value, item: &Value) -> VResult<bool> {
             };
             let (start, stop, step) = (r.start as i128, r.stop as i128, r.step as i128);
             let i = i as i128;
-            let inside = if step > 0 { i >= start && i < stop } else { i <= start && i > stop };
+            let inside = if step > 0 {
+                i >= start && i < stop
+            } else {
+                i <= start && i > stop
+            };
             Ok(inside && (i - start) % step == 0)
         }
         Value::Object(_) => match call_dunder(container, "__contains__", std::slice::from_ref(item)) {
             Some(r) => r?.truthy(),
-            None => Err(err(ErrorKind::TypeError, format!("argument of type '{}' is not a container", container.type_name()))),
+            None => Err(err(
+                ErrorKind::TypeError,
+                format!("argument of type '{}' is not a container", container.type_name()),
+            )),
         },
-        other => Err(err(ErrorKind::TypeError, format!("argument of type '{}' is not a container", other.type_name()))),
+        other => Err(err(
+            ErrorKind::TypeError,
+            format!("argument of type '{}' is not a container", other.type_name()),
+        )),
     }
 }
 
 fn no_len(v: &Value) -> crate::vm::value::Exc {
-    err(ErrorKind::TypeError, format!("object of type '{}' has no len()", v.type_name()))
+    err(
+        ErrorKind::TypeError,
+        format!("object of type '{}' has no len()", v.type_name()),
+    )
 }
 
 /// `len(v)`: characters of a string, elements of a container; a module
@@ -197,24 +216,42 @@ mod tests {
 
     #[test]
     fn iterate_everything() {
-        let r = Value::Range(Arc::new(RangeObj { start: 10, stop: 0, step: -3 }));
+        let r = Value::Range(Arc::new(RangeObj {
+            start: 10,
+            stop: 0,
+            step: -3,
+        }));
         let got = iterate(&mut NoCaller, &r).must();
         assert_eq!(crate::format::str_of(&Value::list(got)), "[10, 7, 4, 1]");
         let got = iterate(&mut NoCaller, &Value::str("hé")).must();
         assert_eq!(crate::format::str_of(&Value::list(got)), "['h', 'é']");
         let e = iterate(&mut NoCaller, &I(3)).unwrap_err();
         assert_eq!(e.message, "'int' object is not iterable");
-        let huge = Value::Range(Arc::new(RangeObj { start: 0, stop: i64::MAX, step: 1 }));
-        assert_eq!(iterate(&mut NoCaller, &huge).unwrap_err().kind, ErrorKind::OverflowError);
+        let huge = Value::Range(Arc::new(RangeObj {
+            start: 0,
+            stop: i64::MAX,
+            step: 1,
+        }));
+        assert_eq!(
+            iterate(&mut NoCaller, &huge).unwrap_err().kind,
+            ErrorKind::OverflowError
+        );
     }
 
     #[test]
     fn membership() {
         assert!(contains(&Value::str("abc"), &Value::str("b")).must());
         assert!(contains(&Value::str("abc"), &Value::str("")).must());
-        assert_eq!(contains(&Value::str("abc"), &I(1)).unwrap_err().kind, ErrorKind::TypeError);
+        assert_eq!(
+            contains(&Value::str("abc"), &I(1)).unwrap_err().kind,
+            ErrorKind::TypeError
+        );
         assert!(contains(&Value::list(vec![I(1), Value::Float(2.0)]), &I(2)).must());
-        let r = Value::Range(Arc::new(RangeObj { start: 10, stop: 0, step: -3 }));
+        let r = Value::Range(Arc::new(RangeObj {
+            start: 10,
+            stop: 0,
+            step: -3,
+        }));
         assert!(contains(&r, &I(7)).must());
         assert!(!contains(&r, &I(8)).must());
         assert!(!contains(&r, &I(0)).must());

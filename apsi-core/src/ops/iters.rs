@@ -66,7 +66,10 @@ impl ApsiObject for IterObj {
 }
 
 fn obj(kind: &'static str, st: IterState) -> Value {
-    Value::Object(Arc::new(ObjBox(Box::new(IterObj { kind, state: Mutex::new(st) }))))
+    Value::Object(Arc::new(ObjBox(Box::new(IterObj {
+        kind,
+        state: Mutex::new(st),
+    }))))
 }
 
 fn range_next(next: &mut i64, stop: i64, step: i64) -> Option<Value> {
@@ -98,7 +101,12 @@ impl IterObj {
             IterState::Items(it) => it.next(),
             IterState::Range(next, stop, step) => range_next(next, *stop, *step),
             IterState::Done => None,
-            IterState::Busy => return Err(err(ErrorKind::ValueError, format!("{} iterator already executing", self.kind))),
+            IterState::Busy => {
+                return Err(err(
+                    ErrorKind::ValueError,
+                    format!("{} iterator already executing", self.kind),
+                ))
+            }
             _ => {
                 // An adapter: pull without holding the lock.
                 let mut st = std::mem::replace(&mut *g, IterState::Busy);
@@ -124,7 +132,12 @@ fn adapter_next(c: &mut dyn Caller, st: &mut IterState) -> VResult<Option<Value>
         IterState::Enumerate(src, n) => {
             let Some(x) = src.next(c)? else { return Ok(None) };
             let i = *n;
-            *n = n.checked_add(1).ok_or_else(|| err(ErrorKind::OverflowError, "enumerate() count does not fit in a 64-bit int"))?;
+            *n = n.checked_add(1).ok_or_else(|| {
+                err(
+                    ErrorKind::OverflowError,
+                    "enumerate() count does not fit in a 64-bit int",
+                )
+            })?;
             Ok(Some(Value::tuple(vec![Value::Int(i), x])))
         }
         IterState::Zip(srcs) => {
@@ -204,12 +217,18 @@ pub fn get_iter(c: &mut dyn Caller, v: &Value) -> VResult<Value> {
                     return Ok(it);
                 }
                 if matches!(it, Value::Struct(_)) {
-                    return Err(err(ErrorKind::TypeError, format!("iter() returned non-iterator of type '{}'", it.type_name())));
+                    return Err(err(
+                        ErrorKind::TypeError,
+                        format!("iter() returned non-iterator of type '{}'", it.type_name()),
+                    ));
                 }
                 // Lenient: `__iter__` may return any iterable (a list).
                 return get_iter(c, &it);
             }
-            return Err(err(ErrorKind::TypeError, format!("'{}' object is not iterable", s.ty.name)));
+            return Err(err(
+                ErrorKind::TypeError,
+                format!("'{}' object is not iterable", s.ty.name),
+            ));
         }
         _ if is_iterator(v) => v.clone(),
         // Tensors (first axis), datasets, and any iterable `ops::iterate` knows.
@@ -237,7 +256,10 @@ pub fn step(c: &mut dyn Caller, it: &Value) -> VResult<Step> {
                 return match c.call(&hook?, &[], &[])? {
                     Value::Tuple(t) if t.0.len() == 1 => Ok(Step::Item(t.0[0].clone())),
                     Value::None => Ok(Step::Done(Value::None)),
-                    other => Err(err(ErrorKind::TypeError, format!("__next__ must return a 1-tuple or none, not '{}'", other.type_name()))),
+                    other => Err(err(
+                        ErrorKind::TypeError,
+                        format!("__next__ must return a 1-tuple or none, not '{}'", other.type_name()),
+                    )),
                 };
             }
             Err(not_an_iterator(it))
@@ -246,7 +268,9 @@ pub fn step(c: &mut dyn Caller, it: &Value) -> VResult<Step> {
             let f = super::get_attr(it, "__next__")?;
             match c.call(&f, &[], &[]) {
                 Ok(v) => Ok(Step::Item(v)),
-                Err(e) if e.kind == ErrorKind::StopIteration && e.exit.is_none() => Ok(Step::Done(e.value.clone().unwrap_or(Value::None))),
+                Err(e) if e.kind == ErrorKind::StopIteration && e.exit.is_none() => {
+                    Ok(Step::Done(e.value.clone().unwrap_or(Value::None)))
+                }
                 Err(e) => Err(e),
             }
         }
@@ -255,7 +279,10 @@ pub fn step(c: &mut dyn Caller, it: &Value) -> VResult<Step> {
 }
 
 fn not_an_iterator(v: &Value) -> Exc {
-    err(ErrorKind::TypeError, format!("'{}' object is not an iterator", v.type_name()))
+    err(
+        ErrorKind::TypeError,
+        format!("'{}' object is not an iterator", v.type_name()),
+    )
 }
 
 /// `next(it)`: the next item or `None` at the end.
@@ -307,7 +334,10 @@ impl Pull {
 
 /// `enumerate(xs, start)` over a lazy `xs`: a lazy `<enumerate>`.
 pub fn lazy_enumerate(c: &mut dyn Caller, xs: &Value, start: i64) -> VResult<Value> {
-    Ok(obj("enumerate", IterState::Enumerate(Box::new(Pull::new(c, xs)?), start)))
+    Ok(obj(
+        "enumerate",
+        IterState::Enumerate(Box::new(Pull::new(c, xs)?), start),
+    ))
 }
 
 /// `zip(*xss)` when one of them is lazy: a lazy `<zip>`.

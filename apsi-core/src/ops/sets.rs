@@ -43,7 +43,14 @@ pub(crate) fn map_of_iterable(c: &mut dyn Caller, v: &Value) -> VResult<DictMap>
 }
 
 fn unsupported(op: &str, a: &Value, b: &Value) -> Exc {
-    err(ErrorKind::TypeError, format!("unsupported operand type(s) for {op}: '{}' and '{}'", a.type_name(), b.type_name()))
+    err(
+        ErrorKind::TypeError,
+        format!(
+            "unsupported operand type(s) for {op}: '{}' and '{}'",
+            a.type_name(),
+            b.type_name()
+        ),
+    )
 }
 
 /// `a | b`.
@@ -59,12 +66,18 @@ pub(crate) fn union(a: &DictMap, b: &DictMap) -> DictMap {
 
 /// `a & b`.
 pub(crate) fn intersection(a: &DictMap, b: &DictMap) -> DictMap {
-    a.keys().filter(|k| b.contains_key(k)).map(|k| (k.clone(), Value::None)).collect()
+    a.keys()
+        .filter(|k| b.contains_key(k))
+        .map(|k| (k.clone(), Value::None))
+        .collect()
 }
 
 /// `a - b`.
 pub(crate) fn difference(a: &DictMap, b: &DictMap) -> DictMap {
-    a.keys().filter(|k| !b.contains_key(k)).map(|k| (k.clone(), Value::None)).collect()
+    a.keys()
+        .filter(|k| !b.contains_key(k))
+        .map(|k| (k.clone(), Value::None))
+        .collect()
 }
 
 /// `a ^ b`.
@@ -160,7 +173,10 @@ mod tests {
         assert_eq!(show(&binary(BinOp::BitOr, &b, &a).must().must()), "{2, 9, 3, 1, 0}");
         assert_eq!(show(&binary(BinOp::BitAnd, &a, &s(&[0, 3])).must().must()), "{3, 0}");
         assert_eq!(show(&binary(BinOp::Sub, &a, &s(&[1])).must().must()), "{3, 2, 0}");
-        assert_eq!(show(&binary(BinOp::BitXor, &a, &s(&[0, 7, 3, 5])).must().must()), "{1, 2, 7, 5}");
+        assert_eq!(
+            show(&binary(BinOp::BitXor, &a, &s(&[0, 7, 3, 5])).must().must()),
+            "{1, 2, 7, 5}"
+        );
         assert_eq!(show(&binary(BinOp::BitOr, &a, &a).must().must()), "{3, 1, 2, 0}");
         assert_eq!(show(&s(&[])), "set()");
     }
@@ -176,20 +192,27 @@ mod tests {
 
     #[test]
     fn relations_and_equality() {
-        let (Value::Set(a), Value::Set(b)) = (s(&[1, 2]), s(&[2, 1, 3])) else { unreachable!() };
+        let (Value::Set(a), Value::Set(b)) = (s(&[1, 2]), s(&[2, 1, 3])) else {
+            unreachable!()
+        };
         assert!(relation(CmpOp::LtE, &a, &b));
         assert!(relation(CmpOp::Lt, &a, &b));
         assert!(!relation(CmpOp::Lt, &a, &a));
         assert!(relation(CmpOp::GtE, &b, &a));
         assert!(relation(CmpOp::Gt, &b, &a));
         assert!(!equal(&a, &b));
-        let Value::Set(c) = set_of([I(2), Value::Float(1.0)]).must() else { unreachable!() };
+        let Value::Set(c) = set_of([I(2), Value::Float(1.0)]).must() else {
+            unreachable!()
+        };
         assert!(equal(&a, &c));
     }
 
     #[test]
     fn equal_numbers_are_one_member_and_lists_are_unhashable() {
-        assert_eq!(show(&set_of([I(1), Value::Float(1.0), Value::Bool(true)]).must()), "{1}");
+        assert_eq!(
+            show(&set_of([I(1), Value::Float(1.0), Value::Bool(true)]).must()),
+            "{1}"
+        );
         let e = set_of([Value::list(vec![])]).unwrap_err();
         assert_eq!(e.message, "unhashable type: 'list'");
         let e = set_of([s(&[1])]).unwrap_err();

@@ -28,7 +28,10 @@ const BP_POW: u8 = 14;
 /// A parsed comprehension as a generator expression (`(x for x in xs)`).
 fn into_genexp(e: Expr) -> Expr {
     match e.kind {
-        ExprKind::ListComp { elt, generators } => Expr { kind: ExprKind::GenExp { elt, generators }, span: e.span },
+        ExprKind::ListComp { elt, generators } => Expr {
+            kind: ExprKind::GenExp { elt, generators },
+            span: e.span,
+        },
         kind => Expr { kind, span: e.span },
     }
 }

@@ -874,7 +874,10 @@ mod tests {
             kinds(r#""a" 'b' """c""" '''d''' r"e" f"{x}" rf'g' F"h" b"i""#),
             vec![Str, Str, Str, Str, Str, FStr, FStr, FStr, Bytes, Newline, Eof]
         );
-        assert_eq!(kinds(r#"b'' rb"x" BR'y' bf"z""#), vec![Bytes, Bytes, Bytes, Name, Str, Newline, Eof]);
+        assert_eq!(
+            kinds(r#"b'' rb"x" BR'y' bf"z""#),
+            vec![Bytes, Bytes, Bytes, Name, Str, Newline, Eof]
+        );
         assert_eq!(kinds(r#""a\"b""#), vec![Str, Newline, Eof]);
         assert_eq!(kinds("\"\"\"a\nb\"\"\"\n"), vec![Str, Newline, Eof]);
         assert_eq!(kinds("'''a''b'''"), vec![Str, Newline, Eof]);

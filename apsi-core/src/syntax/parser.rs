@@ -510,7 +510,14 @@ impl<'a> Parser<'a> {
             Tok::Eof | Tok::Dedent => {}
             _ => {
                 let help = match self.peek() {
-                    Tok::Name | Tok::Int | Tok::Float | Tok::Str | Tok::FStr | Tok::Bytes | Tok::LParen | Tok::LBracket => Some(
+                    Tok::Name
+                    | Tok::Int
+                    | Tok::Float
+                    | Tok::Str
+                    | Tok::FStr
+                    | Tok::Bytes
+                    | Tok::LParen
+                    | Tok::LBracket => Some(
                         "put ';' or a new line between two statements, or an operator between two values".to_string(),
                     ),
                     Tok::Assign => {
@@ -1268,7 +1275,11 @@ impl<'a> Parser<'a> {
             let b = self.test();
             if self.peek() == Tok::Comma {
                 let span = self.tok_span(self.tok());
-                self.report(span, "a struct has at most one parent", Some("Apsi structs use single inheritance: 'struct Child(Parent):'".to_string()));
+                self.report(
+                    span,
+                    "a struct has at most one parent",
+                    Some("Apsi structs use single inheritance: 'struct Child(Parent):'".to_string()),
+                );
                 while !matches!(self.peek(), Tok::RParen | Tok::Newline | Tok::Eof) {
                     self.bump();
                 }
@@ -1343,7 +1354,12 @@ impl<'a> Parser<'a> {
 /// A phrase naming what an expression is, for "cannot assign to …".
 pub(super) fn describe_expr(e: &Expr) -> &'static str {
     match &e.kind {
-        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Str(_) | ExprKind::Bytes(_) | ExprKind::Bool(_) | ExprKind::None => "a literal",
+        ExprKind::Int(_)
+        | ExprKind::Float(_)
+        | ExprKind::Str(_)
+        | ExprKind::Bytes(_)
+        | ExprKind::Bool(_)
+        | ExprKind::None => "a literal",
         ExprKind::FString(_) => "an f-string",
         ExprKind::Call { .. } => "a function call",
         ExprKind::Compare { .. } => "a comparison",

@@ -161,19 +161,19 @@ pub fn check(fname: &str, param: &str, id: u32, v: &Value, dims: &mut Dims) -> V
                     ))
                 }
                 Dim::Fixed(_) => {}
-                Dim::Named(n) => {
-                    match dims.bound.iter().find(|(m, _, _)| m == n) {
-                        Some((_, k, by)) if *k != size => return Err(err(
+                Dim::Named(n) => match dims.bound.iter().find(|(m, _, _)| m == n) {
+                    Some((_, k, by)) if *k != size => {
+                        return Err(err(
                             ErrorKind::ShapeError,
                             format!(
                                 "{fname}() argument '{param}' has {n} = {size}, but argument '{by}' has {n} = {k} ({})",
                                 a.text()
                             ),
-                        )),
-                        Some(_) => {}
-                        None => dims.bound.push((n.clone(), size, param.to_string())),
+                        ))
                     }
-                }
+                    Some(_) => {}
+                    None => dims.bound.push((n.clone(), size, param.to_string())),
+                },
             }
         }
     }

@@ -45,9 +45,27 @@ pub fn register(mut b: ModuleBuilder) -> ModuleBuilder {
         b = b.function(name, *f);
     }
     // Method names that are also functions: `f(x, …)` is `x.f(…)`.
-    for name in ["expand_dims", "squeeze", "transpose", "reshape", "flatten", "sort", "argsort", "cumsum", "mean", "std", "var", "prod", "argmax", "argmin", "astype"] {
+    for name in [
+        "expand_dims",
+        "squeeze",
+        "transpose",
+        "reshape",
+        "flatten",
+        "sort",
+        "argsort",
+        "cumsum",
+        "mean",
+        "std",
+        "var",
+        "prod",
+        "argmax",
+        "argmin",
+        "astype",
+    ] {
         let f = move |c: &mut dyn Caller, args: &[Value], kw: Kwargs| -> VResult<Value> {
-            let x = args.first().ok_or_else(|| err(ErrorKind::TypeError, format!("{name}() missing required argument 'x'")))?;
+            let x = args
+                .first()
+                .ok_or_else(|| err(ErrorKind::TypeError, format!("{name}() missing required argument 'x'")))?;
             let t = match as_tensor(x) {
                 Some(_) => x.clone(),
                 None => tensor_value(from_data(x, None)?),
@@ -136,7 +154,12 @@ impl Num {
 }
 
 fn walk(v: &Value, depth: usize, shape: &mut Vec<usize>, flat: &mut Vec<Num>, kind: &mut Kind) -> VResult<()> {
-    let ragged = || err(ErrorKind::ShapeError, "tensor() data is ragged: nested lists must have equal lengths at each depth");
+    let ragged = || {
+        err(
+            ErrorKind::ShapeError,
+            "tensor() data is ragged: nested lists must have equal lengths at each depth",
+        )
+    };
     let items: Option<Vec<Value>> = match v {
         Value::List(l) => Some(l.items.read().clone()),
         Value::Tuple(t) => Some(t.0.to_vec()),
@@ -190,7 +213,15 @@ fn walk(v: &Value, depth: usize, shape: &mut Vec<usize>, flat: &mut Vec<Num>, ki
             *kind = Kind::Float;
             flat.push(Num::F(*f))
         }
-        other => return Err(err(ErrorKind::TypeError, format!("tensor() data must be numbers or nested lists of numbers, not {}", other.type_name()))),
+        other => {
+            return Err(err(
+                ErrorKind::TypeError,
+                format!(
+                    "tensor() data must be numbers or nested lists of numbers, not {}",
+                    other.type_name()
+                ),
+            ))
+        }
     }
     Ok(())
 }
@@ -206,14 +237,28 @@ pub fn shape_of(v: &Value, name: &str) -> VResult<Vec<usize>> {
         Value::Int(_) => vec![v.clone()],
         Value::Tuple(t) => t.0.to_vec(),
         Value::List(l) => l.items.read().clone(),
-        other => return Err(err(ErrorKind::TypeError, format!("{name}() shape must be an int or a tuple of ints, not {}", other.type_name()))),
+        other => {
+            return Err(err(
+                ErrorKind::TypeError,
+                format!(
+                    "{name}() shape must be an int or a tuple of ints, not {}",
+                    other.type_name()
+                ),
+            ))
+        }
     };
     let shape = dims
         .iter()
         .map(|d| match d {
             Value::Int(n) if *n >= 0 => Ok(*n as usize),
-            Value::Int(n) => Err(err(ErrorKind::ValueError, format!("{name}() dimension {n} is negative"))),
-            other => Err(err(ErrorKind::TypeError, format!("{name}() dimensions must be ints, not {}", other.type_name()))),
+            Value::Int(n) => Err(err(
+                ErrorKind::ValueError,
+                format!("{name}() dimension {n} is negative"),
+            )),
+            other => Err(err(
+                ErrorKind::TypeError,
+                format!("{name}() dimensions must be ints, not {}", other.type_name()),
+            )),
         })
         .collect::<VResult<Vec<usize>>>()?;
     checked_size(&shape)?;
@@ -258,14 +303,19 @@ fn f_arange(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
         None => (Value::Int(0), a.req(0)?.clone()),
     };
     let step = a.get(2).cloned().unwrap_or(Value::Int(1));
-    let all_int = [&start, &stop, &step].iter().all(|v| matches!(v, Value::Int(_) | Value::Bool(_)));
+    let all_int = [&start, &stop, &step]
+        .iter()
+        .all(|v| matches!(v, Value::Int(_) | Value::Bool(_)));
     let d = a.dtype(3)?.unwrap_or(if all_int { DType::I64 } else { DType::F64 });
     let f = |v: &Value| -> VResult<f64> {
         match v {
             Value::Int(i) => Ok(*i as f64),
             Value::Float(x) => Ok(*x),
             Value::Bool(b) => Ok(*b as u8 as f64),
-            other => Err(err(ErrorKind::TypeError, format!("arange() bounds must be numbers, not {}", other.type_name()))),
+            other => Err(err(
+                ErrorKind::TypeError,
+                format!("arange() bounds must be numbers, not {}", other.type_name()),
+            )),
         }
     };
     let (s0, s1, st) = (f(&start)?, f(&stop)?, f(&step)?);
@@ -297,11 +347,18 @@ fn start_int(v: &Value) -> i64 {
 
 fn f_linspace(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = A::new("linspace", args, kw, &["start", "stop", "n", "dtype"])?;
-    let s0 = a.float(0)?.ok_or_else(|| err(ErrorKind::TypeError, "linspace() missing required argument 'start'"))?;
-    let s1 = a.float(1)?.ok_or_else(|| err(ErrorKind::TypeError, "linspace() missing required argument 'stop'"))?;
+    let s0 = a
+        .float(0)?
+        .ok_or_else(|| err(ErrorKind::TypeError, "linspace() missing required argument 'start'"))?;
+    let s1 = a
+        .float(1)?
+        .ok_or_else(|| err(ErrorKind::TypeError, "linspace() missing required argument 'stop'"))?;
     let n = a.int(2)?.unwrap_or(50);
     if n < 0 {
-        return Err(err(ErrorKind::ValueError, format!("linspace() n must be >= 0, not {n}")));
+        return Err(err(
+            ErrorKind::ValueError,
+            format!("linspace() n must be >= 0, not {n}"),
+        ));
     }
     let n = n as usize;
     super::layout::check_alloc(n, "linspace()")?;
@@ -312,7 +369,9 @@ fn f_linspace(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value>
             *last = s1;
         }
     }
-    Ok(tensor_value(Tensor::from_vec(v, vec![n]).cast(a.dtype(3)?.unwrap_or(DType::F64))?))
+    Ok(tensor_value(
+        Tensor::from_vec(v, vec![n]).cast(a.dtype(3)?.unwrap_or(DType::F64))?,
+    ))
 }
 
 fn f_eye(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
@@ -328,7 +387,9 @@ fn f_eye(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     for i in 0..n.min(m) {
         v[i * m + i] = 1.0;
     }
-    Ok(tensor_value(Tensor::from_vec(v, vec![n, m]).cast(a.dtype(2)?.unwrap_or(DType::F64))?))
+    Ok(tensor_value(
+        Tensor::from_vec(v, vec![n, m]).cast(a.dtype(2)?.unwrap_or(DType::F64))?,
+    ))
 }
 
 fn random(name: &'static str, args: &[Value], kw: Kwargs, normal: bool) -> VResult<Value> {
@@ -339,7 +400,10 @@ fn random(name: &'static str, args: &[Value], kw: Kwargs, normal: bool) -> VResu
     };
     let d = a.dtype(1)?.unwrap_or(DType::F64);
     if !d.is_float() {
-        return Err(err(ErrorKind::TypeError, format!("{name}() makes float tensors, not {}", d.name())));
+        return Err(err(
+            ErrorKind::TypeError,
+            format!("{name}() makes float tensors, not {}", d.name()),
+        ));
     }
     let n = checked_size(&shape)?;
     let t = crate::with_dtype!(d, T => {
@@ -361,7 +425,9 @@ fn f_randn(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 }
 fn f_seed(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = A::new("seed", args, kw, &["n"])?;
-    let n = a.int(0)?.ok_or_else(|| err(ErrorKind::TypeError, "seed() missing required argument 'n'"))?;
+    let n = a
+        .int(0)?
+        .ok_or_else(|| err(ErrorKind::TypeError, "seed() missing required argument 'n'"))?;
     super::random::seed(n as u64);
     Ok(Value::None)
 }
@@ -370,7 +436,12 @@ fn tensors_of(v: &Value, name: &str) -> VResult<Vec<Tensor>> {
     let items: Vec<Value> = match v {
         Value::List(l) => l.items.read().clone(),
         Value::Tuple(t) => t.0.to_vec(),
-        other => return Err(err(ErrorKind::TypeError, format!("{name}() takes a list of tensors, not {}", other.type_name()))),
+        other => {
+            return Err(err(
+                ErrorKind::TypeError,
+                format!("{name}() takes a list of tensors, not {}", other.type_name()),
+            ))
+        }
     };
     items
         .iter()
@@ -403,7 +474,10 @@ fn tensor_arg(a: &A, i: usize) -> VResult<Tensor> {
 
 fn f_matmul(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = A::new("matmul", args, kw, &["a", "b"])?;
-    Ok(result_value(super::matmul::matmul(&tensor_arg(&a, 0)?, &tensor_arg(&a, 1)?)?))
+    Ok(result_value(super::matmul::matmul(
+        &tensor_arg(&a, 0)?,
+        &tensor_arg(&a, 1)?,
+    )?))
 }
 
 fn f_dot(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
@@ -426,7 +500,11 @@ fn f_outer(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 fn f_norm(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = A::new("norm", args, kw, &["x", "axis", "keepdims"])?;
     let x = tensor_arg(&a, 0)?;
-    let x = if x.dtype.is_float() { x } else { Arg::T(x).to_tensor(DType::F64)? };
+    let x = if x.dtype.is_float() {
+        x
+    } else {
+        Arg::T(x).to_tensor(DType::F64)?
+    };
     let axes = reduce::resolve_axes(a.axes(1)?.as_deref(), x.ndim())?;
     let sq = arith::binary(BinOp::Mul, &Arg::T(x.clone()), &Arg::T(x))?;
     let s = reduce::reduce(&sq, &axes, a.flag(2)?, RKind::Sum)?;
@@ -436,7 +514,11 @@ fn f_norm(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 fn f_softmax(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = A::new("softmax", args, kw, &["x", "axis"])?;
     let x = tensor_arg(&a, 0)?;
-    let x = if x.dtype.is_float() { x } else { Arg::T(x).to_tensor(DType::F64)? };
+    let x = if x.dtype.is_float() {
+        x
+    } else {
+        Arg::T(x).to_tensor(DType::F64)?
+    };
     if x.ndim() == 0 {
         return Err(err(ErrorKind::ValueError, "softmax() of a 0-d tensor"));
     }
@@ -515,11 +597,17 @@ fn leafify(v: &Value, leaves: &mut Vec<(Tensor, bool)>) -> VResult<(Value, Shape
             }
             Some(t) => Err(err(
                 ErrorKind::TypeError,
-                format!("grad() differentiates float inputs; this one is a {} tensor (use .astype(f64))", t.dtype.name()),
+                format!(
+                    "grad() differentiates float inputs; this one is a {} tensor (use .astype(f64))",
+                    t.dtype.name()
+                ),
             )),
             None => Err(err(
                 ErrorKind::TypeError,
-                format!("grad() differentiates floats, float tensors and lists/tuples of them, not {}", other.type_name()),
+                format!(
+                    "grad() differentiates floats, float tensors and lists/tuples of them, not {}",
+                    other.type_name()
+                ),
             )),
         },
     }
@@ -546,26 +634,39 @@ fn parse_argnums(v: Option<&Value>) -> VResult<(Vec<usize>, bool)> {
         None | Some(Value::None) => Ok((vec![0], false)),
         Some(Value::Int(i)) if *i >= 0 => Ok((vec![*i as usize], false)),
         Some(Value::Tuple(t)) => {
-            let v = t
-                .0
-                .iter()
-                .map(|x| match x {
-                    Value::Int(i) if *i >= 0 => Ok(*i as usize),
-                    _ => Err(err(ErrorKind::TypeError, "grad() argnums must be a non-negative int or a tuple of them")),
-                })
-                .collect::<VResult<Vec<usize>>>()?;
+            let v =
+                t.0.iter()
+                    .map(|x| match x {
+                        Value::Int(i) if *i >= 0 => Ok(*i as usize),
+                        _ => Err(err(
+                            ErrorKind::TypeError,
+                            "grad() argnums must be a non-negative int or a tuple of them",
+                        )),
+                    })
+                    .collect::<VResult<Vec<usize>>>()?;
             Ok((v, true))
         }
-        Some(_) => Err(err(ErrorKind::TypeError, "grad() argnums must be a non-negative int or a tuple of them")),
+        Some(_) => Err(err(
+            ErrorKind::TypeError,
+            "grad() argnums must be a non-negative int or a tuple of them",
+        )),
     }
 }
 
 fn make_grad(args: &[Value], kw: Kwargs, with_value: bool) -> VResult<Value> {
     let name = if with_value { "value_and_grad" } else { "grad" };
-    let a = A::new(if with_value { "value_and_grad" } else { "grad" }, args, kw, &["f", "argnums"])?;
+    let a = A::new(
+        if with_value { "value_and_grad" } else { "grad" },
+        args,
+        kw,
+        &["f", "argnums"],
+    )?;
     let f = a.req(0)?.clone();
     if !matches!(f, Value::Func(_) | Value::Native(_) | Value::BoundMethod(_)) {
-        return Err(err(ErrorKind::TypeError, format!("{name}() needs a function, not {}", f.type_name())));
+        return Err(err(
+            ErrorKind::TypeError,
+            format!("{name}() needs a function, not {}", f.type_name()),
+        ));
     }
     let (argnums, many) = parse_argnums(a.get(1))?;
     let imp = move |c: &mut dyn Caller, call_args: &[Value], call_kw: Kwargs| -> VResult<Value> {
@@ -574,7 +675,13 @@ fn make_grad(args: &[Value], kw: Kwargs, with_value: bool) -> VResult<Value> {
         let mut shapes = Vec::new();
         for &i in &argnums {
             let v = call_args.get(i).ok_or_else(|| {
-                err(ErrorKind::TypeError, format!("{name}(): argnums names argument {i} but the function got {} argument(s)", call_args.len()))
+                err(
+                    ErrorKind::TypeError,
+                    format!(
+                        "{name}(): argnums names argument {i} but the function got {} argument(s)",
+                        call_args.len()
+                    ),
+                )
             })?;
             let start = leaves.len();
             let (nv, s) = leafify(v, &mut leaves)?;
@@ -593,7 +700,10 @@ fn make_grad(args: &[Value], kw: Kwargs, with_value: bool) -> VResult<Value> {
                 None => {
                     return Err(err(
                         ErrorKind::TypeError,
-                        format!("{name}() needs a function that returns a float or a 1-element tensor; it returned {}", other.type_name()),
+                        format!(
+                            "{name}() needs a function that returns a float or a 1-element tensor; it returned {}",
+                            other.type_name()
+                        ),
                     ))
                 }
             },
@@ -621,7 +731,11 @@ fn make_grad(args: &[Value], kw: Kwargs, with_value: bool) -> VResult<Value> {
         }
         let mut it = grads.into_iter();
         let gvals: Vec<Value> = shapes.iter().map(|s| rebuild(s, &mut it)).collect();
-        let gv = if many { Value::tuple(gvals) } else { gvals.into_iter().next().unwrap_or(Value::None) };
+        let gv = if many {
+            Value::tuple(gvals)
+        } else {
+            gvals.into_iter().next().unwrap_or(Value::None)
+        };
         if !with_value {
             return Ok(gv);
         }

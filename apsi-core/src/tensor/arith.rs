@@ -60,7 +60,9 @@ impl Arg {
             }
             Arg::Int(i) => Ok(match dtype.kind() {
                 Kind::Float => Tensor::full(vec![], *i as f64, dtype)?,
-                _ => crate::with_dtype!(dtype, T => Tensor::scalar(T::from_i64(*i)), other => return Err(dtype.check_supported().err().unwrap_or_else(|| err(ErrorKind::TypeError, "bad dtype")))),
+                _ => {
+                    crate::with_dtype!(dtype, T => Tensor::scalar(T::from_i64(*i)), other => return Err(dtype.check_supported().err().unwrap_or_else(|| err(ErrorKind::TypeError, "bad dtype"))))
+                }
             }),
             Arg::Float(f) => Tensor::full(vec![], *f, dtype),
             Arg::Bool(b) => Tensor::full(vec![], *b as u8 as f64, dtype),
@@ -133,7 +135,12 @@ pub fn binary_same(op: BinOp, x: &Tensor, y: &Tensor) -> VResult<Tensor> {
         DType::I64 => int_op(op, x, y)?,
         DType::I32 => int_op(op, x, y)?.astype(d)?,
         DType::Bool => bool_op(op, x, y)?,
-        other => return Err(other.check_supported().err().unwrap_or_else(|| err(ErrorKind::TypeError, "bad dtype"))),
+        other => {
+            return Err(other
+                .check_supported()
+                .err()
+                .unwrap_or_else(|| err(ErrorKind::TypeError, "bad dtype")))
+        }
     };
     if traced(x, y) {
         let o = match op {
@@ -172,7 +179,10 @@ fn op_symbol(op: BinOp) -> &'static str {
 }
 
 fn unsupported(op: BinOp, d: DType) -> Exc {
-    err(ErrorKind::TypeError, format!("unsupported operand dtype for {}: {}", op_symbol(op), d.name()))
+    err(
+        ErrorKind::TypeError,
+        format!("unsupported operand dtype for {}: {}", op_symbol(op), d.name()),
+    )
 }
 
 fn float_op<T: Real>(op: BinOp, x: &Tensor, y: &Tensor) -> VResult<Tensor> {
@@ -193,7 +203,13 @@ fn int_op(op: BinOp, x: &Tensor, y: &Tensor) -> VResult<Tensor> {
         BinOp::Add => zip::<i64, i64>(x, y, |a, b| a.wrapping_add(b)),
         BinOp::Sub => zip::<i64, i64>(x, y, |a, b| a.wrapping_sub(b)),
         BinOp::Mul => zip::<i64, i64>(x, y, |a, b| a.wrapping_mul(b)),
-        BinOp::FloorDiv => zip::<i64, i64>(x, y, |a, b| if b == 0 { 0 } else { a.wrapping_div(b) - (((a.wrapping_rem(b) != 0) && ((a < 0) != (b < 0))) as i64) }),
+        BinOp::FloorDiv => zip::<i64, i64>(x, y, |a, b| {
+            if b == 0 {
+                0
+            } else {
+                a.wrapping_div(b) - (((a.wrapping_rem(b) != 0) && ((a < 0) != (b < 0))) as i64)
+            }
+        }),
         BinOp::Mod => zip::<i64, i64>(x, y, |a, b| {
             if b == 0 {
                 0
@@ -209,15 +225,32 @@ fn int_op(op: BinOp, x: &Tensor, y: &Tensor) -> VResult<Tensor> {
         BinOp::Pow => {
             let neg = y.with_slice::<i64, _>(|s, l| l.offsets().iter().any(|&o| s.get(o).is_some_and(|v| *v < 0)));
             if neg {
-                return Err(err(ErrorKind::ValueError, "integers to negative integer powers are not allowed (use a float tensor)"));
+                return Err(err(
+                    ErrorKind::ValueError,
+                    "integers to negative integer powers are not allowed (use a float tensor)",
+                ));
             }
             zip::<i64, i64>(x, y, |a, b| a.wrapping_pow(b.clamp(0, u32::MAX as i64) as u32))
         }
         BinOp::BitAnd => zip::<i64, i64>(x, y, |a, b| a & b),
         BinOp::BitOr => zip::<i64, i64>(x, y, |a, b| a | b),
         BinOp::BitXor => zip::<i64, i64>(x, y, |a, b| a ^ b),
-        BinOp::Shl => zip::<i64, i64>(x, y, |a, b| if (0..64).contains(&b) { a.wrapping_shl(b as u32) } else { 0 }),
-        BinOp::Shr => zip::<i64, i64>(x, y, |a, b| if (0..64).contains(&b) { a >> b } else if a < 0 { -1 } else { 0 }),
+        BinOp::Shl => zip::<i64, i64>(x, y, |a, b| {
+            if (0..64).contains(&b) {
+                a.wrapping_shl(b as u32)
+            } else {
+                0
+            }
+        }),
+        BinOp::Shr => zip::<i64, i64>(x, y, |a, b| {
+            if (0..64).contains(&b) {
+                a >> b
+            } else if a < 0 {
+                -1
+            } else {
+                0
+            }
+        }),
         _ => Err(unsupported(op, x.dtype)),
     }
 }
@@ -227,7 +260,10 @@ fn bool_op(op: BinOp, x: &Tensor, y: &Tensor) -> VResult<Tensor> {
         BinOp::Add | BinOp::BitOr => zip::<bool, bool>(x, y, |a, b| a | b),
         BinOp::Mul | BinOp::BitAnd => zip::<bool, bool>(x, y, |a, b| a & b),
         BinOp::BitXor => zip::<bool, bool>(x, y, |a, b| a ^ b),
-        BinOp::Sub => Err(err(ErrorKind::TypeError, "'-' is not supported between bool tensors (use ^ or logical operations)")),
+        BinOp::Sub => Err(err(
+            ErrorKind::TypeError,
+            "'-' is not supported between bool tensors (use ^ or logical operations)",
+        )),
         _ => {
             let xi = x.astype(DType::I64)?;
             let yi = y.astype(DType::I64)?;
@@ -323,7 +359,10 @@ impl UFn {
     }
     /// Keeps an integer dtype (the others turn ints into f64).
     fn keeps_int(self) -> bool {
-        matches!(self, UFn::Neg | UFn::Abs | UFn::Floor | UFn::Ceil | UFn::Round | UFn::Sign)
+        matches!(
+            self,
+            UFn::Neg | UFn::Abs | UFn::Floor | UFn::Ceil | UFn::Round | UFn::Sign
+        )
     }
     fn apply<T: Real>(self, x: T) -> T {
         match self {
@@ -357,7 +396,10 @@ pub fn unary(f: UFn, x: &Tensor) -> VResult<Tensor> {
         DType::F16 | DType::BF16 => map::<f32, f32>(x, |v| f.apply(v)).astype(x.dtype)?,
         DType::I64 | DType::I32 | DType::Bool if f.keeps_int() => {
             if x.dtype == DType::Bool && f == UFn::Neg {
-                return Err(err(ErrorKind::TypeError, "the '-' operator is not supported on bool tensors (use ~ or 'not')"));
+                return Err(err(
+                    ErrorKind::TypeError,
+                    "the '-' operator is not supported on bool tensors (use ~ or 'not')",
+                ));
             }
             let r = map::<i64, i64>(x, |v| match f {
                 UFn::Neg => v.wrapping_neg(),
@@ -372,11 +414,18 @@ pub fn unary(f: UFn, x: &Tensor) -> VResult<Tensor> {
             }
         }
         DType::I64 | DType::I32 | DType::Bool => map::<f64, f64>(x, |v| f.apply(v)),
-        other => return Err(other.check_supported().err().unwrap_or_else(|| err(ErrorKind::TypeError, "bad dtype"))),
+        other => {
+            return Err(other
+                .check_supported()
+                .err()
+                .unwrap_or_else(|| err(ErrorKind::TypeError, "bad dtype")))
+        }
     };
     if x.node.is_some() && r.dtype.is_float() {
         match f {
-            UFn::Floor | UFn::Ceil | UFn::Round | UFn::Sign => return Err(not_differentiable(&format!("{}()", f.name()))),
+            UFn::Floor | UFn::Ceil | UFn::Round | UFn::Sign => {
+                return Err(not_differentiable(&format!("{}()", f.name())))
+            }
             _ => r.node = record(Op::Unary(f, x.clone(), r.clone()), &r),
         }
     }
@@ -412,7 +461,15 @@ pub fn extremum(a: &Arg, b: &Arg, greater: bool) -> VResult<Tensor> {
     let y = b.to_tensor(d)?;
     let mut r = match d.kind() {
         Kind::Float => {
-            let f = move |p: f64, q: f64| if p.is_nan() || q.is_nan() { f64::NAN } else if (p >= q) == greater { p } else { q };
+            let f = move |p: f64, q: f64| {
+                if p.is_nan() || q.is_nan() {
+                    f64::NAN
+                } else if (p >= q) == greater {
+                    p
+                } else {
+                    q
+                }
+            };
             zip::<f64, f64>(&x, &y, f)?.cast(d)?
         }
         _ => {
@@ -448,7 +505,10 @@ pub fn clip(x: &Tensor, lo: Option<f64>, hi: Option<f64>) -> VResult<Tensor> {
             map::<f64, f64>(x, move |v| if v.is_nan() { v } else { v.max(l).min(h) }).cast(x.dtype)?
         }
         _ => {
-            let (l, h) = (lo.map(|v| v.ceil() as i64).unwrap_or(i64::MIN), hi.map(|v| v.floor() as i64).unwrap_or(i64::MAX));
+            let (l, h) = (
+                lo.map(|v| v.ceil() as i64).unwrap_or(i64::MIN),
+                hi.map(|v| v.floor() as i64).unwrap_or(i64::MAX),
+            );
             map::<i64, i64>(x, move |v| v.max(l).min(h)).cast(x.dtype)?
         }
     };

@@ -70,14 +70,24 @@ pub fn record(op: Op, _out: &Tensor) -> Option<Arc<Node>> {
     if PAUSED.with(|p| p.get()) {
         return None;
     }
-    Some(Arc::new(Node { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), op }))
+    Some(Arc::new(Node {
+        id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        op,
+    }))
 }
 
 /// A fresh leaf standing for `t` (linked to `t` when `t` is traced).
 pub fn leaf(t: &Tensor) -> Tensor {
     let mut x = t.clone();
-    let op = if t.node.is_some() { Op::Alias(t.clone()) } else { Op::Leaf };
-    x.node = Some(Arc::new(Node { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), op }));
+    let op = if t.node.is_some() {
+        Op::Alias(t.clone())
+    } else {
+        Op::Leaf
+    };
+    x.node = Some(Arc::new(Node {
+        id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        op,
+    }));
     x
 }
 
@@ -85,7 +95,9 @@ fn inputs(op: &Op) -> Vec<&Tensor> {
     match op {
         Op::Leaf => vec![],
         Op::Alias(a) | Op::Unary(_, a, _) | Op::Cast(a) | Op::Clip(a, _, _) | Op::Sum(a, _, _) => vec![a],
-        Op::Extreme(a, _, _, _) | Op::Prod(a, _, _, _) | Op::Cumsum(a, _) | Op::Reshape(a) | Op::Permute(a, _) => vec![a],
+        Op::Extreme(a, _, _, _) | Op::Prod(a, _, _, _) | Op::Cumsum(a, _) | Op::Reshape(a) | Op::Permute(a, _) => {
+            vec![a]
+        }
         Op::Gather(a, _, _) | Op::Scatter(a, _, _) => vec![a],
         Op::Add(a, b) | Op::Sub(a, b) | Op::Mul(a, b) | Op::Div(a, b) | Op::Matmul(a, b) => vec![a, b],
         Op::Pow(a, b, _) | Op::Select(a, b, _) => vec![a, b],
@@ -115,7 +127,11 @@ fn zeros_like(t: &Tensor) -> VResult<Tensor> {
 }
 
 fn keep_shape(shape: &[usize], axes: &[usize]) -> Vec<usize> {
-    shape.iter().enumerate().map(|(i, &d)| if axes.contains(&i) { 1 } else { d }).collect()
+    shape
+        .iter()
+        .enumerate()
+        .map(|(i, &d)| if axes.contains(&i) { 1 } else { d })
+        .collect()
 }
 
 /// Scatter-adds `g` (row-major over its shape) into zeros of `shape` at `idx`.
@@ -152,8 +168,14 @@ fn vjp(op: &Op, g: &Tensor) -> VResult<Vec<Option<Tensor>>> {
         Op::Leaf => vec![],
         Op::Alias(_) => vec![Some(g.clone())],
         Op::Add(a, b) => vec![Some(sum_to(g, a.shape())?), Some(sum_to(g, b.shape())?)],
-        Op::Sub(a, b) => vec![Some(sum_to(g, a.shape())?), Some(sum_to(&unary(UFn::Neg, g)?, b.shape())?)],
-        Op::Mul(a, b) => vec![Some(sum_to(&bin(Mul, g, b)?, a.shape())?), Some(sum_to(&bin(Mul, g, a)?, b.shape())?)],
+        Op::Sub(a, b) => vec![
+            Some(sum_to(g, a.shape())?),
+            Some(sum_to(&unary(UFn::Neg, g)?, b.shape())?),
+        ],
+        Op::Mul(a, b) => vec![
+            Some(sum_to(&bin(Mul, g, b)?, a.shape())?),
+            Some(sum_to(&bin(Mul, g, a)?, b.shape())?),
+        ],
         Op::Div(a, b) => {
             let ga = sum_to(&bin(Div, g, b)?, a.shape())?;
             let gb = if b.node.is_some() {
@@ -185,8 +207,16 @@ fn vjp(op: &Op, g: &Tensor) -> VResult<Vec<Option<Tensor>>> {
                 UFn::Sin => bin(Mul, g, &unary(UFn::Cos, x)?)?,
                 UFn::Cos => unary(UFn::Neg, &bin(Mul, g, &unary(UFn::Sin, x)?)?)?,
                 UFn::Tan => bin(Mul, g, &scal(Add, &bin(Mul, out, out)?, 1.0)?)?,
-                UFn::Tanh => bin(Mul, g, &scal(Sub, &bin(Mul, out, out)?, 1.0).and_then(|t| unary(UFn::Neg, &t))?)?,
-                UFn::Sigmoid => bin(Mul, g, &bin(Mul, out, &scal(Sub, out, 1.0).and_then(|t| unary(UFn::Neg, &t))?)?)?,
+                UFn::Tanh => bin(
+                    Mul,
+                    g,
+                    &scal(Sub, &bin(Mul, out, out)?, 1.0).and_then(|t| unary(UFn::Neg, &t))?,
+                )?,
+                UFn::Sigmoid => bin(
+                    Mul,
+                    g,
+                    &bin(Mul, out, &scal(Sub, out, 1.0).and_then(|t| unary(UFn::Neg, &t))?)?,
+                )?,
                 UFn::Floor | UFn::Ceil | UFn::Round | UFn::Sign => zeros_like(x)?,
             };
             vec![Some(d)]
@@ -211,7 +241,11 @@ fn vjp(op: &Op, g: &Tensor) -> VResult<Vec<Option<Tensor>>> {
             vec![Some(where_(&m, &Arg::T(g.clone()), &Arg::Float(0.0))?)]
         }
         Op::Sum(x, axes, keepdims) => {
-            let gk = if *keepdims { g.clone() } else { reshape(g, keep_shape(x.shape(), axes))? };
+            let gk = if *keepdims {
+                g.clone()
+            } else {
+                reshape(g, keep_shape(x.shape(), axes))?
+            };
             vec![Some(broadcast_to(&gk, x.shape())?)]
         }
         Op::Extreme(x, axes, keepdims, out) => {
@@ -280,8 +314,16 @@ fn swap_last(t: &Tensor) -> VResult<Tensor> {
 
 fn matmul_vjp(a: &Tensor, b: &Tensor, g: &Tensor) -> VResult<Vec<Option<Tensor>>> {
     use super::matmul::matmul;
-    let a2 = if a.ndim() == 1 { reshape(a, vec![1, a.shape()[0]])? } else { a.clone() };
-    let b2 = if b.ndim() == 1 { reshape(b, vec![b.shape()[0], 1])? } else { b.clone() };
+    let a2 = if a.ndim() == 1 {
+        reshape(a, vec![1, a.shape()[0]])?
+    } else {
+        a.clone()
+    };
+    let b2 = if b.ndim() == 1 {
+        reshape(b, vec![b.shape()[0], 1])?
+    } else {
+        b.clone()
+    };
     // g has the result shape; restore the lifted axes.
     let mut gs = g.shape().to_vec();
     if a.ndim() == 1 {
@@ -296,7 +338,10 @@ fn matmul_vjp(a: &Tensor, b: &Tensor, g: &Tensor) -> VResult<Vec<Option<Tensor>>
     let gb = matmul(&swap_last(&a2)?, &g2)?;
     let ga = sum_to(&ga, a2.shape())?;
     let gb = sum_to(&gb, b2.shape())?;
-    Ok(vec![Some(reshape(&ga, a.shape().to_vec())?), Some(reshape(&gb, b.shape().to_vec())?)])
+    Ok(vec![
+        Some(reshape(&ga, a.shape().to_vec())?),
+        Some(reshape(&gb, b.shape().to_vec())?),
+    ])
 }
 
 fn add_into(map: &mut HashMap<u64, Tensor>, id: u64, g: Tensor) -> VResult<()> {
@@ -311,7 +356,9 @@ fn add_into(map: &mut HashMap<u64, Tensor>, id: u64, g: Tensor) -> VResult<()> {
 /// The cotangents of `leaves` for the scalar `out` (seed 1).
 /// `record_grads`: keep the tape while computing (for higher order).
 pub fn backward(out: &Tensor, leaves: &[Tensor], record_grads: bool) -> VResult<Vec<Option<Tensor>>> {
-    let Some(root) = &out.node else { return Ok(vec![None; leaves.len()]) };
+    let Some(root) = &out.node else {
+        return Ok(vec![None; leaves.len()]);
+    };
     let leaf_ids: Vec<u64> = leaves.iter().filter_map(|l| l.node.as_ref().map(|n| n.id)).collect();
     let min_leaf = leaf_ids.iter().copied().min().unwrap_or(0);
     // Collect reachable nodes (only those newer than the oldest leaf can

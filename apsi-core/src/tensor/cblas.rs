@@ -17,10 +17,36 @@ const NO_TRANS: c_int = 111;
 const TRANS: c_int = 112;
 
 type SgemmFn = unsafe extern "C" fn(
-    c_int, c_int, c_int, c_int, c_int, c_int, f32, *const f32, c_int, *const f32, c_int, f32, *mut f32, c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    f32,
+    *const f32,
+    c_int,
+    *const f32,
+    c_int,
+    f32,
+    *mut f32,
+    c_int,
 );
 type DgemmFn = unsafe extern "C" fn(
-    c_int, c_int, c_int, c_int, c_int, c_int, f64, *const f64, c_int, *const f64, c_int, f64, *mut f64, c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    f64,
+    *const f64,
+    c_int,
+    *const f64,
+    c_int,
+    f64,
+    *mut f64,
+    c_int,
 );
 type SetThreadsFn = unsafe extern "C" fn(c_int);
 
@@ -40,7 +66,11 @@ fn blas() -> Option<&'static Blas> {
     BLAS.get_or_init(|| {
         let names: Vec<String> = match std::env::var("APSI_BLAS_LIB") {
             Ok(p) if !p.is_empty() => vec![p],
-            _ => vec!["libopenblas.so.0".into(), "libopenblas.so".into(), "libopenblas.dylib".into()],
+            _ => vec![
+                "libopenblas.so.0".into(),
+                "libopenblas.so".into(),
+                "libopenblas.dylib".into(),
+            ],
         };
         names.iter().find_map(|n| {
             // SAFETY: loading a BLAS runs its initialisers, which is what it is for.
@@ -50,7 +80,12 @@ fn blas() -> Option<&'static Blas> {
                 let sgemm = *lib.get::<SgemmFn>(b"cblas_sgemm\0").ok()?;
                 let dgemm = *lib.get::<DgemmFn>(b"cblas_dgemm\0").ok()?;
                 let set_threads = lib.get::<SetThreadsFn>(b"openblas_set_num_threads\0").ok().map(|f| *f);
-                Some(Blas { sgemm, dgemm, set_threads, _lib: lib })
+                Some(Blas {
+                    sgemm,
+                    dgemm,
+                    set_threads,
+                    _lib: lib,
+                })
             }
         })
     })
@@ -132,12 +167,36 @@ fn tr(t: bool) -> c_int {
 macro_rules! gemm_impl {
     ($t:ty, $f:ident) => {
         impl Gemm for $t {
-            unsafe fn gemm(m: usize, n: usize, k: usize, a: *const $t, fa: Operand, b: *const $t, fb: Operand, c: *mut $t) -> bool {
+            unsafe fn gemm(
+                m: usize,
+                n: usize,
+                k: usize,
+                a: *const $t,
+                fa: Operand,
+                b: *const $t,
+                fb: Operand,
+                c: *mut $t,
+            ) -> bool {
                 let Some(blas) = blas() else { return false };
                 follow_threads(blas);
                 let ldc = n.max(1) as c_int;
                 let (m, n, k) = (m as c_int, n as c_int, k as c_int);
-                (blas.$f)(ROW_MAJOR, tr(fa.trans), tr(fb.trans), m, n, k, 1.0, a, fa.ld, b, fb.ld, 0.0, c, ldc);
+                (blas.$f)(
+                    ROW_MAJOR,
+                    tr(fa.trans),
+                    tr(fb.trans),
+                    m,
+                    n,
+                    k,
+                    1.0,
+                    a,
+                    fa.ld,
+                    b,
+                    fb.ld,
+                    0.0,
+                    c,
+                    ldc,
+                );
                 true
             }
         }

@@ -28,11 +28,21 @@ pub const PAR_MIN: usize = 1 << 15;
 impl Tensor {
     pub fn from_vec<T: Scalar>(v: Vec<T>, shape: Vec<usize>) -> Tensor {
         debug_assert_eq!(v.len(), shape.iter().product::<usize>());
-        Tensor { storage: Arc::new(Storage::cpu(T::buffer(v))), layout: Layout::contiguous(shape), dtype: T::DTYPE, node: None }
+        Tensor {
+            storage: Arc::new(Storage::cpu(T::buffer(v))),
+            layout: Layout::contiguous(shape),
+            dtype: T::DTYPE,
+            node: None,
+        }
     }
 
     pub fn from_buffer(b: Buffer, shape: Vec<usize>, dtype: DType) -> Tensor {
-        Tensor { storage: Arc::new(Storage::cpu(b)), layout: Layout::contiguous(shape), dtype, node: None }
+        Tensor {
+            storage: Arc::new(Storage::cpu(b)),
+            layout: Layout::contiguous(shape),
+            dtype,
+            node: None,
+        }
     }
 
     pub fn scalar<T: Scalar>(x: T) -> Tensor {
@@ -46,7 +56,9 @@ impl Tensor {
             return Ok(super::codec::narrow::filled(shape, n, x, dtype));
         }
         let dtype = dtype.check_supported()?;
-        Ok(crate::with_dtype!(dtype, T => Tensor::from_vec(vec![T::from_f64(x); n], shape), other => unreachable_dtype()))
+        Ok(
+            crate::with_dtype!(dtype, T => Tensor::from_vec(vec![T::from_f64(x); n], shape), other => unreachable_dtype()),
+        )
     }
 
     pub fn shape(&self) -> &[usize] {
@@ -61,7 +73,12 @@ impl Tensor {
 
     /// The same elements seen through another layout (no copy, no tape).
     pub fn view(&self, layout: Layout) -> Tensor {
-        Tensor { storage: self.storage.clone(), layout, dtype: self.dtype, node: None }
+        Tensor {
+            storage: self.storage.clone(),
+            layout,
+            dtype: self.dtype,
+            node: None,
+        }
     }
 
     /// Whether the elements are exactly the storage from offset 0, in order.
@@ -77,7 +94,9 @@ impl Tensor {
         if direct {
             let layout = &self.layout;
             let mut f = Some(f);
-            let r = self.storage.read(|b| T::slice(b).map(|s| f.take().map(|f| f(s, layout))));
+            let r = self
+                .storage
+                .read(|b| T::slice(b).map(|s| f.take().map(|f| f(s, layout))));
             if let Some(Some(r)) = r {
                 return r;
             }

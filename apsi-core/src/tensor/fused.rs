@@ -3,14 +3,14 @@
 
 use super::arith::{self, Arg, UFn};
 use super::core::{Tensor, PAR_MIN};
-use super::real::Real;
-#[allow(unused_imports)]
-use super::storage::Scalar;
-use super::reduce::{self, RKind};
-use crate::syntax::ast::BinOp;
 use super::dtype::DType;
 use super::kernels::wide;
 use super::object::{as_tensor, tensor_value};
+use super::real::Real;
+use super::reduce::{self, RKind};
+#[allow(unused_imports)]
+use super::storage::Scalar;
+use crate::syntax::ast::BinOp;
 use crate::vm::value::{VResult, Value};
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
@@ -27,7 +27,11 @@ pub fn softmax(x: &Tensor, axis: usize) -> VResult<Tensor> {
     // Move the axis last and run rows.
     let n = x.ndim();
     let last = axis == n - 1;
-    let src = if last { x.clone() } else { x.view(x.layout.permuted(&perm_last(n, axis))) };
+    let src = if last {
+        x.clone()
+    } else {
+        x.view(x.layout.permuted(&perm_last(n, axis)))
+    };
     let r = match x.dtype {
         super::dtype::DType::F32 => rows::<f32>(&src),
         super::dtype::DType::F64 => rows::<f64>(&src),
@@ -232,7 +236,8 @@ fn opd<T: Real>(v: &Value, shape: &[usize]) -> Option<Opd<T>> {
         Value::Int(i) => Some(Opd::K(T::from_f64(*i as f64))),
         _ => {
             let t = as_tensor(v)?;
-            (t.dtype == T::DTYPE && t.node.is_none() && t.shape() == shape && t.layout.is_contiguous()).then_some(Opd::T(t))
+            (t.dtype == T::DTYPE && t.node.is_none() && t.shape() == shape && t.layout.is_contiguous())
+                .then_some(Opd::T(t))
         }
     }
 }
@@ -247,7 +252,9 @@ fn with_src<T: Real, R>(o: &Opd<T>, n: usize, f: impl FnOnce(Src<'_, T>) -> R) -
 fn mul_add_t<T: Real>(x: &Value, y: &Value, z: &Value, shape: &[usize]) -> Option<Tensor> {
     let (a, b, c) = (opd::<T>(x, shape)?, opd::<T>(y, shape)?, opd::<T>(z, shape)?);
     let n: usize = shape.iter().product();
-    let out = with_src(&a, n, |a| with_src(&b, n, |b| with_src(&c, n, |c| mul_add_run(a, b, c, n))))???;
+    let out = with_src(&a, n, |a| {
+        with_src(&b, n, |b| with_src(&c, n, |c| mul_add_run(a, b, c, n)))
+    })???;
     Some(Tensor::from_vec(out, shape.to_vec()))
 }
 

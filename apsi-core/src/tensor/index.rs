@@ -22,7 +22,10 @@ enum Item {
 fn bad_index(v: &Value) -> Exc {
     err(
         ErrorKind::TypeError,
-        format!("a tensor index must be an int, a slice, a bool tensor or an int tensor/list, not {}", v.type_name()),
+        format!(
+            "a tensor index must be an int, a slice, a bool tensor or an int tensor/list, not {}",
+            v.type_name()
+        ),
     )
 }
 
@@ -49,7 +52,10 @@ fn item(v: &Value) -> VResult<Item> {
                 Kind::Bool => Item::Mask(t),
                 Kind::Int => Item::Ints(t),
                 Kind::Float => {
-                    return Err(err(ErrorKind::TypeError, "a tensor index must be an int or bool tensor, not a float tensor"))
+                    return Err(err(
+                        ErrorKind::TypeError,
+                        "a tensor index must be an int or bool tensor, not a float tensor",
+                    ))
                 }
             },
             None => return Err(bad_index(other)),
@@ -64,7 +70,10 @@ enum Target {
 }
 
 fn out_of_range(i: i64, axis: usize, len: usize) -> Exc {
-    err(ErrorKind::IndexError, format!("index {i} is out of bounds for axis {axis} with size {len}"))
+    err(
+        ErrorKind::IndexError,
+        format!("index {i} is out of bounds for axis {axis} with size {len}"),
+    )
 }
 
 fn norm_index(i: i64, axis: usize, len: usize) -> VResult<usize> {
@@ -83,7 +92,10 @@ fn basic(l: &Layout, items: &[Item]) -> VResult<(Layout, Vec<Option<usize>>)> {
     if used > l.shape.len() {
         return Err(err(
             ErrorKind::IndexError,
-            format!("too many indices for a tensor: it has {} dimension(s) but {used} were indexed", l.shape.len()),
+            format!(
+                "too many indices for a tensor: it has {} dimension(s) but {used} were indexed",
+                l.shape.len()
+            ),
         ));
     }
     let mut shape = Vec::new();
@@ -126,7 +138,14 @@ fn basic(l: &Layout, items: &[Item]) -> VResult<(Layout, Vec<Option<usize>>)> {
         strides.push(l.strides[a]);
         src.push(None);
     }
-    Ok((Layout { shape, strides, offset: offset.max(0) as usize }, src))
+    Ok((
+        Layout {
+            shape,
+            strides,
+            offset: offset.max(0) as usize,
+        },
+        src,
+    ))
 }
 
 fn target(t: &Tensor, idx: &Value) -> VResult<Target> {
@@ -140,12 +159,22 @@ fn target(t: &Tensor, idx: &Value) -> VResult<Target> {
             return mask_target(t, m);
         }
     }
-    let adv: Vec<usize> = items.iter().enumerate().filter(|(_, i)| matches!(i, Item::Mask(_) | Item::Ints(_))).map(|(k, _)| k).collect();
+    let adv: Vec<usize> = items
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| matches!(i, Item::Mask(_) | Item::Ints(_)))
+        .map(|(k, _)| k)
+        .collect();
     if adv.len() > 1 {
-        return Err(err(ErrorKind::IndexError, "only one bool-mask or int-array index per indexing is supported"));
+        return Err(err(
+            ErrorKind::IndexError,
+            "only one bool-mask or int-array index per indexing is supported",
+        ));
     }
     let (view, src) = basic(&t.layout, &items)?;
-    let Some(&k) = adv.first() else { return Ok(Target::View(view)) };
+    let Some(&k) = adv.first() else {
+        return Ok(Target::View(view));
+    };
     let ax = src.iter().position(|s| *s == Some(k)).unwrap_or(0);
     let len = view.shape[ax];
     let (ids, idx_shape): (Vec<i64>, Vec<usize>) = match &items[k] {
@@ -153,11 +182,19 @@ fn target(t: &Tensor, idx: &Value) -> VResult<Target> {
             if m.ndim() != 1 || m.shape()[0] != len {
                 return Err(err(
                     ErrorKind::IndexError,
-                    format!("boolean index of shape {} does not match axis {ax} of length {len}", shape_str(m.shape())),
+                    format!(
+                        "boolean index of shape {} does not match axis {ax} of length {len}",
+                        shape_str(m.shape())
+                    ),
                 ));
             }
             let bits: Vec<bool> = m.to_vec();
-            let ids: Vec<i64> = bits.iter().enumerate().filter(|(_, b)| **b).map(|(i, _)| i as i64).collect();
+            let ids: Vec<i64> = bits
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| **b)
+                .map(|(i, _)| i as i64)
+                .collect();
             let n = ids.len();
             (ids, vec![n])
         }
@@ -186,7 +223,11 @@ fn mask_target(t: &Tensor, m: &Tensor) -> VResult<Target> {
     if k > t.ndim() || m.shape() != &t.shape()[..k] {
         return Err(err(
             ErrorKind::IndexError,
-            format!("boolean index of shape {} does not match the tensor's shape {}", shape_str(m.shape()), shape_str(t.shape())),
+            format!(
+                "boolean index of shape {} does not match the tensor's shape {}",
+                shape_str(m.shape()),
+                shape_str(t.shape())
+            ),
         ));
     }
     let bits: Vec<bool> = m.to_vec();
@@ -257,10 +298,17 @@ pub fn set(t: &Tensor, idx: &Value, v: &Value) -> VResult<()> {
         Some(a) => a,
         None => match v {
             Value::List(_) | Value::Tuple(_) => Arg::T(super::api::from_data(v, None)?),
-            other => return Err(err(ErrorKind::TypeError, format!("cannot assign a {} into a tensor", other.type_name()))),
+            other => {
+                return Err(err(
+                    ErrorKind::TypeError,
+                    format!("cannot assign a {} into a tensor", other.type_name()),
+                ))
+            }
         },
     };
-    let mut src = arg.to_tensor(if let Arg::T(x) = &arg { x.dtype } else { t.dtype })?.cast(t.dtype)?;
+    let mut src = arg
+        .to_tensor(if let Arg::T(x) = &arg { x.dtype } else { t.dtype })?
+        .cast(t.dtype)?;
     if Arc::ptr_eq(&src.storage, &t.storage) {
         src = src.contiguous();
     }
@@ -268,7 +316,11 @@ pub fn set(t: &Tensor, idx: &Value, v: &Value) -> VResult<()> {
     if bshape != shape {
         return Err(err(
             ErrorKind::ShapeError,
-            format!("cannot assign a value of shape {} into a selection of shape {}", shape_str(src.shape()), shape_str(&shape)),
+            format!(
+                "cannot assign a value of shape {} into a selection of shape {}",
+                shape_str(src.shape()),
+                shape_str(&shape)
+            ),
         ));
     }
     crate::with_dtype!(t.dtype, T => {

@@ -178,9 +178,15 @@ fn zip_slices<T: Scalar, R: Scalar>(
     let mut out: Vec<R> = out_vec(n);
     let spare = &mut out.spare_capacity_mut()[..n];
     if n >= PAR_MIN {
-        spare.par_chunks_mut(last).zip(rows_a.par_iter().zip(rows_b.par_iter())).for_each(|(o, r)| row(r, o));
+        spare
+            .par_chunks_mut(last)
+            .zip(rows_a.par_iter().zip(rows_b.par_iter()))
+            .for_each(|(o, r)| row(r, o));
     } else {
-        spare.chunks_mut(last).zip(rows_a.iter().zip(rows_b.iter())).for_each(|(o, r)| row(r, o));
+        spare
+            .chunks_mut(last)
+            .zip(rows_a.iter().zip(rows_b.iter()))
+            .for_each(|(o, r)| row(r, o));
     }
     // SAFETY: rows_a has one entry per row of `last` elements, so every slot was written.
     unsafe { out.set_len(n) };
@@ -200,7 +206,10 @@ fn zip_dense<T: Scalar, R: Scalar>(x: &[T], y: &[T], f: &(impl Fn(T, T) -> R + S
     };
     if n >= PAR_MIN {
         let g = grain(n);
-        spare.par_chunks_mut(g).zip(x.par_chunks(g).zip(y.par_chunks(g))).for_each(body);
+        spare
+            .par_chunks_mut(g)
+            .zip(x.par_chunks(g).zip(y.par_chunks(g)))
+            .for_each(body);
     } else {
         body((spare, (x, y)));
     }
@@ -210,7 +219,12 @@ fn zip_dense<T: Scalar, R: Scalar>(x: &[T], y: &[T], f: &(impl Fn(T, T) -> R + S
 }
 
 /// `f(a, b, c)` elementwise with broadcasting of all three (for `where` and fused `a*b+c`).
-pub fn zip3<T: Scalar, R: Scalar>(a: &Tensor, b: &Tensor, c: &Tensor, f: impl Fn(T, T, T) -> R + Sync + Send) -> VResult<Tensor> {
+pub fn zip3<T: Scalar, R: Scalar>(
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    f: impl Fn(T, T, T) -> R + Sync + Send,
+) -> VResult<Tensor> {
     let s1 = broadcast_shapes(a.shape(), b.shape())?;
     let shape = broadcast_shapes(&s1, c.shape())?;
     let av = expand_to::<T>(a, &shape);
@@ -218,7 +232,11 @@ pub fn zip3<T: Scalar, R: Scalar>(a: &Tensor, b: &Tensor, c: &Tensor, f: impl Fn
     let cv = expand_to::<T>(c, &shape);
     let n = av.len();
     let out: Vec<R> = if n >= PAR_MIN {
-        av.par_iter().zip(bv.par_iter()).zip(cv.par_iter()).map(|((&x, &y), &z)| f(x, y, z)).collect()
+        av.par_iter()
+            .zip(bv.par_iter())
+            .zip(cv.par_iter())
+            .map(|((&x, &y), &z)| f(x, y, z))
+            .collect()
     } else {
         av.iter().zip(&bv).zip(&cv).map(|((&x, &y), &z)| f(x, y, z)).collect()
     };
@@ -231,7 +249,11 @@ pub fn expand_to<T: Scalar>(t: &Tensor, shape: &[usize]) -> Vec<T> {
         return t.to_vec();
     }
     let st = t.layout.broadcast_strides(shape);
-    let l = Layout { shape: shape.to_vec(), strides: st, offset: t.layout.offset };
+    let l = Layout {
+        shape: shape.to_vec(),
+        strides: st,
+        offset: t.layout.offset,
+    };
     let mut tt = t.clone();
     tt.layout = l;
     tt.to_vec()

@@ -23,10 +23,12 @@ pub fn row_major_strides(shape: &[usize]) -> Vec<isize> {
 
 /// The element count of a shape, or an error when it overflows.
 pub fn checked_size(shape: &[usize]) -> Result<usize, Exc> {
-    let n = shape
-        .iter()
-        .try_fold(1usize, |a, &d| a.checked_mul(d))
-        .ok_or_else(|| err(ErrorKind::ValueError, format!("a tensor of shape {} is too large", shape_str(shape))))?;
+    let n = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or_else(|| {
+        err(
+            ErrorKind::ValueError,
+            format!("a tensor of shape {} is too large", shape_str(shape)),
+        )
+    })?;
     check_alloc(n, &format!("a tensor of shape {}", shape_str(shape)))?;
     Ok(n)
 }
@@ -38,10 +40,15 @@ pub fn check_alloc(n: usize, what: &str) -> Result<(), Exc> {
         return Ok(());
     }
     let mut probe: Vec<u8> = Vec::new();
-    let bytes = n.checked_mul(8).ok_or_else(|| err(ErrorKind::ValueError, format!("{what} is too large")))?;
-    probe
-        .try_reserve_exact(bytes)
-        .map_err(|_| err(ErrorKind::ValueError, format!("{what} is too large for this machine's memory ({bytes} bytes)")))
+    let bytes = n
+        .checked_mul(8)
+        .ok_or_else(|| err(ErrorKind::ValueError, format!("{what} is too large")))?;
+    probe.try_reserve_exact(bytes).map_err(|_| {
+        err(
+            ErrorKind::ValueError,
+            format!("{what} is too large for this machine's memory ({bytes} bytes)"),
+        )
+    })
 }
 
 /// A shape as Python prints a tuple: `(2, 3)`, `(3,)`, `()`.
@@ -49,14 +56,21 @@ pub fn shape_str(shape: &[usize]) -> String {
     match shape.len() {
         0 => "()".into(),
         1 => format!("({},)", shape[0]),
-        _ => format!("({})", shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")),
+        _ => format!(
+            "({})",
+            shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")
+        ),
     }
 }
 
 impl Layout {
     pub fn contiguous(shape: Vec<usize>) -> Layout {
         let strides = row_major_strides(&shape);
-        Layout { shape, strides, offset: 0 }
+        Layout {
+            shape,
+            strides,
+            offset: 0,
+        }
     }
 
     pub fn size(&self) -> usize {
@@ -123,7 +137,11 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>, Exc> {
         } else {
             return Err(err(
                 ErrorKind::ShapeError,
-                format!("shapes {} and {} cannot be broadcast together", shape_str(a), shape_str(b)),
+                format!(
+                    "shapes {} and {} cannot be broadcast together",
+                    shape_str(a),
+                    shape_str(b)
+                ),
             ));
         };
     }
@@ -197,9 +215,17 @@ mod tests {
 
     #[test]
     fn offsets_walk_strided_views() {
-        let l = Layout { shape: vec![2, 2], strides: vec![1, 2], offset: 0 };
+        let l = Layout {
+            shape: vec![2, 2],
+            strides: vec![1, 2],
+            offset: 0,
+        };
         assert_eq!(l.offsets(), vec![0, 2, 1, 3]);
-        let r = Layout { shape: vec![3], strides: vec![-1], offset: 2 };
+        let r = Layout {
+            shape: vec![3],
+            strides: vec![-1],
+            offset: 2,
+        };
         assert_eq!(r.offsets(), vec![2, 1, 0]);
         assert!(!l.is_contiguous());
         assert!(Layout::contiguous(vec![2, 3]).is_contiguous());

@@ -137,10 +137,7 @@ fn run<T: Scalar + Default + Kernel>(
                 if k == 0 {
                     continue;
                 }
-                let (pa, pb) = (
-                    sx.as_ptr().wrapping_add(px),
-                    sy.as_ptr().wrapping_add(py),
-                );
+                let (pa, pb) = (sx.as_ptr().wrapping_add(px), sy.as_ptr().wrapping_add(py));
                 // SAFETY: the layouts of x and y address only elements inside
                 // their storage slices (offset + strides within bounds, checked
                 // when the views were made); dst has m*n elements, row-major.

@@ -9,7 +9,9 @@ use super::reduce::{self, RKind};
 use super::shape;
 use crate::error::ErrorKind;
 use crate::syntax::ast::{BinOp, CmpOp};
-use crate::vm::value::{err, ApsiObject, BoundMethod, Caller, Exc, Kwargs, NativeFn, NativeFnPtr, ObjBox, VResult, Value};
+use crate::vm::value::{
+    err, ApsiObject, BoundMethod, Caller, Exc, Kwargs, NativeFn, NativeFnPtr, ObjBox, VResult, Value,
+};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
@@ -46,7 +48,9 @@ pub fn as_tensor(v: &Value) -> Option<Tensor> {
 }
 
 fn this(args: &[Value]) -> VResult<Tensor> {
-    args.first().and_then(as_tensor).ok_or_else(|| err(ErrorKind::TypeError, "a tensor method was called without its tensor"))
+    args.first()
+        .and_then(as_tensor)
+        .ok_or_else(|| err(ErrorKind::TypeError, "a tensor method was called without its tensor"))
 }
 
 impl ApsiObject for TensorObj {
@@ -59,7 +63,10 @@ impl ApsiObject for TensorObj {
     fn truthy(&self) -> VResult<bool> {
         match self.0.size() {
             1 => Ok(self.0.first_f64() != 0.0),
-            0 => Err(err(ErrorKind::ValueError, "the truth value of an empty tensor is ambiguous; use .size or .any()")),
+            0 => Err(err(
+                ErrorKind::ValueError,
+                "the truth value of an empty tensor is ambiguous; use .size or .any()",
+            )),
             _ => Err(err(
                 ErrorKind::ValueError,
                 "the truth value of a tensor with more than one element is ambiguous; use .any() or .all()",
@@ -77,7 +84,10 @@ impl ApsiObject for TensorObj {
             "T" => return Some(shape::permute(t, &shape::reversed_axes(t.ndim())).map(tensor_value)),
             _ => {
                 let f = methods().get(name)?;
-                return Some(Ok(Value::BoundMethod(Arc::new(BoundMethod { receiver: this.clone(), func: f.clone() }))));
+                return Some(Ok(Value::BoundMethod(Arc::new(BoundMethod {
+                    receiver: this.clone(),
+                    func: f.clone(),
+                }))));
             }
         };
         Some(Ok(v))
@@ -96,17 +106,37 @@ pub struct A<'a> {
 }
 
 impl<'a> A<'a> {
-    pub fn new(name: &'static str, pos: &'a [Value], kw: Kwargs<'a>, params: &'static [&'static str]) -> VResult<A<'a>> {
+    pub fn new(
+        name: &'static str,
+        pos: &'a [Value],
+        kw: Kwargs<'a>,
+        params: &'static [&'static str],
+    ) -> VResult<A<'a>> {
         if pos.len() > params.len() {
-            return Err(err(ErrorKind::TypeError, format!("{name}() takes at most {} arguments ({} given)", params.len(), pos.len())));
+            return Err(err(
+                ErrorKind::TypeError,
+                format!(
+                    "{name}() takes at most {} arguments ({} given)",
+                    params.len(),
+                    pos.len()
+                ),
+            ));
         }
         for (k, _) in kw {
             match params.iter().position(|p| *p == &**k) {
                 Some(i) if i < pos.len() => {
-                    return Err(err(ErrorKind::TypeError, format!("{name}() got multiple values for argument '{k}'")))
+                    return Err(err(
+                        ErrorKind::TypeError,
+                        format!("{name}() got multiple values for argument '{k}'"),
+                    ))
                 }
                 Some(_) => {}
-                None => return Err(err(ErrorKind::TypeError, format!("{name}() got an unexpected keyword argument '{k}'"))),
+                None => {
+                    return Err(err(
+                        ErrorKind::TypeError,
+                        format!("{name}() got an unexpected keyword argument '{k}'"),
+                    ))
+                }
             }
         }
         Ok(A { name, pos, kw, params })
@@ -116,11 +146,22 @@ impl<'a> A<'a> {
             return Some(v);
         }
         let p = self.params.get(i)?;
-        self.kw.iter().find(|(k, _)| &**k == *p).map(|(_, v)| v).filter(|v| !matches!(v, Value::None))
+        self.kw
+            .iter()
+            .find(|(k, _)| &**k == *p)
+            .map(|(_, v)| v)
+            .filter(|v| !matches!(v, Value::None))
     }
     pub fn req(&self, i: usize) -> VResult<&'a Value> {
         self.get(i).ok_or_else(|| {
-            err(ErrorKind::TypeError, format!("{}() missing required argument '{}'", self.name, self.params.get(i).unwrap_or(&"?")))
+            err(
+                ErrorKind::TypeError,
+                format!(
+                    "{}() missing required argument '{}'",
+                    self.name,
+                    self.params.get(i).unwrap_or(&"?")
+                ),
+            )
         })
     }
     pub fn int(&self, i: usize) -> VResult<Option<i64>> {
@@ -161,7 +202,12 @@ impl<'a> A<'a> {
     pub fn wrong(&self, i: usize, want: &str, got: &Value) -> Exc {
         err(
             ErrorKind::TypeError,
-            format!("{}() argument '{}' must be {want}, not {}", self.name, self.params.get(i).unwrap_or(&"?"), got.type_name()),
+            format!(
+                "{}() argument '{}' must be {want}, not {}",
+                self.name,
+                self.params.get(i).unwrap_or(&"?"),
+                got.type_name()
+            ),
         )
     }
     /// An `axis=` argument: none, an int or a tuple of ints.
@@ -169,15 +215,15 @@ impl<'a> A<'a> {
         match self.get(i) {
             None | Some(Value::None) => Ok(None),
             Some(Value::Int(n)) => Ok(Some(vec![*n])),
-            Some(Value::Tuple(t)) => t
-                .0
-                .iter()
-                .map(|v| match v {
-                    Value::Int(n) => Ok(*n),
-                    other => Err(self.wrong(i, "an int or a tuple of ints", other)),
-                })
-                .collect::<VResult<Vec<i64>>>()
-                .map(Some),
+            Some(Value::Tuple(t)) => {
+                t.0.iter()
+                    .map(|v| match v {
+                        Value::Int(n) => Ok(*n),
+                        other => Err(self.wrong(i, "an int or a tuple of ints", other)),
+                    })
+                    .collect::<VResult<Vec<i64>>>()
+                    .map(Some)
+            }
             Some(other) => Err(self.wrong(i, "an int or a tuple of ints", other)),
         }
     }
@@ -188,7 +234,10 @@ fn arg_of(v: &Value) -> VResult<Arg> {
         Some(a) => Ok(a),
         None => match v {
             Value::List(_) | Value::Tuple(_) => Ok(Arg::T(super::api::from_data(v, None)?)),
-            other => Err(err(ErrorKind::TypeError, format!("a tensor cannot be combined with a {}", other.type_name()))),
+            other => Err(err(
+                ErrorKind::TypeError,
+                format!("a tensor cannot be combined with a {}", other.type_name()),
+            )),
         },
     }
 }
@@ -196,7 +245,11 @@ fn arg_of(v: &Value) -> VResult<Arg> {
 fn binop(op: BinOp, args: &[Value], reflected: bool) -> VResult<Value> {
     let a = Arg::T(this(args)?);
     let b = arg_of(args.get(1).unwrap_or(&Value::None))?;
-    let r = if reflected { arith::binary(op, &b, &a)? } else { arith::binary(op, &a, &b)? };
+    let r = if reflected {
+        arith::binary(op, &b, &a)?
+    } else {
+        arith::binary(op, &a, &b)?
+    };
     Ok(result_value(r))
 }
 
@@ -269,7 +322,11 @@ fn h_getitem(_c: &mut dyn Caller, args: &[Value], _kw: Kwargs) -> VResult<Value>
     super::index::get(&this(args)?, args.get(1).unwrap_or(&Value::None))
 }
 fn h_setitem(_c: &mut dyn Caller, args: &[Value], _kw: Kwargs) -> VResult<Value> {
-    super::index::set(&this(args)?, args.get(1).unwrap_or(&Value::None), args.get(2).unwrap_or(&Value::None))?;
+    super::index::set(
+        &this(args)?,
+        args.get(1).unwrap_or(&Value::None),
+        args.get(2).unwrap_or(&Value::None),
+    )?;
     Ok(Value::None)
 }
 fn h_len(_c: &mut dyn Caller, args: &[Value], _kw: Kwargs) -> VResult<Value> {
@@ -281,7 +338,10 @@ fn h_len(_c: &mut dyn Caller, args: &[Value], _kw: Kwargs) -> VResult<Value> {
 }
 fn h_iter(_c: &mut dyn Caller, args: &[Value], _kw: Kwargs) -> VResult<Value> {
     let t = this(args)?;
-    let n = *t.shape().first().ok_or_else(|| err(ErrorKind::TypeError, "iteration over a 0-d tensor"))?;
+    let n = *t
+        .shape()
+        .first()
+        .ok_or_else(|| err(ErrorKind::TypeError, "iteration over a 0-d tensor"))?;
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
         out.push(super::index::get(&t, &Value::Int(i as i64))?);
@@ -301,7 +361,10 @@ fn m_item(_c: &mut dyn Caller, args: &[Value], _kw: Kwargs) -> VResult<Value> {
     if t.size() != 1 {
         return Err(err(
             ErrorKind::ValueError,
-            format!("item() needs a tensor of one element; this one has shape {}", shape_str(t.shape())),
+            format!(
+                "item() needs a tensor of one element; this one has shape {}",
+                shape_str(t.shape())
+            ),
         ));
     }
     if t.node.is_some() {
@@ -323,7 +386,9 @@ fn to_list_of(t: &Tensor) -> Value {
             return Value::list(vals.to_vec());
         }
         let inner: usize = shape[1..].iter().product();
-        let rows = (0..shape[0]).map(|i| build(vals.get(i * inner..(i + 1) * inner).unwrap_or(&[]), &shape[1..])).collect();
+        let rows = (0..shape[0])
+            .map(|i| build(vals.get(i * inner..(i + 1) * inner).unwrap_or(&[]), &shape[1..]))
+            .collect();
         Value::list(rows)
     }
     let vals: Vec<Value> = match t.dtype.kind() {
@@ -355,7 +420,10 @@ fn shape_args(name: &'static str, rest: &[Value]) -> VResult<Vec<i64>> {
         .iter()
         .map(|v| match v {
             Value::Int(n) => Ok(*n),
-            other => Err(err(ErrorKind::TypeError, format!("{name}() dimensions must be ints, not {}", other.type_name()))),
+            other => Err(err(
+                ErrorKind::TypeError,
+                format!("{name}() dimensions must be ints, not {}", other.type_name()),
+            )),
         })
         .collect()
 }
@@ -383,11 +451,16 @@ fn m_transpose(_c: &mut dyn Caller, args: &[Value], _kw: Kwargs) -> VResult<Valu
 fn m_astype(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let t = this(args)?;
     let a = A::new("astype", &args[1..], kw, &["dtype"])?;
-    let d = a.dtype(0)?.ok_or_else(|| err(ErrorKind::TypeError, "astype() missing required argument 'dtype'"))?;
+    let d = a
+        .dtype(0)?
+        .ok_or_else(|| err(ErrorKind::TypeError, "astype() missing required argument 'dtype'"))?;
     let mut r = t.astype(d)?;
     if t.node.is_some() {
         if !d.is_float() {
-            return Err(err(ErrorKind::ValueError, format!("astype({}) is not differentiable: grad needs float tensors", d.name())));
+            return Err(err(
+                ErrorKind::ValueError,
+                format!("astype({}) is not differentiable: grad needs float tensors", d.name()),
+            ));
         }
         r.node = super::autodiff::record(super::autodiff::Op::Cast(t.clone()), &r);
     }
@@ -406,7 +479,11 @@ fn m_copy(_c: &mut dyn Caller, args: &[Value], _kw: Kwargs) -> VResult<Value> {
 fn m_flatten(_c: &mut dyn Caller, args: &[Value], _kw: Kwargs) -> VResult<Value> {
     let t = this(args)?;
     let n = t.size();
-    let c = if t.layout.is_contiguous() { shape::reshape(&t, vec![n])? } else { shape::reshape(&t, vec![n])? };
+    let c = if t.layout.is_contiguous() {
+        shape::reshape(&t, vec![n])?
+    } else {
+        shape::reshape(&t, vec![n])?
+    };
     Ok(tensor_value(c))
 }
 
@@ -423,7 +500,9 @@ fn m_squeeze(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> 
 fn m_expand_dims(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let t = this(args)?;
     let a = A::new("expand_dims", &args[1..], kw, &["axis"])?;
-    let ax = a.int(0)?.ok_or_else(|| err(ErrorKind::TypeError, "expand_dims() missing required argument 'axis'"))?;
+    let ax = a
+        .int(0)?
+        .ok_or_else(|| err(ErrorKind::TypeError, "expand_dims() missing required argument 'axis'"))?;
     Ok(tensor_value(shape::expand_dims(&t, ax)?))
 }
 
@@ -469,7 +548,11 @@ reductions! {
 
 /// `mean` over resolved axes (f64 for ints).
 pub fn mean_of(t: &Tensor, axes: &[usize], keep: bool) -> VResult<Tensor> {
-    let src = if t.dtype.is_float() { t.clone() } else { Arg::T(t.clone()).to_tensor(DType::F64)? };
+    let src = if t.dtype.is_float() {
+        t.clone()
+    } else {
+        Arg::T(t.clone()).to_tensor(DType::F64)?
+    };
     let count: usize = axes.iter().map(|&a| t.shape()[a]).product();
     let s = reduce::reduce(&src, axes, keep, RKind::Sum)?;
     arith::binary(BinOp::Div, &Arg::T(s), &Arg::Float(count as f64))
@@ -483,7 +566,11 @@ fn m_mean(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 }
 
 pub fn var_of(t: &Tensor, axes: &[usize], keep: bool, ddof: f64) -> VResult<Tensor> {
-    let src = if t.dtype.is_float() { t.clone() } else { Arg::T(t.clone()).to_tensor(DType::F64)? };
+    let src = if t.dtype.is_float() {
+        t.clone()
+    } else {
+        Arg::T(t.clone()).to_tensor(DType::F64)?
+    };
     let count: usize = axes.iter().map(|&a| t.shape()[a]).product();
     let m = mean_of(&src, axes, true)?;
     let d = arith::binary(BinOp::Sub, &Arg::T(src), &Arg::T(m))?;
@@ -559,10 +646,25 @@ fn sort_impl(args: &[Value], kw: Kwargs, name: &'static str, want_indices: bool)
         return Ok(tensor_value(it.view(it.layout.permuted(&inv)).contiguous()));
     }
     // Gather the sorted values (through the tape when traced).
-    let flat_idx: Vec<usize> = idx.iter().enumerate().map(|(k, &i)| (k / len.max(1)) * len + i as usize).collect();
+    let flat_idx: Vec<usize> = idx
+        .iter()
+        .enumerate()
+        .map(|(k, &i)| (k / len.max(1)) * len + i as usize)
+        .collect();
     let src = shape::permute(&t, &perm)?;
     let g = super::autodiff::gather(&src, &flat_idx, &moved_shape)?;
-    let g = if t.dtype.is_float() { g } else { Tensor::from_vec(flat_idx.iter().map(|&i| vals.get(i).copied().unwrap_or(0.0)).collect::<Vec<f64>>(), moved_shape).cast(t.dtype)? };
+    let g = if t.dtype.is_float() {
+        g
+    } else {
+        Tensor::from_vec(
+            flat_idx
+                .iter()
+                .map(|&i| vals.get(i).copied().unwrap_or(0.0))
+                .collect::<Vec<f64>>(),
+            moved_shape,
+        )
+        .cast(t.dtype)?
+    };
     let back = shape::permute(&g, &inv)?;
     Ok(tensor_value(if back.node.is_some() { back } else { back.contiguous() }))
 }
@@ -596,7 +698,8 @@ fn m_round(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 
 fn m_unary(name: &str, args: &[Value]) -> VResult<Value> {
     let t = this(args)?;
-    let f = UFn::from_name(name).ok_or_else(|| err(ErrorKind::AttributeError, format!("no elementwise function {name}")))?;
+    let f = UFn::from_name(name)
+        .ok_or_else(|| err(ErrorKind::AttributeError, format!("no elementwise function {name}")))?;
     Ok(result_value(arith::unary(f, &t)?))
 }
 
@@ -724,7 +827,10 @@ fn methods() -> &'static HashMap<&'static str, Value> {
             ("maximum", m_maximum),
             ("minimum", m_minimum),
         ];
-        table.iter().map(|(n, f)| (*n, Value::Native(Arc::new(NativeFn::new(n, *f))))).collect()
+        table
+            .iter()
+            .map(|(n, f)| (*n, Value::Native(Arc::new(NativeFn::new(n, *f)))))
+            .collect()
     })
 }
 

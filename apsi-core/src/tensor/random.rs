@@ -10,7 +10,10 @@ struct State {
     counter: u64,
 }
 
-static STATE: Mutex<State> = Mutex::new(State { seed: 0x5eed_a951, counter: 0 });
+static STATE: Mutex<State> = Mutex::new(State {
+    seed: 0x5eed_a951,
+    counter: 0,
+});
 
 pub fn seed(s: u64) {
     let mut st = STATE.lock();

@@ -2,7 +2,16 @@
 
 use super::storage::Scalar;
 
-pub trait Real: Scalar + PartialOrd + std::ops::Add<Output = Self> + std::ops::Sub<Output = Self> + std::ops::Mul<Output = Self> + std::ops::Div<Output = Self> + std::ops::Neg<Output = Self> + std::iter::Sum {
+pub trait Real:
+    Scalar
+    + PartialOrd
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+    + std::ops::Neg<Output = Self>
+    + std::iter::Sum
+{
     const ZERO: Self;
     const ONE: Self;
     const INF: Self;

@@ -50,7 +50,10 @@ pub fn resolve_axes(axes: Option<&[i64]>, ndim: usize) -> VResult<Vec<usize>> {
                 let n = ndim as i64;
                 let x = if a < 0 { a + n } else { a };
                 if x < 0 || x >= n {
-                    return Err(err(ErrorKind::IndexError, format!("axis {a} is out of bounds for a tensor of dimension {ndim}")));
+                    return Err(err(
+                        ErrorKind::IndexError,
+                        format!("axis {a} is out of bounds for a tensor of dimension {ndim}"),
+                    ));
                 }
                 if out.contains(&(x as usize)) {
                     return Err(err(ErrorKind::ValueError, format!("duplicate value in 'axis': {a}")));
@@ -97,11 +100,17 @@ pub fn reduce(t: &Tensor, axes: &[usize], keepdims: bool, kind: RKind) -> VResul
     if count == 0 && matches!(kind, RKind::Max | RKind::Min | RKind::ArgMax | RKind::ArgMin) {
         return Err(err(
             ErrorKind::ValueError,
-            format!("{}() of an empty tensor (zero-size reduction has no identity)", kind.name()),
+            format!(
+                "{}() of an empty tensor (zero-size reduction has no identity)",
+                kind.name()
+            ),
         ));
     }
     if matches!(kind, RKind::ArgMax | RKind::ArgMin) && axes.len() > 1 && axes.len() != t.ndim() {
-        return Err(err(ErrorKind::ValueError, format!("{}() takes one axis or none", kind.name())));
+        return Err(err(
+            ErrorKind::ValueError,
+            format!("{}() takes one axis or none", kind.name()),
+        ));
     }
     let rd = result_dtype(kind, t.dtype);
     let mut r = match (kind, t.dtype) {
@@ -244,7 +253,10 @@ fn generic<T: Acc>(t: &Tensor, axes: &[usize], shape: Vec<usize>, kind: RKind) -
         for_each_offset(&ks, &kst, l.offset, |o| bases.push(o));
         let total = l.size();
         if total >= PAR_MIN && bases.len() > 1 {
-            bases.par_iter().map(|&b| fold(s, b, &rs, &rst, kind)).collect::<Vec<T>>()
+            bases
+                .par_iter()
+                .map(|&b| fold(s, b, &rs, &rst, kind))
+                .collect::<Vec<T>>()
         } else {
             bases.iter().map(|&b| fold(s, b, &rs, &rst, kind)).collect::<Vec<T>>()
         }
@@ -352,7 +364,11 @@ fn sum_float<T: SumElem>(t: &Tensor, axes: &[usize], shape: Vec<usize>) -> Tenso
         if let Some(d) = dense {
             // Whole tensor.
             if axes.len() == nd {
-                let total = if n >= PAR_MIN { d.par_chunks(1 << 16).map(|c| wide(|| T::lanes_sum(c))).sum::<f64>() } else { wide(|| T::lanes_sum(d)) };
+                let total = if n >= PAR_MIN {
+                    d.par_chunks(1 << 16).map(|c| wide(|| T::lanes_sum(c))).sum::<f64>()
+                } else {
+                    wide(|| T::lanes_sum(d))
+                };
                 return vec![T::from_f64(total)];
             }
             let k = axes.len();

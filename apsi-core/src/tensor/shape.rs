@@ -19,7 +19,10 @@ pub fn resolve_shape(want: &[i64], size: usize, from: &[usize]) -> VResult<Vec<u
             }
             unknown = Some(i);
         } else if d < 0 {
-            return Err(err(ErrorKind::ValueError, format!("reshape() dimension {d} is negative")));
+            return Err(err(
+                ErrorKind::ValueError,
+                format!("reshape() dimension {d} is negative"),
+            ));
         } else {
             known = known
                 .checked_mul(d as usize)
@@ -31,7 +34,13 @@ pub fn resolve_shape(want: &[i64], size: usize, from: &[usize]) -> VResult<Vec<u
         if known == 0 || size % known != 0 {
             return Err(err(
                 ErrorKind::ShapeError,
-                format!("cannot reshape a tensor of shape {} (size {size}) into shape {:?} ", shape_str(from), want).trim_end().to_string(),
+                format!(
+                    "cannot reshape a tensor of shape {} (size {size}) into shape {:?} ",
+                    shape_str(from),
+                    want
+                )
+                .trim_end()
+                .to_string(),
             ));
         }
         out[i] = size / known;
@@ -52,11 +61,17 @@ pub fn permute(t: &Tensor, perm: &[usize]) -> VResult<Tensor> {
     let n = t.ndim();
     let mut seen = vec![false; n];
     if perm.len() != n {
-        return Err(err(ErrorKind::ValueError, format!("transpose() axes must list all {n} axes once")));
+        return Err(err(
+            ErrorKind::ValueError,
+            format!("transpose() axes must list all {n} axes once"),
+        ));
     }
     for &p in perm {
         if p >= n || seen[p] {
-            return Err(err(ErrorKind::ValueError, format!("transpose() axes must list all {n} axes once")));
+            return Err(err(
+                ErrorKind::ValueError,
+                format!("transpose() axes must list all {n} axes once"),
+            ));
         }
         seen[p] = true;
     }
@@ -77,10 +92,18 @@ pub fn squeeze(t: &Tensor, axes: Option<Vec<usize>>) -> VResult<Tensor> {
         Some(ax) => {
             for &a in ax {
                 if t.shape()[a] != 1 {
-                    return Err(err(ErrorKind::ValueError, format!("cannot squeeze axis {a}: its length is {}, not 1", t.shape()[a])));
+                    return Err(err(
+                        ErrorKind::ValueError,
+                        format!("cannot squeeze axis {a}: its length is {}, not 1", t.shape()[a]),
+                    ));
                 }
             }
-            t.shape().iter().enumerate().filter(|(i, _)| !ax.contains(i)).map(|(_, &d)| d).collect()
+            t.shape()
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !ax.contains(i))
+                .map(|(_, &d)| d)
+                .collect()
         }
     };
     reshape(t, shape)
@@ -90,7 +113,10 @@ pub fn expand_dims(t: &Tensor, axis: i64) -> VResult<Tensor> {
     let n = t.ndim() as i64 + 1;
     let a = if axis < 0 { axis + n } else { axis };
     if a < 0 || a >= n {
-        return Err(err(ErrorKind::IndexError, format!("axis {axis} is out of bounds for a tensor of dimension {n}")));
+        return Err(err(
+            ErrorKind::IndexError,
+            format!("axis {axis} is out of bounds for a tensor of dimension {n}"),
+        ));
     }
     let mut shape = t.shape().to_vec();
     shape.insert(a as usize, 1);
@@ -99,19 +125,33 @@ pub fn expand_dims(t: &Tensor, axis: i64) -> VResult<Tensor> {
 
 /// `concat(ts, axis)`.
 pub fn concat(ts: &[Tensor], axis: i64) -> VResult<Tensor> {
-    let first = ts.first().ok_or_else(|| err(ErrorKind::ValueError, "concat() needs at least one tensor"))?;
+    let first = ts
+        .first()
+        .ok_or_else(|| err(ErrorKind::ValueError, "concat() needs at least one tensor"))?;
     let nd = first.ndim();
     if nd == 0 {
-        return Err(err(ErrorKind::ValueError, "concat() cannot join 0-d tensors (use stack)"));
+        return Err(err(
+            ErrorKind::ValueError,
+            "concat() cannot join 0-d tensors (use stack)",
+        ));
     }
     let ax = super::layout::norm_axis(axis, nd)?;
     let mut dtype = first.dtype;
     let mut total = 0usize;
     for t in ts {
-        if t.ndim() != nd || t.shape().iter().enumerate().any(|(i, &d)| i != ax && d != first.shape()[i]) {
+        if t.ndim() != nd
+            || t.shape()
+                .iter()
+                .enumerate()
+                .any(|(i, &d)| i != ax && d != first.shape()[i])
+        {
             return Err(err(
                 ErrorKind::ShapeError,
-                format!("concat() shapes {} and {} differ outside axis {ax}", shape_str(first.shape()), shape_str(t.shape())),
+                format!(
+                    "concat() shapes {} and {} differ outside axis {ax}",
+                    shape_str(first.shape()),
+                    shape_str(t.shape())
+                ),
             ));
         }
         dtype = DType::promote(dtype, t.dtype);
@@ -122,7 +162,10 @@ pub fn concat(ts: &[Tensor], axis: i64) -> VResult<Tensor> {
     let outer: usize = shape[..ax].iter().product();
     let inner: usize = shape[ax + 1..].iter().product();
     checked_size(&shape)?;
-    let parts: Vec<Tensor> = ts.iter().map(|t| super::arith::Arg::T(t.clone()).to_tensor(dtype)).collect::<VResult<_>>()?;
+    let parts: Vec<Tensor> = ts
+        .iter()
+        .map(|t| super::arith::Arg::T(t.clone()).to_tensor(dtype))
+        .collect::<VResult<_>>()?;
     let mut r = crate::with_dtype!(dtype, T => {
         let vs: Vec<Vec<T>> = parts.iter().map(|p| p.to_vec::<T>()).collect();
         let mut out: Vec<T> = Vec::with_capacity(shape.iter().product());
@@ -145,12 +188,18 @@ pub fn concat(ts: &[Tensor], axis: i64) -> VResult<Tensor> {
 
 /// `stack(ts, axis)`: a new axis.
 pub fn stack(ts: &[Tensor], axis: i64) -> VResult<Tensor> {
-    let first = ts.first().ok_or_else(|| err(ErrorKind::ValueError, "stack() needs at least one tensor"))?;
+    let first = ts
+        .first()
+        .ok_or_else(|| err(ErrorKind::ValueError, "stack() needs at least one tensor"))?;
     for t in ts {
         if t.shape() != first.shape() {
             return Err(err(
                 ErrorKind::ShapeError,
-                format!("stack() needs tensors of one shape, found {} and {}", shape_str(first.shape()), shape_str(t.shape())),
+                format!(
+                    "stack() needs tensors of one shape, found {} and {}",
+                    shape_str(first.shape()),
+                    shape_str(t.shape())
+                ),
             ));
         }
     }

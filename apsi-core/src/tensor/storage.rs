@@ -32,7 +32,11 @@ pub enum Buffer {
     I32(Elems<i32>),
     Bool(Elems<bool>),
     /// Codes of a packed format, `bits` per element, little-endian within a byte.
-    Packed { bits: u8, bytes: Vec<u8>, len: usize },
+    Packed {
+        bits: u8,
+        bytes: Vec<u8>,
+        len: usize,
+    },
 }
 
 impl Buffer {
@@ -157,8 +161,28 @@ macro_rules! scalar_impl {
     };
 }
 
-scalar_impl!(f64, DType::F64, F64, |x: f64| x, |x: f64| f2i(x), |x: f64| x != 0.0, |x: f64| x, |x: i64| x as f64, |b: bool| b as u8 as f64);
-scalar_impl!(f32, DType::F32, F32, |x: f32| x as f64, |x: f32| f2i(x as f64), |x: f32| x != 0.0, |x: f64| x as f32, |x: i64| x as f32, |b: bool| b as u8 as f32);
+scalar_impl!(
+    f64,
+    DType::F64,
+    F64,
+    |x: f64| x,
+    |x: f64| f2i(x),
+    |x: f64| x != 0.0,
+    |x: f64| x,
+    |x: i64| x as f64,
+    |b: bool| b as u8 as f64
+);
+scalar_impl!(
+    f32,
+    DType::F32,
+    F32,
+    |x: f32| x as f64,
+    |x: f32| f2i(x as f64),
+    |x: f32| x != 0.0,
+    |x: f64| x as f32,
+    |x: i64| x as f32,
+    |b: bool| b as u8 as f32
+);
 scalar_impl!(
     f16,
     DType::F16,
@@ -181,9 +205,39 @@ scalar_impl!(
     |x: i64| bf16::from_f64(x as f64),
     |b: bool| if b { bf16::ONE } else { bf16::ZERO }
 );
-scalar_impl!(i64, DType::I64, I64, |x: i64| x as f64, |x: i64| x, |x: i64| x != 0, |x: f64| f2i(x), |x: i64| x, |b: bool| b as i64);
-scalar_impl!(i32, DType::I32, I32, |x: i32| x as f64, |x: i32| x as i64, |x: i32| x != 0, |x: f64| f2i(x) as i32, |x: i64| x as i32, |b: bool| b as i32);
-scalar_impl!(bool, DType::Bool, Bool, |x: bool| x as u8 as f64, |x: bool| x as i64, |x: bool| x, |x: f64| x != 0.0, |x: i64| x != 0, |b: bool| b);
+scalar_impl!(
+    i64,
+    DType::I64,
+    I64,
+    |x: i64| x as f64,
+    |x: i64| x,
+    |x: i64| x != 0,
+    |x: f64| f2i(x),
+    |x: i64| x,
+    |b: bool| b as i64
+);
+scalar_impl!(
+    i32,
+    DType::I32,
+    I32,
+    |x: i32| x as f64,
+    |x: i32| x as i64,
+    |x: i32| x != 0,
+    |x: f64| f2i(x) as i32,
+    |x: i64| x as i32,
+    |b: bool| b as i32
+);
+scalar_impl!(
+    bool,
+    DType::Bool,
+    Bool,
+    |x: bool| x as u8 as f64,
+    |x: bool| x as i64,
+    |x: bool| x,
+    |x: f64| x != 0.0,
+    |x: i64| x != 0,
+    |b: bool| b
+);
 
 /// Float to int as NumPy's astype does on this machine: truncation toward
 /// zero, saturating, NaN to the smallest int (x86's "integer indefinite").

@@ -84,7 +84,11 @@ fn fd(name: &str, f: &dyn Fn(&Value) -> VResult<Value>, x: Vec<f64>, shape: Vec<
         m[i] -= eps;
         let num = (value_at(p) - value_at(m)) / (2.0 * eps);
         let tol = rel * (1.0 + num.abs());
-        assert!((num - g[i]).abs() <= tol, "{name}: d/dx[{i}] analytic {} vs numeric {num}", g[i]);
+        assert!(
+            (num - g[i]).abs() <= tol,
+            "{name}: d/dx[{i}] analytic {} vs numeric {num}",
+            g[i]
+        );
     }
 }
 
@@ -102,12 +106,29 @@ fn every_differentiable_op_matches_finite_differences() {
     fd("pow", &|v| bin(Pow, v, &Value::Float(2.5)), x.clone(), s.clone());
     fd("rpow", &|v| bin(Pow, &Value::Float(1.7), v), x.clone(), s.clone());
     fd("pow-both", &|v| bin(Pow, v, v), x.clone(), s.clone());
-    fd("neg", &|v| crate::ops::unary(crate::syntax::ast::UnaryOp::Neg, v), x.clone(), s.clone());
-    for name in ["abs", "sqrt", "exp", "log", "log1p", "sin", "cos", "tan", "tanh", "sigmoid"] {
+    fd(
+        "neg",
+        &|v| crate::ops::unary(crate::syntax::ast::UnaryOp::Neg, v),
+        x.clone(),
+        s.clone(),
+    );
+    for name in [
+        "abs", "sqrt", "exp", "log", "log1p", "sin", "cos", "tan", "tanh", "sigmoid",
+    ] {
         fd(name, &|v| call(name, &[v.clone()], &[]), x.clone(), s.clone());
     }
-    fd("maximum", &|v| call("maximum", &[v.clone(), c.clone()], &[]), x.clone(), s.clone());
-    fd("minimum", &|v| call("minimum", &[v.clone(), c.clone()], &[]), x.clone(), s.clone());
+    fd(
+        "maximum",
+        &|v| call("maximum", &[v.clone(), c.clone()], &[]),
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "minimum",
+        &|v| call("minimum", &[v.clone(), c.clone()], &[]),
+        x.clone(),
+        s.clone(),
+    );
     fd(
         "where",
         &|v| {
@@ -117,35 +138,162 @@ fn every_differentiable_op_matches_finite_differences() {
         x.clone(),
         s.clone(),
     );
-    fd("clip", &|v| meth(v, "clip", &[Value::Float(0.5), Value::Float(1.5)], &[]), x.clone(), s.clone());
-    fd("sum axis", &|v| meth(v, "sum", &[], &[("axis", Value::Int(0))]), x.clone(), s.clone());
-    fd("sum keepdims", &|v| meth(v, "sum", &[], &[("axis", Value::Int(-1)), ("keepdims", Value::Bool(true))]), x.clone(), s.clone());
-    fd("mean", &|v| meth(v, "mean", &[], &[("axis", Value::Int(1))]), x.clone(), s.clone());
-    fd("var", &|v| meth(v, "var", &[], &[("ddof", Value::Int(1))]), x.clone(), s.clone());
-    fd("std", &|v| meth(v, "std", &[], &[("axis", Value::Int(0))]), x.clone(), s.clone());
-    fd("max", &|v| meth(v, "max", &[], &[("axis", Value::Int(1))]), x.clone(), s.clone());
+    fd(
+        "clip",
+        &|v| meth(v, "clip", &[Value::Float(0.5), Value::Float(1.5)], &[]),
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "sum axis",
+        &|v| meth(v, "sum", &[], &[("axis", Value::Int(0))]),
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "sum keepdims",
+        &|v| {
+            meth(
+                v,
+                "sum",
+                &[],
+                &[("axis", Value::Int(-1)), ("keepdims", Value::Bool(true))],
+            )
+        },
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "mean",
+        &|v| meth(v, "mean", &[], &[("axis", Value::Int(1))]),
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "var",
+        &|v| meth(v, "var", &[], &[("ddof", Value::Int(1))]),
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "std",
+        &|v| meth(v, "std", &[], &[("axis", Value::Int(0))]),
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "max",
+        &|v| meth(v, "max", &[], &[("axis", Value::Int(1))]),
+        x.clone(),
+        s.clone(),
+    );
     fd("min", &|v| meth(v, "min", &[], &[]), x.clone(), s.clone());
-    fd("prod", &|v| meth(v, "prod", &[], &[("axis", Value::Int(0))]), x.clone(), s.clone());
-    fd("cumsum", &|v| meth(v, "cumsum", &[], &[("axis", Value::Int(1))]), x.clone(), s.clone());
+    fd(
+        "prod",
+        &|v| meth(v, "prod", &[], &[("axis", Value::Int(0))]),
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "cumsum",
+        &|v| meth(v, "cumsum", &[], &[("axis", Value::Int(1))]),
+        x.clone(),
+        s.clone(),
+    );
     fd("cumsum flat", &|v| meth(v, "cumsum", &[], &[]), x.clone(), s.clone());
-    fd("reshape", &|v| bin(Mul, &meth(v, "reshape", &[Value::Int(3), Value::Int(-1)], &[])?, &t(randv(6, 5, 0.0, 1.0), vec![3, 2])), x.clone(), s.clone());
-    fd("T", &|v| bin(Mul, &crate::ops::get_attr(v, "T")?, &t(randv(6, 5, 0.0, 1.0), vec![3, 2])), x.clone(), s.clone());
+    fd(
+        "reshape",
+        &|v| {
+            bin(
+                Mul,
+                &meth(v, "reshape", &[Value::Int(3), Value::Int(-1)], &[])?,
+                &t(randv(6, 5, 0.0, 1.0), vec![3, 2]),
+            )
+        },
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "T",
+        &|v| {
+            bin(
+                Mul,
+                &crate::ops::get_attr(v, "T")?,
+                &t(randv(6, 5, 0.0, 1.0), vec![3, 2]),
+            )
+        },
+        x.clone(),
+        s.clone(),
+    );
     fd("flatten", &|v| meth(v, "flatten", &[], &[]), x.clone(), s.clone());
-    fd("squeeze/expand", &|v| meth(&meth(v, "expand_dims", &[Value::Int(0)], &[])?, "squeeze", &[], &[]), x.clone(), s.clone());
-    fd("astype", &|v| meth(&meth(v, "astype", &[super::dtype::dtype_value(super::dtype::DType::F32)], &[])?, "astype", &[super::dtype::dtype_value(super::dtype::DType::F64)], &[]), x.clone(), s.clone());
-    fd("concat", &|v| call("concat", &[Value::list(vec![v.clone(), bin(Mul, v, v)?])], &[("axis", Value::Int(1))]), x.clone(), s.clone());
-    fd("stack", &|v| call("stack", &[Value::list(vec![v.clone(), c.clone()])], &[("axis", Value::Int(-1))]), x.clone(), s.clone());
-    fd("index", &|v| crate::ops::get_index(v, &Value::Int(1)), x.clone(), s.clone());
+    fd(
+        "squeeze/expand",
+        &|v| meth(&meth(v, "expand_dims", &[Value::Int(0)], &[])?, "squeeze", &[], &[]),
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "astype",
+        &|v| {
+            meth(
+                &meth(v, "astype", &[super::dtype::dtype_value(super::dtype::DType::F32)], &[])?,
+                "astype",
+                &[super::dtype::dtype_value(super::dtype::DType::F64)],
+                &[],
+            )
+        },
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "concat",
+        &|v| {
+            call(
+                "concat",
+                &[Value::list(vec![v.clone(), bin(Mul, v, v)?])],
+                &[("axis", Value::Int(1))],
+            )
+        },
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "stack",
+        &|v| {
+            call(
+                "stack",
+                &[Value::list(vec![v.clone(), c.clone()])],
+                &[("axis", Value::Int(-1))],
+            )
+        },
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "index",
+        &|v| crate::ops::get_index(v, &Value::Int(1)),
+        x.clone(),
+        s.clone(),
+    );
     fd(
         "slice",
         &|v| {
-            let sl = Value::Slice(Arc::new(crate::vm::value::SliceObj { start: Value::None, stop: Value::None, step: Value::Int(-1) }));
+            let sl = Value::Slice(Arc::new(crate::vm::value::SliceObj {
+                start: Value::None,
+                stop: Value::None,
+                step: Value::Int(-1),
+            }));
             crate::ops::get_index(v, &Value::tuple(vec![Value::Int(0), sl]))
         },
         x.clone(),
         s.clone(),
     );
-    fd("int-array index", &|v| crate::ops::get_index(v, &Value::list(vec![Value::Int(1), Value::Int(0), Value::Int(1)])), x.clone(), s.clone());
+    fd(
+        "int-array index",
+        &|v| crate::ops::get_index(v, &Value::list(vec![Value::Int(1), Value::Int(0), Value::Int(1)])),
+        x.clone(),
+        s.clone(),
+    );
     fd(
         "mask",
         &|v| {
@@ -157,17 +305,64 @@ fn every_differentiable_op_matches_finite_differences() {
     );
     let b = t(randv(12, 7, -1.0, 1.0), vec![3, 4]);
     fd("matmul 2-D", &|v| bin(MatMul, v, &b), x.clone(), s.clone());
-    fd("matmul rhs", &|v| bin(MatMul, &b.clone(), &meth(v, "reshape", &[Value::Int(4), Value::Int(-1)], &[])?), randv(8, 8, -1.0, 1.0), vec![8]);
-    fd("matmul batched", &|v| bin(MatMul, v, &b), randv(12, 9, -1.0, 1.0), vec![2, 2, 3]);
+    fd(
+        "matmul rhs",
+        &|v| {
+            bin(
+                MatMul,
+                &b.clone(),
+                &meth(v, "reshape", &[Value::Int(4), Value::Int(-1)], &[])?,
+            )
+        },
+        randv(8, 8, -1.0, 1.0),
+        vec![8],
+    );
+    fd(
+        "matmul batched",
+        &|v| bin(MatMul, v, &b),
+        randv(12, 9, -1.0, 1.0),
+        vec![2, 2, 3],
+    );
     fd("matmul 1-D", &|v| bin(MatMul, v, &b), randv(3, 10, -1.0, 1.0), vec![3]);
-    fd("matmul mat-vec", &|v| bin(MatMul, &b.clone(), v), randv(4, 11, -1.0, 1.0), vec![4]);
-    fd("dot", &|v| call("dot", &[v.clone(), v.clone()], &[]), randv(4, 12, -1.0, 1.0), vec![4]);
-    fd("outer", &|v| call("outer", &[v.clone(), row.clone()], &[]), randv(2, 13, -1.0, 1.0), vec![2]);
+    fd(
+        "matmul mat-vec",
+        &|v| bin(MatMul, &b.clone(), v),
+        randv(4, 11, -1.0, 1.0),
+        vec![4],
+    );
+    fd(
+        "dot",
+        &|v| call("dot", &[v.clone(), v.clone()], &[]),
+        randv(4, 12, -1.0, 1.0),
+        vec![4],
+    );
+    fd(
+        "outer",
+        &|v| call("outer", &[v.clone(), row.clone()], &[]),
+        randv(2, 13, -1.0, 1.0),
+        vec![2],
+    );
     fd("norm", &|v| call("norm", &[v.clone()], &[]), x.clone(), s.clone());
     fd("softmax", &|v| call("softmax", &[v.clone()], &[]), x.clone(), s.clone());
-    fd("softmax axis 0", &|v| call("softmax", &[v.clone()], &[("axis", Value::Int(0))]), x.clone(), s.clone());
+    fd(
+        "softmax axis 0",
+        &|v| call("softmax", &[v.clone()], &[("axis", Value::Int(0))]),
+        x.clone(),
+        s.clone(),
+    );
     fd("sort", &|v| meth(v, "sort", &[], &[]), x.clone(), s.clone());
-    fd("broadcast", &|v| bin(Add, &meth(v, "reshape", &[Value::Int(2), Value::Int(1), Value::Int(3)], &[])?, &t(vec![0.0; 12], vec![2, 2, 3])), x, s);
+    fd(
+        "broadcast",
+        &|v| {
+            bin(
+                Add,
+                &meth(v, "reshape", &[Value::Int(2), Value::Int(1), Value::Int(3)], &[])?,
+                &t(vec![0.0; 12], vec![2, 2, 3]),
+            )
+        },
+        x,
+        s,
+    );
 }
 
 #[test]
@@ -180,35 +375,84 @@ fn second_derivatives_compose() {
     let g = ok(call("grad", &[fv], &[]));
     let gg = ok(call("grad", &[g], &[]));
     let r = ok(NoCaller.call(&gg, &[Value::Float(2.0)], &[]));
-    assert!(matches!(r, Value::Float(v) if (v - 12.0).abs() < 1e-12), "got {}", crate::format::str_of(&r));
+    assert!(
+        matches!(r, Value::Float(v) if (v - 12.0).abs() < 1e-12),
+        "got {}",
+        crate::format::str_of(&r)
+    );
 }
 
 #[test]
 fn promotion_and_printing() {
     let i = ok(call("tensor", &[Value::list(vec![Value::Int(1), Value::Int(2)])], &[]));
     let f32v = super::dtype::dtype_value(super::dtype::DType::F32);
-    let h = ok(call("tensor", &[Value::list(vec![Value::Float(1.5)])], &[("dtype", f32v)]));
-    assert_eq!(crate::format::str_of(&ok(bin(BinOp::Mul, &i, &Value::Int(2)))), "tensor([2, 4], dtype=i64)");
-    assert_eq!(crate::format::str_of(&ok(bin(BinOp::Mul, &i, &Value::Float(0.5)))), "tensor([0.5, 1.0])");
-    assert_eq!(crate::format::str_of(&ok(bin(BinOp::Div, &i, &Value::Int(2)))), "tensor([0.5, 1.0])");
-    assert_eq!(crate::format::str_of(&ok(bin(BinOp::Mul, &h, &Value::Float(2.0)))), "tensor([3.0], dtype=f32)");
-    assert_eq!(crate::format::str_of(&ok(bin(BinOp::Add, &h, &i))), "tensor([2.5, 3.5])");
-    let e = bin(BinOp::Add, &t(vec![1.0, 2.0], vec![2]), &t(vec![1.0, 2.0, 3.0], vec![3])).err().map(|e| (e.kind, e.message.clone()));
-    assert_eq!(e, Some((crate::error::ErrorKind::ShapeError, "shapes (2,) and (3,) cannot be broadcast together".to_string())));
+    let h = ok(call(
+        "tensor",
+        &[Value::list(vec![Value::Float(1.5)])],
+        &[("dtype", f32v)],
+    ));
+    assert_eq!(
+        crate::format::str_of(&ok(bin(BinOp::Mul, &i, &Value::Int(2)))),
+        "tensor([2, 4], dtype=i64)"
+    );
+    assert_eq!(
+        crate::format::str_of(&ok(bin(BinOp::Mul, &i, &Value::Float(0.5)))),
+        "tensor([0.5, 1.0])"
+    );
+    assert_eq!(
+        crate::format::str_of(&ok(bin(BinOp::Div, &i, &Value::Int(2)))),
+        "tensor([0.5, 1.0])"
+    );
+    assert_eq!(
+        crate::format::str_of(&ok(bin(BinOp::Mul, &h, &Value::Float(2.0)))),
+        "tensor([3.0], dtype=f32)"
+    );
+    assert_eq!(
+        crate::format::str_of(&ok(bin(BinOp::Add, &h, &i))),
+        "tensor([2.5, 3.5])"
+    );
+    let e = bin(
+        BinOp::Add,
+        &t(vec![1.0, 2.0], vec![2]),
+        &t(vec![1.0, 2.0, 3.0], vec![3]),
+    )
+    .err()
+    .map(|e| (e.kind, e.message.clone()));
+    assert_eq!(
+        e,
+        Some((
+            crate::error::ErrorKind::ShapeError,
+            "shapes (2,) and (3,) cannot be broadcast together".to_string()
+        ))
+    );
 }
 
 #[test]
 fn views_share_storage_and_writes_go_through() {
     let a = ok(call("zeros", &[Value::tuple(vec![Value::Int(2), Value::Int(3)])], &[]));
-    let sl = Value::Slice(Arc::new(crate::vm::value::SliceObj { start: Value::None, stop: Value::None, step: Value::None }));
-    ok(crate::ops::set_index(&a, &Value::tuple(vec![sl.clone(), Value::Int(0)]), Value::Float(1.0)));
+    let sl = Value::Slice(Arc::new(crate::vm::value::SliceObj {
+        start: Value::None,
+        stop: Value::None,
+        step: Value::None,
+    }));
+    ok(crate::ops::set_index(
+        &a,
+        &Value::tuple(vec![sl.clone(), Value::Int(0)]),
+        Value::Float(1.0),
+    ));
     let col = ok(crate::ops::get_index(&a, &Value::tuple(vec![sl, Value::Int(1)])));
     ok(crate::ops::set_index(&col, &Value::Int(1), Value::Float(5.0)));
-    assert_eq!(crate::format::str_of(&a), "tensor([[1.0, 0.0, 0.0],\n        [1.0, 5.0, 0.0]])");
+    assert_eq!(
+        crate::format::str_of(&a),
+        "tensor([[1.0, 0.0, 0.0],\n        [1.0, 5.0, 0.0]])"
+    );
     // Overlapping self-assignment copies the source first.
     let row0 = ok(crate::ops::get_index(&a, &Value::Int(0)));
     ok(crate::ops::set_index(&a, &Value::Int(1), row0));
-    assert_eq!(crate::format::str_of(&a), "tensor([[1.0, 0.0, 0.0],\n        [1.0, 0.0, 0.0]])");
+    assert_eq!(
+        crate::format::str_of(&a),
+        "tensor([[1.0, 0.0, 0.0],\n        [1.0, 0.0, 0.0]])"
+    );
 }
 
 #[test]
@@ -232,19 +476,34 @@ fn concurrent_writes_through_views_are_safe() {
 fn truthiness_and_errors_are_clear() {
     let two = t(vec![1.0, 2.0], vec![2]);
     let e = two.truthy().err().map(|e| e.message.clone());
-    assert_eq!(e.as_deref(), Some("the truth value of a tensor with more than one element is ambiguous; use .any() or .all()"));
+    assert_eq!(
+        e.as_deref(),
+        Some("the truth value of a tensor with more than one element is ambiguous; use .any() or .all()")
+    );
     assert!(ok(t(vec![1.0], vec![1]).truthy()));
     assert!(meth(&two, "reshape", &[Value::Int(3)], &[]).is_err());
     assert!(crate::ops::get_index(&two, &Value::Int(2)).is_err());
-    assert!(call("tensor", &[Value::list(vec![Value::list(vec![Value::Int(1)]), Value::Int(2)])], &[]).is_err());
+    assert!(call(
+        "tensor",
+        &[Value::list(vec![Value::list(vec![Value::Int(1)]), Value::Int(2)])],
+        &[]
+    )
+    .is_err());
 }
 
 /// A large reduction stays within the memory of its data (plus a row).
 #[test]
 fn big_reduction_keeps_shape_and_values() {
-    let a = ok(call("ones", &[Value::tuple(vec![Value::Int(100_000), Value::Int(3)])], &[]));
+    let a = ok(call(
+        "ones",
+        &[Value::tuple(vec![Value::Int(100_000), Value::Int(3)])],
+        &[],
+    ));
     let s = ok(meth(&a, "sum", &[], &[("axis", Value::Int(1))]));
-    assert_eq!(crate::format::str_of(&ok(crate::ops::get_attr(&s, "shape"))), "(100000,)");
+    assert_eq!(
+        crate::format::str_of(&ok(crate::ops::get_attr(&s, "shape"))),
+        "(100000,)"
+    );
     let total = ok(meth(&s, "sum", &[], &[]));
     assert!(matches!(total, Value::Float(v) if v == 300_000.0));
     let cols = ok(meth(&a, "sum", &[], &[("axis", Value::Int(0))]));

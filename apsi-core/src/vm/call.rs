@@ -44,10 +44,20 @@ pub(crate) fn bind_args(f: &Closure, pos: Args, kw: Vec<(Arc<str>, Value)>) -> V
             extra.push(v);
         } else {
             let nd = p.ndefaults as usize;
-            let takes = if nd > 0 { format!("from {} to {}", np - nd, np) } else { np.to_string() };
-            let word = if np == 1 && nd == 0 { "positional argument" } else { "positional arguments" };
+            let takes = if nd > 0 {
+                format!("from {} to {}", np - nd, np)
+            } else {
+                np.to_string()
+            };
+            let word = if np == 1 && nd == 0 {
+                "positional argument"
+            } else {
+                "positional arguments"
+            };
             let given = if npos == 1 { "was" } else { "were" };
-            return Err(type_err(format!("{name}() takes {takes} {word} but {npos} {given} given")));
+            return Err(type_err(format!(
+                "{name}() takes {takes} {word} but {npos} {given} given"
+            )));
         }
     }
     let mut kwdict = DictMap::new();
@@ -134,21 +144,34 @@ fn check_type(fname: &str, param: &str, check: TypeCheck, v: &Value) -> VResult<
     if check.accepts(v) {
         Ok(())
     } else {
-        Err(type_err(format!("{fname}() argument '{param}' must be {}, not {}", check.name(), v.type_name())))
+        Err(type_err(format!(
+            "{fname}() argument '{param}' must be {}, not {}",
+            check.name(),
+            v.type_name()
+        )))
     }
 }
 
 /// `ValueError("message")`
 pub(crate) fn make_error(kind: ErrorKind, pos: &[Value], kw: &[(Arc<str>, Value)]) -> VResult<Value> {
     if let Some((k, _)) = kw.first() {
-        return Err(type_err(format!("{}() got an unexpected keyword argument '{k}'", kind.name())));
+        return Err(type_err(format!(
+            "{}() got an unexpected keyword argument '{k}'",
+            kind.name()
+        )));
     }
     if pos.len() > 1 {
-        return Err(type_err(format!("{}() takes at most 1 argument (the message) but {} were given", kind.name(), pos.len())));
+        return Err(type_err(format!(
+            "{}() takes at most 1 argument (the message) but {} were given",
+            kind.name(),
+            pos.len()
+        )));
     }
     if kind == ErrorKind::StopIteration {
         // `StopIteration(v)`: `e.value` is v (none without an argument).
-        return Ok(Value::Error(crate::vm::generator::stop_iteration(pos.first().cloned().unwrap_or(Value::None))));
+        return Ok(Value::Error(crate::vm::generator::stop_iteration(
+            pos.first().cloned().unwrap_or(Value::None),
+        )));
     }
     let msg = pos.first().map(format::str_of).unwrap_or_default();
     Ok(Value::Error(ErrorObj::new(kind, msg)))
@@ -173,7 +196,10 @@ pub(crate) fn unpack(c: &mut dyn Caller, src: &Value, n: usize, after: Option<us
             Ok(v) => v,
             // (A generator's own TypeError passes through unchanged.)
             Err(e) if e.kind == ErrorKind::TypeError && !ops::iters::is_iterator(other) => {
-                return Err(type_err(format!("cannot unpack a non-iterable {} value", other.type_name())));
+                return Err(type_err(format!(
+                    "cannot unpack a non-iterable {} value",
+                    other.type_name()
+                )));
             }
             Err(e) => return Err(e),
         },
@@ -182,15 +208,28 @@ pub(crate) fn unpack(c: &mut dyn Caller, src: &Value, n: usize, after: Option<us
         None => {
             if items.len() != n {
                 if items.len() > n {
-                    return Err(err(ErrorKind::ValueError, format!("too many values to unpack (expected {n})")));
+                    return Err(err(
+                        ErrorKind::ValueError,
+                        format!("too many values to unpack (expected {n})"),
+                    ));
                 }
-                return Err(err(ErrorKind::ValueError, format!("not enough values to unpack (expected {n}, got {})", items.len())));
+                return Err(err(
+                    ErrorKind::ValueError,
+                    format!("not enough values to unpack (expected {n}, got {})", items.len()),
+                ));
             }
             Ok(items)
         }
         Some(m) => {
             if items.len() < n + m {
-                return Err(err(ErrorKind::ValueError, format!("not enough values to unpack (expected at least {}, got {})", n + m, items.len())));
+                return Err(err(
+                    ErrorKind::ValueError,
+                    format!(
+                        "not enough values to unpack (expected at least {}, got {})",
+                        n + m,
+                        items.len()
+                    ),
+                ));
             }
             let mut items = items;
             let tail = items.split_off(items.len() - m);
@@ -225,6 +264,9 @@ pub(crate) fn error_matches(e: &ErrorObj, kinds: &Value) -> VResult<bool> {
             "except needs an error kind, and '{}' is not one (declare it as 'struct {}(Error):')",
             t.name, t.name
         ))),
-        other => Err(type_err(format!("except needs an error kind such as ValueError, not {}", other.type_name()))),
+        other => Err(type_err(format!(
+            "except needs an error kind such as ValueError, not {}",
+            other.type_name()
+        ))),
     }
 }

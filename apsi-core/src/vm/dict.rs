@@ -80,7 +80,10 @@ impl DictMap {
     }
 
     pub fn with_capacity(n: usize) -> DictMap {
-        let mut d = DictMap { entries: Vec::with_capacity(n), ..DictMap::default() };
+        let mut d = DictMap {
+            entries: Vec::with_capacity(n),
+            ..DictMap::default()
+        };
         if n > 0 {
             d.rebuild(slots_for(n));
         }
@@ -134,7 +137,9 @@ impl DictMap {
             return self.get_int(*i);
         }
         let h = hash_key(key);
-        self.find(h, |k| k == key).and_then(|i| self.entries.get(i)).map(|e| &e.value)
+        self.find(h, |k| k == key)
+            .and_then(|i| self.entries.get(i))
+            .map(|e| &e.value)
     }
 
     /// `get` for an int key, without building a `HashKey`.
@@ -183,7 +188,13 @@ impl DictMap {
     /// finds the key or ends at an empty slot, remembering the first
     /// tombstone on the way, which is where a new entry goes.
     #[inline(always)]
-    fn insert_with(&mut self, h: u64, key: HashKey, value: Value, eq: impl Fn(&HashKey, &HashKey) -> bool) -> Option<Value> {
+    fn insert_with(
+        &mut self,
+        h: u64,
+        key: HashKey,
+        value: Value,
+        eq: impl Fn(&HashKey, &HashKey) -> bool,
+    ) -> Option<Value> {
         // Grow first, so the walk below can end in the slot to fill. (A
         // replacement may grow the table a little early; that is all.)
         if (self.used + 1) * 8 > self.slots.len() * 5 {
@@ -208,7 +219,11 @@ impl DictMap {
             pos = next_slot(pos & mask, &mut perturb);
         }
         let idx = self.entries.len();
-        self.entries.push(Entry { hash: h, key: Some(key), value });
+        self.entries.push(Entry {
+            hash: h,
+            key: Some(key),
+            value,
+        });
         self.len += 1;
         match tombstone {
             Some(t) => self.slots[t] = idx as u32 + 1,
@@ -300,7 +315,9 @@ impl DictMap {
     }
 
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&HashKey, &Value)> + '_ {
-        self.entries.iter().filter_map(|e| e.key.as_ref().map(|k| (k, &e.value)))
+        self.entries
+            .iter()
+            .filter_map(|e| e.key.as_ref().map(|k| (k, &e.value)))
     }
 
     pub fn keys(&self) -> impl DoubleEndedIterator<Item = &HashKey> + '_ {
@@ -340,7 +357,9 @@ impl IntoIterator for DictMap {
         fn live(e: Entry) -> Option<(HashKey, Value)> {
             e.key.map(|k| (k, e.value))
         }
-        self.entries.into_iter().filter_map(live as fn(Entry) -> Option<(HashKey, Value)>)
+        self.entries
+            .into_iter()
+            .filter_map(live as fn(Entry) -> Option<(HashKey, Value)>)
     }
 }
 
@@ -355,7 +374,9 @@ impl FromIterator<(HashKey, Value)> for DictMap {
 
 impl std::fmt::Debug for DictMap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_map().entries(self.iter().map(|(k, v)| (k.value().type_name(), v.type_name()))).finish()
+        f.debug_map()
+            .entries(self.iter().map(|(k, v)| (k.value().type_name(), v.type_name())))
+            .finish()
     }
 }
 
@@ -368,7 +389,9 @@ mod tests {
     }
 
     fn ints(d: &DictMap) -> Vec<i64> {
-        d.keys().map(|k| if let Value::Int(i) = k.value() { *i } else { -999 }).collect()
+        d.keys()
+            .map(|k| if let Value::Int(i) = k.value() { *i } else { -999 })
+            .collect()
     }
 
     #[test]

@@ -15,6 +15,7 @@
 
 use super::call;
 use super::function::{Cell, Closure};
+use super::ic::Hit;
 use super::runtime::Shared;
 use super::value::*;
 use crate::compile::code::{Capture, Code, Instr, Reg, NO_REG};
@@ -25,6 +26,7 @@ use crate::{format, ops};
 use smallvec::SmallVec;
 use std::sync::Arc;
 
+mod frames;
 mod resume;
 mod slow;
 use slow::Flow;
@@ -35,10 +37,39 @@ pub(crate) type Args = SmallVec<[Value; 8]>;
 struct Frame {
     clo: *const Closure,
     code: *const Code,
-    nregs: u32,
     pc: u32,
     base: u32,
     cell_base: u32,
+    nregs: u16,
+    /// Where the returned value goes (see [`Ret`]).
+    ret: Ret,
+}
+
+/// What happens to the value a frame returns. Calls the program wrote
+/// are `Normal`; the others are calls the VM makes for an instruction
+/// (`vm/exec/frames.rs`), pushed on this loop instead of re-entering it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Ret {
+    /// Into the slot below the frame's window (`base - 1`), where the callee was.
+    Normal,
+    /// An `__init__` run by a constructor call: the slot below the window
+    /// holds the new instance, which is the call's value; the method must
+    /// return `none`.
+    Init,
+    /// An operator method run for the caller's instruction just before its
+    /// saved pc (`a + b` → `__add__`): the value goes to that instruction's
+    /// destination register, and `NotImplemented` goes on with the rest of
+    /// the operator protocol.
+    Op,
+    /// `Op` for `a op= b` through `__iop__`: `NotImplemented` goes on with `a op b`.
+    OpInplace,
+    /// A generator's frame resumed by the caller's `ForNext` (whose `Jmp`
+    /// word is at the caller's saved pc); the callee slot holds the
+    /// generator. A `yield` suspends the frame into the generator and hands
+    /// the value to the loop; a return ends the generator and the loop
+    /// (`vm/exec/resume.rs`).
+    GenFor,
 }
 
 #[derive(Clone, Copy)]
@@ -69,6 +100,11 @@ pub struct Executor {
     gen_frames: Vec<u32>,
     /// Set by `Instr::Yield` as it leaves `run`: the frame suspended, not returned.
     yielded: bool,
+    /// For each live frame whose `ret` is not `Normal`, innermost last: the
+    /// frame count with it on top. `run` returns through its fast path only
+    /// from frames above the innermost one (see `Ret`), so a plain return
+    /// pays no test for them.
+    special: Vec<u32>,
 }
 
 // SAFETY: the only non-Send fields are the raw closure pointers in `frames`;
@@ -100,7 +136,10 @@ fn mul_add_partner(instrs: &[Instr], pc: usize, t: Reg) -> Option<(usize, Reg, R
 }
 
 fn setv(slot: &mut Value, v: Value) {
-    if matches!(slot, Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Unbound) {
+    if matches!(
+        slot,
+        Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Unbound
+    ) {
         // SAFETY: the old value owns nothing, so skipping its drop leaks nothing.
         unsafe { std::ptr::write(slot, v) }
     } else {
@@ -154,6 +193,27 @@ fn copy_to(dst: &mut Value, src: &Value) {
             let v = other.clone();
             setv(dst, v)
         }
+    }
+}
+
+/// Store a copy of a container's item `src` into `dst`. Unlike `copy_to`,
+/// a scalar is copied whole (one 16-byte move, no branch on its kind):
+/// items in a container were written long before, so the wide load cannot
+/// stall on store forwarding.
+#[inline(always)]
+fn copy_item(dst: &mut Value, src: &Value) {
+    if matches!(src, Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_)) {
+        if !matches!(
+            dst,
+            Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Unbound
+        ) {
+            *dst = Value::None;
+        }
+        // SAFETY: `src` owns nothing (a scalar), so a bitwise copy is a
+        // valid second value, and `dst` holds nothing that needs a drop.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, 1) }
+    } else {
+        *dst = src.clone();
     }
 }
 
@@ -233,7 +293,9 @@ fn bin_fast(op: BinOp, a: &Value, b: &Value) -> Option<Value> {
                 BinOp::Mul => x.checked_mul(y).map(Value::Int),
                 BinOp::FloorDiv if y > 0 => Some(Value::Int(x.div_euclid(y))),
                 BinOp::Mod if y > 0 => Some(Value::Int(x.rem_euclid(y))),
-                BinOp::Div if y != 0 && x.unsigned_abs() < (1 << 53) && y.unsigned_abs() < (1 << 53) => Some(Value::Float(x as f64 / y as f64)),
+                BinOp::Div if y != 0 && x.unsigned_abs() < (1 << 53) && y.unsigned_abs() < (1 << 53) => {
+                    Some(Value::Float(x as f64 / y as f64))
+                }
                 BinOp::BitAnd => Some(Value::Int(x & y)),
                 BinOp::BitOr => Some(Value::Int(x | y)),
                 BinOp::BitXor => Some(Value::Int(x ^ y)),
@@ -262,7 +324,19 @@ impl Executor {
     pub fn new(shared: Arc<Shared>) -> Executor {
         let max_depth = shared.max_depth;
         Executor {
-            max_depth, shared, stack: vec![Value::Unbound; 256], frames: Vec::new(), cells: Vec::new(), handlers: Vec::new(), native_depth: 0, reraise_skip: None, _participant: Some(super::vlock::Participant::new()), gen_frames: Vec::new(), yielded: false }
+            max_depth,
+            shared,
+            stack: vec![Value::Unbound; 256],
+            frames: Vec::new(),
+            cells: Vec::new(),
+            handlers: Vec::new(),
+            native_depth: 0,
+            reraise_skip: None,
+            _participant: Some(super::vlock::Participant::new()),
+            gen_frames: Vec::new(),
+            yielded: false,
+            special: Vec::new(),
+        }
     }
 
     /// An executor for re-entering Apsi code on a thread that already runs
@@ -270,7 +344,19 @@ impl Executor {
     pub(crate) fn nested(shared: Arc<Shared>) -> Executor {
         let max_depth = shared.max_depth;
         Executor {
-            max_depth, shared, stack: vec![Value::Unbound; 64], frames: Vec::new(), cells: Vec::new(), handlers: Vec::new(), native_depth: 0, reraise_skip: None, _participant: None, gen_frames: Vec::new(), yielded: false }
+            max_depth,
+            shared,
+            stack: vec![Value::Unbound; 64],
+            frames: Vec::new(),
+            cells: Vec::new(),
+            handlers: Vec::new(),
+            native_depth: 0,
+            reraise_skip: None,
+            _participant: None,
+            gen_frames: Vec::new(),
+            yielded: false,
+            special: Vec::new(),
+        }
     }
 
     /// The first stack slot above every live register window.
@@ -322,7 +408,15 @@ impl Executor {
         if depth >= self.max_depth || self.stack.len() <= base + nregs || depth == self.frames.capacity() {
             return self.push_frame_slow(fpos, clo);
         }
-        let fr = Frame { clo, code, nregs: nregs as u32, pc: 0, base: base as u32, cell_base: self.cells.len() as u32 };
+        let fr = Frame {
+            clo,
+            code,
+            nregs: nregs as u16,
+            pc: 0,
+            base: base as u32,
+            cell_base: self.cells.len() as u32,
+            ret: Ret::Normal,
+        };
         // SAFETY: `depth < capacity` was checked above.
         unsafe {
             self.frames.as_mut_ptr().add(depth).write(fr);
@@ -366,7 +460,13 @@ impl Executor {
     /// Prepare a call of `f` placed at `stack[fpos]` with arguments taken out
     /// of the registers. Returns the value at once for natives, struct
     /// constructors and error kinds, or `None` when a frame was pushed.
-    pub(crate) fn setup_call(&mut self, fpos: usize, f: Value, mut pos: Args, kw: Vec<(Arc<str>, Value)>) -> VResult<Option<Value>> {
+    pub(crate) fn setup_call(
+        &mut self,
+        fpos: usize,
+        f: Value,
+        mut pos: Args,
+        kw: Vec<(Arc<str>, Value)>,
+    ) -> VResult<Option<Value>> {
         match f {
             Value::Func(c) => {
                 let slots = call::bind_args(&c, pos, kw)?;
@@ -399,7 +499,11 @@ impl Executor {
                 pos.insert(0, bm.receiver.clone());
                 self.setup_call(fpos, bm.func.clone(), pos, kw)
             }
-            Value::StructType(t) => super::structs::construct(self, &t, pos, kw).map(Some),
+            // `__init__` in Apsi runs as a frame on this loop (`frames.rs`).
+            Value::StructType(t) => match self.push_init_frame(fpos, &t, pos, kw) {
+                Ok(r) => r.map(|()| None),
+                Err((pos, kw)) => super::structs::construct(self, &t, pos, kw).map(Some),
+            },
             Value::Kind(k) => call::make_error(k, &pos, &kw).map(Some),
             // `obj(args)` on a struct with `__call__`.
             Value::Struct(ref s) if s.ty.method("__call__").is_some() => {
@@ -443,7 +547,10 @@ impl Executor {
             // SAFETY: the frame is live.
             let clo = unsafe { &*fr.clo };
             let code = &clo.proto.code;
-            let entry = TraceEntry { function: code.name.to_string(), span: code.span_at((fr.pc as usize).saturating_sub(1)) };
+            let entry = TraceEntry {
+                function: code.name.to_string(),
+                span: code.span_at((fr.pc as usize).saturating_sub(1)),
+            };
             let is_skip = matches!(&self.reraise_skip, Some((e, f)) if Arc::ptr_eq(e, &exc) && *f == fi);
             if let Some(h) = self.handlers.last().copied() {
                 if h.frame as usize == fi {
@@ -476,6 +583,18 @@ impl Executor {
                 outer.push_back(entry);
             }
             self.pop_frame();
+            if fr.ret != Ret::Normal {
+                self.special.pop();
+            }
+            if fr.ret == Ret::GenFor {
+                self.end_gen_slot((fr.base as usize).wrapping_sub(1));
+            }
+            if matches!(fr.ret, Ret::Op | Ret::OpInplace) {
+                // Its callee slot lies above the caller's window.
+                if let Some(s) = self.stack.get_mut((fr.base as usize).wrapping_sub(1)) {
+                    *s = Value::Unbound;
+                }
+            }
             if self.frames.len() <= stop {
                 flush(&exc, inner, outer);
                 return Err(exc);
@@ -544,6 +663,14 @@ impl Executor {
             // SAFETY: a saved pc is an instruction index of this code.
             let mut ip: *const Instr = unsafe { start.add(top.pc as usize) };
             let mut regs: *mut Value = unsafe { self.stack.as_mut_ptr().add(base) };
+            // Frames above this count return on the fast paths: above this
+            // run's bottom frame and above every frame the VM pushed for an
+            // instruction (`self.special`, which only changes on the way
+            // through 'reload).
+            let floor = match self.special.last() {
+                Some(&d) => (d as usize).max(stop + 1),
+                None => stop + 1,
+            };
 
             macro_rules! r {
                 ($i:expr) => {
@@ -621,13 +748,15 @@ impl Executor {
             }
             macro_rules! return_fast {
                 ($a:expr, $clear:expr) => {{
-                    if self.frames.len() > stop + 1 && base > 0 {
+                    // Frames the VM pushed for an instruction (`Ret::Init`,
+                    // `Ret::Op`) return through `slow`.
+                    if self.frames.len() > floor && base > 0 {
                         macro_rules! ret {
                             ($v:expr) => {{
                                 self.pop_frame_clearing($clear);
                                 // SAFETY: `base - 1` lies in the caller's window.
                                 setv(unsafe { &mut *self.stack.as_mut_ptr().add(base - 1) }, $v);
-                                // SAFETY: a caller's frame is below this one (`frames.len() > stop + 1`).
+                                // SAFETY: a caller's frame is below this one (`frames.len() > floor`).
                                 let top = unsafe { self.frames.last().unwrap_unchecked() };
                                 enter!(top.code, top.base as usize, top.pc as usize)
                             }};
@@ -853,6 +982,16 @@ impl Executor {
                     // parameters can hold anything). One arm each, so the count
                     // is a constant in each.
                     Instr::Return { a } => return_fast!(a, usize::MAX),
+                    Instr::ReturnNone => {
+                        if self.frames.len() > floor && base > 0 {
+                            self.pop_frame();
+                            // SAFETY: `base - 1` lies in the caller's window.
+                            setv(unsafe { &mut *self.stack.as_mut_ptr().add(base - 1) }, Value::None);
+                            // SAFETY: a caller's frame is below this one.
+                            let top = unsafe { self.frames.last().unwrap_unchecked() };
+                            enter!(top.code, top.base as usize, top.pc as usize)
+                        }
+                    }
                     Instr::ReturnParams { a, n } => return_fast!(a, n as usize),
                     Instr::GetIndex { a, b, c } => match (&*r!(b), &*r!(c)) {
                         (Value::List(l), Value::Int(i)) => {
@@ -910,6 +1049,105 @@ impl Executor {
                         }
                         _ => {}
                     },
+                    // A tuple or list of the expected length: item by item,
+                    // without a vector in between. (`b` is never one of the
+                    // targets: `Unpack` writes fresh temporaries, and the
+                    // compiler emits `UnpackRegs` only when it is not.)
+                    Instr::Unpack { a, b, n } => match &*r!(b) {
+                        Value::Tuple(t) if t.0.len() == n as usize && (b < a || b >= a + n) => {
+                            for (i, v) in t.0.iter().enumerate() {
+                                copy_item(r!(a as usize + i), v);
+                            }
+                            continue;
+                        }
+                        Value::List(l) if b < a || b >= a + n => {
+                            let items = l.items.read();
+                            if items.len() == n as usize {
+                                for (i, v) in items.iter().enumerate() {
+                                    copy_item(r!(a as usize + i), v);
+                                }
+                                continue;
+                            }
+                        }
+                        _ => {}
+                    },
+                    Instr::UnpackRegs { b, k, n } => {
+                        if let Some(Value::Tuple(regs)) = code.consts.get(k as usize) {
+                            match &*r!(b) {
+                                Value::Tuple(t) if t.0.len() == n as usize => {
+                                    for (v, r) in t.0.iter().zip(regs.0.iter()) {
+                                        if let Value::Int(r) = *r {
+                                            copy_item(r!(r), v);
+                                        }
+                                    }
+                                    continue;
+                                }
+                                Value::List(l) => {
+                                    let items = l.items.read();
+                                    if items.len() == n as usize {
+                                        for (v, r) in items.iter().zip(regs.0.iter()) {
+                                            if let Value::Int(r) = *r {
+                                                copy_item(r!(r), v);
+                                            }
+                                        }
+                                        continue;
+                                    }
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                    // Struct attributes and methods through the instruction's
+                    // inline cache (`vm/ic.rs`); `slow` fills it on a miss.
+                    Instr::GetAttr { a, b, .. } => {
+                        if let Value::Struct(s) = &*r!(b) {
+                            if let Some(Hit::Field(i)) = code.ic_at(pc!() - 1).and_then(|ic| ic.get(s.ty.id)) {
+                                let f = s.fields.read();
+                                if let Some(v) = f.get(i) {
+                                    let v = dup(v);
+                                    drop(f);
+                                    setv(r!(a), v);
+                                    continue;
+                                }
+                            }
+                        }
+                    }
+                    Instr::SetAttr { a, c, .. } => {
+                        if let Value::Struct(s) = &*r!(a) {
+                            if let Some(Hit::Field(i)) = code.ic_at(pc!() - 1).and_then(|ic| ic.get(s.ty.id)) {
+                                let v = dup(r!(c));
+                                let mut f = s.fields.write();
+                                if let Some(slot) = f.get_mut(i) {
+                                    let old = std::mem::replace(slot, v);
+                                    drop(f);
+                                    drop(old);
+                                    continue;
+                                }
+                            }
+                        }
+                    }
+                    Instr::CallMethod { a, n, .. } => {
+                        // `obj.m(args…)`: the receiver already sits where `self`
+                        // goes, so the method is called like a plain closure.
+                        if let Value::Struct(s) = &*r!(a as usize + 1) {
+                            if let Some(Hit::Method(i)) = code.ic_at(pc!() - 1).and_then(|ic| ic.get(s.ty.id)) {
+                                if let Some((_, Value::Func(c))) = s.ty.methods.get_index(i) {
+                                    if c.proto.simple && n + 1 == c.proto.nparams {
+                                        let clo = Arc::as_ptr(c);
+                                        let callee: *const Code = &*c.proto.code;
+                                        let f = Value::Func(c.clone());
+                                        setv(r!(a), f);
+                                        let fpos = base + a as usize;
+                                        save_pc!();
+                                        match self.push_frame(fpos, clo) {
+                                            Ok(()) => enter!(callee, fpos + 1, 0),
+                                            Err(e) => throw!(e),
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
                     Instr::AppendTo { a, b, c, mv } => {
                         if let Value::List(l) = &*r!(b) {
                             let v = if mv { take(r!(c)) } else { dup(r!(c)) };
@@ -925,7 +1163,9 @@ impl Executor {
                         }
                     }
                     Instr::ForRangeLoop { a, b } => {
-                        if let (Value::Int(cur), Value::Int(stop), Value::Int(step)) = (&*r!(a), &*r!(a as usize + 1), &*r!(a as usize + 2)) {
+                        if let (Value::Int(cur), Value::Int(stop), Value::Int(step)) =
+                            (&*r!(a), &*r!(a as usize + 1), &*r!(a as usize + 2))
+                        {
                             let (stop, step) = (*stop, *step);
                             if let Some(next) = cur.checked_add(step) {
                                 if (step > 0 && next < stop) || (step < 0 && next > stop) {
@@ -972,22 +1212,86 @@ impl Executor {
                                 None => {}
                             }
                         }
+                        // A generator: its frame is pushed on this loop
+                        // (`resume.rs`); its `yield` comes back to the `Jmp` word.
+                        if let Value::Object(o) = &*r!(a) {
+                            if o.0.as_any().is::<crate::vm::generator::GenObj>() {
+                                let gv = (*r!(a)).clone();
+                                save_pc!();
+                                match self.push_gen_frame(gv) {
+                                    Ok(true) => continue 'reload,
+                                    Ok(false) => {
+                                        setv(r!(a as usize + 1), Value::None);
+                                        follow_jmp!();
+                                        continue;
+                                    }
+                                    Err(e) => throw!(e),
+                                }
+                            }
+                        }
+                    }
+                    Instr::Yield { a, b } => {
+                        // SAFETY: this loop runs the top frame, so there is one.
+                        if unsafe { self.frames.last().unwrap_unchecked() }.ret == Ret::GenFor {
+                            let v = dup(r!(a));
+                            setv(r!(b), Value::None);
+                            save_pc!();
+                            match self.yield_to_for(v) {
+                                Flow::Fail(e) => return Err(e),
+                                Flow::Return(v) => return Ok(v),
+                                Flow::Throw(e) => throw!(e),
+                                Flow::Next | Flow::Reload => continue 'reload,
+                            }
+                        }
                     }
                     // Every other instruction is named rather than caught by
                     // `_`: an exhaustive match gives the jump table an
                     // unreachable default, so a dispatch needs no range check
                     // (2 instructions of ~9).
-                    Instr::SetGlobal { .. } | Instr::GetCell { .. } | Instr::SetCell { .. } | Instr::GetFree { .. } | Instr::SetFree { .. }
-                    | Instr::MakeCell { .. } | Instr::Unary { .. } | Instr::CallKw { .. } | Instr::CallEx { .. } | Instr::CallK { .. }
-                    | Instr::CallMethod { .. } | Instr::ReturnNone | Instr::GetAttr { .. } | Instr::SetAttr { .. } | Instr::BuildList { .. }
-                    | Instr::BuildTuple { .. } | Instr::BuildDict { .. } | Instr::ListAppend { .. } | Instr::ListExtend { .. } | Instr::DictSet { .. }
-                    | Instr::DictUpdate { .. } | Instr::BuildSlice { .. } | Instr::BuildRange { .. } | Instr::ForPrep { .. } | Instr::ForRangePrep { .. }
-                    | Instr::Unpack { .. } | Instr::UnpackEx { .. } | Instr::MakeFunc { .. } | Instr::MakeStruct { .. } | Instr::StructConst { .. } | Instr::Raise { .. }
-                    | Instr::Reraise { .. } | Instr::AssertFail { .. } | Instr::PushHandler { .. } | Instr::PopHandler | Instr::ExcMatch { .. }
-                    | Instr::ToRepr { .. } | Instr::Format { .. } | Instr::Concat { .. } | Instr::ParFor { .. }
-                    | Instr::BuildSet { .. } | Instr::SetAdd { .. } | Instr::DelIndex { .. } | Instr::DelLocal { .. }
-                    | Instr::DelGlobal { .. } | Instr::DelCell { .. } | Instr::DelFree { .. }
-                    | Instr::Yield { .. } | Instr::GetIter { .. } | Instr::IterPrep { .. } => {}
+                    Instr::SetGlobal { .. }
+                    | Instr::GetCell { .. }
+                    | Instr::SetCell { .. }
+                    | Instr::GetFree { .. }
+                    | Instr::SetFree { .. }
+                    | Instr::MakeCell { .. }
+                    | Instr::Unary { .. }
+                    | Instr::CallKw { .. }
+                    | Instr::CallEx { .. }
+                    | Instr::CallK { .. }
+                    | Instr::BuildList { .. }
+                    | Instr::BuildTuple { .. }
+                    | Instr::BuildDict { .. }
+                    | Instr::ListAppend { .. }
+                    | Instr::ListExtend { .. }
+                    | Instr::DictSet { .. }
+                    | Instr::DictUpdate { .. }
+                    | Instr::BuildSlice { .. }
+                    | Instr::BuildRange { .. }
+                    | Instr::ForPrep { .. }
+                    | Instr::ForRangePrep { .. }
+                    | Instr::UnpackEx { .. }
+                    | Instr::MakeFunc { .. }
+                    | Instr::MakeStruct { .. }
+                    | Instr::StructConst { .. }
+                    | Instr::Raise { .. }
+                    | Instr::Reraise { .. }
+                    | Instr::AssertFail { .. }
+                    | Instr::PushHandler { .. }
+                    | Instr::PopHandler
+                    | Instr::ExcMatch { .. }
+                    | Instr::ToRepr { .. }
+                    | Instr::Format { .. }
+                    | Instr::Concat { .. }
+                    | Instr::ParFor { .. }
+                    | Instr::BuildSet { .. }
+                    | Instr::SetAdd { .. }
+                    | Instr::DelIndex { .. }
+                    | Instr::DelLocal { .. }
+                    | Instr::DelGlobal { .. }
+                    | Instr::DelCell { .. }
+                    | Instr::DelFree { .. }
+                    | Instr::GetIter { .. }
+                    | Instr::IterPrep { .. } => {}
                 }
                 // Everything else, and the cases above whose fast path did not apply.
                 let mut pc = pc!();
@@ -999,6 +1303,7 @@ impl Executor {
                     Flow::Reload => continue 'reload,
                     Flow::Throw(e) => throw!(e),
                     Flow::Return(v) => return Ok(v),
+                    Flow::Fail(e) => return Err(e),
                 }
             }
         }
@@ -1028,14 +1333,72 @@ impl Executor {
                 }
             }
         }
+        if let Some(r) = self.call_with_self_at(fpos, n) {
+            return r.map(|()| None);
+        }
         let f = std::mem::replace(&mut self.stack[fpos], Value::None);
         let pos: Args = (0..n).map(|i| take(&mut self.stack[fpos + 1 + i])).collect();
         self.setup_call(fpos, f, pos, Vec::new())
     }
 
+    /// `call_at` for callees that take one argument more than the call
+    /// passes: a bound method (its receiver) and a struct type whose
+    /// `__init__` is a plain Apsi function (a new instance, run as an
+    /// `Init` frame). The arguments move up one slot in place, `self` goes
+    /// first, and the frame is pushed without collecting anything. `None`
+    /// when the callee is neither, or its parameters do not fit the call.
+    #[inline]
+    fn call_with_self_at(&mut self, fpos: usize, n: usize) -> Option<VResult<()>> {
+        let (clo, recv, slot, ret) = match self.stack.get(fpos)? {
+            Value::BoundMethod(bm) => match &bm.func {
+                Value::Func(c) if c.proto.simple => (c.clone(), bm.receiver.clone(), bm.func.clone(), Ret::Normal),
+                _ => return None,
+            },
+            Value::StructType(t) => {
+                let c = t.simple_init.as_ref()?;
+                let obj = super::structs::blank(t);
+                (c.clone(), obj.clone(), obj, Ret::Init)
+            }
+            _ => return None,
+        };
+        let np = clo.proto.nparams as usize;
+        let nd = clo.proto.ndefaults as usize;
+        if n + 1 > np || n + 1 + nd < np {
+            return None;
+        }
+        // The call's registers are the top of the caller's live ones, so
+        // the slots from `fpos` up (the callee's window) are free to use.
+        self.ensure(fpos + np + 2);
+        self.stack[fpos + 1..fpos + n + 2].rotate_right(1);
+        self.stack[fpos + 1] = recv;
+        for i in n + 1..np {
+            self.stack[fpos + 1 + i] = clo.defaults[i + nd - np].clone();
+        }
+        // The callee slot keeps the closure alive: it holds the function,
+        // or for `Init` the instance, whose type holds its `__init__`.
+        self.stack[fpos] = slot;
+        let ptr = Arc::as_ptr(&clo);
+        drop(clo);
+        Some(match self.push_frame(fpos, ptr) {
+            Ok(()) => {
+                self.mark_top(ret);
+                Ok(())
+            }
+            Err(e) => {
+                for s in self.stack.iter_mut().skip(fpos).take(np + 1) {
+                    *s = Value::Unbound;
+                }
+                Err(e)
+            }
+        })
+    }
+
     pub(crate) fn native_enter(&mut self) -> VResult<()> {
         if self.native_depth >= self.shared.max_native_depth {
-            return Err(err(ErrorKind::RecursionError, "maximum recursion depth exceeded (through native functions)"));
+            return Err(err(
+                ErrorKind::RecursionError,
+                "maximum recursion depth exceeded (through native functions)",
+            ));
         }
         self.native_depth += 1;
         Ok(())

@@ -5,9 +5,9 @@
 //! cells are fixed at definition time); only the contents of its cells change,
 //! behind a lock, so closures may be called from several threads at once.
 
+use super::vlock::VLock as RwLock;
 use crate::compile::code::FuncProto;
 use crate::vm::value::Value;
-use super::vlock::VLock as RwLock;
 use std::sync::Arc;
 
 /// A variable captured by an inner function (or declared `nonlocal`).

@@ -10,7 +10,8 @@
 //! until the frame yields (`Instr::Yield`) or ends, and moves it back.
 //!
 //! Invariants:
-//! - The lock is held only to change state, never while Apsi code runs, so
+//! - The lock (a `VLock`: free while one thread runs Apsi code) is held
+//!   only to change state, never while Apsi code runs, so
 //!   a generator may be passed between threads; resuming one that is
 //!   running (on another thread, or from inside itself) raises
 //!   `ValueError: generator already executing`.
@@ -21,8 +22,8 @@
 
 use super::function::{Cell, Closure};
 use super::value::{ApsiObject, Exc, Value};
+use super::vlock::VLock;
 use crate::error::ErrorKind;
-use parking_lot::Mutex;
 use std::sync::Arc;
 
 /// One step of an iterator.
@@ -61,7 +62,7 @@ pub(crate) struct GenState {
 pub struct GenObj {
     pub name: Arc<str>,
     pub(crate) func: Arc<Closure>,
-    pub(crate) state: Mutex<GenState>,
+    pub(crate) state: VLock<GenState>,
 }
 
 impl GenObj {
@@ -74,7 +75,13 @@ impl GenObj {
         let g = GenObj {
             name: func.name.as_str().into(),
             func,
-            state: Mutex::new(GenState { status: GenStatus::Created, frame: SavedFrame { regs, ..SavedFrame::default() } }),
+            state: VLock::new(GenState {
+                status: GenStatus::Created,
+                frame: SavedFrame {
+                    regs,
+                    ..SavedFrame::default()
+                },
+            }),
         };
         Value::Object(Arc::new(super::value::ObjBox(Box::new(g))))
     }

@@ -4,8 +4,8 @@
 //! once (a top-level `def`/`struct`/`use`) is a write-once cell whose reads
 //! are one atomic load; every other slot is a small read-write lock.
 
-use crate::vm::value::Value;
 use super::vlock::VLock as RwLock;
+use crate::vm::value::Value;
 use std::sync::{Arc, OnceLock};
 
 pub struct GlobalSlot {
@@ -27,7 +27,12 @@ impl GlobalSlot {
                 var = Some(v);
             }
         }
-        GlobalSlot { name: name.into(), is_const, konst, var: RwLock::new(var) }
+        GlobalSlot {
+            name: name.into(),
+            is_const,
+            konst,
+            var: RwLock::new(var),
+        }
     }
 
     #[inline]

@@ -13,6 +13,7 @@
 //! - [`globals`]: module globals, one slot each, readable from any thread
 //!   without a global lock; write-once slots (top-level `def`/`struct`/`use`)
 //!   are a single atomic load.
+//! - [`ic`]: inline caches for struct attributes and method calls.
 //! - [`function`]: closures and the cells captured variables live in.
 //!
 //! Threads: code objects are immutable and shared; each OS thread runs its
@@ -25,9 +26,10 @@ pub mod exec;
 pub mod function;
 pub mod generator;
 pub mod globals;
+pub mod ic;
 pub mod reentry;
-pub mod structs;
 pub mod runtime;
+pub mod structs;
 pub mod value;
 pub mod vlock;
 

@@ -47,7 +47,15 @@ pub struct RuntimeConfig {
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
-        RuntimeConfig { argv: Vec::new(), modules: Vec::new(), output: None, max_depth: 200_000, max_native_depth: 400, thread_stack: 0, threads: None }
+        RuntimeConfig {
+            argv: Vec::new(),
+            modules: Vec::new(),
+            output: None,
+            max_depth: 200_000,
+            max_native_depth: 400,
+            thread_stack: 0,
+            threads: None,
+        }
     }
 }
 
@@ -75,10 +83,16 @@ pub struct Shared {
 
 impl Shared {
     pub(crate) fn write_out(&self, text: &str) -> VResult<()> {
-        self.out.lock().write_all(text.as_bytes()).map_err(|e| err(ErrorKind::IOError, format!("cannot write output: {e}")))
+        self.out
+            .lock()
+            .write_all(text.as_bytes())
+            .map_err(|e| err(ErrorKind::IOError, format!("cannot write output: {e}")))
     }
     pub(crate) fn flush_out(&self) -> VResult<()> {
-        self.out.lock().flush().map_err(|e| err(ErrorKind::IOError, format!("cannot write output: {e}")))
+        self.out
+            .lock()
+            .flush()
+            .map_err(|e| err(ErrorKind::IOError, format!("cannot write output: {e}")))
     }
 }
 
@@ -134,7 +148,9 @@ impl Env<'_> {
                 Some(GlobalRef::Slot(s)) => s.get(),
                 None => None,
             };
-            self.g.own.insert(n.clone(), Arc::new(GlobalSlot::new(n, is_const, initial)));
+            self.g
+                .own
+                .insert(n.clone(), Arc::new(GlobalSlot::new(n, is_const, initial)));
         }
     }
 }
@@ -184,7 +200,10 @@ pub fn error_to_run_error(e: &ErrorObj) -> RunError {
         }
     }
     if let Some(sp) = primary {
-        d.labels.push(Label { span: sp, message: None });
+        d.labels.push(Label {
+            span: sp,
+            message: None,
+        });
     }
     d.help = e.hint.clone();
     d.trace = trace;
@@ -196,11 +215,19 @@ fn module_obj(desc: &ModuleDescriptor) -> Arc<ModuleObj> {
     for (n, v) in &desc.exports {
         attrs.insert(n.clone(), v.clone());
     }
-    Arc::new(ModuleObj { name: desc.name.to_string(), path: None, attrs: RwLock::new(attrs) })
+    Arc::new(ModuleObj {
+        name: desc.name.to_string(),
+        path: None,
+        attrs: RwLock::new(attrs),
+    })
 }
 
 fn module_exports(m: &ModuleObj) -> Vec<(String, GlobalRef)> {
-    m.attrs.read().iter().map(|(n, v)| (n.to_string(), GlobalRef::Const(v.clone()))).collect()
+    m.attrs
+        .read()
+        .iter()
+        .map(|(n, v)| (n.to_string(), GlobalRef::Const(v.clone())))
+        .collect()
 }
 
 impl Runtime {
@@ -214,13 +241,30 @@ impl Runtime {
         for (n, v) in crate::builtins::prelude().exports {
             prelude.insert(n.to_string(), v);
         }
-        prelude.insert("argv".to_string(), Value::list(config.argv.iter().map(|a| Value::str(a.as_str())).collect()));
+        prelude.insert(
+            "argv".to_string(),
+            Value::list(config.argv.iter().map(|a| Value::str(a.as_str())).collect()),
+        );
         // `@native` needs no `use`: a compiled-in native module's `native` replaces the prelude's fallback.
-        if let Some(v) = config.modules.iter().find(|d| d.name == "native").and_then(|d| d.get("native")) {
+        if let Some(v) = config
+            .modules
+            .iter()
+            .find(|d| d.name == "native")
+            .and_then(|d| d.get("native"))
+        {
             prelude.insert("native".to_string(), v.clone());
         }
-        let modules = config.modules.iter().map(|d| (d.name.to_string(), module_obj(d))).collect();
-        let namespace_only = config.modules.iter().filter(|d| d.namespace_only).map(|d| d.name.to_string()).collect();
+        let modules = config
+            .modules
+            .iter()
+            .map(|d| (d.name.to_string(), module_obj(d)))
+            .collect();
+        let namespace_only = config
+            .modules
+            .iter()
+            .filter(|d| d.namespace_only)
+            .map(|d| d.name.to_string())
+            .collect();
         let out: Box<dyn Write + Send> = config.output.unwrap_or_else(|| Box::new(std::io::stdout()));
         let shared = Shared {
             out: Mutex::new(BufWriter::with_capacity(1 << 16, out)),
@@ -237,7 +281,16 @@ impl Runtime {
             // now (a no-op when it already exists).
             let _ = rayon::ThreadPoolBuilder::new().num_threads(n).build_global();
         }
-        Runtime { shared: Arc::new(shared), repl: UnitGlobals::default(), repl_modules: HashMap::new(), thread_stack: if config.thread_stack == 0 { 0 } else { config.thread_stack.max(1 << 20) } }
+        Runtime {
+            shared: Arc::new(shared),
+            repl: UnitGlobals::default(),
+            repl_modules: HashMap::new(),
+            thread_stack: if config.thread_stack == 0 {
+                0
+            } else {
+                config.thread_stack.max(1 << 20)
+            },
+        }
     }
 
     /// A new executor for running Apsi code on the current thread (for
@@ -261,9 +314,17 @@ impl Runtime {
             this.run_here(program)
         } else {
             std::thread::scope(|s| {
-                let h = std::thread::Builder::new().name("apsi-main".into()).stack_size(stack).spawn_scoped(s, move || this.run_here(program));
+                let h = std::thread::Builder::new()
+                    .name("apsi-main".into())
+                    .stack_size(stack)
+                    .spawn_scoped(s, move || this.run_here(program));
                 match h {
-                    Ok(h) => h.join().unwrap_or_else(|_| Err(RunError::Error(Diagnostic::new(ErrorKind::Error, "internal error: the interpreter thread panicked")))),
+                    Ok(h) => h.join().unwrap_or_else(|_| {
+                        Err(RunError::Error(Diagnostic::new(
+                            ErrorKind::Error,
+                            "internal error: the interpreter thread panicked",
+                        )))
+                    }),
                     Err(_) => this.run_here(program),
                 }
             })
@@ -294,14 +355,22 @@ impl Runtime {
                     Some(m) if self.shared.namespace_only.contains(name) => (Value::Module(m.clone()), Vec::new()),
                     Some(m) => (Value::Module(m.clone()), module_exports(m)),
                     None => {
-                        let d = Diagnostic::new(ErrorKind::ModuleNotFoundError, format!("no module named '{name}' is compiled into this interpreter")).at(u.span);
+                        let d = Diagnostic::new(
+                            ErrorKind::ModuleNotFoundError,
+                            format!("no module named '{name}' is compiled into this interpreter"),
+                        )
+                        .at(u.span);
                         return Err(RunError::Error(d));
                     }
                 },
                 UseTarget::File(j) => match done.get(*j).and_then(|m| m.as_ref()) {
                     Some(m) => (m.value.clone(), m.exports.clone()),
                     None => {
-                        let d = Diagnostic::new(ErrorKind::ModuleNotFoundError, format!("module '{}' was not loaded before its use", u.binding)).at(u.span);
+                        let d = Diagnostic::new(
+                            ErrorKind::ModuleNotFoundError,
+                            format!("module '{}' was not loaded before its use", u.binding),
+                        )
+                        .at(u.span);
                         return Err(RunError::Error(d));
                     }
                 },
@@ -322,7 +391,10 @@ impl Runtime {
         let bind_names: Vec<String> = binds.iter().map(|(n, _)| n.clone()).collect();
         let proto = {
             let table = analyze(&unit.ast, &bind_names);
-            let mut env = Env { g: &mut g, shared: &self.shared };
+            let mut env = Env {
+                g: &mut g,
+                shared: &self.shared,
+            };
             env.declare(&table.module_names, &table.module_once, false);
             compile_module(&unit.ast, &table, &mut env, false).map_err(|ds| RunError::Error(first_diag(ds)))?
         };
@@ -334,7 +406,13 @@ impl Runtime {
                 s.set(v);
             }
         }
-        let clo = Arc::new(Closure { name: "<module>".into(), proto, defaults: Box::new([]), kwdefaults: Box::new([]), free: Box::new([]) });
+        let clo = Arc::new(Closure {
+            name: "<module>".into(),
+            proto,
+            defaults: Box::new([]),
+            kwdefaults: Box::new([]),
+            free: Box::new([]),
+        });
         if let Err(e) = exec.run_closure(clo) {
             self.flush();
             return Err(error_to_run_error(&e));
@@ -352,8 +430,15 @@ impl Runtime {
                 exports.push((n.clone(), GlobalRef::Slot(s.clone())));
             }
         }
-        let obj = ModuleObj { name: unit.name.clone(), path: Some(unit.path.display().to_string()), attrs: RwLock::new(attrs) };
-        Ok(FileModule { value: Value::Module(Arc::new(obj)), exports })
+        let obj = ModuleObj {
+            name: unit.name.clone(),
+            path: Some(unit.path.display().to_string()),
+            attrs: RwLock::new(attrs),
+        };
+        Ok(FileModule {
+            value: Value::Module(Arc::new(obj)),
+            exports,
+        })
     }
 
     /// Run a REPL input as the checker returns it (`check::check_source`):
@@ -401,11 +486,19 @@ impl Runtime {
                         if alias.is_none() && !self.shared.namespace_only.contains(&name) {
                             self.repl.unqualified.extend(module_exports(m));
                         }
-                        let b = alias.as_ref().or(path.last()).map(|i| i.name.clone()).unwrap_or_default();
+                        let b = alias
+                            .as_ref()
+                            .or(path.last())
+                            .map(|i| i.name.clone())
+                            .unwrap_or_default();
                         binds.push((b, Value::Module(m.clone())));
                     }
                     None => {
-                        let d = Diagnostic::new(ErrorKind::ModuleNotFoundError, format!("no module named '{name}' is available in the REPL")).at(s.span);
+                        let d = Diagnostic::new(
+                            ErrorKind::ModuleNotFoundError,
+                            format!("no module named '{name}' is available in the REPL"),
+                        )
+                        .at(s.span);
                         return Err(RunError::Error(d));
                     }
                 }
@@ -418,7 +511,10 @@ impl Runtime {
         let bind_names: Vec<String> = binds.iter().map(|(n, _)| n.clone()).collect();
         let proto = {
             let table = analyze(ast, &bind_names);
-            let mut env = Env { g: &mut self.repl, shared: &self.shared };
+            let mut env = Env {
+                g: &mut self.repl,
+                shared: &self.shared,
+            };
             env.declare(&table.module_names, &table.module_once, true);
             compile_module(ast, &table, &mut env, true).map_err(|ds| RunError::Error(first_diag(ds)))?
         };
@@ -427,7 +523,13 @@ impl Runtime {
                 s.set(v);
             }
         }
-        let clo = Arc::new(Closure { name: "<module>".into(), proto, defaults: Box::new([]), kwdefaults: Box::new([]), free: Box::new([]) });
+        let clo = Arc::new(Closure {
+            name: "<module>".into(),
+            proto,
+            defaults: Box::new([]),
+            kwdefaults: Box::new([]),
+            free: Box::new([]),
+        });
         let stack = self.thread_stack;
         let shared = self.shared.clone();
         let run = move || {
@@ -437,9 +539,17 @@ impl Runtime {
         let r = if stack == 0 {
             run()
         } else {
-            std::thread::scope(|s| match std::thread::Builder::new().name("apsi-repl".into()).stack_size(stack).spawn_scoped(s, run) {
-                Ok(h) => h.join().unwrap_or_else(|_| Err(err(ErrorKind::Error, "internal error: the interpreter thread panicked"))),
-                Err(_) => Err(err(ErrorKind::Error, "cannot start the interpreter thread")),
+            std::thread::scope(|s| {
+                match std::thread::Builder::new()
+                    .name("apsi-repl".into())
+                    .stack_size(stack)
+                    .spawn_scoped(s, run)
+                {
+                    Ok(h) => h.join().unwrap_or_else(|_| {
+                        Err(err(ErrorKind::Error, "internal error: the interpreter thread panicked"))
+                    }),
+                    Err(_) => Err(err(ErrorKind::Error, "cannot start the interpreter thread")),
+                }
             })
         };
         self.flush();
@@ -458,13 +568,24 @@ fn with_task_failures(r: Result<(), RunError>, failures: Vec<Exc>) -> Result<(),
     if failures.is_empty() {
         return r;
     }
-    let note = |e: &Exc| format!("a task that was never waited for failed: {}: {}", e.kind.name(), e.message);
+    let note = |e: &Exc| {
+        format!(
+            "a task that was never waited for failed: {}: {}",
+            e.kind.name(),
+            e.message
+        )
+    };
     match r {
         Ok(()) | Err(RunError::Exit(0)) => {
             let mut it = failures.iter();
             let Some(first) = it.next() else { return Ok(()) };
-            let RunError::Error(mut d) = error_to_run_error(first) else { return Ok(()) };
-            d.notes.push("this error happened in a task that was never waited for (call .wait() or wait_all() to handle it)".into());
+            let RunError::Error(mut d) = error_to_run_error(first) else {
+                return Ok(());
+            };
+            d.notes.push(
+                "this error happened in a task that was never waited for (call .wait() or wait_all() to handle it)"
+                    .into(),
+            );
             d.notes.extend(it.map(note));
             Err(RunError::Error(d))
         }

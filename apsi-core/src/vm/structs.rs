@@ -131,7 +131,13 @@ pub(crate) fn make_struct_type(sp: &StructProto, vals: Vec<Value>) -> VResult<Va
             .map(|p| p.hash_mode.clone())
             .unwrap_or(HashMode::Identity)
     };
+    let simple_init = match methods.get("__init__") {
+        Some(Value::Func(c)) if c.proto.simple => Some(c.clone()),
+        _ => None,
+    };
     Ok(Value::StructType(Arc::new(StructType {
+        id: StructType::new_id(),
+        simple_init,
         name: sp.name.clone(),
         fields,
         methods,

@@ -104,7 +104,9 @@ impl Value {
     }
     /// A set of the keys of `members` (their values are unused; `none`).
     pub fn set(members: DictMap) -> Value {
-        Value::Set(Arc::new(SetObj { map: VLock::new(members) }))
+        Value::Set(Arc::new(SetObj {
+            map: VLock::new(members),
+        }))
     }
 
     /// The name of the value's type, as `type(x)` and error messages say it.
@@ -230,7 +232,10 @@ impl StrObj {
             return StrObj::from_text(&s);
         }
         let nchars = if s.is_ascii() { s.len() } else { s.chars().count() };
-        StrObj { data: StrData::Heap(s), nchars }
+        StrObj {
+            data: StrData::Heap(s),
+            nchars,
+        }
     }
 
     /// Build from a borrowed string (no intermediate `String` for short text).
@@ -239,9 +244,15 @@ impl StrObj {
         if s.len() <= Self::INLINE {
             let mut buf = [0u8; Self::INLINE];
             buf[..s.len()].copy_from_slice(s.as_bytes());
-            StrObj { data: StrData::Inline(s.len() as u8, buf), nchars }
+            StrObj {
+                data: StrData::Inline(s.len() as u8, buf),
+                nchars,
+            }
         } else {
-            StrObj { data: StrData::Heap(s.to_string()), nchars }
+            StrObj {
+                data: StrData::Heap(s.to_string()),
+                nchars,
+            }
         }
     }
 
@@ -281,7 +292,10 @@ impl StrObj {
         if i < 0 {
             buf[0] = b'-';
         }
-        StrObj { data: StrData::Inline(len as u8, buf), nchars: len }
+        StrObj {
+            data: StrData::Inline(len as u8, buf),
+            nchars: len,
+        }
     }
 
     /// For an inline string: its byte length and the whole inline buffer
@@ -329,7 +343,25 @@ mod str_tests {
 
     #[test]
     fn ints_print_as_rust_formats_them() {
-        let mut cases = vec![0i64, 1, -1, 9, 10, 11, 99, 100, 101, 999, 1000, -10, -99, -100, i64::MAX, i64::MIN, i64::MIN + 1];
+        let mut cases = vec![
+            0i64,
+            1,
+            -1,
+            9,
+            10,
+            11,
+            99,
+            100,
+            101,
+            999,
+            1000,
+            -10,
+            -99,
+            -100,
+            i64::MAX,
+            i64::MIN,
+            i64::MIN + 1,
+        ];
         for p in 0..19 {
             let x = 10i64.pow(p);
             cases.extend([x - 1, x, x + 1, -x, -(x - 1), -(x + 1)]);
@@ -351,7 +383,14 @@ mod str_tests {
 
     #[test]
     fn short_and_long_strings_round_trip() {
-        for s in ["", "a", "héllo wörld", "0123456789012345678901", "01234567890123456789012", "ünïcödé ünïcödé ünïcödé"] {
+        for s in [
+            "",
+            "a",
+            "héllo wörld",
+            "0123456789012345678901",
+            "01234567890123456789012",
+            "ünïcödé ünïcödé ünïcödé",
+        ] {
             let o = StrObj::new(s.to_string());
             assert_eq!(o.as_str(), s);
             assert_eq!(o.char_len(), s.chars().count());
@@ -377,7 +416,9 @@ pub struct ListObj {
 
 impl ListObj {
     pub fn new(items: Vec<Value>) -> ListObj {
-        ListObj { items: VLock::new(items) }
+        ListObj {
+            items: VLock::new(items),
+        }
     }
 }
 
@@ -417,7 +458,11 @@ impl RangeObj {
     pub fn len(&self) -> i64 {
         let (start, stop, step) = (self.start as i128, self.stop as i128, self.step as i128);
         let n = if step > 0 {
-            if stop > start { (stop - start + step - 1) / step } else { 0 }
+            if stop > start {
+                (stop - start + step - 1) / step
+            } else {
+                0
+            }
         } else if start > stop {
             (start - stop - step - 1) / (-step)
         } else {
@@ -448,7 +493,10 @@ impl HashKey {
         if key_hashable(&v) {
             Ok(HashKey(v))
         } else {
-            Err(ErrorObj::new(ErrorKind::TypeError, format!("unhashable type: '{}'", unhashable_part(&v).type_name())))
+            Err(ErrorObj::new(
+                ErrorKind::TypeError,
+                format!("unhashable type: '{}'", unhashable_part(&v).type_name()),
+            ))
         }
     }
     /// An int key (always hashable).
@@ -559,12 +607,16 @@ pub fn key_eq(a: &Value, b: &Value) -> bool {
         (Value::Bool(x), Value::Bool(y)) => x == y,
         (Value::Int(x), Value::Int(y)) => x == y,
         (Value::Float(x), Value::Float(y)) => x == y,
-        (Value::Int(x), Value::Float(y)) | (Value::Float(y), Value::Int(x)) => (*x as f64) == *y && y.fract() == 0.0 && (*y as i64) == *x,
+        (Value::Int(x), Value::Float(y)) | (Value::Float(y), Value::Int(x)) => {
+            (*x as f64) == *y && y.fract() == 0.0 && (*y as i64) == *x
+        }
         (Value::Bool(x), Value::Int(y)) | (Value::Int(y), Value::Bool(x)) => (*x as i64) == *y,
         (Value::Bool(x), Value::Float(y)) | (Value::Float(y), Value::Bool(x)) => (*x as i64 as f64) == *y,
         (Value::Str(x), Value::Str(y)) => x.as_str() == y.as_str(),
         (Value::Bytes(x), Value::Bytes(y)) => x.0 == y.0,
-        (Value::Tuple(x), Value::Tuple(y)) => x.0.len() == y.0.len() && x.0.iter().zip(y.0.iter()).all(|(p, q)| key_eq(p, q)),
+        (Value::Tuple(x), Value::Tuple(y)) => {
+            x.0.len() == y.0.len() && x.0.iter().zip(y.0.iter()).all(|(p, q)| key_eq(p, q))
+        }
         (Value::Struct(x), _) | (_, Value::Struct(x)) if !matches!(x.ty.hash_mode, HashMode::Identity) => {
             a.is(b) || crate::ops::dunder::eq(a, b).and_then(|r| r.ok()).unwrap_or(false)
         }
@@ -590,10 +642,16 @@ pub struct NativeFn {
 
 impl NativeFn {
     pub fn new(name: &str, f: NativeFnPtr) -> NativeFn {
-        NativeFn { name: name.into(), imp: NativeImpl::Ptr(f) }
+        NativeFn {
+            name: name.into(),
+            imp: NativeImpl::Ptr(f),
+        }
     }
     pub fn closure(name: &str, f: Box<NativeClosure>) -> NativeFn {
-        NativeFn { name: name.into(), imp: NativeImpl::Closure(f) }
+        NativeFn {
+            name: name.into(),
+            imp: NativeImpl::Closure(f),
+        }
     }
     #[inline]
     pub fn call(&self, caller: &mut dyn Caller, args: &[Value], kwargs: Kwargs) -> VResult<Value> {
@@ -628,7 +686,10 @@ pub trait Caller {
     /// Run a generator to its next `yield` (`vm::generator`). Only an
     /// interpreter can; other callers refuse.
     fn resume_generator(&mut self, g: &crate::vm::generator::GenObj) -> VResult<crate::vm::generator::Step> {
-        Err(ErrorObj::new(ErrorKind::TypeError, format!("generator '{}' cannot run inside this operation", g.name)))
+        Err(ErrorObj::new(
+            ErrorKind::TypeError,
+            format!("generator '{}' cannot run inside this operation", g.name),
+        ))
     }
 }
 
@@ -646,6 +707,10 @@ pub struct BoundMethod {
 /// inherited entries overridden by this struct's own. `parent` is kept for
 /// `isinstance`, `super()` and error matching only.
 pub struct StructType {
+    /// A number no other struct type of this process has, or 0 once 2^32
+    /// numbers are used up: what inline caches are keyed by (`vm::ic`);
+    /// 0 matches no cache entry.
+    pub id: u32,
     pub name: String,
     pub fields: Vec<StructField>,
     /// Methods by name (functions taking `self` first), inherited ones included.
@@ -663,6 +728,10 @@ pub struct StructType {
     pub error_kind: Option<ErrorKind>,
     /// How instances hash as dict keys and set members.
     pub hash_mode: HashMode,
+    /// `methods["__init__"]` when it is an Apsi function of plain
+    /// positional parameters (not a generator): what a constructor call
+    /// runs as a frame (`vm/exec/frames.rs`) without a name lookup.
+    pub simple_init: Option<Arc<crate::vm::function::Closure>>,
 }
 
 /// How a struct's instances hash (LANGUAGE.md §10.3).
@@ -686,8 +755,13 @@ pub struct StructField {
 impl StructType {
     /// A struct type without parent, constants, statics or properties (the
     /// result structs that modules and the prelude return).
-    pub fn plain(name: impl Into<String>, fields: Vec<StructField>, methods: IndexMap<Arc<str>, Value, FxBuild>) -> StructType {
+    pub fn plain(
+        name: impl Into<String>,
+        fields: Vec<StructField>,
+        methods: IndexMap<Arc<str>, Value, FxBuild>,
+    ) -> StructType {
         StructType {
+            id: StructType::new_id(),
             name: name.into(),
             fields,
             methods,
@@ -697,7 +771,14 @@ impl StructType {
             parent: None,
             error_kind: None,
             hash_mode: HashMode::Identity,
+            simple_init: None,
         }
+    }
+    /// A fresh [`StructType::id`].
+    pub fn new_id() -> u32 {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        u32::try_from(n).unwrap_or(0)
     }
     pub fn field_index(&self, name: &str) -> Option<usize> {
         self.fields.iter().position(|f| &*f.name == name)
@@ -754,14 +835,38 @@ pub struct ErrorObj {
 
 impl ErrorObj {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Exc {
-        Arc::new(ErrorObj { kind, message: message.into(), hint: None, trace: Mutex::new(Vec::new()), exit: None, payload: None, value: None })
+        Arc::new(ErrorObj {
+            kind,
+            message: message.into(),
+            hint: None,
+            trace: Mutex::new(Vec::new()),
+            exit: None,
+            payload: None,
+            value: None,
+        })
     }
     pub fn with_hint(kind: ErrorKind, message: impl Into<String>, hint: impl Into<String>) -> Exc {
-        Arc::new(ErrorObj { kind, message: message.into(), hint: Some(hint.into()), trace: Mutex::new(Vec::new()), exit: None, payload: None, value: None })
+        Arc::new(ErrorObj {
+            kind,
+            message: message.into(),
+            hint: Some(hint.into()),
+            trace: Mutex::new(Vec::new()),
+            exit: None,
+            payload: None,
+            value: None,
+        })
     }
     /// A raised instance of a user error kind.
     pub fn user(kind: ErrorKind, message: String, payload: Value) -> Exc {
-        Arc::new(ErrorObj { kind, message, hint: None, trace: Mutex::new(Vec::new()), exit: None, payload: Some(payload), value: None })
+        Arc::new(ErrorObj {
+            kind,
+            message,
+            hint: None,
+            trace: Mutex::new(Vec::new()),
+            exit: None,
+            payload: Some(payload),
+            value: None,
+        })
     }
     /// The name of the error's kind: the user kind's struct name, or the built-in kind's.
     pub fn kind_name(&self) -> String {
@@ -772,7 +877,15 @@ impl ErrorObj {
     }
     /// The unwinding that `exit(code)` starts.
     pub fn exit(code: i32) -> Exc {
-        Arc::new(ErrorObj { kind: ErrorKind::Error, message: String::new(), hint: None, trace: Mutex::new(Vec::new()), exit: Some(code), payload: None, value: None })
+        Arc::new(ErrorObj {
+            kind: ErrorKind::Error,
+            message: String::new(),
+            hint: None,
+            trace: Mutex::new(Vec::new()),
+            exit: Some(code),
+            payload: None,
+            value: None,
+        })
     }
 }
 

@@ -108,7 +108,11 @@ pub fn stmt(s: &Stmt) -> String {
             let methods: Vec<String> = sd.methods.iter().map(func).collect();
             let decos: Vec<String> = sd.decorators.iter().map(|d| format!("@{}", expr(d))).collect();
             let base = sd.base.as_ref().map(|b| format!("({})", expr(b))).unwrap_or_default();
-            let consts: String = sd.consts.iter().map(|c| format!(" (const {} {})", c.name.name, expr(&c.value))).collect();
+            let consts: String = sd
+                .consts
+                .iter()
+                .map(|c| format!(" (const {} {})", c.name.name, expr(&c.value)))
+                .collect();
             format!(
                 "(struct {}{}{base}{consts} [{}] [{}])",
                 decos.iter().map(|d| format!("{d} ")).collect::<String>(),
@@ -413,7 +417,13 @@ fn stmt_spans(s: &Stmt, f: &mut dyn FnMut(apsi_core::diagnostic::Span)) {
             block_spans(body, f);
             block_spans(orelse, f);
         }
-        StmtKind::For { target, iter, body, orelse, .. } => {
+        StmtKind::For {
+            target,
+            iter,
+            body,
+            orelse,
+            ..
+        } => {
             expr_spans(target, f);
             expr_spans(iter, f);
             block_spans(body, f);

@@ -16,7 +16,10 @@ pub struct Capture(pub Arc<Mutex<Vec<u8>>>);
 
 impl Write for Capture {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().map_err(|_| std::io::Error::other("poisoned"))?.extend_from_slice(buf);
+        self.0
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?
+            .extend_from_slice(buf);
         Ok(buf.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -32,7 +35,13 @@ impl Capture {
 
 /// A tiny loader for tests: `use a.b` loads `a/b.apsi` beside the file if it
 /// exists, else names a compiled-in module.
-fn load(path: &Path, name: &str, sources: &Arc<SourceMap>, units: &mut Vec<Unit>, loading: &mut Vec<PathBuf>) -> Result<usize, String> {
+fn load(
+    path: &Path,
+    name: &str,
+    sources: &Arc<SourceMap>,
+    units: &mut Vec<Unit>,
+    loading: &mut Vec<PathBuf>,
+) -> Result<usize, String> {
     let canon = path.to_path_buf();
     if let Some(i) = units.iter().position(|u| u.path == canon) {
         return Ok(i);
@@ -63,10 +72,21 @@ fn load(path: &Path, name: &str, sources: &Arc<SourceMap>, units: &mut Vec<Unit>
             } else {
                 UseTarget::Builtin(p.iter().map(|i| i.name.as_str()).collect::<Vec<_>>().join("."))
             };
-            uses.push(ResolvedUse { span: s.span, binding, unqualified: alias.is_none(), target });
+            uses.push(ResolvedUse {
+                span: s.span,
+                binding,
+                unqualified: alias.is_none(),
+                target,
+            });
         }
     }
-    units.push(Unit { name: name.to_string(), path: canon.clone(), file, ast: module, uses });
+    units.push(Unit {
+        name: name.to_string(),
+        path: canon.clone(),
+        file,
+        ast: module,
+        uses,
+    });
     loading.pop();
     Ok(units.len() - 1)
 }
@@ -84,10 +104,20 @@ pub fn run_file(path: &Path, config: RuntimeConfig) -> Outcome {
         panic!("cannot load {}: {e}", path.display());
     }
     let cap = Capture::default();
-    let mut rt = Runtime::new(RuntimeConfig { output: Some(Box::new(cap.clone())), ..config });
-    let program = Program { sources: sources.clone(), units };
+    let mut rt = Runtime::new(RuntimeConfig {
+        output: Some(Box::new(cap.clone())),
+        ..config
+    });
+    let program = Program {
+        sources: sources.clone(),
+        units,
+    };
     let result = rt.run(&program);
-    Outcome { out: cap.text(), result, sources }
+    Outcome {
+        out: cap.text(),
+        result,
+        sources,
+    }
 }
 
 pub fn run_src(src: &str) -> Outcome {
@@ -95,7 +125,11 @@ pub fn run_src(src: &str) -> Outcome {
 }
 
 pub fn run_src_with(src: &str, config: RuntimeConfig) -> Outcome {
-    let dir = std::env::temp_dir().join(format!("apsi-vm-test-{}-{:?}", std::process::id(), std::thread::current().id()));
+    let dir = std::env::temp_dir().join(format!(
+        "apsi-vm-test-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
     let _ = std::fs::create_dir_all(&dir);
     let p = dir.join("main.apsi");
     std::fs::write(&p, src).expect("write temp file");
@@ -128,7 +162,11 @@ pub struct Expect {
 }
 
 pub fn expectations(src: &str) -> Expect {
-    let mut e = Expect { out: Vec::new(), error: None, stderr: Vec::new() };
+    let mut e = Expect {
+        out: Vec::new(),
+        error: None,
+        stderr: Vec::new(),
+    };
     for line in src.lines() {
         if let Some(i) = line.find("# expect") {
             let rest = &line[i + 2..];
@@ -152,7 +190,11 @@ pub fn check_fixture(path: &Path) -> Result<(), String> {
     let got: Vec<String> = o.out.lines().map(|s| s.to_string()).collect();
     let mut problems = Vec::new();
     if got != exp.out {
-        problems.push(format!("output differs\n--- expected\n{}\n--- got\n{}", exp.out.join("\n"), got.join("\n")));
+        problems.push(format!(
+            "output differs\n--- expected\n{}\n--- got\n{}",
+            exp.out.join("\n"),
+            got.join("\n")
+        ));
     }
     match (&exp.error, &o.result) {
         (None, Ok(())) => {}

@@ -84,7 +84,9 @@ fn probe_with(blas_feature: bool, apsi_threads: usize, avx512: bool, forced: Opt
             blas.push_str(&format!(" (kernels for {c})"));
         }
         let summary = match (large, forced.is_some()) {
-            ("gemm", true) => format!("matmul uses the built-in gemm crate for every product (APSI_MATMUL=gemm), {apsi_threads} threads"),
+            ("gemm", true) => format!(
+                "matmul uses the built-in gemm crate for every product (APSI_MATMUL=gemm), {apsi_threads} threads"
+            ),
             ("gemm", false) => {
                 // The short name ("OpenBLAS 0.3.21"); the full config is in the details.
                 let short: Vec<&str> = blas.split_whitespace().take(2).collect();
@@ -94,7 +96,14 @@ fn probe_with(blas_feature: bool, apsi_threads: usize, avx512: bool, forced: Opt
             _ => format!("matmul uses {blas} (no AVX-512 here), {apsi_threads} threads"),
         };
         return Check::ok("gemm", summary)
-            .detail("large_products", if large == "gemm" { "gemm crate (AVX-512)" } else { "openblas" })
+            .detail(
+                "large_products",
+                if large == "gemm" {
+                    "gemm crate (AVX-512)"
+                } else {
+                    "openblas"
+                },
+            )
             .detail_opt("forced", forced.map(|f| format!("APSI_MATMUL={f}")))
             .detail("library", n.as_str())
             .detail_opt("path", path)
@@ -150,7 +159,10 @@ mod tests {
         assert_eq!(c.details["large_products"], "gemm crate (AVX-512)", "{c:?}");
         assert!(c.summary.contains("gemm crate"), "{c:?}");
         let c = probe_with(true, 2, false, Some("gemm"));
-        assert!(c.summary.contains("APSI_MATMUL=gemm") || c.details["library"] == "gemm crate", "{c:?}");
+        assert!(
+            c.summary.contains("APSI_MATMUL=gemm") || c.details["library"] == "gemm crate",
+            "{c:?}"
+        );
     }
 
     #[test]

@@ -9,12 +9,22 @@ use std::path::Path;
 
 /// Output, and the rendered error when the program failed.
 pub fn run_file(path: &Path, threads: usize) -> (String, Option<String>) {
-    output_and_error(Program::file(path).modules(vec![apsi_native::module()]).threads(threads).run())
+    output_and_error(
+        Program::file(path)
+            .modules(vec![apsi_native::module()])
+            .threads(threads)
+            .run(),
+    )
 }
 
 /// Runs program text written to a temporary file, on 2 threads.
 pub fn run_src(name: &str, src: &str) -> (String, Option<String>) {
-    output_and_error(Program::new(name, src).modules(vec![apsi_native::module()]).threads(2).run())
+    output_and_error(
+        Program::new(name, src)
+            .modules(vec![apsi_native::module()])
+            .threads(2)
+            .run(),
+    )
 }
 
 fn output_and_error(o: Outcome) -> (String, Option<String>) {

@@ -53,7 +53,10 @@ impl<'a, 'e> Compiler<'a, 'e> {
     /// `{a, b, …}`.
     pub(super) fn set_display(&mut self, xs: &'a [Expr], dst: Reg, span: Span) -> CResult<()> {
         if let Some(x) = xs.iter().find(|x| matches!(x.kind, ExprKind::Starred(_))) {
-            return Err(cerr(x.span, "a starred expression `*x` is not allowed in a set display"));
+            return Err(cerr(
+                x.span,
+                "a starred expression `*x` is not allowed in a set display",
+            ));
         }
         let n = u16::try_from(xs.len()).map_err(|_| cerr(span, "too many elements in one set display"))?;
         let b = self.alloc_n(xs.len())?;
@@ -135,12 +138,19 @@ pub(crate) fn deleted_names<'s>(body: &'s [Stmt], out: &mut Vec<&'s str>) {
     for s in body {
         match &s.kind {
             StmtKind::Del(ts) => ts.iter().for_each(|t| target(t, out)),
-            StmtKind::If { body, orelse, .. } | StmtKind::While { body, orelse, .. } | StmtKind::For { body, orelse, .. } => {
+            StmtKind::If { body, orelse, .. }
+            | StmtKind::While { body, orelse, .. }
+            | StmtKind::For { body, orelse, .. } => {
                 deleted_names(body, out);
                 deleted_names(orelse, out);
             }
             StmtKind::With { body, .. } => deleted_names(body, out),
-            StmtKind::Try { body, handlers, orelse, finalbody } => {
+            StmtKind::Try {
+                body,
+                handlers,
+                orelse,
+                finalbody,
+            } => {
                 deleted_names(body, out);
                 for h in handlers {
                     deleted_names(&h.body, out);

@@ -267,8 +267,12 @@ pub fn map_vec<T: Copy + Sync, U: Copy + Send, F: Fn(T) -> U + Sync>(src: &[T], 
 pub fn encode_f32(d: DType, src: &[f32]) -> Buffer {
     use super::{int4_f32, int8_f32, uint8_f32};
     match d {
-        DType::F16 => Buffer::F16(Elems::Owned(map_vec(src, |x| f16::from_bits(minifloat::encode_f32::<F16>(x) as u16)))),
-        DType::BF16 => Buffer::BF16(Elems::Owned(map_vec(src, |x| bf16::from_bits(minifloat::encode_bf16_f32(x))))),
+        DType::F16 => Buffer::F16(Elems::Owned(map_vec(src, |x| {
+            f16::from_bits(minifloat::encode_f32::<F16>(x) as u16)
+        }))),
+        DType::BF16 => Buffer::BF16(Elems::Owned(map_vec(src, |x| {
+            bf16::from_bits(minifloat::encode_bf16_f32(x))
+        }))),
         DType::Fp8E4M3 => encode_packed(src, 8, |x| minifloat::encode_f32::<E4M3>(x) as u8),
         DType::Fp8E5M2 => encode_packed(src, 8, |x| minifloat::encode_f32::<E5M2>(x) as u8),
         DType::Fp6E3M2 => encode_packed(src, 6, |x| minifloat::encode_f32::<E3M2>(x) as u8),
@@ -285,7 +289,9 @@ pub fn encode_f32(d: DType, src: &[f32]) -> Buffer {
 pub fn encode_f64(d: DType, src: &[f64]) -> Buffer {
     use minifloat::BF16;
     match d {
-        DType::F16 => Buffer::F16(Elems::Owned(map_vec(src, |x| f16::from_bits(minifloat::encode_f64::<F16>(x) as u16)))),
+        DType::F16 => Buffer::F16(Elems::Owned(map_vec(src, |x| {
+            f16::from_bits(minifloat::encode_f64::<F16>(x) as u16)
+        }))),
         DType::BF16 => Buffer::BF16(Elems::Owned(map_vec(src, |x| {
             bf16::from_bits(minifloat::encode_f64::<BF16>(x) as u16)
         }))),

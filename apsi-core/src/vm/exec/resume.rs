@@ -33,63 +33,19 @@ impl Executor {
     }
 
     fn resume_inner(&mut self, g: &GenObj) -> VResult<Step> {
-        let (mut saved, was) = {
-            let mut st = g.state.lock();
-            let was = st.status;
-            match was {
-                GenStatus::Running => return Err(already_executing()),
-                GenStatus::Done => return Ok(Step::Done(Value::None)),
-                GenStatus::Created | GenStatus::Suspended => {}
-            }
-            st.status = GenStatus::Running;
-            (std::mem::take(&mut st.frame), was)
-        };
-        let clo = &g.func;
-        let code: &Code = &clo.proto.code;
-        let nregs = code.nregs as usize;
         let depth = self.frames.len();
-        if depth >= self.max_depth || saved.regs.len() != nregs {
-            let bad = saved.regs.len() != nregs;
-            let mut st = g.state.lock();
-            st.status = was;
-            st.frame = saved;
-            return Err(if bad {
-                err(ErrorKind::Error, "internal error: a generator's saved frame does not fit its code")
-            } else {
-                err(ErrorKind::RecursionError, "maximum recursion depth exceeded")
-            });
-        }
         let fpos = self.frame_end();
-        self.ensure(fpos + 1 + nregs + 1);
-        self.frames.reserve(1);
-        let base = fpos + 1;
-        setv(&mut self.stack[fpos], Value::Func(clo.clone()));
-        for (i, v) in saved.regs.iter_mut().enumerate() {
-            std::mem::swap(&mut self.stack[base + i], v);
-            // Whatever the slot held (nothing, by the invariants) is dropped.
-            setv(v, Value::Unbound);
+        if !self.enter_gen(g, fpos)? {
+            return Ok(Step::Done(Value::None));
         }
-        let cell_base = self.cells.len();
-        if !saved.cells.is_empty() {
-            self.cells.append(&mut saved.cells);
-        }
-        if !saved.handlers.is_empty() {
-            for &(target, reg) in &saved.handlers {
-                self.handlers.push(Handler { frame: depth as u32, target, reg });
-            }
-            saved.handlers.clear();
-        }
-        self.frames.push(Frame { clo: Arc::as_ptr(clo), code, nregs: nregs as u32, pc: saved.pc, base: base as u32, cell_base: cell_base as u32 });
+        setv(&mut self.stack[fpos], Value::Func(g.func.clone()));
         self.gen_frames.push(depth as u32);
         let r = self.run(depth);
         self.gen_frames.pop();
         let yielded = std::mem::take(&mut self.yielded);
         let out = match r {
             Ok(v) if yielded && self.frames.len() == depth + 1 => {
-                self.suspend_top(&mut saved, depth, base, nregs);
-                let mut st = g.state.lock();
-                st.status = GenStatus::Suspended;
-                st.frame = saved;
+                self.leave_gen(g);
                 setv(&mut self.stack[fpos], Value::Unbound);
                 return Ok(Step::Item(v));
             }
@@ -101,29 +57,178 @@ impl Executor {
         if let Some(s) = self.stack.get_mut(fpos) {
             setv(s, Value::Unbound);
         }
-        let mut st = g.state.lock();
-        st.status = GenStatus::Done;
-        st.frame = SavedFrame::default();
+        finish_gen(g);
         out
     }
 
-    /// Move the yielded top frame (at depth `depth`) into `saved` and pop it.
-    fn suspend_top(&mut self, saved: &mut SavedFrame, depth: usize, base: usize, nregs: usize) {
+    /// Push `g`'s frame with its callee slot at `fpos` (left to the caller
+    /// to fill): its registers, cells and handlers move from the generator
+    /// onto this executor's stacks, and it is marked running. `Ok(false)`
+    /// when it is finished already.
+    fn enter_gen(&mut self, g: &GenObj, fpos: usize) -> VResult<bool> {
+        let clo = &g.func;
+        let code: &Code = &clo.proto.code;
+        let nregs = code.nregs as usize;
+        let depth = self.frames.len();
+        let mut st = g.state.write();
+        match st.status {
+            GenStatus::Running => return Err(already_executing()),
+            GenStatus::Done => return Ok(false),
+            GenStatus::Created | GenStatus::Suspended => {}
+        }
+        if st.frame.regs.len() != nregs {
+            return Err(err(
+                ErrorKind::Error,
+                "internal error: a generator's saved frame does not fit its code",
+            ));
+        }
+        if depth >= self.max_depth {
+            return Err(err(ErrorKind::RecursionError, "maximum recursion depth exceeded"));
+        }
+        st.status = GenStatus::Running;
+        self.ensure(fpos + 1 + nregs + 1);
+        self.frames.reserve(1);
+        let base = fpos + 1;
+        // The window's slots hold nothing (see "Register windows"), so the
+        // generator keeps `Unbound`s (or scalars) in the registers' place.
+        for (slot, v) in self.stack[base..base + nregs].iter_mut().zip(st.frame.regs.iter_mut()) {
+            std::mem::swap(slot, v);
+        }
+        let cell_base = self.cells.len();
+        if !st.frame.cells.is_empty() {
+            self.cells.append(&mut st.frame.cells);
+        }
+        if !st.frame.handlers.is_empty() {
+            for &(target, reg) in &st.frame.handlers {
+                self.handlers.push(Handler {
+                    frame: depth as u32,
+                    target,
+                    reg,
+                });
+            }
+            st.frame.handlers.clear();
+        }
+        let pc = st.frame.pc;
+        drop(st);
+        self.frames.push(Frame {
+            clo: Arc::as_ptr(clo),
+            code,
+            nregs: nregs as u16,
+            pc,
+            base: base as u32,
+            cell_base: cell_base as u32,
+            ret: Ret::Normal,
+        });
+        Ok(true)
+    }
+
+    /// The top frame is `g`'s and has just yielded (its resume pc saved):
+    /// pop it, moving its registers, cells and handlers back into `g`,
+    /// which is suspended.
+    fn leave_gen(&mut self, g: &GenObj) {
         let Some(fr) = self.frames.pop() else { return };
-        saved.pc = fr.pc;
-        // `saved.regs` holds `Unbound`s: the window gets them back.
-        for (i, v) in saved.regs.iter_mut().enumerate().take(nregs) {
-            if let Some(s) = self.stack.get_mut(base + i) {
-                std::mem::swap(s, v);
+        let depth = self.frames.len();
+        let base = fr.base as usize;
+        let nregs = fr.nregs as usize;
+        let mut st = g.state.write();
+        st.frame.pc = fr.pc;
+        // The generator held `Unbound`s: the window gets them back.
+        if let Some(w) = self.stack.get_mut(base..base + nregs) {
+            for (slot, v) in w.iter_mut().zip(st.frame.regs.iter_mut()) {
+                std::mem::swap(slot, v);
             }
         }
         let cb = fr.cell_base as usize;
         if self.cells.len() > cb {
-            saved.cells.extend(self.cells.drain(cb..));
+            st.frame.cells.extend(self.cells.drain(cb..));
         }
         if self.handlers.last().is_some_and(|h| h.frame as usize >= depth) {
-            let first = self.handlers.iter().position(|h| h.frame as usize >= depth).unwrap_or(self.handlers.len());
-            saved.handlers.extend(self.handlers.drain(first..).map(|h| (h.target, h.reg)));
+            let first = self
+                .handlers
+                .iter()
+                .position(|h| h.frame as usize >= depth)
+                .unwrap_or(self.handlers.len());
+            st.frame
+                .handlers
+                .extend(self.handlers.drain(first..).map(|h| (h.target, h.reg)));
+        }
+        st.status = GenStatus::Suspended;
+    }
+
+    /// `for x in g` (`ForNext` on the generator `gv`, whose `Jmp` word is
+    /// at the saved pc): push its frame on this loop as a `Ret::GenFor`
+    /// frame, the generator in its callee slot. `Ok(false)` when the
+    /// generator is finished already.
+    pub(super) fn push_gen_frame(&mut self, gv: Value) -> VResult<bool> {
+        let Some(g) = GenObj::of(&gv) else { return Ok(false) };
+        let fpos = self.frame_end();
+        if !self.enter_gen(g, fpos)? {
+            return Ok(false);
+        }
+        // The generator keeps its closure, and so the frame's, alive.
+        setv(&mut self.stack[fpos], gv);
+        self.mark_top(Ret::GenFor);
+        Ok(true)
+    }
+
+    /// `yield v` in a `Ret::GenFor` frame (its resume pc saved): suspend
+    /// the frame into its generator and give `v` to the loop below.
+    pub(super) fn yield_to_for(&mut self, v: Value) -> Flow {
+        let Some(&fr) = self.frames.last() else {
+            return Flow::Next;
+        };
+        let gv = match self.stack.get_mut((fr.base as usize).wrapping_sub(1)) {
+            Some(s) => std::mem::replace(s, Value::Unbound),
+            None => Value::None,
+        };
+        let Some(g) = GenObj::of(&gv) else {
+            return Flow::Fail(err(
+                ErrorKind::Error,
+                "internal error: a generator frame without its generator",
+            ));
+        };
+        self.leave_gen(g);
+        self.special.pop();
+        // The loop's `ForNext` is just before its saved pc, its `Jmp` word at it.
+        let Some(caller) = self.frames.last_mut() else {
+            return Flow::Return(v);
+        };
+        // SAFETY: the caller's code is alive (its closure is on the stack).
+        let code = unsafe { &*caller.code };
+        if let Some(&Instr::ForNext { b, .. }) = code.instrs.get((caller.pc as usize).wrapping_sub(1)) {
+            caller.pc += 1;
+            let slot = caller.base as usize + b as usize;
+            if let Some(s) = self.stack.get_mut(slot) {
+                setv(s, v);
+            }
+            return Flow::Reload;
+        }
+        Flow::Fail(err(ErrorKind::Error, "internal error: a generator yielded to no loop"))
+    }
+
+    /// A `Ret::GenFor` frame returned `v` (popped already): the loop below
+    /// ends, with `v` in its iterator's second register (`yield from`).
+    pub(super) fn gen_for_done(&mut self, v: Value) {
+        let Some(caller) = self.frames.last_mut() else { return };
+        // SAFETY: as in `yield_to_for`.
+        let code = unsafe { &*caller.code };
+        let pc = caller.pc as usize;
+        if let Some(&Instr::ForNext { a, .. }) = code.instrs.get(pc.wrapping_sub(1)) {
+            caller.pc = jump_target(&code.instrs, pc) as u32;
+            let slot = caller.base as usize + a as usize + 1;
+            if let Some(s) = self.stack.get_mut(slot) {
+                setv(s, v);
+            }
+        }
+    }
+
+    /// The callee slot of a `Ret::GenFor` frame that ended (returned or
+    /// raised): its generator is finished for good, the slot cleared.
+    pub(super) fn end_gen_slot(&mut self, fpos: usize) {
+        let Some(s) = self.stack.get_mut(fpos) else { return };
+        let gv = std::mem::replace(s, Value::Unbound);
+        if let Some(g) = GenObj::of(&gv) {
+            finish_gen(g);
         }
     }
 
@@ -131,7 +236,9 @@ impl Executor {
     /// top frame the one `resume_gen` pushed?
     #[inline]
     pub(super) fn may_yield(&self) -> bool {
-        self.gen_frames.last().is_some_and(|&d| d as usize + 1 == self.frames.len())
+        self.gen_frames
+            .last()
+            .is_some_and(|&d| d as usize + 1 == self.frames.len())
     }
 
     /// `ForNext` over a lazy iterator in register `slot`: the next item, or
@@ -163,4 +270,11 @@ impl Executor {
             }
         }
     }
+}
+
+/// `g` returned or raised: it is finished for good.
+fn finish_gen(g: &GenObj) {
+    let mut st = g.state.write();
+    st.status = GenStatus::Done;
+    st.frame = SavedFrame::default();
 }

@@ -13,7 +13,11 @@ use super::*;
 /// `a op b` (`inplace`: `a op= b`) where an operand is a struct: its
 /// operator methods run on this executor (no spare one needed).
 fn struct_binary(ex: &mut Executor, op: BinOp, a: Value, b: Value, inplace: bool) -> VResult<Value> {
-    let r = if inplace { ops::dunder::inplace_with(ex, op, &a, &b) } else { ops::dunder::binary_with(ex, op, &a, &b) };
+    let r = if inplace {
+        ops::dunder::inplace_with(ex, op, &a, &b)
+    } else {
+        ops::dunder::binary_with(ex, op, &a, &b)
+    };
     match r {
         Some(r) => r,
         None => ops::binary(op, &a, &b),
@@ -30,6 +34,9 @@ pub(super) enum Flow {
     Throw(Exc),
     /// The frame at depth `stop` returned this value.
     Return(Value),
+    /// The error has already unwound to depth `stop` (or was raised by the
+    /// frame at that depth on its way out): `run` returns it.
+    Fail(Exc),
 }
 
 /// The string constant `k` (a variable's name).
@@ -47,7 +54,9 @@ fn deleted_cell(code: &Code, c: u16, free: bool) -> Exc {
     let name = names.get(c as usize).map(|n| n.to_string());
     let msg = match (name, free) {
         (Some(n), false) => format!("cannot access local variable '{n}' where it is not associated with a value"),
-        (Some(n), true) => format!("cannot access free variable '{n}' where it is not associated with a value in enclosing scope"),
+        (Some(n), true) => {
+            format!("cannot access free variable '{n}' where it is not associated with a value in enclosing scope")
+        }
         (None, _) => "cannot access a variable that was deleted with 'del'".to_string(),
     };
     err(ErrorKind::NameError, msg)
@@ -115,6 +124,12 @@ impl Executor {
                 let (x, y) = ($x, $y);
                 let inplace = code.is_inplace(pc - 1);
                 save_pc!();
+                // A plain Apsi method runs as a frame on this loop (`frames.rs`).
+                match self.push_op_frame($op, &x, &y, inplace, code.ic_at(pc - 1)) {
+                    Some(Ok(())) => exit!(Flow::Reload),
+                    Some(Err(e)) => throw!(e),
+                    None => {}
+                }
                 let res = struct_binary(self, $op, x, y, inplace);
                 refresh!();
                 tri!(res)
@@ -148,877 +163,1045 @@ impl Executor {
         }
 
         match ins {
-                Instr::Nop => {}
-                Instr::Move { a, b } => {
-                    if a != b {
-                        copy_to(r!(a), r!(b));
-                    }
+            Instr::Nop => {}
+            Instr::Move { a, b } => {
+                if a != b {
+                    copy_to(r!(a), r!(b));
                 }
-                Instr::LoadK { a, k } => {
-                    setv(r!(a), code.consts.get(k as usize).cloned().unwrap_or(Value::None));
+            }
+            Instr::LoadK { a, k } => {
+                setv(r!(a), code.consts.get(k as usize).cloned().unwrap_or(Value::None));
+            }
+            Instr::LoadInt { a, v } => setv(r!(a), Value::Int(v as i64)),
+            Instr::LoadNone { a } => setv(r!(a), Value::None),
+            Instr::LoadBool { a, v } => setv(r!(a), Value::Bool(v)),
+            Instr::GetGlobal { a, g } => {
+                let Some(slot) = code.globals.get(g as usize) else {
+                    throw!(err(ErrorKind::Error, "internal error: bad global"))
+                };
+                let v = if slot.is_const {
+                    slot.get_const().cloned()
+                } else {
+                    slot.get()
+                };
+                match v {
+                    Some(v) => setv(r!(a), v),
+                    None => throw!(err(
+                        ErrorKind::NameError,
+                        format!("name '{}' is not defined", slot.name)
+                    )),
                 }
-                Instr::LoadInt { a, v } => setv(r!(a), Value::Int(v as i64)),
-                Instr::LoadNone { a } => setv(r!(a), Value::None),
-                Instr::LoadBool { a, v } => setv(r!(a), Value::Bool(v)),
-                Instr::GetGlobal { a, g } => {
-                    let Some(slot) = code.globals.get(g as usize) else { throw!(err(ErrorKind::Error, "internal error: bad global")) };
-                    let v = if slot.is_const { slot.get_const().cloned() } else { slot.get() };
-                    match v {
-                        Some(v) => setv(r!(a), v),
-                        None => throw!(err(ErrorKind::NameError, format!("name '{}' is not defined", slot.name))),
-                    }
+            }
+            Instr::SetGlobal { a, g } => {
+                let Some(slot) = code.globals.get(g as usize) else {
+                    throw!(err(ErrorKind::Error, "internal error: bad global"))
+                };
+                slot.set(dup(r!(a)));
+            }
+            Instr::GetCell { a, c } => {
+                let v = match self.cells.get(fr.cell_base as usize + c as usize) {
+                    Some(cell) => cell.get(),
+                    None => throw!(err(ErrorKind::Error, "internal error: bad cell")),
+                };
+                if matches!(v, Value::Unbound) {
+                    throw!(deleted_cell(code, c, false));
                 }
-                Instr::SetGlobal { a, g } => {
-                    let Some(slot) = code.globals.get(g as usize) else { throw!(err(ErrorKind::Error, "internal error: bad global")) };
-                    slot.set(dup(r!(a)));
+                setv(r!(a), v);
+            }
+            Instr::SetCell { a, c } => {
+                let v = dup(r!(a));
+                match self.cells.get(fr.cell_base as usize + c as usize) {
+                    Some(cell) => cell.set(v),
+                    None => throw!(err(ErrorKind::Error, "internal error: bad cell")),
                 }
-                Instr::GetCell { a, c } => {
-                    let v = match self.cells.get(fr.cell_base as usize + c as usize) {
-                        Some(cell) => cell.get(),
-                        None => throw!(err(ErrorKind::Error, "internal error: bad cell")),
-                    };
+            }
+            Instr::GetFree { a, c } => match clo.free.get(c as usize) {
+                Some(cell) => {
+                    let v = cell.get();
                     if matches!(v, Value::Unbound) {
-                        throw!(deleted_cell(code, c, false));
+                        throw!(deleted_cell(code, c, true));
                     }
-                    setv(r!(a), v);
+                    setv(r!(a), v)
                 }
-                Instr::SetCell { a, c } => {
-                    let v = dup(r!(a));
-                    match self.cells.get(fr.cell_base as usize + c as usize) {
-                        Some(cell) => cell.set(v),
-                        None => throw!(err(ErrorKind::Error, "internal error: bad cell")),
+                None => throw!(err(ErrorKind::Error, "internal error: bad free variable")),
+            },
+            Instr::SetFree { a, c } => match clo.free.get(c as usize) {
+                Some(cell) => cell.set(dup(r!(a))),
+                None => throw!(err(ErrorKind::Error, "internal error: bad free variable")),
+            },
+            Instr::MakeCell { a, c: _ } => {
+                let v = if a == NO_REG { Value::None } else { dup(r!(a)) };
+                self.cells.push(Arc::new(Cell::new(v)));
+            }
+            // The scalar fast paths are in `run`; here: mixed types, overflow, objects.
+            Instr::Add { a, b, c } | Instr::Sub { a, b, c } => {
+                let op = if matches!(ins, Instr::Add { .. }) {
+                    BinOp::Add
+                } else {
+                    BinOp::Sub
+                };
+                let v = match bin_fast(op, r!(b), r!(c)) {
+                    Some(v) => v,
+                    None if matches!(&*r!(b), Value::Struct(_)) || matches!(&*r!(c), Value::Struct(_)) => {
+                        struct_bin!(op, dup(r!(b)), dup(r!(c)))
                     }
-                }
-                Instr::GetFree { a, c } => match clo.free.get(c as usize) {
-                    Some(cell) => {
-                        let v = cell.get();
-                        if matches!(v, Value::Unbound) {
-                            throw!(deleted_cell(code, c, true));
-                        }
-                        setv(r!(a), v)
-                    }
-                    None => throw!(err(ErrorKind::Error, "internal error: bad free variable")),
-                },
-                Instr::SetFree { a, c } => match clo.free.get(c as usize) {
-                    Some(cell) => cell.set(dup(r!(a))),
-                    None => throw!(err(ErrorKind::Error, "internal error: bad free variable")),
-                },
-                Instr::MakeCell { a, c: _ } => {
-                    let v = if a == NO_REG { Value::None } else { dup(r!(a)) };
-                    self.cells.push(Arc::new(Cell::new(v)));
-                }
-                // The scalar fast paths are in `run`; here: mixed types, overflow, objects.
-                Instr::Add { a, b, c } | Instr::Sub { a, b, c } => {
-                    let op = if matches!(ins, Instr::Add { .. }) { BinOp::Add } else { BinOp::Sub };
-                    let v = match bin_fast(op, r!(b), r!(c)) {
-                        Some(v) => v,
-                        None if matches!(&*r!(b), Value::Struct(_)) || matches!(&*r!(c), Value::Struct(_)) => struct_bin!(op, dup(r!(b)), dup(r!(c))),
-                        None => tri!(ops::binary(op, r!(b), r!(c))),
-                    };
-                    setv(r!(a), v);
-                }
-                Instr::Mul { a, b, c } | Instr::MulT { a, b, c } => {
-                    let has_object = matches!(&*r!(b), Value::Object(_)) || matches!(&*r!(c), Value::Object(_));
-                    if let (Instr::MulT { .. }, true) = (ins, has_object) {
-                        // `x * y + z` on tensors: one fused pass (see Instr::MulT).
-                        // Scalars never look ahead (mixed int/float products stay cheap).
-                        if let Some((skip, d, rz, load)) = mul_add_partner(instrs, pc, a) {
-                            let z = match load {
-                                Some(Instr::GetGlobal { g, .. }) => code.globals.get(g as usize).and_then(|s| if s.is_const { s.get_const().cloned() } else { s.get() }),
-                                Some(Instr::LoadK { k, .. }) => code.consts.get(k as usize).cloned(),
-                                _ => Some(dup(r!(rz))),
-                            };
-                            if let Some(v) = z.as_ref().and_then(|z| crate::tensor::fused::mul_add(r!(b), r!(c), z)) {
-                                if let (Some(_), Some(z)) = (load, z) {
-                                    setv(r!(rz), z);
+                    None => tri!(ops::binary(op, r!(b), r!(c))),
+                };
+                setv(r!(a), v);
+            }
+            Instr::Mul { a, b, c } | Instr::MulT { a, b, c } => {
+                let has_object = matches!(&*r!(b), Value::Object(_)) || matches!(&*r!(c), Value::Object(_));
+                if let (Instr::MulT { .. }, true) = (ins, has_object) {
+                    // `x * y + z` on tensors: one fused pass (see Instr::MulT).
+                    // Scalars never look ahead (mixed int/float products stay cheap).
+                    if let Some((skip, d, rz, load)) = mul_add_partner(instrs, pc, a) {
+                        let z = match load {
+                            Some(Instr::GetGlobal { g, .. }) => code.globals.get(g as usize).and_then(|s| {
+                                if s.is_const {
+                                    s.get_const().cloned()
+                                } else {
+                                    s.get()
                                 }
-                                setv(r!(d), v);
-                                pc += skip;
-                                exit!(Flow::Next);
+                            }),
+                            Some(Instr::LoadK { k, .. }) => code.consts.get(k as usize).cloned(),
+                            _ => Some(dup(r!(rz))),
+                        };
+                        if let Some(v) = z.as_ref().and_then(|z| crate::tensor::fused::mul_add(r!(b), r!(c), z)) {
+                            if let (Some(_), Some(z)) = (load, z) {
+                                setv(r!(rz), z);
                             }
-                        }
-                    }
-                    let v = match bin_fast(BinOp::Mul, r!(b), r!(c)) {
-                        Some(v) => v,
-                        None if matches!(&*r!(b), Value::Struct(_)) || matches!(&*r!(c), Value::Struct(_)) => struct_bin!(BinOp::Mul, dup(r!(b)), dup(r!(c))),
-                        None => tri!(ops::binary(BinOp::Mul, r!(b), r!(c))),
-                    };
-                    setv(r!(a), v);
-                }
-                Instr::AddI { a, b, v } => {
-                    match &*r!(b) {
-                        Value::Int(x) => {
-                            if let Some(s) = x.checked_add(v as i64) {
-                                setv(r!(a), Value::Int(s));
-                                exit!(Flow::Next);
-                            }
-                        }
-                        Value::Float(x) => {
-                            let f = x + v as f64;
-                            setv(r!(a), Value::Float(f));
+                            setv(r!(d), v);
+                            pc += skip;
                             exit!(Flow::Next);
                         }
-                        _ => {}
                     }
-                    if matches!(&*r!(b), Value::Struct(_)) {
-                        let (op, k) = if code.is_sub_addi(pc - 1) { (BinOp::Sub, -(v as i64)) } else { (BinOp::Add, v as i64) };
-                        let res = struct_bin!(op, dup(r!(b)), Value::Int(k));
-                        setv(r!(a), res);
+                }
+                let v = match bin_fast(BinOp::Mul, r!(b), r!(c)) {
+                    Some(v) => v,
+                    None if matches!(&*r!(b), Value::Struct(_)) || matches!(&*r!(c), Value::Struct(_)) => {
+                        struct_bin!(BinOp::Mul, dup(r!(b)), dup(r!(c)))
+                    }
+                    None => tri!(ops::binary(BinOp::Mul, r!(b), r!(c))),
+                };
+                setv(r!(a), v);
+            }
+            Instr::AddI { a, b, v } => {
+                match &*r!(b) {
+                    Value::Int(x) => {
+                        if let Some(s) = x.checked_add(v as i64) {
+                            setv(r!(a), Value::Int(s));
+                            exit!(Flow::Next);
+                        }
+                    }
+                    Value::Float(x) => {
+                        let f = x + v as f64;
+                        setv(r!(a), Value::Float(f));
                         exit!(Flow::Next);
                     }
-                    let res = tri!(ops::binary(BinOp::Add, r!(b), &Value::Int(v as i64)));
+                    _ => {}
+                }
+                if matches!(&*r!(b), Value::Struct(_)) {
+                    let (op, k) = if code.is_sub_addi(pc - 1) {
+                        (BinOp::Sub, -(v as i64))
+                    } else {
+                        (BinOp::Add, v as i64)
+                    };
+                    let res = struct_bin!(op, dup(r!(b)), Value::Int(k));
                     setv(r!(a), res);
+                    exit!(Flow::Next);
                 }
-                Instr::Bin { op, a, b, c } => {
-                    let v = match bin_fast(op, r!(b), r!(c)) {
-                        Some(v) => v,
-                        None if matches!(&*r!(b), Value::Struct(_)) || matches!(&*r!(c), Value::Struct(_)) => struct_bin!(op, dup(r!(b)), dup(r!(c))),
-                        None => tri!(ops::binary(op, r!(b), r!(c))),
-                    };
-                    setv(r!(a), v);
-                }
-                Instr::Unary { op, a, b } => {
-                    let v = match (op, &*r!(b)) {
-                        (UnaryOp::Not, x) => Value::Bool(!tri!(x.truthy())),
-                        (UnaryOp::Neg, Value::Int(x)) if *x != i64::MIN => Value::Int(-*x),
-                        (UnaryOp::Neg, Value::Float(x)) => Value::Float(-*x),
-                        (op, x) => tri!(ops::unary(op, x)),
-                    };
-                    setv(r!(a), v);
-                }
-                Instr::Cmp { op, a, b, c } => {
-                    let v = match cmp_fast(op, r!(b), r!(c)) {
-                        Some(v) => Value::Bool(v),
-                        // Objects (tensors) may compare elementwise.
-                        None if matches!(op, CmpOp::Is | CmpOp::IsNot) => Value::Bool(tri!(compare(op, r!(b), r!(c)))),
-                        None => tri!(ops::compare_value(op, r!(b), r!(c))),
-                    };
-                    setv(r!(a), v);
-                }
-                Instr::CmpJmp { op, a, b, jt } => {
-                    let v = match cmp_fast(op, r!(a), r!(b)) {
-                        Some(v) => v,
-                        None => tri!(compare(op, r!(a), r!(b))),
-                    };
-                    if v == jt {
-                        pc = jump_target(instrs, pc);
-                    } else {
-                        pc += 1;
+                let res = tri!(ops::binary(BinOp::Add, r!(b), &Value::Int(v as i64)));
+                setv(r!(a), res);
+            }
+            Instr::Bin { op, a, b, c } => {
+                let v = match bin_fast(op, r!(b), r!(c)) {
+                    Some(v) => v,
+                    None if matches!(&*r!(b), Value::Struct(_)) || matches!(&*r!(c), Value::Struct(_)) => {
+                        struct_bin!(op, dup(r!(b)), dup(r!(c)))
                     }
-                }
-                Instr::CmpJmpI { op, a, v, jt } => {
-                    let res = match &*r!(a) {
-                        Value::Int(x) => cmp_int(op, *x, v as i64),
-                        other => tri!(compare(op, other, &Value::Int(v as i64))),
-                    };
-                    if res == jt {
-                        pc = jump_target(instrs, pc);
-                    } else {
-                        pc += 1;
-                    }
-                }
-                Instr::Jmp { t } => pc = t as usize,
-                Instr::JmpIf { a, t } => {
-                    let b = match &*r!(a) {
-                        Value::Bool(b) => *b,
-                        other => tri!(other.truthy()),
-                    };
-                    if b {
-                        pc = t as usize;
-                    }
-                }
-                Instr::JmpIfNot { a, t } => {
-                    let b = match &*r!(a) {
-                        Value::Bool(b) => *b,
-                        other => tri!(other.truthy()),
-                    };
-                    if !b {
-                        pc = t as usize;
-                    }
-                }
-                Instr::Call { a, n } => do_call!(a, n),
-                Instr::CallK { a, k, n } => {
-                    let Some(f) = code.consts.get(k as usize) else { throw!(err(ErrorKind::Error, "internal error: bad constant")) };
-                    if let Value::Native(nf) = f {
-                        // The constant table (alive as long as this code) owns the function.
-                        let nf: *const NativeFn = Arc::as_ptr(nf);
+                    None => tri!(ops::binary(op, r!(b), r!(c))),
+                };
+                setv(r!(a), v);
+            }
+            Instr::Unary { op, a, b } => {
+                let v = match (op, &*r!(b)) {
+                    (UnaryOp::Not, x) => Value::Bool(!tri!(x.truthy())),
+                    (UnaryOp::Neg, Value::Int(x)) if *x != i64::MIN => Value::Int(-*x),
+                    (UnaryOp::Neg, Value::Float(x)) => Value::Float(-*x),
+                    (op, Value::Struct(_)) => {
+                        let x = dup(r!(b));
                         save_pc!();
-                        let args: Args = (1..=n as usize).map(|i| take(r!(a as usize + i))).collect();
-                        // SAFETY: see above; natives cannot free this code's constants.
-                        let nf = unsafe { &*nf };
-                        flush_before(&self.shared, nf);
-                        let res = nf.call(self, &args, &[]);
-                        refresh!();
-                        match res {
-                            Ok(v) => setv(r!(a), v),
-                            Err(e) => throw!(e),
+                        match self.push_unary_frame(op, &x) {
+                            Some(Ok(())) => exit!(Flow::Reload),
+                            Some(Err(e)) => throw!(e),
+                            None => tri!(ops::unary(op, &x)),
                         }
-                    } else {
-                        setv(r!(a), dup(f));
-                        do_call!(a, n)
                     }
+                    (op, x) => tri!(ops::unary(op, x)),
+                };
+                setv(r!(a), v);
+            }
+            Instr::Cmp { op, a, b, c } => {
+                let v = match cmp_fast(op, r!(b), r!(c)) {
+                    Some(v) => Value::Bool(v),
+                    // Objects (tensors) may compare elementwise.
+                    None if matches!(op, CmpOp::Is | CmpOp::IsNot) => Value::Bool(tri!(compare(op, r!(b), r!(c)))),
+                    None => tri!(ops::compare_value(op, r!(b), r!(c))),
+                };
+                setv(r!(a), v);
+            }
+            Instr::CmpJmp { op, a, b, jt } => {
+                let v = match cmp_fast(op, r!(a), r!(b)) {
+                    Some(v) => v,
+                    None => tri!(compare(op, r!(a), r!(b))),
+                };
+                if v == jt {
+                    pc = jump_target(instrs, pc);
+                } else {
+                    pc += 1;
                 }
-                Instr::CallGlobal { a, g, n } => {
-                    let Some(slot) = code.globals.get(g as usize) else { throw!(err(ErrorKind::Error, "internal error: bad global")) };
-                    // (`run` calls a write-once simple function itself.)
-                    let v = if slot.is_const { slot.get_const().cloned() } else { slot.get() };
-                    match v {
-                        Some(v) => setv(r!(a), v),
-                        None => throw!(err(ErrorKind::NameError, format!("name '{}' is not defined", slot.name))),
-                    }
-                    do_call!(a, n)
+            }
+            Instr::CmpJmpI { op, a, v, jt } => {
+                let res = match &*r!(a) {
+                    Value::Int(x) => cmp_int(op, *x, v as i64),
+                    other => tri!(compare(op, other, &Value::Int(v as i64))),
+                };
+                if res == jt {
+                    pc = jump_target(instrs, pc);
+                } else {
+                    pc += 1;
                 }
-                Instr::CallKw { a, n, k } => {
+            }
+            Instr::Jmp { t } => pc = t as usize,
+            Instr::JmpIf { a, t } => {
+                let b = match &*r!(a) {
+                    Value::Bool(b) => *b,
+                    other => tri!(other.truthy()),
+                };
+                if b {
+                    pc = t as usize;
+                }
+            }
+            Instr::JmpIfNot { a, t } => {
+                let b = match &*r!(a) {
+                    Value::Bool(b) => *b,
+                    other => tri!(other.truthy()),
+                };
+                if !b {
+                    pc = t as usize;
+                }
+            }
+            Instr::Call { a, n } => do_call!(a, n),
+            Instr::CallK { a, k, n } => {
+                let Some(f) = code.consts.get(k as usize) else {
+                    throw!(err(ErrorKind::Error, "internal error: bad constant"))
+                };
+                if let Value::Native(nf) = f {
+                    // The constant table (alive as long as this code) owns the function.
+                    let nf: *const NativeFn = Arc::as_ptr(nf);
                     save_pc!();
-                    let names = match code.consts.get(k as usize) {
-                        Some(Value::Tuple(t)) => t.clone(),
-                        _ => throw!(err(ErrorKind::Error, "internal error: bad keyword names")),
-                    };
-                    let n = n as usize;
-                    let f = take(r!(a));
-                    let pos: Args = (0..n).map(|i| take(r!(a as usize + 1 + i))).collect();
-                    let mut kw = Vec::with_capacity(names.0.len());
-                    for (j, name) in names.0.iter().enumerate() {
-                        let v = take(r!(a as usize + 1 + n + j));
-                        kw.push((Arc::<str>::from(name.as_str().unwrap_or("")), v));
-                    }
-                    call_with!(a, f, pos, kw);
-                }
-                Instr::CallEx { a } => {
-                    save_pc!();
-                    let f = take(r!(a));
-                    let pos: Args = match take(r!(a as usize + 1)) {
-                        Value::List(l) => l.items.read().iter().cloned().collect(),
-                        Value::Tuple(t) => t.0.iter().cloned().collect(),
-                        other => tri!(ops::iterate(self, &other)).into_iter().collect(),
-                    };
-                    refresh!();
-                    let kw = match take(r!(a as usize + 2)) {
-                        Value::None => Vec::new(),
-                        Value::Dict(d) => {
-                            let mut kw = Vec::new();
-                            for (k, v) in d.map.read().iter() {
-                                match k.value() {
-                                    Value::Str(s) => kw.push((Arc::<str>::from(s.as_str()), v.clone())),
-                                    other => throw!(type_err(format!("keywords must be strings, not {}", other.type_name()))),
-                                }
-                            }
-                            kw
-                        }
-                        other => throw!(type_err(format!("argument after ** must be a dict, not {}", other.type_name()))),
-                    };
-                    call_with!(a, f, pos, kw);
-                }
-                Instr::AppendTo { a, b, c, mv } => {
-                    if let Value::List(l) = &*r!(b) {
-                        let v = if mv { take(r!(c)) } else { dup(r!(c)) };
-                        l.items.write().push(v);
-                        setv(r!(a), Value::None);
-                        exit!(Flow::Next);
-                    }
-                    // Not a list: the general method call, through the caller interface.
-                    save_pc!();
-                    let recv = dup(r!(b));
-                    let arg = dup(r!(c));
-                    let res = match ops::get_attr(&recv, "append") {
-                        Ok(f) => Caller::call(self, &f, &[arg], &[]),
-                        Err(e) => Err(e),
-                    };
+                    let args: Args = (1..=n as usize).map(|i| take(r!(a as usize + i))).collect();
+                    // SAFETY: see above; natives cannot free this code's constants.
+                    let nf = unsafe { &*nf };
+                    flush_before(&self.shared, nf);
+                    let res = nf.call(self, &args, &[]);
                     refresh!();
                     match res {
                         Ok(v) => setv(r!(a), v),
                         Err(e) => throw!(e),
                     }
-                }
-                Instr::CallMethod { a, k, n } => {
-                    let name = match code.consts.get(k as usize) {
-                        Some(Value::Str(s)) => s.as_str(),
-                        _ => throw!(err(ErrorKind::Error, "internal error: bad method name")),
-                    };
-                    let recv_reg = a as usize + 1;
-                    // `xs.append(v)`: the hottest list method, done in place.
-                    if n == 1 && name == "append" {
-                        if let Value::List(l) = &*r!(recv_reg) {
-                            let v = take(r!(recv_reg + 1));
-                            l.items.write().push(v);
-                            setv(r!(a), Value::None);
-                            exit!(Flow::Next);
-                        }
-                    }
-                    // A struct's own method: call it with the receiver as `self`.
-                    if let Value::Struct(s) = &*r!(recv_reg) {
-                        if s.ty.field_index(name).is_none() {
-                            if let Some(m) = s.ty.methods.get(name) {
-                                setv(r!(a), m.clone());
-                                do_call!(a, n + 1);
-                                exit!(Flow::Next);
-                            }
-                        }
-                    }
-                    if !matches!(&*r!(recv_reg), Value::Struct(_) | Value::Object(_) | Value::Module(_)) {
-                        if let Some(fp) = crate::builtins::method(r!(recv_reg), name) {
-                            save_pc!();
-                            let args: Args = (0..=n as usize).map(|i| take(r!(recv_reg + i))).collect();
-                            let res = fp(self, &args, &[]);
-                            refresh!();
-                            match res {
-                                Ok(v) => setv(r!(a), v),
-                                Err(e) => throw!(e),
-                            }
-                            exit!(Flow::Next);
-                        }
-                    }
-                    let f = tri!(ops::get_attr(r!(recv_reg), name));
-                    setv(r!(a), f);
-                    for i in 0..n as usize {
-                        let v = take(r!(recv_reg + 1 + i));
-                        setv(r!(recv_reg + i), v);
-                    }
+                } else {
+                    setv(r!(a), dup(f));
                     do_call!(a, n)
                 }
-                // `run` returns into a caller itself; here the frame at depth
-                // `stop` ends and its value leaves the loop.
-                Instr::Return { a } | Instr::ReturnParams { a, .. } => {
-                    let v = take(r!(a));
-                    self.pop_frame();
-                    exit!(Flow::Return(v));
+            }
+            Instr::CallGlobal { a, g, n } => {
+                let Some(slot) = code.globals.get(g as usize) else {
+                    throw!(err(ErrorKind::Error, "internal error: bad global"))
+                };
+                // (`run` calls a write-once simple function itself.)
+                let v = if slot.is_const {
+                    slot.get_const().cloned()
+                } else {
+                    slot.get()
+                };
+                match v {
+                    Some(v) => setv(r!(a), v),
+                    None => throw!(err(
+                        ErrorKind::NameError,
+                        format!("name '{}' is not defined", slot.name)
+                    )),
                 }
-                Instr::ReturnNone => {
-                    self.pop_frame();
-                    if self.frames.len() <= stop {
-                        exit!(Flow::Return(Value::None));
-                    }
-                    if let Some(s) = self.stack.get_mut(base - 1) {
-                        *s = Value::None;
-                    }
-                    exit!(Flow::Reload);
+                do_call!(a, n)
+            }
+            Instr::CallKw { a, n, k } => {
+                save_pc!();
+                let names = match code.consts.get(k as usize) {
+                    Some(Value::Tuple(t)) => t.clone(),
+                    _ => throw!(err(ErrorKind::Error, "internal error: bad keyword names")),
+                };
+                let n = n as usize;
+                let f = take(r!(a));
+                let pos: Args = (0..n).map(|i| take(r!(a as usize + 1 + i))).collect();
+                let mut kw = Vec::with_capacity(names.0.len());
+                for (j, name) in names.0.iter().enumerate() {
+                    let v = take(r!(a as usize + 1 + n + j));
+                    kw.push((Arc::<str>::from(name.as_str().unwrap_or("")), v));
                 }
-                Instr::GetAttr { a, b, k } => {
-                    let name = match code.consts.get(k as usize) {
-                        Some(Value::Str(s)) => s.as_str(),
-                        _ => throw!(err(ErrorKind::Error, "internal error: bad attribute name")),
-                    };
-                    let v = match &*r!(b) {
-                        Value::Struct(s) => match s.ty.field_index(name) {
-                            Some(i) => s.fields.read().get(i).cloned().unwrap_or(Value::None),
-                            None => tri!(ops::get_attr(r!(b), name)),
-                        },
-                        other => tri!(ops::get_attr(other, name)),
-                    };
-                    setv(r!(a), v);
-                }
-                Instr::SetAttr { a, k, c } => {
-                    let name = match code.consts.get(k as usize) {
-                        Some(Value::Str(s)) => s.as_str(),
-                        _ => throw!(err(ErrorKind::Error, "internal error: bad attribute name")),
-                    };
-                    let v = dup(r!(c));
-                    tri!(ops::set_attr(r!(a), name, v));
-                }
-                Instr::GetIndex { a, b, c } => {
-                    let v = match (&*r!(b), &*r!(c)) {
-                        (Value::List(l), Value::Int(i)) => {
-                            let items = l.items.read();
-                            let n = items.len() as i64;
-                            let j = if *i < 0 { *i + n } else { *i };
-                            if j >= 0 && j < n {
-                                items[j as usize].clone()
-                            } else {
-                                drop(items);
-                                tri!(ops::get_index(r!(b), r!(c)))
+                call_with!(a, f, pos, kw);
+            }
+            Instr::CallEx { a } => {
+                save_pc!();
+                let f = take(r!(a));
+                let pos: Args = match take(r!(a as usize + 1)) {
+                    Value::List(l) => l.items.read().iter().cloned().collect(),
+                    Value::Tuple(t) => t.0.iter().cloned().collect(),
+                    other => tri!(ops::iterate(self, &other)).into_iter().collect(),
+                };
+                refresh!();
+                let kw = match take(r!(a as usize + 2)) {
+                    Value::None => Vec::new(),
+                    Value::Dict(d) => {
+                        let mut kw = Vec::new();
+                        for (k, v) in d.map.read().iter() {
+                            match k.value() {
+                                Value::Str(s) => kw.push((Arc::<str>::from(s.as_str()), v.clone())),
+                                other => {
+                                    throw!(type_err(format!("keywords must be strings, not {}", other.type_name())))
+                                }
                             }
                         }
-                        (Value::Dict(d), Value::Int(i)) => {
-                            let found = d.map.read().get_int(*i).map(dup);
-                            match found {
-                                Some(v) => v,
-                                None => tri!(ops::get_index(r!(b), r!(c))),
-                            }
-                        }
-                        (x, i) => tri!(ops::get_index(x, i)),
-                    };
-                    setv(r!(a), v);
+                        kw
+                    }
+                    other => throw!(type_err(format!(
+                        "argument after ** must be a dict, not {}",
+                        other.type_name()
+                    ))),
+                };
+                call_with!(a, f, pos, kw);
+            }
+            Instr::AppendTo { a, b, c, mv } => {
+                if let Value::List(l) = &*r!(b) {
+                    let v = if mv { take(r!(c)) } else { dup(r!(c)) };
+                    l.items.write().push(v);
+                    setv(r!(a), Value::None);
+                    exit!(Flow::Next);
                 }
-                Instr::SetIndex { a, b, c } => {
-                    let v = dup(r!(c));
-                    if let (Value::List(l), Value::Int(i)) = (&*r!(a), &*r!(b)) {
-                        let mut items = l.items.write();
+                // Not a list: the general method call, through the caller interface.
+                save_pc!();
+                let recv = dup(r!(b));
+                let arg = dup(r!(c));
+                let res = match ops::get_attr(&recv, "append") {
+                    Ok(f) => Caller::call(self, &f, &[arg], &[]),
+                    Err(e) => Err(e),
+                };
+                refresh!();
+                match res {
+                    Ok(v) => setv(r!(a), v),
+                    Err(e) => throw!(e),
+                }
+            }
+            Instr::CallMethod { a, k, n } => {
+                let name = match code.consts.get(k as usize) {
+                    Some(Value::Str(s)) => s.as_str(),
+                    _ => throw!(err(ErrorKind::Error, "internal error: bad method name")),
+                };
+                let recv_reg = a as usize + 1;
+                // `xs.append(v)`: the hottest list method, done in place.
+                if n == 1 && name == "append" {
+                    if let Value::List(l) = &*r!(recv_reg) {
+                        let v = take(r!(recv_reg + 1));
+                        l.items.write().push(v);
+                        setv(r!(a), Value::None);
+                        exit!(Flow::Next);
+                    }
+                }
+                // A struct's own method: call it with the receiver as `self`.
+                if let Value::Struct(s) = &*r!(recv_reg) {
+                    if s.ty.field_index(name).is_none() {
+                        if let Some((i, _, m)) = s.ty.methods.get_full(name) {
+                            if let Some(ic) = code.ic_at(pc - 1) {
+                                ic.set(s.ty.id, Hit::Method(i));
+                            }
+                            setv(r!(a), m.clone());
+                            do_call!(a, n + 1);
+                            exit!(Flow::Next);
+                        }
+                    }
+                }
+                if !matches!(&*r!(recv_reg), Value::Struct(_) | Value::Object(_) | Value::Module(_)) {
+                    if let Some(fp) = crate::builtins::method(r!(recv_reg), name) {
+                        save_pc!();
+                        let args: Args = (0..=n as usize).map(|i| take(r!(recv_reg + i))).collect();
+                        let res = fp(self, &args, &[]);
+                        refresh!();
+                        match res {
+                            Ok(v) => setv(r!(a), v),
+                            Err(e) => throw!(e),
+                        }
+                        exit!(Flow::Next);
+                    }
+                }
+                let f = tri!(ops::get_attr(r!(recv_reg), name));
+                setv(r!(a), f);
+                for i in 0..n as usize {
+                    let v = take(r!(recv_reg + 1 + i));
+                    setv(r!(recv_reg + i), v);
+                }
+                do_call!(a, n)
+            }
+            // `run` returns into a caller itself; here the frame at depth
+            // `stop` ends and its value leaves the loop.
+            Instr::Return { a } | Instr::ReturnParams { a, .. } => {
+                let v = take(r!(a));
+                self.pop_frame();
+                if fr.ret != Ret::Normal {
+                    exit!(self.finish_return(fr.ret, base, v, stop));
+                }
+                exit!(Flow::Return(v));
+            }
+            Instr::ReturnNone => {
+                self.pop_frame();
+                if fr.ret != Ret::Normal {
+                    exit!(self.finish_return(fr.ret, base, Value::None, stop));
+                }
+                if self.frames.len() <= stop {
+                    exit!(Flow::Return(Value::None));
+                }
+                if let Some(s) = self.stack.get_mut(base - 1) {
+                    *s = Value::None;
+                }
+                exit!(Flow::Reload);
+            }
+            Instr::GetAttr { a, b, k } => {
+                let name = match code.consts.get(k as usize) {
+                    Some(Value::Str(s)) => s.as_str(),
+                    _ => throw!(err(ErrorKind::Error, "internal error: bad attribute name")),
+                };
+                let v = match &*r!(b) {
+                    Value::Struct(s) => match s.ty.field_index(name) {
+                        Some(i) => {
+                            if let Some(ic) = code.ic_at(pc - 1) {
+                                ic.set(s.ty.id, Hit::Field(i));
+                            }
+                            s.fields.read().get(i).cloned().unwrap_or(Value::None)
+                        }
+                        None => tri!(ops::get_attr(r!(b), name)),
+                    },
+                    other => tri!(ops::get_attr(other, name)),
+                };
+                setv(r!(a), v);
+            }
+            Instr::SetAttr { a, k, c } => {
+                let name = match code.consts.get(k as usize) {
+                    Some(Value::Str(s)) => s.as_str(),
+                    _ => throw!(err(ErrorKind::Error, "internal error: bad attribute name")),
+                };
+                let v = dup(r!(c));
+                if let Value::Struct(s) = &*r!(a) {
+                    if let (Some(i), Some(ic)) = (s.ty.field_index(name), code.ic_at(pc - 1)) {
+                        ic.set(s.ty.id, Hit::Field(i));
+                    }
+                }
+                tri!(ops::set_attr(r!(a), name, v));
+            }
+            Instr::GetIndex { a, b, c } => {
+                let v = match (&*r!(b), &*r!(c)) {
+                    (Value::List(l), Value::Int(i)) => {
+                        let items = l.items.read();
                         let n = items.len() as i64;
                         let j = if *i < 0 { *i + n } else { *i };
                         if j >= 0 && j < n {
-                            items[j as usize] = v;
-                            exit!(Flow::Next);
+                            items[j as usize].clone()
+                        } else {
+                            drop(items);
+                            tri!(ops::get_index(r!(b), r!(c)))
                         }
                     }
-                    if let (Value::Dict(d), Value::Int(i)) = (&*r!(a), &*r!(b)) {
-                        d.map.write().insert_int(*i, v);
+                    (Value::Dict(d), Value::Int(i)) => {
+                        let found = d.map.read().get_int(*i).map(dup);
+                        match found {
+                            Some(v) => v,
+                            None => tri!(ops::get_index(r!(b), r!(c))),
+                        }
+                    }
+                    (x, i) => tri!(ops::get_index(x, i)),
+                };
+                setv(r!(a), v);
+            }
+            Instr::SetIndex { a, b, c } => {
+                let v = dup(r!(c));
+                if let (Value::List(l), Value::Int(i)) = (&*r!(a), &*r!(b)) {
+                    let mut items = l.items.write();
+                    let n = items.len() as i64;
+                    let j = if *i < 0 { *i + n } else { *i };
+                    if j >= 0 && j < n {
+                        items[j as usize] = v;
                         exit!(Flow::Next);
                     }
-                    tri!(ops::set_index(r!(a), r!(b), v));
                 }
-                Instr::BuildList { a, b, n } => {
-                    let items: Vec<Value> = (0..n as usize).map(|i| take(r!(b as usize + i))).collect();
-                    setv(r!(a), Value::list(items));
+                if let (Value::Dict(d), Value::Int(i)) = (&*r!(a), &*r!(b)) {
+                    d.map.write().insert_int(*i, v);
+                    exit!(Flow::Next);
                 }
-                Instr::BuildTuple { a, b, n } => {
-                    if n == u16::MAX {
-                        let v = match &*r!(b) {
-                            Value::List(l) => Value::tuple(l.items.read().clone()),
-                            other => other.clone(),
-                        };
-                        setv(r!(a), v);
-                    } else {
-                        let items: Vec<Value> = (0..n as usize).map(|i| take(r!(b as usize + i))).collect();
-                        setv(r!(a), Value::tuple(items));
-                    }
-                }
-                Instr::BuildDict { a, b, n } => {
-                    let mut map = DictMap::with_capacity(n as usize);
-                    for i in 0..n as usize {
-                        let k = take(r!(b as usize + 2 * i));
-                        let v = take(r!(b as usize + 2 * i + 1));
-                        map.insert(tri!(ops::hash_key(&k)), v);
-                    }
-                    setv(r!(a), Value::dict(map));
-                }
-                Instr::ListAppend { a, b } => {
-                    let v = dup(r!(b));
-                    match &*r!(a) {
-                        Value::List(l) => l.items.write().push(v),
-                        other => throw!(type_err(format!("cannot append to {}", other.type_name()))),
-                    }
-                }
-                Instr::ListExtend { a, b } => {
-                    let src = dup(r!(b));
-                    save_pc!();
-                    let items = match &src {
-                        Value::List(l) => l.items.read().clone(),
-                        Value::Tuple(t) => t.0.to_vec(),
-                        other => {
-                            let r = ops::iterate(self, other);
-                            refresh!();
-                            tri!(r)
-                        }
-                    };
-                    match &*r!(a) {
-                        Value::List(l) => l.items.write().extend(items),
-                        other => throw!(type_err(format!("cannot extend {}", other.type_name()))),
-                    }
-                }
-                Instr::DictSet { a, b, c } => {
-                    let key = tri!(ops::hash_key(r!(b)));
-                    let v = dup(r!(c));
-                    match &*r!(a) {
-                        Value::Dict(d) => {
-                            d.map.write().insert(key, v);
-                        }
-                        other => throw!(type_err(format!("cannot set a key of {}", other.type_name()))),
-                    }
-                }
-                Instr::DictUpdate { a, b } => {
-                    let entries: Vec<(HashKey, Value)> = match &*r!(b) {
-                        Value::Dict(d) => d.map.read().iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-                        other => throw!(type_err(format!("argument after ** must be a dict, not {}", other.type_name()))),
-                    };
-                    match &*r!(a) {
-                        Value::Dict(d) => d.map.write().extend(entries),
-                        other => throw!(type_err(format!("cannot update {}", other.type_name()))),
-                    }
-                }
-                Instr::BuildSlice { a, b } => {
-                    let s = SliceObj { start: dup(r!(b)), stop: dup(r!(b as usize + 1)), step: dup(r!(b as usize + 2)) };
-                    setv(r!(a), Value::Slice(Arc::new(s)));
-                }
-                Instr::BuildRange { a, b, c } => {
-                    let start = tri!(call::range_int(r!(b)));
-                    let stop = tri!(call::range_int(r!(c)));
-                    setv(r!(a), Value::Range(Arc::new(RangeObj { start, stop, step: 1 })));
-                }
-                Instr::ForPrep { a } => {
-                    let v = take(r!(a));
-                    // A stream (a channel): items are pulled one at a time by
-                    // calling its `__next__` hook (`(item,)` or `none`).
-                    let stream = match &v {
-                        Value::Object(o) => o.0.get_attr(&v, "__next__"),
-                        _ => None,
-                    };
-                    let prepared = match v {
-                        Value::List(_) | Value::Tuple(_) | Value::Range(_) => v,
-                        // Generators, iterators, structs: pulled one item at a time.
-                        ref lazy if ops::iters::is_lazy(lazy) => {
-                            save_pc!();
-                            let it = ops::iters::get_iter(self, lazy);
-                            refresh!();
-                            tri!(it)
-                        }
-                        Value::Str(ref s) if s.is_ascii() => v,
-                        Value::Dict(d) => Value::tuple(d.map.read().keys().map(|k| k.value().clone()).collect()),
-                        Value::Object(_) if stream.is_some() => match stream {
-                            Some(hook) => tri!(hook),
-                            None => v,
-                        },
-                        other => {
-                            save_pc!();
-                            let items = ops::iterate(self, &other);
-                            refresh!();
-                            Value::tuple(tri!(items))
-                        }
-                    };
-                    setv(r!(a), prepared);
-                    setv(r!(a as usize + 1), Value::Int(0));
-                }
-                Instr::ForNext { a, b } => {
-                    if ops::iters::is_lazy(r!(a)) {
-                        save_pc!();
-                        let res = self.for_next_lazy(base + a as usize);
-                        refresh!();
-                        match tri!(res) {
-                            Some(v) => {
-                                setv(r!(b), v);
-                                pc += 1;
-                            }
-                            None => pc = jump_target(instrs, pc),
-                        }
-                        exit!(Flow::Next);
-                    }
-                    if matches!(&*r!(a), Value::Native(_) | Value::BoundMethod(_) | Value::Func(_)) {
-                        let hook = dup(r!(a));
-                        save_pc!();
-                        let res = self.call_value(&hook, &[], &[]);
-                        refresh!();
-                        match tri!(res) {
-                            Value::Tuple(t) if t.0.len() == 1 => {
-                                let v = t.0[0].clone();
-                                setv(r!(b), v);
-                                pc += 1;
-                            }
-                            Value::None => pc = jump_target(instrs, pc),
-                            other => throw!(type_err(format!(
-                                "__next__ must return a 1-tuple or none, not '{}'",
-                                other.type_name()
-                            ))),
-                        }
-                        exit!(Flow::Next);
-                    }
-                    let i = match &*r!(a as usize + 1) {
-                        Value::Int(i) => *i,
-                        _ => 0,
-                    };
-                    let item = match &*r!(a) {
-                        Value::List(l) => l.items.read().get(i as usize).cloned(),
-                        Value::Tuple(t) => t.0.get(i as usize).cloned(),
-                        Value::Range(rg) => {
-                            // The i-th element, in range while it has not reached `stop`
-                            // (no length division per step; overflow ends the range).
-                            match i.checked_mul(rg.step).and_then(|d| rg.start.checked_add(d)) {
-                                Some(x) if (rg.step > 0 && x < rg.stop) || (rg.step < 0 && x > rg.stop) => Some(Value::Int(x)),
-                                _ => None,
-                            }
-                        }
-                        Value::Str(s) => s.as_str().as_bytes().get(i as usize).map(|&c| Value::str((c as char).to_string())),
-                        _ => None,
-                    };
-                    match item {
-                        Some(v) => {
-                            setv(r!(b), v);
-                            setv(r!(a as usize + 1), Value::Int(i + 1));
-                            pc += 1;
-                        }
-                        None => pc = jump_target(instrs, pc),
-                    }
-                }
-                Instr::ForRangePrep { a, b } => {
-                    let start = tri!(call::range_int(r!(a)));
-                    let stop = tri!(call::range_int(r!(a as usize + 1)));
-                    let step = tri!(call::range_int(r!(a as usize + 2)));
-                    if step == 0 {
-                        throw!(err(ErrorKind::ValueError, "range() arg 3 must not be zero"));
-                    }
-                    setv(r!(a), Value::Int(start));
-                    setv(r!(a as usize + 1), Value::Int(stop));
-                    setv(r!(a as usize + 2), Value::Int(step));
-                    if (step > 0 && start < stop) || (step < 0 && start > stop) {
-                        setv(r!(b), Value::Int(start));
-                        pc += 1;
-                    } else {
-                        pc = jump_target(instrs, pc);
-                    }
-                }
-                // `run` steps every range loop: ForRangePrep leaves ints in its
-                // registers. Anything else there ends the loop.
-                Instr::ForRangeLoop { .. } => pc += 1,
-                Instr::Unpack { a, b, n } => {
-                    let src = dup(r!(b));
-                    save_pc!();
-                    let res = call::unpack(self, &src, n as usize, None);
-                    refresh!();
-                    let items = tri!(res);
-                    for (i, v) in items.into_iter().enumerate() {
-                        setv(r!(a as usize + i), v);
-                    }
-                }
-                Instr::UnpackEx { a, b, before, after } => {
-                    let src = dup(r!(b));
-                    save_pc!();
-                    let res = call::unpack(self, &src, before as usize, Some(after as usize));
-                    refresh!();
-                    let items = tri!(res);
-                    for (i, v) in items.into_iter().enumerate() {
-                        setv(r!(a as usize + i), v);
-                    }
-                }
-                Instr::MakeFunc { a, p, b } => {
-                    let Some(proto) = code.protos.get(p as usize) else { throw!(err(ErrorKind::Error, "internal error: bad function")) };
-                    let nd = proto.ndefaults as usize;
-                    let defaults: Box<[Value]> = (0..nd).map(|i| dup(r!(b as usize + i))).collect();
-                    let mut j = nd;
-                    let kwdefaults: Box<[Option<Value>]> = proto
-                        .kwonly_has_default
-                        .iter()
-                        .map(|&has| {
-                            if has {
-                                j += 1;
-                                Some(dup(r!(b as usize + j - 1)))
-                            } else {
-                                None
-                            }
-                        })
-                        .collect();
-                    let mut free = Vec::with_capacity(proto.captures.len());
-                    for cap in proto.captures.iter() {
-                        let cell = match cap {
-                            Capture::Cell(c) => self.cells.get(fr.cell_base as usize + *c as usize).cloned(),
-                            Capture::Free(c) => clo.free.get(*c as usize).cloned(),
-                        };
-                        match cell {
-                            Some(c) => free.push(c),
-                            None => throw!(err(ErrorKind::Error, "internal error: bad capture")),
-                        }
-                    }
-                    let f = Closure { name: proto.name.to_string(), proto: proto.clone(), defaults, kwdefaults, free: free.into_boxed_slice() };
-                    setv(r!(a), Value::Func(Arc::new(f)));
-                }
-                Instr::MakeStruct { a, p, b } => {
-                    let Some(sp) = code.structs.get(p as usize) else { throw!(err(ErrorKind::Error, "internal error: bad struct")) };
-                    let ndef = sp.has_default.iter().filter(|d| **d).count();
-                    let vals: Vec<Value> = (0..ndef + sp.methods.len() + usize::from(sp.has_base)).map(|i| dup(r!(b as usize + i))).collect();
-                    let t = tri!(super::super::structs::make_struct_type(sp, vals));
-                    setv(r!(a), t);
-                }
-                Instr::StructConst { a, k, c } => {
-                    let v = dup(r!(c));
-                    tri!(super::super::structs::define_const(r!(a), &const_name(code, k), v));
-                }
-                Instr::Raise { a } => {
-                    let e = match &*r!(a) {
-                        Value::Error(e) => {
-                            e.trace.lock().clear();
-                            e.clone()
-                        }
-                        Value::Kind(k) => err(*k, ""),
-                        Value::Struct(s) if s.ty.error_kind.is_some() => match super::super::structs::raise_struct(s) {
-                            Some(e) => e,
-                            None => type_err("internal error: not an error kind".to_string()),
-                        },
-                        Value::StructType(t) if t.error_kind.is_some() => {
-                            // `raise K` is `raise K()`.
-                            save_pc!();
-                            let t = t.clone();
-                            // The frame's registers are not read again before the throw.
-                            let made = super::super::structs::construct(self, &t, Args::new(), Vec::new());
-                            match made {
-                                Ok(Value::Struct(s)) => match super::super::structs::raise_struct(&s) {
-                                    Some(e) => e,
-                                    None => type_err("internal error: not an error kind".to_string()),
-                                },
-                                Ok(_) => type_err("internal error: constructor gave no instance".to_string()),
-                                Err(e) => e,
-                            }
-                        }
-                        Value::Struct(s) => type_err(format!(
-                            "raise needs an error value, and '{}' is not an error kind (declare it as 'struct {}(Error):')",
-                            s.ty.name, s.ty.name
-                        )),
-                        other => type_err(format!("raise needs an error value such as ValueError(\"…\"), not {}", other.type_name())),
-                    };
-                    throw!(e)
-                }
-                Instr::Reraise { a } => {
-                    let e = if a == NO_REG {
-                        err(ErrorKind::Error, "a bare 'raise' is only allowed inside an except block")
-                    } else {
-                        match &*r!(a) {
-                            Value::Error(e) => e.clone(),
-                            _ => err(ErrorKind::Error, "internal error: nothing to re-raise"),
-                        }
-                    };
-                    throw!(e)
-                }
-                Instr::CheckBound { a, k } => {
-                    if matches!(&*r!(a), Value::Unbound) {
-                        let name = match code.consts.get(k as usize) {
-                            Some(Value::Str(s)) => s.as_str().to_string(),
-                            _ => "?".to_string(),
-                        };
-                        throw!(err(
-                            ErrorKind::NameError,
-                            format!("cannot access local variable '{name}' where it is not associated with a value")
-                        ));
-                    }
-                }
-                Instr::AssertFail { a } => {
-                    let msg = if a == NO_REG { String::new() } else { format::str_of(r!(a)) };
-                    throw!(err(ErrorKind::AssertionError, msg))
-                }
-                Instr::PushHandler { a, t } => {
-                    self.handlers.push(Handler { frame: (self.frames.len() - 1) as u32, target: t, reg: a });
-                }
-                Instr::PopHandler => {
-                    self.handlers.pop();
-                }
-                Instr::ExcMatch { a, b, c } => {
-                    let m = match &*r!(b) {
-                        Value::Error(e) if c == NO_REG => e.exit.is_none(),
-                        Value::Error(e) => tri!(call::error_matches(e, r!(c))),
-                        _ => false,
-                    };
-                    setv(r!(a), Value::Bool(m));
-                }
-                Instr::ToStr { a, b } => {
+                tri!(ops::set_index(r!(a), r!(b), v));
+            }
+            Instr::BuildList { a, b, n } => {
+                let items: Vec<Value> = (0..n as usize).map(|i| take(r!(b as usize + i))).collect();
+                setv(r!(a), Value::list(items));
+            }
+            Instr::BuildTuple { a, b, n } => {
+                if n == u16::MAX {
                     let v = match &*r!(b) {
-                        Value::Str(_) => dup(r!(b)),
-                        Value::Int(i) => Value::Str(crate::vm::value::StrRef::new(StrObj::from_int(*i))),
-                        other => Value::str(tri!(format::str_checked(other))),
+                        Value::List(l) => Value::tuple(l.items.read().clone()),
+                        other => other.clone(),
                     };
                     setv(r!(a), v);
+                } else {
+                    let items: Vec<Value> = (0..n as usize).map(|i| take(r!(b as usize + i))).collect();
+                    setv(r!(a), Value::tuple(items));
                 }
-                Instr::ToRepr { a, b } => {
-                    let v = Value::str(tri!(format::repr_checked(r!(b))));
-                    setv(r!(a), v);
+            }
+            Instr::BuildDict { a, b, n } => {
+                let mut map = DictMap::with_capacity(n as usize);
+                for i in 0..n as usize {
+                    let k = take(r!(b as usize + 2 * i));
+                    let v = take(r!(b as usize + 2 * i + 1));
+                    map.insert(tri!(ops::hash_key(&k)), v);
                 }
-                Instr::Format { a, b, c } => {
-                    let spec = r!(c).as_str().unwrap_or("").to_string();
-                    let s = tri!(format::format_value(r!(b), &spec));
-                    setv(r!(a), Value::str(s));
+                setv(r!(a), Value::dict(map));
+            }
+            Instr::ListAppend { a, b } => {
+                let v = dup(r!(b));
+                match &*r!(a) {
+                    Value::List(l) => l.items.write().push(v),
+                    other => throw!(type_err(format!("cannot append to {}", other.type_name()))),
                 }
-                Instr::ParFor { a, n, range } => {
-                    // `parallel for`: the chunks run on the pool (crate::par::parfor);
-                    // this thread runs the first and waits for the rest.
-                    let a = a as usize;
-                    let f = take(r!(a));
-                    let iter = if range {
-                        crate::par::parfor::LoopIter::Range(dup(r!(a + 1)), dup(r!(a + 2)), dup(r!(a + 3)))
-                    } else {
-                        crate::par::parfor::LoopIter::Items(take(r!(a + 1)))
-                    };
-                    let inits: Vec<(Value, Value)> = (0..n as usize).map(|j| (take(r!(a + 4 + 2 * j)), take(r!(a + 5 + 2 * j)))).collect();
+            }
+            Instr::ListExtend { a, b } => {
+                let src = dup(r!(b));
+                save_pc!();
+                let items = match &src {
+                    Value::List(l) => l.items.read().clone(),
+                    Value::Tuple(t) => t.0.to_vec(),
+                    other => {
+                        let r = ops::iterate(self, other);
+                        refresh!();
+                        tri!(r)
+                    }
+                };
+                match &*r!(a) {
+                    Value::List(l) => l.items.write().extend(items),
+                    other => throw!(type_err(format!("cannot extend {}", other.type_name()))),
+                }
+            }
+            Instr::DictSet { a, b, c } => {
+                let key = tri!(ops::hash_key(r!(b)));
+                let v = dup(r!(c));
+                match &*r!(a) {
+                    Value::Dict(d) => {
+                        d.map.write().insert(key, v);
+                    }
+                    other => throw!(type_err(format!("cannot set a key of {}", other.type_name()))),
+                }
+            }
+            Instr::DictUpdate { a, b } => {
+                let entries: Vec<(HashKey, Value)> = match &*r!(b) {
+                    Value::Dict(d) => d.map.read().iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                    other => throw!(type_err(format!(
+                        "argument after ** must be a dict, not {}",
+                        other.type_name()
+                    ))),
+                };
+                match &*r!(a) {
+                    Value::Dict(d) => d.map.write().extend(entries),
+                    other => throw!(type_err(format!("cannot update {}", other.type_name()))),
+                }
+            }
+            Instr::BuildSlice { a, b } => {
+                let s = SliceObj {
+                    start: dup(r!(b)),
+                    stop: dup(r!(b as usize + 1)),
+                    step: dup(r!(b as usize + 2)),
+                };
+                setv(r!(a), Value::Slice(Arc::new(s)));
+            }
+            Instr::BuildRange { a, b, c } => {
+                let start = tri!(call::range_int(r!(b)));
+                let stop = tri!(call::range_int(r!(c)));
+                setv(r!(a), Value::Range(Arc::new(RangeObj { start, stop, step: 1 })));
+            }
+            Instr::ForPrep { a } => {
+                let v = take(r!(a));
+                // A stream (a channel): items are pulled one at a time by
+                // calling its `__next__` hook (`(item,)` or `none`).
+                let stream = match &v {
+                    Value::Object(o) => o.0.get_attr(&v, "__next__"),
+                    _ => None,
+                };
+                let prepared = match v {
+                    Value::List(_) | Value::Tuple(_) | Value::Range(_) => v,
+                    // Generators, iterators, structs: pulled one item at a time.
+                    ref lazy if ops::iters::is_lazy(lazy) => {
+                        save_pc!();
+                        let it = ops::iters::get_iter(self, lazy);
+                        refresh!();
+                        tri!(it)
+                    }
+                    Value::Str(ref s) if s.is_ascii() => v,
+                    Value::Dict(d) => Value::tuple(d.map.read().keys().map(|k| k.value().clone()).collect()),
+                    Value::Object(_) if stream.is_some() => match stream {
+                        Some(hook) => tri!(hook),
+                        None => v,
+                    },
+                    other => {
+                        save_pc!();
+                        let items = ops::iterate(self, &other);
+                        refresh!();
+                        Value::tuple(tri!(items))
+                    }
+                };
+                setv(r!(a), prepared);
+                setv(r!(a as usize + 1), Value::Int(0));
+            }
+            Instr::ForNext { a, b } => {
+                // A generator runs as a frame on this loop (`resume.rs`).
+                if crate::vm::generator::GenObj::of(r!(a)).is_some() {
+                    let gv = dup(r!(a));
                     save_pc!();
-                    let res = crate::par::parfor::run_loop(self, &f, iter, inits);
-                    refresh!();
-                    match res {
-                        Ok((first, rest)) => {
-                            setv(r!(a), first);
-                            setv(r!(a + 1), rest);
+                    match self.push_gen_frame(gv) {
+                        Ok(true) => exit!(Flow::Reload),
+                        Ok(false) => {
+                            setv(r!(a as usize + 1), Value::None);
+                            pc = jump_target(instrs, pc);
+                            exit!(Flow::Next);
                         }
                         Err(e) => throw!(e),
                     }
                 }
-                Instr::BuildSet { a, b, n } => {
-                    let items: Vec<Value> = (0..n as usize).map(|i| dup(r!(b as usize + i))).collect();
-                    let v = tri!(ops::sets::set_of(items));
-                    setv(r!(a), v);
-                }
-                Instr::SetAdd { a, b } => {
-                    let key = tri!(ops::hash_key(r!(b)));
-                    match &*r!(a) {
-                        Value::Set(s) => {
-                            let mut m = s.map.write();
-                            if !m.contains_key(&key) {
-                                m.insert(key, Value::None);
-                            }
+                if ops::iters::is_lazy(r!(a)) {
+                    save_pc!();
+                    let res = self.for_next_lazy(base + a as usize);
+                    refresh!();
+                    match tri!(res) {
+                        Some(v) => {
+                            setv(r!(b), v);
+                            pc += 1;
                         }
-                        other => throw!(type_err(format!("cannot add to {}", other.type_name()))),
+                        None => pc = jump_target(instrs, pc),
                     }
+                    exit!(Flow::Next);
                 }
-                Instr::DelIndex { a, b } => {
-                    let obj = dup(r!(a));
-                    let idx = dup(r!(b));
+                if matches!(&*r!(a), Value::Native(_) | Value::BoundMethod(_) | Value::Func(_)) {
+                    let hook = dup(r!(a));
                     save_pc!();
-                    // (The stack may have moved; nothing below reads a register.)
-                    tri!(ops::del_index(self, &obj, &idx));
-                }
-                Instr::DelLocal { a, k } => {
-                    if matches!(&*r!(a), Value::Unbound) {
-                        throw!(err(
-                            ErrorKind::NameError,
-                            format!("cannot access local variable '{}' where it is not associated with a value", const_name(code, k))
-                        ));
+                    let res = self.call_value(&hook, &[], &[]);
+                    refresh!();
+                    match tri!(res) {
+                        Value::Tuple(t) if t.0.len() == 1 => {
+                            let v = t.0[0].clone();
+                            setv(r!(b), v);
+                            pc += 1;
+                        }
+                        Value::None => pc = jump_target(instrs, pc),
+                        other => throw!(type_err(format!(
+                            "__next__ must return a 1-tuple or none, not '{}'",
+                            other.type_name()
+                        ))),
                     }
-                    let old = std::mem::replace(r!(a), Value::Unbound);
-                    drop(old);
+                    exit!(Flow::Next);
                 }
-                Instr::DelGlobal { g } => {
-                    let Some(slot) = code.globals.get(g as usize) else { throw!(err(ErrorKind::Error, "internal error: bad global")) };
-                    if !slot.unbind() {
-                        throw!(err(ErrorKind::NameError, format!("name '{}' is not defined", slot.name)));
+                let i = match &*r!(a as usize + 1) {
+                    Value::Int(i) => *i,
+                    _ => 0,
+                };
+                let item = match &*r!(a) {
+                    Value::List(l) => l.items.read().get(i as usize).cloned(),
+                    Value::Tuple(t) => t.0.get(i as usize).cloned(),
+                    Value::Range(rg) => {
+                        // The i-th element, in range while it has not reached `stop`
+                        // (no length division per step; overflow ends the range).
+                        match i.checked_mul(rg.step).and_then(|d| rg.start.checked_add(d)) {
+                            Some(x) if (rg.step > 0 && x < rg.stop) || (rg.step < 0 && x > rg.stop) => {
+                                Some(Value::Int(x))
+                            }
+                            _ => None,
+                        }
+                    }
+                    Value::Str(s) => s
+                        .as_str()
+                        .as_bytes()
+                        .get(i as usize)
+                        .map(|&c| Value::str((c as char).to_string())),
+                    _ => None,
+                };
+                match item {
+                    Some(v) => {
+                        setv(r!(b), v);
+                        setv(r!(a as usize + 1), Value::Int(i + 1));
+                        pc += 1;
+                    }
+                    None => pc = jump_target(instrs, pc),
+                }
+            }
+            Instr::ForRangePrep { a, b } => {
+                let start = tri!(call::range_int(r!(a)));
+                let stop = tri!(call::range_int(r!(a as usize + 1)));
+                let step = tri!(call::range_int(r!(a as usize + 2)));
+                if step == 0 {
+                    throw!(err(ErrorKind::ValueError, "range() arg 3 must not be zero"));
+                }
+                setv(r!(a), Value::Int(start));
+                setv(r!(a as usize + 1), Value::Int(stop));
+                setv(r!(a as usize + 2), Value::Int(step));
+                if (step > 0 && start < stop) || (step < 0 && start > stop) {
+                    setv(r!(b), Value::Int(start));
+                    pc += 1;
+                } else {
+                    pc = jump_target(instrs, pc);
+                }
+            }
+            // `run` steps every range loop: ForRangePrep leaves ints in its
+            // registers. Anything else there ends the loop.
+            Instr::ForRangeLoop { .. } => pc += 1,
+            Instr::Unpack { a, b, n } => {
+                let src = dup(r!(b));
+                save_pc!();
+                let res = call::unpack(self, &src, n as usize, None);
+                refresh!();
+                let items = tri!(res);
+                for (i, v) in items.into_iter().enumerate() {
+                    setv(r!(a as usize + i), v);
+                }
+            }
+            Instr::UnpackRegs { b, k, n } => {
+                let src = dup(r!(b));
+                save_pc!();
+                let res = call::unpack(self, &src, n as usize, None);
+                refresh!();
+                let items = tri!(res);
+                let Some(Value::Tuple(regs)) = code.consts.get(k as usize) else {
+                    throw!(err(ErrorKind::Error, "internal error: bad unpack targets"))
+                };
+                for (v, r) in items.into_iter().zip(regs.0.iter()) {
+                    if let Value::Int(r) = *r {
+                        setv(r!(r), v);
                     }
                 }
-                Instr::DelCell { c, k } | Instr::DelFree { c, k } => {
-                    let cell = if matches!(ins, Instr::DelCell { .. }) {
-                        self.cells.get(fr.cell_base as usize + c as usize).cloned()
-                    } else {
-                        clo.free.get(c as usize).cloned()
-                    };
-                    let Some(cell) = cell else { throw!(err(ErrorKind::Error, "internal error: bad cell")) };
-                    let old = cell.take_unbound();
-                    if matches!(old, Value::Unbound) {
-                        let name = const_name(code, k);
-                        let msg = if matches!(ins, Instr::DelCell { .. }) {
-                            format!("cannot access local variable '{name}' where it is not associated with a value")
+            }
+            Instr::UnpackEx { a, b, before, after } => {
+                let src = dup(r!(b));
+                save_pc!();
+                let res = call::unpack(self, &src, before as usize, Some(after as usize));
+                refresh!();
+                let items = tri!(res);
+                for (i, v) in items.into_iter().enumerate() {
+                    setv(r!(a as usize + i), v);
+                }
+            }
+            Instr::MakeFunc { a, p, b } => {
+                let Some(proto) = code.protos.get(p as usize) else {
+                    throw!(err(ErrorKind::Error, "internal error: bad function"))
+                };
+                let nd = proto.ndefaults as usize;
+                let defaults: Box<[Value]> = (0..nd).map(|i| dup(r!(b as usize + i))).collect();
+                let mut j = nd;
+                let kwdefaults: Box<[Option<Value>]> = proto
+                    .kwonly_has_default
+                    .iter()
+                    .map(|&has| {
+                        if has {
+                            j += 1;
+                            Some(dup(r!(b as usize + j - 1)))
                         } else {
-                            format!("cannot access free variable '{name}' where it is not associated with a value in enclosing scope")
-                        };
-                        throw!(err(ErrorKind::NameError, msg));
+                            None
+                        }
+                    })
+                    .collect();
+                let mut free = Vec::with_capacity(proto.captures.len());
+                for cap in proto.captures.iter() {
+                    let cell = match cap {
+                        Capture::Cell(c) => self.cells.get(fr.cell_base as usize + *c as usize).cloned(),
+                        Capture::Free(c) => clo.free.get(*c as usize).cloned(),
+                    };
+                    match cell {
+                        Some(c) => free.push(c),
+                        None => throw!(err(ErrorKind::Error, "internal error: bad capture")),
                     }
-                    drop(old);
                 }
-                Instr::Yield { a, b } => {
-                    // Suspend: `resume_gen` (resume.rs) saves the frame.
-                    if !self.may_yield() {
-                        throw!(err(ErrorKind::Error, "internal error: 'yield' outside a running generator"));
+                let f = Closure {
+                    name: proto.name.to_string(),
+                    proto: proto.clone(),
+                    defaults,
+                    kwdefaults,
+                    free: free.into_boxed_slice(),
+                };
+                setv(r!(a), Value::Func(Arc::new(f)));
+            }
+            Instr::MakeStruct { a, p, b } => {
+                let Some(sp) = code.structs.get(p as usize) else {
+                    throw!(err(ErrorKind::Error, "internal error: bad struct"))
+                };
+                let ndef = sp.has_default.iter().filter(|d| **d).count();
+                let vals: Vec<Value> = (0..ndef + sp.methods.len() + usize::from(sp.has_base))
+                    .map(|i| dup(r!(b as usize + i)))
+                    .collect();
+                let t = tri!(super::super::structs::make_struct_type(sp, vals));
+                setv(r!(a), t);
+            }
+            Instr::StructConst { a, k, c } => {
+                let v = dup(r!(c));
+                tri!(super::super::structs::define_const(r!(a), &const_name(code, k), v));
+            }
+            Instr::Raise { a } => {
+                let e = match &*r!(a) {
+                    Value::Error(e) => {
+                        e.trace.lock().clear();
+                        e.clone()
                     }
+                    Value::Kind(k) => err(*k, ""),
+                    Value::Struct(s) if s.ty.error_kind.is_some() => match super::super::structs::raise_struct(s) {
+                        Some(e) => e,
+                        None => type_err("internal error: not an error kind".to_string()),
+                    },
+                    Value::StructType(t) if t.error_kind.is_some() => {
+                        // `raise K` is `raise K()`.
+                        save_pc!();
+                        let t = t.clone();
+                        // The frame's registers are not read again before the throw.
+                        let made = super::super::structs::construct(self, &t, Args::new(), Vec::new());
+                        match made {
+                            Ok(Value::Struct(s)) => match super::super::structs::raise_struct(&s) {
+                                Some(e) => e,
+                                None => type_err("internal error: not an error kind".to_string()),
+                            },
+                            Ok(_) => type_err("internal error: constructor gave no instance".to_string()),
+                            Err(e) => e,
+                        }
+                    }
+                    Value::Struct(s) => type_err(format!(
+                        "raise needs an error value, and '{}' is not an error kind (declare it as 'struct {}(Error):')",
+                        s.ty.name, s.ty.name
+                    )),
+                    other => type_err(format!(
+                        "raise needs an error value such as ValueError(\"…\"), not {}",
+                        other.type_name()
+                    )),
+                };
+                throw!(e)
+            }
+            Instr::Reraise { a } => {
+                let e = if a == NO_REG {
+                    err(
+                        ErrorKind::Error,
+                        "a bare 'raise' is only allowed inside an except block",
+                    )
+                } else {
+                    match &*r!(a) {
+                        Value::Error(e) => e.clone(),
+                        _ => err(ErrorKind::Error, "internal error: nothing to re-raise"),
+                    }
+                };
+                throw!(e)
+            }
+            Instr::CheckBound { a, k } => {
+                if matches!(&*r!(a), Value::Unbound) {
+                    let name = match code.consts.get(k as usize) {
+                        Some(Value::Str(s)) => s.as_str().to_string(),
+                        _ => "?".to_string(),
+                    };
+                    throw!(err(
+                        ErrorKind::NameError,
+                        format!("cannot access local variable '{name}' where it is not associated with a value")
+                    ));
+                }
+            }
+            Instr::AssertFail { a } => {
+                let msg = if a == NO_REG {
+                    String::new()
+                } else {
+                    format::str_of(r!(a))
+                };
+                throw!(err(ErrorKind::AssertionError, msg))
+            }
+            Instr::PushHandler { a, t } => {
+                self.handlers.push(Handler {
+                    frame: (self.frames.len() - 1) as u32,
+                    target: t,
+                    reg: a,
+                });
+            }
+            Instr::PopHandler => {
+                self.handlers.pop();
+            }
+            Instr::ExcMatch { a, b, c } => {
+                let m = match &*r!(b) {
+                    Value::Error(e) if c == NO_REG => e.exit.is_none(),
+                    Value::Error(e) => tri!(call::error_matches(e, r!(c))),
+                    _ => false,
+                };
+                setv(r!(a), Value::Bool(m));
+            }
+            Instr::ToStr { a, b } => {
+                let v = match &*r!(b) {
+                    Value::Str(_) => dup(r!(b)),
+                    Value::Int(i) => Value::Str(crate::vm::value::StrRef::new(StrObj::from_int(*i))),
+                    other => Value::str(tri!(format::str_checked(other))),
+                };
+                setv(r!(a), v);
+            }
+            Instr::ToRepr { a, b } => {
+                let v = Value::str(tri!(format::repr_checked(r!(b))));
+                setv(r!(a), v);
+            }
+            Instr::Format { a, b, c } => {
+                let spec = r!(c).as_str().unwrap_or("").to_string();
+                let s = tri!(format::format_value(r!(b), &spec));
+                setv(r!(a), Value::str(s));
+            }
+            Instr::ParFor { a, n, range } => {
+                // `parallel for`: the chunks run on the pool (crate::par::parfor);
+                // this thread runs the first and waits for the rest.
+                let a = a as usize;
+                let f = take(r!(a));
+                let iter = if range {
+                    crate::par::parfor::LoopIter::Range(dup(r!(a + 1)), dup(r!(a + 2)), dup(r!(a + 3)))
+                } else {
+                    crate::par::parfor::LoopIter::Items(take(r!(a + 1)))
+                };
+                let inits: Vec<(Value, Value)> = (0..n as usize)
+                    .map(|j| (take(r!(a + 4 + 2 * j)), take(r!(a + 5 + 2 * j))))
+                    .collect();
+                save_pc!();
+                let res = crate::par::parfor::run_loop(self, &f, iter, inits);
+                refresh!();
+                match res {
+                    Ok((first, rest)) => {
+                        setv(r!(a), first);
+                        setv(r!(a + 1), rest);
+                    }
+                    Err(e) => throw!(e),
+                }
+            }
+            Instr::BuildSet { a, b, n } => {
+                let items: Vec<Value> = (0..n as usize).map(|i| dup(r!(b as usize + i))).collect();
+                let v = tri!(ops::sets::set_of(items));
+                setv(r!(a), v);
+            }
+            Instr::SetAdd { a, b } => {
+                let key = tri!(ops::hash_key(r!(b)));
+                match &*r!(a) {
+                    Value::Set(s) => {
+                        let mut m = s.map.write();
+                        if !m.contains_key(&key) {
+                            m.insert(key, Value::None);
+                        }
+                    }
+                    other => throw!(type_err(format!("cannot add to {}", other.type_name()))),
+                }
+            }
+            Instr::DelIndex { a, b } => {
+                let obj = dup(r!(a));
+                let idx = dup(r!(b));
+                save_pc!();
+                // (The stack may have moved; nothing below reads a register.)
+                tri!(ops::del_index(self, &obj, &idx));
+            }
+            Instr::DelLocal { a, k } => {
+                if matches!(&*r!(a), Value::Unbound) {
+                    throw!(err(
+                        ErrorKind::NameError,
+                        format!(
+                            "cannot access local variable '{}' where it is not associated with a value",
+                            const_name(code, k)
+                        )
+                    ));
+                }
+                let old = std::mem::replace(r!(a), Value::Unbound);
+                drop(old);
+            }
+            Instr::DelGlobal { g } => {
+                let Some(slot) = code.globals.get(g as usize) else {
+                    throw!(err(ErrorKind::Error, "internal error: bad global"))
+                };
+                if !slot.unbind() {
+                    throw!(err(
+                        ErrorKind::NameError,
+                        format!("name '{}' is not defined", slot.name)
+                    ));
+                }
+            }
+            Instr::DelCell { c, k } | Instr::DelFree { c, k } => {
+                let cell = if matches!(ins, Instr::DelCell { .. }) {
+                    self.cells.get(fr.cell_base as usize + c as usize).cloned()
+                } else {
+                    clo.free.get(c as usize).cloned()
+                };
+                let Some(cell) = cell else {
+                    throw!(err(ErrorKind::Error, "internal error: bad cell"))
+                };
+                let old = cell.take_unbound();
+                if matches!(old, Value::Unbound) {
+                    let name = const_name(code, k);
+                    let msg = if matches!(ins, Instr::DelCell { .. }) {
+                        format!("cannot access local variable '{name}' where it is not associated with a value")
+                    } else {
+                        format!("cannot access free variable '{name}' where it is not associated with a value in enclosing scope")
+                    };
+                    throw!(err(ErrorKind::NameError, msg));
+                }
+                drop(old);
+            }
+            Instr::Yield { a, b } if fr.ret == Ret::GenFor => {
+                // Suspend into the generator; the value goes to the loop.
+                let v = dup(r!(a));
+                setv(r!(b), Value::None);
+                save_pc!();
+                exit!(self.yield_to_for(v));
+            }
+            Instr::Yield { a, b } => {
+                // Suspend: `resume_gen` (resume.rs) saves the frame.
+                if !self.may_yield() {
+                    throw!(err(
+                        ErrorKind::Error,
+                        "internal error: 'yield' outside a running generator"
+                    ));
+                }
+                let v = dup(r!(a));
+                setv(r!(b), Value::None);
+                save_pc!();
+                self.yielded = true;
+                exit!(Flow::Return(v));
+            }
+            Instr::GetIter { a, b } => {
+                let v = dup(r!(b));
+                save_pc!();
+                let it = ops::iters::get_iter(self, &v);
+                refresh!();
+                setv(r!(a), tri!(it));
+            }
+            Instr::IterPrep { a } => {
+                if !matches!(
+                    &*r!(a),
+                    Value::List(_) | Value::Tuple(_) | Value::Range(_) | Value::Str(_)
+                ) {
                     let v = dup(r!(a));
-                    setv(r!(b), Value::None);
-                    save_pc!();
-                    self.yielded = true;
-                    exit!(Flow::Return(v));
-                }
-                Instr::GetIter { a, b } => {
-                    let v = dup(r!(b));
                     save_pc!();
                     let it = ops::iters::get_iter(self, &v);
                     refresh!();
                     setv(r!(a), tri!(it));
                 }
-                Instr::IterPrep { a } => {
-                    if !matches!(&*r!(a), Value::List(_) | Value::Tuple(_) | Value::Range(_) | Value::Str(_)) {
-                        let v = dup(r!(a));
-                        save_pc!();
-                        let it = ops::iters::get_iter(self, &v);
-                        refresh!();
-                        setv(r!(a), tri!(it));
+            }
+            Instr::Concat { a, b, n } => {
+                let mut s = String::new();
+                for i in 0..n as usize {
+                    match &*r!(b as usize + i) {
+                        Value::Str(x) => s.push_str(x.as_str()),
+                        other => s.push_str(&tri!(format::str_checked(other))),
                     }
                 }
-                Instr::Concat { a, b, n } => {
-                    let mut s = String::new();
-                    for i in 0..n as usize {
-                        match &*r!(b as usize + i) {
-                            Value::Str(x) => s.push_str(x.as_str()),
-                            other => s.push_str(&tri!(format::str_checked(other))),
-                        }
-                    }
-                    setv(r!(a), Value::str(s));
-                }
+                setv(r!(a), Value::str(s));
+            }
         }
         exit!(Flow::Next)
     }

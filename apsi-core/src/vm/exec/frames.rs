@@ -1,0 +1,292 @@
+//! Calls the VM makes for an instruction, pushed as frames on the running
+//! loop instead of re-entering it: a constructor's `__init__` (`Ret::Init`)
+//! and a struct's operator methods (`Ret::Op`, `Ret::OpInplace`).
+//!
+//! Re-entering the loop (`Caller::call`) costs a Rust call chain, argument
+//! vectors and a nested `run` per call; a pushed frame costs what a call
+//! the program wrote costs. What differs is only where the returned value
+//! goes, which the frame's `ret` says and `finish_return` carries out.
+//!
+//! Invariants (besides `exec.rs`'s):
+//! - An `Init` frame's callee slot holds the new instance, not the
+//!   closure; the instance keeps its type alive, and the type its
+//!   `__init__`, so the frame's closure pointer stays valid.
+//! - An `Op` frame sits right above its caller's window (`frame_end`), is
+//!   pushed only by an instruction of the frame below it (so it is never
+//!   the bottom frame of a `run`), and that instruction is the one just
+//!   before the caller's saved pc: its destination register gets the value.
+
+use super::*;
+use crate::ops::dunder;
+use crate::vm::ic::AttrCache;
+
+impl Executor {
+    /// `x op y` (`inplace`: `x op= y`) where `x` is a struct whose method
+    /// for it is a plain Apsi function of two parameters: push that method
+    /// as an `Op` frame. `None` when the operation needs the general path
+    /// (`y`'s reflected method goes first, a method of another shape, `x`
+    /// not a struct).
+    /// `ic` is the instruction's cache word: it remembers which method
+    /// `x`'s type uses here, so a hit looks up no name.
+    pub(super) fn push_op_frame(
+        &mut self,
+        op: BinOp,
+        x: &Value,
+        y: &Value,
+        inplace: bool,
+        ic: Option<&AttrCache>,
+    ) -> Option<VResult<()>> {
+        let Value::Struct(s) = x else { return None };
+        let (fwd, rev, iname) = dunder::binary_names(op);
+        let (m, ret) = match ic.and_then(|c| c.get(s.ty.id)) {
+            Some(Hit::Method(i)) => {
+                let (name, m) = s.ty.methods.get_index(i)?;
+                (
+                    m,
+                    if inplace && &**name == iname {
+                        Ret::OpInplace
+                    } else {
+                        Ret::Op
+                    },
+                )
+            }
+            _ => {
+                let found = match inplace.then(|| s.ty.methods.get_full(iname)).flatten() {
+                    Some((i, _, m)) => (i, m, Ret::OpInplace),
+                    None => {
+                        let (i, _, m) = s.ty.methods.get_full(fwd)?;
+                        (i, m, Ret::Op)
+                    }
+                };
+                if let Some(c) = ic {
+                    c.set(s.ty.id, Hit::Method(found.0));
+                }
+                (found.1, found.2)
+            }
+        };
+        if ret == Ret::Op && dunder::reflected_first(x, y, rev) {
+            return None;
+        }
+        self.push_method_frame(m, &[x, y], ret)
+    }
+
+    /// `-x`, `+x`, `~x` on a struct whose method is a plain function of one parameter.
+    pub(super) fn push_unary_frame(&mut self, op: UnaryOp, x: &Value) -> Option<VResult<()>> {
+        let Value::Struct(s) = x else { return None };
+        let name = match op {
+            UnaryOp::Neg => "__neg__",
+            UnaryOp::Pos => "__pos__",
+            UnaryOp::Invert => "__invert__",
+            UnaryOp::Not => return None,
+        };
+        let m = s.ty.method(name)?;
+        self.push_method_frame(m, &[x], Ret::Op)
+    }
+
+    /// Push `m(args…)` above the top frame's window with the given `ret`.
+    fn push_method_frame(&mut self, m: &Value, args: &[&Value], ret: Ret) -> Option<VResult<()>> {
+        let Value::Func(c) = m else { return None };
+        if !c.proto.simple || c.proto.nparams as usize != args.len() {
+            return None;
+        }
+        let fpos = self.frame_end();
+        self.ensure(fpos + 2 + args.len());
+        self.stack[fpos] = Value::Func(c.clone());
+        for (i, a) in args.iter().enumerate() {
+            self.stack[fpos + 1 + i] = (*a).clone();
+        }
+        Some(self.push_frame_as(fpos, args.len(), ret))
+    }
+
+    /// Push a frame for the closure at `stack[fpos]` (or, for `Init`, the
+    /// `__init__` of the instance there) whose `n` arguments are in place.
+    fn push_frame_as(&mut self, fpos: usize, n: usize, ret: Ret) -> VResult<()> {
+        let clo: *const Closure = match (&self.stack[fpos], ret) {
+            (Value::Func(c), _) => Arc::as_ptr(c),
+            (Value::Struct(s), Ret::Init) => match s.ty.method("__init__") {
+                Some(Value::Func(c)) => Arc::as_ptr(c),
+                _ => return Err(err(ErrorKind::Error, "internal error: no __init__ to run")),
+            },
+            _ => return Err(err(ErrorKind::Error, "internal error: nothing to call")),
+        };
+        match self.push_frame(fpos, clo) {
+            Ok(()) => {
+                self.mark_top(ret);
+                Ok(())
+            }
+            Err(e) => {
+                for s in self.stack.iter_mut().skip(fpos).take(n + 1) {
+                    *s = Value::Unbound;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// `T(args…)` for a struct type whose `__init__` is an Apsi function
+    /// (not a generator): a blank instance goes in the callee slot `fpos`,
+    /// `__init__` runs as an `Init` frame with the instance as `self`.
+    /// `Err(pos, kw)` hands the arguments back when `T` has no such `__init__`.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn push_init_frame(
+        &mut self,
+        fpos: usize,
+        t: &Arc<StructType>,
+        mut pos: Args,
+        kw: Vec<(Arc<str>, Value)>,
+    ) -> Result<VResult<()>, (Args, Vec<(Arc<str>, Value)>)> {
+        let c = match t.methods.get("__init__") {
+            Some(Value::Func(c)) if !c.proto.generator => c.clone(),
+            _ => return Err((pos, kw)),
+        };
+        let obj = super::super::structs::blank(t);
+        pos.insert(0, obj.clone());
+        let slots = match call::bind_args(&c, pos, kw) {
+            Ok(s) => s,
+            Err(e) => return Ok(Err(e)),
+        };
+        let n = slots.len();
+        self.ensure(fpos + 2 + n);
+        self.stack[fpos] = obj;
+        for (i, v) in slots.into_iter().enumerate() {
+            self.stack[fpos + 1 + i] = v;
+        }
+        Ok(self.push_frame_as(fpos, n, Ret::Init))
+    }
+
+    /// Give the frame just pushed its `ret` (recorded in `special` unless `Normal`).
+    pub(super) fn mark_top(&mut self, ret: Ret) {
+        if ret == Ret::Normal {
+            return;
+        }
+        if let Some(f) = self.frames.last_mut() {
+            f.ret = ret;
+            self.special.push(self.frames.len() as u32);
+        }
+    }
+
+    /// A frame of kind `ret` whose window began at `base` has been popped,
+    /// returning `v`; `stop` is the depth `run` returns at. Carries out
+    /// where the value goes.
+    #[cold]
+    pub(super) fn finish_return(&mut self, ret: Ret, base: usize, v: Value, stop: usize) -> Flow {
+        if ret != Ret::Normal {
+            self.special.pop();
+        }
+        let bottom = self.frames.len() <= stop;
+        let fpos = base.saturating_sub(1);
+        let r = match ret {
+            Ret::Normal => {
+                if bottom {
+                    return Flow::Return(v);
+                }
+                if let Some(s) = self.stack.get_mut(fpos) {
+                    *s = v;
+                }
+                Ok(())
+            }
+            Ret::Init => {
+                if !matches!(v, Value::None) {
+                    Err(err(
+                        ErrorKind::TypeError,
+                        format!("__init__() should return none, not '{}'", v.type_name()),
+                    ))
+                } else if bottom {
+                    return Flow::Return(self.stack.get(fpos).cloned().unwrap_or(Value::None));
+                } else {
+                    Ok(())
+                }
+            }
+            Ret::GenFor => {
+                self.end_gen_slot(fpos);
+                if bottom {
+                    return Flow::Return(v);
+                }
+                self.gen_for_done(v);
+                Ok(())
+            }
+            Ret::Op | Ret::OpInplace => {
+                if let Some(s) = self.stack.get_mut(fpos) {
+                    *s = Value::Unbound;
+                }
+                if bottom {
+                    return Flow::Return(v);
+                }
+                self.deliver_op(ret, v)
+            }
+        };
+        match r {
+            Ok(()) => Flow::Reload,
+            // The caller is the top frame now: the error is raised there.
+            Err(e) if bottom => Flow::Fail(e),
+            Err(e) => match self.unwind(e, stop) {
+                Ok(()) => Flow::Reload,
+                Err(e) => Flow::Fail(e),
+            },
+        }
+    }
+
+    /// An operator method pushed for the top frame's last instruction
+    /// returned `v`: finish that instruction (the reflected method when
+    /// `v` is `NotImplemented`) and store its result.
+    fn deliver_op(&mut self, ret: Ret, v: Value) -> VResult<()> {
+        let Some(&fr) = self.frames.last() else { return Ok(()) };
+        // SAFETY: the frame is live.
+        let code = unsafe { &*fr.code };
+        let base = fr.base as usize;
+        let pc = (fr.pc as usize).saturating_sub(1);
+        let ins = code.instrs.get(pc).copied();
+        let dest = match ins {
+            Some(
+                Instr::Add { a, .. }
+                | Instr::Sub { a, .. }
+                | Instr::Mul { a, .. }
+                | Instr::MulT { a, .. }
+                | Instr::Bin { a, .. }
+                | Instr::AddI { a, .. }
+                | Instr::Unary { a, .. },
+            ) => a,
+            _ => {
+                return Err(err(
+                    ErrorKind::Error,
+                    "internal error: an operator method returned to no operator",
+                ))
+            }
+        };
+        let v = if dunder::is_not_implemented(&v) {
+            let reg = |ex: &Executor, r: Reg| ex.stack.get(base + r as usize).cloned().unwrap_or(Value::None);
+            let operands = match ins {
+                Some(Instr::Add { b, c, .. }) => Some((BinOp::Add, reg(self, b), reg(self, c))),
+                Some(Instr::Sub { b, c, .. }) => Some((BinOp::Sub, reg(self, b), reg(self, c))),
+                Some(Instr::Mul { b, c, .. } | Instr::MulT { b, c, .. }) => {
+                    Some((BinOp::Mul, reg(self, b), reg(self, c)))
+                }
+                Some(Instr::Bin { op, b, c, .. }) => Some((op, reg(self, b), reg(self, c))),
+                Some(Instr::AddI { b, v, .. }) => {
+                    let (op, k) = if code.is_sub_addi(pc) {
+                        (BinOp::Sub, -(v as i64))
+                    } else {
+                        (BinOp::Add, v as i64)
+                    };
+                    Some((op, reg(self, b), Value::Int(k)))
+                }
+                _ => None,
+            };
+            match (operands, ret) {
+                (Some((op, x, y)), Ret::OpInplace) => match dunder::binary_with(self, op, &x, &y) {
+                    Some(r) => r?,
+                    None => ops::binary(op, &x, &y)?,
+                },
+                (Some((op, x, y)), _) => dunder::binary_after_forward(self, op, &x, &y)?,
+                // A unary method's value is the result, whatever it is.
+                (None, _) => v,
+            }
+        } else {
+            v
+        };
+        if let Some(s) = self.stack.get_mut(base + dest as usize) {
+            setv(s, v);
+        }
+        Ok(())
+    }
+}
