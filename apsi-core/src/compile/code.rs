@@ -481,9 +481,12 @@ pub struct Code {
     /// cell order (for the `NameError` of reading a cell after `del`).
     pub cell_names: Box<[Arc<str>]>,
     pub free_names: Box<[Arc<str>]>,
-    /// One inline-cache word per instruction (`vm::ic`), or none at all
-    /// when no instruction reads, writes or calls an attribute.
+    /// The inline caches (`vm::ic`) of the instructions that look names up
+    /// on structs (attributes, method calls, operators)...
     pub ic: Box<[AttrCache]>,
+    /// ... and for each pc, the index of its cache in `ic` (`u32::MAX`:
+    /// none); empty when no instruction has one.
+    pub ic_slots: Box<[u32]>,
 }
 
 impl Code {
@@ -498,7 +501,8 @@ impl Code {
     /// The inline-cache word of the instruction at `pc`.
     #[inline(always)]
     pub fn ic_at(&self, pc: usize) -> Option<&AttrCache> {
-        self.ic.get(pc)
+        let slot = *self.ic_slots.get(pc)?;
+        self.ic.get(slot as usize)
     }
     pub fn span_at(&self, pc: usize) -> Span {
         self.spans.get(pc).copied().unwrap_or(self.span)

@@ -241,13 +241,26 @@ impl<'a> FnState<'a> {
                     | Instr::AddI { .. }
             )
         };
-        let ic_len = if self.instrs.iter().any(cached) {
-            self.instrs.len()
+        let ncached = self.instrs.iter().filter(|i| cached(i)).count();
+        let mut next = 0u32;
+        let ic_slots: Box<[u32]> = if ncached == 0 {
+            Box::new([])
         } else {
-            0
+            self.instrs
+                .iter()
+                .map(|i| {
+                    if cached(i) {
+                        next += 1;
+                        next - 1
+                    } else {
+                        u32::MAX
+                    }
+                })
+                .collect()
         };
         let code = Arc::new(Code {
-            ic: (0..ic_len).map(|_| Default::default()).collect(),
+            ic: (0..ncached).map(|_| Default::default()).collect(),
+            ic_slots,
             unbound_regs: unbound_regs.into_boxed_slice(),
             name: self.name,
             instrs: self.instrs.into_boxed_slice(),

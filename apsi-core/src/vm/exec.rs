@@ -904,10 +904,19 @@ impl Executor {
                             setv(r!(a), Value::Bool(v));
                             continue;
                         }
+                        // `x is none` and friends: identity needs no protocol.
+                        if let CmpOp::Is | CmpOp::IsNot = op {
+                            let v = r!(b).is(r!(c)) == (op == CmpOp::Is);
+                            setv(r!(a), Value::Bool(v));
+                            continue;
+                        }
                     }
                     Instr::CmpJmp { op, a, b, jt } => {
                         if let Some(v) = cmp_fast(op, r!(a), r!(b)) {
                             jump_if!(v == jt)
+                        }
+                        if let CmpOp::Is | CmpOp::IsNot = op {
+                            jump_if!((r!(a).is(r!(b)) == (op == CmpOp::Is)) == jt)
                         }
                     }
                     Instr::CmpJmpI { op, a, v, jt } => {

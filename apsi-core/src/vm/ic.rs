@@ -1,10 +1,11 @@
 //! Inline caches for attribute reads, writes and method calls on structs
 //! (the simplest form of CPython 3.11's specialising interpreter, PEP 659).
 //!
-//! A code object holds one cache word per instruction (`Code::ic`, indexed
-//! by pc; empty for code without `GetAttr`, `SetAttr` or `CallMethod`). A
-//! word says "on a struct of type id T, this name is field i" (or "method
-//! i" in the type's method map). The dispatch loop tries the word first
+//! A code object holds one cache per instruction that looks a name up on
+//! a struct (`Code::ic`, found through `Code::ic_slots` by pc): `WAYS`
+//! words, each saying "on a struct of type id T, this name is field i" (or
+//! "method i" in the type's method map, or a static method or constant of
+//! the type), so a site that sees a few types stays a hit. The dispatch loop tries the word first
 //! and, on a hit, reads the field or calls the method without looking the
 //! name up; a miss runs the full lookup, which fills the word.
 //!
@@ -29,46 +30,88 @@ pub enum Hit {
     Field(usize),
     /// The name is not a field; it is the `i`-th entry of the type's methods.
     Method(usize),
+    /// On the struct type itself: the `i`-th entry of its static methods.
+    Static(usize),
+    /// On the struct type or an instance: the `i`-th of its constants
+    /// (neither a field nor any kind of method).
+    Const(usize),
 }
 
-const FIELD: u32 = 1 << 30;
-const METHOD: u32 = 2 << 30;
-const INDEX: u32 = (1 << 30) - 1;
+const SHIFT: u32 = 29;
+const INDEX: u32 = (1 << SHIFT) - 1;
+const FIELD: u32 = 1;
+const METHOD: u32 = 2;
+const STATIC: u32 = 3;
+const CONST: u32 = 4;
 
-/// One instruction's cache word: `(type id << 32) | kind | index`; 0 is empty.
+/// How many struct types one instruction remembers (a polymorphic cache:
+/// `t.run()` over a list of four kinds of task stays a hit).
+pub const WAYS: usize = 4;
+
+/// One instruction's cache: `WAYS` words, each `(type id << 32) | kind << 29 | index`;
+/// 0 is empty.
 #[derive(Default)]
-pub struct AttrCache(AtomicU64);
+pub struct AttrCache([AtomicU64; WAYS]);
+
+#[inline(always)]
+fn decode(w: u64) -> Option<Hit> {
+    let lo = w as u32;
+    let i = (lo & INDEX) as usize;
+    match lo >> SHIFT {
+        FIELD => Some(Hit::Field(i)),
+        METHOD => Some(Hit::Method(i)),
+        STATIC => Some(Hit::Static(i)),
+        CONST => Some(Hit::Const(i)),
+        _ => None,
+    }
+}
 
 impl AttrCache {
-    /// What the word says for the struct type `ty`, if it is about that type.
+    /// What the cache says for the struct type `ty`, if it knows that type.
     #[inline(always)]
     pub fn get(&self, ty: u32) -> Option<Hit> {
-        let w = self.0.load(Ordering::Relaxed);
-        if (w >> 32) as u32 != ty {
-            return None;
+        let w = self.0[0].load(Ordering::Relaxed);
+        if (w >> 32) as u32 == ty {
+            return decode(w);
         }
-        let lo = w as u32;
-        let i = (lo & INDEX) as usize;
-        match lo & !INDEX {
-            FIELD => Some(Hit::Field(i)),
-            METHOD => Some(Hit::Method(i)),
-            _ => None,
+        self.get_other(ty)
+    }
+
+    #[inline(never)]
+    fn get_other(&self, ty: u32) -> Option<Hit> {
+        for e in &self.0[1..] {
+            let w = e.load(Ordering::Relaxed);
+            if (w >> 32) as u32 == ty {
+                return decode(w);
+            }
         }
+        None
     }
 
     /// Remember `hit` for the struct type `ty` (nothing for id 0 or an
-    /// index too large to encode).
+    /// index too large to encode): in the word that holds `ty` already,
+    /// else in an empty one, else in place of the last.
     #[inline]
     pub fn set(&self, ty: u32, hit: Hit) {
         let (kind, i) = match hit {
             Hit::Field(i) => (FIELD, i),
             Hit::Method(i) => (METHOD, i),
+            Hit::Static(i) => (STATIC, i),
+            Hit::Const(i) => (CONST, i),
         };
         if ty == 0 || i > INDEX as usize {
             return;
         }
-        self.0
-            .store(((ty as u64) << 32) | (kind | i as u32) as u64, Ordering::Relaxed);
+        let w = ((ty as u64) << 32) | ((kind << SHIFT) | i as u32) as u64;
+        let mut slot = WAYS - 1;
+        for (j, e) in self.0.iter().enumerate() {
+            let old = e.load(Ordering::Relaxed);
+            if old == 0 || (old >> 32) as u32 == ty {
+                slot = j;
+                break;
+            }
+        }
+        self.0[slot].store(w, Ordering::Relaxed);
     }
 }
 
@@ -86,7 +129,24 @@ mod tests {
         assert_eq!(c.get(8), None);
         c.set(8, Hit::Method(0));
         assert_eq!(c.get(8), Some(Hit::Method(0)));
-        assert_eq!(c.get(7), None, "a new entry replaces the old one");
+        assert_eq!(c.get(7), Some(Hit::Field(3)), "a second type takes a second word");
+        c.set(7, Hit::Const(2));
+        assert_eq!(c.get(7), Some(Hit::Const(2)), "a type's word is rewritten in place");
+    }
+
+    #[test]
+    fn a_fifth_type_replaces_the_last_word() {
+        let c = AttrCache::default();
+        for t in 1..=WAYS as u32 {
+            c.set(t, Hit::Field(t as usize));
+        }
+        for t in 1..=WAYS as u32 {
+            assert_eq!(c.get(t), Some(Hit::Field(t as usize)));
+        }
+        c.set(99, Hit::Static(5));
+        assert_eq!(c.get(99), Some(Hit::Static(5)));
+        assert_eq!(c.get(1), Some(Hit::Field(1)), "the first words stay");
+        assert_eq!(c.get(WAYS as u32), None);
     }
 
     #[test]
@@ -94,9 +154,9 @@ mod tests {
         let c = AttrCache::default();
         c.set(0, Hit::Field(1));
         assert_eq!(c.get(0), None);
-        c.set(5, Hit::Method(1 << 30));
+        c.set(5, Hit::Method(1 << 29));
         assert_eq!(c.get(5), None);
-        c.set(u32::MAX, Hit::Method((1 << 30) - 1));
-        assert_eq!(c.get(u32::MAX), Some(Hit::Method((1 << 30) - 1)));
+        c.set(u32::MAX, Hit::Method((1 << 29) - 1));
+        assert_eq!(c.get(u32::MAX), Some(Hit::Method((1 << 29) - 1)));
     }
 }
