@@ -209,31 +209,29 @@ pub(crate) fn sum(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
 /// with no per-element dispatch; returns how many it added.
 fn sum_fast(acc: &mut Value, xs: &[Value]) -> usize {
     let mut i = 0;
-    match acc {
-        Value::Int(a) => {
-            let mut s = *a;
-            while let Some(Value::Int(x)) = xs.get(i) {
-                match s.checked_add(*x) {
-                    Some(t) => s = t,
-                    None => break,
-                }
-                i += 1;
+    if let Value::Int(a) = acc {
+        let mut s = *a;
+        while let Some(Value::Int(x)) = xs.get(i) {
+            match s.checked_add(*x) {
+                Some(t) => s = t,
+                None => break,
             }
-            *a = s;
-            // Python's sum switches to float addition at the first float.
-            if let Some(Value::Float(_)) = xs.get(i) {
-                return i;
-            }
+            i += 1;
         }
-        Value::Float(a) => {
-            let mut s = *a;
-            while let Some(Value::Float(x)) = xs.get(i) {
-                s += *x;
-                i += 1;
-            }
-            *a = s;
+        *a = s;
+        // At the first float the sum goes on in floats (int + float, as
+        // `ops::binary` adds them); `sum(fs)` starts from the int 0.
+        if let Some(Value::Float(_)) = xs.get(i) {
+            *acc = Value::Float(s as f64);
         }
-        _ => {}
+    }
+    if let Value::Float(a) = acc {
+        let mut s = *a;
+        while let Some(Value::Float(x)) = xs.get(i) {
+            s += *x;
+            i += 1;
+        }
+        *a = s;
     }
     i
 }
