@@ -13,7 +13,7 @@
 //! `filter` call its own `map`/`filter` method, keeping it lazy.
 
 use super::args::{expect_int, is_callable, Args};
-use super::sort::merge_sort;
+use super::sort::sort_values;
 use crate::error::ErrorKind;
 use crate::format::format_value;
 use crate::ops;
@@ -87,18 +87,27 @@ pub(crate) fn enumerate(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResu
     if ops::iters::is_lazy(a.req(0)?) {
         return ops::iters::lazy_enumerate(c, a.req(0)?, start);
     }
-    let items = ops::iterate(c, a.req(0)?)?;
-    let mut out = Vec::with_capacity(items.len());
-    for (i, x) in items.into_iter().enumerate() {
-        let n = start.checked_add(i as i64).ok_or_else(|| {
-            err(
+    // No Apsi code runs while the pairs are built: a list is read in
+    // place, under its read lock, without a copy.
+    let pairs = |items: &[Value]| -> VResult<Value> {
+        if !items.is_empty() && start.checked_add(items.len() as i64 - 1).is_none() {
+            return Err(err(
                 ErrorKind::OverflowError,
                 "enumerate() count does not fit in a 64-bit int",
-            )
-        })?;
-        out.push(Value::tuple(vec![Value::Int(n), x]));
+            ));
+        }
+        let out = items
+            .iter()
+            .enumerate()
+            .map(|(i, x)| Value::tuple(vec![Value::Int(start + i as i64), x.clone()]))
+            .collect();
+        Ok(Value::list(out))
+    };
+    match a.req(0)? {
+        Value::List(l) => pairs(&l.items.read()),
+        Value::Tuple(t) => pairs(&t.0),
+        other => pairs(&ops::iterate(c, other)?),
     }
-    Ok(Value::list(out))
 }
 
 pub(crate) fn zip(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
@@ -116,9 +125,17 @@ pub(crate) fn zip(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
         cols.push(ops::iterate(c, a)?);
     }
     let n = cols.iter().map(|c| c.len()).min().unwrap_or(0);
-    let rows = (0..n)
-        .map(|i| Value::tuple(cols.iter().map(|col| col[i].clone()).collect()))
-        .collect();
+    let rows = match &cols[..] {
+        // The common pair: each row's vector built at its exact size.
+        [xs, ys] => xs[..n]
+            .iter()
+            .zip(&ys[..n])
+            .map(|(x, y)| Value::tuple(vec![x.clone(), y.clone()]))
+            .collect(),
+        _ => (0..n)
+            .map(|i| Value::tuple(cols.iter().map(|col| col[i].clone()).collect()))
+            .collect(),
+    };
     Ok(Value::list(rows))
 }
 
@@ -127,32 +144,6 @@ pub(crate) fn reversed(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResul
     let mut items = ops::iterate(c, a.req(0)?)?;
     items.reverse();
     Ok(Value::list(items))
-}
-
-/// Sorts values, by `key(x)` when a key function is given; stable, and
-/// with `reverse` equal elements keep their order (as Python's).
-pub(crate) fn sort_values(
-    c: &mut dyn Caller,
-    items: Vec<Value>,
-    key: Option<&Value>,
-    reverse: bool,
-) -> VResult<Vec<Value>> {
-    let mut pairs: Vec<(Value, Value)> = Vec::with_capacity(items.len());
-    for x in items {
-        let k = match key {
-            Some(f) => c.call(f, std::slice::from_ref(&x), &[])?,
-            None => x.clone(),
-        };
-        pairs.push((k, x));
-    }
-    merge_sort(&mut pairs, &mut |a, b| {
-        if reverse {
-            ops::order(&b.0, &a.0)
-        } else {
-            ops::order(&a.0, &b.0)
-        }
-    })?;
-    Ok(pairs.into_iter().map(|(_, x)| x).collect())
 }
 
 pub(crate) fn sorted(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
@@ -183,8 +174,26 @@ pub(crate) fn sum(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
         }
         return Ok(acc);
     }
-    let items = ops::iterate(c, a.req(0)?)?;
     let mut acc = start;
+    // Lists and tuples: a loop on unboxed ints (checked) or floats while
+    // the items allow it, under the list's read lock (no Apsi code runs
+    // there); the rest, if any, is added one value at a time below.
+    let rest = match a.req(0)? {
+        Value::List(l) => {
+            let g = l.items.read();
+            let done = sum_fast(&mut acc, &g);
+            if done == g.len() {
+                return Ok(acc);
+            }
+            g[done..].to_vec()
+        }
+        Value::Tuple(t) => {
+            let done = sum_fast(&mut acc, &t.0);
+            t.0[done..].to_vec()
+        }
+        other => ops::iterate(c, other)?,
+    };
+    let items = rest;
     for x in &items {
         // Plain left-to-right addition: ints stay exact (checked), floats
         // round at each step as CPython 3.11's sum does.
@@ -194,6 +203,75 @@ pub(crate) fn sum(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
         };
     }
     Ok(acc)
+}
+
+/// Adds the leading ints (while the sum fits) or floats of `xs` to `acc`
+/// with no per-element dispatch; returns how many it added.
+fn sum_fast(acc: &mut Value, xs: &[Value]) -> usize {
+    let mut i = 0;
+    if let Value::Int(a) = acc {
+        let mut s = *a;
+        while let Some(Value::Int(x)) = xs.get(i) {
+            match s.checked_add(*x) {
+                Some(t) => s = t,
+                None => break,
+            }
+            i += 1;
+        }
+        *a = s;
+        // At the first float the sum goes on in floats (int + float, as
+        // `ops::binary` adds them); `sum(fs)` starts from the int 0.
+        if let Some(Value::Float(_)) = xs.get(i) {
+            *acc = Value::Float(s as f64);
+        }
+    }
+    if let Value::Float(a) = acc {
+        let mut s = *a;
+        while let Some(Value::Float(x)) = xs.get(i) {
+            s += *x;
+            i += 1;
+        }
+        *a = s;
+    }
+    i
+}
+
+/// `min`/`max` of a list or tuple of only ints or only floats, without a
+/// key: one unboxed loop (the same choices as the general loop: the first
+/// of equal extremes, NaN never replaces nor is replaced by a comparison).
+fn extreme_fast(xs: &[Value], keep: Ordering) -> Option<Value> {
+    match xs.first()? {
+        Value::Int(first) => {
+            let mut best = *first;
+            for x in &xs[1..] {
+                let Value::Int(x) = x else { return None };
+                if (keep == Ordering::Less && *x < best) || (keep == Ordering::Greater && *x > best) {
+                    best = *x;
+                }
+            }
+            Some(Value::Int(best))
+        }
+        Value::Float(first) => {
+            let mut best = *first;
+            if keep == Ordering::Less {
+                for x in &xs[1..] {
+                    let Value::Float(x) = x else { return None };
+                    if *x < best {
+                        best = *x;
+                    }
+                }
+            } else {
+                for x in &xs[1..] {
+                    let Value::Float(x) = x else { return None };
+                    if *x > best {
+                        best = *x;
+                    }
+                }
+            }
+            Some(Value::Float(best))
+        }
+        _ => None,
+    }
 }
 
 fn extreme(c: &mut dyn Caller, name: &'static str, args: &[Value], kw: Kwargs, keep: Ordering) -> VResult<Value> {
@@ -218,7 +296,19 @@ fn extreme(c: &mut dyn Caller, name: &'static str, args: &[Value], kw: Kwargs, k
                 format!("{name}() expected at least 1 argument, got 0"),
             ))
         }
-        [one] => ops::iterate(c, one)?,
+        [one] => {
+            if key.is_none() {
+                let fast = match one {
+                    Value::List(l) => extreme_fast(&l.items.read(), keep),
+                    Value::Tuple(t) => extreme_fast(&t.0, keep),
+                    _ => None,
+                };
+                if let Some(v) = fast {
+                    return Ok(v);
+                }
+            }
+            ops::iterate(c, one)?
+        }
         many => {
             if default.is_some() {
                 return Err(err(
@@ -259,27 +349,73 @@ pub(crate) fn max(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
     extreme(c, "max", args, kw, Ordering::Greater)
 }
 
-pub(crate) fn any(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = Args::new("any", args, kw, 1, &["xs"])?;
-    // Pulled one at a time: a generator stops at the first true item.
-    let mut src = ops::iters::Pull::new(c, a.req(0)?)?;
-    while let Some(x) = src.next(c)? {
-        if x.truthy()? {
-            return Ok(Value::Bool(true));
+/// The truth of a value that needs no Apsi code to decide it (`None` for
+/// a struct, whose `__bool__`/`__len__` may run).
+#[inline]
+fn plain_truth(v: &Value) -> Option<bool> {
+    Some(match v {
+        Value::None => false,
+        Value::Bool(b) => *b,
+        Value::Int(i) => *i != 0,
+        Value::Float(f) => *f != 0.0,
+        Value::Str(s) => !s.as_str().is_empty(),
+        _ => return None,
+    })
+}
+
+/// `any` (`stop` true) / `all` (`stop` false): the first item whose truth
+/// is `stop` decides. Lists and tuples are scanned in place while their
+/// items are plain values; the rest is pulled one item at a time.
+fn any_all(c: &mut dyn Caller, xs: &Value, stop: bool) -> VResult<Value> {
+    let scan = |items: &[Value]| -> Result<bool, usize> {
+        for (i, x) in items.iter().enumerate() {
+            match plain_truth(x) {
+                Some(t) if t == stop => return Ok(true),
+                Some(_) => {}
+                None => return Err(i),
+            }
+        }
+        Ok(false)
+    };
+    let rest = match xs {
+        Value::List(l) => {
+            let g = l.items.read();
+            match scan(&g) {
+                Ok(hit) => return Ok(Value::Bool(hit == stop)),
+                Err(i) => g[i..].to_vec(),
+            }
+        }
+        Value::Tuple(t) => match scan(&t.0) {
+            Ok(hit) => return Ok(Value::Bool(hit == stop)),
+            Err(i) => t.0[i..].to_vec(),
+        },
+        other => {
+            // Pulled one at a time: a generator stops at the first deciding item.
+            let mut src = ops::iters::Pull::new(c, other)?;
+            while let Some(x) = src.next(c)? {
+                if x.truthy()? == stop {
+                    return Ok(Value::Bool(stop));
+                }
+            }
+            return Ok(Value::Bool(!stop));
+        }
+    };
+    for x in rest {
+        if x.truthy()? == stop {
+            return Ok(Value::Bool(stop));
         }
     }
-    Ok(Value::Bool(false))
+    Ok(Value::Bool(!stop))
+}
+
+pub(crate) fn any(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = Args::new("any", args, kw, 1, &["xs"])?;
+    any_all(c, a.req(0)?, true)
 }
 
 pub(crate) fn all(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::new("all", args, kw, 1, &["xs"])?;
-    let mut src = ops::iters::Pull::new(c, a.req(0)?)?;
-    while let Some(x) = src.next(c)? {
-        if !x.truthy()? {
-            return Ok(Value::Bool(false));
-        }
-    }
-    Ok(Value::Bool(true))
+    any_all(c, a.req(0)?, false)
 }
 
 pub(crate) fn chr(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {

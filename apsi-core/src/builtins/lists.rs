@@ -180,7 +180,7 @@ fn sort(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
         ));
     }
     let snapshot = l.items.read().clone();
-    let sorted = super::core::sort_values(c, snapshot, a.opt(0), a.bool_or(1, false)?)?;
+    let sorted = super::sort::sort_values(c, snapshot, a.opt(0), a.bool_or(1, false)?)?;
     *l.items.write() = sorted;
     Ok(Value::None)
 }

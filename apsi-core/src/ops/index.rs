@@ -147,7 +147,7 @@ pub fn get_index(obj: &Value, idx: &Value) -> VResult<Value> {
             let c = s
                 .char_at(j)
                 .ok_or_else(|| err(ErrorKind::IndexError, "string index out of range"))?;
-            Ok(Value::str(c.to_string()))
+            Ok(Value::char(c))
         }
         Value::Range(r) => {
             let len = usize::try_from(r.len()).unwrap_or(0);

@@ -39,7 +39,7 @@ pub(crate) fn iterate_plain(v: &Value) -> VResult<Vec<Value>> {
         Value::List(l) => Ok(l.items.read().clone()),
         Value::Tuple(t) => Ok(t.0.to_vec()),
         Value::Range(r) => range_items(r),
-        Value::Str(s) => Ok(s.as_str().chars().map(|c| Value::str(c.to_string())).collect()),
+        Value::Str(s) => Ok(s.as_str().chars().map(Value::char).collect()),
         Value::Dict(d) => Ok(d.map.read().keys().map(|k| k.value().clone()).collect()),
         Value::Bytes(b) => Ok(b.0.iter().map(|&x| Value::Int(x as i64)).collect()),
         Value::Set(s) => Ok(super::sets::members(s)),
@@ -100,7 +100,30 @@ pub fn contains(container: &Value, item: &Value) -> VResult<bool> {
             )),
         },
         Value::List(l) => {
-            let items = l.items.read().clone();
+            // Plain values compare without Apsi code: scanned in place,
+            // under the read lock; from the first other value on, a copy.
+            let plain = |v: &Value| {
+                matches!(
+                    v,
+                    Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Str(_)
+                )
+            };
+            let items = {
+                let g = l.items.read();
+                let mut i = 0;
+                if plain(item) {
+                    while let Some(x) = g.get(i) {
+                        if !plain(x) {
+                            break;
+                        }
+                        if eq(x, item)? {
+                            return Ok(true);
+                        }
+                        i += 1;
+                    }
+                }
+                g[i..].to_vec()
+            };
             for x in &items {
                 if eq(x, item)? {
                     return Ok(true);

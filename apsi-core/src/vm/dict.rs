@@ -53,6 +53,11 @@ fn hash_key(k: &HashKey) -> u64 {
         Value::Int(i) => hash_int(*i),
         Value::Bool(b) => *b as u64,
         Value::Float(f) if f.fract() == 0.0 && *f >= -9.2e18 && *f <= 9.2e18 => hash_int(*f as i64),
+        // The string's cached hash (computed once per string object).
+        Value::Str(s) => {
+            let m = (s.hash32() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            m ^ (m >> 32)
+        }
         _ => {
             let mut h = rustc_hash::FxHasher::default();
             k.hash(&mut h);

@@ -77,6 +77,8 @@ pub enum Value {
 }
 
 const _: () = assert!(std::mem::size_of::<Value>() == 16);
+// A string's count and cached hash share what a `usize` count took.
+const _: () = assert!(std::mem::size_of::<StrObj>() <= std::mem::size_of::<StrData>() + std::mem::size_of::<usize>());
 
 fn _assert_send_sync() {
     fn is<T: Send + Sync>() {}
@@ -85,7 +87,34 @@ fn _assert_send_sync() {
 
 impl Value {
     pub fn str(s: impl Into<String>) -> Value {
-        Value::Str(StrRef::new(StrObj::new(s.into())))
+        let s = s.into();
+        if s.len() <= 2 {
+            let mut it = s.chars();
+            if let (Some(ch), None) = (it.next(), it.next()) {
+                if let Some(v) = Value::char_shared(ch) {
+                    return v;
+                }
+            }
+        }
+        Value::Str(StrRef::new(StrObj::new(s)))
+    }
+    /// A one-character string; the ASCII/Latin-1 ones (U+0000–U+00FF) are
+    /// shared, as CPython's are (`list(s)`, `for c in s` allocate nothing).
+    #[inline]
+    pub fn char(ch: char) -> Value {
+        match Value::char_shared(ch) {
+            Some(v) => v,
+            None => Value::Str(StrRef::new(StrObj::from_text(ch.encode_utf8(&mut [0u8; 4])))),
+        }
+    }
+    #[inline]
+    fn char_shared(ch: char) -> Option<Value> {
+        static ONE_CHAR: std::sync::LazyLock<Box<[StrRef]>> = std::sync::LazyLock::new(|| {
+            (0u8..=255)
+                .map(|b| StrRef::new(StrObj::from_text((b as char).encode_utf8(&mut [0u8; 4]))))
+                .collect()
+        });
+        ONE_CHAR.get(ch as usize).map(|s| Value::Str(s.clone()))
     }
     pub fn list(items: Vec<Value>) -> Value {
         Value::List(Arc::new(ListObj::new(items)))
@@ -215,7 +244,18 @@ pub type StrRef = triomphe::Arc<StrObj>;
 pub struct StrObj {
     data: StrData,
     /// Number of characters (`len`); equals the byte length for ASCII text.
-    nchars: usize,
+    /// `u32::MAX` for a string that long or longer: counted when asked.
+    nchars: u32,
+    /// The string's hash for dict keys and sets, computed on first use
+    /// (0: not yet), as CPython caches it. With `nchars` it fits the
+    /// padding a `usize` count had: a string is no bigger than before.
+    hash: std::sync::atomic::AtomicU32,
+}
+
+/// A character count as stored (saturated: see `StrObj::nchars`).
+#[inline]
+fn count32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 enum StrData {
@@ -231,27 +271,30 @@ impl StrObj {
         if s.len() <= Self::INLINE {
             return StrObj::from_text(&s);
         }
-        let nchars = if s.is_ascii() { s.len() } else { s.chars().count() };
+        let nchars = count32(if s.is_ascii() { s.len() } else { s.chars().count() });
         StrObj {
             data: StrData::Heap(s),
             nchars,
+            hash: Default::default(),
         }
     }
 
     /// Build from a borrowed string (no intermediate `String` for short text).
     pub fn from_text(s: &str) -> StrObj {
-        let nchars = if s.is_ascii() { s.len() } else { s.chars().count() };
+        let nchars = count32(if s.is_ascii() { s.len() } else { s.chars().count() });
         if s.len() <= Self::INLINE {
             let mut buf = [0u8; Self::INLINE];
             buf[..s.len()].copy_from_slice(s.as_bytes());
             StrObj {
                 data: StrData::Inline(s.len() as u8, buf),
                 nchars,
+                hash: Default::default(),
             }
         } else {
             StrObj {
                 data: StrData::Heap(s.to_string()),
                 nchars,
+                hash: Default::default(),
             }
         }
     }
@@ -294,7 +337,8 @@ impl StrObj {
         }
         StrObj {
             data: StrData::Inline(len as u8, buf),
-            nchars: len,
+            nchars: len as u32,
+            hash: Default::default(),
         }
     }
 
@@ -320,12 +364,33 @@ impl StrObj {
             StrData::Heap(s) => s,
         }
     }
+    #[inline]
     pub fn is_ascii(&self) -> bool {
-        self.nchars == self.as_str().len()
+        self.char_len() == self.as_str().len()
     }
     /// Length in characters.
+    #[inline]
     pub fn char_len(&self) -> usize {
-        self.nchars
+        if self.nchars == u32::MAX {
+            return self.as_str().chars().count();
+        }
+        self.nchars as usize
+    }
+    /// The hash of the text (never 0), computed once and cached; dict keys
+    /// and set members hash a string through it.
+    #[inline]
+    pub fn hash32(&self) -> u32 {
+        use std::sync::atomic::Ordering::Relaxed;
+        let h = self.hash.load(Relaxed);
+        if h != 0 {
+            return h;
+        }
+        let mut st = rustc_hash::FxHasher::default();
+        self.as_str().hash(&mut st);
+        let m = st.finish().wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let h = ((m >> 32) as u32).max(1);
+        self.hash.store(h, Relaxed);
+        h
     }
     /// The `i`-th character (0-based, non-negative, in range).
     pub fn char_at(&self, i: usize) -> Option<char> {
@@ -555,7 +620,7 @@ fn hash_value<H: Hasher>(v: &Value, state: &mut H) {
                 f.to_bits().hash(state)
             }
         }
-        Value::Str(s) => s.as_str().hash(state),
+        Value::Str(s) => state.write_u32(s.hash32()),
         Value::Bytes(b) => {
             // Apart from str's hash: bytes never equal a str.
             1u8.hash(state);
@@ -612,7 +677,7 @@ pub fn key_eq(a: &Value, b: &Value) -> bool {
         }
         (Value::Bool(x), Value::Int(y)) | (Value::Int(y), Value::Bool(x)) => (*x as i64) == *y,
         (Value::Bool(x), Value::Float(y)) | (Value::Float(y), Value::Bool(x)) => (*x as i64 as f64) == *y,
-        (Value::Str(x), Value::Str(y)) => x.as_str() == y.as_str(),
+        (Value::Str(x), Value::Str(y)) => StrRef::ptr_eq(x, y) || x.as_str() == y.as_str(),
         (Value::Bytes(x), Value::Bytes(y)) => x.0 == y.0,
         (Value::Tuple(x), Value::Tuple(y)) => {
             x.0.len() == y.0.len() && x.0.iter().zip(y.0.iter()).all(|(p, q)| key_eq(p, q))
