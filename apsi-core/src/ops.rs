@@ -23,11 +23,11 @@ pub mod iters;
 mod protocol;
 pub mod sets;
 
+pub(crate) use arith::num;
 pub use arith::{binary, unary};
 pub use attr::{get_attr, set_attr, suggest};
-pub use compare::{compare, compare_value, eq, order};
-pub(crate) use arith::num;
 pub(crate) use compare::num_cmp;
+pub use compare::{compare, compare_value, eq, order};
 pub(crate) use hash::hash_builtin;
 pub use hash::{hash_float, hash_int, hash_of, struct_hash};
 pub use index::{del_index, get_index, set_index, slice_indices};

@@ -41,6 +41,22 @@ fn unary(
     kw: Kwargs,
     f: fn(f64) -> VResult<f64>,
 ) -> VResult<Value> {
+    // One float (or int) argument: straight to the function; anything
+    // else, and every error, through the general path below.
+    if kw.is_empty() {
+        if let [x @ (Value::Float(_) | Value::Int(_))] = args {
+            let v = match *x {
+                Value::Float(v) => v,
+                Value::Int(i) => i as f64,
+                _ => f64::NAN,
+            };
+            if let Ok(r) = f(v) {
+                if !(r.is_infinite() && v.is_finite()) {
+                    return Ok(Value::Float(r));
+                }
+            }
+        }
+    }
     let a = Args::new(name, args, kw, 1, &["x"])?;
     let x = a.req(0)?;
     if let Value::Object(_) = x {

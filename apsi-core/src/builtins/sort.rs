@@ -265,10 +265,16 @@ mod tests {
     fn fast_paths_sort_like_the_general_one() {
         use Value::{Bool as B, Float as F, Int as I};
         let mixed = vec![I(3), F(1.5), B(true), I(0), F(-2.5), I(1), F(1.0)];
-        assert_eq!(show(&sort(mixed.clone(), false).must()), "[-2.5, 0, true, 1, 1.0, 1.5, 3]");
+        assert_eq!(
+            show(&sort(mixed.clone(), false).must()),
+            "[-2.5, 0, true, 1, 1.0, 1.5, 3]"
+        );
         // reverse keeps equal elements in their first order (true, 1, 1.0).
         assert_eq!(show(&sort(mixed, true).must()), "[3, 1.5, true, 1, 1.0, 0, -2.5]");
-        assert_eq!(show(&sort(vec![F(0.0), F(-0.0), F(0.0)], true).must()), "[0.0, -0.0, 0.0]");
+        assert_eq!(
+            show(&sort(vec![F(0.0), F(-0.0), F(0.0)], true).must()),
+            "[0.0, -0.0, 0.0]"
+        );
         let n = 10_000;
         let asc: Vec<Value> = (0..n).map(I).collect();
         let desc: Vec<Value> = (0..n).rev().map(I).collect();
@@ -282,7 +288,9 @@ mod tests {
     fn uncomparable_values_raise() {
         let e = sort(vec![Value::Int(1), Value::str("a")], false).err().map(|e| e.kind);
         assert_eq!(e, Some(crate::error::ErrorKind::TypeError));
-        let e = sort(vec![Value::None, Value::None, Value::Int(2)], true).err().map(|e| e.kind);
+        let e = sort(vec![Value::None, Value::None, Value::Int(2)], true)
+            .err()
+            .map(|e| e.kind);
         assert_eq!(e, Some(crate::error::ErrorKind::TypeError));
     }
 

@@ -167,6 +167,9 @@ fn is_instance(x: &Value, t: &Value) -> VResult<bool> {
 }
 
 pub(crate) fn isinstance(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    if let ([x, types], true) = (args, kw.is_empty()) {
+        return Ok(Value::Bool(is_instance(x, types)?));
+    }
     let a = Args::new("isinstance", args, kw, 2, &["x", "types"])?;
     Ok(Value::Bool(is_instance(a.req(0)?, a.req(1)?)?))
 }

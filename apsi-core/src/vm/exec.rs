@@ -105,6 +105,10 @@ pub struct Executor {
     /// from frames above the innermost one (see `Ret`), so a plain return
     /// pays no test for them.
     special: Vec<u32>,
+    /// How many `Ret::GenFor` frames are live: their nesting (`yield from`
+    /// chains) is bounded like native re-entry was, since every item
+    /// passes through each level.
+    gen_for: usize,
 }
 
 // SAFETY: the only non-Send fields are the raw closure pointers in `frames`;
@@ -336,6 +340,7 @@ impl Executor {
             gen_frames: Vec::new(),
             yielded: false,
             special: Vec::new(),
+            gen_for: 0,
         }
     }
 
@@ -356,6 +361,7 @@ impl Executor {
             gen_frames: Vec::new(),
             yielded: false,
             special: Vec::new(),
+            gen_for: 0,
         }
     }
 
@@ -965,6 +971,24 @@ impl Executor {
                             }
                         }
                     }
+                    // A prelude or module function with a few arguments.
+                    Instr::CallK { a, k, n } => {
+                        if let (Some(Value::Native(nf)), true) = (code.consts.get(k as usize), n <= 3) {
+                            // The constant table (alive as long as this code) owns the function.
+                            let nf: *const NativeFn = Arc::as_ptr(nf);
+                            save_pc!();
+                            // SAFETY: see above; natives cannot free this code's constants.
+                            let res = self.call_native_small(unsafe { &*nf }, base + a as usize, n as usize);
+                            regs = unsafe { self.stack.as_mut_ptr().add(base) };
+                            match res {
+                                Ok(v) => {
+                                    setv(r!(a), v);
+                                    continue;
+                                }
+                                Err(e) => throw!(e),
+                            }
+                        }
+                    }
                     Instr::CallGlobal { a, g, n } => {
                         // A write-once global function: call it without touching its
                         // refcount. The slot (kept alive by this code object, which
@@ -1110,7 +1134,7 @@ impl Executor {
                     // inline cache (`vm/ic.rs`); `slow` fills it on a miss.
                     Instr::GetAttr { a, b, .. } => {
                         if let Value::Struct(s) = &*r!(b) {
-                            if let Some(Hit::Field(i)) = code.ic_at(pc!() - 1).and_then(|ic| ic.get(s.ty.id)) {
+                            if let Some(Hit::Field(i)) = code.ic_at(pc!() - 1).and_then(|ic| ic.get(s.ty.layout)) {
                                 let f = s.fields.read();
                                 if let Some(v) = f.get(i) {
                                     let v = dup(v);
@@ -1123,7 +1147,7 @@ impl Executor {
                     }
                     Instr::SetAttr { a, c, .. } => {
                         if let Value::Struct(s) = &*r!(a) {
-                            if let Some(Hit::Field(i)) = code.ic_at(pc!() - 1).and_then(|ic| ic.get(s.ty.id)) {
+                            if let Some(Hit::Field(i)) = code.ic_at(pc!() - 1).and_then(|ic| ic.get(s.ty.layout)) {
                                 let v = dup(r!(c));
                                 let mut f = s.fields.write();
                                 if let Some(slot) = f.get_mut(i) {
@@ -1266,7 +1290,6 @@ impl Executor {
                     | Instr::Unary { .. }
                     | Instr::CallKw { .. }
                     | Instr::CallEx { .. }
-                    | Instr::CallK { .. }
                     | Instr::BuildList { .. }
                     | Instr::BuildTuple { .. }
                     | Instr::BuildDict { .. }
@@ -1345,6 +1368,16 @@ impl Executor {
         if let Some(r) = self.call_with_self_at(fpos, n) {
             return r.map(|()| None);
         }
+        if n <= 3 {
+            if let Some(Value::Native(nf)) = self.stack.get(fpos) {
+                // SAFETY: the callee slot keeps the function alive for the
+                // call: natives that run Apsi code push frames above this
+                // window, and the slot moves (the stack may grow) but its
+                // `Arc` target does not.
+                let nf: *const NativeFn = Arc::as_ptr(nf);
+                return self.call_native_small(unsafe { &*nf }, fpos, n).map(Some);
+            }
+        }
         let f = std::mem::replace(&mut self.stack[fpos], Value::None);
         let pos: Args = (0..n).map(|i| take(&mut self.stack[fpos + 1 + i])).collect();
         self.setup_call(fpos, f, pos, Vec::new())
@@ -1400,6 +1433,21 @@ impl Executor {
                 Err(e)
             }
         })
+    }
+
+    /// A built-in called with `n <= 3` positional arguments in the slots
+    /// above `fpos`: they move into an array on the Rust stack and the
+    /// function is called directly (no argument vector, no `setup_call`).
+    #[inline(never)]
+    fn call_native_small(&mut self, nf: &NativeFn, fpos: usize, n: usize) -> VResult<Value> {
+        let mut args: [Value; 3] = [Value::None, Value::None, Value::None];
+        for (i, a) in args.iter_mut().enumerate().take(n) {
+            if let Some(s) = self.stack.get_mut(fpos + 1 + i) {
+                *a = take(s);
+            }
+        }
+        flush_before(&self.shared, nf);
+        nf.call(self, &args[..n.min(3)], &[])
     }
 
     pub(crate) fn native_enter(&mut self) -> VResult<()> {

@@ -135,8 +135,14 @@ pub(crate) fn make_struct_type(sp: &StructProto, vals: Vec<Value>) -> VResult<Va
         Some(Value::Func(c)) if c.proto.simple => Some(c.clone()),
         _ => None,
     };
+    let id = StructType::new_id();
+    let layout = match &parent {
+        Some(p) if sp.fields.is_empty() => p.layout,
+        _ => id,
+    };
     Ok(Value::StructType(Arc::new(StructType {
-        id: StructType::new_id(),
+        id,
+        layout,
         simple_init,
         name: sp.name.clone(),
         fields,

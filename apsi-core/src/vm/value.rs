@@ -776,6 +776,13 @@ pub struct StructType {
     /// numbers are used up: what inline caches are keyed by (`vm::ic`);
     /// 0 matches no cache entry.
     pub id: u32,
+    /// The id of the struct type that gave this one its field list: its
+    /// own, or its parent's layout when it declares no fields of its own.
+    /// Field caches are keyed by it (a field's index is the same in every
+    /// type of one layout, and a name that is a field in one is a field in
+    /// all), so `self.x` in an inherited method stays a hit across the
+    /// subtypes; method caches are keyed by `id`.
+    pub layout: u32,
     pub name: String,
     pub fields: Vec<StructField>,
     /// Methods by name (functions taking `self` first), inherited ones included.
@@ -825,8 +832,10 @@ impl StructType {
         fields: Vec<StructField>,
         methods: IndexMap<Arc<str>, Value, FxBuild>,
     ) -> StructType {
+        let id = StructType::new_id();
         StructType {
-            id: StructType::new_id(),
+            id,
+            layout: id,
             name: name.into(),
             fields,
             methods,

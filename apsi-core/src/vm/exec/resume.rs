@@ -161,6 +161,12 @@ impl Executor {
     /// generator is finished already.
     pub(super) fn push_gen_frame(&mut self, gv: Value) -> VResult<bool> {
         let Some(g) = GenObj::of(&gv) else { return Ok(false) };
+        if self.gen_for + self.native_depth >= self.shared.max_native_depth {
+            return Err(err(
+                ErrorKind::RecursionError,
+                "maximum recursion depth exceeded (generators nested too deep)",
+            ));
+        }
         let fpos = self.frame_end();
         if !self.enter_gen(g, fpos)? {
             return Ok(false);
@@ -168,6 +174,7 @@ impl Executor {
         // The generator keeps its closure, and so the frame's, alive.
         setv(&mut self.stack[fpos], gv);
         self.mark_top(Ret::GenFor);
+        self.gen_for += 1;
         Ok(true)
     }
 
@@ -189,6 +196,7 @@ impl Executor {
         };
         self.leave_gen(g);
         self.special.pop();
+        self.gen_for = self.gen_for.saturating_sub(1);
         // The loop's `ForNext` is just before its saved pc, its `Jmp` word at it.
         let Some(caller) = self.frames.last_mut() else {
             return Flow::Return(v);
@@ -225,6 +233,7 @@ impl Executor {
     /// The callee slot of a `Ret::GenFor` frame that ended (returned or
     /// raised): its generator is finished for good, the slot cleared.
     pub(super) fn end_gen_slot(&mut self, fpos: usize) {
+        self.gen_for = self.gen_for.saturating_sub(1);
         let Some(s) = self.stack.get_mut(fpos) else { return };
         let gv = std::mem::replace(s, Value::Unbound);
         if let Some(g) = GenObj::of(&gv) {

@@ -582,7 +582,7 @@ impl Executor {
                     Value::Struct(s) => match s.ty.field_index(name) {
                         Some(i) => {
                             if let Some(ic) = code.ic_at(pc - 1) {
-                                ic.set(s.ty.id, Hit::Field(i));
+                                ic.set(s.ty.layout, Hit::Field(i));
                             }
                             s.fields.read().get(i).cloned().unwrap_or(Value::None)
                         }
@@ -600,7 +600,7 @@ impl Executor {
                 let v = dup(r!(c));
                 if let Value::Struct(s) = &*r!(a) {
                     if let (Some(i), Some(ic)) = (s.ty.field_index(name), code.ic_at(pc - 1)) {
-                        ic.set(s.ty.id, Hit::Field(i));
+                        ic.set(s.ty.layout, Hit::Field(i));
                     }
                 }
                 tri!(ops::set_attr(r!(a), name, v));
@@ -828,11 +828,7 @@ impl Executor {
                             _ => None,
                         }
                     }
-                    Value::Str(s) => s
-                        .as_str()
-                        .as_bytes()
-                        .get(i as usize)
-                        .map(|&c| Value::str((c as char).to_string())),
+                    Value::Str(s) => s.as_str().as_bytes().get(i as usize).map(|&c| Value::char(c as char)),
                     _ => None,
                 };
                 match item {
