@@ -127,7 +127,9 @@ impl Executor {
     /// (not a generator): a blank instance goes in the callee slot `fpos`,
     /// `__init__` runs as an `Init` frame with the instance as `self`.
     /// `Err(pos, kw)` hands the arguments back when `T` has no such `__init__`.
-    #[allow(clippy::type_complexity)]
+    // The `Err` hands the arguments back by value (no allocation) for the
+    // field-wise constructor, which takes them next.
+    #[allow(clippy::type_complexity, clippy::result_large_err)]
     pub(super) fn push_init_frame(
         &mut self,
         fpos: usize,

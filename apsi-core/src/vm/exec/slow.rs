@@ -9,6 +9,7 @@
 //! registers instead of spilling it around every dispatch.
 
 use super::*;
+use crate::vm::ic::AttrCache;
 
 /// `a op b` (`inplace`: `a op= b`) where an operand is a struct: its
 /// operator methods run on this executor (no spare one needed).
@@ -37,6 +38,51 @@ pub(super) enum Flow {
     /// The error has already unwound to depth `stop` (or was raised by the
     /// frame at that depth on its way out): `run` returns it.
     Fail(Exc),
+}
+
+/// The value of a module global, or the `NameError` of reading it unbound.
+fn read_global(slot: &crate::vm::globals::GlobalSlot) -> VResult<Value> {
+    let v = if slot.is_const {
+        slot.get_const().cloned()
+    } else {
+        slot.get()
+    };
+    v.ok_or_else(|| err(ErrorKind::NameError, format!("name '{}' is not defined", slot.name)))
+}
+
+/// `T.name` (`on_type`: a method, static method or constant of the struct
+/// type) or `obj.name` (not: a constant, the name being no field, method,
+/// property or static method of the instance's type) through the
+/// instruction's cache (`vm/ic.rs`); `None` sends the read down the
+/// general path, errors included. The lookup order is `type_attr`'s and
+/// `get_attr`'s.
+fn const_cached(t: &StructType, name: &str, ic: Option<&AttrCache>, on_type: bool) -> Option<Value> {
+    let ic = ic?;
+    match ic.get(t.id) {
+        Some(Hit::Const(i)) => return t.consts.read().get_index(i).map(|(_, v)| v.clone()),
+        Some(Hit::Method(i)) if on_type => return t.methods.get_index(i).map(|(_, v)| v.clone()),
+        Some(Hit::Static(i)) if on_type => return t.statics.get_index(i).map(|(_, v)| v.clone()),
+        _ => {}
+    }
+    if on_type {
+        if let Some((i, _, v)) = t.methods.get_full(name) {
+            ic.set(t.id, Hit::Method(i));
+            return Some(v.clone());
+        }
+        if let Some((i, _, v)) = t.statics.get_full(name) {
+            ic.set(t.id, Hit::Static(i));
+            return Some(v.clone());
+        }
+    } else if t.field_index(name).is_some() || t.methods.contains_key(name) || t.statics.contains_key(name) {
+        return None;
+    }
+    if t.properties.contains_key(name) {
+        return None;
+    }
+    let consts = t.consts.read();
+    let (i, _, v) = consts.get_full(name)?;
+    ic.set(t.id, Hit::Const(i));
+    Some(v.clone())
 }
 
 /// The string constant `k` (a variable's name).
@@ -179,18 +225,8 @@ impl Executor {
                 let Some(slot) = code.globals.get(g as usize) else {
                     throw!(err(ErrorKind::Error, "internal error: bad global"))
                 };
-                let v = if slot.is_const {
-                    slot.get_const().cloned()
-                } else {
-                    slot.get()
-                };
-                match v {
-                    Some(v) => setv(r!(a), v),
-                    None => throw!(err(
-                        ErrorKind::NameError,
-                        format!("name '{}' is not defined", slot.name)
-                    )),
-                }
+                let v = tri!(read_global(slot));
+                setv(r!(a), v);
             }
             Instr::SetGlobal { a, g } => {
                 let Some(slot) = code.globals.get(g as usize) else {
@@ -420,18 +456,8 @@ impl Executor {
                     throw!(err(ErrorKind::Error, "internal error: bad global"))
                 };
                 // (`run` calls a write-once simple function itself.)
-                let v = if slot.is_const {
-                    slot.get_const().cloned()
-                } else {
-                    slot.get()
-                };
-                match v {
-                    Some(v) => setv(r!(a), v),
-                    None => throw!(err(
-                        ErrorKind::NameError,
-                        format!("name '{}' is not defined", slot.name)
-                    )),
-                }
+                let v = tri!(read_global(slot));
+                setv(r!(a), v);
                 do_call!(a, n)
             }
             Instr::CallKw { a, n, k } => {
@@ -586,6 +612,13 @@ impl Executor {
                             }
                             s.fields.read().get(i).cloned().unwrap_or(Value::None)
                         }
+                        None => match const_cached(&s.ty, name, code.ic_at(pc - 1), false) {
+                            Some(v) => v,
+                            None => tri!(ops::get_attr(r!(b), name)),
+                        },
+                    },
+                    Value::StructType(t) => match const_cached(t, name, code.ic_at(pc - 1), true) {
+                        Some(v) => v,
                         None => tri!(ops::get_attr(r!(b), name)),
                     },
                     other => tri!(ops::get_attr(other, name)),
