@@ -1421,18 +1421,7 @@ impl Executor {
         self.stack[fpos] = slot;
         let ptr = Arc::as_ptr(&clo);
         drop(clo);
-        Some(match self.push_frame(fpos, ptr) {
-            Ok(()) => {
-                self.mark_top(ret);
-                Ok(())
-            }
-            Err(e) => {
-                for s in self.stack.iter_mut().skip(fpos).take(np + 1) {
-                    *s = Value::Unbound;
-                }
-                Err(e)
-            }
-        })
+        Some(self.push_frame_as(fpos, ptr, np, ret))
     }
 
     /// A built-in called with `n <= 3` positional arguments in the slots

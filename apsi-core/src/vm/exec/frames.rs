@@ -95,20 +95,14 @@ impl Executor {
         for (i, a) in args.iter().enumerate() {
             self.stack[fpos + 1 + i] = (*a).clone();
         }
-        Some(self.push_frame_as(fpos, args.len(), ret))
+        Some(self.push_frame_as(fpos, Arc::as_ptr(c), args.len(), ret))
     }
 
-    /// Push a frame for the closure at `stack[fpos]` (or, for `Init`, the
-    /// `__init__` of the instance there) whose `n` arguments are in place.
-    fn push_frame_as(&mut self, fpos: usize, n: usize, ret: Ret) -> VResult<()> {
-        let clo: *const Closure = match (&self.stack[fpos], ret) {
-            (Value::Func(c), _) => Arc::as_ptr(c),
-            (Value::Struct(s), Ret::Init) => match s.ty.method("__init__") {
-                Some(Value::Func(c)) => Arc::as_ptr(c),
-                _ => return Err(err(ErrorKind::Error, "internal error: no __init__ to run")),
-            },
-            _ => return Err(err(ErrorKind::Error, "internal error: nothing to call")),
-        };
+    /// Push a frame of kind `ret` for `clo`, whose callee slot `fpos` keeps
+    /// it alive (the function itself, or for `Init` the instance, whose
+    /// type holds its `__init__`) and whose `n` arguments are in place; on
+    /// failure those slots go back to `Unbound`.
+    pub(super) fn push_frame_as(&mut self, fpos: usize, clo: *const Closure, n: usize, ret: Ret) -> VResult<()> {
         match self.push_frame(fpos, clo) {
             Ok(()) => {
                 self.mark_top(ret);
@@ -153,7 +147,7 @@ impl Executor {
         for (i, v) in slots.into_iter().enumerate() {
             self.stack[fpos + 1 + i] = v;
         }
-        Ok(self.push_frame_as(fpos, n, Ret::Init))
+        Ok(self.push_frame_as(fpos, Arc::as_ptr(&c), n, Ret::Init))
     }
 
     /// Give the frame just pushed its `ret` (recorded in `special` unless `Normal`).
@@ -169,8 +163,8 @@ impl Executor {
 
     /// A frame of kind `ret` whose window began at `base` has been popped,
     /// returning `v`; `stop` is the depth `run` returns at. Carries out
-    /// where the value goes.
-    #[cold]
+    /// where the value goes (every return off `run`'s fast paths: the
+    /// bottom frame of a `run`, and the frames of `Ret`'s other kinds).
     pub(super) fn finish_return(&mut self, ret: Ret, base: usize, v: Value, stop: usize) -> Flow {
         if ret != Ret::Normal {
             self.special.pop();

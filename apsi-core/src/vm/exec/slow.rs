@@ -581,23 +581,11 @@ impl Executor {
             Instr::Return { a } | Instr::ReturnParams { a, .. } => {
                 let v = take(r!(a));
                 self.pop_frame();
-                if fr.ret != Ret::Normal {
-                    exit!(self.finish_return(fr.ret, base, v, stop));
-                }
-                exit!(Flow::Return(v));
+                exit!(self.finish_return(fr.ret, base, v, stop));
             }
             Instr::ReturnNone => {
                 self.pop_frame();
-                if fr.ret != Ret::Normal {
-                    exit!(self.finish_return(fr.ret, base, Value::None, stop));
-                }
-                if self.frames.len() <= stop {
-                    exit!(Flow::Return(Value::None));
-                }
-                if let Some(s) = self.stack.get_mut(base - 1) {
-                    *s = Value::None;
-                }
-                exit!(Flow::Reload);
+                exit!(self.finish_return(fr.ret, base, Value::None, stop));
             }
             Instr::GetAttr { a, b, k } => {
                 let name = match code.consts.get(k as usize) {
@@ -798,20 +786,7 @@ impl Executor {
                 setv(r!(a as usize + 1), Value::Int(0));
             }
             Instr::ForNext { a, b } => {
-                // A generator runs as a frame on this loop (`resume.rs`).
-                if crate::vm::generator::GenObj::of(r!(a)).is_some() {
-                    let gv = dup(r!(a));
-                    save_pc!();
-                    match self.push_gen_frame(gv) {
-                        Ok(true) => exit!(Flow::Reload),
-                        Ok(false) => {
-                            setv(r!(a as usize + 1), Value::None);
-                            pc = jump_target(instrs, pc);
-                            exit!(Flow::Next);
-                        }
-                        Err(e) => throw!(e),
-                    }
-                }
+                // (A generator is `run`'s case: its frame goes on the loop.)
                 if ops::iters::is_lazy(r!(a)) {
                     save_pc!();
                     let res = self.for_next_lazy(base + a as usize);
@@ -1181,15 +1156,9 @@ impl Executor {
                 }
                 drop(old);
             }
-            Instr::Yield { a, b } if fr.ret == Ret::GenFor => {
-                // Suspend into the generator; the value goes to the loop.
-                let v = dup(r!(a));
-                setv(r!(b), Value::None);
-                save_pc!();
-                exit!(self.yield_to_for(v));
-            }
             Instr::Yield { a, b } => {
-                // Suspend: `resume_gen` (resume.rs) saves the frame.
+                // (A `GenFor` frame's yield is `run`'s case.) Suspend:
+                // `resume_gen` (resume.rs) saves the frame.
                 if !self.may_yield() {
                     throw!(err(
                         ErrorKind::Error,
