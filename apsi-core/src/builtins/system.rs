@@ -169,7 +169,7 @@ pub(crate) fn bench(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
     ];
     Ok(Value::Struct(Arc::new(StructObj {
         ty: bench_result_type(),
-        fields: crate::vm::value::VLock::new(fields.into_boxed_slice()),
+        fields: crate::vm::value::VLock::new(crate::vm::value::FieldVec::from_vec(fields)),
     })))
 }
 

@@ -673,7 +673,7 @@ impl Executor {
             // run's bottom frame and above every frame the VM pushed for an
             // instruction (`self.special`, which only changes on the way
             // through 'reload).
-            let floor = match self.special.last() {
+            let mut floor = match self.special.last() {
                 Some(&d) => (d as usize).max(stop + 1),
                 None => stop + 1,
             };
@@ -697,6 +697,36 @@ impl Executor {
                     regs = unsafe { self.stack.as_mut_ptr().add(base) };
                     continue;
                 }};
+            }
+            // Enter the top frame after a call or return that may have
+            // pushed or popped a frame the VM pushed for an instruction
+            // (what `'reload` does, without leaving the loop).
+            macro_rules! reenter_top {
+                () => {{
+                    floor = match self.special.last() {
+                        Some(&d) => (d as usize).max(stop + 1),
+                        None => stop + 1,
+                    };
+                    // SAFETY: the caller just pushed a frame or returned into one.
+                    let top = unsafe { self.frames.last().unwrap_unchecked() };
+                    enter!(top.code, top.base as usize, top.pc as usize)
+                }};
+            }
+            // `x op y` on a struct `x` whose operator method the
+            // instruction's cache knows: push the method's frame here.
+            macro_rules! struct_op {
+                ($b:expr, $c:expr) => {
+                    if let Value::Struct(_) = &*r!($b) {
+                        if let Some(ic) = code.ic_at(pc!() - 1) {
+                            save_pc!();
+                            match self.push_op_frame_hit(ic, r!($b), r!($c)) {
+                                Some(Ok(())) => reenter_top!(),
+                                Some(Err(e)) => throw!(e),
+                                None => {}
+                            }
+                        }
+                    }
+                };
             }
             macro_rules! pc {
                 () => {
@@ -776,6 +806,33 @@ impl Executor {
                             }
                         }
                     }
+                    if self.frames.len() == floor && floor > stop + 1 {
+                        let v = std::mem::replace(r!($a), Value::None);
+                        return_special!(v)
+                    }
+                }};
+            }
+            // A return from the top frame when the VM pushed it for an
+            // instruction (`Ret::Init`, `Ret::Op`…; never the bottom frame
+            // of this `run`): `finish_return` says where the value goes.
+            macro_rules! return_special {
+                ($v:expr) => {{
+                    // SAFETY: this loop runs the top frame, so there is one.
+                    let fr = unsafe { *self.frames.last().unwrap_unchecked() };
+                    self.pop_frame();
+                    let v: Value = $v;
+                    // A constructor's `__init__` returning `none`: the
+                    // instance is in the callee slot already.
+                    if fr.ret == Ret::Init && matches!(v, Value::None) {
+                        self.special.pop();
+                        reenter_top!()
+                    }
+                    match self.finish_return(fr.ret, fr.base as usize, v, stop) {
+                        Flow::Next | Flow::Reload => reenter_top!(),
+                        Flow::Throw(e) => throw!(e),
+                        Flow::Return(v) => return Ok(v),
+                        Flow::Fail(e) => return Err(e),
+                    }
                 }};
             }
 
@@ -843,7 +900,7 @@ impl Executor {
                                 continue;
                             }
                         }
-                        _ => {}
+                        _ => struct_op!(b, c),
                     },
                     Instr::Sub { a, b, c } => match (&*r!(b), &*r!(c)) {
                         (Value::Int(x), Value::Int(y)) => {
@@ -863,7 +920,7 @@ impl Executor {
                                 continue;
                             }
                         }
-                        _ => {}
+                        _ => struct_op!(b, c),
                     },
                     Instr::Mul { a, b, c } | Instr::MulT { a, b, c } => match (&*r!(b), &*r!(c)) {
                         (Value::Int(x), Value::Int(y)) => {
@@ -883,7 +940,7 @@ impl Executor {
                                 continue;
                             }
                         }
-                        _ => {}
+                        _ => struct_op!(b, c),
                     },
                     Instr::AddI { a, b, v } => match &*r!(b) {
                         Value::Int(x) => {
@@ -904,6 +961,7 @@ impl Executor {
                             setv(r!(a), v);
                             continue;
                         }
+                        struct_op!(b, c);
                     }
                     Instr::Cmp { op, a, b, c } => {
                         if let Some(v) = cmp_fast(op, r!(b), r!(c)) {
@@ -993,18 +1051,33 @@ impl Executor {
                         // A write-once global function: call it without touching its
                         // refcount. The slot (kept alive by this code object, which
                         // outlives the callee's frame) owns the closure.
-                        if let Some(Value::Func(c)) = code.globals.get(g as usize).and_then(|s| s.get_const()) {
-                            if c.proto.simple && n == c.proto.nparams {
-                                // `stack[base + a]` keeps whatever it held until the
-                                // return value replaces it.
-                                save_pc!();
-                                let callee: *const Code = &*c.proto.code;
-                                let fpos = base + a as usize;
-                                match self.push_frame(fpos, Arc::as_ptr(c)) {
-                                    Ok(()) => enter!(callee, fpos + 1, 0),
-                                    Err(e) => throw!(e),
+                        match code.globals.get(g as usize).and_then(|s| s.get_const()) {
+                            Some(Value::Func(c)) => {
+                                if c.proto.simple && n == c.proto.nparams {
+                                    // `stack[base + a]` keeps whatever it held until the
+                                    // return value replaces it.
+                                    save_pc!();
+                                    let callee: *const Code = &*c.proto.code;
+                                    let fpos = base + a as usize;
+                                    match self.push_frame(fpos, Arc::as_ptr(c)) {
+                                        Ok(()) => enter!(callee, fpos + 1, 0),
+                                        Err(e) => throw!(e),
+                                    }
                                 }
                             }
+                            // `T(args…)` for a struct whose `__init__` is a plain
+                            // function: its frame is pushed here as an `Init` frame.
+                            Some(Value::StructType(t)) => {
+                                let t: *const Arc<StructType> = t;
+                                save_pc!();
+                                // SAFETY: the global slot (kept alive by this code) owns the type.
+                                match self.construct_at(base + a as usize, n as usize, unsafe { &*t }) {
+                                    Some(Ok(())) => reenter_top!(),
+                                    Some(Err(e)) => throw!(e),
+                                    None => {}
+                                }
+                            }
+                            _ => {}
                         }
                     }
                     // A return into an Apsi caller on this loop. The callee's slot
@@ -1023,6 +1096,9 @@ impl Executor {
                             // SAFETY: a caller's frame is below this one.
                             let top = unsafe { self.frames.last().unwrap_unchecked() };
                             enter!(top.code, top.base as usize, top.pc as usize)
+                        }
+                        if self.frames.len() == floor && floor > stop + 1 {
+                            return_special!(Value::None)
                         }
                     }
                     Instr::ReturnParams { a, n } => return_fast!(a, n as usize),
@@ -1134,7 +1210,7 @@ impl Executor {
                     // inline cache (`vm/ic.rs`); `slow` fills it on a miss.
                     Instr::GetAttr { a, b, .. } => {
                         if let Value::Struct(s) = &*r!(b) {
-                            if let Some(Hit::Field(i)) = code.ic_at(pc!() - 1).and_then(|ic| ic.get(s.ty.layout)) {
+                            if let Some(i) = code.ic_at(pc!() - 1).and_then(|ic| ic.field(s.ty.layout)) {
                                 let f = s.fields.read();
                                 if let Some(v) = f.get(i) {
                                     let v = dup(v);
@@ -1147,7 +1223,7 @@ impl Executor {
                     }
                     Instr::SetAttr { a, c, .. } => {
                         if let Value::Struct(s) = &*r!(a) {
-                            if let Some(Hit::Field(i)) = code.ic_at(pc!() - 1).and_then(|ic| ic.get(s.ty.layout)) {
+                            if let Some(i) = code.ic_at(pc!() - 1).and_then(|ic| ic.field(s.ty.layout)) {
                                 let v = dup(r!(c));
                                 let mut f = s.fields.write();
                                 if let Some(slot) = f.get_mut(i) {
@@ -1163,7 +1239,7 @@ impl Executor {
                         // `obj.m(args…)`: the receiver already sits where `self`
                         // goes, so the method is called like a plain closure.
                         if let Value::Struct(s) = &*r!(a as usize + 1) {
-                            if let Some(Hit::Method(i)) = code.ic_at(pc!() - 1).and_then(|ic| ic.get(s.ty.id)) {
+                            if let Some(i) = code.ic_at(pc!() - 1).and_then(|ic| ic.method(s.ty.id)) {
                                 if let Some((_, Value::Func(c))) = s.ty.methods.get_index(i) {
                                     if c.proto.simple && n + 1 == c.proto.nparams {
                                         let clo = Arc::as_ptr(c);
@@ -1248,11 +1324,14 @@ impl Executor {
                         // A generator: its frame is pushed on this loop
                         // (`resume.rs`); its `yield` comes back to the `Jmp` word.
                         if let Value::Object(o) = &*r!(a) {
-                            if o.0.as_any().is::<crate::vm::generator::GenObj>() {
+                            if let Some(g) = o.0.as_any().downcast_ref::<crate::vm::generator::GenObj>() {
+                                let g: *const crate::vm::generator::GenObj = g;
                                 let gv = (*r!(a)).clone();
                                 save_pc!();
-                                match self.push_gen_frame(gv) {
-                                    Ok(true) => continue 'reload,
+                                // SAFETY: `gv` keeps the generator alive (the
+                                // register may move as the stack grows; it does not).
+                                match self.push_gen_frame(unsafe { &*g }, gv) {
+                                    Ok(true) => reenter_top!(),
                                     Ok(false) => {
                                         setv(r!(a as usize + 1), Value::None);
                                         follow_jmp!();
@@ -1273,7 +1352,7 @@ impl Executor {
                                 Flow::Fail(e) => return Err(e),
                                 Flow::Return(v) => return Ok(v),
                                 Flow::Throw(e) => throw!(e),
-                                Flow::Next | Flow::Reload => continue 'reload,
+                                Flow::Next | Flow::Reload => reenter_top!(),
                             }
                         }
                     }
@@ -1397,9 +1476,10 @@ impl Executor {
                 _ => return None,
             },
             Value::StructType(t) => {
-                let c = t.simple_init.as_ref()?;
-                let obj = super::structs::blank(t);
-                (c.clone(), obj.clone(), obj, Ret::Init)
+                let t: *const Arc<StructType> = t;
+                // SAFETY: the callee slot owns the type until `construct_at`
+                // overwrites it, after its last use of `t`.
+                return self.construct_at(fpos, n, unsafe { &*t });
             }
             _ => return None,
         };
@@ -1422,6 +1502,45 @@ impl Executor {
         let ptr = Arc::as_ptr(&clo);
         drop(clo);
         Some(self.push_frame_as(fpos, ptr, np, ret))
+    }
+
+    /// `T(args…)` with the `n` arguments in the slots above `fpos`, for a
+    /// struct type whose `__init__` is a plain Apsi function (`simple_init`)
+    /// that takes them: a blank instance goes in the callee slot and, as
+    /// `self`, below the arguments (moved up one slot in place), and
+    /// `__init__` is pushed as an `Init` frame. `None` when `T` has no such
+    /// `__init__` or the call does not fit it.
+    ///
+    /// `t` may be owned by the callee slot: it is not used after that slot
+    /// is overwritten.
+    #[inline(never)]
+    fn construct_at(&mut self, fpos: usize, n: usize, t: &Arc<StructType>) -> Option<VResult<()>> {
+        let c = t.simple_init.as_ref()?;
+        let np = c.proto.nparams as usize;
+        let nd = c.proto.ndefaults as usize;
+        if n + 1 > np || n + 1 + nd < np {
+            return None;
+        }
+        // The instance keeps its type alive, and the type its `__init__`.
+        let clo = Arc::as_ptr(c);
+        let obj = super::structs::blank(t);
+        self.ensure(fpos + np + 2);
+        // The call's registers are the top of the caller's live ones: the
+        // slot above the last argument is free.
+        let w = &mut self.stack[fpos + 1..fpos + n + 2];
+        for i in (0..n).rev() {
+            w.swap(i, i + 1);
+        }
+        w[0] = obj.clone();
+        self.stack[fpos] = obj;
+        if n + 1 < np {
+            // SAFETY: as above.
+            let c = unsafe { &*clo };
+            for i in n + 1..np {
+                self.stack[fpos + 1 + i] = c.defaults[i + nd - np].clone();
+            }
+        }
+        Some(self.push_frame_as(fpos, clo, np, Ret::Init))
     }
 
     /// A built-in called with `n <= 3` positional arguments in the slots

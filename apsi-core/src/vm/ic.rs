@@ -30,6 +30,10 @@ pub enum Hit {
     Field(usize),
     /// The name is not a field; it is the `i`-th entry of the type's methods.
     Method(usize),
+    /// At an `a op= b` site: the type's in-place operator method (`__iadd__`),
+    /// the `i`-th entry of its methods (a `NotImplemented` from it goes on
+    /// with `a op b`). A plain `Method` there is the binary one (`__add__`).
+    MethodInplace(usize),
     /// On the struct type itself: the `i`-th entry of its static methods.
     Static(usize),
     /// On the struct type or an instance: the `i`-th of its constants
@@ -43,6 +47,7 @@ const FIELD: u32 = 1;
 const METHOD: u32 = 2;
 const STATIC: u32 = 3;
 const CONST: u32 = 4;
+const METHOD_INPLACE: u32 = 5;
 
 /// How many struct types one instruction remembers (a polymorphic cache:
 /// `t.run()` over a list of four kinds of task stays a hit).
@@ -62,6 +67,7 @@ fn decode(w: u64) -> Option<Hit> {
         METHOD => Some(Hit::Method(i)),
         STATIC => Some(Hit::Static(i)),
         CONST => Some(Hit::Const(i)),
+        METHOD_INPLACE => Some(Hit::MethodInplace(i)),
         _ => None,
     }
 }
@@ -75,6 +81,33 @@ impl AttrCache {
             return decode(w);
         }
         self.get_other(ty)
+    }
+
+    /// `Some(i)` when the cache says the name is field `i` of type `ty`:
+    /// the first word is tested with one comparison.
+    #[inline(always)]
+    pub fn field(&self, ty: u32) -> Option<usize> {
+        let w = self.0[0].load(Ordering::Relaxed);
+        if (w >> SHIFT) == ((ty as u64) << (32 - SHIFT)) | FIELD as u64 {
+            return Some((w as u32 & INDEX) as usize);
+        }
+        match self.get_other(ty) {
+            Some(Hit::Field(i)) => Some(i),
+            _ => None,
+        }
+    }
+
+    /// `Some(i)` when the cache says the name is method `i` of type `ty`.
+    #[inline(always)]
+    pub fn method(&self, ty: u32) -> Option<usize> {
+        let w = self.0[0].load(Ordering::Relaxed);
+        if (w >> SHIFT) == ((ty as u64) << (32 - SHIFT)) | METHOD as u64 {
+            return Some((w as u32 & INDEX) as usize);
+        }
+        match self.get_other(ty) {
+            Some(Hit::Method(i)) => Some(i),
+            _ => None,
+        }
     }
 
     #[inline(never)]
@@ -98,6 +131,7 @@ impl AttrCache {
             Hit::Method(i) => (METHOD, i),
             Hit::Static(i) => (STATIC, i),
             Hit::Const(i) => (CONST, i),
+            Hit::MethodInplace(i) => (METHOD_INPLACE, i),
         };
         if ty == 0 || i > INDEX as usize {
             return;
@@ -132,6 +166,17 @@ mod tests {
         assert_eq!(c.get(7), Some(Hit::Field(3)), "a second type takes a second word");
         c.set(7, Hit::Const(2));
         assert_eq!(c.get(7), Some(Hit::Const(2)), "a type's word is rewritten in place");
+        c.set(7, Hit::MethodInplace(4));
+        assert_eq!(c.get(7), Some(Hit::MethodInplace(4)));
+        assert_eq!((c.field(7), c.method(7)), (None, None), "an in-place method is neither");
+        c.set(7, Hit::Field(5));
+        assert_eq!(
+            (c.field(7), c.method(7)),
+            (Some(5), None),
+            "the first word, one comparison"
+        );
+        assert_eq!((c.field(8), c.method(8)), (None, Some(0)), "a later word");
+        assert_eq!(c.field(9), None);
     }
 
     #[test]

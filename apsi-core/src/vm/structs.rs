@@ -170,14 +170,14 @@ pub(crate) fn define_const(ty: &Value, name: &str, v: Value) -> VResult<()> {
 
 /// An instance with every field at its default, or `none` (before `__init__`).
 pub(crate) fn blank(t: &Arc<StructType>) -> Value {
-    let vals: Vec<Value> = t
+    let vals: FieldVec = t
         .fields
         .iter()
         .map(|f| f.default.clone().unwrap_or(Value::None))
         .collect();
     Value::Struct(Arc::new(StructObj {
         ty: t.clone(),
-        fields: VLock::new(vals.into_boxed_slice()),
+        fields: VLock::new(vals),
     }))
 }
 
@@ -305,7 +305,7 @@ pub(crate) fn construct(
     let vals = bind_fields(t, t.fields.len(), &t.name, pos, kw)?;
     Ok(Value::Struct(Arc::new(StructObj {
         ty: t.clone(),
-        fields: VLock::new(vals.into_boxed_slice()),
+        fields: VLock::new(FieldVec::from_vec(vals)),
     })))
 }
 

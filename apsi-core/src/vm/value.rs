@@ -884,8 +884,12 @@ impl StructType {
 /// A struct instance. Fields are in declaration order.
 pub struct StructObj {
     pub ty: Arc<StructType>,
-    pub fields: VLock<Box<[Value]>>,
+    pub fields: VLock<FieldVec>,
 }
+
+/// A struct instance's field values: up to four live inside the instance
+/// (one allocation per `T(…)`), more in a vector of their own.
+pub type FieldVec = smallvec::SmallVec<[Value; 4]>;
 
 /// An error value. Created by `ValueError("…")` or by the runtime; the
 /// interpreter appends the Apsi call stack as the error unwinds.

@@ -38,36 +38,77 @@ impl Executor {
     ) -> Option<VResult<()>> {
         let Value::Struct(s) = x else { return None };
         let (fwd, rev, iname) = dunder::binary_names(op);
-        let (m, ret) = match ic.and_then(|c| c.get(s.ty.id)) {
-            Some(Hit::Method(i)) => {
-                let (name, m) = s.ty.methods.get_index(i)?;
-                (
-                    m,
-                    if inplace && &**name == iname {
-                        Ret::OpInplace
-                    } else {
-                        Ret::Op
-                    },
-                )
-            }
+        let (i, ret) = match ic.and_then(|c| c.get(s.ty.id)) {
+            Some(Hit::Method(i)) => (i, Ret::Op),
+            Some(Hit::MethodInplace(i)) => (i, Ret::OpInplace),
             _ => {
-                let found = match inplace.then(|| s.ty.methods.get_full(iname)).flatten() {
-                    Some((i, _, m)) => (i, m, Ret::OpInplace),
-                    None => {
-                        let (i, _, m) = s.ty.methods.get_full(fwd)?;
-                        (i, m, Ret::Op)
-                    }
+                let (i, ret) = match inplace.then(|| s.ty.methods.get_index_of(iname)).flatten() {
+                    Some(i) => (i, Ret::OpInplace),
+                    None => (s.ty.methods.get_index_of(fwd)?, Ret::Op),
                 };
                 if let Some(c) = ic {
-                    c.set(s.ty.id, Hit::Method(found.0));
+                    c.set(
+                        s.ty.id,
+                        if ret == Ret::Op {
+                            Hit::Method(i)
+                        } else {
+                            Hit::MethodInplace(i)
+                        },
+                    );
                 }
-                (found.1, found.2)
+                (i, ret)
             }
         };
+        let (_, m) = s.ty.methods.get_index(i)?;
         if ret == Ret::Op && dunder::reflected_first(x, y, rev) {
             return None;
         }
         self.push_method_frame(m, &[x, y], ret)
+    }
+
+    /// `run`'s shortcut for `x op y` when `x` is a struct whose type the
+    /// instruction's cache knows (`push_op_frame` filled it): push the
+    /// method's frame. `None` sends the operation down the general path;
+    /// so does a `y` that is a struct of another type, whose reflected
+    /// method might have to go first.
+    ///
+    /// `x` and `y` may point into this executor's stack: they are cloned
+    /// before the stack can grow.
+    #[inline(never)]
+    pub(super) fn push_op_frame_hit(
+        &mut self,
+        ic: &AttrCache,
+        x: *const Value,
+        y: *const Value,
+    ) -> Option<VResult<()>> {
+        // SAFETY: the caller's registers are live until the stack grows below.
+        let (x, y) = unsafe { (&*x, &*y) };
+        let Value::Struct(s) = x else { return None };
+        let (i, ret) = match ic.get(s.ty.id)? {
+            Hit::Method(i) => (i, Ret::Op),
+            Hit::MethodInplace(i) => (i, Ret::OpInplace),
+            _ => return None,
+        };
+        if let Value::Struct(t) = y {
+            if t.ty.id != s.ty.id {
+                return None;
+            }
+        }
+        let Some((_, Value::Func(c))) = s.ty.methods.get_index(i) else {
+            return None;
+        };
+        if !c.proto.simple || c.proto.nparams != 2 {
+            return None;
+        }
+        let clo = Arc::as_ptr(c);
+        let f = Value::Func(c.clone());
+        let (x, y) = (x.clone(), y.clone());
+        let fpos = self.frame_end();
+        self.ensure(fpos + 3);
+        self.stack[fpos] = f;
+        self.stack[fpos + 1] = x;
+        self.stack[fpos + 2] = y;
+        Some(self.push_frame_as(fpos, clo, 2, ret))
     }
 
     /// `-x`, `+x`, `~x` on a struct whose method is a plain function of one parameter.

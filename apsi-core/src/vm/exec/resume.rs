@@ -87,13 +87,10 @@ impl Executor {
         }
         st.status = GenStatus::Running;
         self.ensure(fpos + 1 + nregs + 1);
-        self.frames.reserve(1);
         let base = fpos + 1;
         // The window's slots hold nothing (see "Register windows"), so the
         // generator keeps `Unbound`s (or scalars) in the registers' place.
-        for (slot, v) in self.stack[base..base + nregs].iter_mut().zip(st.frame.regs.iter_mut()) {
-            std::mem::swap(slot, v);
-        }
+        self.stack[base..base + nregs].swap_with_slice(&mut st.frame.regs);
         let cell_base = self.cells.len();
         if !st.frame.cells.is_empty() {
             self.cells.append(&mut st.frame.cells);
@@ -133,10 +130,8 @@ impl Executor {
         let mut st = g.state.write();
         st.frame.pc = fr.pc;
         // The generator held `Unbound`s: the window gets them back.
-        if let Some(w) = self.stack.get_mut(base..base + nregs) {
-            for (slot, v) in w.iter_mut().zip(st.frame.regs.iter_mut()) {
-                std::mem::swap(slot, v);
-            }
+        if let (Some(w), true) = (self.stack.get_mut(base..base + nregs), st.frame.regs.len() == nregs) {
+            w.swap_with_slice(&mut st.frame.regs);
         }
         let cb = fr.cell_base as usize;
         if self.cells.len() > cb {
@@ -157,10 +152,9 @@ impl Executor {
 
     /// `for x in g` (`ForNext` on the generator `gv`, whose `Jmp` word is
     /// at the saved pc): push its frame on this loop as a `Ret::GenFor`
-    /// frame, the generator in its callee slot. `Ok(false)` when the
-    /// generator is finished already.
-    pub(super) fn push_gen_frame(&mut self, gv: Value) -> VResult<bool> {
-        let Some(g) = GenObj::of(&gv) else { return Ok(false) };
+    /// frame, the generator (`g`, held by `gv`) in its callee slot.
+    /// `Ok(false)` when the generator is finished already.
+    pub(super) fn push_gen_frame(&mut self, g: &GenObj, gv: Value) -> VResult<bool> {
         if self.gen_for + self.native_depth >= self.shared.max_native_depth {
             return Err(err(
                 ErrorKind::RecursionError,
