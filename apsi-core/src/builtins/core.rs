@@ -63,6 +63,14 @@ pub(crate) fn print(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
 }
 
 pub(crate) fn len(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    // A list or tuple by position: no argument parsing.
+    if let ([v], true) = (args, kw.is_empty()) {
+        match v {
+            Value::List(l) => return Ok(Value::Int(l.items.read().len() as i64)),
+            Value::Tuple(t) => return Ok(Value::Int(t.0.len() as i64)),
+            _ => {}
+        }
+    }
     let a = Args::new("len", args, kw, 1, &["x"])?;
     Ok(Value::Int(ops::len_with(c, a.req(0)?)?))
 }

@@ -78,6 +78,21 @@ pub fn iterate(caller: &mut dyn Caller, v: &Value) -> VResult<Vec<Value>> {
 }
 
 /// `item in container`.
+/// `item in items` when `item` is an int and every item is one: `None`
+/// when either is not so (the general scan decides then).
+#[inline]
+fn int_among_ints(item: &Value, items: &[Value]) -> Option<bool> {
+    let Value::Int(n) = *item else { return None };
+    for x in items {
+        match *x {
+            Value::Int(y) if y == n => return Some(true),
+            Value::Int(_) => {}
+            _ => return None,
+        }
+    }
+    Some(false)
+}
+
 pub fn contains(container: &Value, item: &Value) -> VResult<bool> {
     if let Value::Struct(_) = container {
         if let Some(r) = super::dunder::contains(container, item) {
@@ -100,6 +115,10 @@ pub fn contains(container: &Value, item: &Value) -> VResult<bool> {
             )),
         },
         Value::List(l) => {
+            // An int among ints: compared by payload (the common case).
+            if let Some(found) = int_among_ints(item, &l.items.read()) {
+                return Ok(found);
+            }
             // Plain values compare without Apsi code: scanned in place,
             // under the read lock; from the first other value on, a copy.
             let plain = |v: &Value| {
@@ -132,6 +151,9 @@ pub fn contains(container: &Value, item: &Value) -> VResult<bool> {
             Ok(false)
         }
         Value::Tuple(t) => {
+            if let Some(found) = int_among_ints(item, &t.0) {
+                return Ok(found);
+            }
             for x in t.0.iter() {
                 if eq(x, item)? {
                     return Ok(true);

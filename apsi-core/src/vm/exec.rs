@@ -64,6 +64,9 @@ enum Ret {
     Op,
     /// `Op` for `a op= b` through `__iop__`: `NotImplemented` goes on with `a op b`.
     OpInplace,
+    /// A method run for an instruction with no result (`x[i] = v` through
+    /// `__setitem__`): the value is dropped. Pushed like `Op`.
+    Discard,
     /// A generator's frame resumed by the caller's `ForNext` (whose `Jmp`
     /// word is at the caller's saved pc); the callee slot holds the
     /// generator. A `yield` suspends the frame into the generator and hands
@@ -595,7 +598,7 @@ impl Executor {
             if fr.ret == Ret::GenFor {
                 self.end_gen_slot((fr.base as usize).wrapping_sub(1));
             }
-            if matches!(fr.ret, Ret::Op | Ret::OpInplace) {
+            if matches!(fr.ret, Ret::Op | Ret::OpInplace | Ret::Discard) {
                 // Its callee slot lies above the caller's window.
                 if let Some(s) = self.stack.get_mut((fr.base as usize).wrapping_sub(1)) {
                     *s = Value::Unbound;
@@ -1008,6 +1011,30 @@ impl Executor {
                             continue;
                         }
                     }
+                    // Captured variables (a comprehension or generator
+                    // expression reading the enclosing function's names).
+                    Instr::GetFree { a, c } => {
+                        // SAFETY: this loop runs the top frame; its closure is alive.
+                        let clo = unsafe { &*self.frames.last().unwrap_unchecked().clo };
+                        if let Some(cell) = clo.free.get(c as usize) {
+                            let v = cell.get();
+                            if !matches!(v, Value::Unbound) {
+                                setv(r!(a), v);
+                                continue;
+                            }
+                        }
+                    }
+                    Instr::GetCell { a, c } => {
+                        // SAFETY: as above.
+                        let cb = unsafe { self.frames.last().unwrap_unchecked() }.cell_base as usize;
+                        if let Some(cell) = self.cells.get(cb + c as usize) {
+                            let v = cell.get();
+                            if !matches!(v, Value::Unbound) {
+                                setv(r!(a), v);
+                                continue;
+                            }
+                        }
+                    }
                     Instr::CheckBound { a, .. } => {
                         if !matches!(&*r!(a), Value::Unbound) {
                             continue;
@@ -1361,9 +1388,7 @@ impl Executor {
                     // unreachable default, so a dispatch needs no range check
                     // (2 instructions of ~9).
                     Instr::SetGlobal { .. }
-                    | Instr::GetCell { .. }
                     | Instr::SetCell { .. }
-                    | Instr::GetFree { .. }
                     | Instr::SetFree { .. }
                     | Instr::MakeCell { .. }
                     | Instr::Unary { .. }

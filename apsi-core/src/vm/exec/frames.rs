@@ -125,7 +125,7 @@ impl Executor {
     }
 
     /// Push `m(args…)` above the top frame's window with the given `ret`.
-    fn push_method_frame(&mut self, m: &Value, args: &[&Value], ret: Ret) -> Option<VResult<()>> {
+    pub(super) fn push_method_frame(&mut self, m: &Value, args: &[&Value], ret: Ret) -> Option<VResult<()>> {
         let Value::Func(c) = m else { return None };
         if !c.proto.simple || c.proto.nparams as usize != args.len() {
             return None;
@@ -242,6 +242,15 @@ impl Executor {
                 self.gen_for_done(v);
                 Ok(())
             }
+            Ret::Discard => {
+                if let Some(s) = self.stack.get_mut(fpos) {
+                    *s = Value::Unbound;
+                }
+                if bottom {
+                    return Flow::Return(v);
+                }
+                Ok(())
+            }
             Ret::Op | Ret::OpInplace => {
                 if let Some(s) = self.stack.get_mut(fpos) {
                     *s = Value::Unbound;
@@ -281,7 +290,8 @@ impl Executor {
                 | Instr::MulT { a, .. }
                 | Instr::Bin { a, .. }
                 | Instr::AddI { a, .. }
-                | Instr::Unary { a, .. },
+                | Instr::Unary { a, .. }
+                | Instr::GetIndex { a, .. },
             ) => a,
             _ => {
                 return Err(err(

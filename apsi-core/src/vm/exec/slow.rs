@@ -113,14 +113,16 @@ impl Executor {
     /// index after `ins` on entry and the next one to run on exit.
     #[inline(never)]
     pub(super) fn slow(&mut self, ins: Instr, pc_io: &mut usize, stop: usize) -> Flow {
-        let Some(&fr) = self.frames.last() else {
+        // The top frame's fields are read one by one, as `run` does (it
+        // may just have been written field by field).
+        let Some(top) = self.frames.last() else {
             return Flow::Throw(err(ErrorKind::Error, "internal error: no frame"));
         };
+        let (clo, code, base, cell_base) = (top.clo, top.code, top.base as usize, top.cell_base as usize);
         // SAFETY: the closure is kept alive by its stack slot (see module invariants).
-        let clo: &Closure = unsafe { &*fr.clo };
-        let code: &Code = unsafe { &*fr.code };
+        let clo: &Closure = unsafe { &*clo };
+        let code: &Code = unsafe { &*code };
         let instrs: &[Instr] = &code.instrs;
-        let base = fr.base as usize;
         let mut pc = *pc_io;
         let mut regs: *mut Value = unsafe { self.stack.as_mut_ptr().add(base) };
 
@@ -235,7 +237,7 @@ impl Executor {
                 slot.set(dup(r!(a)));
             }
             Instr::GetCell { a, c } => {
-                let v = match self.cells.get(fr.cell_base as usize + c as usize) {
+                let v = match self.cells.get(cell_base + c as usize) {
                     Some(cell) => cell.get(),
                     None => throw!(err(ErrorKind::Error, "internal error: bad cell")),
                 };
@@ -246,7 +248,7 @@ impl Executor {
             }
             Instr::SetCell { a, c } => {
                 let v = dup(r!(a));
-                match self.cells.get(fr.cell_base as usize + c as usize) {
+                match self.cells.get(cell_base + c as usize) {
                     Some(cell) => cell.set(v),
                     None => throw!(err(ErrorKind::Error, "internal error: bad cell")),
                 }
@@ -580,12 +582,14 @@ impl Executor {
             // `stop` ends and its value leaves the loop.
             Instr::Return { a } | Instr::ReturnParams { a, .. } => {
                 let v = take(r!(a));
+                let ret = self.frames.last().map_or(Ret::Normal, |f| f.ret);
                 self.pop_frame();
-                exit!(self.finish_return(fr.ret, base, v, stop));
+                exit!(self.finish_return(ret, base, v, stop));
             }
             Instr::ReturnNone => {
+                let ret = self.frames.last().map_or(Ret::Normal, |f| f.ret);
                 self.pop_frame();
-                exit!(self.finish_return(fr.ret, base, Value::None, stop));
+                exit!(self.finish_return(ret, base, Value::None, stop));
             }
             Instr::GetAttr { a, b, k } => {
                 let name = match code.consts.get(k as usize) {
@@ -646,6 +650,22 @@ impl Executor {
                             None => tri!(ops::get_index(r!(b), r!(c))),
                         }
                     }
+                    (Value::Struct(s), _) => {
+                        // `__getitem__` as a plain Apsi function: its frame
+                        // is pushed here; its value goes to `a` (`Ret::Op`).
+                        let (x, i) = (dup(r!(b)), dup(r!(c)));
+                        if let Some(m) = s.ty.method("__getitem__") {
+                            save_pc!();
+                            match self.push_method_frame(m, &[&x, &i], Ret::Op) {
+                                Some(Ok(())) => exit!(Flow::Reload),
+                                Some(Err(e)) => throw!(e),
+                                None => {}
+                            }
+                        }
+                        let r = ops::get_index(&x, &i);
+                        refresh!();
+                        tri!(r)
+                    }
                     (x, i) => tri!(ops::get_index(x, i)),
                 };
                 setv(r!(a), v);
@@ -663,6 +683,20 @@ impl Executor {
                 }
                 if let (Value::Dict(d), Value::Int(i)) = (&*r!(a), &*r!(b)) {
                     d.map.write().insert_int(*i, v);
+                    exit!(Flow::Next);
+                }
+                if let Value::Struct(s) = &*r!(a) {
+                    // `__setitem__` as a plain Apsi function: a frame whose value is dropped.
+                    let (x, i) = (dup(r!(a)), dup(r!(b)));
+                    if let Some(m) = s.ty.method("__setitem__") {
+                        save_pc!();
+                        match self.push_method_frame(m, &[&x, &i, &v], Ret::Discard) {
+                            Some(Ok(())) => exit!(Flow::Reload),
+                            Some(Err(e)) => throw!(e),
+                            None => {}
+                        }
+                    }
+                    tri!(ops::set_index(&x, &i, v));
                     exit!(Flow::Next);
                 }
                 tri!(ops::set_index(r!(a), r!(b), v));
@@ -925,7 +959,7 @@ impl Executor {
                 let mut free = Vec::with_capacity(proto.captures.len());
                 for cap in proto.captures.iter() {
                     let cell = match cap {
-                        Capture::Cell(c) => self.cells.get(fr.cell_base as usize + *c as usize).cloned(),
+                        Capture::Cell(c) => self.cells.get(cell_base + *c as usize).cloned(),
                         Capture::Free(c) => clo.free.get(*c as usize).cloned(),
                     };
                     match cell {
@@ -1137,7 +1171,7 @@ impl Executor {
             }
             Instr::DelCell { c, k } | Instr::DelFree { c, k } => {
                 let cell = if matches!(ins, Instr::DelCell { .. }) {
-                    self.cells.get(fr.cell_base as usize + c as usize).cloned()
+                    self.cells.get(cell_base + c as usize).cloned()
                 } else {
                     clo.free.get(c as usize).cloned()
                 };
