@@ -202,7 +202,7 @@ pub fn abs(v: &Value) -> Option<VResult<Value>> {
     call_method(v, "__abs__", &[])
 }
 
-fn reflect(op: CmpOp) -> CmpOp {
+pub(crate) fn reflect(op: CmpOp) -> CmpOp {
     match op {
         CmpOp::Lt => CmpOp::Gt,
         CmpOp::LtE => CmpOp::GtE,
@@ -212,7 +212,7 @@ fn reflect(op: CmpOp) -> CmpOp {
     }
 }
 
-fn cmp_name(op: CmpOp) -> Option<&'static str> {
+pub(crate) fn cmp_name(op: CmpOp) -> Option<&'static str> {
     Some(match op {
         CmpOp::Eq => "__eq__",
         CmpOp::NotEq => "__ne__",
@@ -233,6 +233,27 @@ pub fn compare(op: CmpOp, a: &Value, b: &Value) -> Option<VResult<Value>> {
 
 /// [`compare`] running the methods on `c`.
 pub fn compare_with(c: &mut dyn Caller, op: CmpOp, a: &Value, b: &Value) -> Option<VResult<Value>> {
+    compare_from(c, op, a, b, false)
+}
+
+/// The rest of `a op b` after `a`'s method for `op` ran and returned
+/// `NotImplemented` (the VM ran it as a frame, `b`'s reflected method not
+/// going first): `b`'s reflected method, then the defaults.
+pub(crate) fn compare_after_forward(c: &mut dyn Caller, op: CmpOp, a: &Value, b: &Value) -> VResult<Value> {
+    compare_from(c, op, a, b, true).unwrap_or_else(|| {
+        Err(err(
+            ErrorKind::TypeError,
+            format!(
+                "'{}' not supported between instances of '{}' and '{}'",
+                op.symbol(),
+                a.type_name(),
+                b.type_name()
+            ),
+        ))
+    })
+}
+
+fn compare_from(c: &mut dyn Caller, op: CmpOp, a: &Value, b: &Value, forward_done: bool) -> Option<VResult<Value>> {
     if as_struct(a).is_none() && as_struct(b).is_none() {
         return None;
     }
@@ -240,7 +261,9 @@ pub fn compare_with(c: &mut dyn Caller, op: CmpOp, a: &Value, b: &Value) -> Opti
     let rop = reflect(op);
     let rname = cmp_name(rop)?;
     let mut attempts: Vec<(&Value, &str, &Value)> = Vec::with_capacity(2);
-    if reflected_first(a, b, rname) {
+    if forward_done {
+        attempts.push((b, rname, a));
+    } else if reflected_first(a, b, rname) {
         attempts.push((b, rname, a));
         attempts.push((a, name, b));
     } else {

@@ -64,6 +64,13 @@ enum Ret {
     Op,
     /// `Op` for `a op= b` through `__iop__`: `NotImplemented` goes on with `a op b`.
     OpInplace,
+    /// A comparison method (`__eq__`, `__lt__`…) run for the caller's
+    /// `Cmp` or `CmpJmp` just before its saved pc: the value goes to the
+    /// `Cmp`'s destination, or its truth decides the `CmpJmp`'s jump;
+    /// `NotImplemented` goes on with the rest of the protocol. Pushed like `Op`.
+    Cmp,
+    /// `Cmp` for `!=` run through `__eq__` (no `__ne__`): the truth is negated.
+    CmpNot,
     /// A method run for an instruction with no result (`x[i] = v` through
     /// `__setitem__`): the value is dropped. Pushed like `Op`.
     Discard,
@@ -598,7 +605,7 @@ impl Executor {
             if fr.ret == Ret::GenFor {
                 self.end_gen_slot((fr.base as usize).wrapping_sub(1));
             }
-            if matches!(fr.ret, Ret::Op | Ret::OpInplace | Ret::Discard) {
+            if matches!(fr.ret, Ret::Op | Ret::OpInplace | Ret::Discard | Ret::Cmp | Ret::CmpNot) {
                 // Its callee slot lies above the caller's window.
                 if let Some(s) = self.stack.get_mut((fr.base as usize).wrapping_sub(1)) {
                     *s = Value::Unbound;
@@ -1107,6 +1114,20 @@ impl Executor {
                             _ => {}
                         }
                     }
+                    // Keyword arguments to a plain Apsi function, method or
+                    // constructor: bound straight into the callee's registers.
+                    Instr::CallKw { a, n, k } => {
+                        if let Some(Value::Tuple(names)) = code.consts.get(k as usize) {
+                            let names: *const [Value] = &*names.0;
+                            save_pc!();
+                            // SAFETY: the constant table (alive with this code) owns the names.
+                            match self.call_kw_at(base + a as usize, n as usize, unsafe { &*names }) {
+                                Some(Ok(())) => reenter_top!(),
+                                Some(Err(e)) => throw!(e),
+                                None => {}
+                            }
+                        }
+                    }
                     // A return into an Apsi caller on this loop. The callee's slot
                     // in the caller's window gets the value; the frame is popped
                     // first, as that slot may own the callee's closure. Scalars
@@ -1235,8 +1256,8 @@ impl Executor {
                     }
                     // Struct attributes and methods through the instruction's
                     // inline cache (`vm/ic.rs`); `slow` fills it on a miss.
-                    Instr::GetAttr { a, b, .. } => {
-                        if let Value::Struct(s) = &*r!(b) {
+                    Instr::GetAttr { a, b, .. } => match &*r!(b) {
+                        Value::Struct(s) => {
                             if let Some(i) = code.ic_at(pc!() - 1).and_then(|ic| ic.field(s.ty.layout)) {
                                 let f = s.fields.read();
                                 if let Some(v) = f.get(i) {
@@ -1247,7 +1268,21 @@ impl Executor {
                                 }
                             }
                         }
-                    }
+                        // `T.CONST` (`Strength.REQUIRED`) and `T.method`.
+                        Value::StructType(t) => {
+                            let v = match code.ic_at(pc!() - 1).and_then(|ic| ic.get(t.id)) {
+                                Some(Hit::Const(i)) => t.consts.read().get_index(i).map(|(_, v)| v.clone()),
+                                Some(Hit::Method(i)) => t.methods.get_index(i).map(|(_, v)| v.clone()),
+                                Some(Hit::Static(i)) => t.statics.get_index(i).map(|(_, v)| v.clone()),
+                                _ => None,
+                            };
+                            if let Some(v) = v {
+                                setv(r!(a), v);
+                                continue;
+                            }
+                        }
+                        _ => {}
+                    },
                     Instr::SetAttr { a, c, .. } => {
                         if let Value::Struct(s) = &*r!(a) {
                             if let Some(i) = code.ic_at(pc!() - 1).and_then(|ic| ic.field(s.ty.layout)) {
@@ -1392,7 +1427,6 @@ impl Executor {
                     | Instr::SetFree { .. }
                     | Instr::MakeCell { .. }
                     | Instr::Unary { .. }
-                    | Instr::CallKw { .. }
                     | Instr::CallEx { .. }
                     | Instr::BuildList { .. }
                     | Instr::BuildTuple { .. }
@@ -1566,6 +1600,86 @@ impl Executor {
             }
         }
         Some(self.push_frame_as(fpos, clo, np, Ret::Init))
+    }
+
+    /// `f(args…, name=value…)` with `f` in `stack[fpos]`, its `n` positional
+    /// arguments above it and then one value per name in `names`, when `f`
+    /// is a plain Apsi function (`simple`), a bound method of one, or a
+    /// struct type whose `__init__` is one: every argument moves into its
+    /// parameter's register, defaults fill the rest, and the frame is
+    /// pushed. `None`, with nothing moved, for anything else and for a call
+    /// that does not fit (an unknown or repeated name, a missing argument),
+    /// so that the general path reports it.
+    #[inline(never)]
+    fn call_kw_at(&mut self, fpos: usize, n: usize, names: &[Value]) -> Option<VResult<()>> {
+        let (c, recv, ret) = match self.stack.get(fpos)? {
+            Value::Func(c) => (c.clone(), None, Ret::Normal),
+            Value::BoundMethod(bm) => match &bm.func {
+                Value::Func(c) => (c.clone(), Some(bm.receiver.clone()), Ret::Normal),
+                _ => return None,
+            },
+            Value::StructType(t) => (t.simple_init.clone()?, None, Ret::Init),
+            _ => return None,
+        };
+        let p = &c.proto;
+        let off = (recv.is_some() || ret == Ret::Init) as usize;
+        let (np, nd) = (p.nparams as usize, p.ndefaults as usize);
+        if !p.simple || n + off > np || np > 64 {
+            return None;
+        }
+        // Which parameter each name fills; every parameter without a
+        // default must be filled.
+        let mut filled: u64 = if n + off == 64 {
+            u64::MAX
+        } else {
+            (1u64 << (n + off)) - 1
+        };
+        let mut slot_of: SmallVec<[usize; 8]> = SmallVec::new();
+        for name in names {
+            let name = name.as_str()?;
+            let i = p.param_names.iter().position(|pn| &**pn == name)?;
+            if i >= np || filled & (1 << i) != 0 {
+                return None;
+            }
+            filled |= 1 << i;
+            slot_of.push(i);
+        }
+        if (0..np - nd).any(|i| filled & (1 << i) == 0) {
+            return None;
+        }
+        let kv: SmallVec<[Value; 8]> = (0..names.len())
+            .map(|j| take(&mut self.stack[fpos + 1 + n + j]))
+            .collect();
+        self.ensure(fpos + np.max(n + off + names.len()) + 2);
+        let (slot, first) = match ret {
+            Ret::Init => {
+                let Value::StructType(t) = &self.stack[fpos] else {
+                    return None;
+                };
+                let obj = super::structs::blank(t);
+                (obj.clone(), Some(obj))
+            }
+            _ => (Value::Func(c.clone()), recv),
+        };
+        if let Some(v) = first {
+            let w = &mut self.stack[fpos + 1..fpos + n + 2];
+            for i in (0..n).rev() {
+                w.swap(i, i + 1);
+            }
+            w[0] = v;
+        }
+        for i in n + off..np {
+            if filled & (1 << i) == 0 {
+                self.stack[fpos + 1 + i] = c.defaults[i + nd - np].clone();
+            }
+        }
+        for (v, &i) in kv.into_iter().zip(slot_of.iter()) {
+            self.stack[fpos + 1 + i] = v;
+        }
+        // The callee slot keeps the closure alive: the function, or the
+        // instance (whose type holds its `__init__`).
+        self.stack[fpos] = slot;
+        Some(self.push_frame_as(fpos, Arc::as_ptr(&c), np, ret))
     }
 
     /// A built-in called with `n <= 3` positional arguments in the slots

@@ -135,6 +135,7 @@ pub(crate) fn make_struct_type(sp: &StructProto, vals: Vec<Value>) -> VResult<Va
         Some(Value::Func(c)) if c.proto.simple => Some(c.clone()),
         _ => None,
     };
+    let cmp_methods = CMP_METHODS.map(|name| methods.get(name).cloned());
     let id = StructType::new_id();
     let layout = match &parent {
         Some(p) if sp.fields.is_empty() => p.layout,
@@ -144,6 +145,7 @@ pub(crate) fn make_struct_type(sp: &StructProto, vals: Vec<Value>) -> VResult<Va
         id,
         layout,
         simple_init,
+        cmp_methods,
         name: sp.name.clone(),
         fields,
         methods,

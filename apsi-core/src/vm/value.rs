@@ -804,7 +804,29 @@ pub struct StructType {
     /// positional parameters (not a generator): what a constructor call
     /// runs as a frame (`vm/exec/frames.rs`) without a name lookup.
     pub simple_init: Option<Arc<crate::vm::function::Closure>>,
+    /// The comparison methods `__eq__ __ne__ __lt__ __le__ __gt__ __ge__`
+    /// (in that order, own or inherited), found once: a comparison on an
+    /// instance looks no name up.
+    pub cmp_methods: [Option<Value>; 6],
 }
+
+/// The index of `op`'s method in [`StructType::cmp_methods`] (its name is
+/// `CMP_METHODS[i]`); `None` for `is`, `in` and their negations.
+pub fn cmp_method_index(op: crate::syntax::ast::CmpOp) -> Option<usize> {
+    use crate::syntax::ast::CmpOp;
+    Some(match op {
+        CmpOp::Eq => 0,
+        CmpOp::NotEq => 1,
+        CmpOp::Lt => 2,
+        CmpOp::LtE => 3,
+        CmpOp::Gt => 4,
+        CmpOp::GtE => 5,
+        _ => return None,
+    })
+}
+
+/// The names of [`StructType::cmp_methods`], in order.
+pub const CMP_METHODS: [&str; 6] = ["__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"];
 
 /// How a struct's instances hash (LANGUAGE.md §10.3).
 #[derive(Clone)]
@@ -833,6 +855,7 @@ impl StructType {
         methods: IndexMap<Arc<str>, Value, FxBuild>,
     ) -> StructType {
         let id = StructType::new_id();
+        let cmp_methods = CMP_METHODS.map(|n| methods.get(n).cloned());
         StructType {
             id,
             layout: id,
@@ -846,6 +869,7 @@ impl StructType {
             error_kind: None,
             hash_mode: HashMode::Identity,
             simple_init: None,
+            cmp_methods,
         }
     }
     /// A fresh [`StructType::id`].

@@ -111,6 +111,35 @@ impl Executor {
         Some(self.push_frame_as(fpos, clo, 2, ret))
     }
 
+    /// `x op y`, a comparison, where `x` is a struct whose method for it
+    /// (`__eq__`, `__lt__`…) is a plain Apsi function: push that method as
+    /// a `Cmp` frame. `!=` without `__ne__` on either side runs `__eq__`
+    /// and negates it (`CmpNot`). `None` when `y`'s reflected method goes
+    /// first or `x` has no such method.
+    pub(super) fn push_cmp_frame(&mut self, op: CmpOp, x: &Value, y: &Value) -> Option<VResult<()>> {
+        let Value::Struct(s) = x else { return None };
+        let i = cmp_method_index(op)?;
+        let (m, ret, ri) = match &s.ty.cmp_methods[i] {
+            Some(m) => (m, Ret::Cmp, cmp_method_index(dunder::reflect(op))?),
+            None if op == CmpOp::NotEq => {
+                if let Value::Struct(t) = y {
+                    if t.ty.cmp_methods[1].is_some() {
+                        return None;
+                    }
+                }
+                (s.ty.cmp_methods[0].as_ref()?, Ret::CmpNot, 0)
+            }
+            None => return None,
+        };
+        // `y`'s reflected method first: only a subtype of `x`'s type can.
+        if let Value::Struct(t) = y {
+            if t.ty.id != s.ty.id && dunder::reflected_first(x, y, CMP_METHODS[ri]) {
+                return None;
+            }
+        }
+        self.push_method_frame(m, &[x, y], ret)
+    }
+
     /// `-x`, `+x`, `~x` on a struct whose method is a plain function of one parameter.
     pub(super) fn push_unary_frame(&mut self, op: UnaryOp, x: &Value) -> Option<VResult<()>> {
         let Value::Struct(s) = x else { return None };
@@ -242,6 +271,15 @@ impl Executor {
                 self.gen_for_done(v);
                 Ok(())
             }
+            Ret::Cmp | Ret::CmpNot => {
+                if let Some(s) = self.stack.get_mut(fpos) {
+                    *s = Value::Unbound;
+                }
+                if bottom {
+                    return Flow::Return(v);
+                }
+                self.deliver_cmp(ret, v)
+            }
             Ret::Discard => {
                 if let Some(s) = self.stack.get_mut(fpos) {
                     *s = Value::Unbound;
@@ -270,6 +308,51 @@ impl Executor {
                 Err(e) => Flow::Fail(e),
             },
         }
+    }
+
+    /// A comparison method pushed for the top frame's last instruction
+    /// (`Cmp`, or `CmpJmp`, whose jump word is at the saved pc) returned
+    /// `v`: finish the comparison (the rest of the protocol when `v` is
+    /// `NotImplemented`), then store the value or take the jump.
+    fn deliver_cmp(&mut self, ret: Ret, v: Value) -> VResult<()> {
+        let Some(&fr) = self.frames.last() else { return Ok(()) };
+        // SAFETY: the frame is live.
+        let code = unsafe { &*fr.code };
+        let base = fr.base as usize;
+        let pc = fr.pc as usize;
+        let reg = |ex: &Executor, r: Reg| ex.stack.get(base + r as usize).cloned().unwrap_or(Value::None);
+        let (op, dest, x, y) = match code.instrs.get(pc.wrapping_sub(1)).copied() {
+            Some(Instr::Cmp { op, a, b, c }) => (op, Some(a), reg(self, b), reg(self, c)),
+            Some(Instr::CmpJmp { op, a, b, .. }) => (op, None, reg(self, a), reg(self, b)),
+            _ => {
+                return Err(err(
+                    ErrorKind::Error,
+                    "internal error: a comparison method returned to no comparison",
+                ))
+            }
+        };
+        let v = match (dunder::is_not_implemented(&v), ret) {
+            (true, Ret::CmpNot) => Value::Bool(!dunder::compare_after_forward(self, CmpOp::Eq, &x, &y)?.truthy()?),
+            (true, _) => dunder::compare_after_forward(self, op, &x, &y)?,
+            (false, Ret::CmpNot) => Value::Bool(!v.truthy()?),
+            (false, _) => v,
+        };
+        match dest {
+            Some(a) => {
+                if let Some(s) = self.stack.get_mut(base + a as usize) {
+                    setv(s, v);
+                }
+            }
+            None => {
+                let jt = matches!(code.instrs.get(pc - 1), Some(Instr::CmpJmp { jt: true, .. }));
+                let t = v.truthy()?;
+                let next = if t == jt { jump_target(&code.instrs, pc) } else { pc + 1 };
+                if let Some(f) = self.frames.last_mut() {
+                    f.pc = next as u32;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// An operator method pushed for the top frame's last instruction

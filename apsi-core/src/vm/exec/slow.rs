@@ -380,6 +380,15 @@ impl Executor {
                 setv(r!(a), v);
             }
             Instr::Cmp { op, a, b, c } => {
+                if let Value::Struct(_) = &*r!(b) {
+                    let (x, y) = (dup(r!(b)), dup(r!(c)));
+                    save_pc!();
+                    match self.push_cmp_frame(op, &x, &y) {
+                        Some(Ok(())) => exit!(Flow::Reload),
+                        Some(Err(e)) => throw!(e),
+                        None => {}
+                    }
+                }
                 let v = match cmp_fast(op, r!(b), r!(c)) {
                     Some(v) => Value::Bool(v),
                     // Objects (tensors) may compare elementwise.
@@ -389,6 +398,15 @@ impl Executor {
                 setv(r!(a), v);
             }
             Instr::CmpJmp { op, a, b, jt } => {
+                if let Value::Struct(_) = &*r!(a) {
+                    let (x, y) = (dup(r!(a)), dup(r!(b)));
+                    save_pc!();
+                    match self.push_cmp_frame(op, &x, &y) {
+                        Some(Ok(())) => exit!(Flow::Reload),
+                        Some(Err(e)) => throw!(e),
+                        None => {}
+                    }
+                }
                 let v = match cmp_fast(op, r!(a), r!(b)) {
                     Some(v) => v,
                     None => tri!(compare(op, r!(a), r!(b))),
