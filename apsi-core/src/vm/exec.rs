@@ -639,7 +639,11 @@ impl Executor {
                     setv(v, Value::Unbound);
                 }
             }
-            if self.cells.len() > fr.cell_base as usize || !self.handlers.is_empty() {
+            // (A handler of a frame further down, `try:` around a whole
+            // program, is not this frame's: plain returns skip the call.)
+            if self.cells.len() > fr.cell_base as usize
+                || self.handlers.last().is_some_and(|h| h.frame as usize >= self.frames.len())
+            {
                 self.pop_frame_rest(fr.cell_base as usize);
             }
         }
@@ -1281,6 +1285,16 @@ impl Executor {
                                 continue;
                             }
                         }
+                        // `module.name` (`math.pi`, `random.random`).
+                        Value::Module(m) => {
+                            if let Some(Hit::Static(i)) = code.ic_at(pc!() - 1).and_then(|ic| ic.get(m.id)) {
+                                let v = m.attrs.read().get_index(i).map(|(_, v)| v.clone());
+                                if let Some(v) = v {
+                                    setv(r!(a), v);
+                                    continue;
+                                }
+                            }
+                        }
                         _ => {}
                     },
                     Instr::SetAttr { a, c, .. } => {
@@ -1314,6 +1328,24 @@ impl Executor {
                                             Ok(()) => enter!(callee, fpos + 1, 0),
                                             Err(e) => throw!(e),
                                         }
+                                    }
+                                }
+                            }
+                        } else if let (Value::Module(m), true) = (&*r!(a as usize + 1), n <= 3) {
+                            // `math.sqrt(x)`: a built-in of a module, its
+                            // arguments already above the receiver slot.
+                            if let Some(Hit::Static(i)) = code.ic_at(pc!() - 1).and_then(|ic| ic.get(m.id)) {
+                                let f = m.attrs.read().get_index(i).map(|(_, v)| v.clone());
+                                if let Some(Value::Native(nf)) = f {
+                                    save_pc!();
+                                    let res = self.call_native_small(&nf, base + a as usize + 1, n as usize);
+                                    regs = unsafe { self.stack.as_mut_ptr().add(base) };
+                                    match res {
+                                        Ok(v) => {
+                                            setv(r!(a), v);
+                                            continue;
+                                        }
+                                        Err(e) => throw!(e),
                                     }
                                 }
                             }

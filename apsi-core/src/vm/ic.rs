@@ -35,6 +35,7 @@ pub enum Hit {
     /// with `a op b`). A plain `Method` there is the binary one (`__add__`).
     MethodInplace(usize),
     /// On the struct type itself: the `i`-th entry of its static methods.
+    /// On a module (keyed by `ModuleObj::id`): its `i`-th attribute.
     Static(usize),
     /// On the struct type or an instance: the `i`-th of its constants
     /// (neither a field nor any kind of method).

@@ -216,6 +216,7 @@ fn module_obj(desc: &ModuleDescriptor) -> Arc<ModuleObj> {
         attrs.insert(n.clone(), v.clone());
     }
     Arc::new(ModuleObj {
+        id: StructType::new_id(),
         name: desc.name.to_string(),
         path: None,
         attrs: RwLock::new(attrs),
@@ -431,6 +432,7 @@ impl Runtime {
             }
         }
         let obj = ModuleObj {
+            id: StructType::new_id(),
             name: unit.name.clone(),
             path: Some(unit.path.display().to_string()),
             attrs: RwLock::new(attrs),

@@ -172,11 +172,16 @@ pub(crate) fn define_const(ty: &Value, name: &str, v: Value) -> VResult<()> {
 
 /// An instance with every field at its default, or `none` (before `__init__`).
 pub(crate) fn blank(t: &Arc<StructType>) -> Value {
-    let vals: FieldVec = t
-        .fields
-        .iter()
-        .map(|f| f.default.clone().unwrap_or(Value::None))
-        .collect();
+    let mut vals = FieldVec::new();
+    if t.fields.len() > vals.inline_size() {
+        vals.reserve_exact(t.fields.len());
+    }
+    for f in t.fields.iter() {
+        vals.push(match &f.default {
+            Some(v) => v.clone(),
+            None => Value::None,
+        });
+    }
     Value::Struct(Arc::new(StructObj {
         ty: t.clone(),
         fields: VLock::new(vals),

@@ -1007,6 +1007,10 @@ pub fn err(kind: ErrorKind, message: impl Into<String>) -> Exc {
 
 /// A loaded module: its exported names.
 pub struct ModuleObj {
+    /// Never reused, from the counter of [`StructType::id`]: the key of
+    /// inline-cache entries for `module.name` (`vm/ic.rs`). Attributes
+    /// are only ever added, so an entry's index stays that name's.
+    pub id: u32,
     pub name: String,
     /// The file it was loaded from, for file modules.
     pub path: Option<String>,

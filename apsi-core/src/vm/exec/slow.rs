@@ -575,6 +575,22 @@ impl Executor {
                         }
                     }
                 }
+                // `module.f(args…)` (`math.sqrt(x)`): the attribute's index is cached.
+                if let Value::Module(m) = &*r!(recv_reg) {
+                    let found = m.attrs.read().get_full(name).map(|(i, _, v)| (i, v.clone()));
+                    if let Some((i, f)) = found {
+                        if let Some(ic) = code.ic_at(pc - 1) {
+                            ic.set(m.id, Hit::Static(i));
+                        }
+                        setv(r!(a), f);
+                        for i in 0..n as usize {
+                            let v = take(r!(recv_reg + 1 + i));
+                            setv(r!(recv_reg + i), v);
+                        }
+                        do_call!(a, n);
+                        exit!(Flow::Next);
+                    }
+                }
                 if !matches!(&*r!(recv_reg), Value::Struct(_) | Value::Object(_) | Value::Module(_)) {
                     if let Some(fp) = crate::builtins::method(r!(recv_reg), name) {
                         save_pc!();
@@ -631,6 +647,18 @@ impl Executor {
                         Some(v) => v,
                         None => tri!(ops::get_attr(r!(b), name)),
                     },
+                    Value::Module(m) => {
+                        let found = m.attrs.read().get_full(name).map(|(i, _, v)| (i, v.clone()));
+                        match found {
+                            Some((i, v)) => {
+                                if let Some(ic) = code.ic_at(pc - 1) {
+                                    ic.set(m.id, Hit::Static(i));
+                                }
+                                v
+                            }
+                            None => tri!(ops::get_attr(r!(b), name)),
+                        }
+                    }
                     other => tri!(ops::get_attr(other, name)),
                 };
                 setv(r!(a), v);
