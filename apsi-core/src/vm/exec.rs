@@ -642,7 +642,10 @@ impl Executor {
             // (A handler of a frame further down, `try:` around a whole
             // program, is not this frame's: plain returns skip the call.)
             if self.cells.len() > fr.cell_base as usize
-                || self.handlers.last().is_some_and(|h| h.frame as usize >= self.frames.len())
+                || self
+                    .handlers
+                    .last()
+                    .is_some_and(|h| h.frame as usize >= self.frames.len())
             {
                 self.pop_frame_rest(fr.cell_base as usize);
             }
@@ -1090,17 +1093,15 @@ impl Executor {
                         // refcount. The slot (kept alive by this code object, which
                         // outlives the callee's frame) owns the closure.
                         match code.globals.get(g as usize).and_then(|s| s.get_const()) {
-                            Some(Value::Func(c)) => {
-                                if c.proto.simple && n == c.proto.nparams {
-                                    // `stack[base + a]` keeps whatever it held until the
-                                    // return value replaces it.
-                                    save_pc!();
-                                    let callee: *const Code = &*c.proto.code;
-                                    let fpos = base + a as usize;
-                                    match self.push_frame(fpos, Arc::as_ptr(c)) {
-                                        Ok(()) => enter!(callee, fpos + 1, 0),
-                                        Err(e) => throw!(e),
-                                    }
+                            Some(Value::Func(c)) if c.proto.simple && n == c.proto.nparams => {
+                                // `stack[base + a]` keeps whatever it held until the
+                                // return value replaces it.
+                                save_pc!();
+                                let callee: *const Code = &*c.proto.code;
+                                let fpos = base + a as usize;
+                                match self.push_frame(fpos, Arc::as_ptr(c)) {
+                                    Ok(()) => enter!(callee, fpos + 1, 0),
+                                    Err(e) => throw!(e),
                                 }
                             }
                             // `T(args…)` for a struct whose `__init__` is a plain
