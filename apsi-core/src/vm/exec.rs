@@ -1450,6 +1450,15 @@ impl Executor {
                                 Flow::Next | Flow::Reload => reenter_top!(),
                             }
                         }
+                        // The frame `resume_gen` pushed (a generator driven by
+                        // `next`, `sum(…)`, `list(…)`): suspend; it saves the frame.
+                        if self.may_yield() {
+                            let v = dup(r!(a));
+                            setv(r!(b), Value::None);
+                            save_pc!();
+                            self.yielded = true;
+                            return Ok(v);
+                        }
                     }
                     // Every other instruction is named rather than caught by
                     // `_`: an exhaustive match gives the jump table an

@@ -1237,8 +1237,9 @@ impl Executor {
                 drop(old);
             }
             Instr::Yield { a, b } => {
-                // (A `GenFor` frame's yield is `run`'s case.) Suspend:
-                // `resume_gen` (resume.rs) saves the frame.
+                // (`run` handles both cases itself: a `GenFor` frame's
+                // yield, and this one.) Suspend: `resume_gen` (resume.rs)
+                // saves the frame.
                 if !self.may_yield() {
                     throw!(err(
                         ErrorKind::Error,
