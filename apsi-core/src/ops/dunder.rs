@@ -240,17 +240,20 @@ pub fn compare_with(c: &mut dyn Caller, op: CmpOp, a: &Value, b: &Value) -> Opti
 /// `NotImplemented` (the VM ran it as a frame, `b`'s reflected method not
 /// going first): `b`'s reflected method, then the defaults.
 pub(crate) fn compare_after_forward(c: &mut dyn Caller, op: CmpOp, a: &Value, b: &Value) -> VResult<Value> {
-    compare_from(c, op, a, b, true).unwrap_or_else(|| {
-        Err(err(
-            ErrorKind::TypeError,
-            format!(
-                "'{}' not supported between instances of '{}' and '{}'",
-                op.symbol(),
-                a.type_name(),
-                b.type_name()
-            ),
-        ))
-    })
+    compare_from(c, op, a, b, true).unwrap_or_else(|| Err(unsupported_cmp(op, a, b)))
+}
+
+/// `TypeError: '<' not supported between instances of 'P' and 'int'`.
+fn unsupported_cmp(op: CmpOp, a: &Value, b: &Value) -> crate::vm::value::Exc {
+    err(
+        ErrorKind::TypeError,
+        format!(
+            "'{}' not supported between instances of '{}' and '{}'",
+            op.symbol(),
+            a.type_name(),
+            b.type_name()
+        ),
+    )
 }
 
 fn compare_from(c: &mut dyn Caller, op: CmpOp, a: &Value, b: &Value, forward_done: bool) -> Option<VResult<Value>> {
@@ -294,15 +297,7 @@ fn compare_from(c: &mut dyn Caller, op: CmpOp, a: &Value, b: &Value, forward_don
             }
             None
         }
-        _ => Some(Err(err(
-            ErrorKind::TypeError,
-            format!(
-                "'{}' not supported between instances of '{}' and '{}'",
-                op.symbol(),
-                a.type_name(),
-                b.type_name()
-            ),
-        ))),
+        _ => Some(Err(unsupported_cmp(op, a, b))),
     }
 }
 

@@ -829,6 +829,19 @@ impl Executor {
                     }
                 }};
             }
+            // A built-in's result (the stack may have moved): into `a`, or raised.
+            macro_rules! native_result {
+                ($res:expr, $a:expr) => {{
+                    regs = unsafe { self.stack.as_mut_ptr().add(base) };
+                    match $res {
+                        Ok(v) => {
+                            setv(r!($a), v);
+                            continue;
+                        }
+                        Err(e) => throw!(e),
+                    }
+                }};
+            }
             // A return from the top frame when the VM pushed it for an
             // instruction (`Ret::Init`, `Ret::Op`…; never the bottom frame
             // of this `run`): `finish_return` says where the value goes.
@@ -1078,14 +1091,7 @@ impl Executor {
                             save_pc!();
                             // SAFETY: see above; natives cannot free this code's constants.
                             let res = self.call_native_small(unsafe { &*nf }, base + a as usize, n as usize);
-                            regs = unsafe { self.stack.as_mut_ptr().add(base) };
-                            match res {
-                                Ok(v) => {
-                                    setv(r!(a), v);
-                                    continue;
-                                }
-                                Err(e) => throw!(e),
-                            }
+                            native_result!(res, a)
                         }
                     }
                     Instr::CallGlobal { a, g, n } => {
@@ -1340,14 +1346,7 @@ impl Executor {
                                 if let Some(Value::Native(nf)) = f {
                                     save_pc!();
                                     let res = self.call_native_small(&nf, base + a as usize + 1, n as usize);
-                                    regs = unsafe { self.stack.as_mut_ptr().add(base) };
-                                    match res {
-                                        Ok(v) => {
-                                            setv(r!(a), v);
-                                            continue;
-                                        }
-                                        Err(e) => throw!(e),
-                                    }
+                                    native_result!(res, a)
                                 }
                             }
                         }

@@ -88,25 +88,24 @@ impl AttrCache {
     /// the first word is tested with one comparison.
     #[inline(always)]
     pub fn field(&self, ty: u32) -> Option<usize> {
-        let w = self.0[0].load(Ordering::Relaxed);
-        if (w >> SHIFT) == ((ty as u64) << (32 - SHIFT)) | FIELD as u64 {
-            return Some((w as u32 & INDEX) as usize);
-        }
-        match self.get_other(ty) {
-            Some(Hit::Field(i)) => Some(i),
-            _ => None,
-        }
+        self.index_of(ty, FIELD)
     }
 
     /// `Some(i)` when the cache says the name is method `i` of type `ty`.
     #[inline(always)]
     pub fn method(&self, ty: u32) -> Option<usize> {
+        self.index_of(ty, METHOD)
+    }
+
+    /// The index of an entry of `kind` (`FIELD` or `METHOD`) for `ty`.
+    #[inline(always)]
+    fn index_of(&self, ty: u32, kind: u32) -> Option<usize> {
         let w = self.0[0].load(Ordering::Relaxed);
-        if (w >> SHIFT) == ((ty as u64) << (32 - SHIFT)) | METHOD as u64 {
+        if (w >> SHIFT) == ((ty as u64) << (32 - SHIFT)) | kind as u64 {
             return Some((w as u32 & INDEX) as usize);
         }
-        match self.get_other(ty) {
-            Some(Hit::Method(i)) => Some(i),
+        match (self.get_other(ty)?, kind) {
+            (Hit::Field(i), FIELD) | (Hit::Method(i), METHOD) => Some(i),
             _ => None,
         }
     }

@@ -183,6 +183,21 @@ impl Executor {
                 tri!(res)
             }};
         }
+        // `x op y`, a comparison on a struct `x` with a plain Apsi method
+        // for it: the method runs as a frame on this loop (`frames.rs`).
+        macro_rules! cmp_frame {
+            ($op:expr, $x:expr, $y:expr) => {
+                if let Value::Struct(_) = &*r!($x) {
+                    let (x, y) = (dup(r!($x)), dup(r!($y)));
+                    save_pc!();
+                    match self.push_cmp_frame($op, &x, &y) {
+                        Some(Ok(())) => exit!(Flow::Reload),
+                        Some(Err(e)) => throw!(e),
+                        None => {}
+                    }
+                }
+            };
+        }
         // Call `f` with the collected arguments; its result lands in `a`.
         macro_rules! call_with {
             ($a:expr, $f:expr, $pos:expr, $kw:expr) => {{
@@ -380,15 +395,7 @@ impl Executor {
                 setv(r!(a), v);
             }
             Instr::Cmp { op, a, b, c } => {
-                if let Value::Struct(_) = &*r!(b) {
-                    let (x, y) = (dup(r!(b)), dup(r!(c)));
-                    save_pc!();
-                    match self.push_cmp_frame(op, &x, &y) {
-                        Some(Ok(())) => exit!(Flow::Reload),
-                        Some(Err(e)) => throw!(e),
-                        None => {}
-                    }
-                }
+                cmp_frame!(op, b, c);
                 let v = match cmp_fast(op, r!(b), r!(c)) {
                     Some(v) => Value::Bool(v),
                     // Objects (tensors) may compare elementwise.
@@ -398,15 +405,7 @@ impl Executor {
                 setv(r!(a), v);
             }
             Instr::CmpJmp { op, a, b, jt } => {
-                if let Value::Struct(_) = &*r!(a) {
-                    let (x, y) = (dup(r!(a)), dup(r!(b)));
-                    save_pc!();
-                    match self.push_cmp_frame(op, &x, &y) {
-                        Some(Ok(())) => exit!(Flow::Reload),
-                        Some(Err(e)) => throw!(e),
-                        None => {}
-                    }
-                }
+                cmp_frame!(op, a, b);
                 let v = match cmp_fast(op, r!(a), r!(b)) {
                     Some(v) => v,
                     None => tri!(compare(op, r!(a), r!(b))),
