@@ -911,9 +911,9 @@ pub struct StructObj {
     pub fields: VLock<FieldVec>,
 }
 
-/// A struct instance's field values: up to four live inside the instance
+/// A struct instance's field values: up to three live inside the instance
 /// (one allocation per `T(…)`), more in a vector of their own.
-pub type FieldVec = smallvec::SmallVec<[Value; 4]>;
+pub type FieldVec = smallvec::SmallVec<[Value; 3]>;
 
 /// An error value. Created by `ValueError("…")` or by the runtime; the
 /// interpreter appends the Apsi call stack as the error unwinds.
