@@ -7,9 +7,11 @@
 //!
 //! Invariants:
 //! - Every frame's window `base .. base + nregs` lies inside `stack`, and the
-//!   closure that `Frame::clo` points to is kept alive either by the slot just
-//!   below `base` (a `Value::Func`) or by a write-once global slot that the
-//!   caller's code object holds (`CallGlobal`); callers outlive callees.
+//!   closure that `Frame::clo` points to is kept alive by the slot just
+//!   below `base` (a `Value::Func`, or the instance of an `Init` frame), by
+//!   a write-once global slot that the caller's code object holds
+//!   (`CallGlobal`), or for a `GenFor` frame by the generator in its loop's
+//!   iterator register; callers outlive callees.
 //! - `stack` only grows; slots above the live windows are `none`.
 //! - A handler belongs to one frame and is dropped when that frame ends.
 
@@ -75,8 +77,8 @@ enum Ret {
     /// `__setitem__`): the value is dropped. Pushed like `Op`.
     Discard,
     /// A generator's frame resumed by the caller's `ForNext` (whose `Jmp`
-    /// word is at the caller's saved pc); the callee slot holds the
-    /// generator. A `yield` suspends the frame into the generator and hands
+    /// word is at the caller's saved pc); the loop's iterator register
+    /// holds the generator (the callee slot stays empty). A `yield` suspends the frame into the generator and hands
     /// the value to the loop; a return ends the generator and the loop
     /// (`vm/exec/resume.rs`).
     GenFor,
@@ -603,7 +605,7 @@ impl Executor {
                 self.special.pop();
             }
             if fr.ret == Ret::GenFor {
-                self.end_gen_slot((fr.base as usize).wrapping_sub(1));
+                self.end_gen_for();
             }
             if matches!(fr.ret, Ret::Op | Ret::OpInplace | Ret::Discard | Ret::Cmp | Ret::CmpNot) {
                 // Its callee slot lies above the caller's window.
@@ -1420,11 +1422,10 @@ impl Executor {
                         if let Value::Object(o) = &*r!(a) {
                             if let Some(g) = o.0.as_any().downcast_ref::<crate::vm::generator::GenObj>() {
                                 let g: *const crate::vm::generator::GenObj = g;
-                                let gv = (*r!(a)).clone();
                                 save_pc!();
-                                // SAFETY: `gv` keeps the generator alive (the
+                                // SAFETY: register `a` keeps the generator alive (the
                                 // register may move as the stack grows; it does not).
-                                match self.push_gen_frame(unsafe { &*g }, gv) {
+                                match self.push_gen_frame(unsafe { &*g }) {
                                     Ok(true) => reenter_top!(),
                                     Ok(false) => {
                                         setv(r!(a as usize + 1), Value::None);

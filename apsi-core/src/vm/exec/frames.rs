@@ -264,7 +264,7 @@ impl Executor {
                 }
             }
             Ret::GenFor => {
-                self.end_gen_slot(fpos);
+                self.end_gen_for();
                 if bottom {
                     return Flow::Return(v);
                 }

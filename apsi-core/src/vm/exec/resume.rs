@@ -150,11 +150,15 @@ impl Executor {
         st.status = GenStatus::Suspended;
     }
 
-    /// `for x in g` (`ForNext` on the generator `gv`, whose `Jmp` word is
+    /// `for x in g` (`ForNext` on the generator `g`, whose `Jmp` word is
     /// at the saved pc): push its frame on this loop as a `Ret::GenFor`
-    /// frame, the generator (`g`, held by `gv`) in its callee slot.
-    /// `Ok(false)` when the generator is finished already.
-    pub(super) fn push_gen_frame(&mut self, g: &GenObj, gv: Value) -> VResult<bool> {
+    /// frame. `Ok(false)` when the generator is finished already.
+    ///
+    /// The callee slot stays empty: the loop's iterator register holds
+    /// the generator (and so the frame's closure) for as long as the
+    /// `ForNext` waits, which is as long as the frame lives; nothing but
+    /// that `ForNext` can change the register meanwhile.
+    pub(super) fn push_gen_frame(&mut self, g: &GenObj) -> VResult<bool> {
         if self.gen_for + self.native_depth >= self.shared.max_native_depth {
             return Err(err(
                 ErrorKind::RecursionError,
@@ -165,8 +169,6 @@ impl Executor {
         if !self.enter_gen(g, fpos)? {
             return Ok(false);
         }
-        // The generator keeps its closure, and so the frame's, alive.
-        setv(&mut self.stack[fpos], gv);
         self.mark_top(Ret::GenFor);
         self.gen_for += 1;
         Ok(true)
@@ -175,20 +177,15 @@ impl Executor {
     /// `yield v` in a `Ret::GenFor` frame (its resume pc saved): suspend
     /// the frame into its generator and give `v` to the loop below.
     pub(super) fn yield_to_for(&mut self, v: Value) -> Flow {
-        let Some(&fr) = self.frames.last() else {
-            return Flow::Next;
-        };
-        let gv = match self.stack.get_mut((fr.base as usize).wrapping_sub(1)) {
-            Some(s) => std::mem::replace(s, Value::Unbound),
-            None => Value::None,
-        };
-        let Some(g) = GenObj::of(&gv) else {
+        let Some(g) = self.loop_generator(self.frames.len().wrapping_sub(2)) else {
             return Flow::Fail(err(
                 ErrorKind::Error,
                 "internal error: a generator frame without its generator",
             ));
         };
-        self.leave_gen(g);
+        // SAFETY: the loop's iterator register keeps the generator alive
+        // (see `push_gen_frame`); `leave_gen` does not touch that register.
+        self.leave_gen(unsafe { &*g });
         self.special.pop();
         self.gen_for = self.gen_for.saturating_sub(1);
         // The loop's `ForNext` is just before its saved pc, its `Jmp` word at it.
@@ -224,14 +221,28 @@ impl Executor {
         }
     }
 
-    /// The callee slot of a `Ret::GenFor` frame that ended (returned or
-    /// raised): its generator is finished for good, the slot cleared.
-    pub(super) fn end_gen_slot(&mut self, fpos: usize) {
+    /// A `Ret::GenFor` frame ended (returned or raised; popped already,
+    /// so its loop's frame is on top): its generator is finished for good.
+    pub(super) fn end_gen_for(&mut self) {
         self.gen_for = self.gen_for.saturating_sub(1);
-        let Some(s) = self.stack.get_mut(fpos) else { return };
-        let gv = std::mem::replace(s, Value::Unbound);
-        if let Some(g) = GenObj::of(&gv) {
-            finish_gen(g);
+        if let Some(g) = self.loop_generator(self.frames.len().wrapping_sub(1)) {
+            // SAFETY: as in `yield_to_for`.
+            finish_gen(unsafe { &*g });
+        }
+    }
+
+    /// The generator in the iterator register of the `ForNext` that frame
+    /// `i` waits at (its saved pc is just after it).
+    fn loop_generator(&self, i: usize) -> Option<*const GenObj> {
+        let fr = self.frames.get(i)?;
+        // SAFETY: a live frame's code is alive (its closure is).
+        let code = unsafe { &*fr.code };
+        match code.instrs.get((fr.pc as usize).wrapping_sub(1))? {
+            Instr::ForNext { a, .. } => {
+                let g = GenObj::of(self.stack.get(fr.base as usize + *a as usize)?)?;
+                Some(g as *const GenObj)
+            }
+            _ => None,
         }
     }
 
