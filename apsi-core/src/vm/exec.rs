@@ -135,6 +135,13 @@ fn type_err(msg: String) -> Exc {
     err(ErrorKind::TypeError, msg)
 }
 
+/// Does a call of `c` with `n` arguments plus `self` fit its parameters
+/// (defaults filling the rest)?
+fn fits_with_self(c: &Closure, n: usize) -> bool {
+    let (np, nd) = (c.proto.nparams as usize, c.proto.ndefaults as usize);
+    n < np && n + 1 + nd >= np
+}
+
 /// Store into a register; a scalar being overwritten needs no drop.
 #[inline(always)]
 /// For an `Instr::MulT { a: t, .. }` just before `pc`: the `Add` reading `t`
@@ -1283,25 +1290,16 @@ impl Executor {
                         }
                         // `T.CONST` (`Strength.REQUIRED`) and `T.method`.
                         Value::StructType(t) => {
-                            let v = match code.ic_at(pc!() - 1).and_then(|ic| ic.get(t.id)) {
-                                Some(Hit::Const(i)) => t.consts.read().get_index(i).map(|(_, v)| v.clone()),
-                                Some(Hit::Method(i)) => t.methods.get_index(i).map(|(_, v)| v.clone()),
-                                Some(Hit::Static(i)) => t.statics.get_index(i).map(|(_, v)| v.clone()),
-                                _ => None,
-                            };
-                            if let Some(v) = v {
+                            if let Some(v) = slow::type_attr_hit(t, code.ic_at(pc!() - 1).and_then(|ic| ic.get(t.id))) {
                                 setv(r!(a), v);
                                 continue;
                             }
                         }
                         // `module.name` (`math.pi`, `random.random`).
                         Value::Module(m) => {
-                            if let Some(Hit::Static(i)) = code.ic_at(pc!() - 1).and_then(|ic| ic.get(m.id)) {
-                                let v = m.attrs.read().get_index(i).map(|(_, v)| v.clone());
-                                if let Some(v) = v {
-                                    setv(r!(a), v);
-                                    continue;
-                                }
+                            if let Some(v) = slow::module_attr_hit(m, code.ic_at(pc!() - 1)) {
+                                setv(r!(a), v);
+                                continue;
                             }
                         }
                         _ => {}
@@ -1343,13 +1341,10 @@ impl Executor {
                         } else if let (Value::Module(m), true) = (&*r!(a as usize + 1), n <= 3) {
                             // `math.sqrt(x)`: a built-in of a module, its
                             // arguments already above the receiver slot.
-                            if let Some(Hit::Static(i)) = code.ic_at(pc!() - 1).and_then(|ic| ic.get(m.id)) {
-                                let f = m.attrs.read().get_index(i).map(|(_, v)| v.clone());
-                                if let Some(Value::Native(nf)) = f {
-                                    save_pc!();
-                                    let res = self.call_native_small(&nf, base + a as usize + 1, n as usize);
-                                    native_result!(res, a)
-                                }
+                            if let Some(Value::Native(nf)) = slow::module_attr_hit(m, code.ic_at(pc!() - 1)) {
+                                save_pc!();
+                                let res = self.call_native_small(&nf, base + a as usize + 1, n as usize);
+                                native_result!(res, a)
                             }
                         }
                     }
@@ -1584,25 +1579,49 @@ impl Executor {
             }
             _ => return None,
         };
-        let np = clo.proto.nparams as usize;
-        let nd = clo.proto.ndefaults as usize;
-        if n + 1 > np || n + 1 + nd < np {
+        if !fits_with_self(&clo, n) {
             return None;
         }
-        // The call's registers are the top of the caller's live ones, so
-        // the slots from `fpos` up (the callee's window) are free to use.
+        // The callee slot will hold the function, which keeps it alive.
+        Some(self.push_with_self(fpos, n, Arc::as_ptr(&clo), recv, slot, ret))
+    }
+
+    /// Push `clo` for a call whose `n` arguments sit above `fpos`, with
+    /// `first` (`self`) put before them and `slot` in the callee slot (what
+    /// keeps `clo` alive: the function, or the instance of an `Init`
+    /// frame); defaults fill the parameters left. The caller checked
+    /// `fits_with_self`.
+    fn push_with_self(
+        &mut self,
+        fpos: usize,
+        n: usize,
+        clo: *const Closure,
+        first: Value,
+        slot: Value,
+        ret: Ret,
+    ) -> VResult<()> {
+        // SAFETY: the caller keeps `clo` alive until `slot` is stored.
+        let c = unsafe { &*clo };
+        let (np, nd) = (c.proto.nparams as usize, c.proto.ndefaults as usize);
         self.ensure(fpos + np + 2);
-        self.stack[fpos + 1..fpos + n + 2].rotate_right(1);
-        self.stack[fpos + 1] = recv;
+        self.insert_first(fpos, n, first);
         for i in n + 1..np {
-            self.stack[fpos + 1 + i] = clo.defaults[i + nd - np].clone();
+            self.stack[fpos + 1 + i] = c.defaults[i + nd - np].clone();
         }
-        // The callee slot keeps the closure alive: it holds the function,
-        // or for `Init` the instance, whose type holds its `__init__`.
         self.stack[fpos] = slot;
-        let ptr = Arc::as_ptr(&clo);
-        drop(clo);
-        Some(self.push_frame_as(fpos, ptr, np, ret))
+        self.push_frame_as(fpos, clo, np, ret)
+    }
+
+    /// Move the `n` arguments above `fpos` up one slot and put `v` first.
+    /// The call's registers are the top of the caller's live ones, so the
+    /// slot above the last argument is free (`ensure`d by the caller).
+    #[inline]
+    fn insert_first(&mut self, fpos: usize, n: usize, v: Value) {
+        let w = &mut self.stack[fpos + 1..fpos + n + 2];
+        for i in (0..n).rev() {
+            w.swap(i, i + 1);
+        }
+        w[0] = v;
     }
 
     /// `T(args…)` with the `n` arguments in the slots above `fpos`, for a
@@ -1617,31 +1636,12 @@ impl Executor {
     #[inline(never)]
     fn construct_at(&mut self, fpos: usize, n: usize, t: &Arc<StructType>) -> Option<VResult<()>> {
         let c = t.simple_init.as_ref()?;
-        let np = c.proto.nparams as usize;
-        let nd = c.proto.ndefaults as usize;
-        if n + 1 > np || n + 1 + nd < np {
+        if !fits_with_self(c, n) {
             return None;
         }
         // The instance keeps its type alive, and the type its `__init__`.
-        let clo = Arc::as_ptr(c);
         let obj = super::structs::blank(t);
-        self.ensure(fpos + np + 2);
-        // The call's registers are the top of the caller's live ones: the
-        // slot above the last argument is free.
-        let w = &mut self.stack[fpos + 1..fpos + n + 2];
-        for i in (0..n).rev() {
-            w.swap(i, i + 1);
-        }
-        w[0] = obj.clone();
-        self.stack[fpos] = obj;
-        if n + 1 < np {
-            // SAFETY: as above.
-            let c = unsafe { &*clo };
-            for i in n + 1..np {
-                self.stack[fpos + 1 + i] = c.defaults[i + nd - np].clone();
-            }
-        }
-        Some(self.push_frame_as(fpos, clo, np, Ret::Init))
+        Some(self.push_with_self(fpos, n, Arc::as_ptr(c), obj.clone(), obj, Ret::Init))
     }
 
     /// `f(args…, name=value…)` with `f` in `stack[fpos]`, its `n` positional
@@ -1654,17 +1654,19 @@ impl Executor {
     /// so that the general path reports it.
     #[inline(never)]
     fn call_kw_at(&mut self, fpos: usize, n: usize, names: &[Value]) -> Option<VResult<()>> {
-        let (c, recv, ret) = match self.stack.get(fpos)? {
-            Value::Func(c) => (c.clone(), None, Ret::Normal),
+        // The callee, what goes before the arguments (`self`), and for a
+        // constructor its type.
+        let (c, recv, ty) = match self.stack.get(fpos)? {
+            Value::Func(c) => (c.clone(), None, None),
             Value::BoundMethod(bm) => match &bm.func {
-                Value::Func(c) => (c.clone(), Some(bm.receiver.clone()), Ret::Normal),
+                Value::Func(c) => (c.clone(), Some(bm.receiver.clone()), None),
                 _ => return None,
             },
-            Value::StructType(t) => (t.simple_init.clone()?, None, Ret::Init),
+            Value::StructType(t) => (t.simple_init.clone()?, None, Some(t.clone())),
             _ => return None,
         };
         let p = &c.proto;
-        let off = (recv.is_some() || ret == Ret::Init) as usize;
+        let off = (recv.is_some() || ty.is_some()) as usize;
         let (np, nd) = (p.nparams as usize, p.ndefaults as usize);
         if !p.simple || n + off > np || np > 64 {
             return None;
@@ -1689,26 +1691,20 @@ impl Executor {
         if (0..np - nd).any(|i| filled & (1 << i) == 0) {
             return None;
         }
+        // The call fits: from here on nothing declines.
+        let (slot, first, ret) = match ty {
+            Some(t) => {
+                let obj = super::structs::blank(&t);
+                (obj.clone(), Some(obj), Ret::Init)
+            }
+            None => (Value::Func(c.clone()), recv, Ret::Normal),
+        };
         let kv: SmallVec<[Value; 8]> = (0..names.len())
             .map(|j| take(&mut self.stack[fpos + 1 + n + j]))
             .collect();
         self.ensure(fpos + np.max(n + off + names.len()) + 2);
-        let (slot, first) = match ret {
-            Ret::Init => {
-                let Value::StructType(t) = &self.stack[fpos] else {
-                    return None;
-                };
-                let obj = super::structs::blank(t);
-                (obj.clone(), Some(obj))
-            }
-            _ => (Value::Func(c.clone()), recv),
-        };
         if let Some(v) = first {
-            let w = &mut self.stack[fpos + 1..fpos + n + 2];
-            for i in (0..n).rev() {
-                w.swap(i, i + 1);
-            }
-            w[0] = v;
+            self.insert_first(fpos, n, v);
         }
         for i in n + off..np {
             if filled & (1 << i) == 0 {

@@ -63,7 +63,7 @@ impl Executor {
         if ret == Ret::Op && dunder::reflected_first(x, y, rev) {
             return None;
         }
-        self.push_method_frame(m, &[x, y], ret)
+        self.push_method_frame(m, [x, y], ret)
     }
 
     /// `run`'s shortcut for `x op y` when `x` is a struct whose type the
@@ -72,8 +72,8 @@ impl Executor {
     /// so does a `y` that is a struct of another type, whose reflected
     /// method might have to go first.
     ///
-    /// `x` and `y` may point into this executor's stack: they are cloned
-    /// before the stack can grow.
+    /// `x` and `y` may point into this executor's stack: they are copied
+    /// first.
     #[inline(never)]
     pub(super) fn push_op_frame_hit(
         &mut self,
@@ -81,15 +81,16 @@ impl Executor {
         x: *const Value,
         y: *const Value,
     ) -> Option<VResult<()>> {
-        // SAFETY: the caller's registers are live until the stack grows below.
-        let (x, y) = unsafe { (&*x, &*y) };
-        let Value::Struct(s) = x else { return None };
+        // SAFETY: the caller's registers are live until the stack grows,
+        // and the copies are taken before that.
+        let (x, y) = unsafe { ((*x).clone(), (*y).clone()) };
+        let Value::Struct(s) = &x else { return None };
         let (i, ret) = match ic.get(s.ty.id)? {
             Hit::Method(i) => (i, Ret::Op),
             Hit::MethodInplace(i) => (i, Ret::OpInplace),
             _ => return None,
         };
-        if let Value::Struct(t) = y {
+        if let Value::Struct(t) = &y {
             if t.ty.id != s.ty.id {
                 return None;
             }
@@ -100,15 +101,8 @@ impl Executor {
         if !c.proto.simple || c.proto.nparams != 2 {
             return None;
         }
-        let clo = Arc::as_ptr(c);
-        let f = Value::Func(c.clone());
-        let (x, y) = (x.clone(), y.clone());
-        let fpos = self.frame_end();
-        self.ensure(fpos + 3);
-        self.stack[fpos] = f;
-        self.stack[fpos + 1] = x;
-        self.stack[fpos + 2] = y;
-        Some(self.push_frame_as(fpos, clo, 2, ret))
+        let c = c.clone();
+        Some(self.push_closure_frame(c, [x, y], ret))
     }
 
     /// `x op y`, a comparison, where `x` is a struct whose method for it
@@ -137,7 +131,7 @@ impl Executor {
                 return None;
             }
         }
-        self.push_method_frame(m, &[x, y], ret)
+        self.push_method_frame(m, [x, y], ret)
     }
 
     /// `-x`, `+x`, `~x` on a struct whose method is a plain function of one parameter.
@@ -150,22 +144,37 @@ impl Executor {
             UnaryOp::Not => return None,
         };
         let m = s.ty.method(name)?;
-        self.push_method_frame(m, &[x], Ret::Op)
+        self.push_method_frame(m, [x], Ret::Op)
     }
 
-    /// Push `m(args…)` above the top frame's window with the given `ret`.
-    pub(super) fn push_method_frame(&mut self, m: &Value, args: &[&Value], ret: Ret) -> Option<VResult<()>> {
+    /// Push `m(args…)` above the top frame's window with the given `ret`;
+    /// `None` unless `m` is a plain Apsi function of exactly that many
+    /// parameters.
+    pub(super) fn push_method_frame<const N: usize>(
+        &mut self,
+        m: &Value,
+        args: [&Value; N],
+        ret: Ret,
+    ) -> Option<VResult<()>> {
         let Value::Func(c) = m else { return None };
-        if !c.proto.simple || c.proto.nparams as usize != args.len() {
+        if !c.proto.simple || c.proto.nparams as usize != N {
             return None;
         }
+        Some(self.push_closure_frame(c.clone(), args.map(Value::clone), ret))
+    }
+
+    /// Push `c` (checked by the caller to be plain and to take `N`
+    /// parameters) above the top frame's window, the arguments moved in.
+    fn push_closure_frame<const N: usize>(&mut self, c: Arc<Closure>, args: [Value; N], ret: Ret) -> VResult<()> {
         let fpos = self.frame_end();
-        self.ensure(fpos + 2 + args.len());
-        self.stack[fpos] = Value::Func(c.clone());
-        for (i, a) in args.iter().enumerate() {
-            self.stack[fpos + 1 + i] = (*a).clone();
+        self.ensure(fpos + 2 + N);
+        let clo = Arc::as_ptr(&c);
+        // The callee slot keeps the closure alive.
+        self.stack[fpos] = Value::Func(c);
+        for (i, a) in args.into_iter().enumerate() {
+            self.stack[fpos + 1 + i] = a;
         }
-        Some(self.push_frame_as(fpos, Arc::as_ptr(c), args.len(), ret))
+        self.push_frame_as(fpos, clo, N, ret)
     }
 
     /// Push a frame of kind `ret` for `clo`, whose callee slot `fpos` keeps

@@ -58,11 +58,9 @@ fn read_global(slot: &crate::vm::globals::GlobalSlot) -> VResult<Value> {
 /// `get_attr`'s.
 fn const_cached(t: &StructType, name: &str, ic: Option<&AttrCache>, on_type: bool) -> Option<Value> {
     let ic = ic?;
-    match ic.get(t.id) {
-        Some(Hit::Const(i)) => return t.consts.read().get_index(i).map(|(_, v)| v.clone()),
-        Some(Hit::Method(i)) if on_type => return t.methods.get_index(i).map(|(_, v)| v.clone()),
-        Some(Hit::Static(i)) if on_type => return t.statics.get_index(i).map(|(_, v)| v.clone()),
-        _ => {}
+    let hit = ic.get(t.id).filter(|h| on_type || matches!(h, Hit::Const(_)));
+    if let Some(v) = type_attr_hit(t, hit) {
+        return Some(v);
     }
     if on_type {
         if let Some((i, _, v)) = t.methods.get_full(name) {
@@ -83,6 +81,39 @@ fn const_cached(t: &StructType, name: &str, ic: Option<&AttrCache>, on_type: boo
     let (i, _, v) = consts.get_full(name)?;
     ic.set(t.id, Hit::Const(i));
     Some(v.clone())
+}
+
+/// The value a cache word names on the struct type `t` itself: its
+/// constant, method or static method `i` (`None` for any other word).
+pub(super) fn type_attr_hit(t: &StructType, hit: Option<Hit>) -> Option<Value> {
+    match hit? {
+        Hit::Const(i) => t.consts.read().get_index(i).map(|(_, v)| v.clone()),
+        Hit::Method(i) => t.methods.get_index(i).map(|(_, v)| v.clone()),
+        Hit::Static(i) => t.statics.get_index(i).map(|(_, v)| v.clone()),
+        _ => None,
+    }
+}
+
+/// `module.name` when the instruction's cache knows the module: the
+/// attribute at the cached index (attributes are only ever added).
+pub(super) fn module_attr_hit(m: &ModuleObj, ic: Option<&AttrCache>) -> Option<Value> {
+    match ic?.get(m.id)? {
+        Hit::Static(i) => m.attrs.read().get_index(i).map(|(_, v)| v.clone()),
+        _ => None,
+    }
+}
+
+/// `module.name` through the cache, filling it on a miss; `None` when
+/// the module has no such attribute (the general path reports it).
+fn module_attr(m: &ModuleObj, name: &str, ic: Option<&AttrCache>) -> Option<Value> {
+    if let Some(v) = module_attr_hit(m, ic) {
+        return Some(v);
+    }
+    let (i, v) = m.attrs.read().get_full(name).map(|(i, _, v)| (i, v.clone()))?;
+    if let Some(ic) = ic {
+        ic.set(m.id, Hit::Static(i));
+    }
+    Some(v)
 }
 
 /// The string constant `k` (a variable's name).
@@ -576,11 +607,7 @@ impl Executor {
                 }
                 // `module.f(args…)` (`math.sqrt(x)`): the attribute's index is cached.
                 if let Value::Module(m) = &*r!(recv_reg) {
-                    let found = m.attrs.read().get_full(name).map(|(i, _, v)| (i, v.clone()));
-                    if let Some((i, f)) = found {
-                        if let Some(ic) = code.ic_at(pc - 1) {
-                            ic.set(m.id, Hit::Static(i));
-                        }
+                    if let Some(f) = module_attr(m, name, code.ic_at(pc - 1)) {
                         setv(r!(a), f);
                         for i in 0..n as usize {
                             let v = take(r!(recv_reg + 1 + i));
@@ -646,18 +673,10 @@ impl Executor {
                         Some(v) => v,
                         None => tri!(ops::get_attr(r!(b), name)),
                     },
-                    Value::Module(m) => {
-                        let found = m.attrs.read().get_full(name).map(|(i, _, v)| (i, v.clone()));
-                        match found {
-                            Some((i, v)) => {
-                                if let Some(ic) = code.ic_at(pc - 1) {
-                                    ic.set(m.id, Hit::Static(i));
-                                }
-                                v
-                            }
-                            None => tri!(ops::get_attr(r!(b), name)),
-                        }
-                    }
+                    Value::Module(m) => match module_attr(m, name, code.ic_at(pc - 1)) {
+                        Some(v) => v,
+                        None => tri!(ops::get_attr(r!(b), name)),
+                    },
                     other => tri!(ops::get_attr(other, name)),
                 };
                 setv(r!(a), v);
@@ -701,7 +720,7 @@ impl Executor {
                         let (x, i) = (dup(r!(b)), dup(r!(c)));
                         if let Some(m) = s.ty.method("__getitem__") {
                             save_pc!();
-                            match self.push_method_frame(m, &[&x, &i], Ret::Op) {
+                            match self.push_method_frame(m, [&x, &i], Ret::Op) {
                                 Some(Ok(())) => exit!(Flow::Reload),
                                 Some(Err(e)) => throw!(e),
                                 None => {}
@@ -735,7 +754,7 @@ impl Executor {
                     let (x, i) = (dup(r!(a)), dup(r!(b)));
                     if let Some(m) = s.ty.method("__setitem__") {
                         save_pc!();
-                        match self.push_method_frame(m, &[&x, &i, &v], Ret::Discard) {
+                        match self.push_method_frame(m, [&x, &i, &v], Ret::Discard) {
                             Some(Ok(())) => exit!(Flow::Reload),
                             Some(Err(e)) => throw!(e),
                             None => {}
