@@ -192,14 +192,18 @@ fn build_check() -> Check {
 
 #[cfg(feature = "native")]
 fn native_check() -> Check {
-    probes::native::probe(
-        &apsi_native::plugin::candidates(),
-        "apsi_native_compile_v1",
-        &format!(
-            "build it with `cargo build --release -p apsi-native-llvm` (needs llvm-14-dev) and put {} beside apsi, or point APSI_NATIVE_PLUGIN at it",
-            apsi_native::plugin::PLUGIN_FILE
-        ),
-    )
+    use apsi_native::plugin;
+    match plugin::locate() {
+        Err(e) => Check::error("native", e.message).detail("found", true).fix(e.hint),
+        Ok(found) => {
+            let (paths, source) = match found {
+                Some(l) => (vec![l.path], Some(l.source)),
+                None => (plugin::candidates(), None),
+            };
+            probes::native::probe(&paths, plugin::COMPILE_SYMBOL_NAME, &plugin::how_to_get())
+                .detail_opt("source", source)
+        }
+    }
 }
 
 #[cfg(not(feature = "native"))]
@@ -302,8 +306,14 @@ mod pkg_checks {
                 },
                 Err(e) => problems.push(e.message),
             }
-            if !store.tree_path(&rec.cksum).join(MARKER).is_file() {
+            let tree = store.tree_path(&rec.cksum);
+            if !tree.join(MARKER).is_file() {
                 problems.push("its extracted files are incomplete".into());
+            } else {
+                let changed = apsi_pkg::backend::files::check(&tree);
+                if !changed.is_empty() {
+                    problems.push(format!("its files changed since extraction: {}", changed.join(", ")));
+                }
             }
             if !problems.is_empty() {
                 bad.push((
@@ -354,6 +364,12 @@ mod pkg_checks {
                     }))
             }
         };
+        if cfg.url == apsi_pkg::config::DEFAULT_REGISTRY {
+            let e = apsi_pkg::session::no_registry();
+            return Check::warn("registry", e.message)
+                .detail("url", cfg.url.clone())
+                .fix(e.hint.unwrap_or_default());
+        }
         let t0 = std::time::Instant::now();
         let got = Transport::new(&cfg.url, NET_WAIT).and_then(|t| t.get_optional("config.json", 1 << 20));
         let ms = t0.elapsed().as_millis() as u64;

@@ -1,5 +1,6 @@
 //! The `use` modules compiled into this binary (chosen by cargo feature).
 
+use apsi_core::check::AbsentModule;
 use apsi_core::module::ModuleDescriptor;
 
 /// Every optional cargo feature of `apsi` and whether this build has it.
@@ -15,9 +16,49 @@ pub const FEATURES: &[(&str, bool)] = &[
     ("random", cfg!(feature = "random")),
 ];
 
+/// The `use` modules that are cargo features, and whether this build has each.
+const MODULE_FEATURES: &[(&str, bool)] = &[
+    ("parallel", cfg!(feature = "parallel")),
+    ("precision", cfg!(feature = "precision")),
+    ("native", cfg!(feature = "native")),
+    ("data", cfg!(feature = "data")),
+    ("python", cfg!(feature = "python")),
+    ("math", cfg!(feature = "math")),
+    ("random", cfg!(feature = "random")),
+];
+
+/// Modules the design names that no build of this release has yet.
+const NOT_YET: &[(&str, &str)] = &[
+    ("gpu", "GPU tensors and `@gpu` kernels"),
+    ("layers", "neural-network layers"),
+];
+
+/// Apsi's modules that this binary does not have, with what a `use` of
+/// each is told: a left-out feature names the rebuild that adds it; a
+/// module not released yet says so (no command can add it today).
+pub fn absent() -> Vec<AbsentModule> {
+    let left_out = MODULE_FEATURES.iter().filter(|(_, on)| !on).map(|(m, _)| AbsentModule {
+        name: m.to_string(),
+        help: format!(
+            "'{m}' is an Apsi module that this binary was built without: rebuild apsi with the `{m}` \
+             cargo feature (from the source repository: cargo install --path apsi-cli --features {m})"
+        ),
+    });
+    let not_yet = NOT_YET.iter().map(|(m, what)| AbsentModule {
+        name: m.to_string(),
+        help: format!(
+            "`use {m}` ({what}) is part of Apsi's design but not of this release ({}): no build \
+             option or package provides it yet",
+            apsi_core::VERSION
+        ),
+    });
+    left_out.chain(not_yet).collect()
+}
+
 /// Every compiled-in module, freshly described.
+#[allow(clippy::vec_init_then_push)] // each push is behind its own cargo feature
 pub fn compiled_in() -> Vec<ModuleDescriptor> {
-    #[allow(unused_mut, clippy::vec_init_then_push)] // each push is behind its own cargo feature
+    #[allow(unused_mut)]
     let mut out = Vec::new();
     #[cfg(feature = "parallel")]
     out.push(apsi_parallel::module());
@@ -42,4 +83,29 @@ pub fn grant(allowed: &[String]) {
     let _has = |cap: &str| allowed.iter().any(|a| a == cap || a == "all");
     #[cfg(feature = "python")]
     apsi_python::allow(_has("python"));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absent_modules_get_help_that_names_only_what_exists() {
+        let absent = absent();
+        for (m, on) in MODULE_FEATURES {
+            assert_eq!(absent.iter().any(|a| a.name == *m), !on, "{m}");
+            assert!(
+                FEATURES.iter().any(|(f, _)| f == m),
+                "{m} must be a cargo feature of apsi-cli"
+            );
+        }
+        for (m, _) in NOT_YET {
+            let a = absent.iter().find(|a| a.name == *m).unwrap();
+            assert!(!a.help.contains("cargo") && !a.help.contains("apsi pkg"), "{}", a.help);
+            assert!(
+                compiled_in().iter().all(|c| c.name != *m),
+                "{m} is compiled in: take it off NOT_YET"
+            );
+        }
+    }
 }

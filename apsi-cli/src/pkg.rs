@@ -3,7 +3,6 @@
 //! is a terminal (quiet otherwise), and prints results (or `--json`).
 
 use apsi_pkg::config::RegistryConfig;
-use apsi_pkg::home::Home;
 use apsi_pkg::ops::{self, Ctx, Options, Project, Reporter};
 use apsi_pkg::resolve::Platform;
 use apsi_pkg::{ErrorKind, PkgError};
@@ -179,7 +178,7 @@ pub fn main(argv: &[String]) -> u8 {
 }
 
 fn run(a: &Args) -> Result<u8, PkgError> {
-    let home = Home::from_env()?;
+    let home = apsi_pkg::home::from_env()?;
     if a.cmd == "list" {
         let l = ops::list(&home)?;
         if a.json {

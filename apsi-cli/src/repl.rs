@@ -116,7 +116,13 @@ pub fn start(opts: &RunOptions) -> u8 {
         threads: opts.threads,
         ..RuntimeConfig::default()
     };
-    let runtime = Runtime::new(config);
+    let runtime = match Runtime::new(config) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
     env.prelude = runtime.prelude_names();
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let mut session = Session {

@@ -39,6 +39,7 @@ pub fn env_for(prelude: Vec<String>, modules: &[ModuleDescriptor], allowed: &[St
         prelude,
         builtin_modules,
         allowed: allowed.to_vec(),
+        absent_modules: crate::modules::absent(),
     }
 }
 
@@ -71,7 +72,13 @@ pub fn run_file(opts: &RunOptions) -> u8 {
         threads: opts.threads,
         ..RuntimeConfig::default()
     };
-    let mut runtime = Runtime::new(config);
+    let mut runtime = match Runtime::new(config) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
     env.prelude = runtime.prelude_names();
     let program = match load(&opts.file, &env, &sources) {
         Ok(p) => p,
@@ -80,7 +87,15 @@ pub fn run_file(opts: &RunOptions) -> u8 {
             return 1;
         }
     };
-    let result = runtime.run(&program);
+    // Every unit is compiled before any runs: all compile errors, then nothing ran.
+    let compiled = match runtime.compile(&program) {
+        Ok(c) => c,
+        Err(diags) => {
+            report(&diags, &sources);
+            return 1;
+        }
+    };
+    let result = runtime.run_compiled(&compiled);
     let code = match result {
         Ok(()) => 0,
         Err(RunError::Exit(code)) => code.clamp(0, 255) as u8,
@@ -95,13 +110,25 @@ pub fn run_file(opts: &RunOptions) -> u8 {
     code
 }
 
+/// `apsi check`: the checker, then the compiler (nothing runs), so a file
+/// that checks `ok` also starts.
 pub fn check_files(files: &[String], allowed: &[String]) -> u8 {
     let env = check_env(allowed);
+    let runtime = match Runtime::new(RuntimeConfig {
+        modules: crate::modules::compiled_in(),
+        ..RuntimeConfig::default()
+    }) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
     let mut failed = false;
     for f in files {
         let sources = Arc::new(SourceMap::new());
-        match load(f, &env, &sources) {
-            Ok(_) => println!("{f}: ok"),
+        match load(f, &env, &sources).and_then(|p| runtime.compile(&p).map(|_| ())) {
+            Ok(()) => println!("{f}: ok"),
             Err(diags) => {
                 report(&diags, &sources);
                 failed = true;

@@ -109,3 +109,39 @@ fn time_flag_reports_on_stderr() {
     assert_eq!(String::from_utf8_lossy(&o.stdout), "1\n");
     assert!(String::from_utf8_lossy(&o.stderr).contains("time:"));
 }
+
+#[test]
+fn compile_errors_in_two_modules_are_all_reported_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The checker accepts these; the compiler's scope analysis refuses both.
+    std::fs::write(d.join("a.apsi"), "def f(x):\n    global x\n    return x\n").unwrap();
+    std::fs::write(d.join("b.apsi"), "def g(y):\n    global y\n    return y\n").unwrap();
+    std::fs::write(d.join("main.apsi"), "print(\"started\")\nuse a\nuse b\nprint(f(1))\n").unwrap();
+    let main = d.join("main.apsi");
+    for cmd in ["run", "check"] {
+        let o = apsi(&[cmd, main.to_str().unwrap()]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{cmd}: {out}{err}");
+        assert!(!out.contains("started"), "{cmd}: nothing may run: {out}");
+        assert!(
+            err.contains("a.apsi:2:12") && err.contains("b.apsi:2:12"),
+            "{cmd}: {err}"
+        );
+        assert!(err.contains("2 errors found"), "{cmd}: {err}");
+    }
+}
+
+#[test]
+fn a_module_of_the_design_not_in_this_release_says_so_truthfully() {
+    let p = write_temp("usegpu.apsi", "use gpu\n");
+    let o = apsi(&["check", p.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("not of this release"), "{err}");
+    assert!(
+        !err.contains("cargo feature") && !err.contains("apsi pkg install gpu"),
+        "{err}"
+    );
+}

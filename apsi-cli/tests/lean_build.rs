@@ -3,7 +3,7 @@
 //! is given exactly what such a binary gives it: no compiled-in modules.
 //! (`.ci/run` builds the lean feature subsets themselves.)
 
-use apsi_core::check::{load_with, CheckEnv, LoadOptions};
+use apsi_core::check::{load_with, AbsentModule, CheckEnv, LoadOptions};
 use apsi_core::diagnostic::SourceMap;
 use std::sync::Arc;
 
@@ -15,6 +15,14 @@ fn check_without_modules(src: &str) -> String {
         prelude: vec!["print".into()],
         builtin_modules: vec![],
         allowed: vec![],
+        // What the CLI gives a lean build (modules::absent).
+        absent_modules: ["parallel", "precision", "native"]
+            .iter()
+            .map(|m| AbsentModule {
+                name: m.to_string(),
+                help: format!("'{m}' is an Apsi module that this binary was built without: rebuild apsi with the `{m}` cargo feature (cargo install --path apsi-cli --features {m})"),
+            })
+            .collect(),
     };
     let opts = LoadOptions {
         packages_dir: Some(dir.path().join("packages")),

@@ -16,6 +16,11 @@
 //! Invariants: export names are unique within a descriptor (a later
 //! `function`/`constant` of the same name replaces the earlier one);
 //! `requires_core` is a semver requirement on `apsi-core`'s version.
+//!
+//! Installing modules into a runtime ([`check_installable`], called by
+//! `Runtime::new`) fails, naming both sides, when a module's
+//! `requires_core` does not match this core, when two modules have the same
+//! name, or when two modules replace the same prelude name.
 
 use crate::vm::value::{NativeFn, NativeFnPtr, Value};
 use std::sync::Arc;
@@ -32,6 +37,9 @@ pub struct ModuleDescriptor {
     /// reached as `NAME.f` and never become unqualified names, so they cannot
     /// hide the prelude's (`use math` keeps the prelude's `sqrt`).
     pub namespace_only: bool,
+    /// Exports that also replace the prelude's binding of the same name
+    /// (the `native` module's `native` replaces the interpreted fallback).
+    pub prelude: Vec<&'static str>,
 }
 
 impl ModuleDescriptor {
@@ -54,6 +62,7 @@ impl ModuleBuilder {
                 exports: Vec::new(),
                 capabilities: Vec::new(),
                 namespace_only: false,
+                prelude: Vec::new(),
             },
         }
     }
@@ -87,55 +96,127 @@ impl ModuleBuilder {
         self
     }
 
+    /// Also bind the export `name` in the prelude, replacing the core's
+    /// binding (see [`ModuleDescriptor::prelude`]).
+    pub fn prelude(mut self, name: &'static str) -> ModuleBuilder {
+        self.desc.prelude.push(name);
+        self
+    }
+
     pub fn build(self) -> ModuleDescriptor {
         self.desc
     }
 }
 
-/// Whether `core_version` satisfies a requirement such as `^2.0`, `>=2.1`, `2`.
-/// (A small subset of semver: the forms module crates use.)
-pub fn core_satisfies(requirement: &str, core_version: &str) -> bool {
-    fn parse(v: &str) -> Vec<u64> {
-        v.trim().split('.').map(|p| p.parse().unwrap_or(0)).collect()
+/// Why a set of modules cannot be installed into a runtime.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstallError {
+    pub message: String,
+    pub hint: String,
+}
+
+impl std::fmt::Display for InstallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}\n  = hint: {}", self.message, self.hint)
     }
-    let have = parse(core_version);
-    let req = requirement.trim();
-    let (op, ver) = if let Some(r) = req.strip_prefix(">=") {
-        (">=", r)
-    } else if let Some(r) = req.strip_prefix('^') {
-        ("^", r)
-    } else if let Some(r) = req.strip_prefix('=') {
-        ("=", r)
-    } else {
-        ("^", req)
-    };
-    let want = parse(ver);
-    let cmp = |a: &[u64], b: &[u64]| {
-        for i in 0..3 {
-            let (x, y) = (a.get(i).copied().unwrap_or(0), b.get(i).copied().unwrap_or(0));
-            if x != y {
-                return x.cmp(&y);
+}
+
+impl std::error::Error for InstallError {}
+
+/// Checks modules before they are installed into a runtime of this core
+/// (`core_version`: [`crate::VERSION`]).
+pub fn check_installable(modules: &[ModuleDescriptor], core_version: &str) -> Result<(), InstallError> {
+    let core = semver::Version::parse(core_version).map_err(|e| InstallError {
+        message: format!("the core's version '{core_version}' is not semver: {e}"),
+        hint: "this is a build problem of apsi-core".into(),
+    })?;
+    for (i, m) in modules.iter().enumerate() {
+        let req = semver::VersionReq::parse(m.requires_core).map_err(|e| InstallError {
+            message: format!(
+                "module '{}' {} declares requires_core '{}', which is not a version requirement: {e}",
+                m.name, m.version, m.requires_core
+            ),
+            hint: "write it as Cargo does, e.g. \"^2.0\"".into(),
+        })?;
+        if !req.matches(&core) {
+            return Err(InstallError {
+                message: format!(
+                    "module '{}' {} requires apsi-core {}, and this core is {core_version}",
+                    m.name, m.version, m.requires_core
+                ),
+                hint: format!(
+                    "build apsi with a version of the '{}' module made for core {core_version}, or with a core it accepts",
+                    m.name
+                ),
+            });
+        }
+        if let Some(other) = modules[..i].iter().find(|o| o.name == m.name) {
+            return Err(InstallError {
+                message: format!(
+                    "two modules are named '{}' (versions {} and {})",
+                    m.name, other.version, m.version
+                ),
+                hint: "install each module once; a module name is what `use NAME` finds".into(),
+            });
+        }
+        for p in &m.prelude {
+            if m.get(p).is_none() {
+                return Err(InstallError {
+                    message: format!("module '{}' replaces the prelude's '{p}' but exports no '{p}'", m.name),
+                    hint: "export the name before declaring it with `prelude`".into(),
+                });
+            }
+            if let Some(other) = modules[..i].iter().find(|o| o.prelude.contains(p)) {
+                return Err(InstallError {
+                    message: format!(
+                        "modules '{}' and '{}' both replace the prelude's '{p}'",
+                        other.name, m.name
+                    ),
+                    hint: "install only one of them".into(),
+                });
             }
         }
-        std::cmp::Ordering::Equal
-    };
-    match op {
-        ">=" => cmp(&have, &want) != std::cmp::Ordering::Less,
-        "=" => cmp(&have, &want) == std::cmp::Ordering::Equal,
-        _ => have.first() == want.first() && cmp(&have, &want) != std::cmp::Ordering::Less,
     }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn m(name: &'static str, req: &'static str) -> ModuleDescriptor {
+        ModuleBuilder::new(name, "1.0.0", req)
+            .function("f", |_c, _a, _k| Ok(Value::None))
+            .build()
+    }
+
     #[test]
-    fn semver_subset() {
-        assert!(core_satisfies("^2.0", "2.0.0"));
-        assert!(core_satisfies("^2.0", "2.3.1"));
-        assert!(!core_satisfies("^2.1", "2.0.9"));
-        assert!(!core_satisfies("^2.0", "3.0.0"));
-        assert!(core_satisfies(">=1.5", "2.0.0"));
-        assert!(core_satisfies("2", "2.4.0"));
+    fn requires_core_is_semver_and_enforced() {
+        assert!(check_installable(&[m("a", "^2.0"), m("b", ">=1.5, <3")], "2.3.1").is_ok());
+        let e = check_installable(&[m("a", "^2.1")], "2.0.9").unwrap_err();
+        assert_eq!(
+            e.message,
+            "module 'a' 1.0.0 requires apsi-core ^2.1, and this core is 2.0.9"
+        );
+        assert!(check_installable(&[m("a", "^2.0")], "3.0.0").is_err());
+        let e = check_installable(&[m("a", "two")], "2.0.0").unwrap_err();
+        assert!(e.message.contains("not a version requirement"), "{e}");
+    }
+
+    #[test]
+    fn duplicate_names_and_prelude_replacements_are_refused() {
+        let e = check_installable(&[m("a", "^2"), m("a", "^2")], "2.0.0").unwrap_err();
+        assert!(e.message.contains("two modules are named 'a'"), "{e}");
+        let p = |n| {
+            ModuleBuilder::new(n, "1.0.0", "^2")
+                .function("native", |_c, _a, _k| Ok(Value::None))
+                .prelude("native")
+                .build()
+        };
+        assert!(check_installable(&[p("x")], "2.0.0").is_ok());
+        let e = check_installable(&[p("x"), p("y")], "2.0.0").unwrap_err();
+        assert!(e.message.contains("both replace the prelude's 'native'"), "{e}");
+        let bad = ModuleBuilder::new("z", "1.0.0", "^2").prelude("print").build();
+        assert!(check_installable(&[bad], "2.0.0").is_err());
     }
 }

@@ -5,7 +5,7 @@
 //! Update snapshots with `INSTA_UPDATE=always cargo test -p apsi-core --test check_snapshots`
 //! and review the .snap files by reading them.
 
-use apsi_core::check::{self, BuiltinModuleInfo, CheckEnv, LoadOptions, Program, ReplScope, UseTarget};
+use apsi_core::check::{self, AbsentModule, BuiltinModuleInfo, CheckEnv, LoadOptions, Program, ReplScope, UseTarget};
 use apsi_core::diagnostic::{render, render_all, Diagnostic, SourceMap, Span, TraceEntry};
 use apsi_core::error::ErrorKind;
 use apsi_core::syntax;
@@ -54,6 +54,12 @@ fn env(allowed: &[&str]) -> CheckEnv {
             },
         ],
         allowed: strs(allowed),
+        // As the `apsi` command describes a module of the design that no
+        // build of this release has (apsi-cli/src/modules.rs).
+        absent_modules: vec![AbsentModule {
+            name: "gpu".into(),
+            help: "`use gpu` (GPU tensors and `@gpu` kernels) is part of Apsi's design but not of this release (2.0.0): no build option or package provides it yet".into(),
+        }],
     }
 }
 

@@ -323,6 +323,7 @@ fn front_end(src: &str) {
         prelude: prelude.exports.iter().map(|(n, _)| n.to_string()).collect(),
         builtin_modules: Vec::new(),
         allowed: Vec::new(),
+        absent_modules: Vec::new(),
     };
     let mut scope = ReplScope::new(std::env::temp_dir());
     PARSED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -78,6 +78,7 @@ sys.stdout.write("\n".join(out) + "\n")
 
 fn cases() -> Vec<(String, Value)> {
     let ints = [0i64, 1, -1, 7, 42, -42, 255, 123456789, i64::MAX, i64::MIN];
+    #[allow(clippy::approx_constant)] // 3.14159 is an input to format, not π
     let floats = [
         0.0,
         -0.0,

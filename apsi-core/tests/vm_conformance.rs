@@ -46,7 +46,8 @@ fn run(path: &Path) -> Result<(), String> {
     let mut rt = Runtime::new(RuntimeConfig {
         output: Some(Box::new(cap.clone())),
         ..Default::default()
-    });
+    })
+    .expect("runtime");
     let result = rt.run(&program);
     let src = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let exp = vm_common::expectations(&src);

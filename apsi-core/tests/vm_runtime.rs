@@ -17,7 +17,8 @@ fn repl() -> (Runtime, Capture) {
     let rt = Runtime::new(RuntimeConfig {
         output: Some(Box::new(cap.clone())),
         ..Default::default()
-    });
+    })
+    .expect("runtime");
     (rt, cap)
 }
 

@@ -14,6 +14,18 @@ use std::ffi::c_void;
 /// this ABI gets a new symbol name.
 pub const COMPILE_SYMBOL: &[u8] = b"apsi_native_compile_v1\0";
 
+/// The same symbol as a name, as a backend package's manifest gives it.
+pub const COMPILE_SYMBOL_NAME: &str = "apsi_native_compile_v1";
+
+/// The version of this ABI, as a backend package's `[backend] abi` gives it.
+pub const ABI_VERSION: u32 = 1;
+
+/// The kind of backend this ABI is for (`[backend] provides`).
+pub const BACKEND_KIND: &str = "native";
+
+/// The package that provides it in a registry built from this repository.
+pub const BACKEND_PACKAGE: &str = "native-llvm";
+
 /// Receives text from the plugin: `kind` 0 is optimised LLVM IR, 1 an error message.
 pub type TextFn = unsafe extern "C" fn(user: *mut c_void, kind: i32, ptr: *const u8, len: usize);
 

@@ -35,6 +35,7 @@ use std::sync::Arc;
 pub fn module() -> ModuleDescriptor {
     ModuleBuilder::new("native", env!("CARGO_PKG_VERSION"), "^2.0")
         .function("native", native)
+        .prelude("native")
         .build()
 }
 

@@ -16,7 +16,7 @@ use std::io::{Read, Write};
 use std::path::{Component, Path, PathBuf};
 
 /// The name of the store's completion marker; refused inside archives.
-pub const MARKER: &str = ".apsi-complete";
+pub use apsi_backend::files::MARKER;
 /// The manifest at the top of the package folder.
 pub const MANIFEST: &str = "apsi-package.toml";
 

@@ -73,3 +73,17 @@ impl std::error::Error for PkgError {}
 pub fn io_err(what: &str, path: &std::path::Path, e: &std::io::Error) -> PkgError {
     PkgError::new(ErrorKind::Io, format!("cannot {what} '{}': {e}", path.display()))
 }
+
+impl From<apsi_backend::Error> for PkgError {
+    fn from(e: apsi_backend::Error) -> PkgError {
+        let message = match e.package {
+            Some(p) => format!("{p}: {}", e.message),
+            None => e.message,
+        };
+        PkgError {
+            kind: ErrorKind::Io,
+            message,
+            hint: e.hint,
+        }
+    }
+}

@@ -26,5 +26,8 @@ pub mod trust;
 
 pub use error::{ErrorKind, PkgError, Result};
 
+/// The installed-package layout and checks shared with backend loaders.
+pub use apsi_backend as backend;
+
 /// This crate's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

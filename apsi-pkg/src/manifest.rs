@@ -4,6 +4,7 @@
 
 use crate::error::{err, io_err, ErrorKind, PkgError, Result};
 use crate::index::{check_name, check_target};
+pub use apsi_backend::manifest::BackendDecl;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -26,6 +27,9 @@ pub struct PackageManifest {
     /// For backends: the native library (relative path) or Python module to load.
     #[serde(default)]
     pub entry: Option<String>,
+    /// For backends: which kind they provide, and the C-ABI symbol and version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<BackendDecl>,
     #[serde(default)]
     pub description: Option<String>,
     #[serde(default)]
@@ -70,6 +74,36 @@ impl PackageManifest {
                 ErrorKind::Usage,
                 "apsi-package.toml: a backend needs an `entry` (its library or worker)",
             );
+        }
+        match (&m.backend, m.kind.as_str()) {
+            (None, "backend") => {
+                return err(
+                    ErrorKind::Usage,
+                    "apsi-package.toml: a backend needs a [backend] table (provides, symbol, abi)",
+                )
+            }
+            (Some(_), "library") => {
+                return err(
+                    ErrorKind::Usage,
+                    "apsi-package.toml: a [backend] table belongs only in a package of kind 'backend'",
+                )
+            }
+            (Some(b), _) => b
+                .validate()
+                .map_err(|e| PkgError::new(ErrorKind::Usage, format!("apsi-package.toml: {e}")))?,
+            (None, _) => {}
+        }
+        if let Some(e) = &m.entry {
+            let p = std::path::Path::new(e);
+            let plain = !e.is_empty()
+                && p.components().all(|c| matches!(c, std::path::Component::Normal(_)))
+                && !e.contains('\\');
+            if !plain {
+                return err(
+                    ErrorKind::Usage,
+                    format!("apsi-package.toml: entry '{e}' must be a relative path inside the package"),
+                );
+            }
         }
         check_target(&m.target)?;
         for t in &m.tags {

@@ -15,7 +15,7 @@ use crate::resolve::{self, parse_req, Platform, Want};
 use crate::session::Session;
 use crate::store::Store;
 use crate::transport::DownloadStart;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -72,15 +72,7 @@ pub struct Quiet;
 impl Reporter for Quiet {}
 
 /// What is installed: `$APSI_HOME/installed/NAME.json`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Installed {
-    pub name: String,
-    pub version: String,
-    pub target: String,
-    pub kind: String,
-    pub cksum: String,
-    pub registry: String,
-}
+pub use apsi_backend::installed::Installed;
 
 /// What an install did.
 #[derive(Debug, Clone, Default)]
@@ -274,7 +266,7 @@ impl<'a> Ctx<'a> {
                     if let Some(d) = dl {
                         report.downloaded.push((l.name.clone(), d));
                     }
-                    report.installed.push(installed_of(l, &session.config.url));
+                    report.installed.push(self.installed_of(l, &session.config.url));
                 }
                 Err(e) => {
                     if first_err.is_none() {
@@ -366,7 +358,7 @@ impl<'a> Ctx<'a> {
             let _ = std::fs::remove_file(&tmp);
             io_err("link the package at", &dest, &e)
         })?;
-        let rec = installed_of(l, registry);
+        let rec = self.installed_of(l, registry);
         let bytes = serde_json::to_vec_pretty(&rec).unwrap_or_default();
         write_atomic(&self.home.installed().join(format!("{}.json", l.name)), &bytes)
     }
@@ -412,6 +404,8 @@ impl<'a> Ctx<'a> {
 
     /// Newest versions: in a project, resolve apsi.toml afresh and rewrite
     /// apsi.lock; otherwise reinstall every installed package at its newest.
+    /// Each package keeps the `--tag`s it was installed with (added to any
+    /// given now), so a `cuda` build is not swapped for a plain one.
     pub fn update(&self, project: Option<&Project>) -> Result<Report> {
         if self.opts.locked {
             return err(
@@ -419,27 +413,60 @@ impl<'a> Ctx<'a> {
                 "`apsi pkg update` changes versions; it cannot run with --locked",
             );
         }
+        let installed = list(&self.home)?;
         match project {
-            Some(p) => self.install_with(&[], Some(p), false),
-            None => {
-                let names: Vec<String> = list(&self.home)?.into_iter().map(|i| i.name).collect();
-                if names.is_empty() {
-                    return Ok(Report::default());
+            Some(p) => {
+                let m = ProjectManifest::load(&p.manifest())?;
+                let mut tags = self.opts.platform.tags.clone();
+                for rec in installed.iter().filter(|r| m.dependencies.contains_key(&r.name)) {
+                    tags.extend(rec.tags.iter().cloned());
                 }
-                self.install(&names, None)
+                self.with_tags(tags).install_with(&[], Some(p), false)
+            }
+            None => {
+                // One resolution per set of tags the packages were installed with.
+                let mut groups: BTreeMap<Vec<String>, Vec<String>> = BTreeMap::new();
+                for rec in installed {
+                    let mut tags = self.opts.platform.tags.clone();
+                    tags.extend(rec.tags.iter().cloned());
+                    tags.sort();
+                    tags.dedup();
+                    groups.entry(tags).or_default().push(rec.name);
+                }
+                let mut report = Report::default();
+                for (tags, names) in groups {
+                    let r = self.with_tags(tags).install(&names, None)?;
+                    report.installed.extend(r.installed);
+                    report.extracted.extend(r.extracted);
+                    report.downloaded.extend(r.downloaded);
+                    report.warnings.extend(r.warnings);
+                }
+                report.warnings.dedup();
+                Ok(report)
             }
         }
     }
-}
 
-fn installed_of(l: &IndexLine, registry: &str) -> Installed {
-    Installed {
-        name: l.name.clone(),
-        version: l.vers.clone(),
-        target: l.target.clone(),
-        kind: l.kind.clone(),
-        cksum: l.cksum.clone(),
-        registry: registry.to_string(),
+    /// The same context with these tags enabled.
+    fn with_tags(&self, mut tags: Vec<String>) -> Ctx<'a> {
+        tags.sort();
+        tags.dedup();
+        let mut opts = self.opts.clone();
+        opts.platform.tags = tags;
+        Ctx::new(self.home.clone(), self.registry.clone(), opts, self.reporter)
+    }
+
+    /// The record of an installed line, with the tags this install enabled.
+    fn installed_of(&self, l: &IndexLine, registry: &str) -> Installed {
+        Installed {
+            name: l.name.clone(),
+            version: l.vers.clone(),
+            target: l.target.clone(),
+            kind: l.kind.clone(),
+            cksum: l.cksum.clone(),
+            registry: registry.to_string(),
+            tags: self.opts.platform.tags.clone(),
+        }
     }
 }
 
@@ -458,25 +485,7 @@ fn make_link(_target: &Path, at: &Path) -> Result<()> {
 
 /// Every installed package, sorted by name.
 pub fn list(home: &Home) -> Result<Vec<Installed>> {
-    let dir = home.installed();
-    let rd = match std::fs::read_dir(&dir) {
-        Ok(r) => r,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(io_err("read the folder", &dir, &e)),
-    };
-    let mut out = Vec::new();
-    for e in rd.flatten() {
-        let p = e.path();
-        if p.extension().and_then(|x| x.to_str()) != Some("json") {
-            continue;
-        }
-        let b = std::fs::read(&p).map_err(|e| io_err("read", &p, &e))?;
-        let rec: Installed = serde_json::from_slice(&b)
-            .map_err(|e| PkgError::new(ErrorKind::Io, format!("'{}' is damaged: {e}", p.display())))?;
-        out.push(rec);
-    }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(out)
+    apsi_backend::installed::list(home).map_err(PkgError::from)
 }
 
 /// The result of verifying one installed package.
@@ -491,7 +500,8 @@ pub struct Verified {
 
 /// Re-checks installed packages: the archive in the store still has the
 /// signed index's hash, that hash is still the one the verified index gives
-/// for the version, and the extraction completed.
+/// for the version, the extraction completed, and every extracted file
+/// still has the hash recorded when it was extracted.
 pub fn verify(ctx: &Ctx<'_>, names: &[String]) -> Result<Vec<Verified>> {
     let session = ctx.open()?;
     let store = Store::new(ctx.home.store());
@@ -517,8 +527,18 @@ pub fn verify(ctx: &Ctx<'_>, names: &[String]) -> Result<Vec<Verified>> {
             },
             Err(e) => problems.push(e.message),
         }
-        if !store.tree_path(&rec.cksum).join(MARKER).is_file() {
+        let tree = store.tree_path(&rec.cksum);
+        if !tree.join(MARKER).is_file() {
             problems.push("the extracted files are incomplete".into());
+        } else {
+            let changed = apsi_backend::files::check(&tree);
+            if !changed.is_empty() {
+                problems.push(format!(
+                    "installed files changed since extraction: {}; `apsi pkg install {}` restores them",
+                    changed.join(", "),
+                    rec.name
+                ));
+            }
         }
         out.push(Verified {
             name: rec.name,

@@ -139,6 +139,13 @@ fn index_file(reg: &Path, name: &str) -> PathBuf {
 /// Adds a built archive to the registry: copies it to `dl/` and appends its
 /// index line. A (name, version, target) already published is refused.
 pub fn add(reg: &Path, archive_path: &Path) -> Result<IndexLine> {
+    add_unless_published(reg, archive_path, false).map(|(l, _)| l)
+}
+
+/// [`add`]; with `same_is_fine`, an archive already published with the
+/// very same sha256 is not an error but returns its line and `false`.
+/// Different bytes under a published version are always an error.
+pub fn add_unless_published(reg: &Path, archive_path: &Path, same_is_fine: bool) -> Result<(IndexLine, bool)> {
     let text = archive::read_manifest_text(archive_path)?;
     let m = PackageManifest::parse(&text)?;
     let (cksum, size) = sha256_file(archive_path).map_err(|e| io_err("read", archive_path, &e))?;
@@ -175,11 +182,14 @@ pub fn add(reg: &Path, archive_path: &Path) -> Result<IndexLine> {
         Ok(t) => parse_index_file(&m.name, &t)?,
         Err(_) => Vec::new(),
     };
-    if existing.iter().any(|l| l.vers == line.vers && l.target == line.target) {
+    if let Some(old) = existing.iter().find(|l| l.vers == line.vers && l.target == line.target) {
+        if same_is_fine && old.cksum == line.cksum {
+            return Ok((old.clone(), false));
+        }
         return err(
             ErrorKind::Usage,
             format!(
-                "{} {} for {} is already published; only yanking may change it",
+                "{} {} for {} is already published with other bytes; published versions never change (only yanking may): raise the version to publish this build",
                 m.name, m.version, m.target
             ),
         );
@@ -195,7 +205,7 @@ pub fn add(reg: &Path, archive_path: &Path) -> Result<IndexLine> {
         let cfg = serde_json::to_vec_pretty(&IndexConfig::default()).unwrap_or_default();
         write_atomic(&reg.join("config.json"), &cfg)?;
     }
-    Ok(line)
+    Ok((line, true))
 }
 
 fn write_index(path: &Path, lines: &[IndexLine]) -> Result<()> {

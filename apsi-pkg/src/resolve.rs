@@ -15,18 +15,7 @@ pub struct Platform {
     pub tags: Vec<String>,
 }
 
-/// The triple of the machine this binary was built for, in the registry's
-/// spelling (`x86_64-linux-gnu`, `aarch64-macos`, …).
-pub fn host_target() -> String {
-    let os = std::env::consts::OS;
-    let arch = std::env::consts::ARCH;
-    if os == "linux" {
-        let env = if cfg!(target_env = "musl") { "musl" } else { "gnu" };
-        format!("{arch}-linux-{env}")
-    } else {
-        format!("{arch}-{os}")
-    }
-}
+pub use apsi_backend::host_target;
 
 impl Platform {
     pub fn host() -> Platform {
@@ -178,9 +167,32 @@ pub fn resolve(
         }
         let Some(l) = pick else {
             let yanked_only = lines.iter().any(|l| l.yanked && fits(l) && platform.fit(l).is_some());
+            let here = |l: &IndexLine| l.target == platform.target || l.target == "any";
+            // Builds for this very target that need a tag not enabled.
+            let need_tags: Vec<String> = lines
+                .iter()
+                .filter(|l| !l.yanked && fits(l) && here(l) && platform.fit(l).is_none())
+                .map(|l| {
+                    let missing: Vec<&str> = l
+                        .tags
+                        .iter()
+                        .filter(|t| !platform.tags.contains(t))
+                        .map(String::as_str)
+                        .collect();
+                    format!(
+                        "{} needs {}",
+                        l.vers,
+                        missing
+                            .iter()
+                            .map(|t| format!("--tag {t}"))
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    )
+                })
+                .collect();
             let other_targets: Vec<String> = lines
                 .iter()
-                .filter(|l| fits(l) && platform.fit(l).is_none())
+                .filter(|l| fits(l) && !here(l))
                 .map(|l| format!("{} ({})", l.vers, l.target))
                 .collect();
             let mut e = PkgError::new(
@@ -189,6 +201,13 @@ pub fn resolve(
             );
             e = if yanked_only {
                 e.hint("the matching versions were yanked; only a project whose apsi.lock already pins one may use it")
+            } else if !need_tags.is_empty() {
+                e.hint(format!(
+                    "published for {} with tags this install did not enable: {}; add them (e.g. `apsi pkg install {name} {}`)",
+                    platform.target,
+                    need_tags.join(", "),
+                    need_tags[0].split_once(" needs ").map(|x| x.1).unwrap_or_default()
+                ))
             } else if !other_targets.is_empty() {
                 e.hint(format!(
                     "published for other targets: {}; choose one with --target/--tag",
@@ -317,5 +336,27 @@ mod tests {
         assert!(e.is_ok());
         let e = run(&[parse_spec("b@=1.5.0").unwrap(), parse_spec("b@<1.5").unwrap()], None).unwrap_err();
         assert!(e.message.contains("version conflict"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_tag_on_this_target_is_named_as_such() {
+        let mut gpu = line("gpu", "1.0.0", "x86_64-linux-gnu", false, &[]);
+        gpu.tags = vec!["cuda".into()];
+        let all = [gpu];
+        let p = Platform {
+            target: "x86_64-linux-gnu".into(),
+            tags: vec![],
+        };
+        let e = resolve(
+            &[parse_spec("gpu").unwrap()],
+            &mut |n| Ok(all.iter().filter(|l| l.name == n).cloned().collect()),
+            &p,
+            None,
+        )
+        .unwrap_err();
+        let h = e.hint.unwrap();
+        assert!(!h.contains("other targets"), "{h}");
+        assert!(h.contains("1.0.0 needs --tag cuda"), "{h}");
+        assert!(h.contains("apsi pkg install gpu --tag cuda"), "{h}");
     }
 }

@@ -54,6 +54,9 @@ impl Session {
         let transport = if offline {
             None
         } else {
+            if config.url == crate::config::DEFAULT_REGISTRY {
+                return Err(no_registry());
+            }
             Some(Transport::new(&config.url, timeout)?)
         };
         if let Some(t) = &transport {
@@ -221,4 +224,22 @@ impl Session {
             .map(str::to_string)
             .collect()
     }
+}
+
+/// The built-in registry's host is under `.invalid` (RFC 6761: it never
+/// resolves) until an official registry is in service, so asking it would
+/// only fail with a bare connection error: say what to do instead.
+pub fn no_registry() -> PkgError {
+    PkgError::new(
+        ErrorKind::Usage,
+        format!(
+            "no package registry is configured: the built-in one ({}) is not in service yet",
+            crate::config::DEFAULT_REGISTRY
+        ),
+    )
+    .hint(
+        "point apsi at a registry with APSI_REGISTRY (its URL, https://, http:// or file://) and \
+         APSI_REGISTRY_ROOT (its 1.root.json), or [registry] url/root in $APSI_HOME/config.toml; \
+         `tools/dev-registry` in the source repository builds and serves one (docs/PACKAGES.md)",
+    )
 }

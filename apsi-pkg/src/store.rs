@@ -150,10 +150,12 @@ impl Store {
     }
 
     /// The extracted tree for `cksum` (archive already verified), extracting
-    /// it if needed. Returns the tree and whether this call extracted it.
+    /// it if needed. Returns the tree and whether this call extracted it. A
+    /// tree whose files no longer match their record (edited after install,
+    /// or extracted by a client that kept none) is extracted afresh.
     pub fn ensure_tree(&self, cksum: &str, archive: &Path, prefix: &str, limits: Limits) -> Result<(PathBuf, bool)> {
         let tree = self.tree_path(cksum);
-        if tree.join(MARKER).is_file() {
+        if tree.join(MARKER).is_file() && apsi_backend::files::check(&tree).is_empty() {
             return Ok((tree, false));
         }
         if tree.exists() {
@@ -171,6 +173,7 @@ impl Store {
                     format!("the archive has no {prefix}/{}", archive::MANIFEST),
                 );
             }
+            apsi_backend::files::write(&tmp).map_err(|e| io_err("record the files of", &tmp, &e))?;
             let marker = tmp.join(MARKER);
             fs::write(&marker, format!("{cksum}\n{prefix}\n{}\n{}\n", got.entries, got.bytes))
                 .map_err(|e| io_err("write", &marker, &e))?;

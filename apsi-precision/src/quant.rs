@@ -190,14 +190,7 @@ pub fn quantize(x: &Tensor, fmt: DType, axis: Option<usize>) -> VResult<Quantize
             .collect(),
     };
     let scales_t = Tensor::from_vec(scales, sshape.clone());
-    let zero_points = match zps {
-        Some(z) => Some(Tensor::from_buffer(
-            bulk::encode_f32(DType::UInt8, &z),
-            sshape,
-            DType::UInt8,
-        )),
-        None => None,
-    };
+    let zero_points = zps.map(|z| Tensor::from_buffer(bulk::encode_f32(DType::UInt8, &z), sshape, DType::UInt8));
     Ok(Quantized {
         codes,
         scales: scales_t,

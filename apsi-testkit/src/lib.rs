@@ -43,6 +43,7 @@ mod tests {
                 exports: vec![("one".into(), Value::Int(1)), ("two".into(), Value::Int(2))],
                 capabilities: vec![],
                 namespace_only: false,
+                prelude: vec![],
             },
             ModuleDescriptor {
                 name: "beta",
@@ -51,6 +52,7 @@ mod tests {
                 exports: vec![],
                 capabilities: vec!["net", "python"],
                 namespace_only: true,
+                prelude: vec![],
             },
         ];
         let infos = module_infos(&modules);

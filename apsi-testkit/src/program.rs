@@ -102,11 +102,13 @@ impl Program {
             output: Some(Box::new(capture.clone())),
             threads: self.threads,
             ..RuntimeConfig::default()
-        });
+        })
+        .expect("the modules under test install into this core");
         let env = CheckEnv {
             prelude: rt.prelude_names(),
             builtin_modules,
             allowed: self.allowed,
+            absent_modules: Vec::new(),
         };
         let sources = Arc::new(SourceMap::new());
         // Kept until the run is over: dropping it removes the file.
@@ -165,6 +167,7 @@ mod tests {
             exports: vec![],
             capabilities: vec!["net"],
             namespace_only: false,
+            prelude: vec![],
         }
     }
 

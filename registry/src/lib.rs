@@ -18,9 +18,11 @@ usage: apsi-registry COMMAND …
            --sign KEY… [--expires-days D]  write the next N.root.json (a rotation is signed by
                                            the old root's keys and the new one's)
   build DIR [--out OUTDIR] [--level 0-9]  pack DIR (with apsi-package.toml) into NAME-VERSION-TARGET.tar.gz
-  build --manifest FILE [--out OUTDIR] FILE…
-                                          pack built artifacts (e.g. a .so) with a manifest
-  index REG ARCHIVE…                      publish archives: copy to REG/dl, append index lines
+  build --manifest FILE [--target TRIPLE|host] [--out OUTDIR] FILE…
+                                          pack built artifacts (e.g. a .so) with a manifest;
+                                          --target sets the manifest's target (host: this machine's)
+  index REG ARCHIVE… [--skip-published]   publish archives: copy to REG/dl, append index lines
+                                          (--skip-published: the same bytes already published are fine)
   yank REG NAME VERSION [--target T] [--undo]
   sign REG --key KEY… [--expires-days D | --expires-secs S]
                                           sign a new snapshot.json of the index
@@ -177,18 +179,23 @@ pub fn run(args: &[String]) -> Result<()> {
         }
         "build" => {
             let f = parse_flags(rest, &[])?;
-            f.check(&["out", "level", "manifest"])?;
+            f.check(&["out", "level", "manifest", "target"])?;
+            if f.one("target").is_some() && f.one("manifest").is_none() {
+                return err(
+                    ErrorKind::Usage,
+                    "build --target goes with --manifest FILE (a folder is packed as it is)",
+                );
+            }
             let out = PathBuf::from(f.one("out").unwrap_or("."));
             let level = f.num("level", 6)?.min(9) as u32;
             let dir_owned;
             let (dir, scratch) = match f.one("manifest") {
                 Some(m) => {
                     // Stage the manifest and the artifacts in a scratch folder.
-                    let s = std::env::temp_dir().join(format!("apsi-registry-build-{}", std::process::id()));
-                    let _ = std::fs::remove_dir_all(&s);
+                    // Unique per call: builds may run side by side in one process.
+                    let s = apsi_pkg::fsutil::temp_sibling(&std::env::temp_dir().join("apsi-registry-build"), "stage");
                     std::fs::create_dir_all(&s).map_err(|e| apsi_pkg::error::io_err("create", &s, &e))?;
-                    std::fs::copy(m, s.join("apsi-package.toml"))
-                        .map_err(|e| apsi_pkg::error::io_err("copy", Path::new(m), &e))?;
+                    stage_manifest(Path::new(m), &s.join("apsi-package.toml"), f.one("target"))?;
                     for a in &f.pos {
                         let p = Path::new(a);
                         let name = p
@@ -217,15 +224,21 @@ pub fn run(args: &[String]) -> Result<()> {
             Ok(())
         }
         "index" => {
-            let f = parse_flags(rest, &[])?;
+            let f = parse_flags(rest, &["skip-published"])?;
             f.check(&[])?;
             let reg = f.reg()?;
             if f.pos.len() < 2 {
                 return err(ErrorKind::Usage, "index needs REG and at least one ARCHIVE");
             }
+            let skip = f.switches.iter().any(|s| s == "skip-published");
             for a in &f.pos[1..] {
-                let l = publish::add(&reg, Path::new(a))?;
-                println!("indexed {} {} ({}) sha256 {}", l.name, l.vers, l.target, l.cksum);
+                let (l, added) = publish::add_unless_published(&reg, Path::new(a), skip)?;
+                let what = if added {
+                    "indexed"
+                } else {
+                    "already published, unchanged:"
+                };
+                println!("{what} {} {} ({}) sha256 {}", l.name, l.vers, l.target, l.cksum);
             }
             println!(
                 "now sign a new snapshot: apsi-registry sign {} --key KEY",
@@ -273,6 +286,28 @@ pub fn run(args: &[String]) -> Result<()> {
             err(ErrorKind::Usage, format!("unknown command '{other}'"))
         }
     }
+}
+
+/// Copies a manifest into the staging folder, with its `target` replaced
+/// when one is given (`host` is this machine's triple).
+fn stage_manifest(from: &Path, to: &Path, target: Option<&str>) -> Result<()> {
+    let text = std::fs::read_to_string(from).map_err(|e| apsi_pkg::error::io_err("read", from, &e))?;
+    let text = match target {
+        None => text,
+        Some(t) => {
+            let t = if t == "host" {
+                apsi_pkg::resolve::host_target()
+            } else {
+                t.to_string()
+            };
+            apsi_pkg::index::check_target(&t)?;
+            let mut table: toml::Table = toml::from_str(&text)
+                .map_err(|e| PkgError::new(ErrorKind::Usage, format!("{}: {}", from.display(), e.message())))?;
+            table.insert("target".into(), toml::Value::String(t));
+            toml::to_string(&table).map_err(|e| PkgError::new(ErrorKind::Usage, format!("{}: {e}", from.display())))?
+        }
+    };
+    std::fs::write(to, text).map_err(|e| apsi_pkg::error::io_err("write", to, &e))
 }
 
 pub fn build(dir: &Path, out: &Path, level: u32) -> Result<(PathBuf, PackageManifest)> {

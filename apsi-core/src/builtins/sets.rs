@@ -246,7 +246,7 @@ mod tests {
         call("add", &[s.clone(), I(1)]).must();
         call("add", &[s.clone(), I(0)]).must();
         assert_eq!(show(&s), "{3, 1, 2, 0}");
-        assert_eq!(show(&call("pop", &[s.clone()]).must()), "3");
+        assert_eq!(show(&call("pop", std::slice::from_ref(&s)).must()), "3");
         call("remove", &[s.clone(), I(2)]).must();
         call("add", &[s.clone(), I(2)]).must();
         assert_eq!(show(&s), "{1, 0, 2}");
@@ -259,8 +259,8 @@ mod tests {
         )
         .must();
         assert_eq!(show(&s), "{1, 0, 2, 7, 8}");
-        let c = call("copy", &[s.clone()]).must();
-        call("clear", &[c.clone()]).must();
+        let c = call("copy", std::slice::from_ref(&s)).must();
+        call("clear", std::slice::from_ref(&c)).must();
         assert_eq!(
             (show(&c), show(&s)),
             ("set()".to_string(), "{1, 0, 2, 7, 8}".to_string())
@@ -277,7 +277,7 @@ mod tests {
         let s = set_ctor(&mut NoCaller, &[Value::list(vec![I(1), I(2), I(3)])], &[]).must();
         let l = Value::list(vec![I(3), I(4)]);
         assert_eq!(show(&call("union", &[s.clone(), l.clone()]).must()), "{1, 2, 3, 4}");
-        assert_eq!(show(&call("union", &[s.clone()]).must()), "{1, 2, 3}");
+        assert_eq!(show(&call("union", std::slice::from_ref(&s)).must()), "{1, 2, 3}");
         assert_eq!(show(&call("intersection", &[s.clone(), l.clone()]).must()), "{3}");
         assert_eq!(
             show(&call("difference", &[s.clone(), l.clone(), Value::list(vec![I(1)])]).must()),
@@ -299,7 +299,10 @@ mod tests {
             call("isdisjoint", &[s.clone(), Value::list(vec![I(9)])]).must(),
             Value::Bool(true)
         ));
-        assert_eq!(call("issubset", &[s.clone()]).unwrap_err().kind, ErrorKind::TypeError);
+        assert_eq!(
+            call("issubset", std::slice::from_ref(&s)).unwrap_err().kind,
+            ErrorKind::TypeError
+        );
         assert_eq!(
             call("union", &[s, I(3)]).unwrap_err().message,
             "'int' object is not iterable"

@@ -27,7 +27,7 @@
 //! - [`file_exports`] — the names a file module exports (the VM binds the
 //!   same ones unqualified): its top-level names except `use` bindings and
 //!   `_private` ones.
-//! - [`DTYPES`], [`KNOWN_MODULES`], [`default_packages_dir`],
+//! - [`DTYPES`], [`default_packages_dir`],
 //!   [`scan_capabilities`] / [`permission_error`] (the Guard, for a caller
 //!   that wants to run it on its own).
 //!
@@ -70,7 +70,7 @@ pub use annot::DTYPES;
 pub use entry::{check_source, load};
 pub use guard::{permission_error, scan_units as scan_capabilities, CapabilityUse, CAPABILITIES};
 pub use load::{check_source_with, load_with, LoadOptions, ParseFn};
-pub use resolve::{default_packages_dir, KNOWN_MODULES};
+pub use resolve::default_packages_dir;
 pub use scope::file_exports;
 pub use suggest::{closest, edit_distance};
 
@@ -89,6 +89,18 @@ pub struct CheckEnv {
     pub builtin_modules: Vec<BuiltinModuleInfo>,
     /// Capabilities granted on the command line (`python`, `net`).
     pub allowed: Vec<String>,
+    /// Modules of Apsi that this binary does not have, each with the help
+    /// a `use` of it gets (the driver knows why: a left-out cargo feature,
+    /// a module not released yet). The core names no module itself.
+    pub absent_modules: Vec<AbsentModule>,
+}
+
+/// A module of Apsi that this binary does not have, and what to tell a
+/// program that uses it.
+#[derive(Debug, Clone, Default)]
+pub struct AbsentModule {
+    pub name: String,
+    pub help: String,
 }
 
 #[derive(Debug, Clone, Default)]

@@ -10,9 +10,6 @@ use crate::error::ErrorKind;
 use crate::syntax::ast::Ident;
 use std::path::{Path, PathBuf};
 
-/// Apsi's own optional modules, each behind a cargo feature of the same name.
-pub const KNOWN_MODULES: &[&str] = &["parallel", "precision", "native", "data", "layers", "gpu", "python"];
-
 /// Where a directory is, both on disk and as shown to the user.
 #[derive(Debug, Clone)]
 pub(crate) struct Place {
@@ -140,15 +137,14 @@ fn not_found(
         d = d.note("no packages folder: neither APSI_HOME nor HOME is set");
     }
     let head = dotted.first().copied().unwrap_or_default();
-    let help = if dotted.len() == 1 && KNOWN_MODULES.contains(&head) {
-        format!(
-            "'{head}' is an Apsi module that this binary was built without: rebuild apsi with the \
-             `{head}` cargo feature (cargo install --path apsi-cli --features {head})"
-        )
+    let absent = env.absent_modules.iter().find(|m| m.name == head);
+    let help = if let (1, Some(a)) = (dotted.len(), absent) {
+        a.help.clone()
     } else {
         let mut h = String::new();
         if dotted.len() == 1 {
-            if let Some(s) = closest(head, compiled.iter().copied().chain(KNOWN_MODULES.iter().copied())) {
+            let absent_names = env.absent_modules.iter().map(|m| m.name.as_str());
+            if let Some(s) = closest(head, compiled.iter().copied().chain(absent_names)) {
                 h.push_str(&format!("did you mean `use {s}`? "));
             }
         }

@@ -44,6 +44,10 @@ fn env() -> CheckEnv {
             },
         ],
         allowed: vec![],
+        absent_modules: vec![AbsentModule {
+            name: "gamma".into(),
+            help: "gamma is not in this build".into(),
+        }],
     }
 }
 
@@ -442,4 +446,20 @@ fn deep_nesting_does_not_overflow() {
     let ds = check_source_with(tree, file, &env(), &mut scope, sources.clone(), &opts).expect_err("nope is unknown");
     assert_eq!(ds.len(), 1);
     assert!(crate::diagnostic::render_all(&ds, &sources, false).contains("nope"));
+}
+
+#[test]
+fn an_absent_module_gets_the_help_the_driver_gave() {
+    let ds = check_env("use gamma\n", &env());
+    assert_eq!(ds.len(), 1, "{ds:?}");
+    assert_eq!(ds[0].help.as_deref(), Some("gamma is not in this build"));
+    let ds = check_env("use gamme\n", &env());
+    assert!(
+        ds[0]
+            .help
+            .as_deref()
+            .unwrap_or("")
+            .contains("did you mean `use gamma`?"),
+        "{ds:?}"
+    );
 }

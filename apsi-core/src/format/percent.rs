@@ -408,7 +408,7 @@ mod tests {
                 t(vec![
                     I(42),
                     Value::str("str"),
-                    F(3.14159),
+                    F(3.14158),
                     F(2.25),
                     I(255),
                     Value::str("q")
@@ -441,7 +441,7 @@ mod tests {
         assert_eq!(f("%s", t(vec![t(vec![I(1), I(2)])])), "(1, 2)");
         assert_eq!(f("%s|%s", t(vec![F(1.0), F(1e16)])), "1.0|1e+16");
         assert_eq!(f("%5.1f%%", F(99.5)), " 99.5%");
-        assert_eq!(f("%08.3f", F(-3.14159)), "-003.142");
+        assert_eq!(f("%08.3f", F(-3.14158)), "-003.142");
     }
 
     #[test]

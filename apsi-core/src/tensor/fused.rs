@@ -63,6 +63,9 @@ fn perm_last(n: usize, axis: usize) -> Vec<usize> {
 /// e^x for f32 in a branch-free form the compiler vectorises (Cephes'
 /// expf polynomial; within 2 ulp of the exact value).
 #[inline(always)]
+// `max`/`min`, not `clamp`: a NaN input must stay NaN through the range
+// limit; the coefficients are written as published.
+#[allow(clippy::manual_clamp, clippy::excessive_precision)]
 pub fn exp_f32(x: f32) -> f32 {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     const MAGIC: f32 = 12_582_912.0; // 1.5 * 2^23: adding it rounds to an integer

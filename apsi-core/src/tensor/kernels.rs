@@ -193,11 +193,14 @@ fn zip_slices<T: Scalar, R: Scalar>(
     out
 }
 
+/// A chunk of output with the two input chunks it is computed from.
+type ZipChunk<'a, T, R> = (&'a mut [std::mem::MaybeUninit<R>], (&'a [T], &'a [T]));
+
 fn zip_dense<T: Scalar, R: Scalar>(x: &[T], y: &[T], f: &(impl Fn(T, T) -> R + Sync + Send)) -> Vec<R> {
     let n = x.len().min(y.len());
     let mut out: Vec<R> = out_vec(n);
     let spare = &mut out.spare_capacity_mut()[..n];
-    let body = |(o, (a, b)): (&mut [std::mem::MaybeUninit<R>], (&[T], &[T]))| {
+    let body = |(o, (a, b)): ZipChunk<'_, T, R>| {
         wide(|| {
             for ((o, &p), &q) in o.iter_mut().zip(a).zip(b) {
                 o.write(f(p, q));

@@ -479,11 +479,7 @@ fn m_copy(_c: &mut dyn Caller, args: &[Value], _kw: Kwargs) -> VResult<Value> {
 fn m_flatten(_c: &mut dyn Caller, args: &[Value], _kw: Kwargs) -> VResult<Value> {
     let t = this(args)?;
     let n = t.size();
-    let c = if t.layout.is_contiguous() {
-        shape::reshape(&t, vec![n])?
-    } else {
-        shape::reshape(&t, vec![n])?
-    };
+    let c = shape::reshape(&t, vec![n])?;
     Ok(tensor_value(c))
 }
 

@@ -219,15 +219,13 @@ fn fold<T: Acc>(s: &[T], base: usize, rs: &[usize], rst: &[isize], kind: RKind) 
                 }
             }
             RKind::Max | RKind::Min | RKind::ArgMax | RKind::ArgMin => {
-                let better = if first {
-                    true
-                } else if x.nan() {
-                    true
-                } else if matches!(kind, RKind::Max | RKind::ArgMax) {
-                    x > acc
-                } else {
-                    x < acc
-                };
+                let better = first
+                    || x.nan()
+                    || if matches!(kind, RKind::Max | RKind::ArgMax) {
+                        x > acc
+                    } else {
+                        x < acc
+                    };
                 if better {
                     acc = x;
                     best_i = i;
@@ -394,7 +392,7 @@ fn sum_float<T: SumElem>(t: &Tensor, axes: &[usize], shape: Vec<usize>) -> Tenso
                         }
                         acc
                     };
-                    let rows_per = ((1 << 16) / m).max(1) * m;
+                    let rows_per = (1usize << 16).checked_div(m).unwrap_or(1).max(1) * m;
                     if n >= PAR_MIN && outer > 1 {
                         return d.par_chunks(rows_per).map(add_rows).reduce(
                             || vec![T::default(); m],

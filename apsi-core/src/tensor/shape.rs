@@ -31,7 +31,7 @@ pub fn resolve_shape(want: &[i64], size: usize, from: &[usize]) -> VResult<Vec<u
     }
     let mut out: Vec<usize> = want.iter().map(|&d| d.max(0) as usize).collect();
     if let Some(i) = unknown {
-        if known == 0 || size % known != 0 {
+        if known == 0 || !size.is_multiple_of(known) {
             return Err(err(
                 ErrorKind::ShapeError,
                 format!(

@@ -101,16 +101,35 @@ impl Shared {
 struct UnitGlobals {
     own: IndexMap<String, Arc<GlobalSlot>>,
     unqualified: Vec<(String, GlobalRef)>,
+    /// Own slots that start from the value of a used module's slot of the
+    /// same name (`use a` then `x = x + 1`): copied when the unit starts to
+    /// run, since units are compiled before their dependencies run.
+    inherit: Vec<(Arc<GlobalSlot>, Arc<GlobalSlot>)>,
 }
-
-/// What a unit's `use` statements bind, and the exports made visible unqualified.
-type UseBindings = (Vec<(String, Value)>, Vec<(String, GlobalRef)>);
 
 /// A file module after it ran.
 #[derive(Clone)]
 struct FileModule {
     value: Value,
     exports: Vec<(String, GlobalRef)>,
+}
+
+/// A unit compiled and not yet run.
+struct CompiledUnit {
+    name: String,
+    path: std::path::PathBuf,
+    uses: Vec<crate::check::ResolvedUse>,
+    g: UnitGlobals,
+    proto: Arc<crate::compile::FuncProto>,
+    /// What the unit gives unqualified to the units that use it: its own
+    /// module-level names (not the names its `use`s bind).
+    exports: Vec<(String, GlobalRef)>,
+}
+
+/// Every unit of a program compiled, dependencies first: what
+/// [`Runtime::compile`] returns and [`Runtime::run_compiled`] runs.
+pub struct CompiledProgram {
+    units: Vec<CompiledUnit>,
 }
 
 /// The interpreter. `Send + Sync`; create one per process (or per test).
@@ -135,6 +154,22 @@ impl Env<'_> {
         self.shared.prelude.get(name).map(|v| GlobalRef::Const(v.clone()))
     }
 
+    /// A new own slot for `name`, starting from what `outer` holds (a used
+    /// module's slot is read when the unit starts to run).
+    fn new_own(&mut self, name: &str, is_const: bool, outer: Option<GlobalRef>) -> Arc<GlobalSlot> {
+        let initial = match &outer {
+            Some(GlobalRef::Const(v)) => Some(v.clone()),
+            Some(GlobalRef::Slot(s)) => s.get(),
+            None => None,
+        };
+        let slot = Arc::new(GlobalSlot::new(name, is_const, initial));
+        if let Some(GlobalRef::Slot(from)) = outer {
+            self.g.inherit.push((slot.clone(), from));
+        }
+        self.g.own.insert(name.to_string(), slot.clone());
+        slot
+    }
+
     /// Create the slots of the names a unit binds at module level.
     fn declare(&mut self, names: &indexmap::IndexSet<String>, once: &std::collections::HashSet<String>, repl: bool) {
         for n in names {
@@ -143,14 +178,7 @@ impl Env<'_> {
             }
             let outer = self.outer(n);
             let is_const = !repl && once.contains(n) && outer.is_none();
-            let initial = match outer {
-                Some(GlobalRef::Const(v)) => Some(v),
-                Some(GlobalRef::Slot(s)) => s.get(),
-                None => None,
-            };
-            self.g
-                .own
-                .insert(n.clone(), Arc::new(GlobalSlot::new(n, is_const, initial)));
+            self.new_own(n, is_const, outer);
         }
     }
 }
@@ -172,14 +200,8 @@ impl GlobalEnv for Env<'_> {
         if let Some(s) = self.g.own.get(name) {
             return s.clone();
         }
-        let initial = match self.outer(name) {
-            Some(GlobalRef::Const(v)) => Some(v),
-            Some(GlobalRef::Slot(s)) => s.get(),
-            None => None,
-        };
-        let s = Arc::new(GlobalSlot::new(name, false, initial));
-        self.g.own.insert(name.to_string(), s.clone());
-        s
+        let outer = self.outer(name);
+        self.new_own(name, false, outer)
     }
 }
 
@@ -237,7 +259,11 @@ impl Runtime {
         self.shared.prelude.keys().cloned().collect()
     }
 
-    pub fn new(config: RuntimeConfig) -> Runtime {
+    /// A runtime with the configured modules installed; refused when a
+    /// module does not fit this core or clashes with another
+    /// ([`crate::module::check_installable`]).
+    pub fn new(config: RuntimeConfig) -> Result<Runtime, crate::module::InstallError> {
+        crate::module::check_installable(&config.modules, crate::VERSION)?;
         let mut prelude = HashMap::new();
         for (n, v) in crate::builtins::prelude().exports {
             prelude.insert(n.to_string(), v);
@@ -246,14 +272,14 @@ impl Runtime {
             "argv".to_string(),
             Value::list(config.argv.iter().map(|a| Value::str(a.as_str())).collect()),
         );
-        // `@native` needs no `use`: a compiled-in native module's `native` replaces the prelude's fallback.
-        if let Some(v) = config
-            .modules
-            .iter()
-            .find(|d| d.name == "native")
-            .and_then(|d| d.get("native"))
-        {
-            prelude.insert("native".to_string(), v.clone());
+        // Names a module binds in the prelude too (`@native` needs no `use`:
+        // the native module's `native` replaces the interpreted fallback).
+        for d in &config.modules {
+            for name in &d.prelude {
+                if let Some(v) = d.get(name) {
+                    prelude.insert(name.to_string(), v.clone());
+                }
+            }
         }
         let modules = config
             .modules
@@ -282,7 +308,7 @@ impl Runtime {
             // now (a no-op when it already exists).
             let _ = rayon::ThreadPoolBuilder::new().num_threads(n).build_global();
         }
-        Runtime {
+        Ok(Runtime {
             shared: Arc::new(shared),
             repl: UnitGlobals::default(),
             repl_modules: HashMap::new(),
@@ -291,7 +317,7 @@ impl Runtime {
             } else {
                 config.thread_stack.max(1 << 20)
             },
-        }
+        })
     }
 
     /// A new executor for running Apsi code on the current thread (for
@@ -309,16 +335,45 @@ impl Runtime {
     /// The program ends when its main code and every task it spawned have
     /// ended; a task that failed without being waited for is reported.
     pub fn run(&mut self, program: &Program) -> Result<(), RunError> {
+        let compiled = self.compile(program).map_err(|ds| RunError::Error(first_diag(ds)))?;
+        self.run_compiled(&compiled)
+    }
+
+    /// Compiles every unit of a checked program before any runs, so every
+    /// compile error is known before the program starts (all of them, in
+    /// dependency order).
+    pub fn compile(&self, program: &Program) -> Result<CompiledProgram, Vec<Diagnostic>> {
+        let mut units: Vec<Option<CompiledUnit>> = Vec::with_capacity(program.units.len());
+        let mut errors = Vec::new();
+        for unit in &program.units {
+            match self.compile_unit(unit, &units) {
+                Ok(c) => units.push(Some(c)),
+                Err(ds) => {
+                    errors.extend(ds);
+                    units.push(None);
+                }
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok(CompiledProgram {
+            units: units.into_iter().flatten().collect(),
+        })
+    }
+
+    /// Runs a compiled program (see [`Runtime::run`] for what ends it).
+    pub fn run_compiled(&mut self, compiled: &CompiledProgram) -> Result<(), RunError> {
         let stack = self.thread_stack;
         let this = &*self;
         let r = if stack == 0 {
-            this.run_here(program)
+            this.run_compiled_here(compiled)
         } else {
             std::thread::scope(|s| {
                 let h = std::thread::Builder::new()
                     .name("apsi-main".into())
                     .stack_size(stack)
-                    .spawn_scoped(s, move || this.run_here(program));
+                    .spawn_scoped(s, move || this.run_compiled_here(compiled));
                 match h {
                     Ok(h) => h.join().unwrap_or_else(|_| {
                         Err(RunError::Error(Diagnostic::new(
@@ -326,7 +381,7 @@ impl Runtime {
                             "internal error: the interpreter thread panicked",
                         )))
                     }),
-                    Err(_) => this.run_here(program),
+                    Err(_) => this.run_compiled_here(compiled),
                 }
             })
         };
@@ -335,37 +390,31 @@ impl Runtime {
         with_task_failures(r, failures)
     }
 
-    fn run_here(&self, program: &Program) -> Result<(), RunError> {
+    fn run_compiled_here(&self, compiled: &CompiledProgram) -> Result<(), RunError> {
         let mut exec = Executor::new(self.shared.clone());
-        let mut done: Vec<Option<FileModule>> = Vec::with_capacity(program.units.len());
-        for unit in &program.units {
-            let m = self.run_unit(&mut exec, unit, &done)?;
+        let mut done: Vec<Option<FileModule>> = Vec::with_capacity(compiled.units.len());
+        for c in &compiled.units {
+            let m = self.run_compiled_unit(&mut exec, c, &done)?;
             done.push(Some(m));
         }
         Ok(())
     }
 
-    /// The values a unit's `use` statements bind, and the exports they make
-    /// visible unqualified.
-    fn resolve_uses(&self, unit: &Unit, done: &[Option<FileModule>]) -> Result<UseBindings, RunError> {
+    /// The values a unit's `use` statements bind (modules that ran before it).
+    fn use_values(
+        &self,
+        uses: &[crate::check::ResolvedUse],
+        done: &[Option<FileModule>],
+    ) -> Result<Vec<(String, Value)>, RunError> {
         let mut binds = Vec::new();
-        let mut unqualified = Vec::new();
-        for u in &unit.uses {
-            let (value, exports) = match &u.target {
+        for u in uses {
+            let value = match &u.target {
                 UseTarget::Builtin(name) => match self.shared.modules.get(name) {
-                    Some(m) if self.shared.namespace_only.contains(name) => (Value::Module(m.clone()), Vec::new()),
-                    Some(m) => (Value::Module(m.clone()), module_exports(m)),
-                    None => {
-                        let d = Diagnostic::new(
-                            ErrorKind::ModuleNotFoundError,
-                            format!("no module named '{name}' is compiled into this interpreter"),
-                        )
-                        .at(u.span);
-                        return Err(RunError::Error(d));
-                    }
+                    Some(m) => Value::Module(m.clone()),
+                    None => return Err(RunError::Error(no_builtin_module(name, u.span))),
                 },
                 UseTarget::File(j) => match done.get(*j).and_then(|m| m.as_ref()) {
-                    Some(m) => (m.value.clone(), m.exports.clone()),
+                    Some(m) => m.value.clone(),
                     None => {
                         let d = Diagnostic::new(
                             ErrorKind::ModuleNotFoundError,
@@ -376,20 +425,49 @@ impl Runtime {
                     }
                 },
             };
-            if u.unqualified {
-                unqualified.extend(exports);
-            }
             binds.push((u.binding.clone(), value));
         }
-        Ok((binds, unqualified))
+        Ok(binds)
     }
 
-    /// Compile and run one unit as a module; returns what it exports.
-    fn run_unit(&self, exec: &mut Executor, unit: &Unit, done: &[Option<FileModule>]) -> Result<FileModule, RunError> {
-        let mut g = UnitGlobals::default();
-        let (binds, unqualified) = self.resolve_uses(unit, done)?;
-        g.unqualified = unqualified;
-        let bind_names: Vec<String> = binds.iter().map(|(n, _)| n.clone()).collect();
+    /// The exports a unit's `use` statements make visible unqualified:
+    /// a compiled-in module's values, a file module's own slots.
+    fn use_exports(
+        &self,
+        unit: &Unit,
+        exports_of: &dyn Fn(usize) -> Option<Vec<(String, GlobalRef)>>,
+    ) -> Result<Vec<(String, GlobalRef)>, Vec<Diagnostic>> {
+        let mut unqualified = Vec::new();
+        for u in unit.uses.iter().filter(|u| u.unqualified) {
+            match &u.target {
+                UseTarget::Builtin(name) => match self.shared.modules.get(name) {
+                    Some(_) if self.shared.namespace_only.contains(name) => {}
+                    Some(m) => unqualified.extend(module_exports(m)),
+                    None => return Err(vec![no_builtin_module(name, u.span)]),
+                },
+                // A unit that failed to compile exports nothing; its errors are reported.
+                UseTarget::File(j) => unqualified.extend(exports_of(*j).unwrap_or_default()),
+            }
+        }
+        Ok(unqualified)
+    }
+
+    /// Compiles one unit against the units compiled before it.
+    fn compile_unit(&self, unit: &Unit, before: &[Option<CompiledUnit>]) -> Result<CompiledUnit, Vec<Diagnostic>> {
+        self.compile_unit_with(unit, &|j| before.get(j)?.as_ref().map(|c| c.exports.clone()))
+    }
+
+    /// Compiles one unit; `exports_of(j)` gives what unit `j` exports.
+    fn compile_unit_with(
+        &self,
+        unit: &Unit,
+        exports_of: &dyn Fn(usize) -> Option<Vec<(String, GlobalRef)>>,
+    ) -> Result<CompiledUnit, Vec<Diagnostic>> {
+        let mut g = UnitGlobals {
+            unqualified: self.use_exports(unit, exports_of)?,
+            ..UnitGlobals::default()
+        };
+        let bind_names: Vec<String> = unit.uses.iter().map(|u| u.binding.clone()).collect();
         let proto = {
             let table = analyze(&unit.ast, &bind_names);
             let mut env = Env {
@@ -397,19 +475,49 @@ impl Runtime {
                 shared: &self.shared,
             };
             env.declare(&table.module_names, &table.module_once, false);
-            compile_module(&unit.ast, &table, &mut env, false).map_err(|ds| RunError::Error(first_diag(ds)))?
+            compile_module(&unit.ast, &table, &mut env, false)?
         };
         if std::env::var_os("APSI_DIS").is_some() {
             dump_code(&proto.code);
         }
-        for (n, v) in binds {
-            if let Some(s) = g.own.get(&n) {
+        let exports = g
+            .own
+            .iter()
+            .filter(|(n, _)| !bind_names.contains(n))
+            .map(|(n, s)| (n.clone(), GlobalRef::Slot(s.clone())))
+            .collect();
+        Ok(CompiledUnit {
+            name: unit.name.clone(),
+            path: unit.path.clone(),
+            uses: unit.uses.clone(),
+            g,
+            proto,
+            exports,
+        })
+    }
+
+    /// Runs one compiled unit as a module; returns what it exports.
+    fn run_compiled_unit(
+        &self,
+        exec: &mut Executor,
+        c: &CompiledUnit,
+        done: &[Option<FileModule>],
+    ) -> Result<FileModule, RunError> {
+        for (own, from) in &c.g.inherit {
+            if own.get().is_none() {
+                if let Some(v) = from.get() {
+                    own.set(v);
+                }
+            }
+        }
+        for (n, v) in self.use_values(&c.uses, done)? {
+            if let Some(s) = c.g.own.get(&n) {
                 s.set(v);
             }
         }
         let clo = Arc::new(Closure {
             name: "<module>".into(),
-            proto,
+            proto: c.proto.clone(),
             defaults: Box::new([]),
             kwdefaults: Box::new([]),
             free: Box::new([]),
@@ -418,28 +526,24 @@ impl Runtime {
             self.flush();
             return Err(error_to_run_error(&e));
         }
-        // What this unit gives to the units that use it.
-        let use_names: std::collections::HashSet<&str> = unit.uses.iter().map(|u| u.binding.as_str()).collect();
+        // The module value: its own names that hold a value.
         let mut attrs = IndexMap::default();
-        let mut exports = Vec::new();
-        for (n, s) in &g.own {
-            if use_names.contains(n.as_str()) {
-                continue;
-            }
-            if let Some(v) = s.get() {
-                attrs.insert(Arc::<str>::from(n.as_str()), v);
-                exports.push((n.clone(), GlobalRef::Slot(s.clone())));
+        for (n, r) in &c.exports {
+            if let GlobalRef::Slot(s) = r {
+                if let Some(v) = s.get() {
+                    attrs.insert(Arc::<str>::from(n.as_str()), v);
+                }
             }
         }
         let obj = ModuleObj {
             id: StructType::new_id(),
-            name: unit.name.clone(),
-            path: Some(unit.path.display().to_string()),
+            name: c.name.clone(),
+            path: Some(c.path.display().to_string()),
             attrs: RwLock::new(attrs),
         };
         Ok(FileModule {
             value: Value::Module(Arc::new(obj)),
-            exports,
+            exports: c.exports.clone(),
         })
     }
 
@@ -457,14 +561,22 @@ impl Runtime {
             let m = match self.repl_modules.get(&unit.path) {
                 Some(m) => m.clone(),
                 None => {
-                    let m = self.run_unit(&mut exec, unit, &done)?;
+                    let exports_of = |j: usize| done.get(j)?.as_ref().map(|m: &FileModule| m.exports.clone());
+                    let c = self
+                        .compile_unit_with(unit, &exports_of)
+                        .map_err(|ds| RunError::Error(first_diag(ds)))?;
+                    let m = self.run_compiled_unit(&mut exec, &c, &done)?;
                     self.repl_modules.insert(unit.path.clone(), m.clone());
                     m
                 }
             };
             done.push(Some(m));
         }
-        let (binds, unqualified) = self.resolve_uses(last, &done)?;
+        let binds = self.use_values(&last.uses, &done)?;
+        let exports_of = |j: usize| done.get(j)?.as_ref().map(|m: &FileModule| m.exports.clone());
+        let unqualified = self
+            .use_exports(last, &exports_of)
+            .map_err(|ds| RunError::Error(first_diag(ds)))?;
         for (n, r) in unqualified {
             if !self.repl.unqualified.iter().any(|(m, _)| *m == n) {
                 self.repl.unqualified.push((n, r));
@@ -597,6 +709,14 @@ fn with_task_failures(r: Result<(), RunError>, failures: Vec<Exc>) -> Result<(),
         }
         other => other,
     }
+}
+
+fn no_builtin_module(name: &str, span: crate::diagnostic::Span) -> Diagnostic {
+    Diagnostic::new(
+        ErrorKind::ModuleNotFoundError,
+        format!("no module named '{name}' is compiled into this interpreter"),
+    )
+    .at(span)
 }
 
 fn first_diag(mut ds: Vec<Diagnostic>) -> Diagnostic {

@@ -107,7 +107,8 @@ pub fn run_file(path: &Path, config: RuntimeConfig) -> Outcome {
     let mut rt = Runtime::new(RuntimeConfig {
         output: Some(Box::new(cap.clone())),
         ..config
-    });
+    })
+    .expect("runtime");
     let program = Program {
         sources: sources.clone(),
         units,

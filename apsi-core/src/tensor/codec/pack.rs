@@ -19,7 +19,7 @@ pub fn get(bytes: &[u8], bits: u8, i: usize) -> u8 {
     match bits {
         4 => bytes
             .get(i / 2)
-            .map_or(0, |b| if i % 2 == 0 { b & 0xf } else { b >> 4 }),
+            .map_or(0, |b| if i.is_multiple_of(2) { b & 0xf } else { b >> 4 }),
         6 => {
             let g = (i / 4) * 3;
             let w = match bytes.get(g..g + 3) {
@@ -38,7 +38,7 @@ pub fn set(bytes: &mut [u8], bits: u8, i: usize, code: u8) {
     match bits {
         4 => {
             if let Some(b) = bytes.get_mut(i / 2) {
-                *b = if i % 2 == 0 {
+                *b = if i.is_multiple_of(2) {
                     (*b & 0xf0) | (code & 0xf)
                 } else {
                     (*b & 0x0f) | (code << 4)
