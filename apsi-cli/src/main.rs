@@ -13,6 +13,7 @@ mod modules;
 mod pkg;
 mod repl;
 mod run;
+mod signals;
 mod term;
 
 use std::process::ExitCode;
@@ -28,6 +29,11 @@ const MAIN_STACK: usize = 256 * 1024 * 1024;
 fn main() -> ExitCode {
     install_panic_hook();
     let argv: Vec<String> = std::env::args().skip(1).collect();
+    // `apsi run` stops on SIGINT/SIGTERM with its output flushed; the REPL
+    // keeps the terminal's own Ctrl-C handling.
+    if argv.first().map(String::as_str) == Some("run") {
+        signals::install();
+    }
     let worker = std::thread::Builder::new()
         .name("apsi-main".into())
         .stack_size(MAIN_STACK)

@@ -70,6 +70,8 @@ pub fn run_file(opts: &RunOptions) -> u8 {
         argv: opts.argv.clone(),
         modules,
         threads: opts.threads,
+        output: closed_stdout(),
+        line_buffered: std::io::IsTerminal::is_terminal(&std::io::stdout()),
         ..RuntimeConfig::default()
     };
     let mut runtime = match Runtime::new(config) {
@@ -80,6 +82,7 @@ pub fn run_file(opts: &RunOptions) -> u8 {
         }
     };
     env.prelude = runtime.prelude_names();
+    crate::signals::on_stop_flush(runtime.output_flusher());
     let program = match load(&opts.file, &env, &sources) {
         Ok(p) => p,
         Err(diags) => {
@@ -96,7 +99,7 @@ pub fn run_file(opts: &RunOptions) -> u8 {
         }
     };
     let result = runtime.run_compiled(&compiled);
-    let code = match result {
+    let mut code = match result {
         Ok(()) => 0,
         Err(RunError::Exit(code)) => code.clamp(0, 255) as u8,
         Err(RunError::Error(d)) => {
@@ -104,6 +107,11 @@ pub fn run_file(opts: &RunOptions) -> u8 {
             1
         }
     };
+    // Output that never arrived is a failure, whatever the program did.
+    if let Err(e) = runtime.finish_output() {
+        eprintln!("error: the program's output was not all written: {e}");
+        code = code.max(1);
+    }
     if opts.time {
         eprintln!("time: {:.3} ms", start.elapsed().as_secs_f64() * 1e3);
     }
@@ -136,4 +144,41 @@ pub fn check_files(files: &[String], allowed: &[String]) -> u8 {
         }
     }
     u8::from(failed)
+}
+
+/// A program's output must not vanish without a word when apsi was started
+/// with descriptor 1 closed (`apsi run x.apsi >&-`): Rust's start-up code
+/// reopens a closed descriptor 1 as `/dev/null` for reading and writing,
+/// which a shell redirection (`> /dev/null`, write-only) never does. Such a
+/// stdout is replaced by a sink whose writes fail, so the run ends with an
+/// error and exit status 1.
+fn closed_stdout() -> Option<Box<dyn Write + Send>> {
+    #[cfg(unix)]
+    {
+        // SAFETY: fstat/stat/fcntl only read facts about descriptor 1 and a path.
+        let reopened = unsafe {
+            let mut fd1: libc::stat = std::mem::zeroed();
+            let mut null: libc::stat = std::mem::zeroed();
+            libc::fstat(1, &mut fd1) == 0
+                && libc::stat(c"/dev/null".as_ptr(), &mut null) == 0
+                && fd1.st_rdev == null.st_rdev
+                && (fd1.st_mode & libc::S_IFMT) == libc::S_IFCHR
+                && libc::fcntl(1, libc::F_GETFL) & libc::O_ACCMODE == libc::O_RDWR
+        };
+        if reopened {
+            return Some(Box::new(ClosedStdout));
+        }
+    }
+    None
+}
+
+struct ClosedStdout;
+
+impl Write for ClosedStdout {
+    fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+        Err(std::io::Error::other("standard output is closed"))
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }

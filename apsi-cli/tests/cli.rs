@@ -145,3 +145,65 @@ fn a_module_of_the_design_not_in_this_release_says_so_truthfully() {
         "{err}"
     );
 }
+
+/// Starts `apsi run` on a program that prints, then loops forever, with
+/// stdout going to a file; returns the child and the file once "start" is in it.
+#[cfg(unix)]
+fn started_loop(dir: &std::path::Path) -> (std::process::Child, std::path::PathBuf) {
+    let prog = dir.join("loop.apsi");
+    std::fs::write(&prog, "print(\"start\")\nx = 0\nwhile true:\n    x += 1\n").unwrap();
+    let out = dir.join("out.txt");
+    let child = Command::new(env!("CARGO_BIN_EXE_apsi"))
+        .args(["run", prog.to_str().unwrap()])
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The output is block-buffered into a file: wait until the loop runs.
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    (child, out)
+}
+
+#[cfg(unix)]
+#[test]
+fn sigint_and_sigterm_stop_the_program_with_its_output_flushed() {
+    for (sig, code, said) in [
+        (libc::SIGINT, 130, "KeyboardInterrupt"),
+        (libc::SIGTERM, 143, "Terminated"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (child, out) = started_loop(dir.path());
+        // SAFETY: sending a signal to our own child process.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(code), "{said}");
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "start\n", "{said}: output lost");
+        assert!(String::from_utf8_lossy(&o.stderr).contains(said));
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_is_an_error_not_silence() {
+    use std::os::unix::process::CommandExt;
+    let p = write_temp("closed.apsi", "print(\"lost?\")\n");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_apsi"));
+    cmd.args(["run", p.to_str().unwrap()]);
+    // SAFETY: only close(2) runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::close(1);
+            Ok(())
+        });
+    }
+    let o = cmd.output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("standard output is closed"));
+    // To /dev/null on purpose is fine.
+    let o = Command::new(env!("CARGO_BIN_EXE_apsi"))
+        .args(["run", p.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+}

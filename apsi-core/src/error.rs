@@ -16,6 +16,7 @@ pub enum ErrorKind {
     AttributeError,
     ZeroDivisionError,
     OverflowError,
+    MemoryError,
     RecursionError,
     ShapeError,
     IOError,
@@ -29,7 +30,7 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 20] = [
+    pub const ALL: [ErrorKind; 21] = [
         ErrorKind::Error,
         ErrorKind::SyntaxError,
         ErrorKind::NameError,
@@ -40,6 +41,7 @@ impl ErrorKind {
         ErrorKind::AttributeError,
         ErrorKind::ZeroDivisionError,
         ErrorKind::OverflowError,
+        ErrorKind::MemoryError,
         ErrorKind::RecursionError,
         ErrorKind::ShapeError,
         ErrorKind::IOError,
@@ -64,6 +66,7 @@ impl ErrorKind {
             ErrorKind::AttributeError => "AttributeError",
             ErrorKind::ZeroDivisionError => "ZeroDivisionError",
             ErrorKind::OverflowError => "OverflowError",
+            ErrorKind::MemoryError => "MemoryError",
             ErrorKind::RecursionError => "RecursionError",
             ErrorKind::ShapeError => "ShapeError",
             ErrorKind::IOError => "IOError",

@@ -120,11 +120,21 @@ pub struct Header {
 
 impl Header {
     /// Number of elements (checked).
+    /// The product of the non-zero axes must fit as well: strides are
+    /// computed from it even when another axis is 0, so `(0, 2**62, 2**62)`
+    /// is refused like `(2**62, 2**62)`.
     pub fn count(&self) -> Result<usize, String> {
+        let too_many = || format!("the shape {} has too many elements", shape_text(&self.shape));
+        self.shape
+            .iter()
+            .filter(|&&d| d != 0)
+            .try_fold(1usize, |a, &d| a.checked_mul(d))
+            .filter(|&p| p <= isize::MAX as usize)
+            .ok_or_else(too_many)?;
         self.shape
             .iter()
             .try_fold(1usize, |a, &d| a.checked_mul(d))
-            .ok_or_else(|| format!("the shape {} has too many elements", shape_text(&self.shape)))
+            .ok_or_else(too_many)
     }
     /// Bytes of element data (checked).
     pub fn data_len(&self) -> Result<u64, String> {
@@ -428,6 +438,19 @@ pub fn write_elems<T: apsi_core::tensor::storage::Scalar>(w: &mut impl Write, xs
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn an_empty_shape_whose_other_axes_overflow_is_refused() {
+        let h = |shape: Vec<usize>| Header {
+            descr: Descr::parse("<f8").unwrap(),
+            shape,
+            data_offset: 128,
+        };
+        assert!(h(vec![0, 1 << 62, 1 << 62]).count().is_err());
+        assert!(h(vec![1 << 62, 1 << 62]).count().is_err());
+        assert_eq!(h(vec![0, 1 << 62]).count(), Ok(0));
+        assert_eq!(h(vec![3, 4]).count(), Ok(12));
+    }
 
     #[test]
     fn numpy_written_header_parses() {

@@ -79,6 +79,36 @@ pub fn check_name(name: &str) -> Result<()> {
     }
 }
 
+/// Apsi's own modules (compiled into `apsi`, or named by its design). A
+/// `use NAME` finds a compiled-in module before any package, so a library
+/// package with one of these names could never be used: such names are
+/// refused for libraries when publishing and installing. Backends may take
+/// them (the GPU backend package is `gpu`): they are loaded, not `use`d.
+pub const MODULE_NAMES: &[&str] = &[
+    "parallel",
+    "precision",
+    "data",
+    "python",
+    "native",
+    "math",
+    "random",
+    "gpu",
+    "layers",
+    "plot",
+];
+
+/// Refuses a library package named like one of Apsi's modules.
+pub fn check_library_name(name: &str, kind: &str) -> Result<()> {
+    if kind == "library" && MODULE_NAMES.contains(&name) {
+        return Err(PkgError::new(
+            ErrorKind::Usage,
+            format!("a library package may not be named '{name}': `use {name}` finds Apsi's own module first, so the package could never be used"),
+        )
+        .hint(format!("choose another name, such as '{name}x' or 'my-{name}'")));
+    }
+    Ok(())
+}
+
 /// Valid targets and tags: 1–64 of `[a-z0-9_.-]`.
 pub fn check_target(t: &str) -> Result<()> {
     let ok = !t.is_empty()

@@ -105,6 +105,7 @@ impl PackageManifest {
                 );
             }
         }
+        crate::index::check_library_name(&m.name, &m.kind)?;
         check_target(&m.target)?;
         for t in &m.tags {
             check_target(t)?;
@@ -246,6 +247,31 @@ mod tests {
         assert!(PackageManifest::parse("name = \"m\"\nversion = \"x\"\nkind = \"library\"\n").is_err());
         assert!(PackageManifest::parse("name = \"m\"\nversion = \"1.0.0\"\nkind = \"backend\"\n").is_err());
         assert!(PackageManifest::parse("name = \"../m\"\nversion = \"1.0.0\"\nkind = \"library\"\n").is_err());
+    }
+
+    #[test]
+    fn libraries_named_like_apsi_modules_and_bad_backend_tables_are_refused() {
+        let lib =
+            |n: &str| PackageManifest::parse(&format!("name = \"{n}\"\nversion = \"1.0.0\"\nkind = \"library\"\n"));
+        for n in ["data", "python", "parallel", "gpu"] {
+            let e = lib(n).unwrap_err();
+            assert!(e.message.contains("could never be used"), "{e}");
+        }
+        assert!(lib("datax").is_ok());
+        let backend = |extra: &str| {
+            PackageManifest::parse(&format!(
+                "name = \"gpu\"\nversion = \"1.0.0\"\nkind = \"backend\"\nentry = \"libg.so\"\n{extra}"
+            ))
+        };
+        // A backend may be named like a module: it is loaded, not `use`d.
+        assert!(backend("[backend]\nprovides = \"gpu\"\nsymbol = \"apsi_gpu_v1\"\nabi = 1\n").is_ok());
+        assert!(backend("").is_err(), "a backend needs [backend]");
+        assert!(backend("[backend]\nprovides = \"gpu\"\nsymbol = \"not-c\"\nabi = 1\n").is_err());
+        assert!(backend("[backend]\nprovides = \"gpu\"\nsymbol = \"s\"\nabi = 0\n").is_err());
+        let escaping = PackageManifest::parse(
+            "name = \"b\"\nversion = \"1.0.0\"\nkind = \"backend\"\nentry = \"../x.so\"\n[backend]\nprovides = \"gpu\"\nsymbol = \"s\"\nabi = 1\n",
+        );
+        assert!(escaping.is_err());
     }
 
     #[test]

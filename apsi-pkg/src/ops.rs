@@ -289,6 +289,10 @@ impl<'a> Ctx<'a> {
         l: &IndexLine,
         link: bool,
     ) -> Result<(bool, Option<DownloadStart>)> {
+        if link {
+            // Published before registries refused such names: never installed.
+            crate::index::check_library_name(&l.name, &l.kind)?;
+        }
         let mut how = None;
         let archive = match store.verified_archive(&l.cksum, l.size)? {
             Some(p) => p,

@@ -72,8 +72,9 @@ impl Session {
         }
         if root.expires <= now {
             let msg = format!(
-                "the registry's root (version {}) expired at {} (unix time)",
-                root.version, root.expires
+                "the registry's root (version {}) expired at {}",
+                root.version,
+                trust::utc_date(root.expires)
             );
             if offline {
                 warnings.push(msg);
@@ -119,8 +120,9 @@ impl Session {
                     return Err(PkgError::new(
                         ErrorKind::Trust,
                         format!(
-                            "the registry's snapshot (version {}) expired at {} (unix time)",
-                            snap.version, snap.expires
+                            "the registry's snapshot (version {}) expired at {}",
+                            snap.version,
+                            trust::utc_date(snap.expires)
                         ),
                     )
                     .hint("the registry must re-sign its snapshot; or use --offline to work from what is cached"));

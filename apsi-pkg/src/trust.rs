@@ -308,6 +308,29 @@ pub fn verify_rotation(trusted: &Root, bytes: &[u8]) -> Result<(Root, Envelope)>
     Ok((next, env))
 }
 
+/// A unix time as a UTC date and time, `2026-12-03 14:39:42 UTC`, for
+/// messages (the proleptic Gregorian calendar; days from 1970-01-01).
+pub fn utc_date(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from a day count (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
 pub fn now_secs() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -440,5 +463,12 @@ mod tests {
             .unwrap_err()
             .message
             .contains("sha256 mismatch"));
+    }
+
+    #[test]
+    fn dates_are_shown_in_utc() {
+        assert_eq!(utc_date(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc_date(951_782_400), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc_date(1_796_309_982), "2026-12-03 14:59:42 UTC");
     }
 }

@@ -99,15 +99,38 @@ impl Flags {
     }
 }
 
+/// Signed metadata must outlive its publication by at least this long.
+const MIN_LIFETIME_SECS: i64 = 60;
+
 fn expires(f: &Flags, default_days: u64) -> Result<u64> {
-    if let Some(s) = f.one("expires-secs") {
+    let now = now_secs() as i64;
+    let at = if let Some(s) = f.one("expires-secs") {
         let s: i64 = s
             .parse()
             .map_err(|_| PkgError::new(ErrorKind::Usage, format!("--expires-secs needs a number, found '{s}'")))?;
-        return Ok((now_secs() as i64).saturating_add(s).max(0) as u64);
+        now.saturating_add(s)
+    } else {
+        let days = f.num("expires-days", default_days)?;
+        now.saturating_add(days.saturating_mul(86_400).min(i64::MAX as u64) as i64)
+    };
+    if at < now + MIN_LIFETIME_SECS {
+        return Err(PkgError::new(
+            ErrorKind::Usage,
+            format!(
+                "an expiry at {} is {}: clients would refuse this metadata at once",
+                apsi_pkg::trust::utc_date(at.max(0) as u64),
+                if at <= now {
+                    "not in the future"
+                } else {
+                    "less than a minute away"
+                }
+            ),
+        )
+        .hint(format!(
+            "give --expires-days D (default {default_days}) or --expires-secs of at least {MIN_LIFETIME_SECS}"
+        )));
     }
-    let days = f.num("expires-days", default_days)?;
-    Ok(now_secs().saturating_add(days.saturating_mul(86_400)))
+    Ok(at as u64)
 }
 
 fn keys(paths: &[&str]) -> Result<Vec<SecretKey>> {
@@ -271,7 +294,12 @@ pub fn run(args: &[String]) -> Result<()> {
             }
             let refs: Vec<&SecretKey> = ks.iter().collect();
             let s = publish::sign_snapshot(&reg, &refs, expires(&f, 30)?)?;
-            println!("signed snapshot version {} ({} files)", s.version, s.files.len());
+            println!(
+                "signed snapshot version {} ({} files), expires {}",
+                s.version,
+                s.files.len(),
+                apsi_pkg::trust::utc_date(s.expires)
+            );
             Ok(())
         }
         "serve" => {
@@ -318,4 +346,71 @@ pub fn build(dir: &Path, out: &Path, level: u32) -> Result<(PathBuf, PackageMani
     let dest = out.join(m.archive_name());
     apsi_pkg::archive::pack(dir, &m.prefix(), &dest, level)?;
     Ok((dest, m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn expiries_in_the_past_or_too_soon_are_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let keys = t.path().join("keys");
+        let reg = t.path().join("reg");
+        let (k, r) = (keys.to_str().unwrap(), reg.to_str().unwrap());
+        run(&args(&["keygen", "--dir", k, "--name", "root"])).unwrap();
+        let key = keys.join("root.key");
+        let pubk = keys.join("root.pub");
+        for bad in [
+            &["--expires-secs", "0"][..],
+            &["--expires-secs", "-5"],
+            &["--expires-secs", "30"],
+            &["--expires-days", "0"],
+        ] {
+            let mut a = args(&[
+                "root",
+                r,
+                "--root-key",
+                pubk.to_str().unwrap(),
+                "--sign",
+                key.to_str().unwrap(),
+            ]);
+            a.extend(args(bad));
+            let e = run(&a).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Usage, "{bad:?}: {e}");
+            assert!(e.message.contains(" UTC is "), "{bad:?}: a date, not unix seconds: {e}");
+        }
+        run(&args(&[
+            "root",
+            r,
+            "--root-key",
+            pubk.to_str().unwrap(),
+            "--sign",
+            key.to_str().unwrap(),
+        ]))
+        .unwrap();
+        let e = run(&args(&[
+            "sign",
+            r,
+            "--key",
+            key.to_str().unwrap(),
+            "--expires-secs",
+            "0",
+        ]))
+        .unwrap_err();
+        assert!(e.message.contains("not in the future"), "{e}");
+        run(&args(&[
+            "sign",
+            r,
+            "--key",
+            key.to_str().unwrap(),
+            "--expires-secs",
+            "120",
+        ]))
+        .unwrap();
+    }
 }

@@ -24,11 +24,15 @@ use std::cmp::Ordering;
 pub(crate) fn print(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let mut sep = " ".to_string();
     let mut end = "\n".to_string();
+    let mut flush = false;
     for (k, v) in kw {
         let slot = match &**k {
             "sep" => &mut sep,
             "end" => &mut end,
-            "flush" => continue,
+            "flush" => {
+                flush = v.truthy()?;
+                continue;
+            }
             other => {
                 return Err(err(
                     ErrorKind::TypeError,
@@ -59,6 +63,9 @@ pub(crate) fn print(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
     }
     out.push_str(&end);
     c.write_out(&out)?;
+    if flush {
+        c.flush_out()?;
+    }
     Ok(Value::None)
 }
 
@@ -632,8 +639,8 @@ pub(crate) fn round(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
             let n = expect_int(nd, "round", "ndigits")?;
             match x {
                 // LANGUAGE.md §7: `round(x, n)` returns a float, for ints too.
-                Value::Int(i) => Ok(Value::Float(round_int(*i, n)? as f64)),
-                Value::Bool(b) => Ok(Value::Float(round_int(*b as i64, n)? as f64)),
+                Value::Int(i) => Ok(Value::Float(round_int(*i, n) as f64)),
+                Value::Bool(b) => Ok(Value::Float(round_int(*b as i64, n) as f64)),
                 Value::Float(f) => Ok(Value::Float(round_float(*f, n)?)),
                 other => Err(err(
                     ErrorKind::TypeError,
@@ -645,13 +652,14 @@ pub(crate) fn round(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
 }
 
 /// `round(i, n)` for an int: unchanged for `n >= 0`, else to a multiple of
-/// `10**-n`, ties to even.
-fn round_int(i: i64, n: i64) -> VResult<i64> {
+/// `10**-n`, ties to even. Exact in 128 bits (the multiple may pass the
+/// 64-bit range: `round(2**63 - 2, -1)`); the caller makes it the float.
+fn round_int(i: i64, n: i64) -> i128 {
     if n >= 0 {
-        return Ok(i);
+        return i as i128;
     }
     if n < -19 {
-        return Ok(0);
+        return 0;
     }
     let m = 10i128.pow((-n) as u32);
     let x = i as i128;
@@ -662,7 +670,7 @@ fn round_int(i: i64, n: i64) -> VResult<i64> {
         Ordering::Equal if q % 2 != 0 => q + 1,
         _ => q,
     };
-    i64::try_from(q * m).map_err(|_| err(ErrorKind::OverflowError, "rounded value does not fit in a 64-bit int"))
+    q * m
 }
 
 /// Python's `round(x, n)` for a float: round half to even on the exact
@@ -759,9 +767,13 @@ mod tests {
         assert_eq!(round_float(960.0, -2).must(), 1000.0);
         assert_eq!(round_float(1.5, -400).must(), 0.0);
         assert!(round_float(1.7e308, -308).is_err());
-        assert_eq!(round_int(1250, -2).must(), 1200);
-        assert_eq!(round_int(-1350, -2).must(), -1400);
-        assert_eq!(round_int(15, -1).must(), 20);
+        assert_eq!(round_int(1250, -2), 1200);
+        assert_eq!(round_int(-1350, -2), -1400);
+        assert_eq!(round_int(15, -1), 20);
+        // Past the 64-bit range: CPython's 9223372036854775810, as the float Apsi returns.
+        assert_eq!(round_int(i64::MAX - 1, -1), 9_223_372_036_854_775_810);
+        assert_eq!(round_int(i64::MAX - 1, -1) as f64, 9.223372036854776e18);
+        assert_eq!(round_int(i64::MIN, -1) as f64, -9.223372036854776e18);
         assert_eq!(increment_decimal("199"), "200");
         assert_eq!(increment_decimal("99"), "100");
     }

@@ -236,7 +236,7 @@ fn int_op(op: BinOp, x: i64, y: i64, a: &Value, b: &Value) -> VResult<Value> {
             if y == 0 {
                 return Err(err(ErrorKind::ZeroDivisionError, "division by zero"));
             }
-            Ok(Value::Float(x as f64 / y as f64))
+            Ok(Value::Float(int_true_div(x, y)))
         }
         BinOp::FloorDiv => {
             if y == 0 {
@@ -440,6 +440,54 @@ fn bad_unary(op: UnaryOp, v: &Value) -> Exc {
     )
 }
 
+/// `x / y` for ints, correctly rounded to the nearest float (ties to even)
+/// for every pair of 64-bit operands, as CPython's `int / int` is. Operands
+/// of at most 53 bits are exact floats, so one float division rounds once;
+/// wider ones are divided exactly in 128-bit integers to 55 significant
+/// bits, and the last two bits and the remainder decide the rounding.
+/// `y` must not be 0.
+pub fn int_true_div(x: i64, y: i64) -> f64 {
+    const EXACT: u64 = 1 << 53;
+    if x.unsigned_abs() <= EXACT && y.unsigned_abs() <= EXACT {
+        return x as f64 / y as f64;
+    }
+    if x == 0 {
+        return if (y < 0) != (x < 0) { -0.0 } else { 0.0 };
+    }
+    let negative = (x < 0) != (y < 0);
+    let (n, d) = (x.unsigned_abs() as u128, y.unsigned_abs() as u128);
+    let bits = |v: u128| 128 - v.leading_zeros() as i32;
+    // Scale so that the quotient has 55 or 56 bits: n·2^s / d.
+    let s = 55 - (bits(n) - bits(d));
+    let (num, den) = if s >= 0 { (n << s, d) } else { (n, d << -s) };
+    let mut q = num / den;
+    let mut sticky = num % den != 0;
+    let mut exp = -s;
+    if q >= 1 << 56 {
+        sticky |= q & 1 != 0;
+        q >>= 1;
+        exp += 1;
+    }
+    if q >= 1 << 55 {
+        sticky |= q & 1 != 0;
+        q >>= 1;
+        exp += 1;
+    }
+    // q has 55 bits: 53 to keep, then a guard bit and a round bit.
+    let low = q & 3;
+    let mut m = q >> 2;
+    exp += 2;
+    if low > 2 || (low == 2 && (sticky || m & 1 == 1)) {
+        m += 1;
+    }
+    let v = m as f64 * 2f64.powi(exp);
+    if negative {
+        -v
+    } else {
+        v
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -547,5 +595,49 @@ mod tests {
             unary(UnaryOp::Neg, &Value::str("x")).unwrap_err().kind,
             ErrorKind::TypeError
         );
+    }
+
+    #[test]
+    fn int_true_div_is_correctly_rounded_as_in_cpython() {
+        // (x, y, CPython's x / y), from python3 3.11.
+        let cases: &[(i64, i64, f64)] = &[
+            (1741530386164897330, 7, 2.4879005516641392e+17),
+            (-9223372036854775808, 3, -3.0744573456182584e+18),
+            (9223372036854775807, -9223372036854775808, -1.0),
+            (9223372036854775807, 1, 9.223372036854776e+18),
+            (9007199254740993, 1, 9007199254740992.0),
+            (9007199254740995, 2, 4503599627370498.0),
+            (-1152921504606846977, 3, -3.843071682022823e+17),
+            (1, 9223372036854775807, 1.0842021724855044e-19),
+            (123456789012345678, 1000, 123456789012345.67),
+            (4611686018427387905, 1024, 4503599627370496.0),
+            (9007199254740993, 18014398509481986, 0.5),
+            (-9223372036854775808, -1, 9.223372036854776e+18),
+            (9223372036854775807, 9223372036854775807, 1.0),
+            (8261657684473197624, -549, -1.5048556802319122e+16),
+            (1527169275425311224, 445, 3431841068371486.0),
+            (-4783923260488021105, -1392375180351672626, 3.435800442291527),
+            (8253990209213004835, -1905908760335480075, -4.330737326460543),
+            (-3881023613069443411, 750522153793611428, -5.17109800617118),
+            (2562501216369800041, 545, 4701837094256514.0),
+            (-3428379579663223016, -255, 1.3444625802600874e+16),
+            (5161945549082021012, 1372875159667766079, 3.7599526167632056),
+            (-7873054320740221640, -1510367338119166020, 5.21267516983279),
+            (7992424660898182485, 359, 2.2263021339549256e+16),
+            (5476690359863214875, 6271298756702532305, 0.873294443835885),
+            (-1002750821430351451, -2822254768612912354, 0.355301311767536),
+        ];
+        for &(x, y, want) in cases {
+            let got = int_true_div(x, y);
+            assert_eq!(got.to_bits(), want.to_bits(), "{x} / {y}: {got:e}, CPython {want:e}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn int_true_div_matches_float_division_for_exact_operands(x in -(1i64 << 53)..(1i64 << 53), y in 1i64..(1 << 53)) {
+            proptest::prop_assert_eq!(int_true_div(x, y).to_bits(), (x as f64 / y as f64).to_bits());
+            proptest::prop_assert_eq!(int_true_div(x, -y).to_bits(), (x as f64 / -y as f64).to_bits());
+        }
     }
 }

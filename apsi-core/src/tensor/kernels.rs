@@ -118,6 +118,7 @@ pub fn map_slice<T: Scalar, R: Scalar>(s: &[T], l: &Layout, f: &(impl Fn(T) -> R
 /// Combines two tensors elementwise with NumPy broadcasting.
 pub fn zip<T: Scalar, R: Scalar>(a: &Tensor, b: &Tensor, f: impl Fn(T, T) -> R + Sync + Send) -> VResult<Tensor> {
     let shape = broadcast_shapes(a.shape(), b.shape())?;
+    super::layout::checked_size(&shape)?;
     let out = a.with_slice::<T, _>(|sa, la| b.with_slice::<T, _>(|sb, lb| zip_slices(sa, la, sb, lb, &shape, &f)));
     Ok(Tensor::from_vec(out, shape))
 }
@@ -230,6 +231,7 @@ pub fn zip3<T: Scalar, R: Scalar>(
 ) -> VResult<Tensor> {
     let s1 = broadcast_shapes(a.shape(), b.shape())?;
     let shape = broadcast_shapes(&s1, c.shape())?;
+    super::layout::checked_size(&shape)?;
     let av = expand_to::<T>(a, &shape);
     let bv = expand_to::<T>(b, &shape);
     let cv = expand_to::<T>(c, &shape);

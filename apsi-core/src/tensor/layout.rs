@@ -21,33 +21,76 @@ pub fn row_major_strides(shape: &[usize]) -> Vec<isize> {
     s
 }
 
-/// The element count of a shape, or an error when it overflows.
+/// The element count of a shape, or an error when it overflows. The
+/// product of the non-zero axes must fit too, since strides are computed
+/// from it even when another axis is 0 (`(0, 2**62, 2**62)` is refused).
 pub fn checked_size(shape: &[usize]) -> Result<usize, Exc> {
-    let n = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or_else(|| {
-        err(
-            ErrorKind::ValueError,
-            format!("a tensor of shape {} is too large", shape_str(shape)),
-        )
-    })?;
+    let nonzero = shape
+        .iter()
+        .filter(|&&d| d != 0)
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .filter(|&p| p <= isize::MAX as usize);
+    let n = nonzero
+        .and_then(|_| shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)))
+        .ok_or_else(|| {
+            err(
+                ErrorKind::MemoryError,
+                format!(
+                    "a tensor of shape {} is too large: its size overflows",
+                    shape_str(shape)
+                ),
+            )
+        })?;
     check_alloc(n, &format!("a tensor of shape {}", shape_str(shape)))?;
     Ok(n)
 }
 
-/// Refuses (with an error, not an abort) `n` elements the machine cannot
-/// hold: reserving the address space of the widest element type fails first.
+/// Refuses (with a `MemoryError`, not an abort or the kernel's OOM killer)
+/// `n` elements the machine cannot hold, counted at the widest element
+/// type (8 bytes): more than its memory and swap (or a lower cgroup
+/// limit), or an address-space reservation the allocator refuses. The
+/// allocator's own reservation is not enough on its own: it may reserve
+/// without committing (overcommit), and filling the memory then kills
+/// the process.
 pub fn check_alloc(n: usize, what: &str) -> Result<(), Exc> {
     if n <= 1 << 20 {
         return Ok(());
     }
-    let mut probe: Vec<u8> = Vec::new();
     let bytes = n
         .checked_mul(8)
-        .ok_or_else(|| err(ErrorKind::ValueError, format!("{what} is too large")))?;
-    probe.try_reserve_exact(bytes).map_err(|_| {
+        .ok_or_else(|| err(ErrorKind::MemoryError, format!("{what} is too large")))?;
+    let too_large = || {
         err(
-            ErrorKind::ValueError,
-            format!("{what} is too large for this machine's memory ({bytes} bytes)"),
+            ErrorKind::MemoryError,
+            format!(
+                "{what} is too large for this machine's memory ({:.1} GiB at 8 bytes per element)",
+                bytes as f64 / (1u64 << 30) as f64
+            ),
         )
+    };
+    if memory_limit().is_some_and(|limit| bytes as u64 > limit) {
+        return Err(too_large());
+    }
+    let mut probe: Vec<u8> = Vec::new();
+    probe.try_reserve_exact(bytes).map_err(|_| too_large())
+}
+
+/// The most memory this process could be given: RAM plus swap from
+/// `/proc/meminfo`, or a lower cgroup v2 limit; `None` where unknown.
+fn memory_limit() -> Option<u64> {
+    static LIMIT: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+        let field = |name: &str| -> Option<u64> {
+            let line = info.lines().find(|l| l.starts_with(name))?;
+            let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            kb.checked_mul(1024)
+        };
+        let total = field("MemTotal:")?.saturating_add(field("SwapTotal:").unwrap_or(0));
+        let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok());
+        Some(cgroup.map_or(total, |c| c.min(total)))
     })
 }
 

@@ -2,7 +2,8 @@
 //! `dtype=…` otherwise; one row per line for 2-D and up (aligned under the
 //! first row, elements right-aligned to the widest so columns line up, blank
 //! lines between blocks as NumPy does); past 1,000
-//! elements every axis shows its first and last 3 entries around `...`.
+//! elements every axis shows its first and last 3 entries around `...`; an
+//! empty tensor of 2 or more axes is `tensor([], shape=(2, 0))`.
 
 use super::core::Tensor;
 use super::dtype::DType;
@@ -29,6 +30,10 @@ pub fn tensor_str(t: &Tensor) -> String {
     let prefix = "tensor(";
     let body = if t.ndim() == 0 {
         elem_strings(t).into_iter().next().unwrap_or_default()
+    } else if t.size() == 0 && t.ndim() >= 2 {
+        // As NumPy: no rows are walked (an axis may be huge), the shape is named.
+        let dims: Vec<String> = t.shape().iter().map(|d| d.to_string()).collect();
+        format!("[], shape=({})", dims.join(", "))
     } else {
         let summarize = t.size() > THRESHOLD;
         let mut elems = elem_strings(t);
@@ -122,6 +127,17 @@ mod tests {
             tensor_str(&c),
             "tensor([[[0, 1],\n         [2, 3]],\n\n        [[4, 5],\n         [6, 7]]], dtype=i64)"
         );
+    }
+
+    #[test]
+    fn empty_tensors_name_their_shape_and_walk_no_axis() {
+        let e = Tensor::from_vec(Vec::<f64>::new(), vec![0]);
+        assert_eq!(tensor_str(&e), "tensor([])");
+        let e = Tensor::from_vec(Vec::<i64>::new(), vec![2, 0]);
+        assert_eq!(tensor_str(&e), "tensor([], shape=(2, 0), dtype=i64)");
+        // An axis of 2^62 rows of nothing: printed at once, nothing allocated per row.
+        let e = Tensor::from_vec(Vec::<f64>::new(), vec![1 << 62, 0]);
+        assert_eq!(tensor_str(&e), "tensor([], shape=(4611686018427387904, 0))");
     }
 
     #[test]

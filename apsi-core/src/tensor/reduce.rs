@@ -96,6 +96,8 @@ fn result_dtype(kind: RKind, d: DType) -> DType {
 /// Reduces `t` over `axes` (already resolved).
 pub fn reduce(t: &Tensor, axes: &[usize], keepdims: bool, kind: RKind) -> VResult<Tensor> {
     let shape = out_shape(t.shape(), axes, keepdims);
+    // An empty input can still ask for a huge output (`zeros([0, 10**10]).sum(0)`).
+    super::layout::checked_size(&shape)?;
     let count: usize = axes.iter().map(|&a| t.shape()[a]).product();
     if count == 0 && matches!(kind, RKind::Max | RKind::Min | RKind::ArgMax | RKind::ArgMin) {
         return Err(err(

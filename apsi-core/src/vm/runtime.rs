@@ -43,6 +43,10 @@ pub struct RuntimeConfig {
     /// `--threads N`: the thread count of `parallel for` and the `parallel`
     /// module (process-wide, see `par::set_threads`); `None` keeps the current one.
     pub threads: Option<usize>,
+    /// Flush program output at every line end (for a terminal, as Python
+    /// does); otherwise it is written in 64 KiB blocks, at `input()`, at
+    /// `print(..., flush=true)` and when the program ends.
+    pub line_buffered: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -55,6 +59,7 @@ impl Default for RuntimeConfig {
             max_native_depth: 400,
             thread_stack: 0,
             threads: None,
+            line_buffered: false,
         }
     }
 }
@@ -71,6 +76,8 @@ pub enum RunError {
 /// State every thread shares. Immutable except for the output sink.
 pub struct Shared {
     out: Mutex<BufWriter<Box<dyn Write + Send>>>,
+    /// Flush at every line end (see [`RuntimeConfig::line_buffered`]).
+    line_buffered: bool,
     pub(crate) prelude: HashMap<String, Value>,
     pub(crate) modules: HashMap<String, Arc<ModuleObj>>,
     /// Compiled-in modules whose `use` binds only their name (`math`, `random`).
@@ -83,10 +90,12 @@ pub struct Shared {
 
 impl Shared {
     pub(crate) fn write_out(&self, text: &str) -> VResult<()> {
-        self.out
-            .lock()
-            .write_all(text.as_bytes())
-            .map_err(|e| err(ErrorKind::IOError, format!("cannot write output: {e}")))
+        let mut out = self.out.lock();
+        let mut r = out.write_all(text.as_bytes());
+        if r.is_ok() && self.line_buffered && text.contains('\n') {
+            r = out.flush();
+        }
+        r.map_err(|e| err(ErrorKind::IOError, format!("cannot write output: {e}")))
     }
     pub(crate) fn flush_out(&self) -> VResult<()> {
         self.out
@@ -295,6 +304,7 @@ impl Runtime {
         let out: Box<dyn Write + Send> = config.output.unwrap_or_else(|| Box::new(std::io::stdout()));
         let shared = Shared {
             out: Mutex::new(BufWriter::with_capacity(1 << 16, out)),
+            line_buffered: config.line_buffered,
             prelude,
             modules,
             namespace_only,
@@ -329,6 +339,23 @@ impl Runtime {
     /// Flush program output.
     pub fn flush(&self) {
         let _ = self.shared.flush_out();
+    }
+
+    /// Flushes program output and says whether everything written reached
+    /// its destination (a closed or failing stdout is an error here).
+    pub fn finish_output(&self) -> Result<(), String> {
+        self.shared.flush_out().map_err(|e| e.message.clone())
+    }
+
+    /// A handle that flushes program output from another thread (a signal
+    /// watcher stopping the program), waiting at most `wait` for a writer
+    /// that holds the output; `false` when it could not.
+    pub fn output_flusher(&self) -> impl Fn(std::time::Duration) -> bool + Send + Sync + 'static {
+        let shared = self.shared.clone();
+        move |wait| match shared.out.try_lock_for(wait) {
+            Some(mut out) => out.flush().is_ok(),
+            None => false,
+        }
     }
 
     /// Run a checked program: every unit once, dependencies first, the main last.

@@ -21,6 +21,20 @@ pub fn probe(env: &Env) -> Check {
         return Check::error("disk", format!("no part of '{}' exists", home.display()))
             .fix("set APSI_HOME to a folder on a mounted file system");
     };
+    if !at.is_dir() {
+        let what = if at == home {
+            format!("the Apsi home '{}' is a file, not a folder", home.display())
+        } else {
+            format!(
+                "the Apsi home '{}' cannot be created: '{}' is a file",
+                home.display(),
+                at.display()
+            )
+        };
+        return Check::error("disk", what)
+            .detail("home", home.display().to_string())
+            .fix("set APSI_HOME to a folder (or a path whose existing part is a folder), or move that file away");
+    }
     let Some((free, total)) = statvfs(at) else {
         return Check::warn("disk", format!("cannot read the free space of '{}'", at.display()))
             .detail("home", home.display().to_string())
@@ -95,5 +109,21 @@ mod tests {
         assert!(c.details["total_bytes"].as_u64().unwrap() > 0);
         env.home = None;
         assert_eq!(probe(&env).status, crate::Status::Error);
+    }
+
+    #[test]
+    fn a_home_that_is_a_file_is_an_error() {
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("home-file");
+        std::fs::write(&file, "x").unwrap();
+        let mut env = Env::system(true);
+        env.home = Some(file.clone());
+        let c = probe(&env);
+        assert_eq!(c.status, crate::Status::Error, "{c:?}");
+        assert!(c.summary.contains("is a file, not a folder"), "{c:?}");
+        env.home = Some(file.join("below"));
+        let c = probe(&env);
+        assert_eq!(c.status, crate::Status::Error, "{c:?}");
+        assert!(c.summary.contains("cannot be created"), "{c:?}");
     }
 }
