@@ -161,3 +161,46 @@ fn tensors_cross_as_numpy_arrays() {
         text(&o.stderr)
     );
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_python_worker_does_not_outlive_a_killed_apsi() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("apsi-orphan-check-{}", std::process::id());
+    std::fs::write(
+        dir.path().join("prog.apsi"),
+        format!("use python\nprint(\"calling\")\npython.exec(\"import time; x = '{marker}'; time.sleep(60)\")\n"),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_apsi"))
+        .args(["run", "--allow-python", "prog.apsi"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let apsi_pid = child.id();
+    // The worker is the python3 process whose parent is this apsi.
+    let worker = (0..100).find_map(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let ppid: u32 = stat.rsplit(')').next()?.split_whitespace().nth(1)?.parse().ok()?;
+            (ppid == apsi_pid).then_some(pid)
+        })
+    });
+    let Some(worker) = worker else {
+        let _ = child.kill();
+        panic!("no Python worker started under apsi {apsi_pid}");
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let gone = (0..40).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        std::fs::read_to_string(format!("/proc/{worker}/stat"))
+            .map(|s| s.rsplit(')').next().and_then(|r| r.split_whitespace().next()) == Some("Z"))
+            .unwrap_or(true)
+    });
+    assert!(gone, "the Python worker {worker} still runs after apsi was killed");
+    let _ = marker;
+}

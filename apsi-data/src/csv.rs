@@ -83,6 +83,30 @@ fn number(s: &str) -> Option<f64> {
 }
 
 /// The rows of the CSV file at `path` as Apsi values.
+/// Header names made unique as pandas does: a repeated `a` becomes `a.1`,
+/// `a.2`, … (skipping names the header already has), so no column is lost.
+fn unique_names(names: Vec<String>) -> Vec<String> {
+    let mut seen: std::collections::HashSet<String> = names.iter().cloned().collect();
+    let mut first = std::collections::HashSet::new();
+    names
+        .into_iter()
+        .map(|n| {
+            if first.insert(n.clone()) {
+                return n;
+            }
+            let mut k = 1;
+            loop {
+                let cand = format!("{n}.{k}");
+                if seen.insert(cand.clone()) {
+                    first.insert(cand.clone());
+                    return cand;
+                }
+                k += 1;
+            }
+        })
+        .collect()
+}
+
 pub fn load(path: &Path, delim: u8, header: bool, columns: Option<&[Value]>) -> VResult<Vec<Value>> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| err(ErrorKind::IOError, format!("cannot read {}: {e}", path.display())))?;
@@ -94,7 +118,7 @@ pub fn load(path: &Path, delim: u8, header: bool, columns: Option<&[Value]>) -> 
                 format!("{}: expected a header row, the file is empty", path.display()),
             ));
         }
-        recs.remove(0).into_iter().map(|s| s.trim().to_string()).collect()
+        unique_names(recs.remove(0).into_iter().map(|s| s.trim().to_string()).collect())
     } else {
         (0..recs.first().map_or(0, |r| r.len()))
             .map(|i| i.to_string())
@@ -179,6 +203,14 @@ pub fn load(path: &Path, delim: u8, header: bool, columns: Option<&[Value]>) -> 
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn repeated_header_names_are_renamed_as_pandas_does() {
+        let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(unique_names(v(&["a", "a", "b", "a"])), v(&["a", "a.1", "b", "a.2"]));
+        // A generated name the header already has is skipped.
+        assert_eq!(unique_names(v(&["a", "a.1", "a"])), v(&["a", "a.1", "a.2"]));
+    }
+
     use super::*;
 
     #[test]

@@ -8,7 +8,7 @@ use crate::types::{dt_of, T};
 use apsi_core::diagnostic::{Span, TraceEntry};
 use apsi_core::error::ErrorKind;
 use apsi_core::tensor::as_tensor;
-use apsi_core::vm::value::{err, Caller, Closure, Exc, Kwargs, VResult, Value};
+use apsi_core::vm::value::{err, Caller, Closure, ErrorObj, Exc, Kwargs, VResult, Value};
 use apsi_native_ir::abi::{Ctx, EntryFn, TensorDesc};
 use apsi_native_ir::ir;
 use parking_lot::Mutex;
@@ -270,6 +270,21 @@ impl NativeFunc {
     /// Call with Apsi values: specialise (compiling at the first call of a signature), run, convert the result.
     pub fn call(&self, caller: &mut dyn Caller, args: &[Value], kwargs: Kwargs) -> VResult<Value> {
         let args = self.full_args(args, kwargs)?;
+        // Under `grad`, arguments arrive as traced tensors; native code keeps
+        // no tape, so say so instead of failing on the tensor's shape.
+        if args.iter().any(|v| as_tensor(v).is_some_and(|t| t.node.is_some())) {
+            return Err(ErrorObj::with_hint(
+                ErrorKind::NativeError,
+                format!(
+                    "grad cannot differentiate through @native function '{}': native code records no gradient",
+                    self.name()
+                ),
+                format!(
+                    "define '{0}' without @native and take grad of that; where you want speed, use a compiled copy: `{0}_fast = native({0})`",
+                    self.name()
+                ),
+            ));
+        }
         let sig: Vec<T> = args
             .iter()
             .enumerate()

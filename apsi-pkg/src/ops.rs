@@ -205,6 +205,25 @@ impl<'a> Ctx<'a> {
         }
         let prefer = if use_lock { lock.as_ref() } else { None };
         let lines = resolve::resolve(&wants, &mut |n| session.lines(n), &self.opts.platform, prefer)?;
+        // Published versions never change: the same version under other
+        // bytes than apsi.lock or an installed copy records is drift, for
+        // `update` as for `install`.
+        let mut known: Vec<(String, String, String, String, &str)> = list(&self.home)?
+            .into_iter()
+            .map(|r| (r.name, r.version, r.target, r.cksum, "the installed copy"))
+            .collect();
+        if let Some(l) = &lock {
+            known.extend(l.packages.iter().map(|p| {
+                (
+                    p.name.clone(),
+                    p.version.clone(),
+                    p.target.clone(),
+                    p.cksum.clone(),
+                    "apsi.lock",
+                )
+            }));
+        }
+        check_no_drift(&lines, &known)?;
         let new_lock = resolve::to_lock(&lines);
         if project.is_some() && self.opts.locked && lock.as_ref() != Some(&new_lock) {
             return Err(PkgError::new(
@@ -472,6 +491,27 @@ impl<'a> Ctx<'a> {
             tags: self.opts.platform.tags.clone(),
         }
     }
+}
+
+/// An error when a resolved line has the name, version and target of a
+/// known one (installed, or in apsi.lock) but another sha256.
+fn check_no_drift(lines: &[IndexLine], known: &[(String, String, String, String, &str)]) -> Result<()> {
+    for l in lines {
+        if let Some((_, _, _, cksum, whose)) = known
+            .iter()
+            .find(|(n, v, t, c, _)| *n == l.name && *v == l.vers && *t == l.target && *c != l.cksum)
+        {
+            return Err(PkgError::new(
+                ErrorKind::Resolve,
+                format!(
+                    "lock drift: {whose} of {} {} ({}) has sha256 {cksum}, but the registry's signed index now says {}",
+                    l.name, l.vers, l.target, l.cksum
+                ),
+            )
+            .hint("a published version must never change: the registry republished it or was tampered with; ask its operator, and keep what you have"));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(unix)]

@@ -154,3 +154,39 @@ fn twenty_packages_in_parallel() {
     assert_eq!(r.installed.len(), 20);
     assert_eq!(apsi_pkg::ops::list(&env.home).unwrap().len(), 20);
 }
+
+/// A version republished with other bytes (here: what was installed or
+/// locked records other bytes than the registry now gives) is drift for
+/// `install` outside a project and for `update` in one, never a silent swap.
+#[test]
+fn a_republished_version_is_drift_for_install_and_update() {
+    let reg = Reg::new();
+    reg.library("a", "1.0.0", "x = 1\n", &[]);
+    reg.sign();
+    let env = Env::new();
+    let ctx = || env.ctx(&reg.url(), reg.root_bytes(), opts());
+    ctx().install(&["a".into()], None).unwrap();
+    let rec = env.home.installed().join("a.json");
+    let text = std::fs::read_to_string(&rec).unwrap();
+    let installed: apsi_pkg::ops::Installed = serde_json::from_str(&text).unwrap();
+    std::fs::write(&rec, text.replace(&installed.cksum, &"ab".repeat(32))).unwrap();
+    for e in [
+        ctx().install(&["a".into()], None).unwrap_err(),
+        ctx().update(None).unwrap_err(),
+    ] {
+        assert_eq!(e.kind, ErrorKind::Resolve);
+        assert!(e.message.contains("lock drift: the installed copy of a 1.0.0"), "{e}");
+    }
+    std::fs::write(&rec, text).unwrap();
+
+    let p = project(&env, "a = \"1\"\n");
+    ctx().install(&[], Some(&p)).unwrap();
+    let lock_text = std::fs::read_to_string(p.lockfile()).unwrap();
+    std::fs::write(p.lockfile(), lock_text.replace(&installed.cksum, &"cd".repeat(32))).unwrap();
+    let e = ctx().update(Some(&p)).unwrap_err();
+    assert!(e.message.contains("lock drift: apsi.lock of a 1.0.0"), "{e}");
+    // apsi.lock was not rewritten over the drift.
+    assert!(std::fs::read_to_string(p.lockfile())
+        .unwrap()
+        .contains(&"cd".repeat(32)));
+}

@@ -371,7 +371,22 @@ def flush_std():
             pass
 
 
+def watch_parent(parent):
+    """Ends the worker when apsi is gone: killed during a long call, apsi
+    never closes the request pipe, and the worker would run on as an orphan
+    holding the terminal. Polls the parent pid (cheap, no signals needed)."""
+    import time
+
+    while True:
+        time.sleep(0.25)
+        if os.getppid() != parent:
+            os._exit(1)
+
+
 def main():
+    import _thread
+
+    _thread.start_new_thread(watch_parent, (os.getppid(),))
     requests = os.fdopen(int(sys.argv[1]), "rb")
     replies = os.fdopen(int(sys.argv[2]), "wb")
     del sys.argv[1:]

@@ -7,6 +7,7 @@
 mod args;
 mod bytes;
 mod core;
+mod decimal_digits;
 mod dicts;
 mod iters;
 mod lists;

@@ -231,7 +231,8 @@ pub(crate) fn parse_int(text: &str, base: u32) -> VResult<i64> {
             ),
         )
     };
-    let t = text.trim();
+    let ascii = super::decimal_digits::to_ascii_digits(text);
+    let t = ascii.trim();
     let (neg, body) = match t.strip_prefix('-') {
         Some(r) => (true, r),
         None => (false, t.strip_prefix('+').unwrap_or(t)),
@@ -289,7 +290,8 @@ pub(crate) fn parse_float(text: &str) -> VResult<f64> {
             format!("could not convert string to float: {}", crate::format::quote_str(text)),
         )
     };
-    let t = text.trim();
+    let ascii = super::decimal_digits::to_ascii_digits(text);
+    let t = ascii.trim();
     let clean = strip_underscores(t, |c| c.is_ascii_digit()).ok_or_else(bad)?;
     let lower = clean.to_ascii_lowercase();
     let unsigned = lower.trim_start_matches(['+', '-']);

@@ -48,27 +48,44 @@ pub trait Real:
             -Self::ONE
         }
     }
-    /// Python/NumPy floor modulo: the result has the sign of `b`.
+    /// Python/NumPy floor modulo: the result has the sign of `b` (a zero
+    /// too: `0.0 % -inf == -0.0`).
     fn pymod(self, b: Self) -> Self {
         let r = self.fmod(b);
-        if r != Self::ZERO && ((r < Self::ZERO) != (b < Self::ZERO)) {
+        if r == Self::ZERO {
+            if b < Self::ZERO {
+                -Self::ZERO
+            } else {
+                Self::ZERO
+            }
+        } else if (r < Self::ZERO) != (b < Self::ZERO) {
             r + b
         } else {
             r
         }
     }
-    /// NumPy's floor division (`(a - a mod b) / b`, rounded).
+    /// Floor division as Python's float `//` (and NumPy's) computes it:
+    /// from the C remainder, so an infinite divisor gives -1, 0 or a
+    /// signed 0 (`1.0 // -inf == -1.0`), never nan.
     fn pyfloordiv(self, b: Self) -> Self {
         if b == Self::ZERO {
             return self / b;
         }
-        let m = self.pymod(b);
-        let d = (self - m) / b;
-        let f = d.floor();
-        if d - f > Self::from_f64(0.5) {
-            f + Self::ONE
+        let m = self.fmod(b);
+        let mut div = (self - m) / b;
+        if m != Self::ZERO && ((b < Self::ZERO) != (m < Self::ZERO)) {
+            div = div - Self::ONE;
+        }
+        if div != Self::ZERO {
+            let f = div.floor();
+            if div - f > Self::from_f64(0.5) {
+                f + Self::ONE
+            } else {
+                f
+            }
         } else {
-            f
+            // A zero with the sign of the true quotient.
+            Self::ZERO * (self / b)
         }
     }
 }
