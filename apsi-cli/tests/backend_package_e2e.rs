@@ -12,12 +12,8 @@ use std::process::{Command, Output};
 
 const PROGRAM: &str = "@native\ndef add3(a: int, b: int, c: int) -> int:\n    return a + b * c\nprint(add3(1, 2, 3))\n";
 
-fn reg_tool(args: &[&str]) {
-    let a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    if let Err(e) = apsi_registry::run(&a) {
-        panic!("apsi-registry {args:?}: {e}");
-    }
-}
+mod common;
+use common::{new_registry, reg_tool, serve, sign};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
@@ -88,8 +84,7 @@ impl World {
             .unwrap();
         let reg = self.path("reg");
         reg_tool(&["index", reg.to_str().unwrap(), archive.to_str().unwrap()]);
-        let key = self.path("keys").join("root.key");
-        reg_tool(&["sign", reg.to_str().unwrap(), "--key", key.to_str().unwrap()]);
+        sign(&self.path("keys"), &reg);
         std::fs::remove_file(archive).unwrap();
     }
 }
@@ -109,21 +104,10 @@ fn world() -> World {
     }
     let keys = t.join("keys");
     let reg = t.join("reg");
-    reg_tool(&["keygen", "--dir", keys.to_str().unwrap(), "--name", "root"]);
-    reg_tool(&[
-        "root",
-        reg.to_str().unwrap(),
-        "--root-key",
-        keys.join("root.pub").to_str().unwrap(),
-        "--sign",
-        keys.join("root.key").to_str().unwrap(),
-    ]);
-    let (server, addr) = apsi_registry::serve::bind("127.0.0.1:0").unwrap();
-    let reg2 = reg.clone();
-    std::thread::spawn(move || apsi_registry::serve::run(server, &reg2, 4));
+    new_registry(&keys, &reg);
     World {
         tmp,
-        url: format!("http://{addr}"),
+        url: serve(&reg),
         bin,
     }
 }

@@ -7,12 +7,8 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn reg_tool(args: &[&str]) {
-    let a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    if let Err(e) = apsi_registry::run(&a) {
-        panic!("apsi-registry {args:?}: {e}");
-    }
-}
+mod common;
+use common::{new_registry, reg_tool, serve, sign};
 
 struct World {
     tmp: tempfile::TempDir,
@@ -75,15 +71,7 @@ fn world() -> World {
     let reg = t.join("reg");
     let built = t.join("built");
     std::fs::create_dir_all(t.join("work")).unwrap();
-    reg_tool(&["keygen", "--dir", keys.to_str().unwrap(), "--name", "root"]);
-    reg_tool(&[
-        "root",
-        reg.to_str().unwrap(),
-        "--root-key",
-        keys.join("root.pub").to_str().unwrap(),
-        "--sign",
-        keys.join("root.key").to_str().unwrap(),
-    ]);
+    new_registry(&keys, &reg);
     package(
         &t.join("src-mathx"),
         "mathx",
@@ -101,19 +89,8 @@ fn world() -> World {
         reg.to_str().unwrap(),
         built.join("mathx-1.0.0-any.tar.gz").to_str().unwrap(),
     ]);
-    reg_tool(&[
-        "sign",
-        reg.to_str().unwrap(),
-        "--key",
-        keys.join("root.key").to_str().unwrap(),
-    ]);
-    let (server, addr) = apsi_registry::serve::bind("127.0.0.1:0").unwrap();
-    let reg2 = reg.clone();
-    std::thread::spawn(move || apsi_registry::serve::run(server, &reg2, 4));
-    World {
-        tmp,
-        url: format!("http://{addr}"),
-    }
+    sign(&keys, &reg);
+    World { tmp, url: serve(&reg) }
 }
 
 #[test]

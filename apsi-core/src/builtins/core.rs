@@ -180,12 +180,29 @@ pub(crate) fn sum(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
     if ops::iters::is_lazy(a.req(0)?) {
         let mut src = ops::iters::Pull::new(c, a.req(0)?)?;
         let mut acc = start;
+        // While the sum is an int it is kept exactly in 128 bits.
+        let mut wide = match acc {
+            Value::Int(i) => Some(i as i128),
+            _ => None,
+        };
         while let Some(x) = src.next(c)? {
+            if let (Some(w), Value::Int(q)) = (wide, &x) {
+                wide = Some(w + *q as i128);
+                continue;
+            }
+            if let Some(w) = wide.take() {
+                acc = settle_int_sum(w, Some(&x))?;
+            }
             acc = match (&acc, &x) {
                 (Value::Float(p), Value::Float(q)) => Value::Float(p + q),
-                (Value::Int(p), Value::Int(q)) if p.checked_add(*q).is_some() => Value::Int(p + q),
                 _ => ops::binary(BinOp::Add, &acc, &x)?,
             };
+            if let Value::Int(i) = acc {
+                wide = Some(i as i128);
+            }
+        }
+        if let Some(w) = wide {
+            acc = settle_int_sum(w, None)?;
         }
         return Ok(acc);
     }
@@ -196,14 +213,14 @@ pub(crate) fn sum(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
     let rest = match a.req(0)? {
         Value::List(l) => {
             let g = l.items.read();
-            let done = sum_fast(&mut acc, &g);
+            let done = sum_fast(&mut acc, &g)?;
             if done == g.len() {
                 return Ok(acc);
             }
             g[done..].to_vec()
         }
         Value::Tuple(t) => {
-            let done = sum_fast(&mut acc, &t.0);
+            let done = sum_fast(&mut acc, &t.0)?;
             t.0[done..].to_vec()
         }
         other => ops::iterate(c, other)?,
@@ -220,25 +237,34 @@ pub(crate) fn sum(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
     Ok(acc)
 }
 
-/// Adds the leading ints (while the sum fits) or floats of `xs` to `acc`
-/// with no per-element dispatch; returns how many it added.
-fn sum_fast(acc: &mut Value, xs: &[Value]) -> usize {
+/// The value of an exact int sum `s` before adding `next`: at a float the
+/// sum goes on in floats (int + float, as `ops::binary` adds them; `sum(fs)`
+/// starts from the int 0); anywhere else it must fit in 64 bits.
+fn settle_int_sum(s: i128, next: Option<&Value>) -> VResult<Value> {
+    match (i64::try_from(s), next) {
+        (_, Some(Value::Float(_))) => Ok(Value::Float(s as f64)),
+        (Ok(v), _) => Ok(Value::Int(v)),
+        (Err(_), _) => Err(err(
+            ErrorKind::OverflowError,
+            format!("sum() is {s}, which does not fit in a 64-bit int"),
+        )),
+    }
+}
+
+/// Adds the leading ints or floats of `xs` to `acc` with no per-element
+/// dispatch; returns how many it added. Ints add exactly in 128 bits, as
+/// CPython's unbounded ints do: a sum may pass the 64-bit range on the way
+/// (`sum([2**63 - 1, 3, -9])`) as long as where it stops fits, or a float
+/// follows (int + float converts the exact int, as in CPython).
+fn sum_fast(acc: &mut Value, xs: &[Value]) -> VResult<usize> {
     let mut i = 0;
     if let Value::Int(a) = acc {
-        let mut s = *a;
+        let mut s = *a as i128;
         while let Some(Value::Int(x)) = xs.get(i) {
-            match s.checked_add(*x) {
-                Some(t) => s = t,
-                None => break,
-            }
+            s += *x as i128;
             i += 1;
         }
-        *a = s;
-        // At the first float the sum goes on in floats (int + float, as
-        // `ops::binary` adds them); `sum(fs)` starts from the int 0.
-        if let Some(Value::Float(_)) = xs.get(i) {
-            *acc = Value::Float(s as f64);
-        }
+        *acc = settle_int_sum(s, xs.get(i))?;
     }
     if let Value::Float(a) = acc {
         let mut s = *a;
@@ -248,7 +274,7 @@ fn sum_fast(acc: &mut Value, xs: &[Value]) -> usize {
         }
         *a = s;
     }
-    i
+    Ok(i)
 }
 
 /// `min`/`max` of a list or tuple of only ints or only floats, without a

@@ -17,6 +17,7 @@ mod sets;
 mod sort;
 mod strs;
 mod system;
+mod titlecase;
 mod types;
 
 pub use bytes::{bytes_binary, bytes_contains};

@@ -32,6 +32,7 @@ pub(crate) const NAMES: &[&str] = &[
     "islower",
     "title",
     "capitalize",
+    "swapcase",
     "zfill",
     "center",
     "ljust",
@@ -70,6 +71,7 @@ pub(crate) fn method(name: &str) -> Option<NativeFnPtr> {
         "islower" => islower,
         "title" => title,
         "capitalize" => capitalize,
+        "swapcase" => swapcase,
         "zfill" => zfill,
         "center" => center,
         "ljust" => ljust,
@@ -492,15 +494,37 @@ fn islower(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 fn title(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let (t, rest) = recv(args, "title")?;
     Args::new("title", rest, kw, 0, &[])?;
+    // Python's rule: a cased letter after a cased one is lowered, any other
+    // character takes its titlecase (`"本c".title() == "本C"`).
+    let chars: Vec<char> = t.chars().collect();
     let mut out = String::with_capacity(t.len());
     let mut prev_cased = false;
-    for c in t.chars() {
+    for (i, &c) in chars.iter().enumerate() {
         if prev_cased {
-            out.extend(c.to_lowercase());
+            super::titlecase::push_lower_at(&chars, i, &mut out);
         } else {
-            out.extend(c.to_uppercase());
+            super::titlecase::push_title(c, &mut out);
         }
-        prev_cased = c.is_alphabetic();
+        prev_cased = super::titlecase::is_cased(c);
+    }
+    s(out)
+}
+
+/// Upper case to lower and lower to upper, with Unicode's full mappings
+/// (`"straße".swapcase() == "STRASSE"`), as Python does.
+fn swapcase(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let (t, rest) = recv(args, "swapcase")?;
+    Args::new("swapcase", rest, kw, 0, &[])?;
+    let chars: Vec<char> = t.chars().collect();
+    let mut out = String::with_capacity(t.len());
+    for (i, &c) in chars.iter().enumerate() {
+        if c.is_uppercase() {
+            super::titlecase::push_lower_at(&chars, i, &mut out);
+        } else if c.is_lowercase() {
+            out.extend(c.to_uppercase());
+        } else {
+            out.push(c);
+        }
     }
     s(out)
 }
@@ -508,12 +532,16 @@ fn title(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 fn capitalize(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let (t, rest) = recv(args, "capitalize")?;
     Args::new("capitalize", rest, kw, 0, &[])?;
-    let mut chars = t.chars();
+    // The first character's titlecase (`"ß"` → `"Ss"`), the rest lowered.
+    let chars: Vec<char> = t.chars().collect();
     let mut out = String::with_capacity(t.len());
-    if let Some(first) = chars.next() {
-        out.extend(first.to_uppercase());
+    for (i, &c) in chars.iter().enumerate() {
+        if i == 0 {
+            super::titlecase::push_title(c, &mut out);
+        } else {
+            super::titlecase::push_lower_at(&chars, i, &mut out);
+        }
     }
-    out.push_str(&chars.as_str().to_lowercase());
     s(out)
 }
 

@@ -1,0 +1,181 @@
+"""Differential cases against CPython (and NumPy when it is installed).
+
+    python3 gen.py SEED N OUTDIR
+
+writes OUTDIR/cases.apsi (the Apsi program), OUTDIR/expected.txt (what
+CPython computes for the same expressions, one line per case) and
+OUTDIR/cases.txt (the expressions, for messages). Each case prints its value
+(`repr` for strings) or `error:<Kind>`; ints outside 64 bits count as
+`error:OverflowError`, as Apsi's ints are 64-bit (LANGUAGE.md).
+
+The generator is seeded, so a failure names a seed that reproduces it. It
+draws from what Apsi promises to do as Python does: int and float
+arithmetic, comparisons, `round`, `abs`, `divmod`, `min`/`max`, `int()` and
+`float()` of strings, string methods and slicing, list built-ins, `%` and
+f-string formatting. Known, documented differences are not generated
+(bools print as true/false, ints are 64-bit, `x in [x]` with nan).
+"""
+
+import math
+import os
+import random
+import sys
+
+I64 = (-(2**63), 2**63 - 1)
+
+
+def small_int(r):
+    return r.choice([0, 1, -1, 2, -2, 3, 7, -7, 10, 255, -256, 1000, 12345, -99999, 2**31, -(2**31), 2**53 + 1, 2**62, -(2**62), 2**63 - 1, -(2**63) + 1, r.randint(-10**6, 10**6), r.randint(-2**62, 2**62)])
+
+
+def small_float(r):
+    return r.choice([0.0, -0.0, 0.5, -0.5, 1.5, 2.5, -2.5, 0.1, 1e-7, 1e16, -1e300, 3.14159, 2.675, 1/3, r.uniform(-1000, 1000), r.uniform(-1, 1), float(r.randint(-100, 100))])
+
+
+def lit(v):
+    if isinstance(v, float):
+        if math.isinf(v):
+            return "inf" if v > 0 else "(-inf)"
+        if math.isnan(v):
+            return "nan"
+        return "(" + repr(v) + ")"
+    if isinstance(v, int):
+        return "(" + repr(v) + ")"
+    return repr(v)
+
+
+WORDS = ["", "a", "abc", "Hello World", "  padded  ", "x,y,,z", "MiXeD cAsE", "123", "-42", "3.5", "a-b_c d", "tab\tsep", "ünïcödé", "straße",
+         "本c", "ß", "ﬁx ﬂy", "ZΣ-", "ǅ", "ΣΑΣ ΟΔΟΣ", "ǆa ǉb", "o'neil mc-d", "ﬀ Ǉ", "İstanbul", "ŉ", "x²y"]
+
+
+def case(r):
+    kind = r.randrange(9)
+    if kind == 0:
+        a, b = small_int(r), small_int(r)
+        op = r.choice(["+", "-", "*", "//", "%", "/", "<", "<=", "==", "!=", "&", "|", "^"])
+        return f"{lit(a)} {op} {lit(b)}"
+    if kind == 1:
+        a = r.choice([small_int(r), small_float(r)])
+        b = r.choice([small_int(r), small_float(r)])
+        op = r.choice(["+", "-", "*", "/", "//", "%", "<", "=="])
+        return f"{lit(a)} {op} {lit(b)}"
+    if kind == 2:
+        a = r.randint(-20, 20)
+        e = r.randint(0, 70)
+        return f"{lit(a)} ** {e}"
+    if kind == 3:
+        f = r.choice(["abs", "round", "int", "float", "str"])
+        x = r.choice([small_int(r), small_float(r)])
+        if f == "round" and r.random() < 0.6:
+            n = r.randint(-5, 6)
+            if isinstance(x, int):
+                # LANGUAGE.md: round(int, n) is a float in Apsi.
+                return (f"round({lit(x)}, {n})", f"float(round({lit(x)}, {n}))")
+            return f"round({lit(x)}, {n})"
+        if f == "int" and isinstance(x, float) and abs(x) > 1e18:
+            x = 1.5
+        return f"{f}({lit(x)})"
+    if kind == 4:
+        s = r.choice(WORDS + ["  17 ", "-0", "1_000", "0x1f", "1e3", "inf", "-nan", " 2.5e-3 ", "abc", "١٢", "１２"])
+        f = r.choice(["int", "float"])
+        return f"{f}({lit(s)})"
+    if kind == 5:
+        s = r.choice(WORDS)
+        m = r.choice(["upper()", "lower()", "strip()", "split()", "split(',')", "replace('a', 'X')", "find('b')", "startswith('a')", "count('a')", "isdigit()", "isalpha()", "title()", "capitalize()", "swapcase()", "islower()", "isupper()", "isalnum()", "isspace()", "lower().title()", "upper().capitalize()", "zfill(6)", "center(9, '*')", "ljust(5)", "rjust(5, '.')", "partition(' ')", "rstrip('d ')"])
+        return f"{lit(s)}.{m}"
+    if kind == 6:
+        s = r.choice(WORDS)
+        i, j = r.randint(-6, 6), r.randint(-6, 6)
+        st = r.choice([1, 2, -1, -2])
+        return r.choice([f"{lit(s)}[{i}:{j}]", f"{lit(s)}[::{st}]", f"len({lit(s)})", f"{lit(s)} * {r.randint(0, 3)}", f"{lit(s)} + {lit(r.choice(WORDS))}"])
+    if kind == 7:
+        xs = [r.choice([small_int(r), r.randint(-9, 9)]) for _ in range(r.randint(0, 6))]
+        f = r.choice(["sorted", "sum", "min", "max", "len", "list(reversed", "divmod"])
+        if f == "divmod":
+            return f"divmod({lit(small_int(r))}, {lit(r.choice([3, -3, 7, -7, 0, 1000]))})"
+        if f == "list(reversed":
+            return f"list(reversed({xs!r}))"
+        if f == "sorted" and r.random() < 0.5:
+            return f"sorted({xs!r}, reverse=True)"
+        return f"{f}({xs!r})"
+    x = r.choice([small_int(r), small_float(r)])
+    spec = r.choice(["d", ".2f", "10.3f", "<8", ">8", "^9", "+d", ",", "e", ".3e", "g", ".4g", "x", "o", "b", "08.2f", "%"])
+    if spec in ("d", "+d", "x", "o", "b", ",") and isinstance(x, float):
+        x = int(x) if math.isfinite(x) and abs(x) < 1e18 else 7
+    return f"format({lit(x)}, {spec!r})"
+
+
+def py_value(expr):
+    if isinstance(expr, tuple):
+        expr = expr[1]
+    try:
+        v = eval(expr.replace("true", "True").replace("false", "False"), {"inf": math.inf, "nan": math.nan})
+    except Exception as e:  # noqa: BLE001 - the kind is the answer
+        return "error:" + type(e).__name__
+    return shown(v)
+
+
+def fits(v):
+    if isinstance(v, bool):
+        return True
+    if isinstance(v, int):
+        return I64[0] <= v <= I64[1]
+    if isinstance(v, (list, tuple)):
+        return all(fits(x) for x in v)
+    return True
+
+
+def shown(v):
+    if not fits(v):
+        return "error:OverflowError"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return repr(v)
+    if isinstance(v, tuple):
+        return "(" + ", ".join(shown(x) for x in v) + ("," if len(v) == 1 else "") + ")"
+    if isinstance(v, list):
+        return "[" + ", ".join(shown(x) for x in v) + "]"
+    return repr(v)
+
+
+def apsi_program(exprs):
+    out = [
+        "# Generated by tests/differential/gen.py: each case prints its value or error:<Kind>.",
+        "def show(v):",
+        "    if type(v) == str:",
+        "        return repr(v)",
+        "    if type(v) == list:",
+        "        return '[' + ', '.join([show(x) for x in v]) + ']'",
+        "    if type(v) == tuple:",
+        "        inner = ', '.join([show(x) for x in v])",
+        "        return '(' + inner + (',' if len(v) == 1 else '') + ')'",
+        "    return str(v)",
+    ]
+    for i, e in enumerate(exprs):
+        e = e[0] if isinstance(e, tuple) else e
+        apsi = e.replace("True", "true").replace("False", "false")
+        out.append(f"def case_{i}():")
+        out.append(f"    return {apsi}")
+        out.append("try:")
+        out.append(f"    print(show(case_{i}()))")
+        out.append("except Error as err:")
+        out.append("    print('error:' + err.kind)")
+    return "\n".join(out) + "\n"
+
+
+def main():
+    seed, n, outdir = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    r = random.Random(seed)
+    exprs = [case(r) for _ in range(n)]
+    os.makedirs(outdir, exist_ok=True)
+    with open(os.path.join(outdir, "cases.apsi"), "w") as f:
+        f.write(apsi_program(exprs))
+    with open(os.path.join(outdir, "expected.txt"), "w") as f:
+        f.write("".join(py_value(e) + "\n" for e in exprs))
+    with open(os.path.join(outdir, "cases.txt"), "w") as f:
+        f.write("".join((e[0] if isinstance(e, tuple) else e) + "\n" for e in exprs))
+
+
+if __name__ == "__main__":
+    main()
