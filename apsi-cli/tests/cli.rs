@@ -207,3 +207,28 @@ fn a_closed_stdout_is_an_error_not_silence() {
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// When the system refuses new threads (here: a 3 GB address-space limit,
+/// and every worker reserves its stack), nested task waits still finish:
+/// the waiting thread runs the queued work itself instead of hanging.
+#[cfg(all(unix, feature = "parallel"))]
+#[test]
+fn nested_waits_finish_when_no_thread_can_be_created() {
+    let p = write_temp(
+        "nest.apsi",
+        "use parallel\ndef f(n):\n    if n == 0:\n        return 0\n    return spawn(f, n - 1).wait() + 1\nprint(f(200))\n",
+    );
+    let script = format!(
+        "ulimit -v 3000000 && exec timeout 60 '{}' run --threads 2 '{}'",
+        env!("CARGO_BIN_EXE_apsi"),
+        p.display()
+    );
+    let o = Command::new("sh").args(["-c", &script]).output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "200\n",
+        "status {:?}: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -59,14 +59,17 @@ impl Task {
     /// Wait for the outcome; an error comes back as a fresh copy (so waiting
     /// twice does not grow one trace twice).
     pub fn wait(&self) -> VResult<Value> {
-        let mut g = self.inner.lock();
-        if g.outcome.is_none() {
-            apsi_core::par::pool::blocking(|| {
+        if !self.is_done() {
+            // No lock is held here: a waiting thread may run queued jobs
+            // (this task among them) when no worker can.
+            apsi_core::par::pool::blocking_helping(|| {
+                let mut g = self.inner.lock();
                 while g.outcome.is_none() {
                     self.cond.wait(&mut g);
                 }
             });
         }
+        let g = self.inner.lock();
         let r = match &g.outcome {
             Some(Ok(v)) => Ok(v.clone()),
             Some(Err(e)) => Err(copy_error(e)),

@@ -20,7 +20,60 @@ pub enum Transport {
     Http {
         base: String,
         client: reqwest::blocking::Client,
+        /// The wait for a connection or the next bytes; also the grace
+        /// period before [`MIN_RATE`] applies to a body.
+        timeout: Duration,
     },
+}
+
+/// The slowest a registry may send once a body has had the network wait
+/// to get going (bytes per second, averaged from the start of the body).
+/// Below it the transfer is abandoned: a server that trickles a byte every
+/// few seconds resets any idle timeout forever (TUF's slow-retrieval attack)
+/// and would hold the store lock for as long as it liked.
+pub const MIN_RATE: u64 = 1024;
+
+/// A body reader that fails once it has run longer than `grace` and its
+/// average rate since the start is under [`MIN_RATE`].
+struct RateFloor<R> {
+    inner: R,
+    start: std::time::Instant,
+    grace: Duration,
+    got: u64,
+}
+
+impl<R> RateFloor<R> {
+    fn new(inner: R, grace: Duration) -> RateFloor<R> {
+        RateFloor {
+            inner,
+            start: std::time::Instant::now(),
+            grace,
+            got: 0,
+        }
+    }
+}
+
+impl<R: Read> Read for RateFloor<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.got += n as u64;
+        let t = self.start.elapsed();
+        if n > 0 && t > self.grace {
+            let owed = (t - self.grace).as_secs_f64() * MIN_RATE as f64;
+            if (self.got as f64) < owed {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!(
+                        "the registry sends too slowly: {} bytes in {:.0} s (the floor is {MIN_RATE} bytes/s after the first {:.0} s)",
+                        self.got,
+                        t.as_secs_f64(),
+                        self.grace.as_secs_f64()
+                    ),
+                ));
+            }
+        }
+        Ok(n)
+    }
 }
 
 /// The network wait, from `APSI_NET_TIMEOUT` (seconds) or the default.
@@ -170,6 +223,7 @@ impl Transport {
         Ok(Transport::Http {
             base: url.trim_end_matches('/').to_string(),
             client,
+            timeout,
         })
     }
 
@@ -197,7 +251,7 @@ impl Transport {
                     Err(e) => Err(io_err("read", &p, &e)),
                 }
             }
-            Transport::Http { client, .. } => {
+            Transport::Http { client, timeout, .. } => {
                 let url = self.locate(rel);
                 let resp = client.get(&url).send().map_err(|e| net_error(&url, &e))?;
                 let code = resp.status().as_u16();
@@ -215,7 +269,7 @@ impl Transport {
                         );
                     }
                 }
-                read_capped(&url, resp, cap).map(Some)
+                read_capped(&url, RateFloor::new(resp, *timeout), cap).map(Some)
             }
         }
     }
@@ -263,7 +317,7 @@ impl Transport {
                     sha,
                 ))
             }
-            Transport::Http { client, .. } => {
+            Transport::Http { client, timeout, .. } => {
                 let url = self.locate(rel);
                 let mut req = client.get(&url);
                 if have > 0 && have < len {
@@ -309,7 +363,7 @@ impl Transport {
                 }
                 let out = open_partial(partial, start)?;
                 crate::fsutil::reserve(&out, len);
-                let r = copy_exact(&url, resp, out, partial, start, len, progress);
+                let r = copy_exact(&url, RateFloor::new(resp, *timeout), out, partial, start, len, progress);
                 if let Err(e) = &r {
                     if e.kind == ErrorKind::Integrity {
                         let _ = fs::remove_file(partial);

@@ -155,6 +155,41 @@ fn http_errors_are_clear() {
     }
 }
 
+/// A server that trickles (a byte every 200 ms: each byte resets the idle
+/// timeout) is cut off by the minimum rate once the network wait has passed,
+/// for metadata and for archives, instead of holding the store forever.
+#[test]
+fn a_trickling_server_is_cut_off_by_the_minimum_rate() {
+    for (path, spec) in [("snapshot.json", None), ("dl/", Some("big"))] {
+        let (reg, _) = published();
+        let srv = Server::start(&reg.dir);
+        let env = Env::new();
+        let o = Options {
+            net_timeout: Duration::from_millis(500),
+            ..opts()
+        };
+        if let Some(s) = spec {
+            // The metadata is served normally; the archive trickles.
+            let archive = std::fs::read_dir(reg.dir.join("dl")).unwrap().next().unwrap().unwrap();
+            let name = format!("dl/{}", archive.file_name().to_string_lossy());
+            srv.fault(&name, Fault::Trickle(Duration::from_millis(200)));
+            let t = std::time::Instant::now();
+            let e = ctx_for(&env, &srv, &reg, o.clone())
+                .install(&[s.into()], None)
+                .unwrap_err();
+            assert!(t.elapsed() < Duration::from_secs(20), "{path}: took {:?}", t.elapsed());
+            assert!(e.message.contains("too slowly"), "{path}: {e}");
+        } else {
+            srv.fault(path, Fault::Trickle(Duration::from_millis(200)));
+            let t = std::time::Instant::now();
+            let e = ctx_for(&env, &srv, &reg, o).install(&["big".into()], None).unwrap_err();
+            assert!(t.elapsed() < Duration::from_secs(20), "{path}: took {:?}", t.elapsed());
+            assert!(e.message.contains("too slowly"), "{path}: {e}");
+        }
+        env.assert_clean("big");
+    }
+}
+
 #[test]
 fn slow_server_times_out() {
     let (reg, _) = published();

@@ -81,31 +81,72 @@ pub fn submit(job: Job) {
         p.cond.notify_one();
     }
     if st.wants_thread() {
-        start_worker(&mut st);
+        let _ = start_worker(&mut st);
     }
 }
 
 /// Mark the current thread as waiting while `f` runs, so that, on a pool
 /// worker, another worker may run meanwhile. Wrap only the waiting itself.
 pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
-    if !IS_WORKER.with(|w| w.get()) {
+    blocking_with(false, f)
+}
+
+/// [`blocking`] for a wait that holds no lock a queued job could need (a
+/// task's `wait`): when queued work has nobody to run it — every worker
+/// waits and no thread can be started (the system refused one, or the cap
+/// is reached) — the waiting thread runs the queued jobs itself first, so
+/// nested waits finish instead of hanging (`spawn(f, n - 1).wait()` under
+/// `ulimit -v`).
+pub fn blocking_helping<R>(f: impl FnOnce() -> R) -> R {
+    blocking_with(true, f)
+}
+
+fn blocking_with<R>(may_help: bool, f: impl FnOnce() -> R) -> R {
+    let worker = IS_WORKER.with(|w| w.get());
+    if !worker && !may_help {
         return f();
     }
     let p = pool();
-    {
+    let help = {
         let mut st = p.st.lock();
-        st.blocked += 1;
-        if !st.queue.is_empty() {
-            if st.idle > 0 {
-                p.cond.notify_one();
-            } else if st.wants_thread() {
-                start_worker(&mut st);
-            }
+        if worker {
+            st.blocked += 1;
         }
+        if st.queue.is_empty() {
+            false
+        } else if st.idle > 0 {
+            p.cond.notify_one();
+            false
+        } else {
+            let started = st.wants_thread() && start_worker(&mut st);
+            // Nobody idle, searching or running: the queue would wait forever.
+            // (A thread that is already running queued jobs while it waits
+            // counts once per nested wait, so `blocked` may pass `total`.)
+            may_help && !started && st.blocked >= st.total
+        }
+    };
+    if help {
+        run_queued_here(p);
     }
     let r = f();
-    p.st.lock().blocked -= 1;
+    if worker {
+        p.st.lock().blocked -= 1;
+    }
     r
+}
+
+/// Runs queued jobs on the calling thread until the queue is empty.
+fn run_queued_here(p: &Pool) {
+    loop {
+        let job = {
+            let mut st = p.st.lock();
+            let job = st.queue.pop_front();
+            p.queued.store(st.queue.len(), Ordering::Release);
+            job
+        };
+        let Some(job) = job else { break };
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+    }
 }
 
 /// Whether the current thread is a pool worker.
@@ -118,13 +159,17 @@ pub fn thread_total() -> usize {
     pool().st.lock().total
 }
 
-fn start_worker(st: &mut State) {
+/// Starts one more worker; `false` when the system refused the thread (the
+/// queued work then waits for a running worker, or a waiting thread runs
+/// it: see [`blocking`]).
+fn start_worker(st: &mut State) -> bool {
     let b = std::thread::Builder::new().name("apsi-worker".into()).stack_size(STACK);
     st.total += 1;
     if b.spawn(worker_loop).is_err() {
-        // Out of threads: the queued work waits for a running worker.
         st.total -= 1;
+        return false;
     }
+    true
 }
 
 fn worker_loop() {

@@ -221,6 +221,8 @@ pub enum Fault {
     Body(Vec<u8>),
     /// Once: announce the whole file, send this many bytes, drop the connection.
     TruncateOnce(usize),
+    /// Announce the whole file, then send it one byte per interval.
+    Trickle(Duration),
 }
 
 /// (path, Range header) of each request served.
@@ -338,6 +340,15 @@ fn handle(
                 continue;
             }
             Some(Fault::Delay(d)) => std::thread::sleep(d),
+            Some(Fault::Trickle(every)) => {
+                write!(w, "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len())?;
+                for b in &body {
+                    w.write_all(std::slice::from_ref(b))?;
+                    w.flush()?;
+                    std::thread::sleep(every);
+                }
+                return Ok(());
+            }
             Some(Fault::TruncateOnce(n)) => {
                 write!(w, "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len())?;
                 w.write_all(&body[..n.min(body.len())])?;
