@@ -1,0 +1,401 @@
+//! Definitions: functions (defaults, decorators, closures, the body's own
+//! compile), structs and `super()`.
+
+use super::*;
+
+impl<'a, 'e> Compiler<'a, 'e> {
+    // ----------------------------------------------------- functions, structs
+
+    /// Evaluate a def (decorators, defaults, the function, decorator calls) into a new temp.
+    pub(super) fn def_value(&mut self, fd: &'a FuncDef) -> CResult<Reg> {
+        let mut decos = Vec::new();
+        for d in &fd.decorators {
+            decos.push(self.expr_tmp_keep(d)?);
+        }
+        let sid = self
+            .table
+            .of_func(fd)
+            .ok_or_else(|| cerr(fd.span, "internal: function without scope"))?;
+        let f = self.alloc()?;
+        self.make_function(sid, &fd.name.name, &fd.params, FnBody::Stmts(&fd.body), f, fd.span)?;
+        self.apply_decorators(decos, f, fd.span)
+    }
+
+    pub(super) fn apply_decorators(&mut self, decos: Vec<Reg>, mut f: Reg, span: Span) -> CResult<Reg> {
+        for d in decos.into_iter().rev() {
+            let c = self.alloc()?;
+            self.emit(Instr::Move { a: c, b: d });
+            let a = self.alloc()?;
+            self.emit(Instr::Move { a, b: f });
+            self.emit_at(Instr::Call { a: c, n: 1 }, span);
+            self.f().top = c + 1;
+            f = c;
+        }
+        Ok(f)
+    }
+
+    pub(super) fn struct_def(&mut self, sd: &'a StructDef) -> CResult<()> {
+        let mut decos = Vec::new();
+        for d in &sd.decorators {
+            decos.push(self.expr_tmp_keep(d)?);
+        }
+        let dst = self.alloc()?;
+        let ndef = sd.fields.iter().filter(|f| f.default.is_some()).count();
+        let nbase = usize::from(sd.base.is_some());
+        let b = self.alloc_n(ndef + sd.methods.len() + nbase)?;
+        let mut i = 0u16;
+        for fld in &sd.fields {
+            if let Some(d) = &fld.default {
+                self.expr_to(d, b + i)?;
+                i += 1;
+            }
+        }
+        let mut kinds = Vec::with_capacity(sd.methods.len());
+        for m in &sd.methods {
+            let mut mdecos = Vec::new();
+            let mut kind = MethodKind::Plain;
+            for d in &m.decorators {
+                match &d.kind {
+                    ExprKind::Name(n) if n == "staticmethod" && self.resolve(n) == Binding::Global => {
+                        kind = MethodKind::Static
+                    }
+                    ExprKind::Name(n) if n == "property" && self.resolve(n) == Binding::Global => {
+                        kind = MethodKind::Property
+                    }
+                    _ => mdecos.push(self.expr_tmp_keep(d)?),
+                }
+            }
+            kinds.push(kind);
+            let sid = self
+                .table
+                .of_func(m)
+                .ok_or_else(|| cerr(m.span, "internal: method without scope"))?;
+            let t = self.alloc()?;
+            let self_name = m.params.params.first().map(|p| p.name.name.clone());
+            self.next_method = match (kind, self_name) {
+                (MethodKind::Static, _) | (_, None) => None,
+                (_, Some(s)) => Some((sd.name.name.clone(), s)),
+            };
+            let made = self.make_function(sid, &m.name.name, &m.params, FnBody::Stmts(&m.body), t, m.span);
+            self.next_method = None;
+            made?;
+            let r = self.apply_decorators(mdecos, t, m.span)?;
+            self.emit(Instr::Move { a: b + i, b: r });
+            self.free_to(b + (ndef + sd.methods.len() + nbase) as u16);
+            i += 1;
+        }
+        if let Some(base) = &sd.base {
+            self.expr_to(base, b + i)?;
+        }
+        let proto = StructProto {
+            name: sd.name.name.clone(),
+            fields: sd.fields.iter().map(|f| Arc::from(f.name.name.as_str())).collect(),
+            has_default: sd.fields.iter().map(|f| f.default.is_some()).collect(),
+            annotations: sd
+                .fields
+                .iter()
+                .map(|f| f.annotation.as_ref().map(annotation_text))
+                .collect(),
+            methods: sd.methods.iter().map(|m| Arc::from(m.name.name.as_str())).collect(),
+            method_kinds: kinds.into_boxed_slice(),
+            has_base: sd.base.is_some(),
+        };
+        let p = self.f().structs.len();
+        let p = u16::try_from(p).map_err(|_| cerr(sd.span, "too many structs in one body"))?;
+        self.f().structs.push(Arc::new(proto));
+        let base_span = sd.base.as_ref().map(|b| b.span).unwrap_or(sd.span);
+        self.emit_at(Instr::MakeStruct { a: dst, p, b }, base_span);
+        // Without decorators the name is bound first, so constants may use
+        // the struct (`ZERO = Vec(0.0, 0.0)` inside `struct Vec`).
+        let plain = decos.is_empty();
+        if plain {
+            self.store_name(&sd.name.name, dst, sd.name.span)?;
+        }
+        // Constants run after the struct exists, in order.
+        for c in &sd.consts {
+            let m = self.mark();
+            let v = self.expr_reg(&c.value)?;
+            let k = self.str_const16(&c.name.name)?;
+            self.emit_at(Instr::StructConst { a: dst, k, c: v }, c.span);
+            self.free_to(m);
+        }
+        if plain {
+            return Ok(());
+        }
+        let r = self.apply_decorators(decos, dst, sd.span)?;
+        self.store_name(&sd.name.name, r, sd.name.span)
+    }
+
+    /// `super()` inside a method: `super_of(self, "Struct")`.
+    pub(super) fn super_call(&mut self, dst: Reg, span: Span) -> CResult<()> {
+        let ctx = self.fs.iter().rev().find_map(|f| f.method_of.clone());
+        let Some((sname, self_name)) = ctx else {
+            return Err(Box::new(
+                Diagnostic::new(ErrorKind::SyntaxError, "super() is only valid inside a method of a struct")
+                    .at(span)
+                    .help("call the parent's method through super() from a method with 'self', or name the parent: 'Parent.method(self, …)'"),
+            ));
+        };
+        let m = self.mark();
+        let a = self.alloc()?;
+        let k = self.konst(crate::vm::structs::super_native())?;
+        self.emit(Instr::LoadK { a, k });
+        let s = self.alloc()?;
+        self.load_name(&self_name, s, span)?;
+        let n = self.alloc()?;
+        let kn = self.konst(Value::str(sname))?;
+        self.emit(Instr::LoadK { a: n, k: kn });
+        self.emit_at(Instr::Call { a, n: 2 }, span);
+        self.emit(Instr::Move { a: dst, b: a });
+        self.free_to(m);
+        Ok(())
+    }
+
+    pub(super) fn make_function(
+        &mut self,
+        sid: ScopeId,
+        name: &str,
+        params: &'a Params,
+        body: FnBody<'a>,
+        dst: Reg,
+        span: Span,
+    ) -> CResult<()> {
+        // Defaults are evaluated now, in the defining scope.
+        let mut seen_default = false;
+        for p in &params.params {
+            if p.default.is_some() {
+                seen_default = true;
+            } else if seen_default {
+                return Err(cerr(
+                    p.span,
+                    format!(
+                        "parameter '{}' without a default follows a parameter with one",
+                        p.name.name
+                    ),
+                ));
+            }
+        }
+        let defaults: Vec<&Expr> = params
+            .params
+            .iter()
+            .filter_map(|p| p.default.as_ref())
+            .chain(params.kwonly.iter().filter_map(|p| p.default.as_ref()))
+            .collect();
+        let b = self.alloc_n(defaults.len())?;
+        for (i, d) in defaults.iter().enumerate() {
+            self.expr_to(d, b + i as u16)?;
+        }
+        let proto = self.compile_function(sid, name, params, body, span)?;
+        let p = self.f().protos.len();
+        let p = u16::try_from(p).map_err(|_| cerr(span, "too many functions in one body"))?;
+        self.f().protos.push(proto);
+        self.emit_at(Instr::MakeFunc { a: dst, p, b }, span);
+        Ok(())
+    }
+
+    pub(super) fn compile_function(
+        &mut self,
+        sid: ScopeId,
+        name: &str,
+        params: &'a Params,
+        body: FnBody<'a>,
+        span: Span,
+    ) -> CResult<Arc<FuncProto>> {
+        let table = self.table;
+        let scope = table.scope(sid);
+        let mut st = FnState::new(sid, name.into(), span, false);
+        st.method_of = self.next_method.take();
+        // Registers: parameters first (in scope order), then the other plain locals.
+        for (i, p) in scope.params.iter().enumerate() {
+            st.locals.insert(p.clone(), i as u16);
+        }
+        let mut next = scope.params.len() as u16;
+        for (n, captured) in &scope.locals {
+            if st.locals.contains_key(n) || *captured {
+                continue;
+            }
+            st.locals.insert(n.clone(), next);
+            next += 1;
+        }
+        if next >= 60000 {
+            return Err(cerr(span, "function too large: too many local variables"));
+        }
+        st.top = next;
+        st.max = next;
+        let nparams = scope.params.len();
+        st.defined = (0..next as usize).map(|i| i < nparams).collect();
+        self.fs.push(st);
+        // Prologue: move captured parameters into cells; make the other cells.
+        for (c, n) in scope.cells.iter().enumerate() {
+            let a = match scope.params.iter().position(|p| p == n) {
+                Some(i) => i as u16,
+                None => NO_REG,
+            };
+            self.emit(Instr::MakeCell { a, c: c as u16 });
+        }
+        let r = match body {
+            FnBody::Stmts(b) => self.block(b).map(|_| {
+                self.emit(Instr::ReturnNone);
+            }),
+            FnBody::Expr(e) => {
+                self.f().span = e.span;
+                self.expr_reg(e).map(|r| {
+                    self.emit(Instr::Return { a: r });
+                })
+            }
+            FnBody::Comp(e) => self.comprehension_body(e),
+            FnBody::ParChunk(target, body, range) => self.par_chunk_body(target, body, range),
+        };
+        let st = self
+            .fs
+            .pop()
+            .ok_or_else(|| cerr(span, "internal: compiler state lost"))?;
+        r?;
+        let names = (
+            scope.cells.iter().map(|n| Arc::from(n.as_str())).collect(),
+            scope.frees.iter().map(|n| Arc::from(n.as_str())).collect(),
+        );
+        let code = st.finish(scope.cells.len() as u16, nparams as u16, names);
+        // Where each captured name comes from in the defining scope.
+        let parent = self.f().scope;
+        let mut captures = Vec::new();
+        for n in &scope.frees {
+            match table.resolve(parent, n) {
+                Binding::Cell(c) => captures.push(Capture::Cell(c)),
+                Binding::Free(c) => captures.push(Capture::Free(c)),
+                _ => return Err(cerr(span, format!("internal: cannot capture '{n}'"))),
+            }
+        }
+        let mut checks = Vec::new();
+        let all: Vec<&Param> = params
+            .params
+            .iter()
+            .chain(params.vararg.iter())
+            .chain(params.kwonly.iter())
+            .chain(params.kwarg.iter())
+            .collect();
+        for (i, p) in all.iter().enumerate() {
+            let is_plain = i < params.params.len()
+                || (i >= params.params.len() + params.vararg.is_some() as usize
+                    && i < params.params.len() + params.vararg.is_some() as usize + params.kwonly.len());
+            if !is_plain {
+                continue;
+            }
+            if let Some(ExprKind::Name(t)) = p.annotation.as_ref().map(|a| &a.kind) {
+                if let Some(tc) = TypeCheck::from_name(t) {
+                    checks.push((i as u16, tc));
+                }
+            }
+            // `Tensor[N, bf16]` and the other tensor forms (tensor/annot.rs).
+            if let Some(tc) = p.annotation.as_ref().and_then(crate::tensor::annot::type_check_of) {
+                checks.push((i as u16, tc));
+            }
+        }
+        let simple = params.vararg.is_none()
+            && params.kwonly.is_empty()
+            && params.kwarg.is_none()
+            && checks.is_empty()
+            && !scope.generator;
+        Ok(Arc::new(FuncProto {
+            name: name.into(),
+            code,
+            nparams: if matches!(body, FnBody::ParChunk(..)) {
+                scope.params.len() as u16
+            } else {
+                params.params.len() as u16 + matches!(body, FnBody::Comp(_)) as u16
+            },
+            has_vararg: params.vararg.is_some(),
+            nkwonly: params.kwonly.len() as u16,
+            has_kwarg: params.kwarg.is_some(),
+            param_names: scope.params.iter().map(|p| Arc::from(p.as_str())).collect(),
+            ndefaults: params.params.iter().filter(|p| p.default.is_some()).count() as u16,
+            kwonly_has_default: params.kwonly.iter().map(|p| p.default.is_some()).collect(),
+            captures: captures.into_boxed_slice(),
+            checks: checks.into_boxed_slice(),
+            simple,
+            generator: scope.generator,
+        }))
+    }
+
+    pub(super) fn comprehension_body(&mut self, e: &'a Expr) -> CResult<()> {
+        let (gens, is_dict) = match &e.kind {
+            ExprKind::ListComp { generators, .. } => (generators, false),
+            ExprKind::DictComp { generators, .. } => (generators, true),
+            ExprKind::SetComp { generators, .. } => (generators, false),
+            ExprKind::GenExp { generators, .. } => {
+                // A generator expression yields each element; `acc` is unused.
+                let acc = self.alloc()?;
+                self.comp_level(e, generators, 0, acc)?;
+                self.emit(Instr::ReturnNone);
+                return Ok(());
+            }
+            _ => return Err(cerr(e.span, "internal: not a comprehension")),
+        };
+        let acc = self.alloc()?;
+        if is_dict {
+            self.emit(Instr::BuildDict { a: acc, b: acc, n: 0 });
+        } else if matches!(e.kind, ExprKind::SetComp { .. }) {
+            self.emit(Instr::BuildSet { a: acc, b: acc, n: 0 });
+        } else {
+            self.emit(Instr::BuildList { a: acc, b: acc, n: 0 });
+        }
+        self.comp_level(e, gens, 0, acc)?;
+        self.emit(Instr::Return { a: acc });
+        Ok(())
+    }
+
+    pub(super) fn comp_level(&mut self, e: &'a Expr, gens: &'a [Comprehension], i: usize, acc: Reg) -> CResult<()> {
+        let Some(g) = gens.get(i) else {
+            let m = self.mark();
+            match &e.kind {
+                ExprKind::ListComp { elt, .. } => {
+                    let v = self.expr_reg(elt)?;
+                    self.emit(Instr::ListAppend { a: acc, b: v });
+                }
+                ExprKind::DictComp { key, value, .. } => {
+                    let k = self.expr_reg(key)?;
+                    let v = self.expr_reg(value)?;
+                    self.emit_at(Instr::DictSet { a: acc, b: k, c: v }, key.span);
+                }
+                ExprKind::SetComp { elt, .. } => {
+                    let v = self.expr_reg(elt)?;
+                    self.emit_at(Instr::SetAdd { a: acc, b: v }, elt.span);
+                }
+                ExprKind::GenExp { elt, .. } => {
+                    let v = self.expr_reg(elt)?;
+                    self.emit_at(Instr::Yield { a: v, b: acc }, elt.span);
+                }
+                _ => {}
+            }
+            self.free_to(m);
+            return Ok(());
+        };
+        let m = self.mark();
+        let it = self.alloc_n(2)?;
+        if i == 0 {
+            self.emit(Instr::Move { a: it, b: 0 });
+        } else {
+            self.expr_to(&g.iter, it)?;
+        }
+        self.emit_at(Instr::ForPrep { a: it }, g.iter.span);
+        let (dst, direct) = self.loop_target_reg(&g.target)?;
+        let top = self.here();
+        self.emit_at(Instr::ForNext { a: it, b: dst }, g.iter.span);
+        let exit = self.jmp_placeholder();
+        if !direct {
+            self.assign(&g.target, dst)?;
+        }
+        let mut skips = Vec::new();
+        for c in &g.ifs {
+            skips.extend(self.cond_jump(c, false)?);
+        }
+        self.comp_level(e, gens, i + 1, acc)?;
+        for s in skips {
+            self.patch(s, top);
+        }
+        self.emit(Instr::Jmp { t: top as u32 });
+        self.patch_here(vec![exit]);
+        self.free_to(m);
+        Ok(())
+    }
+}

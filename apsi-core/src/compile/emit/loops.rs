@@ -1,0 +1,307 @@
+//! `for`, `while`'s shared loop bookkeeping, and `parallel for` (its
+//! chunk body outlined as its own function).
+
+use super::*;
+
+impl<'a, 'e> Compiler<'a, 'e> {
+    pub(super) fn pop_loop(&mut self) -> (Vec<usize>, Vec<usize>) {
+        match self.f().blocks.pop() {
+            Some(Block::Loop { breaks, continues }) => (breaks, continues),
+            _ => (Vec::new(), Vec::new()),
+        }
+    }
+
+    /// Is `iter` a call of the prelude's `range` (so the loop can count in registers)?
+    pub(super) fn range_args(&mut self, iter: &'a Expr) -> Option<Vec<&'a Expr>> {
+        match &iter.kind {
+            ExprKind::Range { start, end } => Some(vec![start, end]),
+            ExprKind::Call { func, args } => {
+                let ExprKind::Name(n) = &func.kind else { return None };
+                if n != "range" || self.resolve(n) != Binding::Global || args.is_empty() || args.len() > 3 {
+                    return None;
+                }
+                let is_prelude_range =
+                    matches!(self.env.resolve(n), GlobalRef::Const(Value::Native(f)) if &*f.name == "range");
+                if !is_prelude_range {
+                    return None;
+                }
+                let mut out = Vec::new();
+                for a in args {
+                    match a {
+                        Arg::Positional(x) => out.push(x),
+                        _ => return None,
+                    }
+                }
+                Some(out)
+            }
+            _ => None,
+        }
+    }
+
+    pub(super) fn loop_target_reg(&mut self, target: &'a Expr) -> CResult<(Reg, bool)> {
+        if let ExprKind::Name(n) = &target.kind {
+            if self.resolve(n) == Binding::Local {
+                if let Some(r) = self.local_reg(n) {
+                    // Assigned before the body runs (which is all that can read it
+                    // in the loop; after the loop it is not certain).
+                    self.mark_defined(r);
+                    return Ok((r, true));
+                }
+            }
+        }
+        Ok((self.alloc()?, false))
+    }
+
+    pub(super) fn for_stmt(
+        &mut self,
+        target: &'a Expr,
+        iter: &'a Expr,
+        body: &'a [Stmt],
+        orelse: &'a [Stmt],
+        span: Span,
+    ) -> CResult<()> {
+        let entry = self.loop_entry_defs(body);
+        if let Some(args) = self.range_args(iter) {
+            let base = self.alloc_n(3)?;
+            match args.as_slice() {
+                [n] => {
+                    self.emit(Instr::LoadInt { a: base, v: 0 });
+                    self.expr_to(n, base + 1)?;
+                    self.emit(Instr::LoadInt { a: base + 2, v: 1 });
+                }
+                [a, b] => {
+                    self.expr_to(a, base)?;
+                    self.expr_to(b, base + 1)?;
+                    self.emit(Instr::LoadInt { a: base + 2, v: 1 });
+                }
+                [a, b, c] => {
+                    self.expr_to(a, base)?;
+                    self.expr_to(b, base + 1)?;
+                    self.expr_to(c, base + 2)?;
+                }
+                _ => return Err(cerr(iter.span, "range() takes 1 to 3 arguments")),
+            }
+            let (dst, direct) = self.loop_target_reg(target)?;
+            self.emit_at(Instr::ForRangePrep { a: base, b: dst }, iter.span);
+            let exit = self.jmp_placeholder();
+            let body_start = self.here();
+            if !direct {
+                self.assign(target, dst)?;
+            }
+            self.f().blocks.push(Block::Loop {
+                breaks: Vec::new(),
+                continues: Vec::new(),
+            });
+            self.block(body)?;
+            let (breaks, continues) = self.pop_loop();
+            self.patch_here(continues);
+            self.emit_at(Instr::ForRangeLoop { a: base, b: dst }, span);
+            self.emit(Instr::Jmp { t: body_start as u32 });
+            self.patch_here(vec![exit]);
+            self.loop_else(entry, orelse)?;
+            self.patch_here(breaks);
+            return Ok(());
+        }
+        let it = self.alloc_n(2)?;
+        self.expr_to(iter, it)?;
+        self.emit_at(Instr::ForPrep { a: it }, iter.span);
+        let (dst, direct) = self.loop_target_reg(target)?;
+        let top = self.here();
+        self.emit_at(Instr::ForNext { a: it, b: dst }, iter.span);
+        let exit = self.jmp_placeholder();
+        if !direct {
+            self.assign(target, dst)?;
+        }
+        self.f().blocks.push(Block::Loop {
+            breaks: Vec::new(),
+            continues: Vec::new(),
+        });
+        self.block(body)?;
+        self.emit(Instr::Jmp { t: top as u32 });
+        let (breaks, continues) = self.pop_loop();
+        for c in continues {
+            self.patch(c, top);
+        }
+        self.patch_here(vec![exit]);
+        self.loop_else(entry, orelse)?;
+        self.patch_here(breaks);
+        Ok(())
+    }
+
+    /// `parallel for` (see `compile::parfor`): make the chunk function, run
+    /// it with `ParFor`, then combine the reduction partials in worker order.
+    pub(super) fn par_for_stmt(
+        &mut self,
+        s: &'a Stmt,
+        target: &'a Expr,
+        iter: &'a Expr,
+        body: &'a [Stmt],
+        span: Span,
+    ) -> CResult<()> {
+        use crate::compile::parfor::{forbidden_exit, reductions, RedOp};
+        if let Some((sp, what)) = forbidden_exit(body) {
+            return Err(cerr(sp, format!("'{what}' cannot leave a parallel for loop")));
+        }
+        let sid = self
+            .table
+            .of_stmt(s)
+            .ok_or_else(|| cerr(span, "internal: parallel for without a scope"))?;
+        let reds = reductions(target, body);
+        let red_names: Vec<String> = reds.iter().map(|r| r.name.clone()).collect();
+        let m = u16::try_from(red_names.len()).map_err(|_| cerr(span, "too many reductions in one parallel for"))?;
+        let a = self.alloc_n(4 + 2 * red_names.len())?;
+        let range = match self.range_args(iter) {
+            Some(args) => {
+                match args.as_slice() {
+                    [n] => {
+                        self.emit(Instr::LoadInt { a: a + 1, v: 0 });
+                        self.expr_to(n, a + 2)?;
+                        self.emit(Instr::LoadInt { a: a + 3, v: 1 });
+                    }
+                    [x, y] => {
+                        self.expr_to(x, a + 1)?;
+                        self.expr_to(y, a + 2)?;
+                        self.emit(Instr::LoadInt { a: a + 3, v: 1 });
+                    }
+                    [x, y, z] => {
+                        self.expr_to(x, a + 1)?;
+                        self.expr_to(y, a + 2)?;
+                        self.expr_to(z, a + 3)?;
+                    }
+                    _ => return Err(cerr(iter.span, "range() takes 1 to 3 arguments")),
+                }
+                true
+            }
+            None => {
+                self.expr_to(iter, a + 1)?;
+                false
+            }
+        };
+        for (j, r) in reds.iter().enumerate() {
+            let first = a + 4 + 2 * j as u16;
+            self.load_name(&r.name, first, span)?;
+            match r.op {
+                RedOp::Add => {
+                    self.emit(Instr::LoadInt { a: first + 1, v: 0 });
+                }
+                RedOp::Mul => {
+                    self.emit(Instr::LoadInt { a: first + 1, v: 1 });
+                }
+                RedOp::Call => {
+                    self.emit(Instr::Move { a: first + 1, b: first });
+                }
+            }
+        }
+        self.make_function(
+            sid,
+            "<parallel for>",
+            &NO_PARAMS,
+            FnBody::ParChunk(target, body, range),
+            a,
+            span,
+        )?;
+        self.emit_at(Instr::ParFor { a, n: m, range }, span);
+        if m == 0 {
+            return Ok(());
+        }
+        // The first worker's partials become the variables' values ...
+        let t = self.alloc_n(m as usize)?;
+        self.emit(Instr::Unpack { a: t, b: a, n: m });
+        for (j, r) in reds.iter().enumerate() {
+            self.store_name(&r.name, t + j as u16, span)?;
+        }
+        // ... and every other worker's are combined into them, in order.
+        let it = self.alloc_n(2)?;
+        let p = self.alloc()?;
+        self.emit(Instr::Move { a: it, b: a + 1 });
+        self.emit(Instr::ForPrep { a: it });
+        let top = self.here();
+        self.emit(Instr::ForNext { a: it, b: p });
+        let exit = self.jmp_placeholder();
+        self.emit(Instr::Unpack { a: t, b: p, n: m });
+        for (j, r) in reds.iter().enumerate() {
+            let part = t + j as u16;
+            let mk = self.mark();
+            match r.op {
+                RedOp::Add | RedOp::Mul => {
+                    let x = self.alloc()?;
+                    self.load_name(&r.name, x, span)?;
+                    if r.op == RedOp::Add {
+                        self.emit_at(Instr::Add { a: x, b: x, c: part }, span);
+                    } else {
+                        self.emit_at(Instr::Mul { a: x, b: x, c: part }, span);
+                    }
+                    self.store_name(&r.name, x, span)?;
+                }
+                RedOp::Call => {
+                    let f = self.alloc_n(3)?;
+                    let func = r
+                        .func
+                        .ok_or_else(|| cerr(span, "internal: reduction without a function"))?;
+                    self.expr_to(func, f)?;
+                    self.load_name(&r.name, f + 1, span)?;
+                    self.emit(Instr::Move { a: f + 2, b: part });
+                    self.emit_at(Instr::Call { a: f, n: 2 }, span);
+                    self.store_name(&r.name, f, span)?;
+                }
+            }
+            self.free_to(mk);
+        }
+        self.emit(Instr::Jmp { t: top as u32 });
+        self.patch_here(vec![exit]);
+        Ok(())
+    }
+
+    /// The body of a chunk function: parameters `.lo .hi .step .seq` (registers
+    /// 0–3) and the reductions; runs the iterations, returns the partials.
+    pub(super) fn par_chunk_body(&mut self, target: &'a Expr, body: &'a [Stmt], range: bool) -> CResult<()> {
+        let reds: Vec<String> = crate::compile::parfor::reductions(target, body)
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
+        // Registers 0..3 hold lo, hi, step: the counting loop runs on them.
+        let base: Reg = 0;
+        let (dst, direct) = if range {
+            self.loop_target_reg(target)?
+        } else {
+            (self.alloc()?, false)
+        };
+        self.emit(Instr::ForRangePrep { a: base, b: dst });
+        let exit = self.jmp_placeholder();
+        let body_start = self.here();
+        if range {
+            if !direct {
+                self.assign(target, dst)?;
+            }
+        } else {
+            let item = self.alloc()?;
+            self.emit(Instr::GetIndex { a: item, b: 3, c: dst });
+            self.assign(target, item)?;
+        }
+        self.f().blocks.push(Block::Loop {
+            breaks: Vec::new(),
+            continues: Vec::new(),
+        });
+        self.block(body)?;
+        let (breaks, continues) = self.pop_loop();
+        self.patch_here(continues);
+        self.emit(Instr::ForRangeLoop { a: base, b: dst });
+        self.emit(Instr::Jmp { t: body_start as u32 });
+        self.patch_here(vec![exit]);
+        self.patch_here(breaks);
+        if reds.is_empty() {
+            self.emit(Instr::ReturnNone);
+            return Ok(());
+        }
+        let n = u16::try_from(reds.len()).map_err(|_| cerr(self.f().span, "too many reductions"))?;
+        let t = self.alloc_n(reds.len())?;
+        for (j, r) in reds.iter().enumerate() {
+            let sp = self.f().span;
+            self.load_name(r.as_str(), t + j as u16, sp)?;
+        }
+        let tup = self.alloc()?;
+        self.emit(Instr::BuildTuple { a: tup, b: t, n });
+        self.emit(Instr::Return { a: tup });
+        Ok(())
+    }
+}
