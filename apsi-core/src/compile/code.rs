@@ -193,7 +193,7 @@ pub enum Instr {
     },
     /// `Return { a }` that the compiler proved is reached from the entry
     /// only through instructions that write no register or only `a`
-    /// (`emit.rs`, `mark_early_returns`): apart from `a`, whose value the
+    /// (`emit/passes.rs`, `mark_early_returns`): apart from `a`, whose value the
     /// return takes, only the `n` parameter registers can hold anything of
     /// this call, so popping the frame clears just those (`return a + b`, a
     /// recursion's base case `if n < 2: return n`).

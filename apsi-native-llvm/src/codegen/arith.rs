@@ -1,0 +1,221 @@
+//! Integer arithmetic with Python's semantics (floor division, modulo,
+//! powers, overflow checks) and the math functions.
+
+use super::*;
+
+impl<'ctx> Gen<'_, 'ctx> {
+    pub(super) fn int_bin(
+        &self,
+        st: &FnState<'ctx>,
+        op: IntOp,
+        x: IntValue<'ctx>,
+        y: IntValue<'ctx>,
+        line: u32,
+    ) -> R<IntValue<'ctx>> {
+        let z = self.i64c(0);
+        Ok(match op {
+            IntOp::Add | IntOp::Sub | IntOp::Mul => {
+                let name = match op {
+                    IntOp::Add => "llvm.sadd.with.overflow.i64",
+                    IntOp::Sub => "llvm.ssub.with.overflow.i64",
+                    _ => "llvm.smul.with.overflow.i64",
+                };
+                let (r, o) = self.overflow_op(name, x, y)?;
+                self.raise_if(st, o, err::INT_OVERFLOW, line, [x, y, z])?;
+                r
+            }
+            IntOp::FloorDiv | IntOp::Mod => {
+                let dz = self.icmp(IntPredicate::EQ, y, z)?;
+                self.raise_if(
+                    st,
+                    dz,
+                    err::INT_DIV_ZERO,
+                    line,
+                    [x, y, self.i64c(matches!(op, IntOp::Mod) as i64)],
+                )?;
+                let m1 = self.icmp(IntPredicate::EQ, y, self.i64c(-1))?;
+                if op == IntOp::FloorDiv {
+                    let mn = self.icmp(IntPredicate::EQ, x, self.i64c(i64::MIN))?;
+                    let o = e(self.b.build_and(m1, mn, "o"))?;
+                    self.raise_if(st, o, err::INT_OVERFLOW, line, [x, y, z])?;
+                }
+                // Avoid sdiv/srem overflow UB for y == -1 (handled above / remainder 0).
+                let ys = e(self.b.build_select(m1, self.i64c(1), y, "ys"))?.into_int_value();
+                let q0 = e(self.b.build_int_signed_div(x, ys, "q"))?;
+                let q0 = if op == IntOp::FloorDiv {
+                    let nx = e(self.b.build_int_neg(x, "nx"))?;
+                    e(self.b.build_select(m1, nx, q0, "q"))?.into_int_value()
+                } else {
+                    q0
+                };
+                let r0 = e(self.b.build_int_signed_rem(x, ys, "r"))?;
+                let r0 = e(self.b.build_select(m1, z, r0, "r"))?.into_int_value();
+                let nz = self.icmp(IntPredicate::NE, r0, z)?;
+                let sx = e(self.b.build_xor(r0, y, "sx"))?;
+                let diff = self.icmp(IntPredicate::SLT, sx, z)?;
+                let adj = e(self.b.build_and(nz, diff, "adj"))?;
+                if op == IntOp::FloorDiv {
+                    let q1 = e(self.b.build_int_sub(q0, self.i64c(1), "q1"))?;
+                    e(self.b.build_select(adj, q1, q0, "fd"))?.into_int_value()
+                } else {
+                    let r1 = e(self.b.build_int_add(r0, y, "r1"))?;
+                    e(self.b.build_select(adj, r1, r0, "md"))?.into_int_value()
+                }
+            }
+            IntOp::BitAnd => e(self.b.build_and(x, y, "and"))?,
+            IntOp::BitOr => e(self.b.build_or(x, y, "or"))?,
+            IntOp::BitXor => e(self.b.build_xor(x, y, "xor"))?,
+            IntOp::Shl | IntOp::Shr => {
+                let neg = self.icmp(IntPredicate::SLT, y, z)?;
+                self.raise_if(st, neg, err::NEG_SHIFT, line, [x, y, z])?;
+                let big = self.icmp(IntPredicate::SGE, y, self.i64c(64))?;
+                let ys = e(self.b.build_select(big, self.i64c(63), y, "ys"))?.into_int_value();
+                if op == IntOp::Shr {
+                    e(self.b.build_right_shift(x, ys, true, "shr"))?
+                } else {
+                    let xz = self.icmp(IntPredicate::EQ, x, z)?;
+                    let r = e(self.b.build_left_shift(x, ys, "shl"))?;
+                    let back = e(self.b.build_right_shift(r, ys, true, "back"))?;
+                    let lost = self.icmp(IntPredicate::NE, back, x)?;
+                    let bad = e(self.b.build_or(big, lost, "bad"))?;
+                    let nxz = e(self.b.build_not(xz, "nxz"))?;
+                    let bad = e(self.b.build_and(bad, nxz, "bad"))?;
+                    self.raise_if(st, bad, err::INT_OVERFLOW, line, [x, y, z])?;
+                    r
+                }
+            }
+            IntOp::Pow => {
+                let i64t = self.ctx.i64_type();
+                let hf = self.host_fn(
+                    "apsi_rt_ipow",
+                    &[
+                        self.ctxp_ty(),
+                        i64t.into(),
+                        i64t.into(),
+                        self.ctx.i32_type().into(),
+                        i64t.ptr_type(AddressSpace::default()).into(),
+                    ],
+                );
+                let out = e(self.b.build_alloca(i64t, "o"))?;
+                let s = self.call(
+                    hf,
+                    &[
+                        st.ctxp.into(),
+                        x.into(),
+                        y.into(),
+                        self.i32c(line as i64).into(),
+                        out.into(),
+                    ],
+                )?;
+                self.check_status(st, s.into_int_value())?;
+                e(self.b.build_load(out, "r"))?.into_int_value()
+            }
+        })
+    }
+
+    pub(super) fn math(&self, st: &FnState<'ctx>, mf: MathFn, args: &[Var], line: u32) -> R<BasicValueEnum<'ctx>> {
+        let z = self.i64c(0);
+        let id = self.i64c(mf as i64);
+        let x = self.fval(st, *args.first().ok_or("math arity")?)?;
+        let y = match args.get(1) {
+            Some(v) => Some(self.fval(st, *v)?),
+            None => None,
+        };
+        // fastmath: C's semantics (a domain error gives NaN, an overflow an infinity).
+        let fast = self.m.fastmath;
+        let domain = |cond: IntValue<'ctx>| {
+            if fast {
+                Ok(())
+            } else {
+                self.raise_if(st, cond, err::DOMAIN, line, [id, z, z])
+            }
+        };
+        // The interpreter's one-argument functions: an infinite result of a finite argument is an OverflowError.
+        let ranged = |r: FloatValue<'ctx>| -> R<BasicValueEnum<'ctx>> {
+            if fast {
+                return Ok(r.into());
+            }
+            let inf = self.is_inf(r)?;
+            let fin = self.is_finite(x)?;
+            let bad = e(self.b.build_and(inf, fin, "rng"))?;
+            self.raise_if(st, bad, err::RANGE, line, [id, z, z])?;
+            Ok(r.into())
+        };
+        let zero = self.f64c(0.0);
+        Ok(match mf {
+            MathFn::Sqrt => {
+                domain(self.fcmp(FloatPredicate::OLT, x, zero)?)?;
+                // The square root of a finite number is finite: no range check.
+                self.f1("llvm.sqrt.f64", x)?.into()
+            }
+            MathFn::Exp => ranged(self.f1("llvm.exp.f64", x)?)?,
+            MathFn::Log => {
+                domain(self.fcmp(FloatPredicate::OLE, x, zero)?)?;
+                self.f1("llvm.log.f64", x)?.into()
+            }
+            MathFn::Log2 => {
+                domain(self.fcmp(FloatPredicate::OLE, x, zero)?)?;
+                ranged(self.f1("llvm.log2.f64", x)?)?
+            }
+            MathFn::Log10 => {
+                domain(self.fcmp(FloatPredicate::OLE, x, zero)?)?;
+                ranged(self.f1("llvm.log10.f64", x)?)?
+            }
+            MathFn::Log1p => {
+                domain(self.fcmp(FloatPredicate::OLE, x, self.f64c(-1.0))?)?;
+                ranged(self.f1("log1p", x)?)?
+            }
+            MathFn::Sin | MathFn::Cos | MathFn::Tan => {
+                domain(self.is_inf(x)?)?;
+                let name = match mf {
+                    MathFn::Sin => "llvm.sin.f64",
+                    MathFn::Cos => "llvm.cos.f64",
+                    _ => "tan",
+                };
+                ranged(self.f1(name, x)?)?
+            }
+            MathFn::Atan => ranged(self.f1("atan", x)?)?,
+            MathFn::Sinh => ranged(self.f1("sinh", x)?)?,
+            MathFn::Cosh => ranged(self.f1("cosh", x)?)?,
+            MathFn::Tanh => ranged(self.f1("tanh", x)?)?,
+            MathFn::Abs => self.f1("llvm.fabs.f64", x)?.into(),
+            MathFn::Floor => {
+                let r = self.f1("llvm.floor.f64", x)?;
+                self.float_to_int(st, r, line)?.into()
+            }
+            MathFn::Ceil => {
+                let r = self.f1("llvm.ceil.f64", x)?;
+                self.float_to_int(st, r, line)?.into()
+            }
+            MathFn::IsNan => self.fcmp(FloatPredicate::UNO, x, x)?.into(),
+            MathFn::IsInf => self.is_inf(x)?.into(),
+            MathFn::Atan2 => self.f2("atan2", x, y.ok_or("arity")?)?.into(),
+            MathFn::Hypot => self.f2("hypot", x, y.ok_or("arity")?)?.into(),
+            MathFn::Min | MathFn::Max => {
+                let y = y.ok_or("arity")?;
+                let p = if mf == MathFn::Max {
+                    FloatPredicate::OGT
+                } else {
+                    FloatPredicate::OLT
+                };
+                let take_y = self.fcmp(p, y, x)?;
+                e(self.b.build_select(take_y, y, x, "mm"))?
+            }
+            MathFn::Minimum | MathFn::Maximum => {
+                let y = y.ok_or("arity")?;
+                // NaN first (x's, then y's), else y when it orders before/after x.
+                let xn = self.fcmp(FloatPredicate::UNO, x, x)?;
+                let yn = self.fcmp(FloatPredicate::UNO, y, y)?;
+                let p = if mf == MathFn::Maximum {
+                    FloatPredicate::OLT
+                } else {
+                    FloatPredicate::OGT
+                };
+                let take_y = self.fcmp(p, x, y)?;
+                let r = e(self.b.build_select(take_y, y, x, "mm"))?;
+                let r = e(self.b.build_select(yn, y.into(), r, "mm"))?;
+                e(self.b.build_select(xn, x.into(), r, "mm"))?
+            }
+        })
+    }
+}
