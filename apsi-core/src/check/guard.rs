@@ -1,6 +1,8 @@
 //! The Guard scan (LANGUAGE.md §9): every capability a program uses —
 //! Python (`use python`, a module needing it, `backend="torch"`) and the
-//! network (an `http://`/`https://` literal passed to a call) — found in all
+//! network (an `http://`/`https://` literal passed to a function that reads
+//! a source: `read_text`, `from_csv`, …; printing a URL is not reading it) —
+//! found in all
 //! code, called or not, before anything runs. Capabilities not granted give
 //! one `PermissionError` naming every missing flag.
 
@@ -45,6 +47,29 @@ impl Scan<'_> {
     }
 }
 
+/// The functions that read a source named by a string (the prelude's and
+/// `use data`'s): a URL literal given to one of them reads the network.
+const SOURCE_READERS: &[&str] = &[
+    "read_text",
+    "read_bytes",
+    "load_tensor",
+    "open_tensor",
+    "from_npy",
+    "from_csv",
+    "from_files",
+];
+
+/// Whether a call's callee is one of [`SOURCE_READERS`], by name or as a
+/// module attribute (`data.from_csv`).
+fn reads_a_source(func: &Expr) -> bool {
+    let name = match &func.kind {
+        ExprKind::Name(n) => n.as_str(),
+        ExprKind::Attribute { attr, .. } => attr.name.as_str(),
+        _ => return false,
+    };
+    SOURCE_READERS.contains(&name)
+}
+
 fn url_literal(e: &Expr) -> bool {
     let starts = |s: &str| s.starts_with("http://") || s.starts_with("https://");
     match &e.kind {
@@ -77,7 +102,8 @@ impl<'a> Visitor<'a> for Scan<'_> {
     }
 
     fn expr(&mut self, e: &'a Expr) {
-        if let ExprKind::Call { args, .. } = &e.kind {
+        if let ExprKind::Call { func, args } = &e.kind {
+            let reader = reads_a_source(func);
             for a in args {
                 match a {
                     Arg::Keyword(k, v)
@@ -85,7 +111,7 @@ impl<'a> Visitor<'a> for Scan<'_> {
                     {
                         self.add("python", v.span, "`backend=\"torch\"`".to_string());
                     }
-                    Arg::Positional(v) | Arg::Keyword(_, v) if url_literal(v) => {
+                    Arg::Positional(v) | Arg::Keyword(_, v) if reader && url_literal(v) => {
                         self.add("net", v.span, "a network address".to_string());
                     }
                     _ => {}

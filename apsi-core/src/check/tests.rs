@@ -322,6 +322,12 @@ fn guard() {
     assert!(check_env("use torchy\nread_text(\"https://a\")\n", &allowed).is_empty());
     // Plain strings that merely mention a URL are not arguments; other backends are fine.
     clean("u = \"https://a\"\nprint(list([], backend=\"cpu\"))\n");
+    // Printing or formatting a URL reads nothing (issue 17); reading one does,
+    // by name or through a module.
+    clean("print(\"http://example.com\")\nlen(\"https://a\")\n");
+    let ds = check("def f(data):\n    return data.from_csv(\"https://x/y.csv\")\n");
+    assert_eq!(ds.len(), 1, "{ds:?}");
+    assert_eq!(ds[0].kind, ErrorKind::PermissionError);
 }
 
 #[test]
