@@ -60,6 +60,22 @@ impl Arg {
             }
             Arg::Int(i) => Ok(match dtype.kind() {
                 Kind::Float => Tensor::full(vec![], *i as f64, dtype)?,
+                // A packed integer format (int8, int4, uint8): the number must
+                // be one of its values, as NumPy 2 requires of a Python int.
+                _ if super::codec::is_packed(dtype) => {
+                    let (lo, hi) = match dtype {
+                        DType::Int8 => (-128, 127),
+                        DType::Int4 => (-8, 7),
+                        _ => (0, 255),
+                    };
+                    if !(lo..=hi).contains(i) {
+                        return Err(err(
+                            ErrorKind::OverflowError,
+                            format!("Python integer {i} out of bounds for {}", dtype.name()),
+                        ));
+                    }
+                    Tensor::full(vec![], *i as f64, dtype)?
+                }
                 _ => {
                     crate::with_dtype!(dtype, T => Tensor::scalar(T::from_i64(*i)), other => return Err(dtype.check_supported().err().unwrap_or_else(|| err(ErrorKind::TypeError, "bad dtype"))))
                 }
@@ -264,10 +280,11 @@ fn bool_op(op: BinOp, x: &Tensor, y: &Tensor) -> VResult<Tensor> {
             ErrorKind::TypeError,
             "'-' is not supported between bool tensors (use ^ or logical operations)",
         )),
+        // `//`, `%`, `**` and shifts of bools are small ints: int8, as NumPy gives.
         _ => {
             let xi = x.astype(DType::I64)?;
             let yi = y.astype(DType::I64)?;
-            int_op(op, &xi, &yi)
+            int_op(op, &xi, &yi)?.astype(DType::Int8)
         }
     }
 }
