@@ -1,9 +1,13 @@
-//! Differential test against CPython: `tests/differential/gen.py` draws
-//! expressions from what Apsi promises to compute as Python does (int and
-//! float arithmetic, int / int, round, divmod, formatting, int()/float() of
-//! strings, string methods and slicing, list built-ins), with fixed seeds;
-//! CPython evaluates them, the real `apsi` binary runs the same cases, and
-//! every line must agree. Skipped (with a note) when `python3` is missing.
+//! Differential tests against CPython and NumPy: `tests/differential/gen.py`
+//! draws expressions from what Apsi promises to compute as they do, with
+//! fixed seeds; CPython (or NumPy, with `--numpy`) evaluates them, the real
+//! `apsi` binary runs the same cases, and every line must agree.
+//! - CPython: int and float arithmetic, int / int, round, divmod,
+//!   formatting, int()/float() of strings, string methods and slicing,
+//!   list built-ins. Skipped (with a note) without `python3`.
+//! - NumPy: tensor arithmetic and comparisons (NumPy 2's promotion with
+//!   plain numbers), reductions, matrix products. Skipped (with a note)
+//!   when NumPy is not installed.
 
 use std::path::Path;
 use std::process::Command;
@@ -11,29 +15,29 @@ use std::process::Command;
 const SEEDS: [u64; 4] = [1, 2, 3, 4];
 const CASES_PER_SEED: usize = 1500;
 
-fn python3() -> Option<&'static str> {
-    let ok = Command::new("python3")
-        .args(["-c", "import sys; sys.exit(sys.version_info < (3, 8))"])
-        .status()
-        .is_ok_and(|s| s.success());
-    ok.then_some("python3")
+fn python_with(import: &str) -> bool {
+    Command::new("python3")
+        .args([
+            "-c",
+            &format!("import sys; {import}; sys.exit(sys.version_info < (3, 8))"),
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
-#[test]
-fn apsi_agrees_with_cpython_on_generated_cases() {
-    let Some(py) = python3() else {
-        eprintln!("differential test skipped: python3 (3.8 or newer) is not installed");
-        return;
-    };
+/// Runs every seed through gen.py (with `extra` arguments) and apsi;
+/// returns the cases that differ.
+fn differences(extra: &[&str]) -> Vec<String> {
     let gen = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/differential/gen.py");
     let mut failures = Vec::new();
     for seed in SEEDS {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path();
-        let g = Command::new(py)
+        let g = Command::new("python3")
             .arg(&gen)
             .args([seed.to_string(), CASES_PER_SEED.to_string()])
             .arg(out)
+            .args(extra)
             .output()
             .unwrap();
         assert!(
@@ -62,15 +66,37 @@ fn apsi_agrees_with_cpython_on_generated_cases() {
         assert_eq!(got.len(), expected.len(), "seed {seed}: one line per case");
         for ((c, e), g) in cases.iter().zip(&expected).zip(&got) {
             if e != g {
-                failures.push(format!("seed {seed}: {c}\n    CPython: {e}\n    Apsi:    {g}"));
+                failures.push(format!("seed {seed}: {c}\n    expected: {e}\n    Apsi:     {g}"));
             }
         }
     }
+    failures
+}
+
+fn report(failures: &[String], against: &str, extra: &str) {
     assert!(
         failures.is_empty(),
-        "{} of {} cases differ from CPython (reproduce: python3 tests/differential/gen.py SEED {CASES_PER_SEED} DIR):\n{}",
+        "{} of {} cases differ from {against} (reproduce: python3 tests/differential/gen.py SEED {CASES_PER_SEED} DIR{extra}):\n{}",
         failures.len(),
         SEEDS.len() * CASES_PER_SEED,
         failures.iter().take(30).cloned().collect::<Vec<_>>().join("\n")
     );
+}
+
+#[test]
+fn apsi_agrees_with_cpython_on_generated_cases() {
+    if !python_with("pass") {
+        eprintln!("differential test skipped: python3 (3.8 or newer) is not installed");
+        return;
+    }
+    report(&differences(&[]), "CPython", "");
+}
+
+#[test]
+fn apsi_agrees_with_numpy_on_generated_tensor_cases() {
+    if !python_with("import numpy") {
+        eprintln!("NumPy differential test skipped: NumPy is not installed (pip install numpy)");
+        return;
+    }
+    report(&differences(&["--numpy"]), "NumPy", " --numpy");
 }

@@ -782,6 +782,7 @@ fn methods() -> &'static HashMap<&'static str, Value> {
             ("__contains__", h_contains),
             ("item", m_item),
             ("to_list", m_to_list),
+            ("tolist", m_to_list),
             ("reshape", m_reshape),
             ("transpose", m_transpose),
             ("astype", m_astype),
