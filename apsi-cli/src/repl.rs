@@ -124,6 +124,7 @@ pub fn start(opts: &RunOptions) -> u8 {
         }
     };
     env.prelude = runtime.prelude_names();
+    env.source_readers = runtime.source_readers();
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let mut session = Session {
         runtime,

@@ -2,7 +2,7 @@
 
 use crate::args::RunOptions;
 use crate::term;
-use apsi_core::check::{self, BuiltinModuleInfo, CheckEnv, Program};
+use apsi_core::check::{self, CheckEnv, Program};
 use apsi_core::diagnostic::{self, Diagnostic, SourceMap};
 use apsi_core::module::ModuleDescriptor;
 use apsi_core::vm::{RunError, Runtime, RuntimeConfig};
@@ -14,32 +14,28 @@ use std::time::Instant;
 /// What the checker needs to know about this binary, when no runtime exists
 /// (`apsi check`).
 pub fn check_env(allowed: &[String]) -> CheckEnv {
-    let mut names: Vec<String> = apsi_core::builtins::prelude()
-        .exports
-        .iter()
-        .map(|(n, _)| n.to_string())
-        .collect();
+    let prelude = apsi_core::builtins::prelude();
+    let mut names: Vec<String> = prelude.exports.iter().map(|(n, _)| n.to_string()).collect();
     names.push("argv".to_string());
-    env_for(names, &crate::modules::compiled_in(), allowed)
+    let mut env = env_for(names, &crate::modules::compiled_in(), allowed);
+    env.source_readers
+        .extend(prelude.source_readers.iter().map(|r| r.to_string()));
+    env
 }
 
 /// The checker's view of the compiled-in modules; the caller fills in the
-/// prelude names (from the runtime, so the prelude is built once per process).
+/// prelude's names and source readers (from the runtime, so the prelude is
+/// built once per process).
 pub fn env_for(prelude: Vec<String>, modules: &[ModuleDescriptor], allowed: &[String]) -> CheckEnv {
-    let builtin_modules = modules
-        .iter()
-        .map(|m| BuiltinModuleInfo {
-            name: m.name.to_string(),
-            exports: m.exports.iter().map(|(n, _)| n.to_string()).collect(),
-            capabilities: m.capabilities.iter().map(|c| c.to_string()).collect(),
-            namespace_only: m.namespace_only,
-        })
-        .collect();
     CheckEnv {
         prelude,
-        builtin_modules,
+        builtin_modules: modules.iter().map(ModuleDescriptor::check_info).collect(),
         allowed: allowed.to_vec(),
         absent_modules: crate::modules::absent(),
+        source_readers: modules
+            .iter()
+            .flat_map(|m| m.source_readers.iter().map(|r| r.to_string()))
+            .collect(),
     }
 }
 
@@ -82,6 +78,7 @@ pub fn run_file(opts: &RunOptions) -> u8 {
         }
     };
     env.prelude = runtime.prelude_names();
+    env.source_readers = runtime.source_readers();
     crate::signals::on_stop_flush(runtime.output_flusher());
     let program = match load(&opts.file, &env, &sources) {
         Ok(p) => p,

@@ -23,6 +23,7 @@ fn check_without_modules(src: &str) -> String {
                 help: format!("'{m}' is an Apsi module that this binary was built without: rebuild apsi with the `{m}` cargo feature (cargo install --path apsi-cli --features {m})"),
             })
             .collect(),
+        source_readers: vec![],
     };
     let opts = LoadOptions {
         packages_dir: Some(dir.path().join("packages")),

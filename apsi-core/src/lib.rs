@@ -4,6 +4,7 @@
 //! This crate depends on no other crate of the project, does no network I/O
 //! and never talks to the terminal (the CLI does).
 
+pub mod api;
 pub mod builtins;
 pub mod check;
 pub mod compile;

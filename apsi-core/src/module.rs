@@ -40,11 +40,24 @@ pub struct ModuleDescriptor {
     /// Exports that also replace the prelude's binding of the same name
     /// (the `native` module's `native` replaces the interpreted fallback).
     pub prelude: Vec<&'static str>,
+    /// Exports whose string argument names a source to read (a file, or a
+    /// URL with `--allow-net`): the Guard checks their URL literals.
+    pub source_readers: Vec<&'static str>,
 }
 
 impl ModuleDescriptor {
     pub fn get(&self, name: &str) -> Option<&Value> {
         self.exports.iter().find(|(n, _)| &**n == name).map(|(_, v)| v)
+    }
+
+    /// What the checker needs to know of this module.
+    pub fn check_info(&self) -> crate::check::BuiltinModuleInfo {
+        crate::check::BuiltinModuleInfo {
+            name: self.name.to_string(),
+            exports: self.exports.iter().map(|(n, _)| n.to_string()).collect(),
+            capabilities: self.capabilities.iter().map(|c| c.to_string()).collect(),
+            namespace_only: self.namespace_only,
+        }
     }
 }
 
@@ -63,6 +76,7 @@ impl ModuleBuilder {
                 capabilities: Vec::new(),
                 namespace_only: false,
                 prelude: Vec::new(),
+                source_readers: Vec::new(),
             },
         }
     }
@@ -100,6 +114,13 @@ impl ModuleBuilder {
     /// binding (see [`ModuleDescriptor::prelude`]).
     pub fn prelude(mut self, name: &'static str) -> ModuleBuilder {
         self.desc.prelude.push(name);
+        self
+    }
+
+    /// Declare exports that read a source named by a string argument
+    /// (see [`ModuleDescriptor::source_readers`]).
+    pub fn reads_sources(mut self, names: &[&'static str]) -> ModuleBuilder {
+        self.desc.source_readers.extend_from_slice(names);
         self
     }
 

@@ -324,6 +324,7 @@ fn front_end(src: &str) {
         builtin_modules: Vec::new(),
         allowed: Vec::new(),
         absent_modules: Vec::new(),
+        source_readers: prelude.source_readers.iter().map(|r| r.to_string()).collect(),
     };
     let mut scope = ReplScope::new(std::env::temp_dir());
     PARSED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

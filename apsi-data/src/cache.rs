@@ -18,8 +18,8 @@
 use crate::key::{cache_key, hex_digest, tag, verify, KEY_LEN};
 use crate::serial;
 use crate::stream::{BoxStream, Node, Stream};
-use apsi_core::error::ErrorKind;
-use apsi_core::vm::value::{err, Caller, Kwargs, NativeFn, VResult, Value};
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, Caller, Kwargs, NativeFn, VResult, Value};
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -251,7 +251,7 @@ impl Stream for CacheStream {
 
 /// `@disk_cache(dir)`: the decorator.
 pub fn disk_cache(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = apsi_core::tensor::object::A::new("disk_cache", args, kw, &["dir"])?;
+    let a = apsi_core::api::Args::optional("disk_cache", args, kw, &["dir"])?;
     let dir = crate::files::path_arg(&a, 0)?;
     let deco = move |_c: &mut dyn Caller, args: &[Value], _kw: Kwargs| -> VResult<Value> {
         let f = args
@@ -308,7 +308,7 @@ pub fn disk_cache(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Va
 #[cfg(test)]
 mod tests {
     use super::*;
-    use apsi_core::ops::NoCaller;
+    use apsi_core::api::NoCaller;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     static CALLS: AtomicUsize = AtomicUsize::new(0);
@@ -344,7 +344,7 @@ mod tests {
             })
         };
         let want: Vec<String> = (0..2000).map(|i| i.to_string()).collect();
-        let show = |v: Vec<Value>| v.iter().map(apsi_core::format::repr_of).collect::<Vec<_>>();
+        let show = |v: Vec<Value>| v.iter().map(apsi_core::api::repr_of).collect::<Vec<_>>();
         let first = crate::stream::collect(&make(), &mut NoCaller).expect("first pass");
         assert_eq!(show(first), want);
         assert_eq!(CALLS.load(Ordering::SeqCst), 2000);

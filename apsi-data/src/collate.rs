@@ -2,11 +2,11 @@
 //! into tensors (per position of a tuple, per key of a dict), `unbatch`
 //! splits along the first axis, and rows are counted for `throughput`.
 
-use apsi_core::error::ErrorKind;
-use apsi_core::tensor::core::Tensor;
-use apsi_core::tensor::layout::Layout;
-use apsi_core::tensor::{as_tensor, tensor_value};
-use apsi_core::vm::value::{err, VResult, Value};
+use apsi_core::api::tensor::Layout;
+use apsi_core::api::tensor::Tensor;
+use apsi_core::api::tensor::{as_tensor, tensor_value};
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, VResult, Value};
 
 /// Rows `lo..hi` of `t` along its first axis, as a view (no copy).
 pub fn rows(t: &Tensor, lo: usize, hi: usize) -> Tensor {
@@ -45,11 +45,11 @@ pub fn take_rows(t: &Tensor, idx: &[usize]) -> VResult<Tensor> {
         .iter()
         .skip(1)
         .copied()
-        .eq(apsi_core::tensor::layout::row_major_strides(&shape[1..]));
+        .eq(apsi_core::api::tensor::row_major_strides(&shape[1..]));
     if dense_rows {
         let st = t.layout.strides.first().copied().unwrap_or(0);
         let base = t.layout.offset as isize;
-        let out = apsi_core::with_dtype!(t.dtype, T => Some(t.with_slice::<T, _>(|s, _| {
+        let out = apsi_core::api::tensor::with_dtype!(t.dtype, T => Some(t.with_slice::<T, _>(|s, _| {
             let mut v: Vec<T> = Vec::with_capacity(idx.len() * row_len);
             for &i in idx {
                 let o = (base + st * i as isize).max(0) as usize;
@@ -65,7 +65,7 @@ pub fn take_rows(t: &Tensor, idx: &[usize]) -> VResult<Tensor> {
     if parts.is_empty() {
         return Tensor::full(shape, 0.0, t.dtype);
     }
-    apsi_core::tensor::shape::concat(&parts, 0)
+    apsi_core::api::tensor::concat(&parts, 0)
 }
 
 /// Stacks a batch of items into one value.
@@ -100,9 +100,9 @@ pub fn stack(items: Vec<Value>) -> VResult<Value> {
         }
         Value::Dict(d) => {
             let keys: Vec<Value> = d.map.read().keys().map(|k| k.value().clone()).collect();
-            let out = Value::dict(apsi_core::vm::value::DictMap::new());
+            let out = Value::dict(apsi_core::api::DictMap::new());
             for k in keys {
-                let hk = apsi_core::ops::hash_key(&k)?;
+                let hk = apsi_core::api::hash_key(&k)?;
                 let mut col = Vec::with_capacity(items.len());
                 for it in &items {
                     let v = match it {
@@ -114,7 +114,7 @@ pub fn stack(items: Vec<Value>) -> VResult<Value> {
                             ErrorKind::TypeError,
                             format!(
                                 "batch() needs dicts with the same keys; one has no key {}",
-                                apsi_core::format::repr_of(&k)
+                                apsi_core::api::repr_of(&k)
                             ),
                         )
                     })?);
@@ -137,7 +137,7 @@ pub fn stack(items: Vec<Value>) -> VResult<Value> {
                     })
                 })
                 .collect::<VResult<_>>()?;
-            Ok(tensor_value(apsi_core::tensor::shape::stack(&ts, 0)?))
+            Ok(tensor_value(apsi_core::api::tensor::stack(&ts, 0)?))
         }
         _ => Ok(Value::list(items)),
     }
@@ -212,7 +212,7 @@ pub fn unstack(v: &Value) -> VResult<Vec<Value>> {
             return Err(err(ErrorKind::ShapeError, "unbatch() cannot split a 0-d tensor"));
         };
         return Ok((0..n)
-            .map(|i| apsi_core::tensor::object::result_value(row(&t, i)))
+            .map(|i| apsi_core::api::tensor::result_value(row(&t, i)))
             .collect());
     }
     match v {
@@ -246,11 +246,11 @@ pub fn unstack(v: &Value) -> VResult<Vec<Value>> {
             }
             let mut out = Vec::with_capacity(n);
             for i in 0..n {
-                let o = Value::dict(apsi_core::vm::value::DictMap::new());
+                let o = Value::dict(apsi_core::api::DictMap::new());
                 if let Value::Dict(m) = &o {
                     let mut w = m.map.write();
                     for (k, col) in &entries {
-                        w.insert(apsi_core::ops::hash_key(k)?, col.get(i).cloned().unwrap_or(Value::None));
+                        w.insert(apsi_core::api::hash_key(k)?, col.get(i).cloned().unwrap_or(Value::None));
                     }
                 }
                 out.push(o);

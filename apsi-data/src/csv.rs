@@ -6,8 +6,8 @@
 //! `columns=[…]` (names or indices) picks columns and gives tuples in that
 //! order, ready to spread over a `map` function's parameters.
 
-use apsi_core::error::ErrorKind;
-use apsi_core::vm::value::{err, DictMap, VResult, Value};
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, DictMap, VResult, Value};
 use std::path::Path;
 
 /// Splits CSV text into records of fields.
@@ -165,7 +165,7 @@ pub fn load(path: &Path, delim: u8, header: bool, columns: Option<&[Value]>) -> 
                         ErrorKind::ValueError,
                         format!(
                             "from_csv(): a column must be a name or an index below {width}, found {}",
-                            apsi_core::format::repr_of(other)
+                            apsi_core::api::repr_of(other)
                         ),
                     )),
                 })
@@ -190,7 +190,7 @@ pub fn load(path: &Path, delim: u8, header: bool, columns: Option<&[Value]>) -> 
             (None, true) => {
                 let mut m = DictMap::new();
                 for (j, (name, s)) in names.iter().zip(r).enumerate() {
-                    m.insert(apsi_core::ops::hash_key(&Value::str(name.as_str()))?, cell(j, s));
+                    m.insert(apsi_core::api::hash_key(&Value::str(name.as_str()))?, cell(j, s));
                 }
                 Value::dict(m)
             }

@@ -6,15 +6,15 @@
 //! file (sparse, so it may exceed RAM) mapped shared: writes go to the file.
 
 use crate::npy::{self, Descr};
-use apsi_core::error::ErrorKind;
-use apsi_core::tensor::core::Tensor;
-use apsi_core::tensor::dtype::DType;
-use apsi_core::tensor::layout::Layout;
-use apsi_core::tensor::mapped::MappedStorage;
-use apsi_core::tensor::object::A;
-use apsi_core::tensor::storage::Storage;
-use apsi_core::tensor::{as_tensor, tensor_value};
-use apsi_core::vm::value::{err, Caller, Exc, Kwargs, VResult, Value};
+use apsi_core::api::tensor::DType;
+use apsi_core::api::tensor::Layout;
+use apsi_core::api::tensor::MappedStorage;
+use apsi_core::api::tensor::Storage;
+use apsi_core::api::tensor::Tensor;
+use apsi_core::api::tensor::{as_tensor, tensor_value};
+use apsi_core::api::Args;
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, Caller, Exc, Kwargs, VResult, Value};
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -28,7 +28,7 @@ fn npy_err(path: &Path, msg: String) -> Exc {
     err(ErrorKind::ValueError, format!("{}: {msg}", path.display()))
 }
 
-pub(crate) fn path_arg(a: &A, i: usize) -> VResult<PathBuf> {
+pub(crate) fn path_arg(a: &Args, i: usize) -> VResult<PathBuf> {
     match a.req(i)? {
         Value::Str(s) => Ok(PathBuf::from(s.as_str())),
         other => Err(a.wrong(i, "a path (str)", other)),
@@ -54,7 +54,7 @@ pub fn save(path: &Path, t: &Tensor) -> VResult<()> {
         let mut w = BufWriter::with_capacity(1 << 16, f);
         w.write_all(&npy::header_bytes(&descr, t.shape()))?;
         let d = t.dense();
-        apsi_core::with_dtype!(t.dtype, T => d.with_slice::<T, _>(|s, l| {
+        apsi_core::api::tensor::with_dtype!(t.dtype, T => d.with_slice::<T, _>(|s, l| {
             let n = d.size();
             npy::write_elems(&mut w, s.get(l.offset..l.offset + n).unwrap_or(&[]))
         })?, other => ());
@@ -121,14 +121,14 @@ pub fn load(path: &Path, mmap: bool) -> VResult<Tensor> {
         return Ok(mapped_tensor(m, h.shape, dtype));
     }
     let len = h.data_len().map_err(|m| npy_err(path, m))?;
-    apsi_core::tensor::layout::check_alloc(n, "load_tensor()")?;
+    apsi_core::api::tensor::check_alloc(n, "load_tensor()")?;
     f.seek(SeekFrom::Start(h.data_offset))
         .map_err(|e| io_err(path, "read", e))?;
     let mut bytes = Vec::new();
     f.take(len)
         .read_to_end(&mut bytes)
         .map_err(|e| io_err(path, "read", e))?;
-    Ok(apsi_core::with_dtype!(dtype, T => {
+    Ok(apsi_core::api::tensor::with_dtype!(dtype, T => {
         let v: Vec<T> = npy::decode(&h.descr, &bytes).map_err(|m| npy_err(path, m))?;
         Tensor::from_vec(v, h.shape)
     }, other => return Err(err(ErrorKind::TypeError, format!("internal: no element type for {}", dtype.name())))))
@@ -186,7 +186,7 @@ pub fn create(path: &Path, shape: Vec<usize>, dtype: DType) -> VResult<Tensor> {
 
 /// `save_tensor(path, x)`.
 pub fn save_tensor(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("save_tensor", args, kw, &["path", "x"])?;
+    let a = Args::optional("save_tensor", args, kw, &["path", "x"])?;
     let path = path_arg(&a, 0)?;
     let x = a.req(1)?;
     let t = as_tensor(x).ok_or_else(|| a.wrong(1, "a Tensor", x))?;
@@ -196,9 +196,9 @@ pub fn save_tensor(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
 
 /// `load_tensor(path, mmap=true)`.
 pub fn load_tensor(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("load_tensor", args, kw, &["path", "mmap"])?;
+    let a = Args::optional("load_tensor", args, kw, &["path", "mmap"])?;
     let path = path_arg(&a, 0)?;
-    let mmap = match a.get(1) {
+    let mmap = match a.opt(1) {
         None => true,
         Some(v) => v.truthy()?,
     };
@@ -207,14 +207,14 @@ pub fn load_tensor(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
 
 /// `open_tensor(path, shape, dtype=f64)`.
 pub fn open_tensor(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("open_tensor", args, kw, &["path", "shape", "dtype"])?;
+    let a = Args::optional("open_tensor", args, kw, &["path", "shape", "dtype"])?;
     let path = path_arg(&a, 0)?;
     let shape = shape_arg(&a, 1)?;
-    let dtype = a.dtype(2)?.unwrap_or(DType::F64);
+    let dtype = a.dtype_opt(2)?.unwrap_or(DType::F64);
     Ok(tensor_value(create(&path, shape, dtype)?))
 }
 
-fn shape_arg(a: &A, i: usize) -> VResult<Vec<usize>> {
+fn shape_arg(a: &Args, i: usize) -> VResult<Vec<usize>> {
     let v = a.req(i)?;
     let dims: Vec<Value> = match v {
         Value::Int(_) => vec![v.clone()],
@@ -268,7 +268,7 @@ mod tests {
         let p = d.join("big.npy");
         let t = create(&p, vec![1000, 4], DType::F32).expect("create");
         assert!(t.to_vec::<f32>().iter().all(|x| *x == 0.0));
-        apsi_core::tensor::index::set(&t, &Value::Int(3), &Value::Float(2.0)).expect("assign");
+        apsi_core::api::tensor::set_index(&t, &Value::Int(3), &Value::Float(2.0)).expect("assign");
         let back = load(&p, false).expect("reload");
         assert_eq!(back.to_vec::<f32>().iter().sum::<f32>(), 8.0);
     }

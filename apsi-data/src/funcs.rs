@@ -5,14 +5,14 @@
 use crate::object::{as_dataset, dataset_value};
 use crate::stream::{count, Node};
 use crate::{csv, glob};
-use apsi_core::error::ErrorKind;
-use apsi_core::tensor::as_tensor;
-use apsi_core::tensor::object::A;
-use apsi_core::vm::value::{err, Caller, Kwargs, StructField, StructType, VResult, Value};
+use apsi_core::api::tensor::as_tensor;
+use apsi_core::api::Args;
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, record_type, Caller, Kwargs, StructType, VResult, Value};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, OnceLock};
 
-fn ds_arg(a: &A, i: usize) -> VResult<Arc<Node>> {
+fn ds_arg(a: &Args, i: usize) -> VResult<Arc<Node>> {
     let v = a.req(i)?;
     as_dataset(v).ok_or_else(|| {
         let hint = if matches!(v, Value::List(_) | Value::Tuple(_) | Value::Range(_)) {
@@ -27,20 +27,11 @@ fn ds_arg(a: &A, i: usize) -> VResult<Arc<Node>> {
     })
 }
 
-fn int_req(a: &A, i: usize) -> VResult<i64> {
-    a.int(i)?.ok_or_else(|| {
-        err(
-            ErrorKind::TypeError,
-            format!(
-                "{}() missing required argument '{}'",
-                a.name,
-                a.params.get(i).unwrap_or(&"?")
-            ),
-        )
-    })
+fn int_req(a: &Args, i: usize) -> VResult<i64> {
+    a.int(i)
 }
 
-fn positive(a: &A, i: usize, what: &str) -> VResult<usize> {
+fn positive(a: &Args, i: usize, what: &str) -> VResult<usize> {
     let n = int_req(a, i)?;
     if n < 1 {
         return Err(err(
@@ -51,15 +42,15 @@ fn positive(a: &A, i: usize, what: &str) -> VResult<usize> {
     Ok(usize::try_from(n).unwrap_or(usize::MAX))
 }
 
-fn seed_arg(a: &A, i: usize) -> VResult<Option<u64>> {
-    Ok(a.int(i)?.map(|s| s as u64))
+fn seed_arg(a: &Args, i: usize) -> VResult<Option<u64>> {
+    Ok(a.int_opt(i)?.map(|s| s as u64))
 }
 
 // ------------------------------------------------------------------ sources
 
 /// `from_tensors(*xs, batch=none, shuffle=false, seed=none)`.
 pub fn from_tensors(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("from_tensors", &[], kw, &["batch", "shuffle", "seed"])?;
+    let a = Args::optional("from_tensors", &[], kw, &["batch", "shuffle", "seed"])?;
     if args.is_empty() {
         return Err(err(ErrorKind::TypeError, "from_tensors() needs at least one tensor"));
     }
@@ -97,7 +88,7 @@ pub fn from_tensors(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<
             ),
         ));
     }
-    let batch = match a.int(0)? {
+    let batch = match a.int_opt(0)? {
         None => None,
         Some(_) => Some(positive(&a, 0, "a batch size")?),
     };
@@ -112,7 +103,7 @@ pub fn from_tensors(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<
 
 /// `from_npy(path, batch=none, shuffle=false, seed=none)`: rows of a mapped `.npy`.
 pub fn from_npy(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("from_npy", args, kw, &["path", "batch", "shuffle", "seed"])?;
+    let a = Args::optional("from_npy", args, kw, &["path", "batch", "shuffle", "seed"])?;
     let path = crate::files::path_arg(&a, 0)?;
     let t = crate::files::load(&path, true)?;
     if t.ndim() == 0 {
@@ -124,7 +115,7 @@ pub fn from_npy(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Valu
             ),
         ));
     }
-    let batch = match a.int(1)? {
+    let batch = match a.int_opt(1)? {
         None => None,
         Some(_) => Some(positive(&a, 1, "a batch size")?),
     };
@@ -139,13 +130,13 @@ pub fn from_npy(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Valu
 
 /// `from_range(stop)` or `from_range(start, stop, step=1)`.
 pub fn from_range(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("from_range", args, kw, &["start", "stop", "step"])?;
+    let a = Args::optional("from_range", args, kw, &["start", "stop", "step"])?;
     let first = int_req(&a, 0)?;
-    let (start, stop) = match a.int(1)? {
+    let (start, stop) = match a.int_opt(1)? {
         Some(stop) => (first, stop),
         None => (0, first),
     };
-    let step = a.int(2)?.unwrap_or(1);
+    let step = a.int_opt(2)?.unwrap_or(1);
     if step == 0 {
         return Err(err(ErrorKind::ValueError, "from_range() needs a step other than 0"));
     }
@@ -154,14 +145,14 @@ pub fn from_range(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Va
 
 /// `from_list(xs)`: the elements of any iterable, taken now.
 pub fn from_list(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("from_list", args, kw, &["xs"])?;
-    let items = apsi_core::ops::iterate(c, a.req(0)?)?;
+    let a = Args::optional("from_list", args, kw, &["xs"])?;
+    let items = apsi_core::api::iterate(c, a.req(0)?)?;
     Ok(dataset_value(Node::List(items.into())))
 }
 
 /// `from_generator(f)`: `f()` at every pass, its result iterated.
 pub fn from_generator(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("from_generator", args, kw, &["f"])?;
+    let a = Args::optional("from_generator", args, kw, &["f"])?;
     let f = a.req(0)?;
     if !matches!(f, Value::Func(_) | Value::Native(_) | Value::BoundMethod(_)) {
         return Err(a.wrong(0, "a function", f));
@@ -171,7 +162,7 @@ pub fn from_generator(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResul
 
 /// `from_files(pattern)`: the matching paths, sorted.
 pub fn from_files(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("from_files", args, kw, &["pattern"])?;
+    let a = Args::optional("from_files", args, kw, &["pattern"])?;
     let pat = match a.req(0)? {
         Value::Str(s) => s.as_str().to_string(),
         other => return Err(a.wrong(0, "a glob pattern (str)", other)),
@@ -186,20 +177,20 @@ pub fn from_files(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Va
 
 /// `from_csv(path, delimiter=",", header=true, columns=none)`.
 pub fn from_csv(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("from_csv", args, kw, &["path", "delimiter", "header", "columns"])?;
+    let a = Args::optional("from_csv", args, kw, &["path", "delimiter", "header", "columns"])?;
     let path = crate::files::path_arg(&a, 0)?;
-    let delim = match a.get(1) {
+    let delim = match a.opt(1) {
         None => b',',
         Some(Value::Str(s)) if s.as_str().len() == 1 => s.as_str().as_bytes()[0],
         Some(other) => return Err(a.wrong(1, "a one-character str", other)),
     };
-    let header = match a.get(2) {
+    let header = match a.opt(2) {
         None => true,
         Some(v) => v.truthy()?,
     };
-    let columns = match a.get(3) {
+    let columns = match a.opt(3) {
         None => None,
-        Some(v @ (Value::List(_) | Value::Tuple(_))) => Some(apsi_core::ops::iterate(c, v)?),
+        Some(v @ (Value::List(_) | Value::Tuple(_))) => Some(apsi_core::api::iterate(c, v)?),
         Some(other) => return Err(a.wrong(3, "a list of column names or indices", other)),
     };
     let items = csv::load(&path, delim, header, columns.as_deref())?;
@@ -213,10 +204,10 @@ pub fn from_csv(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value
 
 /// `map(ds, f, workers=1)` (also what the prelude's `map` calls for a dataset).
 pub fn map(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("map", args, kw, &["ds", "f", "workers"])?;
+    let a = Args::optional("map", args, kw, &["ds", "f", "workers"])?;
     let parent = ds_arg(&a, 0)?;
     let f = a.req(1)?.clone();
-    let workers = match a.int(2)? {
+    let workers = match a.int_opt(2)? {
         None => 1,
         Some(_) => positive(&a, 2, "workers")?.min(1024),
     };
@@ -225,15 +216,15 @@ pub fn map(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 
 /// `filter(ds, f)`; `f=none` keeps truthy items.
 pub fn filter(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("filter", args, kw, &["ds", "f"])?;
+    let a = Args::optional("filter", args, kw, &["ds", "f"])?;
     let parent = ds_arg(&a, 0)?;
-    let f = a.get(1).cloned().unwrap_or(Value::None);
+    let f = a.opt(1).cloned().unwrap_or(Value::None);
     Ok(dataset_value(Node::Filter { parent, f }))
 }
 
 /// `shuffle(ds, buffer, seed=none)`.
 pub fn shuffle(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("shuffle", args, kw, &["ds", "buffer", "seed"])?;
+    let a = Args::optional("shuffle", args, kw, &["ds", "buffer", "seed"])?;
     let parent = ds_arg(&a, 0)?;
     let buffer = positive(&a, 1, "a buffer size")?;
     Ok(dataset_value(Node::Shuffle {
@@ -246,7 +237,7 @@ pub fn shuffle(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value
 
 /// `batch(ds, n, drop_remainder=false)`.
 pub fn batch(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("batch", args, kw, &["ds", "n", "drop_remainder"])?;
+    let a = Args::optional("batch", args, kw, &["ds", "n", "drop_remainder"])?;
     let parent = ds_arg(&a, 0)?;
     let n = positive(&a, 1, "a batch size")?;
     Ok(dataset_value(Node::Batch {
@@ -258,7 +249,7 @@ pub fn batch(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> 
 
 /// `unbatch(ds)`.
 pub fn unbatch(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("unbatch", args, kw, &["ds"])?;
+    let a = Args::optional("unbatch", args, kw, &["ds"])?;
     Ok(dataset_value(Node::Unbatch(ds_arg(&a, 0)?)))
 }
 
@@ -274,16 +265,16 @@ pub fn skip(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 
 /// `name(ds, n)` for a step that takes a dataset and a count.
 fn counted_step(name: &'static str, args: &[Value], kw: Kwargs, node: fn(Arc<Node>, u64) -> Node) -> VResult<Value> {
-    let a = A::new(name, args, kw, &["ds", "n"])?;
+    let a = Args::optional(name, args, kw, &["ds", "n"])?;
     let parent = ds_arg(&a, 0)?;
     Ok(dataset_value(node(parent, count(name, "a count", int_req(&a, 1)?)?)))
 }
 
 /// `repeat(ds, n=none)`: n passes, or forever.
 pub fn repeat(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("repeat", args, kw, &["ds", "n"])?;
+    let a = Args::optional("repeat", args, kw, &["ds", "n"])?;
     let parent = ds_arg(&a, 0)?;
-    let n = match a.int(1)? {
+    let n = match a.int_opt(1)? {
         None => None,
         Some(n) => Some(count("repeat", "a count", n)?),
     };
@@ -292,9 +283,9 @@ pub fn repeat(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value>
 
 /// `prefetch(ds, n=2)`.
 pub fn prefetch(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("prefetch", args, kw, &["ds", "n"])?;
+    let a = Args::optional("prefetch", args, kw, &["ds", "n"])?;
     let parent = ds_arg(&a, 0)?;
-    let n = match a.int(1)? {
+    let n = match a.int_opt(1)? {
         None => 2,
         Some(_) => positive(&a, 1, "a queue size")?.min(1 << 20),
     };
@@ -303,9 +294,9 @@ pub fn prefetch(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Valu
 
 /// `cache(ds, dir=none)`: the first complete pass is kept (in memory, and in `dir` when given).
 pub fn cache(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("cache", args, kw, &["ds", "dir"])?;
+    let a = Args::optional("cache", args, kw, &["ds", "dir"])?;
     let parent = ds_arg(&a, 0)?;
-    let dir = match a.get(1) {
+    let dir = match a.opt(1) {
         None => None,
         Some(Value::Str(s)) => Some(std::path::PathBuf::from(s.as_str())),
         Some(other) => return Err(a.wrong(1, "a folder (str) or none", other)),
@@ -321,7 +312,7 @@ pub fn cache(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> 
 /// pass, counting samples (a batch of 100 counts 100).
 pub fn throughput(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     static T: OnceLock<Arc<StructType>> = OnceLock::new();
-    let a = A::new("throughput", args, kw, &["ds"])?;
+    let a = Args::optional("throughput", args, kw, &["ds"])?;
     let node = ds_arg(&a, 0)?;
     let t0 = std::time::Instant::now();
     let mut s = node.open();
@@ -333,19 +324,10 @@ pub fn throughput(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
     let rate = if secs > 0.0 { rows as f64 / secs } else { f64::INFINITY };
     let ty = T
         .get_or_init(|| {
-            Arc::new(StructType {
-                name: "Throughput".into(),
-                fields: [("rows", "int"), ("seconds", "float"), ("rows_per_s", "float")]
-                    .iter()
-                    .map(|(n, t)| StructField {
-                        name: (*n).into(),
-                        default: None,
-                        annotation: Some((*t).into()),
-                    })
-                    .collect(),
-                methods: Default::default(),
-                ..StructType::plain(String::new(), Vec::new(), Default::default())
-            })
+            record_type(
+                "Throughput",
+                &[("rows", "int"), ("seconds", "float"), ("rows_per_s", "float")],
+            )
         })
         .clone();
     c.call(

@@ -4,8 +4,8 @@
 //! number of directories. As in Python's `glob`, wildcards do not match a
 //! leading `.`. Results are sorted.
 
-use apsi_core::error::ErrorKind;
-use apsi_core::vm::value::{err, VResult};
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, VResult};
 use std::path::{Path, PathBuf};
 
 /// Whether `name` matches the single-component pattern `pat`.

@@ -4,8 +4,8 @@
 //! tag verifies, so a file written by someone without the key is never
 //! loaded.
 
-use apsi_core::error::ErrorKind;
-use apsi_core::vm::value::{err, VResult};
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, VResult};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use std::io::{Read, Write};

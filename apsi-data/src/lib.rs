@@ -30,13 +30,13 @@ pub mod serial;
 pub mod sources;
 pub mod stream;
 
-use apsi_core::module::{ModuleBuilder, ModuleDescriptor};
+use apsi_core::api::{ModuleBuilder, ModuleDescriptor};
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The `data` module, ready to install into a runtime.
 pub fn module() -> ModuleDescriptor {
-    ModuleBuilder::new("data", VERSION, "^2.0")
+    ModuleBuilder::new("data", VERSION, "^2.1")
         .function("save_tensor", files::save_tensor)
         .function("load_tensor", files::load_tensor)
         .function("open_tensor", files::open_tensor)
@@ -57,5 +57,6 @@ pub fn module() -> ModuleDescriptor {
         .function("cache", funcs::cache)
         .function("disk_cache", cache::disk_cache)
         .function("throughput", funcs::throughput)
+        .reads_sources(&["load_tensor", "open_tensor", "from_npy", "from_csv", "from_files"])
         .build()
 }

@@ -9,7 +9,7 @@
 //! f16, i64, i32 and bool tensors. Fortran order, structured and other
 //! dtypes are errors that name what was found.
 
-use apsi_core::tensor::dtype::DType;
+use apsi_core::api::tensor::DType;
 use std::io::{Read, Write};
 
 const MAGIC: &[u8; 6] = b"\x93NUMPY";
@@ -375,7 +375,7 @@ pub fn header_bytes(descr: &Descr, shape: &[usize]) -> Vec<u8> {
 
 /// Decodes `n` elements of `descr` from `bytes` into Apsi elements of
 /// `T` (the Apsi dtype of `descr`), converting byte order and width.
-pub fn decode<T: apsi_core::tensor::storage::Scalar>(descr: &Descr, bytes: &[u8]) -> Result<Vec<T>, String> {
+pub fn decode<T: apsi_core::api::tensor::Scalar>(descr: &Descr, bytes: &[u8]) -> Result<Vec<T>, String> {
     let big = descr.endian == Endian::Big;
     macro_rules! each {
         ($t:ty, $n:expr, $conv:expr) => {{
@@ -415,7 +415,7 @@ pub fn decode<T: apsi_core::tensor::storage::Scalar>(descr: &Descr, bytes: &[u8]
 }
 
 /// Writes elements as little-endian bytes of their own width.
-pub fn write_elems<T: apsi_core::tensor::storage::Scalar>(w: &mut impl Write, xs: &[T]) -> std::io::Result<()> {
+pub fn write_elems<T: apsi_core::api::tensor::Scalar>(w: &mut impl Write, xs: &[T]) -> std::io::Result<()> {
     let mut buf = Vec::with_capacity(64 * 1024);
     for &x in xs {
         match T::DTYPE {

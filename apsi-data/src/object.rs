@@ -1,22 +1,19 @@
 //! `Dataset`: a pipeline as an Apsi value. Its steps are methods too
 //! (`ds.batch(2)`), which is how the prelude's `map`/`filter` reach it:
 //! given a module object they call the object's own `map`/`filter`.
-//! `for x in ds` pulls items one at a time through `__next__` (each loop a
-//! fresh pass); `list(ds)` runs a whole pass through `__iter__`.
+//! `for x in ds`, `iter(ds)` and `list(ds)` start a fresh pass through the
+//! typed `iter` hook: a `DatasetPass` iterator that pulls one item at a time.
 
 use crate::funcs;
-use crate::stream::{collect, BoxStream, Node};
-use apsi_core::error::ErrorKind;
-use apsi_core::vm::value::{
-    err, ApsiObject, BoundMethod, Caller, Kwargs, NativeFn, NativeFnPtr, ObjBox, VResult, Value,
-};
+use crate::stream::{BoxStream, Node};
+use apsi_core::api::{bound_method, native, object, ApsiObject, Caller, Protocols, VResult, Value};
 use parking_lot::Mutex;
 use std::sync::{Arc, OnceLock};
 
 pub struct Dataset(pub Arc<Node>);
 
 pub fn dataset_value(n: Node) -> Value {
-    Value::Object(Arc::new(ObjBox(Box::new(Dataset(Arc::new(n))))))
+    object(Dataset(Arc::new(n)))
 }
 
 pub fn as_dataset(v: &Value) -> Option<Arc<Node>> {
@@ -24,10 +21,6 @@ pub fn as_dataset(v: &Value) -> Option<Arc<Node>> {
         Value::Object(o) => o.0.as_any().downcast_ref::<Dataset>().map(|d| d.0.clone()),
         _ => None,
     }
-}
-
-fn native(name: &str, f: NativeFnPtr) -> Value {
-    Value::Native(Arc::new(NativeFn::new(name, f)))
 }
 
 /// The methods: each takes the dataset first, as the module's functions do.
@@ -45,7 +38,6 @@ fn methods() -> &'static [(&'static str, Value)] {
             ("repeat", native("repeat", funcs::repeat)),
             ("prefetch", native("prefetch", funcs::prefetch)),
             ("cache", native("cache", funcs::cache)),
-            ("__iter__", native("__iter__", iter_all)),
         ]
     })
 }
@@ -58,49 +50,61 @@ impl ApsiObject for Dataset {
         format!("<Dataset {}>", self.0.describe())
     }
     fn get_attr(&self, this: &Value, name: &str) -> Option<VResult<Value>> {
-        if name == "__next__" {
-            return Some(Ok(next_hook(self.0.clone())));
-        }
         let (_, f) = methods().iter().find(|(n, _)| *n == name)?;
-        Some(Ok(Value::BoundMethod(Arc::new(BoundMethod {
-            receiver: this.clone(),
-            func: f.clone(),
-        }))))
+        Some(Ok(bound_method(this, f)))
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
+    fn protocols(&self) -> Protocols {
+        Protocols {
+            iter: true,
+            ..Protocols::NONE
+        }
+    }
+    /// A fresh pass over the pipeline.
+    fn iter(&self, _this: &Value, _c: &mut dyn Caller) -> VResult<Value> {
+        Ok(object(DatasetPass(Mutex::new(Some(self.0.open())))))
+    }
 }
 
-/// `list(ds)` and other whole-pass uses: every item, in order.
-fn iter_all(c: &mut dyn Caller, args: &[Value], _kw: Kwargs) -> VResult<Value> {
-    let node = args
-        .first()
-        .and_then(as_dataset)
-        .ok_or_else(|| err(ErrorKind::TypeError, "__iter__ needs a Dataset"))?;
-    Ok(Value::list(collect(&node, c)?))
-}
+/// One pass over a dataset, pulled by `for` or `next()`: `None` once it
+/// has ended (or failed), so a finished pass stays finished.
+struct DatasetPass(Mutex<Option<BoxStream>>);
 
-/// A fresh pass, pulled by `for`: each call gives `(item,)` or `none`.
-fn next_hook(node: Arc<Node>) -> Value {
-    // `None` before the first item is asked for; `Some(None)` once ended.
-    let pass: Mutex<Option<Option<BoxStream>>> = Mutex::new(None);
-    let f = move |c: &mut dyn Caller, _args: &[Value], _kw: Kwargs| -> VResult<Value> {
-        let mut g = pass.lock();
-        let Some(s) = g.get_or_insert_with(|| Some(node.open())) else {
-            return Ok(Value::None);
-        };
+impl ApsiObject for DatasetPass {
+    fn type_name(&self) -> &str {
+        "DatasetPass"
+    }
+    fn to_str(&self) -> String {
+        "<DatasetPass>".into()
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn protocols(&self) -> Protocols {
+        Protocols {
+            iter: true,
+            next: true,
+            ..Protocols::NONE
+        }
+    }
+    fn iter(&self, this: &Value, _c: &mut dyn Caller) -> VResult<Value> {
+        Ok(this.clone())
+    }
+    fn next(&self, _this: &Value, c: &mut dyn Caller) -> VResult<Option<Value>> {
+        let mut g = self.0.lock();
+        let Some(s) = g.as_mut() else { return Ok(None) };
         match s.next(c) {
-            Ok(Some(x)) => Ok(Value::tuple(vec![x])),
+            Ok(Some(x)) => Ok(Some(x)),
             Ok(None) => {
-                *g = Some(None);
-                Ok(Value::None)
+                *g = None;
+                Ok(None)
             }
             Err(e) => {
-                *g = Some(None);
+                *g = None;
                 Err(e)
             }
         }
-    };
-    Value::Native(Arc::new(NativeFn::closure("__next__", Box::new(f))))
+    }
 }

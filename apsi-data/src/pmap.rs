@@ -15,8 +15,8 @@
 //! runs on the consumer's thread.
 
 use crate::stream::{call_item, BoxStream, Stream};
-use apsi_core::par::pool;
-use apsi_core::vm::value::{Caller, Exc, VResult, Value};
+use apsi_core::api::par as pool;
+use apsi_core::api::{Caller, Exc, VResult, Value};
 use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -28,7 +28,7 @@ pub fn open(parent: BoxStream, f: Value, workers: usize) -> BoxStream {
     // Never more workers than the program's thread count (`--threads`,
     // `set_threads`): waiting workers do not hold a pool slot, running ones
     // would all run at once.
-    let workers = workers.min(apsi_core::par::threads());
+    let workers = workers.min(apsi_core::api::par::threads());
     if workers <= 1 {
         return Box::new(SeqMap { parent, f });
     }
@@ -147,8 +147,8 @@ fn spawn_worker(sh: Arc<Shared>, mut exec: Box<dyn Caller + Send>) {
             let Some((k, x)) = job else { break };
             let r = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call_item(&mut *exec, &sh.f, &x))) {
                 Ok(r) => r,
-                Err(_) => Err(apsi_core::vm::value::err(
-                    apsi_core::error::ErrorKind::Error,
+                Err(_) => Err(apsi_core::api::err(
+                    apsi_core::api::ErrorKind::Error,
                     "internal error: a map worker panicked",
                 )),
             };

@@ -4,8 +4,8 @@
 //! stops the producer at its next item.
 
 use crate::stream::{BoxStream, Node, Stream};
-use apsi_core::error::ErrorKind;
-use apsi_core::vm::value::{err, Caller, VResult, Value};
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, Caller, VResult, Value};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 
@@ -77,7 +77,7 @@ impl Stream for Prefetch {
             self.rx = Some(rx);
         }
         let got = match &self.rx {
-            Some(rx) => apsi_core::par::pool::blocking(|| rx.recv()),
+            Some(rx) => apsi_core::api::par::blocking(|| rx.recv()),
             None => return Ok(None),
         };
         match got {

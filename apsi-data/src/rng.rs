@@ -21,7 +21,7 @@ impl Rng {
 
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        apsi_core::tensor::random::mix(self.0)
+        apsi_core::api::tensor::mix(self.0)
     }
 
     /// Uniform in `0..n` (n ≥ 1), without modulo bias worth mentioning (Lemire's multiply).

@@ -5,14 +5,14 @@
 //! also verify an HMAC before decoding).
 
 use crate::npy::{self, Descr};
-use apsi_core::error::ErrorKind;
-use apsi_core::tensor::core::Tensor;
-use apsi_core::tensor::{as_tensor, tensor_value};
-use apsi_core::vm::value::{err, DictMap, VResult, Value};
+use apsi_core::api::tensor::Tensor;
+use apsi_core::api::tensor::{as_tensor, tensor_value};
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, DictMap, VResult, Value};
 
 const MAX_DEPTH: usize = 256;
 
-fn unsupported(v: &Value) -> apsi_core::vm::value::Exc {
+fn unsupported(v: &Value) -> apsi_core::api::Exc {
     err(
         ErrorKind::TypeError,
         format!(
@@ -103,7 +103,7 @@ fn encode_at(v: &Value, out: &mut Vec<u8>, depth: usize) -> VResult<()> {
             }
             let d = t.dense();
             let n = d.size();
-            apsi_core::with_dtype!(d.dtype, T => d.with_slice::<T, _>(|s, l| npy::write_elems(out, s.get(l.offset..l.offset + n).unwrap_or(&[])))
+            apsi_core::api::tensor::with_dtype!(d.dtype, T => d.with_slice::<T, _>(|s, l| npy::write_elems(out, s.get(l.offset..l.offset + n).unwrap_or(&[])))
                 .map_err(|e| err(ErrorKind::IOError, e.to_string()))?, other => ());
         }
     }
@@ -115,7 +115,7 @@ struct Rd<'a> {
     i: usize,
 }
 
-fn damaged(what: &str) -> apsi_core::vm::value::Exc {
+fn damaged(what: &str) -> apsi_core::api::Exc {
     err(ErrorKind::ValueError, format!("damaged cache entry: {what}"))
 }
 
@@ -189,7 +189,7 @@ fn decode_at(r: &mut Rd, depth: usize) -> VResult<Value> {
             for _ in 0..n {
                 let k = decode_at(r, depth + 1)?;
                 let v = decode_at(r, depth + 1)?;
-                m.insert(apsi_core::ops::hash_key(&k)?, v);
+                m.insert(apsi_core::api::hash_key(&k)?, v);
             }
             Value::dict(m)
         }
@@ -211,7 +211,7 @@ fn decode_at(r: &mut Rd, depth: usize) -> VResult<Value> {
                     .ok_or_else(|| damaged("a tensor size overflows"))?,
             )?;
             let dtype = descr.dtype();
-            let t = apsi_core::with_dtype!(dtype, T => {
+            let t = apsi_core::api::tensor::with_dtype!(dtype, T => {
                 let v: Vec<T> = npy::decode(&descr, bytes).map_err(|m| damaged(&m))?;
                 Tensor::from_vec(v, shape)
             }, other => return Err(damaged("an unsupported tensor dtype")));
@@ -240,12 +240,11 @@ mod tests {
         let mut b = Vec::new();
         encode(&v, &mut b).expect("encode");
         let back = decode_all(&b).expect("decode");
-        assert_eq!(apsi_core::format::repr_of(&back[0]), apsi_core::format::repr_of(&v));
+        assert_eq!(apsi_core::api::repr_of(&back[0]), apsi_core::api::repr_of(&v));
         assert!(encode(
-            &Value::Native(std::sync::Arc::new(apsi_core::vm::value::NativeFn::new(
-                "f",
-                |_, _, _| Ok(Value::None)
-            ))),
+            &Value::Native(std::sync::Arc::new(apsi_core::api::NativeFn::new("f", |_, _, _| Ok(
+                Value::None
+            )))),
             &mut b
         )
         .is_err());

@@ -3,11 +3,10 @@
 
 use crate::collate;
 use crate::stream::Stream;
-use apsi_core::error::ErrorKind;
-use apsi_core::tensor::core::Tensor;
-use apsi_core::tensor::object::result_value;
-use apsi_core::tensor::tensor_value;
-use apsi_core::vm::value::{err, Caller, VResult, Value};
+use apsi_core::api::tensor::result_value;
+use apsi_core::api::tensor::tensor_value;
+use apsi_core::api::tensor::Tensor;
+use apsi_core::api::{Caller, VResult, Value};
 use std::sync::Arc;
 
 /// Rows of several tensors (a tuple per row when there are several), or
@@ -104,8 +103,10 @@ pub struct GenStream {
 
 enum Gen {
     Unstarted,
+    /// The iterator over what `f()` returned (a generator, a channel, a
+    /// list…), pulled one item at a time.
     Pull(Value),
-    Items(std::vec::IntoIter<Value>),
+    Ended,
 }
 
 impl GenStream {
@@ -121,29 +122,19 @@ impl Stream for GenStream {
     fn next(&mut self, c: &mut dyn Caller) -> VResult<Option<Value>> {
         if let Gen::Unstarted = self.state {
             let src = c.call(&self.f, &[], &[])?;
-            let hook = match &src {
-                Value::Object(o) => o.0.get_attr(&src, "__next__").transpose()?,
-                _ => None,
-            };
-            self.state = match hook {
-                Some(h) => Gen::Pull(h),
-                None => Gen::Items(apsi_core::ops::iterate(c, &src)?.into_iter()),
-            };
+            self.state = Gen::Pull(apsi_core::api::get_iter(c, &src)?);
         }
-        match &mut self.state {
-            Gen::Pull(h) => match c.call(h, &[], &[])? {
-                Value::Tuple(t) if t.0.len() == 1 => Ok(t.0.first().cloned()),
-                Value::None => Ok(None),
-                other => Err(err(
-                    ErrorKind::TypeError,
-                    format!(
-                        "from_generator(): __next__ must return a 1-tuple or none, found {}",
-                        other.type_name()
-                    ),
-                )),
-            },
-            Gen::Items(it) => Ok(it.next()),
-            Gen::Unstarted => Ok(None),
+        let Gen::Pull(it) = &self.state else { return Ok(None) };
+        match apsi_core::api::next_item(c, it) {
+            Ok(Some(x)) => Ok(Some(x)),
+            Ok(None) => {
+                self.state = Gen::Ended;
+                Ok(None)
+            }
+            Err(e) => {
+                self.state = Gen::Ended;
+                Err(e)
+            }
         }
     }
 }

@@ -9,9 +9,9 @@
 use crate::collate;
 use crate::rng::{epoch_seed, Rng};
 use crate::sources;
-use apsi_core::error::ErrorKind;
-use apsi_core::tensor::core::Tensor;
-use apsi_core::vm::value::{err, Caller, VResult, Value};
+use apsi_core::api::tensor::Tensor;
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, Caller, VResult, Value};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -89,7 +89,7 @@ impl Node {
             Node::Tensors { xs, batch, .. } => {
                 let shapes: Vec<String> = xs
                     .iter()
-                    .map(|t| apsi_core::tensor::layout::shape_str(t.shape()))
+                    .map(|t| apsi_core::api::tensor::shape_str(t.shape()))
                     .collect();
                 match batch {
                     Some(b) => format!("from_tensors({}, batch={b})", shapes.join(", ")),
@@ -417,9 +417,9 @@ pub fn count(fname: &str, what: &str, v: i64) -> VResult<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use apsi_core::ops::NoCaller;
-    use apsi_core::tensor::{as_tensor, tensor_value};
-    use apsi_core::vm::value::NativeFn;
+    use apsi_core::api::tensor::{as_tensor, tensor_value};
+    use apsi_core::api::NativeFn;
+    use apsi_core::api::NoCaller;
 
     fn ints(node: Node) -> Vec<i64> {
         collect(&Arc::new(node), &mut NoCaller)
@@ -435,10 +435,10 @@ mod tests {
             step: 1,
         })
     }
-    fn native(f: fn(&mut dyn Caller, &[Value], apsi_core::vm::value::Kwargs) -> VResult<Value>) -> Value {
+    fn native(f: fn(&mut dyn Caller, &[Value], apsi_core::api::Kwargs) -> VResult<Value>) -> Value {
         Value::Native(Arc::new(NativeFn::new("f", f)))
     }
-    fn square(_c: &mut dyn Caller, a: &[Value], _k: apsi_core::vm::value::Kwargs) -> VResult<Value> {
+    fn square(_c: &mut dyn Caller, a: &[Value], _k: apsi_core::api::Kwargs) -> VResult<Value> {
         match a {
             [Value::Int(i)] => Ok(Value::Int(i * i)),
             [Value::Int(i), Value::Int(j)] => Ok(Value::Int(i * j)),
@@ -557,7 +557,7 @@ mod tests {
         assert_eq!(shapes, vec![vec![2], vec![2], vec![1]]);
         assert_eq!(
             b.first().and_then(as_tensor).map(|t| t.dtype),
-            Some(apsi_core::tensor::dtype::DType::I64)
+            Some(apsi_core::api::tensor::DType::I64)
         );
         let d = collect(
             &Arc::new(Node::Batch {
@@ -569,8 +569,8 @@ mod tests {
         )
         .unwrap_or_default();
         assert_eq!(d.len(), 2);
-        let x = apsi_core::tensor::core::Tensor::from_vec((0..12).map(|i| i as f32).collect::<Vec<_>>(), vec![4, 3]);
-        let y = apsi_core::tensor::core::Tensor::from_vec((0..4).collect::<Vec<i64>>(), vec![4]);
+        let x = apsi_core::api::tensor::Tensor::from_vec((0..12).map(|i| i as f32).collect::<Vec<_>>(), vec![4, 3]);
+        let y = apsi_core::api::tensor::Tensor::from_vec((0..4).collect::<Vec<i64>>(), vec![4]);
         let src = Arc::new(Node::Tensors {
             xs: vec![x.clone(), y],
             batch: Some(3),

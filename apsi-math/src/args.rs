@@ -1,8 +1,8 @@
 //! Argument checks and conversions shared by the functions of `math`, with
 //! CPython's messages.
 
-use apsi_core::error::ErrorKind;
-use apsi_core::vm::value::{err, ErrorObj, Exc, Kwargs, VResult, Value};
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, ErrorObj, Exc, Kwargs, VResult, Value};
 
 /// `ValueError: math domain error`.
 pub fn domain() -> Exc {

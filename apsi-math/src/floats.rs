@@ -4,8 +4,8 @@
 
 use crate::args::{between, domain, exact, range, real};
 use crate::norm::vector_norm;
-use apsi_core::error::ErrorKind;
-use apsi_core::vm::value::{err, Caller, Kwargs, VResult, Value};
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, Caller, Kwargs, VResult, Value};
 use std::f64::consts::PI;
 
 /// CPython's `math_1`: a NaN result from a non-NaN argument is a domain

@@ -3,9 +3,9 @@
 //! a result past that is an `OverflowError`.
 
 use crate::args::{between, exact, fit, index, no_kw, real, too_big};
-use apsi_core::error::ErrorKind;
-use apsi_core::syntax::ast::BinOp;
-use apsi_core::vm::value::{err, Caller, Kwargs, VResult, Value};
+use apsi_core::api::BinOp;
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, Caller, Kwargs, VResult, Value};
 
 /// 2**63 as a float: the first float above every i64.
 const TWO_63: f64 = 9_223_372_036_854_775_808.0;
@@ -208,8 +208,8 @@ pub fn prod(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
         }
         acc = v.clone();
     }
-    for x in apsi_core::ops::iterate(c, &args[0])? {
-        acc = apsi_core::ops::binary(BinOp::Mul, &acc, &x)?;
+    for x in apsi_core::api::iterate(c, &args[0])? {
+        acc = apsi_core::api::binary(BinOp::Mul, &acc, &x)?;
     }
     Ok(acc)
 }
@@ -217,7 +217,7 @@ pub fn prod(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 /// `fsum(iterable)`: the exactly rounded sum (CPython's algorithm).
 pub fn fsum(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = exact("fsum", args, kw, 1)?;
-    let items = apsi_core::ops::iterate(c, &a[0])?;
+    let items = apsi_core::api::iterate(c, &a[0])?;
     crate::norm::fsum(items.iter().map(real)).map(Value::Float)
 }
 

@@ -15,8 +15,8 @@ pub mod floats;
 pub mod ints;
 pub mod norm;
 
-use apsi_core::module::{ModuleBuilder, ModuleDescriptor};
-use apsi_core::vm::value::Value;
+use apsi_core::api::Value;
+use apsi_core::api::{ModuleBuilder, ModuleDescriptor};
 use std::f64::consts;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -24,7 +24,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The `math` module, ready to install into a runtime.
 pub fn module() -> ModuleDescriptor {
     use floats as f;
-    ModuleBuilder::new("math", VERSION, "^2.0")
+    ModuleBuilder::new("math", VERSION, "^2.1")
         .namespace_only()
         .constant("pi", Value::Float(consts::PI))
         .constant("e", Value::Float(consts::E))

@@ -1,8 +1,8 @@
 //! The two sums CPython 3.11 computes with extra precision: `hypot`'s
 //! `vector_norm` and `fsum`'s exactly rounded Shewchuk partials (`msum`).
 
-use apsi_core::error::ErrorKind;
-use apsi_core::vm::value::{err, VResult};
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, VResult};
 
 /// `(hi, lo)` with `hi + lo == a * b` exactly.
 fn dl_mul(a: f64, b: f64) -> (f64, f64) {

@@ -4,8 +4,8 @@
 
 use crate::lower::{native_target, FnLower, R};
 use crate::types::{dt_of, T};
-use apsi_core::tensor::dtype::as_dtype;
-use apsi_core::vm::value::Value;
+use apsi_core::api::tensor::as_dtype;
+use apsi_core::api::Value;
 use apsi_native_ir::ir::{Const, Dt, MathFn, Op, Ty, Var};
 
 fn any_unknown(l: &FnLower, st: &[T], regs: &[usize]) -> bool {

@@ -5,10 +5,10 @@
 use crate::lower::{Session, Unsupported};
 use crate::rt::{self, CallState, Shared};
 use crate::types::{dt_of, T};
-use apsi_core::diagnostic::{Span, TraceEntry};
-use apsi_core::error::ErrorKind;
-use apsi_core::tensor::as_tensor;
-use apsi_core::vm::value::{err, Caller, Closure, ErrorObj, Exc, Kwargs, VResult, Value};
+use apsi_core::api::code::{Span, TraceEntry};
+use apsi_core::api::tensor::as_tensor;
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, Caller, Closure, ErrorObj, Exc, Kwargs, VResult, Value};
 use apsi_native_ir::abi::{Ctx, EntryFn, TensorDesc};
 use apsi_native_ir::ir;
 use parking_lot::Mutex;
@@ -246,7 +246,7 @@ impl NativeFunc {
         }
         for (reg, check) in proto.checks.iter() {
             if let Some(v) = full.get(*reg as usize) {
-                if !check.accepts(v) {
+                if !apsi_core::api::code::accepts(*check, v) {
                     let pname = proto
                         .param_names
                         .get(*reg as usize)

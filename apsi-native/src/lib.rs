@@ -24,16 +24,16 @@ pub mod registry;
 pub mod rt;
 pub mod types;
 
-use apsi_core::error::ErrorKind;
-use apsi_core::module::{ModuleBuilder, ModuleDescriptor};
-use apsi_core::vm::value::{err, Caller, Kwargs, NativeFn, VResult, Value};
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, Caller, Kwargs, NativeFn, VResult, Value};
+use apsi_core::api::{ModuleBuilder, ModuleDescriptor};
 use func::{NativeFunc, Options};
 use std::sync::Arc;
 
 /// The `native` module: its `native` export replaces the prelude's
 /// interpreter fallback, so `@native` needs no `use`.
 pub fn module() -> ModuleDescriptor {
-    ModuleBuilder::new("native", env!("CARGO_PKG_VERSION"), "^2.0")
+    ModuleBuilder::new("native", env!("CARGO_PKG_VERSION"), "^2.1")
         .function("native", native)
         .prelude("native")
         .build()

@@ -9,8 +9,8 @@
 //! version and `requires`. A package that fails a check is an error, never
 //! skipped for another copy.
 
-use apsi_core::error::ErrorKind;
-use apsi_core::vm::value::{err, ErrorObj, Exc};
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, ErrorObj, Exc};
 use apsi_native_ir::abi::{CompileFn, ABI_VERSION, BACKEND_KIND, BACKEND_PACKAGE, COMPILE_SYMBOL};
 use std::ffi::c_void;
 use std::path::PathBuf;
@@ -67,7 +67,7 @@ pub fn locate() -> Result<Option<Located>, NotLoadable> {
         provides: BACKEND_KIND,
         abi: ABI_VERSION,
         symbol: COMPILE_SYMBOL_NAME,
-        core_version: apsi_core::VERSION,
+        core_version: apsi_core::api::VERSION,
         package: BACKEND_PACKAGE,
         target: apsi_backend::host_target(),
     };

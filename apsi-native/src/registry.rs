@@ -2,7 +2,7 @@
 //! call them directly), keyed by the identity of their `NativeFn`.
 
 use crate::func::NativeFunc;
-use apsi_core::vm::value::NativeFn;
+use apsi_core::api::NativeFn;
 use parking_lot::Mutex;
 use std::sync::{Arc, Weak};
 

@@ -4,12 +4,12 @@
 //! the errors it reports, turned into Apsi errors with the Apsi line.
 
 use crate::types::dtype_of;
-use apsi_core::diagnostic::{Span, TraceEntry};
-use apsi_core::error::ErrorKind;
-use apsi_core::syntax::ast::BinOp;
-use apsi_core::tensor::storage::Buffer;
-use apsi_core::tensor::{as_tensor, tensor_value, Tensor};
-use apsi_core::vm::value::{err, Caller, Exc, Value};
+use apsi_core::api::code::{Span, TraceEntry};
+use apsi_core::api::tensor::Buffer;
+use apsi_core::api::tensor::{as_tensor, tensor_value, Tensor};
+use apsi_core::api::BinOp;
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, Caller, Exc, Value};
 use apsi_native_ir::abi::{err as code, ChunkFn, Ctx, Host, TensorDesc, MAX_DIMS};
 use apsi_native_ir::ir::Dt;
 use parking_lot::Mutex;
@@ -262,7 +262,7 @@ unsafe extern "C" fn rt_fbin(ctx: *mut Ctx, op: i32, x: f64, y: f64, line: i32, 
         1 => BinOp::Mod,
         _ => BinOp::Pow,
     };
-    match apsi_core::ops::binary(op, &Value::Float(x), &Value::Float(y)) {
+    match apsi_core::api::binary(op, &Value::Float(x), &Value::Float(y)) {
         Ok(Value::Float(r)) => {
             *out = r;
             0
@@ -280,7 +280,7 @@ unsafe extern "C" fn rt_fbin(ctx: *mut Ctx, op: i32, x: f64, y: f64, line: i32, 
 }
 
 unsafe extern "C" fn rt_ipow(ctx: *mut Ctx, x: i64, y: i64, line: i32, out: *mut i64) -> i32 {
-    match apsi_core::ops::binary(BinOp::Pow, &Value::Int(x), &Value::Int(y)) {
+    match apsi_core::api::binary(BinOp::Pow, &Value::Int(x), &Value::Int(y)) {
         Ok(Value::Int(r)) => {
             *out = r;
             0
@@ -327,14 +327,14 @@ unsafe extern "C" fn rt_par_for(
     let m = m.max(0) as usize;
     let firsts: Vec<u64> = std::slice::from_raw_parts(init_first, m).to_vec();
     let rests: Vec<u64> = std::slice::from_raw_parts(init_rest, m).to_vec();
-    let n = apsi_core::vm::value::RangeObj {
+    let n = apsi_core::api::RangeObj {
         start: lo,
         stop: hi,
         step,
     }
     .len()
     .max(0) as usize;
-    let parts = apsi_core::par::parts::chunk_count(n);
+    let parts = apsi_core::api::par::chunk_count(n);
     *rest_out = std::ptr::null();
     *nrest_out = 0;
     if parts == 0 {
@@ -355,11 +355,8 @@ unsafe extern "C" fn rt_par_for(
         }
     };
     let work = Arc::new(
-        move |c: &mut dyn Caller,
-              k: usize,
-              _stop: &std::sync::atomic::AtomicBool|
-              -> apsi_core::vm::value::VResult<Value> {
-            let (a, b) = apsi_core::par::parts::bounds(n, parts, k);
+        move |c: &mut dyn Caller, k: usize, _stop: &std::sync::atomic::AtomicBool| -> apsi_core::api::VResult<Value> {
+            let (a, b) = apsi_core::api::par::bounds(n, parts, k);
             let mut partials = if k == 0 { firsts.clone() } else { rests.clone() };
             // SAFETY: the Shared outlives `run_parts`, which waits for every part.
             let shared: &Shared = unsafe { &*(shared_addr.0 as *const Shared) };
@@ -398,7 +395,7 @@ unsafe extern "C" fn rt_par_for(
         },
     );
     let caller: &mut dyn Caller = &mut *st.caller;
-    if let Err(e) = apsi_core::par::parts::run_parts(caller, parts, work) {
+    if let Err(e) = apsi_core::api::par::run_parts(caller, parts, work) {
         return fail(ctx, e, line);
     }
     let res = std::mem::take(&mut *results.lock());

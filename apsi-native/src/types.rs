@@ -1,8 +1,8 @@
 //! The abstract types of registers during specialisation, and the types of
 //! argument values (the signature a compiled version is cached under).
 
-use apsi_core::tensor::dtype::DType;
-use apsi_core::vm::value::Value;
+use apsi_core::api::tensor::DType;
+use apsi_core::api::Value;
 use apsi_native_ir::ir::{Dt, Ty};
 
 /// What a register holds at one point of a function, as far as the

@@ -3,10 +3,10 @@
 //! the first. Results keep the input order; reductions combine the chunks'
 //! partials in chunk order, so a run is reproducible for a thread count.
 
-use crate::util::{arity, int_arg};
-use apsi_core::error::ErrorKind;
-use apsi_core::par::parts::{bounds, chunk_count, in_blocks, run_parts};
-use apsi_core::vm::value::{err, Caller, Kwargs, VResult, Value};
+use crate::util::int_arg;
+use apsi_core::api::par::{bounds, chunk_count, in_blocks, run_parts};
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, Args, Caller, Kwargs, VResult, Value};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -31,8 +31,8 @@ fn chunked(
 
 /// `parallel_for(items, f)`: call `f(x)` for every item; none.
 pub fn parallel_for(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("parallel_for", args, kw, 2, 2)?;
-    let items = apsi_core::ops::iterate(c, &args[0])?;
+    Args::new("parallel_for", args, kw, 2, &["items", "f"])?;
+    let items = apsi_core::api::iterate(c, &args[0])?;
     let f = args[1].clone();
     chunked(c, items, move |c, xs, stop| {
         in_blocks(0, xs.len(), stop, |i, j| {
@@ -48,9 +48,9 @@ pub fn parallel_for(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
 
 /// `pmap(f, xs)`: `[f(x) for x in xs]`, computed in parallel, in order.
 pub fn pmap(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("pmap", args, kw, 2, 2)?;
+    Args::new("pmap", args, kw, 2, &["f", "xs"])?;
     let f = args[0].clone();
-    let items = apsi_core::ops::iterate(c, &args[1])?;
+    let items = apsi_core::api::iterate(c, &args[1])?;
     let parts = chunked(c, items, move |c, xs, stop| {
         let mut out = Vec::with_capacity(xs.len());
         in_blocks(0, xs.len(), stop, |i, j| {
@@ -76,8 +76,8 @@ pub fn pmap(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 /// with one thread it is exactly the sequential fold; `combine` should be
 /// associative for the thread count not to matter).
 pub fn parallel_reduce(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("parallel_reduce", args, kw, 4, 4)?;
-    let items = apsi_core::ops::iterate(c, &args[0])?;
+    Args::new("parallel_reduce", args, kw, 4, &["items", "f", "combine", "init"])?;
+    let items = apsi_core::api::iterate(c, &args[0])?;
     let (f, combine, init) = (args[1].clone(), args[2].clone(), args[3].clone());
     if items.is_empty() {
         return Ok(init);
@@ -117,7 +117,7 @@ pub fn parallel_reduce(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResul
 /// `set_threads(n)`: the thread count of `parallel for`, `pmap`, … (and of
 /// every kernel that registered with the core); at least 1.
 pub fn set_threads(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("set_threads", args, kw, 1, 1)?;
+    Args::new("set_threads", args, kw, 1, &["n"])?;
     let n = int_arg("set_threads", "the thread count", &args[0])?;
     if n < 1 {
         return Err(err(
@@ -125,6 +125,6 @@ pub fn set_threads(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
             format!("set_threads() needs at least 1 thread, got {n}"),
         ));
     }
-    apsi_core::par::set_threads(n.min(apsi_core::par::pool::MAX_THREADS as i64) as usize);
+    apsi_core::api::par::set_threads(n.min(apsi_core::api::par::MAX_THREADS as i64) as usize);
     Ok(Value::None)
 }

@@ -1,6 +1,6 @@
 //! `use parallel`: tasks, channels, locks, atomics and parallel map/reduce
 //! for Apsi programs, on real OS threads (the core's shared worker pool,
-//! `apsi_core::par`). See docs/PARALLEL.md for the memory model.
+//! `apsi_core::api::par`). See docs/PARALLEL.md for the memory model.
 //!
 //! - [`chan`]: the bounded MPMC channel core (loom-checked).
 //! - [`atomic`]: the int/float atomic core (loom-checked).
@@ -16,14 +16,13 @@ mod sync;
 pub mod task;
 mod util;
 
-use apsi_core::module::{ModuleBuilder, ModuleDescriptor};
+use apsi_core::api::{ModuleBuilder, ModuleDescriptor};
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The `parallel` module, ready to install into a runtime.
 pub fn module() -> ModuleDescriptor {
-    let prelude = apsi_core::builtins::prelude();
-    let mut m = ModuleBuilder::new("parallel", VERSION, "^2.0")
+    let mut m = ModuleBuilder::new("parallel", VERSION, "^2.1")
         .function("spawn", task::spawn)
         .function("wait_all", task::wait_all)
         .function("wait_any", task::wait_any)
@@ -36,8 +35,8 @@ pub fn module() -> ModuleDescriptor {
         .function("set_threads", funcs::set_threads);
     // The same functions as the prelude's (so no name collision).
     for name in ["cpu_count", "bench"] {
-        if let Some(v) = prelude.get(name) {
-            m = m.constant(name, v.clone());
+        if let Some(v) = apsi_core::api::prelude_function(name) {
+            m = m.constant(name, v);
         }
     }
     m.build()

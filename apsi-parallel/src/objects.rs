@@ -2,9 +2,9 @@
 
 use crate::atomic::{AtomicError, AtomicNum, Num};
 use crate::chan::Chan;
-use crate::util::{arity, bound, int_arg, native, object, recv};
-use apsi_core::error::ErrorKind;
-use apsi_core::vm::value::{err, ApsiObject, Caller, Kwargs, VResult, Value};
+use crate::util::{bound, int_arg, native, object, recv};
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, ApsiObject, Args, Caller, Kwargs, Protocols, VResult, Value};
 use parking_lot::{Condvar, Mutex};
 use std::sync::OnceLock;
 use std::thread::ThreadId;
@@ -20,9 +20,6 @@ fn chan_methods() -> &'static [(&'static str, Value)] {
             ("send", native("send", chan_send)),
             ("recv", native("recv", chan_recv)),
             ("close", native("close", chan_close)),
-            ("__iter__", native("__iter__", chan_iter)),
-            ("__next__", native("__next__", chan_next)),
-            ("__len__", native("__len__", chan_len)),
         ]
     })
 }
@@ -45,10 +42,31 @@ impl ApsiObject for Channel {
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
+    /// A channel is its own iterator: `for v in ch` pulls one item at a
+    /// time until the channel is closed and empty (so the loop body runs
+    /// while producers are still sending, and a bounded channel never has
+    /// to hold everything).
+    fn protocols(&self) -> Protocols {
+        Protocols {
+            iter: true,
+            next: true,
+            len: true,
+            ..Protocols::NONE
+        }
+    }
+    fn iter(&self, this: &Value, _c: &mut dyn Caller) -> VResult<Value> {
+        Ok(this.clone())
+    }
+    fn next(&self, _this: &Value, _c: &mut dyn Caller) -> VResult<Option<Value>> {
+        Ok(self.0.recv())
+    }
+    fn len(&self, _this: &Value) -> VResult<i64> {
+        Ok(self.0.len() as i64)
+    }
 }
 
 pub fn channel(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("channel", args, kw, 1, 1)?;
+    Args::new("channel", args, kw, 1, &["capacity"])?;
     let cap = int_arg("channel", "the capacity", &args[0])?;
     if cap < 1 {
         return Err(err(
@@ -60,7 +78,7 @@ pub fn channel(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value
 }
 
 fn chan_send(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("send", args, kw, 2, 2)?;
+    Args::new("send", args, kw, 2, &["self", "item"])?;
     let ch = recv::<Channel>(args, "Channel")?;
     ch.0.send(args[1].clone())
         .map_err(|_| err(ErrorKind::ValueError, "send on a closed channel"))?;
@@ -69,42 +87,14 @@ fn chan_send(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> 
 
 /// `recv()`: the next item, or none once the channel is closed and empty.
 fn chan_recv(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("recv", args, kw, 1, 1)?;
+    Args::new("recv", args, kw, 1, &["self"])?;
     Ok(recv::<Channel>(args, "Channel")?.0.recv().unwrap_or(Value::None))
 }
 
 fn chan_close(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("close", args, kw, 1, 1)?;
+    Args::new("close", args, kw, 1, &["self"])?;
     recv::<Channel>(args, "Channel")?.0.close();
     Ok(Value::None)
-}
-
-fn chan_len(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("len", args, kw, 1, 1)?;
-    Ok(Value::Int(recv::<Channel>(args, "Channel")?.0.len() as i64))
-}
-
-/// `for v in ch`: every item until the channel is closed and empty.
-fn chan_iter(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("__iter__", args, kw, 1, 1)?;
-    let ch = recv::<Channel>(args, "Channel")?;
-    let mut items = Vec::new();
-    while let Some(v) = ch.0.recv() {
-        items.push(v);
-    }
-    Ok(Value::list(items))
-}
-
-/// `for v in ch` pulls one item at a time: `(item,)`, or `none` once the
-/// channel is closed and empty (so the loop body runs while producers are
-/// still sending, and a bounded channel never has to hold everything).
-fn chan_next(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("__next__", args, kw, 1, 1)?;
-    let ch = recv::<Channel>(args, "Channel")?;
-    Ok(match ch.0.recv() {
-        Some(v) => Value::tuple(vec![v]),
-        None => Value::None,
-    })
 }
 
 // --------------------------------------------------------------------- lock
@@ -124,8 +114,6 @@ fn lock_methods() -> &'static [(&'static str, Value)] {
             ("acquire", native("acquire", lock_acquire)),
             ("release", native("release", lock_release)),
             ("locked", native("locked", lock_locked)),
-            ("__enter__", native("__enter__", lock_enter)),
-            ("__exit__", native("__exit__", lock_exit)),
         ]
     })
 }
@@ -147,6 +135,21 @@ impl ApsiObject for Lock {
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
+    /// `with l:` acquires and releases; the block's error is never swallowed.
+    fn protocols(&self) -> Protocols {
+        Protocols {
+            context: true,
+            ..Protocols::NONE
+        }
+    }
+    fn enter(&self, this: &Value, _c: &mut dyn Caller) -> VResult<Value> {
+        self.acquire()?;
+        Ok(this.clone())
+    }
+    fn exit(&self, _this: &Value, _c: &mut dyn Caller, _error: Option<&Value>) -> VResult<bool> {
+        self.release()?;
+        Ok(false)
+    }
 }
 
 impl Lock {
@@ -167,7 +170,7 @@ impl Lock {
             ));
         }
         if g.is_some() {
-            apsi_core::par::pool::blocking(|| {
+            apsi_core::api::par::blocking(|| {
                 while g.is_some() {
                     self.cond.wait(&mut g);
                 }
@@ -196,38 +199,25 @@ impl Default for Lock {
 }
 
 pub fn lock(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("lock", args, kw, 0, 0)?;
+    Args::new("lock", args, kw, 0, &[])?;
     Ok(object(Lock::new()))
 }
 
 fn lock_acquire(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("acquire", args, kw, 1, 1)?;
+    Args::new("acquire", args, kw, 1, &["self"])?;
     recv::<Lock>(args, "Lock")?.acquire()?;
     Ok(Value::None)
 }
 
 fn lock_release(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("release", args, kw, 1, 1)?;
+    Args::new("release", args, kw, 1, &["self"])?;
     recv::<Lock>(args, "Lock")?.release()?;
     Ok(Value::None)
 }
 
 fn lock_locked(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("locked", args, kw, 1, 1)?;
+    Args::new("locked", args, kw, 1, &["self"])?;
     Ok(Value::Bool(recv::<Lock>(args, "Lock")?.owner.lock().is_some()))
-}
-
-fn lock_enter(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("__enter__", args, kw, 1, 1)?;
-    recv::<Lock>(args, "Lock")?.acquire()?;
-    Ok(args[0].clone())
-}
-
-/// `__exit__(kind, error, trace)`: release; never swallows the error.
-fn lock_exit(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("__exit__", args, kw, 1, 4)?;
-    recv::<Lock>(args, "Lock")?.release()?;
-    Ok(Value::Bool(false))
 }
 
 // ------------------------------------------------------------------- atomic
@@ -266,7 +256,7 @@ fn to_num(fname: &str, v: &Value) -> VResult<Num> {
     }
 }
 
-fn atomic_err(fname: &str, e: AtomicError) -> apsi_core::vm::value::Exc {
+fn atomic_err(fname: &str, e: AtomicError) -> apsi_core::api::Exc {
     match e {
         AtomicError::NotInt => err(
             ErrorKind::TypeError,
@@ -284,7 +274,7 @@ impl ApsiObject for Atomic {
         "Atomic"
     }
     fn to_str(&self) -> String {
-        format!("atomic({})", apsi_core::format::repr_of(&to_value(self.0.load())))
+        format!("atomic({})", apsi_core::api::repr_of(&to_value(self.0.load())))
     }
     fn get_attr(&self, this: &Value, name: &str) -> Option<VResult<Value>> {
         bound(this, atomic_methods(), name)
@@ -295,7 +285,7 @@ impl ApsiObject for Atomic {
 }
 
 pub fn atomic(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("atomic", args, kw, 0, 1)?;
+    Args::new("atomic", args, kw, 0, &["value"])?;
     let n = match args.first() {
         Some(v) => to_num("atomic", v)?,
         None => Num::Int(0),
@@ -304,12 +294,12 @@ pub fn atomic(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value>
 }
 
 fn atomic_load(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("load", args, kw, 1, 1)?;
+    Args::new("load", args, kw, 1, &["self"])?;
     Ok(to_value(recv::<Atomic>(args, "Atomic")?.0.load()))
 }
 
 fn atomic_store(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("store", args, kw, 2, 2)?;
+    Args::new("store", args, kw, 2, &["self", "value"])?;
     let a = recv::<Atomic>(args, "Atomic")?;
     a.0.store(to_num("store", &args[1])?)
         .map_err(|e| atomic_err("store", e))?;
@@ -317,7 +307,7 @@ fn atomic_store(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Valu
 }
 
 fn atomic_add(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("add", args, kw, 2, 2)?;
+    Args::new("add", args, kw, 2, &["self", "value"])?;
     let a = recv::<Atomic>(args, "Atomic")?;
     a.0.fetch_add(to_num("add", &args[1])?)
         .map_err(|e| atomic_err("add", e))?;
@@ -325,7 +315,7 @@ fn atomic_add(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value>
 }
 
 fn atomic_fetch_add(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("fetch_add", args, kw, 2, 2)?;
+    Args::new("fetch_add", args, kw, 2, &["self", "value"])?;
     let a = recv::<Atomic>(args, "Atomic")?;
     a.0.fetch_add(to_num("fetch_add", &args[1])?)
         .map(to_value)
@@ -333,7 +323,7 @@ fn atomic_fetch_add(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<
 }
 
 fn atomic_cas(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("compare_exchange", args, kw, 3, 3)?;
+    Args::new("compare_exchange", args, kw, 3, &["self", "expected", "new"])?;
     let a = recv::<Atomic>(args, "Atomic")?;
     let (e, n) = (
         to_num("compare_exchange", &args[1])?,

@@ -20,5 +20,5 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Wait on `c`, marking the thread as blocked for the worker pool.
 pub fn wait<'a, T>(c: &Condvar, g: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
-    apsi_core::par::pool::blocking(|| c.wait(g).unwrap_or_else(|e| e.into_inner()))
+    apsi_core::api::par::blocking(|| c.wait(g).unwrap_or_else(|e| e.into_inner()))
 }

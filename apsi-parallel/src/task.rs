@@ -6,10 +6,10 @@
 //! The runtime's task registry knows every task: the program ends only after
 //! all of them, and a failure nobody waited for is reported at exit.
 
-use crate::util::{arity, bound, native, object, recv};
-use apsi_core::error::ErrorKind;
-use apsi_core::par::tasks::TaskRegistry;
-use apsi_core::vm::value::{err, ApsiObject, Caller, ErrorObj, Exc, Kwargs, VResult, Value};
+use crate::util::{bound, native, object, recv};
+use apsi_core::api::par::TaskRegistry;
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, ApsiObject, Args, Caller, ErrorObj, Exc, Kwargs, VResult, Value};
 use parking_lot::{Condvar, Mutex};
 use std::sync::{Arc, OnceLock};
 
@@ -62,7 +62,7 @@ impl Task {
         if !self.is_done() {
             // No lock is held here: a waiting thread may run queued jobs
             // (this task among them) when no worker can.
-            apsi_core::par::pool::blocking_helping(|| {
+            apsi_core::api::par::blocking_helping(|| {
                 let mut g = self.inner.lock();
                 while g.outcome.is_none() {
                     self.cond.wait(&mut g);
@@ -111,12 +111,12 @@ impl Task {
 }
 
 fn task_wait(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("wait", args, kw, 1, 1)?;
+    Args::new("wait", args, kw, 1, &["self"])?;
     recv::<TaskRef>(args, "Task")?.wait()
 }
 
 fn task_done(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("done", args, kw, 1, 1)?;
+    Args::new("done", args, kw, 1, &["self"])?;
     Ok(Value::Bool(recv::<TaskRef>(args, "Task")?.is_done()))
 }
 
@@ -143,9 +143,9 @@ pub fn spawn(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
         cond: Condvar::new(),
     });
     let (t, f, a) = (task.clone(), f.clone(), rest.to_vec());
-    apsi_core::par::pool::submit(Box::new(move || {
+    apsi_core::api::par::submit(Box::new(move || {
         // The task gets its own module task-local state (`par::task_local`).
-        let run = || apsi_core::par::task_local::run_task(|| exec.call(&f, &a, &[]));
+        let run = || apsi_core::api::par::task_local::run_task(|| exec.call(&f, &a, &[]));
         let r = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
             Ok(r) => r,
             Err(_) => Err(err(ErrorKind::Error, "internal error: a task panicked")),
@@ -181,7 +181,7 @@ impl ApsiObject for TaskRef {
 }
 
 fn tasks_of(fname: &str, c: &mut dyn Caller, v: &Value) -> VResult<Vec<(Value, Arc<Task>)>> {
-    let items = apsi_core::ops::iterate(c, v)?;
+    let items = apsi_core::api::iterate(c, v)?;
     items
         .into_iter()
         .map(|x| {
@@ -203,7 +203,7 @@ fn tasks_of(fname: &str, c: &mut dyn Caller, v: &Value) -> VResult<Vec<(Value, A
 /// `wait_all(tasks)`: every result, in order; the first failure (in list
 /// order) is raised after all have ended.
 pub fn wait_all(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("wait_all", args, kw, 1, 1)?;
+    Args::new("wait_all", args, kw, 1, &["tasks"])?;
     let ts = tasks_of("wait_all", c, &args[0])?;
     let mut out = Vec::with_capacity(ts.len());
     let mut first_err = None;
@@ -226,7 +226,7 @@ pub fn wait_all(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value
 /// `wait_any(tasks)`: the first task to finish (the first in list order
 /// among those already finished).
 pub fn wait_any(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    arity("wait_any", args, kw, 1, 1)?;
+    Args::new("wait_any", args, kw, 1, &["tasks"])?;
     let ts = tasks_of("wait_any", c, &args[0])?;
     if ts.is_empty() {
         return Err(err(ErrorKind::ValueError, "wait_any() needs at least one task"));
@@ -250,7 +250,7 @@ pub fn wait_any(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value
         Some(i) => i,
         None => {
             let mut f = w.first.lock();
-            apsi_core::par::pool::blocking(|| {
+            apsi_core::api::par::blocking(|| {
                 while f.is_none() {
                     w.cond.wait(&mut f);
                 }

@@ -1,43 +1,13 @@
 //! Small helpers shared by the module's functions and object methods.
 
-use apsi_core::error::ErrorKind;
-use apsi_core::vm::value::{err, BoundMethod, Kwargs, NativeFn, NativeFnPtr, VResult, Value};
-use std::sync::Arc;
+use apsi_core::api::{bound_method, err, ErrorKind, VResult, Value};
 
-/// A method table entry: a native function taking the receiver first.
-pub fn native(name: &str, f: NativeFnPtr) -> Value {
-    Value::Native(Arc::new(NativeFn::new(name, f)))
-}
+pub use apsi_core::api::{native, object};
 
 /// `this.name`, looked up in a method table built once.
 pub fn bound(this: &Value, table: &[(&'static str, Value)], name: &str) -> Option<VResult<Value>> {
     let (_, f) = table.iter().find(|(n, _)| *n == name)?;
-    Some(Ok(Value::BoundMethod(Arc::new(BoundMethod {
-        receiver: this.clone(),
-        func: f.clone(),
-    }))))
-}
-
-/// Check the positional count (receiver included for methods) and refuse keywords.
-pub fn arity(fname: &str, args: &[Value], kw: Kwargs, min: usize, max: usize) -> VResult<()> {
-    if let Some((k, _)) = kw.first() {
-        return Err(err(
-            ErrorKind::TypeError,
-            format!("{fname}() got an unexpected keyword argument '{k}'"),
-        ));
-    }
-    if args.len() < min || args.len() > max {
-        let want = if min == max {
-            format!("{min}")
-        } else {
-            format!("{min} to {max}")
-        };
-        return Err(err(
-            ErrorKind::TypeError,
-            format!("{fname}() takes {want} arguments, got {}", args.len()),
-        ));
-    }
-    Ok(())
+    Some(Ok(bound_method(this, f)))
 }
 
 /// The receiver of a method, as its Rust type.
@@ -59,9 +29,4 @@ pub fn int_arg(fname: &str, what: &str, v: &Value) -> VResult<i64> {
             format!("{fname}() needs an int for {what}, found {}", other.type_name()),
         )),
     }
-}
-
-/// Wrap a Rust object as an Apsi value.
-pub fn object(o: impl apsi_core::vm::value::ApsiObject) -> Value {
-    Value::Object(Arc::new(apsi_core::vm::value::ObjBox(Box::new(o))))
 }

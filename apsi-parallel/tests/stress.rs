@@ -98,7 +98,7 @@ print(len(pmap(lambda x: x + 1, range(N))), parallel_reduce(range(N), lambda x: 
 fn apsi_program_10000_rounds() {
     watchdog(300, || {
         for threads in [1usize, 2, 3] {
-            apsi_core::par::set_threads(threads);
+            apsi_core::api::par::set_threads(threads);
             let o = run("stress", PROGRAM);
             assert!(o.result.is_ok(), "threads={threads}: {:?}", o.result);
             let want = "49995000 10000 5000.0 10000 10000 10000\n99990000\n7 true\n49995000 0\n10000 10000\n";

@@ -2,23 +2,23 @@
 
 use crate::object::{as_qtensor, qtensor_value};
 use crate::quant::{self, Quantized};
-use apsi_core::error::ErrorKind;
-use apsi_core::syntax::ast::BinOp;
-use apsi_core::tensor::arith::{binary, Arg};
-use apsi_core::tensor::autodiff::{record, Op};
-use apsi_core::tensor::codec;
-use apsi_core::tensor::dtype::{as_dtype, DType};
-use apsi_core::tensor::object::A;
-use apsi_core::tensor::{as_tensor, tensor_value, Tensor};
-use apsi_core::vm::value::{err, Caller, Kwargs, NativeFn, StructField, StructType, VResult, Value};
+use apsi_core::api::tensor::codec;
+use apsi_core::api::tensor::{as_dtype, DType};
+use apsi_core::api::tensor::{as_tensor, tensor_value, Tensor};
+use apsi_core::api::tensor::{binary, Arg};
+use apsi_core::api::tensor::{record, Op};
+use apsi_core::api::Args;
+use apsi_core::api::BinOp;
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, record_type, Caller, Kwargs, NativeFn, StructType, VResult, Value};
 use std::sync::{Arc, OnceLock};
 
-fn fmt_arg(a: &A, i: usize) -> VResult<DType> {
+fn fmt_arg(a: &Args, i: usize) -> VResult<DType> {
     let v = a.req(i)?;
     as_dtype(v).ok_or_else(|| a.wrong(i, "a number format (bf16, fp8, fp4, int8, …)", v))
 }
 
-fn tensor_arg(a: &A, i: usize) -> VResult<Tensor> {
+fn tensor_arg(a: &Args, i: usize) -> VResult<Tensor> {
     let v = a.req(i)?;
     match v {
         Value::Float(f) => Ok(Tensor::from_vec(vec![*f], vec![])),
@@ -29,27 +29,27 @@ fn tensor_arg(a: &A, i: usize) -> VResult<Tensor> {
 
 /// `quantize(x, fmt, axis=none)`.
 pub fn quantize(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("quantize", args, kw, &["x", "fmt", "axis"])?;
+    let a = Args::optional("quantize", args, kw, &["x", "fmt", "axis"])?;
     let x = tensor_arg(&a, 0)?;
     let fmt = fmt_arg(&a, 1)?;
-    let axis = quant::norm_axis(a.int(2)?, x.ndim())?;
+    let axis = quant::norm_axis(a.int_opt(2)?, x.ndim())?;
     Ok(qtensor_value(quant::quantize(&x, fmt, axis)?))
 }
 
-fn qtensor_arg<'a>(a: &A<'a>, i: usize) -> VResult<&'a Quantized> {
+fn qtensor_arg<'a>(a: &Args<'a>, i: usize) -> VResult<&'a Quantized> {
     let v = a.req(i)?;
     as_qtensor(v).ok_or_else(|| a.wrong(i, "a QTensor (from quantize)", v))
 }
 
 /// `dequantize(q)` → f32 tensor.
 pub fn dequantize(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("dequantize", args, kw, &["q"])?;
+    let a = Args::optional("dequantize", args, kw, &["q"])?;
     Ok(tensor_value(quant::dequantize(qtensor_arg(&a, 0)?)))
 }
 
 /// `round_to(x, fmt)`: nearest values of fmt, x's dtype kept, straight-through gradient.
 pub fn round_to(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("round_to", args, kw, &["x", "fmt"])?;
+    let a = Args::optional("round_to", args, kw, &["x", "fmt"])?;
     let fmt = fmt_arg(&a, 1)?;
     match a.req(0)? {
         Value::Float(f) => return Ok(Value::Float(codec::decode(fmt, codec::encode_f64(fmt, *f)) as f64)),
@@ -97,10 +97,10 @@ fn mm_operand(v: &Value, left: bool) -> VResult<(Tensor, Option<Tensor>)> {
 
 /// `qmatmul(a, b)`: products of codes (exact in f32), f32 accumulation, then the scales.
 pub fn qmatmul(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("qmatmul", args, kw, &["a", "b"])?;
+    let a = Args::optional("qmatmul", args, kw, &["a", "b"])?;
     let (x, sx) = mm_operand(a.req(0)?, true)?;
     let (y, sy) = mm_operand(a.req(1)?, false)?;
-    let mut r = apsi_core::tensor::matmul::matmul(&x, &y)?;
+    let mut r = apsi_core::api::tensor::matmul(&x, &y)?;
     for s in [sx, sy].into_iter().flatten() {
         r = binary(BinOp::Mul, &Arg::T(r), &Arg::T(s))?;
     }
@@ -126,10 +126,10 @@ fn convert(v: &Value, fmt: DType) -> VResult<Value> {
 
 /// `@precision(fmt)`: a decorator converting every tensor argument and result to fmt.
 pub fn precision(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("precision", args, kw, &["fmt"])?;
+    let a = Args::optional("precision", args, kw, &["fmt"])?;
     let fmt = fmt_arg(&a, 0)?;
     let deco = move |_c: &mut dyn Caller, args: &[Value], kw: Kwargs| -> VResult<Value> {
-        let a = A::new("precision(fmt)", args, kw, &["f"])?;
+        let a = Args::optional("precision(fmt)", args, kw, &["f"])?;
         let f = a.req(0)?.clone();
         let name = format!("precision({})", fmt.name());
         let wrapped = move |c: &mut dyn Caller, args: &[Value], kw: Kwargs| -> VResult<Value> {
@@ -147,22 +147,7 @@ pub fn precision(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
 }
 
 fn struct_type(cell: &'static OnceLock<Arc<StructType>>, name: &str, fields: &[(&str, &str)]) -> Arc<StructType> {
-    cell.get_or_init(|| {
-        Arc::new(StructType {
-            name: name.into(),
-            fields: fields
-                .iter()
-                .map(|(n, t)| StructField {
-                    name: (*n).into(),
-                    default: None,
-                    annotation: Some((*t).into()),
-                })
-                .collect(),
-            methods: Default::default(),
-            ..StructType::plain(String::new(), Vec::new(), Default::default())
-        })
-    })
-    .clone()
+    cell.get_or_init(|| record_type(name, fields)).clone()
 }
 
 /// An instance of `ty` (built by calling the type, as a program would).
@@ -173,10 +158,10 @@ fn make_struct(c: &mut dyn Caller, ty: Arc<StructType>, vals: Vec<Value>) -> VRe
 /// `quant_error(x, fmt, axis=none)` → `QuantError(max_abs, rms, rel_rms, sqnr_db)`.
 pub fn quant_error(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     static T: OnceLock<Arc<StructType>> = OnceLock::new();
-    let a = A::new("quant_error", args, kw, &["x", "fmt", "axis"])?;
+    let a = Args::optional("quant_error", args, kw, &["x", "fmt", "axis"])?;
     let x = tensor_arg(&a, 0)?;
     let fmt = fmt_arg(&a, 1)?;
-    let axis = quant::norm_axis(a.int(2)?, x.ndim())?;
+    let axis = quant::norm_axis(a.int_opt(2)?, x.ndim())?;
     let (m, r, rel, s) = quant::error_stats(&x, fmt, axis)?;
     let ty = struct_type(
         &T,
@@ -198,7 +183,7 @@ pub fn quant_error(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Va
 /// `format_info(fmt)` → `FormatInfo(name, bits, max, min_normal, min_subnormal, eps, has_inf, has_nan)`.
 pub fn format_info(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     static T: OnceLock<Arc<StructType>> = OnceLock::new();
-    let a = A::new("format_info", args, kw, &["fmt"])?;
+    let a = Args::optional("format_info", args, kw, &["fmt"])?;
     let i = codec::info(fmt_arg(&a, 0)?);
     let ty = struct_type(
         &T,
@@ -232,7 +217,7 @@ pub fn format_info(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Va
 
 /// `nbytes(x)`: real bytes of a tensor, or of a QTensor's codes, scales and zero points.
 pub fn nbytes(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("nbytes", args, kw, &["x"])?;
+    let a = Args::optional("nbytes", args, kw, &["x"])?;
     let v = a.req(0)?;
     if let Some(q) = as_qtensor(v) {
         return Ok(Value::Int(q.nbytes() as i64));

@@ -10,13 +10,13 @@ pub mod funcs;
 pub mod object;
 pub mod quant;
 
-use apsi_core::module::{ModuleBuilder, ModuleDescriptor};
+use apsi_core::api::{ModuleBuilder, ModuleDescriptor};
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The `precision` module, ready to install into a runtime.
 pub fn module() -> ModuleDescriptor {
-    ModuleBuilder::new("precision", VERSION, "^2.0")
+    ModuleBuilder::new("precision", VERSION, "^2.1")
         .function("quantize", funcs::quantize)
         .function("dequantize", funcs::dequantize)
         .function("round_to", funcs::round_to)

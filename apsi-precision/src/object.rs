@@ -1,16 +1,15 @@
 //! `QTensor`: a quantized tensor as an Apsi value.
 
 use crate::quant::Quantized;
-use apsi_core::tensor::dtype::dtype_value;
-use apsi_core::tensor::layout::shape_str;
-use apsi_core::tensor::tensor_value;
-use apsi_core::vm::value::{ApsiObject, ObjBox, VResult, Value};
-use std::sync::Arc;
+use apsi_core::api::tensor::dtype_value;
+use apsi_core::api::tensor::shape_str;
+use apsi_core::api::tensor::tensor_value;
+use apsi_core::api::{object, ApsiObject, VResult, Value};
 
 pub struct QTensorObj(pub Quantized);
 
 pub fn qtensor_value(q: Quantized) -> Value {
-    Value::Object(Arc::new(ObjBox(Box::new(QTensorObj(q)))))
+    object(QTensorObj(q))
 }
 
 pub fn as_qtensor(v: &Value) -> Option<&Quantized> {

@@ -4,13 +4,13 @@
 //! (element `i` of a row-major tensor is in group `(i / inner) % n`, where
 //! `n` is the axis length and `inner` the product of the later sizes).
 
-use apsi_core::error::ErrorKind;
-use apsi_core::tensor::codec::{self, bulk};
-use apsi_core::tensor::dtype::{DType, Kind};
-use apsi_core::tensor::layout::shape_str;
-use apsi_core::tensor::storage::Buffer;
-use apsi_core::tensor::Tensor;
-use apsi_core::vm::value::{err, VResult};
+use apsi_core::api::tensor::codec::{self, bulk};
+use apsi_core::api::tensor::shape_str;
+use apsi_core::api::tensor::Buffer;
+use apsi_core::api::tensor::Tensor;
+use apsi_core::api::tensor::{DType, Kind};
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, VResult};
 
 /// Quantized codes of one format with their scales (and zero points for uint8).
 #[derive(Clone)]

@@ -7,9 +7,9 @@
 
 use crate::wire::{self, Reader};
 use crate::worker::Worker;
-use apsi_core::error::ErrorKind;
-use apsi_core::vm::dict::DictMap;
-use apsi_core::vm::value::{err, ErrorObj, Exc, HashKey, Kwargs, VResult, Value};
+use apsi_core::api::DictMap;
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, ErrorObj, Exc, HashKey, Kwargs, VResult, Value};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -125,7 +125,7 @@ impl Bridge {
         self.check(what)?;
         let mut body = Vec::new();
         wire::encode(req, &mut body).map_err(|e| in_call(e, what))?;
-        apsi_core::par::pool::blocking(|| {
+        apsi_core::api::par::blocking(|| {
             let mut slot = self.worker.lock();
             if slot.is_none() {
                 *slot = Some(Worker::start()?);

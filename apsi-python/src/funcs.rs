@@ -1,8 +1,8 @@
 //! The exported functions `python.eval`, `python.exec` and `python.call`.
 
 use crate::bridge::Bridge;
-use apsi_core::error::ErrorKind;
-use apsi_core::vm::value::{err, Caller, Kwargs, NativeFn, VResult, Value};
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, Caller, Kwargs, NativeFn, VResult, Value};
 use std::sync::Arc;
 
 /// The one str argument of `eval`/`exec`.

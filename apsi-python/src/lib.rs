@@ -17,7 +17,7 @@ pub mod worker;
 
 pub use bridge::{allow, global, Bridge, WorkerInfo};
 
-use apsi_core::module::{ModuleBuilder, ModuleDescriptor};
+use apsi_core::api::{ModuleBuilder, ModuleDescriptor};
 use std::sync::Arc;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -30,7 +30,7 @@ pub fn module() -> ModuleDescriptor {
 
 /// The `python` module on a given bridge (tests, embedders).
 pub fn module_for(bridge: &Arc<Bridge>) -> ModuleDescriptor {
-    ModuleBuilder::new("python", VERSION, "^2.0")
+    ModuleBuilder::new("python", VERSION, "^2.1")
         .constant("eval", funcs::bound("eval", bridge, funcs::eval))
         .constant("exec", funcs::bound("exec", bridge, funcs::exec))
         .constant("call", funcs::bound("call", bridge, funcs::call))

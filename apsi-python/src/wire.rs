@@ -21,11 +21,11 @@
 //! `i1`. Decoding never trusts a length: each is checked against the bytes
 //! left, and nesting is bounded by [`MAX_DEPTH`] both ways.
 
-use apsi_core::error::ErrorKind;
-use apsi_core::tensor::dtype::DType;
-use apsi_core::tensor::{as_tensor, tensor_value, Tensor};
-use apsi_core::vm::dict::DictMap;
-use apsi_core::vm::value::{err, HashKey, RangeObj, VResult, Value};
+use apsi_core::api::tensor::DType;
+use apsi_core::api::tensor::{as_tensor, tensor_value, Tensor};
+use apsi_core::api::DictMap;
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, HashKey, RangeObj, VResult, Value};
 use half::f16;
 use std::sync::Arc;
 
@@ -190,7 +190,7 @@ pub struct Reader<'a> {
     pos: usize,
 }
 
-fn bad(what: impl Into<String>) -> apsi_core::vm::value::Exc {
+fn bad(what: impl Into<String>) -> apsi_core::api::Exc {
     err(
         ErrorKind::ValueError,
         format!("a malformed message from the Python worker: {}", what.into()),
@@ -370,7 +370,7 @@ fn le_elems<T, const N: usize>(raw: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use apsi_core::format::repr_of as repr;
+    use apsi_core::api::repr_of as repr;
 
     fn round(v: &Value) -> Value {
         let mut out = Vec::new();
@@ -445,7 +445,7 @@ mod tests {
 
     #[test]
     fn functions_do_not_cross() {
-        let f = apsi_core::builtins::prelude().get("len").cloned().unwrap();
+        let f = apsi_core::api::prelude_function("len").unwrap();
         let e = encode(&f, &mut Vec::new()).unwrap_err();
         assert_eq!(e.kind, ErrorKind::TypeError);
         assert!(

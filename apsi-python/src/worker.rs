@@ -9,8 +9,8 @@
 
 use crate::frame::{read_frame, write_frame};
 use crate::wire::Reader;
-use apsi_core::error::ErrorKind;
-use apsi_core::vm::value::{err, ErrorObj, Exc, Value};
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, ErrorObj, Exc, Value};
 use std::fs::File;
 use std::io::{self, BufReader};
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};

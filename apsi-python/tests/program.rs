@@ -3,7 +3,7 @@
 //! sees (here: a checker that was told Python is allowed while the process's
 //! bridge was not).
 
-use apsi_core::error::ErrorKind;
+use apsi_core::api::ErrorKind;
 use apsi_core::vm::RunError;
 use apsi_python::Bridge;
 use apsi_testkit::{Failure, Program};

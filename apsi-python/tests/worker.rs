@@ -1,11 +1,11 @@
 //! The real worker: a `python3` process per bridge (each test has its own).
 //! Tests with tensors need NumPy; without it they print a note and return.
 
-use apsi_core::error::ErrorKind;
-use apsi_core::format::repr_of;
-use apsi_core::tensor::dtype::DType;
-use apsi_core::tensor::{as_tensor, tensor_value, Tensor};
-use apsi_core::vm::value::Value;
+use apsi_core::api::repr_of;
+use apsi_core::api::tensor::DType;
+use apsi_core::api::tensor::{as_tensor, tensor_value, Tensor};
+use apsi_core::api::ErrorKind;
+use apsi_core::api::Value;
 use apsi_python::Bridge;
 use std::process::Command;
 use std::sync::Arc;

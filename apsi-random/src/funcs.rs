@@ -3,8 +3,8 @@
 
 use crate::mt::Mt;
 use crate::state::{set_gen, with_gen, Gen};
-use apsi_core::error::ErrorKind;
-use apsi_core::vm::value::{err, Caller, Kwargs, VResult, Value};
+use apsi_core::api::ErrorKind;
+use apsi_core::api::{err, Caller, Kwargs, VResult, Value};
 
 /// The parameters `names` of a call, by position or keyword (`None` when
 /// absent); at least `min` must be given.
@@ -240,12 +240,12 @@ pub fn randint(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value
 pub fn choice(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let p = params("choice", args, kw, &["seq"], 1)?;
     let seq = p[0].unwrap_or(&Value::None);
-    let n = apsi_core::ops::len_with(c, seq)?;
+    let n = apsi_core::api::len_with(c, seq)?;
     if n <= 0 {
         return Err(err(ErrorKind::IndexError, "Cannot choose from an empty sequence"));
     }
     let i = randbelow(n as u64);
-    apsi_core::ops::get_index(seq, &Value::Int(i as i64))
+    apsi_core::api::get_index(seq, &Value::Int(i as i64))
 }
 
 /// `shuffle(x)`: in place, swapping `x[i]` with `x[_randbelow(i + 1)]` for
@@ -254,7 +254,7 @@ pub fn shuffle(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value>
     let p = params("shuffle", args, kw, &["x"], 1)?;
     let x = p[0].unwrap_or(&Value::None);
     let Value::List(list) = x else {
-        let n = apsi_core::ops::len_with(c, x)?;
+        let n = apsi_core::api::len_with(c, x)?;
         if n > 1 {
             // CPython draws once, then fails on the first item assignment.
             randbelow(n as u64);
@@ -314,7 +314,7 @@ pub fn sample(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> 
             "Population must be a sequence.  For dicts or sets, use sorted(d).",
         ));
     }
-    let n = apsi_core::ops::len_with(c, pop)?;
+    let n = apsi_core::api::len_with(c, pop)?;
     if k < 0 || k > n {
         return Err(err(
             ErrorKind::ValueError,
@@ -324,7 +324,7 @@ pub fn sample(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> 
     let (n, k) = (n as u64, k as u64);
     let mut result = Vec::with_capacity(k.min(1 << 16) as usize);
     if u128::from(n) <= setsize(k) {
-        let mut pool = apsi_core::ops::iterate(c, pop)?;
+        let mut pool = apsi_core::api::iterate(c, pop)?;
         let picks: Vec<usize> = with_gen(|g| (0..k).map(|i| g.mt.randbelow(n - i) as usize).collect());
         for (i, j) in picks.into_iter().enumerate() {
             let last = n as usize - i - 1;
@@ -350,7 +350,7 @@ pub fn sample(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> 
             out
         });
         for j in picks {
-            result.push(apsi_core::ops::get_index(pop, &Value::Int(j as i64))?);
+            result.push(apsi_core::api::get_index(pop, &Value::Int(j as i64))?);
         }
     }
     Ok(Value::list(result))

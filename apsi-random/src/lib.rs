@@ -12,7 +12,7 @@ pub mod funcs;
 pub mod mt;
 pub mod state;
 
-use apsi_core::module::{ModuleBuilder, ModuleDescriptor};
+use apsi_core::api::{ModuleBuilder, ModuleDescriptor};
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -20,7 +20,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// registers the hook that gives every task a generator of its own.
 pub fn module() -> ModuleDescriptor {
     state::install_task_hook();
-    ModuleBuilder::new("random", VERSION, "^2.0")
+    ModuleBuilder::new("random", VERSION, "^2.1")
         .namespace_only()
         .function("seed", funcs::seed)
         .function("random", funcs::random)

@@ -5,14 +5,14 @@
 //! first. A task (`spawn`, each part of a `parallel for`, `pmap`,
 //! `parallel_reduce`) runs with a generator of its own, never its
 //! spawner's, even when it runs on the spawner's thread: the task runners
-//! call the hooks of `apsi_core::par::task_local` around every task body,
+//! call the hooks of `apsi_core::api::par::task_local` around every task body,
 //! and ours moves the thread's generator aside (the task then starts with
 //! none, so from fresh entropy at its first draw) and puts it back when the
 //! task ends. `random.seed` inside a task therefore never changes what the
 //! spawner draws next.
 
 use crate::mt::Mt;
-use apsi_core::par::task_local::{self, Hook, Saved};
+use apsi_core::api::par::task_local::{self, Hook, Saved};
 use std::cell::Cell;
 
 /// A generator with CPython's cached second normal deviate for `gauss`.

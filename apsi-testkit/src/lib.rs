@@ -17,15 +17,7 @@ use apsi_core::module::ModuleDescriptor;
 /// What the checker needs to know of compiled-in modules: their names,
 /// exported names and the capabilities a program using them needs.
 pub fn module_infos(modules: &[ModuleDescriptor]) -> Vec<BuiltinModuleInfo> {
-    modules
-        .iter()
-        .map(|m| BuiltinModuleInfo {
-            name: m.name.to_string(),
-            exports: m.exports.iter().map(|(n, _)| n.to_string()).collect(),
-            capabilities: m.capabilities.iter().map(|c| c.to_string()).collect(),
-            namespace_only: m.namespace_only,
-        })
-        .collect()
+    modules.iter().map(ModuleDescriptor::check_info).collect()
 }
 
 #[cfg(test)]
@@ -44,6 +36,7 @@ mod tests {
                 capabilities: vec![],
                 namespace_only: false,
                 prelude: vec![],
+                source_readers: vec![],
             },
             ModuleDescriptor {
                 name: "beta",
@@ -53,6 +46,7 @@ mod tests {
                 capabilities: vec!["net", "python"],
                 namespace_only: true,
                 prelude: vec![],
+                source_readers: vec![],
             },
         ];
         let infos = module_infos(&modules);

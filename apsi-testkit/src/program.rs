@@ -109,6 +109,7 @@ impl Program {
             builtin_modules,
             allowed: self.allowed,
             absent_modules: Vec::new(),
+            source_readers: rt.source_readers(),
         };
         let sources = Arc::new(SourceMap::new());
         // Kept until the run is over: dropping it removes the file.
@@ -168,6 +169,7 @@ mod tests {
             capabilities: vec!["net"],
             namespace_only: false,
             prelude: vec![],
+            source_readers: vec![],
         }
     }
 

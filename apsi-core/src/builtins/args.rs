@@ -1,10 +1,11 @@
-//! Argument handling shared by the native functions of the prelude.
+//! The one argument parser of native functions: the prelude's, the
+//! tensor functions' and every `use` module's (through `apsi_core::api`).
 
 use crate::error::ErrorKind;
 use crate::vm::value::{err, Exc, Kwargs, VResult, Value};
 
 /// The arguments of one native call, checked against a signature.
-pub(crate) struct Args<'a> {
+pub struct Args<'a> {
     pub name: &'static str,
     pub pos: &'a [Value],
     pub kw: Kwargs<'a>,
@@ -71,6 +72,17 @@ impl<'a> Args<'a> {
         Ok(a)
     }
 
+    /// Like [`Args::new`] with every parameter optional (a missing required
+    /// one is reported by [`Args::req`] when it is read).
+    pub fn optional(
+        name: &'static str,
+        pos: &'a [Value],
+        kw: Kwargs<'a>,
+        params: &'static [&'static str],
+    ) -> VResult<Args<'a>> {
+        Args::new(name, pos, kw, 0, params)
+    }
+
     /// Parameter `i`, given by position or by keyword.
     pub fn get(&self, i: usize) -> Option<&'a Value> {
         if let Some(v) = self.pos.get(i) {
@@ -123,6 +135,32 @@ impl<'a> Args<'a> {
             Some(v) => v.truthy(),
             None => Ok(default),
         }
+    }
+    /// A flag: absent or `none` is false.
+    pub fn flag(&self, i: usize) -> VResult<bool> {
+        self.bool_or(i, false)
+    }
+    /// An optional int (absent or `none` is `None`).
+    pub fn int_opt(&self, i: usize) -> VResult<Option<i64>> {
+        self.opt(i).map(|v| expect_int(v, self.name, self.param(i))).transpose()
+    }
+    /// An optional number (absent or `none` is `None`); a one-element
+    /// tensor counts as its number.
+    pub fn float_opt(&self, i: usize) -> VResult<Option<f64>> {
+        match self.opt(i) {
+            None => Ok(None),
+            Some(Value::Int(n)) => Ok(Some(*n as f64)),
+            Some(Value::Bool(b)) => Ok(Some(*b as u8 as f64)),
+            Some(Value::Float(f)) => Ok(Some(*f)),
+            Some(other) => match crate::tensor::as_tensor(other) {
+                Some(t) if t.size() == 1 => Ok(Some(t.first_f64())),
+                _ => Err(self.wrong(i, "a number", other)),
+            },
+        }
+    }
+    /// The `TypeError` for parameter `i`: `want` expected, `got` found.
+    pub fn wrong(&self, i: usize, want: &str, got: &Value) -> Exc {
+        wrong_type(self.name, self.param(i), want, got)
     }
 }
 

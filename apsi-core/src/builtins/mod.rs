@@ -5,6 +5,7 @@
 //! (the receiver is passed as `args[0]`).
 
 mod args;
+pub use args::Args;
 mod bytes;
 mod core;
 mod decimal_digits;
@@ -129,7 +130,7 @@ pub fn prelude() -> ModuleDescriptor {
     // Python's name for the base of every error kind.
     b = b.constant("Exception", Value::Kind(ErrorKind::Error));
     b = crate::tensor::register(b);
-    b.build()
+    b.reads_sources(&["read_text", "read_bytes"]).build()
 }
 
 /// The native method `name` of a built-in receiver (str, list, dict,

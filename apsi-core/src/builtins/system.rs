@@ -66,22 +66,9 @@ pub(crate) fn time(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
     Ok(Value::Float(d.as_secs_f64()))
 }
 
-/// CPUs this process may use: the OS's answer (affinity, and cgroup
-/// quotas as the standard library reads them), further capped by a cgroup
-/// v2 `cpu.max` quota when one is set.
+/// CPUs this process may use (see [`crate::par::cpu_count`]).
 pub fn cpu_count_value() -> usize {
-    let mut n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    if let Ok(text) = std::fs::read_to_string("/sys/fs/cgroup/cpu.max") {
-        let mut parts = text.split_whitespace();
-        if let (Some(q), Some(p)) = (parts.next(), parts.next()) {
-            if let (Ok(q), Ok(p)) = (q.parse::<f64>(), p.parse::<f64>()) {
-                if q > 0.0 && p > 0.0 {
-                    n = n.min(((q / p).ceil() as usize).max(1));
-                }
-            }
-        }
-    }
-    n.max(1)
+    crate::par::cpu_count()
 }
 
 pub(crate) fn cpu_count(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {

@@ -47,27 +47,15 @@ impl Scan<'_> {
     }
 }
 
-/// The functions that read a source named by a string (the prelude's and
-/// `use data`'s): a URL literal given to one of them reads the network.
-const SOURCE_READERS: &[&str] = &[
-    "read_text",
-    "read_bytes",
-    "load_tensor",
-    "open_tensor",
-    "from_npy",
-    "from_csv",
-    "from_files",
-];
-
-/// Whether a call's callee is one of [`SOURCE_READERS`], by name or as a
-/// module attribute (`data.from_csv`).
-fn reads_a_source(func: &Expr) -> bool {
+/// Whether a call's callee is one of `readers` (`CheckEnv::source_readers`),
+/// by name or as a module attribute (`data.from_csv`).
+fn reads_a_source(func: &Expr, readers: &[String]) -> bool {
     let name = match &func.kind {
         ExprKind::Name(n) => n.as_str(),
         ExprKind::Attribute { attr, .. } => attr.name.as_str(),
         _ => return false,
     };
-    SOURCE_READERS.contains(&name)
+    readers.iter().any(|r| r == name)
 }
 
 fn url_literal(e: &Expr) -> bool {
@@ -83,16 +71,13 @@ impl<'a> Visitor<'a> for Scan<'_> {
     fn stmt(&mut self, s: &'a Stmt) {
         if let StmtKind::Use { path, .. } = &s.kind {
             if let [single] = path.as_slice() {
-                let mut caps: Vec<String> = self
+                let caps: Vec<String> = self
                     .env
                     .builtin_modules
                     .iter()
                     .find(|m| m.name == single.name)
                     .map(|m| m.capabilities.clone())
                     .unwrap_or_default();
-                if single.name == "python" && !caps.iter().any(|c| c == "python") {
-                    caps.push("python".to_string());
-                }
                 for c in caps {
                     self.add(&c, s.span, format!("`use {}`", single.name));
                 }
@@ -103,7 +88,7 @@ impl<'a> Visitor<'a> for Scan<'_> {
 
     fn expr(&mut self, e: &'a Expr) {
         if let ExprKind::Call { func, args } = &e.kind {
-            let reader = reads_a_source(func);
+            let reader = reads_a_source(func, &self.env.source_readers);
             for a in args {
                 match a {
                     Arg::Keyword(k, v)

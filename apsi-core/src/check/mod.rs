@@ -93,6 +93,11 @@ pub struct CheckEnv {
     /// a `use` of it gets (the driver knows why: a left-out cargo feature,
     /// a module not released yet). The core names no module itself.
     pub absent_modules: Vec<AbsentModule>,
+    /// Functions (of the prelude and of installed modules) whose string
+    /// argument names a source to read: the Guard asks for `--allow-net`
+    /// when one is given a URL literal. Modules declare them
+    /// (`ModuleBuilder::reads_sources`); the checker names none itself.
+    pub source_readers: Vec<String>,
 }
 
 /// A module of Apsi that this binary does not have, and what to tell a
@@ -195,4 +200,10 @@ impl ReplScope {
             }
         }
     }
+}
+
+/// The message of `del obj.field` (the checker's, and the VM's when the
+/// checker could not see the struct).
+pub fn del_attr_message(attr: &str) -> String {
+    format!("cannot delete attribute '{attr}': struct fields are fixed")
 }

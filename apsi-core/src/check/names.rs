@@ -644,12 +644,9 @@ impl<'s, 'a> Checker<'s, 'a> {
             ExprKind::Attribute { value, attr } => {
                 self.expr(value);
                 self.diags.push(
-                    Diagnostic::new(
-                        ErrorKind::AttributeError,
-                        crate::compile::emit::del_attr_message(&attr.name),
-                    )
-                    .label(e.span, "cannot be deleted")
-                    .help("set the field to another value instead, such as `none`"),
+                    Diagnostic::new(ErrorKind::AttributeError, super::del_attr_message(&attr.name))
+                        .label(e.span, "cannot be deleted")
+                        .help("set the field to another value instead, such as `none`"),
                 );
             }
             _ => self.target(e),

@@ -48,6 +48,18 @@ fn env() -> CheckEnv {
             name: "gamma".into(),
             help: "gamma is not in this build".into(),
         }],
+        source_readers: [
+            "read_text",
+            "read_bytes",
+            "load_tensor",
+            "open_tensor",
+            "from_npy",
+            "from_csv",
+            "from_files",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
     }
 }
 

@@ -571,23 +571,6 @@ impl TypeCheck {
             TypeCheck::Tensor(_) => "Tensor",
         }
     }
-    pub fn accepts(self, v: &Value) -> bool {
-        // Under `grad`, a float argument travels as a traced 0-d tensor.
-        if let (TypeCheck::Float, Some(t)) = (self, crate::tensor::as_tensor(v)) {
-            return t.ndim() == 0 && t.dtype.is_float();
-        }
-        matches!(
-            (self, v),
-            (TypeCheck::Int, Value::Int(_) | Value::Bool(_))
-                | (TypeCheck::Float, Value::Float(_) | Value::Int(_) | Value::Bool(_))
-                | (TypeCheck::Str, Value::Str(_))
-                | (TypeCheck::Bool, Value::Bool(_))
-                | (TypeCheck::List, Value::List(_))
-                | (TypeCheck::Dict, Value::Dict(_))
-                | (TypeCheck::Tuple, Value::Tuple(_))
-                | (TypeCheck::NoneType, Value::None)
-        ) || (matches!(self, TypeCheck::Tensor(_)) && crate::tensor::as_tensor(v).is_some())
-    }
 }
 
 /// Everything about a `def`/`lambda`/comprehension known at compile time.

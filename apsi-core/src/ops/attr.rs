@@ -131,7 +131,10 @@ pub fn get_attr(obj: &Value, name: &str) -> VResult<Value> {
         },
         Value::Object(o) => match o.0.get_attr(obj, name) {
             Some(r) => r,
-            None => Err(no_attr(format!("'{}' object", o.0.type_name()), name, [])),
+            None => match protocol_method(obj, o.0.protocols(), name) {
+                Some(m) => Ok(m),
+                None => Err(no_attr(format!("'{}' object", o.0.type_name()), name, [])),
+            },
         },
         _ => match crate::builtins::method(obj, name) {
             Some(f) => Ok(Value::BoundMethod(Arc::new(BoundMethod {
@@ -214,6 +217,49 @@ pub fn set_attr(obj: &Value, name: &str, v: Value) -> VResult<()> {
             format!("cannot set attribute '{name}' on a '{}' object", other.type_name()),
         )),
     }
+}
+
+/// `x.__iter__`, `x.__next__`, `x.__len__`, `x.__enter__`, `x.__exit__` of
+/// a module object, answered from its typed protocol hooks: how the
+/// with-statement (which calls `__enter__`/`__exit__`) and Python-style
+/// explicit calls reach them. `__next__` raises `StopIteration` at the end,
+/// as Python's does.
+fn protocol_method(this: &Value, p: crate::vm::value::Protocols, name: &str) -> Option<Value> {
+    use crate::vm::value::{Caller, Kwargs};
+    type Hook = fn(&Value, &mut dyn Caller, &[Value]) -> VResult<Value>;
+    fn object(v: &Value) -> &dyn crate::vm::value::ApsiObject {
+        match v {
+            Value::Object(o) => &*o.0,
+            _ => unreachable!("protocol methods are made for objects only"),
+        }
+    }
+    let hook: Hook = match name {
+        "__iter__" if p.iter => |v, c, _| object(v).iter(v, c),
+        "__iter__" if p.next => |v, _, _| Ok(v.clone()),
+        "__next__" if p.next => |v, c, _| match object(v).next(v, c)? {
+            Some(x) => Ok(x),
+            None => Err(crate::vm::value::err(ErrorKind::StopIteration, "")),
+        },
+        "__len__" if p.len => |v, _, _| object(v).len(v).map(Value::Int),
+        "__enter__" if p.context => |v, c, _| object(v).enter(v, c),
+        "__exit__" if p.context => |v, c, args| {
+            let error = args.get(1).filter(|e| !matches!(e, Value::None));
+            object(v).exit(v, c, error).map(Value::Bool)
+        },
+        _ => return None,
+    };
+    let receiver = this.clone();
+    let name_owned = name.to_string();
+    let f = move |c: &mut dyn Caller, args: &[Value], kw: Kwargs| -> VResult<Value> {
+        if let Some((k, _)) = kw.first() {
+            return Err(crate::vm::value::err(
+                ErrorKind::TypeError,
+                format!("{name_owned}() got an unexpected keyword argument '{k}'"),
+            ));
+        }
+        hook(&receiver, c, args)
+    };
+    Some(Value::Native(Arc::new(NativeFn::closure(name, Box::new(f)))))
 }
 
 #[cfg(test)]

@@ -43,6 +43,9 @@ pub(crate) fn iterate_plain(v: &Value) -> VResult<Vec<Value>> {
         Value::Dict(d) => Ok(d.map.read().keys().map(|k| k.value().clone()).collect()),
         Value::Bytes(b) => Ok(b.0.iter().map(|&x| Value::Int(x as i64)).collect()),
         Value::Set(s) => Ok(super::sets::members(s)),
+        Value::Object(o) if o.0.protocols().iter || o.0.protocols().next => {
+            super::iters::collect_lazy(&mut super::NoCaller, v)
+        }
         Value::Object(_) => match call_dunder(v, "__iter__", &[]) {
             Some(r) => {
                 let inner = r?;
@@ -67,6 +70,9 @@ pub fn iterate(caller: &mut dyn Caller, v: &Value) -> VResult<Vec<Value>> {
         return super::iters::collect_lazy(caller, v);
     }
     if let Value::Object(o) = v {
+        if o.0.protocols().iter {
+            return super::iters::collect_lazy(caller, v);
+        }
         let hook = o.0.get_attr(v, "__iter__").ok_or_else(|| not_iterable(v))??;
         let inner = caller.call(&hook, &[], &[])?;
         if matches!(inner, Value::Object(_)) {
@@ -222,6 +228,7 @@ pub fn len(v: &Value) -> VResult<i64> {
         Value::Set(s) => Ok(s.map.read().len() as i64),
         Value::Range(r) => Ok(r.len()),
         Value::Bytes(b) => Ok(b.0.len() as i64),
+        Value::Object(o) if o.0.protocols().len => o.0.len(v),
         Value::Object(_) => match call_dunder(v, "__len__", &[]) {
             Some(r) => match r? {
                 Value::Int(n) => Ok(n),
@@ -236,6 +243,9 @@ pub fn len(v: &Value) -> VResult<i64> {
 /// Like [`len`], but a module object's `__len__` may be written in Apsi.
 pub fn len_with(caller: &mut dyn Caller, v: &Value) -> VResult<i64> {
     if let Value::Object(o) = v {
+        if o.0.protocols().len {
+            return o.0.len(v);
+        }
         let hook = o.0.get_attr(v, "__len__").ok_or_else(|| no_len(v))??;
         return match caller.call(&hook, &[], &[])? {
             Value::Int(n) => Ok(n),

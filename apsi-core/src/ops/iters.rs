@@ -180,7 +180,7 @@ pub fn is_iterator(v: &Value) -> bool {
     match v {
         Value::Object(o) => {
             let any = o.0.as_any();
-            any.is::<GenObj>() || any.is::<IterObj>() || o.0.get_attr(v, "__next__").is_some()
+            any.is::<GenObj>() || any.is::<IterObj>() || o.0.protocols().next
         }
         Value::Struct(_) => struct_has(v, "__next__"),
         _ => false,
@@ -188,13 +188,14 @@ pub fn is_iterator(v: &Value) -> bool {
 }
 
 /// Values iterated one item at a time rather than materialised:
-/// generators, iterator objects and structs (through `__iter__`/`__next__`).
+/// generators, iterator objects (the core's and module objects with a
+/// `next` hook) and structs (through `__iter__`/`__next__`).
 #[inline]
 pub fn is_lazy(v: &Value) -> bool {
     match v {
         Value::Object(o) => {
             let any = o.0.as_any();
-            any.is::<GenObj>() || any.is::<IterObj>()
+            any.is::<GenObj>() || any.is::<IterObj>() || o.0.protocols().next
         }
         Value::Struct(_) => true,
         _ => false,
@@ -231,6 +232,20 @@ pub fn get_iter(c: &mut dyn Caller, v: &Value) -> VResult<Value> {
             ));
         }
         _ if is_iterator(v) => v.clone(),
+        // A module object's `iter` hook: an iterator, or any iterable.
+        Value::Object(o) if o.0.protocols().iter => {
+            let it = o.0.iter(v, c)?;
+            if is_iterator(&it) {
+                return Ok(it);
+            }
+            if matches!(it, Value::Object(_)) {
+                return Err(err(
+                    ErrorKind::TypeError,
+                    format!("iter() returned non-iterator of type '{}'", it.type_name()),
+                ));
+            }
+            return get_iter(c, &it);
+        }
         // Tensors (first axis), datasets, and any iterable `ops::iterate` knows.
         other => obj("iterator", IterState::Items(super::iterate(c, other)?.into_iter())),
     })
@@ -251,16 +266,12 @@ pub fn step(c: &mut dyn Caller, it: &Value) -> VResult<Step> {
                     None => Step::Done(Value::None),
                 });
             }
-            // A stream (a channel): its `__next__` hook gives `(item,)` or none.
-            if let Some(hook) = o.0.get_attr(it, "__next__") {
-                return match c.call(&hook?, &[], &[])? {
-                    Value::Tuple(t) if t.0.len() == 1 => Ok(Step::Item(t.0[0].clone())),
-                    Value::None => Ok(Step::Done(Value::None)),
-                    other => Err(err(
-                        ErrorKind::TypeError,
-                        format!("__next__ must return a 1-tuple or none, not '{}'", other.type_name()),
-                    )),
-                };
+            // A module object's typed `next` hook (a channel, a dataset pass).
+            if o.0.protocols().next {
+                return Ok(match o.0.next(it, c)? {
+                    Some(v) => Step::Item(v),
+                    None => Step::Done(Value::None),
+                });
             }
             Err(not_an_iterator(it))
         }

@@ -20,7 +20,6 @@ pub mod parfor;
 pub mod parts;
 pub mod pool;
 pub mod task_local;
-pub mod tasks;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -57,7 +56,19 @@ pub fn on_set_threads(hook: fn(usize)) {
 }
 
 /// CPUs this process may use: affinity and cgroup quotas (v1 and v2, as the
-/// standard library reads them), further capped by a cgroup v2 `cpu.max`.
+/// standard library reads them), further capped by a cgroup v2 `cpu.max`
+/// quota when one is set.
 pub fn cpu_count() -> usize {
-    crate::builtins::cpu_count_value()
+    let mut n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    if let Ok(text) = std::fs::read_to_string("/sys/fs/cgroup/cpu.max") {
+        let mut parts = text.split_whitespace();
+        if let (Some(q), Some(p)) = (parts.next(), parts.next()) {
+            if let (Ok(q), Ok(p)) = (q.parse::<f64>(), p.parse::<f64>()) {
+                if q > 0.0 && p > 0.0 {
+                    n = n.min(((q / p).ceil() as usize).max(1));
+                }
+            }
+        }
+    }
+    n.max(1)
 }

@@ -5,9 +5,10 @@ use super::autodiff;
 use super::core::Tensor;
 use super::dtype::{dtype_value, DType, Kind};
 use super::layout::checked_size;
-use super::object::{as_tensor, result_value, tensor_value, A};
+use super::object::{as_tensor, result_value, tensor_value};
 use super::reduce::{self, RKind};
 use super::shape;
+use crate::builtins::Args;
 use crate::error::ErrorKind;
 use crate::module::ModuleBuilder;
 use crate::syntax::ast::BinOp;
@@ -227,8 +228,8 @@ fn walk(v: &Value, depth: usize, shape: &mut Vec<usize>, flat: &mut Vec<Num>, ki
 }
 
 fn f_tensor(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("tensor", args, kw, &["data", "dtype"])?;
-    Ok(tensor_value(from_data(a.req(0)?, a.dtype(1)?)?))
+    let a = Args::optional("tensor", args, kw, &["data", "dtype"])?;
+    Ok(tensor_value(from_data(a.req(0)?, a.dtype_opt(1)?)?))
 }
 
 /// A shape argument: an int or a tuple/list of ints.
@@ -266,9 +267,13 @@ pub fn shape_of(v: &Value, name: &str) -> VResult<Vec<usize>> {
 }
 
 fn filled(name: &'static str, args: &[Value], kw: Kwargs, x: f64) -> VResult<Value> {
-    let a = A::new(name, args, kw, &["shape", "dtype"])?;
+    let a = Args::optional(name, args, kw, &["shape", "dtype"])?;
     let shape = shape_of(a.req(0)?, name)?;
-    Ok(tensor_value(Tensor::full(shape, x, a.dtype(1)?.unwrap_or(DType::F64))?))
+    Ok(tensor_value(Tensor::full(
+        shape,
+        x,
+        a.dtype_opt(1)?.unwrap_or(DType::F64),
+    )?))
 }
 
 fn f_zeros(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
@@ -279,16 +284,16 @@ fn f_ones(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 }
 
 fn f_full(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("full", args, kw, &["shape", "value", "dtype"])?;
+    let a = Args::optional("full", args, kw, &["shape", "value", "dtype"])?;
     let shape = shape_of(a.req(0)?, "full")?;
     let v = a.req(1)?;
-    let d = match (a.dtype(2)?, v) {
+    let d = match (a.dtype_opt(2)?, v) {
         (Some(d), _) => d,
         (None, Value::Int(_)) => DType::I64,
         (None, Value::Bool(_)) => DType::Bool,
         _ => DType::F64,
     };
-    let x = a.float(1)?.unwrap_or(0.0);
+    let x = a.float_opt(1)?.unwrap_or(0.0);
     if let (Value::Int(i), Kind::Int) = (v, d.kind()) {
         let n = checked_size(&shape)?;
         return Ok(tensor_value(Tensor::from_vec(vec![*i; n], shape).cast(d)?));
@@ -297,16 +302,16 @@ fn f_full(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 }
 
 fn f_arange(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("arange", args, kw, &["start", "stop", "step", "dtype"])?;
-    let (start, stop) = match a.get(1) {
+    let a = Args::optional("arange", args, kw, &["start", "stop", "step", "dtype"])?;
+    let (start, stop) = match a.opt(1) {
         Some(_) => (a.req(0)?.clone(), a.req(1)?.clone()),
         None => (Value::Int(0), a.req(0)?.clone()),
     };
-    let step = a.get(2).cloned().unwrap_or(Value::Int(1));
+    let step = a.opt(2).cloned().unwrap_or(Value::Int(1));
     let all_int = [&start, &stop, &step]
         .iter()
         .all(|v| matches!(v, Value::Int(_) | Value::Bool(_)));
-    let d = a.dtype(3)?.unwrap_or(if all_int { DType::I64 } else { DType::F64 });
+    let d = a.dtype_opt(3)?.unwrap_or(if all_int { DType::I64 } else { DType::F64 });
     let f = |v: &Value| -> VResult<f64> {
         match v {
             Value::Int(i) => Ok(*i as f64),
@@ -346,14 +351,14 @@ fn start_int(v: &Value) -> i64 {
 }
 
 fn f_linspace(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("linspace", args, kw, &["start", "stop", "n", "dtype"])?;
+    let a = Args::optional("linspace", args, kw, &["start", "stop", "n", "dtype"])?;
     let s0 = a
-        .float(0)?
+        .float_opt(0)?
         .ok_or_else(|| err(ErrorKind::TypeError, "linspace() missing required argument 'start'"))?;
     let s1 = a
-        .float(1)?
+        .float_opt(1)?
         .ok_or_else(|| err(ErrorKind::TypeError, "linspace() missing required argument 'stop'"))?;
-    let n = a.int(2)?.unwrap_or(50);
+    let n = a.int_opt(2)?.unwrap_or(50);
     if n < 0 {
         return Err(err(
             ErrorKind::ValueError,
@@ -370,14 +375,14 @@ fn f_linspace(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value>
         }
     }
     Ok(tensor_value(
-        Tensor::from_vec(v, vec![n]).cast(a.dtype(3)?.unwrap_or(DType::F64))?,
+        Tensor::from_vec(v, vec![n]).cast(a.dtype_opt(3)?.unwrap_or(DType::F64))?,
     ))
 }
 
 fn f_eye(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("eye", args, kw, &["n", "m", "dtype"])?;
-    let n = a.int(0)?.unwrap_or(0);
-    let m = a.int(1)?.unwrap_or(n);
+    let a = Args::optional("eye", args, kw, &["n", "m", "dtype"])?;
+    let n = a.int_opt(0)?.unwrap_or(0);
+    let m = a.int_opt(1)?.unwrap_or(n);
     if n < 0 || m < 0 {
         return Err(err(ErrorKind::ValueError, "eye() sizes must be >= 0"));
     }
@@ -388,17 +393,17 @@ fn f_eye(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
         v[i * m + i] = 1.0;
     }
     Ok(tensor_value(
-        Tensor::from_vec(v, vec![n, m]).cast(a.dtype(2)?.unwrap_or(DType::F64))?,
+        Tensor::from_vec(v, vec![n, m]).cast(a.dtype_opt(2)?.unwrap_or(DType::F64))?,
     ))
 }
 
 fn random(name: &'static str, args: &[Value], kw: Kwargs, normal: bool) -> VResult<Value> {
-    let a = A::new(name, args, kw, &["shape", "dtype"])?;
-    let shape = match a.get(0) {
+    let a = Args::optional(name, args, kw, &["shape", "dtype"])?;
+    let shape = match a.opt(0) {
         Some(v) => shape_of(v, name)?,
         None => vec![],
     };
-    let d = a.dtype(1)?.unwrap_or(DType::F64);
+    let d = a.dtype_opt(1)?.unwrap_or(DType::F64);
     if !d.is_float() {
         return Err(err(
             ErrorKind::TypeError,
@@ -424,9 +429,9 @@ fn f_randn(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     random("randn", args, kw, true)
 }
 fn f_seed(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("seed", args, kw, &["n"])?;
+    let a = Args::optional("seed", args, kw, &["n"])?;
     let n = a
-        .int(0)?
+        .int_opt(0)?
         .ok_or_else(|| err(ErrorKind::TypeError, "seed() missing required argument 'n'"))?;
     super::random::seed(n as u64);
     Ok(Value::None)
@@ -453,18 +458,18 @@ fn tensors_of(v: &Value, name: &str) -> VResult<Vec<Tensor>> {
 }
 
 fn f_concat(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("concat", args, kw, &["tensors", "axis"])?;
+    let a = Args::optional("concat", args, kw, &["tensors", "axis"])?;
     let ts = tensors_of(a.req(0)?, "concat")?;
-    Ok(tensor_value(shape::concat(&ts, a.int(1)?.unwrap_or(0))?))
+    Ok(tensor_value(shape::concat(&ts, a.int_opt(1)?.unwrap_or(0))?))
 }
 
 fn f_stack(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("stack", args, kw, &["tensors", "axis"])?;
+    let a = Args::optional("stack", args, kw, &["tensors", "axis"])?;
     let ts = tensors_of(a.req(0)?, "stack")?;
-    Ok(tensor_value(shape::stack(&ts, a.int(1)?.unwrap_or(0))?))
+    Ok(tensor_value(shape::stack(&ts, a.int_opt(1)?.unwrap_or(0))?))
 }
 
-fn tensor_arg(a: &A, i: usize) -> VResult<Tensor> {
+fn tensor_arg(a: &Args, i: usize) -> VResult<Tensor> {
     let v = a.req(i)?;
     match as_tensor(v) {
         Some(t) => Ok(t),
@@ -473,7 +478,7 @@ fn tensor_arg(a: &A, i: usize) -> VResult<Tensor> {
 }
 
 fn f_matmul(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("matmul", args, kw, &["a", "b"])?;
+    let a = Args::optional("matmul", args, kw, &["a", "b"])?;
     Ok(result_value(super::matmul::matmul(
         &tensor_arg(&a, 0)?,
         &tensor_arg(&a, 1)?,
@@ -481,7 +486,7 @@ fn f_matmul(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 }
 
 fn f_dot(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("dot", args, kw, &["a", "b"])?;
+    let a = Args::optional("dot", args, kw, &["a", "b"])?;
     let (x, y) = (tensor_arg(&a, 0)?, tensor_arg(&a, 1)?);
     if x.ndim() == 0 || y.ndim() == 0 {
         return Ok(result_value(arith::binary(BinOp::Mul, &Arg::T(x), &Arg::T(y))?));
@@ -490,7 +495,7 @@ fn f_dot(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 }
 
 fn f_outer(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("outer", args, kw, &["a", "b"])?;
+    let a = Args::optional("outer", args, kw, &["a", "b"])?;
     let (x, y) = (tensor_arg(&a, 0)?, tensor_arg(&a, 1)?);
     let xc = shape::reshape(&x, vec![x.size(), 1])?;
     let yr = shape::reshape(&y, vec![1, y.size()])?;
@@ -498,7 +503,7 @@ fn f_outer(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 }
 
 fn f_norm(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("norm", args, kw, &["x", "axis", "keepdims"])?;
+    let a = Args::optional("norm", args, kw, &["x", "axis", "keepdims"])?;
     let x = tensor_arg(&a, 0)?;
     let x = if x.dtype.is_float() {
         x
@@ -512,7 +517,7 @@ fn f_norm(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 }
 
 fn f_softmax(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("softmax", args, kw, &["x", "axis"])?;
+    let a = Args::optional("softmax", args, kw, &["x", "axis"])?;
     let x = tensor_arg(&a, 0)?;
     let x = if x.dtype.is_float() {
         x
@@ -522,12 +527,12 @@ fn f_softmax(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> 
     if x.ndim() == 0 {
         return Err(err(ErrorKind::ValueError, "softmax() of a 0-d tensor"));
     }
-    let axis = super::layout::norm_axis(a.int(1)?.unwrap_or(-1), x.ndim())?;
+    let axis = super::layout::norm_axis(a.int_opt(1)?.unwrap_or(-1), x.ndim())?;
     Ok(tensor_value(super::fused::softmax(&x, axis)?))
 }
 
 fn f_where(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("where", args, kw, &["cond", "a", "b"])?;
+    let a = Args::optional("where", args, kw, &["cond", "a", "b"])?;
     let c = tensor_arg(&a, 0)?;
     let arg = |v: &Value| -> VResult<Arg> {
         match Arg::from_value(v) {
@@ -539,9 +544,9 @@ fn f_where(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 }
 
 fn f_clip(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let a = A::new("clip", args, kw, &["x", "lo", "hi"])?;
+    let a = Args::optional("clip", args, kw, &["x", "lo", "hi"])?;
     let x = tensor_arg(&a, 0)?;
-    Ok(result_value(arith::clip(&x, a.float(1)?, a.float(2)?)?))
+    Ok(result_value(arith::clip(&x, a.float_opt(1)?, a.float_opt(2)?)?))
 }
 
 // ---- grad ----
@@ -655,7 +660,7 @@ fn parse_argnums(v: Option<&Value>) -> VResult<(Vec<usize>, bool)> {
 
 fn make_grad(args: &[Value], kw: Kwargs, with_value: bool) -> VResult<Value> {
     let name = if with_value { "value_and_grad" } else { "grad" };
-    let a = A::new(
+    let a = Args::optional(
         if with_value { "value_and_grad" } else { "grad" },
         args,
         kw,
@@ -668,7 +673,7 @@ fn make_grad(args: &[Value], kw: Kwargs, with_value: bool) -> VResult<Value> {
             format!("{name}() needs a function, not {}", f.type_name()),
         ));
     }
-    let (argnums, many) = parse_argnums(a.get(1))?;
+    let (argnums, many) = parse_argnums(a.opt(1))?;
     let imp = move |c: &mut dyn Caller, call_args: &[Value], call_kw: Kwargs| -> VResult<Value> {
         let mut new_args = call_args.to_vec();
         let mut leaves: Vec<(Tensor, bool)> = Vec::new();

@@ -7,6 +7,7 @@ use super::dtype::{as_dtype, dtype_value, DType, Kind};
 use super::layout::shape_str;
 use super::reduce::{self, RKind};
 use super::shape;
+use crate::builtins::Args;
 use crate::error::ErrorKind;
 use crate::syntax::ast::{BinOp, CmpOp};
 use crate::vm::value::{
@@ -97,123 +98,22 @@ impl ApsiObject for TensorObj {
     }
 }
 
-/// A tiny argument reader for the native functions of this module.
-pub struct A<'a> {
-    pub name: &'static str,
-    pub pos: &'a [Value],
-    pub kw: Kwargs<'a>,
-    pub params: &'static [&'static str],
-}
-
-impl<'a> A<'a> {
-    pub fn new(
-        name: &'static str,
-        pos: &'a [Value],
-        kw: Kwargs<'a>,
-        params: &'static [&'static str],
-    ) -> VResult<A<'a>> {
-        if pos.len() > params.len() {
-            return Err(err(
-                ErrorKind::TypeError,
-                format!(
-                    "{name}() takes at most {} arguments ({} given)",
-                    params.len(),
-                    pos.len()
-                ),
-            ));
-        }
-        for (k, _) in kw {
-            match params.iter().position(|p| *p == &**k) {
-                Some(i) if i < pos.len() => {
-                    return Err(err(
-                        ErrorKind::TypeError,
-                        format!("{name}() got multiple values for argument '{k}'"),
-                    ))
-                }
-                Some(_) => {}
-                None => {
-                    return Err(err(
-                        ErrorKind::TypeError,
-                        format!("{name}() got an unexpected keyword argument '{k}'"),
-                    ))
-                }
-            }
-        }
-        Ok(A { name, pos, kw, params })
-    }
-    pub fn get(&self, i: usize) -> Option<&'a Value> {
-        if let Some(v) = self.pos.get(i) {
-            return Some(v);
-        }
-        let p = self.params.get(i)?;
-        self.kw
-            .iter()
-            .find(|(k, _)| &**k == *p)
-            .map(|(_, v)| v)
-            .filter(|v| !matches!(v, Value::None))
-    }
-    pub fn req(&self, i: usize) -> VResult<&'a Value> {
-        self.get(i).ok_or_else(|| {
-            err(
-                ErrorKind::TypeError,
-                format!(
-                    "{}() missing required argument '{}'",
-                    self.name,
-                    self.params.get(i).unwrap_or(&"?")
-                ),
-            )
-        })
-    }
-    pub fn int(&self, i: usize) -> VResult<Option<i64>> {
-        match self.get(i) {
-            None | Some(Value::None) => Ok(None),
-            Some(Value::Int(n)) => Ok(Some(*n)),
-            Some(Value::Bool(b)) => Ok(Some(*b as i64)),
-            Some(other) => Err(self.wrong(i, "an int", other)),
-        }
-    }
-    pub fn float(&self, i: usize) -> VResult<Option<f64>> {
-        match self.get(i) {
-            None | Some(Value::None) => Ok(None),
-            Some(Value::Int(n)) => Ok(Some(*n as f64)),
-            Some(Value::Bool(b)) => Ok(Some(*b as u8 as f64)),
-            Some(Value::Float(f)) => Ok(Some(*f)),
-            Some(other) => match as_tensor(other) {
-                Some(t) if t.size() == 1 => Ok(Some(t.first_f64())),
-                _ => Err(self.wrong(i, "a number", other)),
-            },
-        }
-    }
-    pub fn flag(&self, i: usize) -> VResult<bool> {
-        match self.get(i) {
-            None => Ok(false),
-            Some(v) => v.truthy(),
-        }
-    }
-    pub fn dtype(&self, i: usize) -> VResult<Option<DType>> {
-        match self.get(i) {
-            None | Some(Value::None) => Ok(None),
+/// The tensor parameters of the one argument parser ([`Args`]).
+impl Args<'_> {
+    /// An optional dtype (absent or `none` is `None`).
+    pub fn dtype_opt(&self, i: usize) -> VResult<Option<DType>> {
+        match self.opt(i) {
+            None => Ok(None),
             Some(v) => match as_dtype(v) {
                 Some(d) => Ok(Some(d)),
                 None => Err(self.wrong(i, "a dtype (f64, f32, i64, …)", v)),
             },
         }
     }
-    pub fn wrong(&self, i: usize, want: &str, got: &Value) -> Exc {
-        err(
-            ErrorKind::TypeError,
-            format!(
-                "{}() argument '{}' must be {want}, not {}",
-                self.name,
-                self.params.get(i).unwrap_or(&"?"),
-                got.type_name()
-            ),
-        )
-    }
     /// An `axis=` argument: none, an int or a tuple of ints.
     pub fn axes(&self, i: usize) -> VResult<Option<Vec<i64>>> {
-        match self.get(i) {
-            None | Some(Value::None) => Ok(None),
+        match self.opt(i) {
+            None => Ok(None),
             Some(Value::Int(n)) => Ok(Some(vec![*n])),
             Some(Value::Tuple(t)) => {
                 t.0.iter()
@@ -450,9 +350,9 @@ fn m_transpose(_c: &mut dyn Caller, args: &[Value], _kw: Kwargs) -> VResult<Valu
 
 fn m_astype(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let t = this(args)?;
-    let a = A::new("astype", &args[1..], kw, &["dtype"])?;
+    let a = Args::optional("astype", &args[1..], kw, &["dtype"])?;
     let d = a
-        .dtype(0)?
+        .dtype_opt(0)?
         .ok_or_else(|| err(ErrorKind::TypeError, "astype() missing required argument 'dtype'"))?;
     let mut r = t.astype(d)?;
     if t.node.is_some() {
@@ -485,7 +385,7 @@ fn m_flatten(_c: &mut dyn Caller, args: &[Value], _kw: Kwargs) -> VResult<Value>
 
 fn m_squeeze(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let t = this(args)?;
-    let a = A::new("squeeze", &args[1..], kw, &["axis"])?;
+    let a = Args::optional("squeeze", &args[1..], kw, &["axis"])?;
     let axes = match a.axes(0)? {
         None => None,
         Some(v) => Some(reduce::resolve_axes(Some(&v), t.ndim())?),
@@ -495,9 +395,9 @@ fn m_squeeze(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> 
 
 fn m_expand_dims(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let t = this(args)?;
-    let a = A::new("expand_dims", &args[1..], kw, &["axis"])?;
+    let a = Args::optional("expand_dims", &args[1..], kw, &["axis"])?;
     let ax = a
-        .int(0)?
+        .int_opt(0)?
         .ok_or_else(|| err(ErrorKind::TypeError, "expand_dims() missing required argument 'axis'"))?;
     Ok(tensor_value(shape::expand_dims(&t, ax)?))
 }
@@ -505,7 +405,7 @@ fn m_expand_dims(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
 /// Reduction methods: `x.sum(axis=None, keepdims=false)`.
 fn reduction(kind: RKind, name: &'static str, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let t = this(args)?;
-    let a = A::new(name, &args[1..], kw, &["axis", "keepdims"])?;
+    let a = Args::optional(name, &args[1..], kw, &["axis", "keepdims"])?;
     let axes_in = a.axes(0)?;
     let keep = a.flag(1)?;
     if matches!(kind, RKind::ArgMax | RKind::ArgMin) {
@@ -556,7 +456,7 @@ pub fn mean_of(t: &Tensor, axes: &[usize], keep: bool) -> VResult<Tensor> {
 
 fn m_mean(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let t = this(args)?;
-    let a = A::new("mean", &args[1..], kw, &["axis", "keepdims"])?;
+    let a = Args::optional("mean", &args[1..], kw, &["axis", "keepdims"])?;
     let axes = reduce::resolve_axes(a.axes(0)?.as_deref(), t.ndim())?;
     Ok(result_value(mean_of(&t, &axes, a.flag(1)?)?))
 }
@@ -577,9 +477,9 @@ pub fn var_of(t: &Tensor, axes: &[usize], keep: bool, ddof: f64) -> VResult<Tens
 
 fn var_like(name: &'static str, args: &[Value], kw: Kwargs, sqrt: bool) -> VResult<Value> {
     let t = this(args)?;
-    let a = A::new(name, &args[1..], kw, &["axis", "ddof", "keepdims"])?;
+    let a = Args::optional(name, &args[1..], kw, &["axis", "ddof", "keepdims"])?;
     let axes = reduce::resolve_axes(a.axes(0)?.as_deref(), t.ndim())?;
-    let ddof = a.float(1)?.unwrap_or(0.0);
+    let ddof = a.float_opt(1)?.unwrap_or(0.0);
     let v = var_of(&t, &axes, a.flag(2)?, ddof)?;
     Ok(result_value(if sqrt { arith::unary(UFn::Sqrt, &v)? } else { v }))
 }
@@ -593,8 +493,8 @@ fn m_std(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 
 fn m_cumsum(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let t = this(args)?;
-    let a = A::new("cumsum", &args[1..], kw, &["axis"])?;
-    let axis = match a.int(0)? {
+    let a = Args::optional("cumsum", &args[1..], kw, &["axis"])?;
+    let axis = match a.int_opt(0)? {
         None => None,
         Some(ax) => Some(super::layout::norm_axis(ax, t.ndim())?),
     };
@@ -603,11 +503,11 @@ fn m_cumsum(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 
 fn sort_impl(args: &[Value], kw: Kwargs, name: &'static str, want_indices: bool) -> VResult<Value> {
     let t = this(args)?;
-    let a = A::new(name, &args[1..], kw, &["axis"])?;
+    let a = Args::optional(name, &args[1..], kw, &["axis"])?;
     if t.ndim() == 0 {
         return Err(err(ErrorKind::ValueError, format!("{name}() of a 0-d tensor")));
     }
-    let ax = super::layout::norm_axis(a.int(0)?.unwrap_or(-1), t.ndim())?;
+    let ax = super::layout::norm_axis(a.int_opt(0)?.unwrap_or(-1), t.ndim())?;
     let n = t.ndim();
     // Move the axis last, sort each row, move it back.
     let mut perm: Vec<usize> = (0..n).filter(|&i| i != ax).collect();
@@ -674,14 +574,14 @@ fn m_argsort(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> 
 
 fn m_clip(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let t = this(args)?;
-    let a = A::new("clip", &args[1..], kw, &["lo", "hi"])?;
-    Ok(tensor_value(arith::clip(&t, a.float(0)?, a.float(1)?)?))
+    let a = Args::optional("clip", &args[1..], kw, &["lo", "hi"])?;
+    Ok(tensor_value(arith::clip(&t, a.float_opt(0)?, a.float_opt(1)?)?))
 }
 
 fn m_round(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let t = this(args)?;
-    let a = A::new("round", &args[1..], kw, &["ndigits"])?;
-    match a.int(0)? {
+    let a = Args::optional("round", &args[1..], kw, &["ndigits"])?;
+    match a.int_opt(0)? {
         None | Some(0) => Ok(result_value(arith::unary(UFn::Round, &t)?)),
         Some(n) => {
             let scale = 10f64.powi(n.clamp(-300, 300) as i32);

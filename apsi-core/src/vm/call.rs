@@ -141,7 +141,7 @@ pub(crate) fn bind_args(f: &Closure, pos: Args, kw: Vec<(Arc<str>, Value)>) -> V
 type SmallVecOpt = smallvec::SmallVec<[Option<Value>; 8]>;
 
 fn check_type(fname: &str, param: &str, check: TypeCheck, v: &Value) -> VResult<()> {
-    if check.accepts(v) {
+    if accepts(check, v) {
         Ok(())
     } else {
         Err(type_err(format!(
@@ -269,4 +269,25 @@ pub(crate) fn error_matches(e: &ErrorObj, kinds: &Value) -> VResult<bool> {
             other.type_name()
         ))),
     }
+}
+
+/// Whether `v` is accepted by a parameter annotated `check` (a run-time
+/// check the compiler attached to the parameter). Here rather than on
+/// `TypeCheck` so the bytecode format does not depend on tensors.
+pub fn accepts(check: TypeCheck, v: &Value) -> bool {
+    // Under `grad`, a float argument travels as a traced 0-d tensor.
+    if let (TypeCheck::Float, Some(t)) = (check, crate::tensor::as_tensor(v)) {
+        return t.ndim() == 0 && t.dtype.is_float();
+    }
+    matches!(
+        (check, v),
+        (TypeCheck::Int, Value::Int(_) | Value::Bool(_))
+            | (TypeCheck::Float, Value::Float(_) | Value::Int(_) | Value::Bool(_))
+            | (TypeCheck::Str, Value::Str(_))
+            | (TypeCheck::Bool, Value::Bool(_))
+            | (TypeCheck::List, Value::List(_))
+            | (TypeCheck::Dict, Value::Dict(_))
+            | (TypeCheck::Tuple, Value::Tuple(_))
+            | (TypeCheck::NoneType, Value::None)
+    ) || (matches!(check, TypeCheck::Tensor(_)) && crate::tensor::as_tensor(v).is_some())
 }

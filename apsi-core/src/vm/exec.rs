@@ -1776,7 +1776,7 @@ impl Caller for Executor {
         Some(Box::new(Executor::new(self.shared.clone())))
     }
 
-    fn tasks(&self) -> Option<Arc<crate::par::tasks::TaskRegistry>> {
+    fn tasks(&self) -> Option<Arc<crate::vm::tasks::TaskRegistry>> {
         Some(self.shared.tasks.clone())
     }
 

@@ -30,6 +30,7 @@ pub mod ic;
 pub mod reentry;
 pub mod runtime;
 pub mod structs;
+pub mod tasks;
 pub mod value;
 pub mod vlock;
 

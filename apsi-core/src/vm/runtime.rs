@@ -85,7 +85,10 @@ pub struct Shared {
     pub(crate) max_depth: usize,
     pub(crate) max_native_depth: usize,
     /// Tasks the program spawned (`use parallel`): waited for at exit.
-    pub(crate) tasks: Arc<crate::par::tasks::TaskRegistry>,
+    pub(crate) tasks: Arc<crate::vm::tasks::TaskRegistry>,
+    /// The prelude's and the modules' source readers, for the Guard
+    /// ([`crate::check::CheckEnv::source_readers`]).
+    source_readers: Vec<String>,
 }
 
 impl Shared {
@@ -268,13 +271,24 @@ impl Runtime {
         self.shared.prelude.keys().cloned().collect()
     }
 
+    /// The functions whose string argument names a source to read, of the
+    /// prelude and every installed module (for the Guard).
+    pub fn source_readers(&self) -> Vec<String> {
+        self.shared.source_readers.clone()
+    }
+
     /// A runtime with the configured modules installed; refused when a
     /// module does not fit this core or clashes with another
     /// ([`crate::module::check_installable`]).
     pub fn new(config: RuntimeConfig) -> Result<Runtime, crate::module::InstallError> {
         crate::module::check_installable(&config.modules, crate::VERSION)?;
         let mut prelude = HashMap::new();
-        for (n, v) in crate::builtins::prelude().exports {
+        let prelude_desc = crate::builtins::prelude();
+        let mut source_readers: Vec<String> = prelude_desc.source_readers.iter().map(|r| r.to_string()).collect();
+        for d in &config.modules {
+            source_readers.extend(d.source_readers.iter().map(|r| r.to_string()));
+        }
+        for (n, v) in prelude_desc.exports {
             prelude.insert(n.to_string(), v);
         }
         prelude.insert(
@@ -310,7 +324,8 @@ impl Runtime {
             namespace_only,
             max_depth: config.max_depth.max(1),
             max_native_depth: config.max_native_depth.max(1),
-            tasks: Arc::new(crate::par::tasks::TaskRegistry::new()),
+            tasks: Arc::new(crate::vm::tasks::TaskRegistry::new()),
+            source_readers,
         };
         if let Some(n) = config.threads {
             crate::par::set_threads(n);

@@ -274,7 +274,7 @@ pub(crate) fn bind_fields(
     let vals: Vec<Value> = vals.into_iter().map(|v| v.unwrap_or(Value::None)).collect();
     for (f, v) in fields.iter().zip(vals.iter()) {
         if let Some(check) = f.annotation.as_deref().and_then(TypeCheck::from_name) {
-            if !check.accepts(v) {
+            if !crate::vm::call::accepts(check, v) {
                 return Err(type_err(format!(
                     "{what}() field '{}' must be {}, not {}",
                     f.name,

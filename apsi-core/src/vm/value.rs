@@ -745,7 +745,7 @@ pub trait Caller {
     /// The registry of spawned tasks of this interpreter (the runtime waits
     /// for them at exit and reports failures nobody waited for). `None`
     /// where there is no interpreter.
-    fn tasks(&self) -> Option<Arc<crate::par::tasks::TaskRegistry>> {
+    fn tasks(&self) -> Option<Arc<crate::vm::tasks::TaskRegistry>> {
         None
     }
     /// Run a generator to its next `yield` (`vm::generator`). Only an
@@ -1038,6 +1038,69 @@ pub trait ApsiObject: Send + Sync + 'static {
         None
     }
     fn as_any(&self) -> &dyn std::any::Any;
+
+    // ---- Typed protocol hooks (the Module API's operator hooks). The core
+    // asks `protocols()` and calls the hook; it never looks a module
+    // object's protocol up by a dunder name. `x.__iter__` & co. are
+    // answered from these hooks too (`ops::attr`), so a with-statement or a
+    // Python-style explicit call works on every object that has them.
+
+    /// Which of the hooks below this object implements.
+    fn protocols(&self) -> Protocols {
+        Protocols::NONE
+    }
+    /// `iter(x)`, `for v in x`, `list(x)`: an iterator over `x` (a value
+    /// whose `next` hook gives the items), or any iterable (a list).
+    fn iter(&self, this: &Value, c: &mut dyn Caller) -> VResult<Value> {
+        let _ = c;
+        Err(protocol_missing(this, "is not iterable"))
+    }
+    /// The next item of an iterator, or `None` once it has ended.
+    fn next(&self, this: &Value, c: &mut dyn Caller) -> VResult<Option<Value>> {
+        let _ = c;
+        Err(protocol_missing(this, "is not an iterator"))
+    }
+    /// `len(x)`.
+    fn len(&self, this: &Value) -> VResult<i64> {
+        Err(protocol_missing(this, "has no len()"))
+    }
+    /// `with x as v:` on entry: the value bound to `v`.
+    fn enter(&self, this: &Value, c: &mut dyn Caller) -> VResult<Value> {
+        let _ = c;
+        Err(protocol_missing(this, "is not a context manager"))
+    }
+    /// `with x:` on exit, with the error that ends the block (if any):
+    /// `true` swallows it.
+    fn exit(&self, this: &Value, c: &mut dyn Caller, error: Option<&Value>) -> VResult<bool> {
+        let _ = (c, error);
+        Err(protocol_missing(this, "is not a context manager"))
+    }
+}
+
+/// The typed protocol hooks an [`ApsiObject`] implements.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Protocols {
+    /// [`ApsiObject::iter`]
+    pub iter: bool,
+    /// [`ApsiObject::next`]: the object is an iterator.
+    pub next: bool,
+    /// [`ApsiObject::len`]
+    pub len: bool,
+    /// [`ApsiObject::enter`] and [`ApsiObject::exit`]
+    pub context: bool,
+}
+
+impl Protocols {
+    pub const NONE: Protocols = Protocols {
+        iter: false,
+        next: false,
+        len: false,
+        context: false,
+    };
+}
+
+fn protocol_missing(this: &Value, what: &str) -> Exc {
+    err(ErrorKind::TypeError, format!("'{}' object {what}", this.type_name()))
 }
 
 /// Keeps `Value` at 16 bytes: a thin pointer to the fat trait object.

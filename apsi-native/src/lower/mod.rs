@@ -15,10 +15,10 @@
 use crate::calls;
 use crate::registry;
 use crate::types::T;
-use apsi_core::compile::code::{Capture, Code, FuncProto, Instr, Reg, NO_REG};
-use apsi_core::diagnostic::Span;
-use apsi_core::syntax::ast::{BinOp, CmpOp, UnaryOp};
-use apsi_core::vm::value::Value;
+use apsi_core::api::code::Span;
+use apsi_core::api::code::{Capture, Code, FuncProto, Instr, Reg, NO_REG};
+use apsi_core::api::Value;
+use apsi_core::api::{BinOp, CmpOp, UnaryOp};
 use apsi_native_ir::abi::err as ecode;
 use apsi_native_ir::ir::{self, Const, FloatOp, IntOp, Op, Ty, Var};
 use std::collections::HashMap;

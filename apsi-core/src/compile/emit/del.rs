@@ -121,9 +121,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
 }
 
 /// The error for `del obj.attr` (the checker reports it before running).
-pub fn del_attr_message(attr: &str) -> String {
-    format!("cannot delete attribute '{attr}': struct fields are fixed")
-}
+pub use crate::check::del_attr_message;
 
 /// The names a block deletes with `del`, at any depth of compound
 /// statements (not inside nested functions, which have their own locals).

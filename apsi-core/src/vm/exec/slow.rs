@@ -852,12 +852,6 @@ impl Executor {
             }
             Instr::ForPrep { a } => {
                 let v = take(r!(a));
-                // A stream (a channel): items are pulled one at a time by
-                // calling its `__next__` hook (`(item,)` or `none`).
-                let stream = match &v {
-                    Value::Object(o) => o.0.get_attr(&v, "__next__"),
-                    _ => None,
-                };
                 let prepared = match v {
                     Value::List(_) | Value::Tuple(_) | Value::Range(_) => v,
                     // Generators, iterators, structs: pulled one item at a time.
@@ -869,10 +863,24 @@ impl Executor {
                     }
                     Value::Str(ref s) if s.is_ascii() => v,
                     Value::Dict(d) => Value::tuple(d.map.read().keys().map(|k| k.value().clone()).collect()),
-                    Value::Object(_) if stream.is_some() => match stream {
-                        Some(hook) => tri!(hook),
-                        None => v,
-                    },
+                    // A module object's `iter` hook (a dataset's pass):
+                    // an iterator pulled one item at a time, or an iterable.
+                    Value::Object(ref o) if o.0.protocols().iter => {
+                        save_pc!();
+                        let it = ops::iters::get_iter(self, &v);
+                        refresh!();
+                        let it = tri!(it);
+                        match it {
+                            Value::List(_) | Value::Tuple(_) | Value::Range(_) => it,
+                            ref lazy if ops::iters::is_lazy(lazy) => it,
+                            other => {
+                                save_pc!();
+                                let items = ops::iterate(self, &other);
+                                refresh!();
+                                Value::tuple(tri!(items))
+                            }
+                        }
+                    }
                     other => {
                         save_pc!();
                         let items = ops::iterate(self, &other);

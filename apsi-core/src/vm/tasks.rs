@@ -57,7 +57,7 @@ impl TaskRegistry {
 
     /// Wait until no task runs, then take the failures nobody waited for.
     pub fn finish(&self) -> Vec<Exc> {
-        super::pool::blocking(|| {
+        crate::par::pool::blocking(|| {
             let mut st = self.st.lock();
             while st.running > 0 {
                 self.idle.wait(&mut st);
