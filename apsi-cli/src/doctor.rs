@@ -125,7 +125,7 @@ pub fn main(argv: &[String]) -> u8 {
             return 2;
         }
     };
-    let version = apsi_core::VERSION;
+    let version = crate::APSI_VERSION;
     let text = if opts.json {
         format!("{}\n", render::json_text(version, &checks))
     } else {
@@ -187,7 +187,7 @@ fn build_check() -> Check {
         .into_iter()
         .map(|m| (m.name.to_string(), m.version.to_string()))
         .collect();
-    probes::build::probe(apsi_core::VERSION, crate::modules::FEATURES, &modules)
+    probes::build::probe(crate::APSI_VERSION, crate::modules::FEATURES, &modules)
 }
 
 #[cfg(feature = "native")]

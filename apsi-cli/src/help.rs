@@ -3,7 +3,7 @@
 use crate::args::COMMANDS;
 
 pub fn version_text() -> String {
-    let mut s = format!("apsi {}\n  apsi-core {}\n", apsi_core::VERSION, apsi_core::VERSION);
+    let mut s = format!("apsi {}\n  apsi-core {}\n", crate::APSI_VERSION, apsi_core::VERSION);
     for m in crate::modules::compiled_in() {
         s.push_str(&format!("  apsi-{} {}\n", m.name, m.version));
     }
@@ -67,7 +67,7 @@ History is kept in $APSI_HOME/history (~/.apsi/history).
 pub fn print_help(topic: Option<&str>) -> u8 {
     let text = match topic {
         None => {
-            let mut t = format!("Apsi {} — a scientific programming language\n\n", apsi_core::VERSION);
+            let mut t = format!("Apsi {} — a scientific programming language\n\n", crate::APSI_VERSION);
             t.push_str("Usage: apsi COMMAND [OPTIONS]\n\nCommands:\n");
             for (c, what) in COMMANDS {
                 t.push_str(&format!("  {c:<20} {what}\n"));

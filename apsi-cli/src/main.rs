@@ -26,6 +26,10 @@ static GLOBAL: alloc::Mimalloc = alloc::Mimalloc;
 /// on the heap, but parsing and native callbacks recurse on the Rust stack.
 const MAIN_STACK: usize = 256 * 1024 * 1024;
 
+/// The version of Apsi as a product (this crate's), as `apsi --version`
+/// and `apsi doctor` report it; the core's is `apsi_core::VERSION`.
+pub const APSI_VERSION: &str = env!("CARGO_PKG_VERSION");
+
 fn main() -> ExitCode {
     install_panic_hook();
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -93,7 +97,7 @@ fn install_panic_hook() {
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
             .unwrap_or_default();
         eprintln!("internal error: {msg}{place}");
-        eprintln!("  = hint: this is a bug in Apsi {}, not in your program; please report it with the program that triggered it", apsi_core::VERSION);
+        eprintln!("  = hint: this is a bug in Apsi {}, not in your program; please report it with the program that triggered it", APSI_VERSION);
         std::process::exit(70);
     }));
 }

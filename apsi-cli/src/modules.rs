@@ -49,7 +49,7 @@ pub fn absent() -> Vec<AbsentModule> {
         help: format!(
             "`use {m}` ({what}) is part of Apsi's design but not of this release ({}): no build \
              option or package provides it yet",
-            apsi_core::VERSION
+            crate::APSI_VERSION
         ),
     });
     left_out.chain(not_yet).collect()

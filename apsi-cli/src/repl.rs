@@ -144,7 +144,7 @@ pub fn start(opts: &RunOptions) -> u8 {
     if let Some(h) = &history {
         let _ = editor.load_history(h);
     }
-    println!("Apsi {} — :help for help, :quit to leave", apsi_core::VERSION);
+    println!("Apsi {} — :help for help, :quit to leave", crate::APSI_VERSION);
     let mut buffer = String::new();
     loop {
         let prompt = if buffer.is_empty() { ">>> " } else { "... " };
