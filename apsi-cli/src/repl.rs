@@ -5,7 +5,7 @@ use crate::args::RunOptions;
 use crate::run::report;
 use apsi_core::check::{self, CheckEnv, ReplScope};
 use apsi_core::diagnostic::SourceMap;
-use apsi_core::vm::{RunError, Runtime, RuntimeConfig};
+use apsi_core::driver::{RunError, Runtime, RuntimeConfig};
 use apsi_core::{format, syntax};
 use rustyline::error::ReadlineError;
 use rustyline::history::FileHistory;

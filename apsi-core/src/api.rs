@@ -32,7 +32,7 @@ pub use crate::module::{ModuleBuilder, ModuleDescriptor};
 pub use crate::ops::iters::{get_iter, next_item};
 pub use crate::ops::{binary, get_index, hash_key, iterate, len_with, NoCaller};
 pub use crate::syntax::ast::{BinOp, CmpOp, UnaryOp};
-pub use crate::vm::value::{
+pub use crate::value::{
     err, ApsiObject, Caller, Closure, DictMap, ErrorObj, Exc, HashKey, Kwargs, NativeFn, NativeFnPtr, Protocols,
     RangeObj, StructType, VResult, Value,
 };
@@ -40,7 +40,7 @@ pub use crate::VERSION;
 
 /// Wraps a Rust object as an Apsi value.
 pub fn object(o: impl ApsiObject) -> Value {
-    Value::Object(Arc::new(crate::vm::value::ObjBox(Box::new(o))))
+    Value::Object(Arc::new(crate::value::ObjBox(Box::new(o))))
 }
 
 /// A native function value (for method tables and exports).
@@ -50,7 +50,7 @@ pub fn native(name: &str, f: NativeFnPtr) -> Value {
 
 /// `receiver.method`: `func` called with `receiver` first.
 pub fn bound_method(receiver: &Value, func: &Value) -> Value {
-    Value::BoundMethod(Arc::new(crate::vm::value::BoundMethod {
+    Value::BoundMethod(Arc::new(crate::value::BoundMethod {
         receiver: receiver.clone(),
         func: func.clone(),
     }))
@@ -69,7 +69,7 @@ pub fn prelude_function(name: &str) -> Option<Value> {
 pub fn record_type(name: &str, fields: &[(&str, &str)]) -> Arc<StructType> {
     let fields = fields
         .iter()
-        .map(|(n, t)| crate::vm::value::StructField {
+        .map(|(n, t)| crate::value::StructField {
             name: (*n).into(),
             default: None,
             annotation: Some((*t).into()),
@@ -102,13 +102,13 @@ pub mod par {
     pub use crate::par::pool::{blocking, blocking_helping, submit, MAX_THREADS};
     pub use crate::par::task_local;
     pub use crate::par::{set_threads, threads};
-    pub use crate::vm::tasks::TaskRegistry;
+    pub use crate::value::tasks::TaskRegistry;
 }
 
 /// The bytecode, for back ends that compile it further (`@native`), and
 /// source positions for their errors.
 pub mod code {
-    pub use crate::compile::code::{Capture, Code, FuncProto, Instr, Reg, TypeCheck, NO_REG};
+    pub use crate::code::{Capture, Code, FuncProto, Instr, Reg, TypeCheck, NO_REG};
     pub use crate::diagnostic::{Span, TraceEntry};
-    pub use crate::vm::call::accepts;
+    pub use crate::ops::accepts;
 }

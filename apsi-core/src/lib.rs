@@ -7,8 +7,10 @@
 pub mod api;
 pub mod builtins;
 pub mod check;
+pub mod code;
 pub mod compile;
 pub mod diagnostic;
+pub mod driver;
 pub mod error;
 pub mod format;
 pub mod module;
@@ -16,6 +18,8 @@ pub mod ops;
 pub mod par;
 pub mod syntax;
 pub mod tensor;
+pub mod text;
+pub mod value;
 pub mod vm;
 
 /// The version of the core, as `apsi --version` prints it.

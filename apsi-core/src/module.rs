@@ -5,7 +5,7 @@
 //!
 //! ```
 //! use apsi_core::module::ModuleBuilder;
-//! use apsi_core::vm::value::Value;
+//! use apsi_core::value::Value;
 //! let m = ModuleBuilder::new("demo", "1.0.0", "^2.0")
 //!     .function("answer", |_c, _args, _kw| Ok(Value::Int(42)))
 //!     .constant("pi2", Value::Float(6.28))
@@ -22,7 +22,7 @@
 //! `requires_core` does not match this core, when two modules have the same
 //! name, or when two modules replace the same prelude name.
 
-use crate::vm::value::{NativeFn, NativeFnPtr, Value};
+use crate::value::{NativeFn, NativeFnPtr, Value};
 use std::sync::Arc;
 
 pub struct ModuleDescriptor {

@@ -15,14 +15,18 @@
 mod arith;
 mod attr;
 mod compare;
-pub mod dunder;
+pub use crate::value::dunder;
+mod annotations;
 mod hash;
 mod index;
 mod iter;
 pub mod iters;
 mod protocol;
+pub use crate::value::reentry;
 pub mod sets;
+pub mod structs;
 
+pub use annotations::accepts;
 pub(crate) use arith::num;
 pub use arith::{binary, unary};
 pub use attr::{get_attr, set_attr, suggest};
@@ -42,7 +46,7 @@ pub(crate) trait Must<T> {
 }
 
 #[cfg(test)]
-impl<T> Must<T> for crate::vm::value::VResult<T> {
+impl<T> Must<T> for crate::value::VResult<T> {
     #[track_caller]
     fn must(self) -> T {
         match self {

@@ -3,7 +3,7 @@
 //! gen_format_cases.py in the same folder). Runs without Python.
 
 use apsi_core::format::{f32_repr, float_repr, format_value};
-use apsi_core::vm::value::Value;
+use apsi_core::value::Value;
 
 fn decode(v: &str) -> Value {
     if let Some(i) = v.strip_prefix("i:") {

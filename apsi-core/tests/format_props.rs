@@ -1,7 +1,7 @@
 //! Property tests: float text reads back to the same value.
 
 use apsi_core::format::{f32_repr, float_repr, format_value};
-use apsi_core::vm::value::Value;
+use apsi_core::value::Value;
 use proptest::prelude::*;
 
 proptest! {

@@ -2,7 +2,7 @@
 
 use apsi_core::ops::{binary, compare, eq, get_index};
 use apsi_core::syntax::ast::{BinOp, CmpOp};
-use apsi_core::vm::value::{SliceObj, Value};
+use apsi_core::value::{SliceObj, Value};
 use proptest::prelude::*;
 use std::sync::Arc;
 
@@ -168,16 +168,11 @@ proptest! {
 
 struct QuietCaller;
 
-impl apsi_core::vm::value::Caller for QuietCaller {
-    fn call(
-        &mut self,
-        f: &Value,
-        args: &[Value],
-        kw: apsi_core::vm::value::Kwargs,
-    ) -> apsi_core::vm::value::VResult<Value> {
+impl apsi_core::value::Caller for QuietCaller {
+    fn call(&mut self, f: &Value, args: &[Value], kw: apsi_core::value::Kwargs) -> apsi_core::value::VResult<Value> {
         apsi_core::ops::NoCaller.call(f, args, kw)
     }
-    fn write_out(&mut self, _text: &str) -> apsi_core::vm::value::VResult<()> {
+    fn write_out(&mut self, _text: &str) -> apsi_core::value::VResult<()> {
         Ok(())
     }
 }
@@ -189,7 +184,7 @@ proptest! {
     /// arguments (those touching stdin, files or the process are skipped).
     #[test]
     fn prelude_and_methods_never_panic(args in proptest::collection::vec(arb_value(), 0..4), kwv in arb_value()) {
-        use apsi_core::vm::value::Caller as _;
+        use apsi_core::value::Caller as _;
         let p = apsi_core::builtins::prelude();
         let kws: Vec<(Arc<str>, Value)> = vec![("key".into(), kwv.clone())];
         for (name, f) in &p.exports {

@@ -275,11 +275,11 @@ static CHECKED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new
 /// inside the frame (`ReturnParams { a, n }`: `a < nregs`, `n <= nregs`).
 fn front_end(src: &str) {
     use apsi_core::check::{check_source, CheckEnv, ReplScope};
-    use apsi_core::compile::code::{Code, Instr};
+    use apsi_core::code::{Code, Instr};
     use apsi_core::compile::emit::{compile_module, GlobalEnv, GlobalRef};
     use apsi_core::compile::scope::analyze;
     use apsi_core::diagnostic::SourceMap;
-    use apsi_core::vm::globals::GlobalSlot;
+    use apsi_core::value::globals::GlobalSlot;
     use std::collections::HashMap;
     use std::sync::Arc;
 

@@ -8,8 +8,8 @@
 
 use apsi_core::format::percent::percent_format;
 use apsi_core::format::{float_repr, quote_str};
-use apsi_core::vm::dict::DictMap;
-use apsi_core::vm::value::{HashKey, Value};
+use apsi_core::value::dict::DictMap;
+use apsi_core::value::{HashKey, Value};
 use std::io::Write;
 use std::process::{Command, Stdio};
 

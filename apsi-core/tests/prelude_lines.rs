@@ -9,7 +9,7 @@ use apsi_core::error::ErrorKind;
 use apsi_core::module::ModuleDescriptor;
 use apsi_core::ops;
 use apsi_core::syntax::ast::{BinOp, CmpOp, UnaryOp};
-use apsi_core::vm::value::{Caller, Kwargs, SliceObj, VResult, Value};
+use apsi_core::value::{Caller, Kwargs, SliceObj, VResult, Value};
 use std::sync::Arc;
 
 /// Calls natives and bound natives; collects output.
@@ -117,8 +117,8 @@ fn odd(_c: &mut dyn Caller, args: &[Value], _k: Kwargs) -> VResult<Value> {
 fn times10(_c: &mut dyn Caller, args: &[Value], _k: Kwargs) -> VResult<Value> {
     ops::binary(BinOp::Mul, &args[0], &Value::Int(10))
 }
-fn native(name: &str, fp: apsi_core::vm::value::NativeFnPtr) -> Value {
-    Value::Native(Arc::new(apsi_core::vm::value::NativeFn::new(name, fp)))
+fn native(name: &str, fp: apsi_core::value::NativeFnPtr) -> Value {
+    Value::Native(Arc::new(apsi_core::value::NativeFn::new(name, fp)))
 }
 
 #[test]
@@ -276,8 +276,8 @@ fn pipes_and_errors_programs() {
         .map(|x| x.kind);
     assert_eq!(key, Some(ErrorKind::KeyError));
     let ve = ok(e.c.call(
-        &Value::Native(Arc::new(apsi_core::vm::value::NativeFn::new("mk", |_c, _a, _k| {
-            Ok(Value::Error(apsi_core::vm::value::ErrorObj::new(
+        &Value::Native(Arc::new(apsi_core::value::NativeFn::new("mk", |_c, _a, _k| {
+            Ok(Value::Error(apsi_core::value::ErrorObj::new(
                 ErrorKind::ValueError,
                 "base",
             )))

@@ -6,7 +6,7 @@
 use apsi_core::ops::{self, NoCaller};
 use apsi_core::syntax::ast::BinOp;
 use apsi_core::tensor::{as_tensor, tensor_value, Tensor};
-use apsi_core::vm::value::{Caller, SliceObj, VResult, Value};
+use apsi_core::value::{Caller, SliceObj, VResult, Value};
 use std::sync::Arc;
 
 const CASES: &str = include_str!("fixtures/tensor/cases.txt");

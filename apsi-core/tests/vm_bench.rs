@@ -17,7 +17,7 @@ fn time(name: &str, src: &str, ops: f64) {
         let t = Instant::now();
         let o = vm_common::run_src_with(
             src,
-            apsi_core::vm::RuntimeConfig {
+            apsi_core::driver::RuntimeConfig {
                 thread_stack: stack,
                 ..Default::default()
             },

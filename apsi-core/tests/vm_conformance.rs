@@ -7,7 +7,7 @@ mod vm_common;
 
 use apsi_core::check::{self, CheckEnv};
 use apsi_core::diagnostic::SourceMap;
-use apsi_core::vm::{RunError, Runtime, RuntimeConfig};
+use apsi_core::driver::{RunError, Runtime, RuntimeConfig};
 use std::path::Path;
 use std::sync::Arc;
 

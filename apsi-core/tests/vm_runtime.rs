@@ -6,10 +6,10 @@
 mod vm_common;
 
 use apsi_core::diagnostic::FileId;
+use apsi_core::driver::{RunError, Runtime, RuntimeConfig};
 use apsi_core::module::ModuleBuilder;
 use apsi_core::syntax;
-use apsi_core::vm::value::{Caller, Value};
-use apsi_core::vm::{RunError, Runtime, RuntimeConfig};
+use apsi_core::value::{Caller, Value};
 use vm_common::{error, output, run_src, run_src_with, Capture};
 
 fn repl() -> (Runtime, Capture) {

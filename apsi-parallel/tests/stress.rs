@@ -2,7 +2,7 @@
 //! Apsi and directly on the cores. Fails on a wrong count; a deadlock hangs
 //! the test past its watchdog, which then fails it.
 
-use apsi_core::vm::RunError;
+use apsi_core::driver::RunError;
 use apsi_parallel::atomic::{AtomicNum, Num};
 use apsi_parallel::chan::Chan;
 use apsi_testkit::{Failure, Outcome, Program};

@@ -4,7 +4,7 @@
 //! bridge was not).
 
 use apsi_core::api::ErrorKind;
-use apsi_core::vm::RunError;
+use apsi_core::driver::RunError;
 use apsi_python::Bridge;
 use apsi_testkit::{Failure, Program};
 use std::sync::Arc;

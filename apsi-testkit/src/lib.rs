@@ -23,7 +23,7 @@ pub fn module_infos(modules: &[ModuleDescriptor]) -> Vec<BuiltinModuleInfo> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use apsi_core::vm::value::Value;
+    use apsi_core::value::Value;
 
     #[test]
     fn module_infos_carry_names_exports_and_capabilities() {

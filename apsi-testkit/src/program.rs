@@ -5,8 +5,8 @@ use crate::module_infos;
 use crate::temp::TempProgram;
 use apsi_core::check::{self, CheckEnv};
 use apsi_core::diagnostic::{self, Diagnostic, SourceMap};
+use apsi_core::driver::{RunError, Runtime, RuntimeConfig};
 use apsi_core::module::ModuleDescriptor;
-use apsi_core::vm::{RunError, Runtime, RuntimeConfig};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! tensor functions' and every `use` module's (through `apsi_core::api`).
 
 use crate::error::ErrorKind;
-use crate::vm::value::{err, Exc, Kwargs, VResult, Value};
+use crate::value::{err, Exc, Kwargs, VResult, Value};
 
 /// The arguments of one native call, checked against a signature.
 pub struct Args<'a> {

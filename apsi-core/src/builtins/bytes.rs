@@ -13,7 +13,7 @@ use super::args::Args;
 use crate::error::ErrorKind;
 use crate::ops;
 use crate::syntax::ast::BinOp;
-use crate::vm::value::{err, Caller, Exc, Kwargs, NativeFnPtr, VResult, Value};
+use crate::value::{err, Caller, Exc, Kwargs, NativeFnPtr, VResult, Value};
 
 /// The most bytes one value built here may hold (as `*` on str allows).
 const MAX_BYTES: usize = 1 << 30;

@@ -18,7 +18,7 @@ use crate::error::ErrorKind;
 use crate::format::format_value;
 use crate::ops;
 use crate::syntax::ast::BinOp;
-use crate::vm::value::{err, Caller, Kwargs, VResult, Value};
+use crate::value::{err, Caller, Kwargs, VResult, Value};
 use std::cmp::Ordering;
 
 pub(crate) fn print(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {

@@ -4,7 +4,7 @@
 use super::args::Args;
 use crate::error::ErrorKind;
 use crate::format::repr_of;
-use crate::vm::value::{err, Caller, DictObj, HashKey, Kwargs, NativeFnPtr, VResult, Value};
+use crate::value::{err, Caller, DictObj, HashKey, Kwargs, NativeFnPtr, VResult, Value};
 use std::sync::Arc;
 
 pub(crate) const NAMES: &[&str] = &[

@@ -2,8 +2,9 @@
 
 use super::args::Args;
 use crate::ops::iters;
-use crate::vm::generator::{stop_iteration, Step};
-use crate::vm::value::{Caller, Kwargs, VResult, Value};
+use crate::ops::iters::stop_iteration;
+use crate::value::generator::Step;
+use crate::value::{Caller, Kwargs, VResult, Value};
 
 /// `iter(x)`: an iterator over any iterable; an iterator is its own.
 pub(crate) fn iter(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {

@@ -5,7 +5,7 @@ use super::args::Args;
 use crate::error::ErrorKind;
 use crate::format::repr_of;
 use crate::ops;
-use crate::vm::value::{err, Caller, Kwargs, ListObj, NativeFnPtr, VResult, Value};
+use crate::value::{err, Caller, Kwargs, ListObj, NativeFnPtr, VResult, Value};
 use std::sync::Arc;
 
 pub(crate) const LIST_NAMES: &[&str] = &[

@@ -14,7 +14,7 @@ use super::types::float_to_int;
 use crate::error::ErrorKind;
 use crate::ops;
 use crate::syntax::ast::BinOp;
-use crate::vm::value::{err, Caller, Kwargs, VResult, Value};
+use crate::value::{err, Caller, Kwargs, VResult, Value};
 
 /// Calls `obj.name(*rest)`.
 pub(crate) fn call_method(c: &mut dyn Caller, obj: &Value, name: &str, rest: &[Value]) -> VResult<Value> {
@@ -22,11 +22,11 @@ pub(crate) fn call_method(c: &mut dyn Caller, obj: &Value, name: &str, rest: &[V
     c.call(&m, rest, &[])
 }
 
-fn domain(what: &str) -> crate::vm::value::Exc {
+fn domain(what: &str) -> crate::value::Exc {
     err(ErrorKind::ValueError, format!("math domain error: {what}"))
 }
 
-fn range_error(name: &str) -> crate::vm::value::Exc {
+fn range_error(name: &str) -> crate::value::Exc {
     err(
         ErrorKind::OverflowError,
         format!("math range error: the result of {name}() is too large"),
@@ -276,7 +276,7 @@ mod tests {
     use crate::ops::Must;
     use crate::ops::NoCaller;
 
-    fn call(f: crate::vm::value::NativeFnPtr, args: &[Value]) -> VResult<Value> {
+    fn call(f: crate::value::NativeFnPtr, args: &[Value]) -> VResult<Value> {
         f(&mut NoCaller, args, &[])
     }
 

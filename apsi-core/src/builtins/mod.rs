@@ -27,7 +27,7 @@ pub use types::{type_of, type_token, type_token_name};
 
 use crate::error::ErrorKind;
 use crate::module::{ModuleBuilder, ModuleDescriptor};
-use crate::vm::value::{NativeFnPtr, Value};
+use crate::value::{NativeFnPtr, Value};
 
 /// The prelude: the names every program sees without `use`.
 ///
@@ -113,7 +113,7 @@ pub fn prelude() -> ModuleDescriptor {
             Ok(args.first().cloned().unwrap_or(Value::None))
         })
         .function("super", |_c, _args, _kw| {
-            Err(crate::vm::value::err(
+            Err(crate::value::err(
                 ErrorKind::TypeError,
                 "super() is only valid inside a method of a struct",
             ))

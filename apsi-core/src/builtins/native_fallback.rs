@@ -4,7 +4,7 @@
 //! `native` export (see `Runtime::new`).
 
 use crate::error::ErrorKind;
-use crate::vm::value::{err, Caller, Kwargs, NativeFn, VResult, Value};
+use crate::value::{err, Caller, Kwargs, NativeFn, VResult, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 

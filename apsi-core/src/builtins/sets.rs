@@ -8,7 +8,7 @@ use super::args::Args;
 use crate::error::ErrorKind;
 use crate::format::repr_of;
 use crate::ops::sets::{self, map_of_iterable};
-use crate::vm::value::{err, Caller, DictMap, HashKey, Kwargs, NativeFnPtr, SetObj, VResult, Value};
+use crate::value::{err, Caller, DictMap, HashKey, Kwargs, NativeFnPtr, SetObj, VResult, Value};
 use std::sync::Arc;
 
 pub(crate) const NAMES: &[&str] = &[

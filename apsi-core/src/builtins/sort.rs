@@ -15,7 +15,7 @@
 use crate::ops;
 use crate::ops::num;
 use crate::ops::num_cmp;
-use crate::vm::value::{Caller, VResult, Value};
+use crate::value::{Caller, VResult, Value};
 use std::cmp::Ordering;
 
 /// What a whole slice of sort keys is made of.
@@ -241,7 +241,7 @@ mod tests {
     }
 
     fn sort(items: Vec<Value>, reverse: bool) -> VResult<Vec<Value>> {
-        sort_values(&mut crate::vm::reentry::Reentrant, items, None, reverse)
+        sort_values(&mut crate::ops::reentry::Reentrant, items, None, reverse)
     }
 
     fn show(v: &[Value]) -> String {

@@ -4,7 +4,7 @@ use super::args::{expect_str, Args};
 use crate::error::ErrorKind;
 use crate::format::{format_value, repr_of, str_of};
 use crate::ops;
-use crate::vm::value::{err, Caller, Kwargs, NativeFnPtr, StrObj, VResult, Value};
+use crate::value::{err, Caller, Kwargs, NativeFnPtr, StrObj, VResult, Value};
 
 pub(crate) const NAMES: &[&str] = &[
     "upper",

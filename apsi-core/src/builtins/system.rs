@@ -3,7 +3,7 @@
 
 use super::args::{expect_int, Args};
 use crate::error::ErrorKind;
-use crate::vm::value::{err, Caller, Kwargs, StructField, StructObj, StructType, VResult, Value};
+use crate::value::{err, Caller, Kwargs, StructField, StructObj, StructType, VResult, Value};
 use std::io::BufRead;
 use std::sync::{Arc, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -30,7 +30,7 @@ pub(crate) fn input(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
     Ok(Value::str(line))
 }
 
-fn io_error(action: &str, path: &str, e: std::io::Error) -> crate::vm::value::Exc {
+fn io_error(action: &str, path: &str, e: std::io::Error) -> crate::value::Exc {
     err(ErrorKind::IOError, format!("cannot {action} '{path}': {e}"))
 }
 
@@ -57,7 +57,7 @@ pub(crate) fn exit(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
     };
     let code =
         i32::try_from(code).map_err(|_| err(ErrorKind::ValueError, format!("exit code {code} is out of range")))?;
-    Err(crate::vm::value::ErrorObj::exit(code))
+    Err(crate::value::ErrorObj::exit(code))
 }
 
 pub(crate) fn time(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
@@ -156,7 +156,7 @@ pub(crate) fn bench(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
     ];
     Ok(Value::Struct(Arc::new(StructObj {
         ty: bench_result_type(),
-        fields: crate::vm::value::VLock::new(crate::vm::value::FieldVec::from_vec(fields)),
+        fields: crate::value::VLock::new(crate::value::FieldVec::from_vec(fields)),
     })))
 }
 
@@ -166,7 +166,7 @@ mod tests {
     #[allow(unused_imports)]
     use crate::ops::Must;
     use crate::ops::NoCaller;
-    use crate::vm::value::NativeFn;
+    use crate::value::NativeFn;
 
     fn noop(_c: &mut dyn Caller, _a: &[Value], _k: Kwargs) -> VResult<Value> {
         Ok(Value::None)

@@ -14,7 +14,7 @@
 use super::args::{expect_int, Args};
 use crate::error::ErrorKind;
 use crate::ops;
-use crate::vm::value::{err, Caller, HashKey, Kwargs, NativeFn, NativeFnPtr, RangeObj, VResult, Value};
+use crate::value::{err, Caller, HashKey, Kwargs, NativeFn, NativeFnPtr, RangeObj, VResult, Value};
 use parking_lot::Mutex;
 use std::sync::{Arc, OnceLock};
 
@@ -390,7 +390,7 @@ fn str_ctor(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 
 /// `str(i)` for an int, formatted straight into an inline string.
 fn int_str(i: i64) -> Value {
-    Value::Str(crate::vm::value::StrRef::new(crate::vm::value::StrObj::from_int(i)))
+    Value::Str(crate::value::StrRef::new(crate::value::StrObj::from_int(i)))
 }
 
 fn bool_ctor(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {

@@ -7,6 +7,7 @@ use super::scope::Def;
 use crate::diagnostic::{Diagnostic, Span};
 use crate::error::ErrorKind;
 use crate::syntax::ast::*;
+use crate::text::name_list;
 
 struct P<'a> {
     name: &'a Ident,
@@ -131,8 +132,8 @@ impl Sig<'_> {
 fn const_hint(c: &StructConst) -> String {
     let v = match &c.value.kind {
         ExprKind::Int(i) => i.to_string(),
-        ExprKind::Float(f) => crate::format::float_repr(*f),
-        ExprKind::Str(t) => crate::format::quote_str(t),
+        ExprKind::Float(f) => crate::text::float_repr(*f),
+        ExprKind::Str(t) => crate::text::quote_str(t),
         ExprKind::Bool(b) => b.to_string(),
         ExprKind::None => "none".to_string(),
         ExprKind::List(xs) if xs.is_empty() => "[]".to_string(),
@@ -149,17 +150,6 @@ fn plural(n: usize, one: &str, many: &str) -> String {
         format!("{n} {one}")
     } else {
         format!("{n} {many}")
-    }
-}
-
-/// `'a'`, `'a' and 'b'`, `'a', 'b', and 'c'` (Python's list of names).
-fn name_list(names: &[&str]) -> String {
-    let q: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
-    match q.as_slice() {
-        [] => String::new(),
-        [a] => a.clone(),
-        [a, b] => format!("{a} and {b}"),
-        [rest @ .., last] => format!("{}, and {last}", rest.join(", ")),
     }
 }
 

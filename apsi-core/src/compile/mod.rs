@@ -6,12 +6,11 @@
 //! - [`fold`]: constant folding that never hides a run-time error.
 //! - [`emit`]: code generation.
 
-pub mod code;
 pub mod emit;
 pub mod fold;
 pub mod parfor;
 pub mod scope;
 
-pub use code::{Code, FuncProto, Instr, StructProto};
+pub use crate::code::{Code, FuncProto, Instr, StructProto};
 pub use emit::{compile_module, GlobalEnv, GlobalRef};
 pub use scope::{analyze, Binding, ScopeTable};

@@ -16,7 +16,7 @@
 
 use super::{float_repr, repr_of, str_of};
 use crate::error::ErrorKind;
-use crate::vm::value::{err, Exc, VResult, Value};
+use crate::value::{err, Exc, VResult, Value};
 
 const F_LJUST: u8 = 1;
 const F_SIGN: u8 = 2;
@@ -387,7 +387,7 @@ fn emit(s: &Spec, neg: bool, prefix: &str, body: &str, numeric: bool, out: &mut 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vm::value::{DictMap, HashKey};
+    use crate::value::{DictMap, HashKey};
 
     fn f(fmt: &str, args: Value) -> String {
         match percent_format(fmt, &args) {

@@ -1,7 +1,7 @@
 //! `str(x)` and `repr(x)` of every value (LANGUAGE.md §3 "Printing").
 
-use super::float::float_repr;
-use crate::vm::value::Value;
+use crate::text::{float_repr, quote_str};
+use crate::value::Value;
 use std::cell::RefCell;
 
 thread_local! {
@@ -41,16 +41,16 @@ fn guarded(ptr: usize, f: impl FnOnce() -> String, cycle: &str) -> String {
 thread_local! {
     /// The first error raised by a `__str__`/`__repr__` while text was being
     /// made; [`str_checked`] and [`repr_checked`] report it.
-    static PENDING: RefCell<Option<crate::vm::value::Exc>> = const { RefCell::new(None) };
+    static PENDING: RefCell<Option<crate::value::Exc>> = const { RefCell::new(None) };
 }
 
 /// Calls a struct's `__str__`/`__repr__`; an error (or a result that is
 /// not a str) is kept for the checked callers and the text is empty.
 fn dunder_text(f: &Value, obj: &Value, what: &str) -> String {
-    let r = crate::vm::reentry::call(f, std::slice::from_ref(obj), &[]);
+    let r = crate::ops::reentry::call(f, std::slice::from_ref(obj), &[]);
     let e = match r {
         Ok(Value::Str(s)) => return s.as_str().to_string(),
-        Ok(other) => crate::vm::value::err(
+        Ok(other) => crate::value::err(
             crate::error::ErrorKind::TypeError,
             format!("{what} returned non-string (type {})", other.type_name()),
         ),
@@ -65,12 +65,12 @@ fn dunder_text(f: &Value, obj: &Value, what: &str) -> String {
     String::new()
 }
 
-fn take_pending() -> Option<crate::vm::value::Exc> {
+fn take_pending() -> Option<crate::value::Exc> {
     PENDING.with(|p| p.borrow_mut().take())
 }
 
 /// `str(x)`, raising what a struct's `__str__` raised.
-pub fn str_checked(v: &Value) -> crate::vm::value::VResult<String> {
+pub fn str_checked(v: &Value) -> crate::value::VResult<String> {
     take_pending();
     let s = str_of(v);
     match take_pending() {
@@ -80,7 +80,7 @@ pub fn str_checked(v: &Value) -> crate::vm::value::VResult<String> {
 }
 
 /// `repr(x)`, raising what a struct's `__repr__` raised.
-pub fn repr_checked(v: &Value) -> crate::vm::value::VResult<String> {
+pub fn repr_checked(v: &Value) -> crate::value::VResult<String> {
     take_pending();
     let s = repr_of(v);
     match take_pending() {
@@ -99,7 +99,7 @@ pub fn str_of(v: &Value) -> String {
                 return dunder_text(f, v, "__str__");
             }
             if s.ty.error_kind.is_some() {
-                return crate::vm::structs::error_text(s);
+                return crate::ops::structs::error_text(s);
             }
             repr_of(v)
         }
@@ -117,43 +117,6 @@ pub fn str_of(v: &Value) -> String {
         Value::Object(o) => o.0.to_str(),
         other => repr_of(other),
     }
-}
-
-/// Python's repr of a string: single quotes unless the text contains `'`
-/// and no `"`; escapes backslash, the quote, `\n \r \t` and non-printables.
-pub fn quote_str(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
-                let n = c as u32;
-                if n <= 0xff {
-                    out.push_str(&format!("\\x{n:02x}"));
-                } else if n <= 0xffff {
-                    out.push_str(&format!("\\u{n:04x}"));
-                } else {
-                    out.push_str(&format!("\\U{n:08x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
 }
 
 fn join_reprs(items: &[Value]) -> String {
@@ -294,12 +257,12 @@ mod tests {
     use crate::error::ErrorKind;
     #[allow(unused_imports)]
     use crate::ops::Must;
-    use crate::vm::value::{ErrorObj, HashKey, RangeObj};
+    use crate::value::{ErrorObj, HashKey, RangeObj};
     use std::sync::Arc;
 
     #[test]
     fn containers_use_repr_of_elements() {
-        let mut map = crate::vm::value::DictMap::new();
+        let mut map = crate::value::DictMap::new();
         map.insert(HashKey::new(Value::str("k")).must(), Value::list(vec![Value::None]));
         let v = Value::list(vec![
             Value::Float(1.0),

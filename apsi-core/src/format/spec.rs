@@ -7,9 +7,9 @@
 //! (`none`, lists, structs, tensors, …) formats as its `str` text under the
 //! string rules (fill, align, width, precision truncates).
 
-use super::float::{fixed, float_repr, positional, scientific, significant};
 use crate::error::ErrorKind;
-use crate::vm::value::{err, VResult, Value};
+use crate::text::float::{fixed, float_repr, positional, scientific, significant};
+use crate::value::{err, VResult, Value};
 
 #[derive(Debug, Default, Clone)]
 struct Spec {
@@ -25,7 +25,7 @@ struct Spec {
     ty: Option<char>,
 }
 
-fn invalid(spec: &str, v: &Value) -> crate::vm::value::Exc {
+fn invalid(spec: &str, v: &Value) -> crate::value::Exc {
     err(
         ErrorKind::ValueError,
         format!(
@@ -136,7 +136,7 @@ pub fn format_value(v: &Value, spec: &str) -> VResult<String> {
     }
 }
 
-fn unknown_code(ty: char, type_name: &str) -> crate::vm::value::Exc {
+fn unknown_code(ty: char, type_name: &str) -> crate::value::Exc {
     err(
         ErrorKind::ValueError,
         format!("unknown format code '{ty}' for value of type {type_name}"),

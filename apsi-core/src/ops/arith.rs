@@ -4,7 +4,7 @@
 use super::protocol::call_dunder;
 use crate::error::ErrorKind;
 use crate::syntax::ast::{BinOp, UnaryOp};
-use crate::vm::value::{err, Exc, VResult, Value};
+use crate::value::{err, Exc, VResult, Value};
 
 /// A number operand: bools take part as ints, as in Python.
 #[derive(Clone, Copy)]

@@ -1,7 +1,7 @@
 //! Attributes: `x.name` and `x.name = v`, with did-you-mean hints.
 
 use crate::error::ErrorKind;
-use crate::vm::value::{err, BoundMethod, ErrorObj, Exc, NativeFn, VResult, Value};
+use crate::value::{err, BoundMethod, ErrorObj, Exc, NativeFn, VResult, Value};
 use std::sync::Arc;
 
 /// Edit distance between two short names (for "did you mean" hints).
@@ -60,7 +60,7 @@ pub fn get_attr(obj: &Value, name: &str) -> VResult<Value> {
                 })));
             }
             if let Some(g) = s.ty.properties.get(name) {
-                return crate::vm::reentry::call(g, std::slice::from_ref(obj), &[]);
+                return crate::ops::reentry::call(g, std::slice::from_ref(obj), &[]);
             }
             if let Some(m) = s.ty.statics.get(name) {
                 return Ok(m.clone());
@@ -82,7 +82,7 @@ pub fn get_attr(obj: &Value, name: &str) -> VResult<Value> {
                     .chain(consts.keys().map(|k| &**k));
             Err(no_attr(format!("'{}' object", s.ty.name), name, names))
         }
-        Value::StructType(t) => match crate::vm::structs::type_attr(t, name) {
+        Value::StructType(t) => match crate::ops::structs::type_attr(t, name) {
             Some(m) => Ok(m),
             None if name == "__name__" => Ok(Value::str(t.name.as_str())),
             None => {
@@ -165,7 +165,7 @@ pub fn set_attr(obj: &Value, name: &str, v: Value) -> VResult<()> {
                 "cannot assign to '{name}': it is a constant of '{}', not a field",
                 s.ty.name
             );
-            Err(match crate::vm::structs::constant_hint(&s.ty, name) {
+            Err(match crate::ops::structs::constant_hint(&s.ty, name) {
                 Some(h) => ErrorObj::with_hint(ErrorKind::AttributeError, msg, h),
                 None => err(ErrorKind::AttributeError, msg),
             })
@@ -224,10 +224,10 @@ pub fn set_attr(obj: &Value, name: &str, v: Value) -> VResult<()> {
 /// with-statement (which calls `__enter__`/`__exit__`) and Python-style
 /// explicit calls reach them. `__next__` raises `StopIteration` at the end,
 /// as Python's does.
-fn protocol_method(this: &Value, p: crate::vm::value::Protocols, name: &str) -> Option<Value> {
-    use crate::vm::value::{Caller, Kwargs};
+fn protocol_method(this: &Value, p: crate::value::Protocols, name: &str) -> Option<Value> {
+    use crate::value::{Caller, Kwargs};
     type Hook = fn(&Value, &mut dyn Caller, &[Value]) -> VResult<Value>;
-    fn object(v: &Value) -> &dyn crate::vm::value::ApsiObject {
+    fn object(v: &Value) -> &dyn crate::value::ApsiObject {
         match v {
             Value::Object(o) => &*o.0,
             _ => unreachable!("protocol methods are made for objects only"),
@@ -238,7 +238,7 @@ fn protocol_method(this: &Value, p: crate::vm::value::Protocols, name: &str) -> 
         "__iter__" if p.next => |v, _, _| Ok(v.clone()),
         "__next__" if p.next => |v, c, _| match object(v).next(v, c)? {
             Some(x) => Ok(x),
-            None => Err(crate::vm::value::err(ErrorKind::StopIteration, "")),
+            None => Err(crate::value::err(ErrorKind::StopIteration, "")),
         },
         "__len__" if p.len => |v, _, _| object(v).len(v).map(Value::Int),
         "__enter__" if p.context => |v, c, _| object(v).enter(v, c),
@@ -252,7 +252,7 @@ fn protocol_method(this: &Value, p: crate::vm::value::Protocols, name: &str) -> 
     let name_owned = name.to_string();
     let f = move |c: &mut dyn Caller, args: &[Value], kw: Kwargs| -> VResult<Value> {
         if let Some((k, _)) = kw.first() {
-            return Err(crate::vm::value::err(
+            return Err(crate::value::err(
                 ErrorKind::TypeError,
                 format!("{name_owned}() got an unexpected keyword argument '{k}'"),
             ));
@@ -267,8 +267,8 @@ mod tests {
     use super::*;
     #[allow(unused_imports)]
     use crate::ops::Must;
-    use crate::vm::value::VLock as RwLock;
-    use crate::vm::value::{StructField, StructObj, StructType};
+    use crate::value::VLock as RwLock;
+    use crate::value::{StructField, StructObj, StructType};
 
     fn vec2() -> Value {
         let ty = Arc::new(StructType {
@@ -312,7 +312,7 @@ mod tests {
         let Value::Struct(s) = &v else { panic!("not a struct") };
         let ty = s.ty.clone();
         let f = Value::Native(Arc::new(NativeFn::new("norm2", |_c, _a, _k| Ok(Value::Int(0)))));
-        let mut methods: indexmap::IndexMap<Arc<str>, Value, crate::vm::value::FxBuild> = Default::default();
+        let mut methods: indexmap::IndexMap<Arc<str>, Value, crate::value::FxBuild> = Default::default();
         methods.insert("norm2".into(), f.clone());
         let ty2 = Arc::new(StructType::plain(ty.name.clone(), Vec::new(), methods));
         let w = Value::Struct(Arc::new(StructObj {

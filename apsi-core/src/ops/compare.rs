@@ -6,7 +6,7 @@ use super::iter::contains;
 use super::protocol::call_dunder;
 use crate::error::ErrorKind;
 use crate::syntax::ast::CmpOp;
-use crate::vm::value::{err, VResult, Value};
+use crate::value::{err, VResult, Value};
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -14,7 +14,7 @@ use std::sync::Arc;
 /// raising `RecursionError` (a list that contains itself, say).
 const MAX_DEPTH: usize = 1000;
 
-fn too_deep() -> crate::vm::value::Exc {
+fn too_deep() -> crate::value::Exc {
     err(
         ErrorKind::RecursionError,
         "maximum recursion depth exceeded in comparison",
@@ -213,7 +213,7 @@ fn eq_depth(a: &Value, b: &Value, depth: usize) -> VResult<bool> {
     }
 }
 
-fn not_supported(op: CmpOp, a: &Value, b: &Value) -> crate::vm::value::Exc {
+fn not_supported(op: CmpOp, a: &Value, b: &Value) -> crate::value::Exc {
     err(
         ErrorKind::TypeError,
         format!(

@@ -19,7 +19,7 @@
 //! Equal values hash equal (the rule dict keys rely on too).
 
 use crate::error::ErrorKind;
-use crate::vm::value::{err, Caller, StructObj, VResult, Value};
+use crate::value::{err, Caller, StructObj, VResult, Value};
 use std::sync::Arc;
 
 /// `2**61 - 1`, CPython's `_PyHASH_MODULUS` on 64-bit platforms.
@@ -129,7 +129,7 @@ fn identity<T>(p: &Arc<T>) -> i64 {
     fix((Arc::as_ptr(p) as usize as u64).rotate_right(4) as i64)
 }
 
-fn unhashable(v: &Value) -> crate::vm::value::Exc {
+fn unhashable(v: &Value) -> crate::value::Exc {
     err(ErrorKind::TypeError, format!("unhashable type: '{}'", v.type_name()))
 }
 
@@ -186,11 +186,11 @@ fn hash_depth(caller: &mut dyn Caller, v: &Value, depth: usize) -> VResult<i64> 
 /// through `caller`, once structs have dunders.
 pub fn struct_hash(caller: &mut dyn Caller, s: &Arc<StructObj>) -> VResult<i64> {
     match s.ty.hash_mode {
-        crate::vm::value::HashMode::Identity => Ok(identity(s)),
-        crate::vm::value::HashMode::Unhashable => {
+        crate::value::HashMode::Identity => Ok(identity(s)),
+        crate::value::HashMode::Unhashable => {
             Err(err(ErrorKind::TypeError, format!("unhashable type: '{}'", s.ty.name)))
         }
-        crate::vm::value::HashMode::Method => {
+        crate::value::HashMode::Method => {
             let f = s.ty.method("__hash__").cloned().unwrap_or(Value::None);
             match caller.call(&f, &[Value::Struct(s.clone())], &[])? {
                 // As CPython: the method's int as it is (every i64 fits a
@@ -207,7 +207,7 @@ pub fn struct_hash(caller: &mut dyn Caller, s: &Arc<StructObj>) -> VResult<i64> 
 }
 
 /// The prelude's `hash(x)`.
-pub(crate) fn hash_builtin(c: &mut dyn Caller, args: &[Value], kw: crate::vm::value::Kwargs) -> VResult<Value> {
+pub(crate) fn hash_builtin(c: &mut dyn Caller, args: &[Value], kw: crate::value::Kwargs) -> VResult<Value> {
     if !kw.is_empty() {
         return Err(err(ErrorKind::TypeError, "hash() takes no keyword arguments"));
     }
@@ -267,7 +267,7 @@ mod tests {
         assert_eq!(h(Value::tuple(vec![I(1), I(2)])), -3550055125485641917);
         assert_eq!(h(Value::tuple(vec![F(1.0), I(2)])), h(Value::tuple(vec![I(1), I(2)])));
         let r = |a, b| {
-            Value::Range(Arc::new(crate::vm::value::RangeObj {
+            Value::Range(Arc::new(crate::value::RangeObj {
                 start: a,
                 stop: b,
                 step: 1,

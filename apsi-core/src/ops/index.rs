@@ -2,7 +2,7 @@
 
 use super::protocol::call_dunder;
 use crate::error::ErrorKind;
-use crate::vm::value::{err, Caller, Exc, HashKey, RangeObj, SliceObj, VResult, Value};
+use crate::value::{err, Caller, Exc, HashKey, RangeObj, SliceObj, VResult, Value};
 use std::sync::Arc;
 
 /// An index operand as an int (bools count as 0 and 1, as in Python).

@@ -4,7 +4,7 @@ use super::arith::{num, Num};
 use super::compare::eq;
 use super::protocol::call_dunder;
 use crate::error::ErrorKind;
-use crate::vm::value::{err, Caller, HashKey, RangeObj, VResult, Value};
+use crate::value::{err, Caller, HashKey, RangeObj, VResult, Value};
 
 /// The most elements materialising a range may create.
 const MAX_MATERIALISE: i64 = 1 << 28;
@@ -26,7 +26,7 @@ fn range_items(r: &RangeObj) -> VResult<Vec<Value>> {
     Ok(out)
 }
 
-fn not_iterable(v: &Value) -> crate::vm::value::Exc {
+fn not_iterable(v: &Value) -> crate::value::Exc {
     err(
         ErrorKind::TypeError,
         format!("'{}' object is not iterable", v.type_name()),
@@ -104,7 +104,7 @@ pub fn contains(container: &Value, item: &Value) -> VResult<bool> {
         if let Some(r) = super::dunder::contains(container, item) {
             return r;
         }
-        let items = iterate(&mut crate::vm::reentry::Reentrant, container)?;
+        let items = iterate(&mut crate::ops::reentry::Reentrant, container)?;
         for x in &items {
             if x.is(item) || eq(x, item)? {
                 return Ok(true);
@@ -205,7 +205,7 @@ pub fn contains(container: &Value, item: &Value) -> VResult<bool> {
     }
 }
 
-fn no_len(v: &Value) -> crate::vm::value::Exc {
+fn no_len(v: &Value) -> crate::value::Exc {
     err(
         ErrorKind::TypeError,
         format!("object of type '{}' has no len()", v.type_name()),

@@ -3,7 +3,7 @@
 //! `enumerate`/`zip`/`map`/`filter` return for lazy input, and [`Pull`],
 //! the one-item-at-a-time source the builtins read.
 //!
-//! What counts as an iterator: a generator (`vm::generator`), an
+//! What counts as an iterator: a generator (`value::generator`), an
 //! [`IterObj`], a struct with a `__next__` method (it ends by raising
 //! `StopIteration`), and a module object with a `__next__` hook (a channel
 //! stream: `(item,)` or none). `iter` of an iterator is itself.
@@ -23,8 +23,8 @@
 //! from inside that pull raises `ValueError` instead of deadlocking.
 
 use crate::error::ErrorKind;
-use crate::vm::generator::{GenObj, Step};
-use crate::vm::value::{err, ApsiObject, Caller, Exc, ListObj, ObjBox, TupleObj, VResult, Value};
+use crate::value::generator::{GenObj, Step};
+use crate::value::{err, ApsiObject, Caller, Exc, ListObj, ObjBox, TupleObj, VResult, Value};
 use parking_lot::Mutex;
 use std::sync::Arc;
 
@@ -368,4 +368,21 @@ pub fn lazy_map(c: &mut dyn Caller, xs: &Value, f: &Value) -> VResult<Value> {
 /// `filter(xs, f)` over a lazy `xs`: a lazy `<filter>` (`f` none keeps truthy items).
 pub fn lazy_filter(c: &mut dyn Caller, xs: &Value, f: &Value) -> VResult<Value> {
     Ok(obj("filter", IterState::Filter(Box::new(Pull::new(c, xs)?), f.clone())))
+}
+
+/// The `StopIteration` that `next(g)` raises when `g` ends; `value` is the
+/// generator's return value (`e.value`; `str(e)` shows it as Python does).
+pub fn stop_iteration(value: Value) -> Exc {
+    let msg = match &value {
+        Value::None => String::new(),
+        v => crate::format::str_of(v),
+    };
+    let e = crate::value::ErrorObj::new(ErrorKind::StopIteration, msg);
+    match Arc::try_unwrap(e) {
+        Ok(mut o) => {
+            o.value = Some(value);
+            Arc::new(o)
+        }
+        Err(e) => e,
+    }
 }

@@ -12,7 +12,7 @@
 
 use crate::error::ErrorKind;
 use crate::syntax::ast::{BinOp, CmpOp};
-use crate::vm::value::{err, Caller, DictMap, Exc, HashKey, SetObj, VResult, Value};
+use crate::value::{err, Caller, DictMap, Exc, HashKey, SetObj, VResult, Value};
 
 /// The members of a set, in order (a snapshot).
 pub fn members(s: &SetObj) -> Vec<Value> {

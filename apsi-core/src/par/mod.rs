@@ -16,7 +16,6 @@
 //! - [`task_local`]: hooks that give each task its own copy of a module's
 //!   thread-local state (`use random`'s generator).
 
-pub mod parfor;
 pub mod parts;
 pub mod pool;
 pub mod task_local;

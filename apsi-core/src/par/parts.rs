@@ -10,7 +10,7 @@
 
 use super::pool;
 use crate::error::ErrorKind;
-use crate::vm::value::{err, Caller, Exc, VResult, Value};
+use crate::value::{err, Caller, Exc, VResult, Value};
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -14,10 +14,10 @@
 use super::arith::Arg;
 use super::dtype::DType;
 use super::layout::shape_str;
-use crate::compile::code::TypeCheck;
+use crate::code::TypeCheck;
 use crate::error::ErrorKind;
 use crate::syntax::ast::{Expr, ExprKind};
-use crate::vm::value::{err, VResult, Value};
+use crate::value::{err, VResult, Value};
 use parking_lot::RwLock;
 use std::sync::Arc;
 

@@ -12,7 +12,7 @@ use crate::builtins::Args;
 use crate::error::ErrorKind;
 use crate::module::ModuleBuilder;
 use crate::syntax::ast::BinOp;
-use crate::vm::value::{err, Caller, Kwargs, NativeFn, NativeFnPtr, VResult, Value};
+use crate::value::{err, Caller, Kwargs, NativeFn, NativeFnPtr, VResult, Value};
 use std::sync::Arc;
 
 /// Adds the tensor names to a module (the prelude).

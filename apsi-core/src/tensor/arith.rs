@@ -9,7 +9,7 @@ use super::real::Real;
 use super::storage::Scalar;
 use crate::error::ErrorKind;
 use crate::syntax::ast::{BinOp, CmpOp};
-use crate::vm::value::{err, Exc, VResult, Value};
+use crate::value::{err, Exc, VResult, Value};
 
 /// An operand of a tensor operator: a tensor or a plain (weakly typed) number.
 #[derive(Clone)]

@@ -15,7 +15,7 @@ use super::dtype::DType;
 use super::shape::{broadcast_to, permute, reshape, sum_to};
 use crate::error::ErrorKind;
 use crate::syntax::ast::{BinOp, CmpOp};
-use crate::vm::value::{err, VResult};
+use crate::value::{err, VResult};
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -410,7 +410,7 @@ pub fn backward(out: &Tensor, leaves: &[Tensor], record_grads: bool) -> VResult<
     result
 }
 
-pub fn not_scalar(shape: &[usize]) -> crate::vm::value::Exc {
+pub fn not_scalar(shape: &[usize]) -> crate::value::Exc {
     err(
         ErrorKind::TypeError,
         format!(

@@ -5,7 +5,7 @@ use super::dtype::DType;
 use super::layout::{checked_size, for_each_offset, Layout};
 use super::storage::{Buffer, Elems, Scalar, Storage};
 use crate::error::ErrorKind;
-use crate::vm::value::{err, VResult};
+use crate::value::{err, VResult};
 use std::sync::Arc;
 
 #[derive(Clone)]

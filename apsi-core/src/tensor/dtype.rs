@@ -6,7 +6,7 @@
 //! ([`DType::storage`]) and converted by `tensor::codec`.
 
 use crate::error::ErrorKind;
-use crate::vm::value::{err, ApsiObject, ObjBox, VResult, Value};
+use crate::value::{err, ApsiObject, ObjBox, VResult, Value};
 use std::sync::Arc;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -11,7 +11,7 @@ use super::reduce::{self, RKind};
 #[allow(unused_imports)]
 use super::storage::Scalar;
 use crate::syntax::ast::BinOp;
-use crate::vm::value::{VResult, Value};
+use crate::value::{VResult, Value};
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 

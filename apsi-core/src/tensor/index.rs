@@ -8,12 +8,12 @@ use super::dtype::{DType, Kind};
 use super::layout::{for_each_offset, shape_str, Layout};
 use super::storage::Scalar;
 use crate::error::ErrorKind;
-use crate::vm::value::{err, Exc, VResult, Value};
+use crate::value::{err, Exc, VResult, Value};
 use std::sync::Arc;
 
 enum Item {
     Int(i64),
-    Slice(Arc<crate::vm::value::SliceObj>),
+    Slice(Arc<crate::value::SliceObj>),
     NewAxis,
     Mask(Tensor),
     Ints(Tensor),

@@ -4,7 +4,7 @@
 use super::core::{Tensor, PAR_MIN};
 use super::layout::{broadcast_shapes, for_each_offset, Layout};
 use super::storage::Scalar;
-use crate::vm::value::VResult;
+use crate::value::VResult;
 use rayon::prelude::*;
 
 /// Runs `f` inside a function compiled for the widest vector unit this CPU

@@ -1,7 +1,7 @@
 //! Shapes, strides and offsets: how a view maps indices to storage.
 
 use crate::error::ErrorKind;
-use crate::vm::value::{err, Exc};
+use crate::value::{err, Exc};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layout {

@@ -8,9 +8,9 @@ use super::dtype::{DType, Kind};
 use super::layout::{broadcast_shapes, for_each_offset, shape_str, Layout};
 use super::storage::Scalar;
 use crate::error::ErrorKind;
-use crate::vm::value::{err, VResult};
+use crate::value::{err, VResult};
 
-fn mismatch(a: &[usize], b: &[usize]) -> crate::vm::value::Exc {
+fn mismatch(a: &[usize], b: &[usize]) -> crate::value::Exc {
     err(
         ErrorKind::ShapeError,
         format!("matmul: shapes {} and {} are not aligned", shape_str(a), shape_str(b)),

@@ -10,9 +10,7 @@ use super::shape;
 use crate::builtins::Args;
 use crate::error::ErrorKind;
 use crate::syntax::ast::{BinOp, CmpOp};
-use crate::vm::value::{
-    err, ApsiObject, BoundMethod, Caller, Exc, Kwargs, NativeFn, NativeFnPtr, ObjBox, VResult, Value,
-};
+use crate::value::{err, ApsiObject, BoundMethod, Caller, Exc, Kwargs, NativeFn, NativeFnPtr, ObjBox, VResult, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 

@@ -10,7 +10,7 @@ use super::kernels::wide;
 use super::layout::{for_each_offset, Layout};
 use super::storage::Scalar;
 use crate::error::ErrorKind;
-use crate::vm::value::{err, VResult};
+use crate::value::{err, VResult};
 use rayon::prelude::*;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,7 +6,7 @@ use super::core::Tensor;
 use super::dtype::DType;
 use super::layout::{checked_size, shape_str, Layout};
 use crate::error::ErrorKind;
-use crate::vm::value::{err, VResult};
+use crate::value::{err, VResult};
 
 /// Resolves a requested shape with at most one `-1` against `size`.
 pub fn resolve_shape(want: &[i64], size: usize, from: &[usize]) -> VResult<Vec<usize>> {

@@ -7,7 +7,7 @@ use super::core::Tensor;
 use super::object::{as_tensor, tensor_value};
 use crate::ops::NoCaller;
 use crate::syntax::ast::BinOp;
-use crate::vm::value::{Caller, VResult, Value};
+use crate::value::{Caller, VResult, Value};
 use std::sync::Arc;
 
 fn prelude_fn(name: &str) -> Value {
@@ -283,7 +283,7 @@ fn every_differentiable_op_matches_finite_differences() {
     fd(
         "slice",
         &|v| {
-            let sl = Value::Slice(Arc::new(crate::vm::value::SliceObj {
+            let sl = Value::Slice(Arc::new(crate::value::SliceObj {
                 start: Value::None,
                 stop: Value::None,
                 step: Value::Int(-1),
@@ -382,11 +382,11 @@ fn every_differentiable_op_matches_finite_differences() {
 
 #[test]
 fn second_derivatives_compose() {
-    let f = |c: &mut dyn Caller, args: &[Value], _kw: crate::vm::value::Kwargs| -> VResult<Value> {
+    let f = |c: &mut dyn Caller, args: &[Value], _kw: crate::value::Kwargs| -> VResult<Value> {
         let _ = c;
         bin(BinOp::Pow, &args[0], &Value::Float(3.0))
     };
-    let fv = Value::Native(Arc::new(crate::vm::value::NativeFn::closure("cube", Box::new(f))));
+    let fv = Value::Native(Arc::new(crate::value::NativeFn::closure("cube", Box::new(f))));
     let g = ok(call("grad", &[fv], &[]));
     let gg = ok(call("grad", &[g], &[]));
     let r = ok(NoCaller.call(&gg, &[Value::Float(2.0)], &[]));
@@ -445,7 +445,7 @@ fn promotion_and_printing() {
 #[test]
 fn views_share_storage_and_writes_go_through() {
     let a = ok(call("zeros", &[Value::tuple(vec![Value::Int(2), Value::Int(3)])], &[]));
-    let sl = Value::Slice(Arc::new(crate::vm::value::SliceObj {
+    let sl = Value::Slice(Arc::new(crate::value::SliceObj {
         start: Value::None,
         stop: Value::None,
         step: Value::None,

@@ -3,10 +3,10 @@
 //! unpacking and `except` matching.
 
 use super::exec::Args;
-use super::function::Closure;
-use super::value::*;
-use crate::compile::code::TypeCheck;
+use crate::code::TypeCheck;
 use crate::error::ErrorKind;
+use crate::value::function::Closure;
+use crate::value::*;
 use crate::{format, ops};
 use std::sync::Arc;
 
@@ -14,16 +14,7 @@ fn type_err(msg: String) -> Exc {
     err(ErrorKind::TypeError, msg)
 }
 
-/// `'a'`, `'a' and 'b'`, `'a', 'b', and 'c'` (Python's wording).
-pub(super) fn name_list(names: &[&str]) -> String {
-    let q: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
-    match q.len() {
-        0 => String::new(),
-        1 => q[0].clone(),
-        2 => format!("{} and {}", q[0], q[1]),
-        n => format!("{}, and {}", q[..n - 1].join(", "), q[n - 1]),
-    }
-}
+pub(super) use crate::text::name_list;
 
 /// Bind positional and keyword arguments to the parameter slots of `f`
 /// (register order: positional, `*args`, keyword-only, `**kwargs`).
@@ -141,7 +132,7 @@ pub(crate) fn bind_args(f: &Closure, pos: Args, kw: Vec<(Arc<str>, Value)>) -> V
 type SmallVecOpt = smallvec::SmallVec<[Option<Value>; 8]>;
 
 fn check_type(fname: &str, param: &str, check: TypeCheck, v: &Value) -> VResult<()> {
-    if accepts(check, v) {
+    if crate::ops::accepts(check, v) {
         Ok(())
     } else {
         Err(type_err(format!(
@@ -169,7 +160,7 @@ pub(crate) fn make_error(kind: ErrorKind, pos: &[Value], kw: &[(Arc<str>, Value)
     }
     if kind == ErrorKind::StopIteration {
         // `StopIteration(v)`: `e.value` is v (none without an argument).
-        return Ok(Value::Error(crate::vm::generator::stop_iteration(
+        return Ok(Value::Error(crate::ops::iters::stop_iteration(
             pos.first().cloned().unwrap_or(Value::None),
         )));
     }
@@ -269,25 +260,4 @@ pub(crate) fn error_matches(e: &ErrorObj, kinds: &Value) -> VResult<bool> {
             other.type_name()
         ))),
     }
-}
-
-/// Whether `v` is accepted by a parameter annotated `check` (a run-time
-/// check the compiler attached to the parameter). Here rather than on
-/// `TypeCheck` so the bytecode format does not depend on tensors.
-pub fn accepts(check: TypeCheck, v: &Value) -> bool {
-    // Under `grad`, a float argument travels as a traced 0-d tensor.
-    if let (TypeCheck::Float, Some(t)) = (check, crate::tensor::as_tensor(v)) {
-        return t.ndim() == 0 && t.dtype.is_float();
-    }
-    matches!(
-        (check, v),
-        (TypeCheck::Int, Value::Int(_) | Value::Bool(_))
-            | (TypeCheck::Float, Value::Float(_) | Value::Int(_) | Value::Bool(_))
-            | (TypeCheck::Str, Value::Str(_))
-            | (TypeCheck::Bool, Value::Bool(_))
-            | (TypeCheck::List, Value::List(_))
-            | (TypeCheck::Dict, Value::Dict(_))
-            | (TypeCheck::Tuple, Value::Tuple(_))
-            | (TypeCheck::NoneType, Value::None)
-    ) || (matches!(check, TypeCheck::Tensor(_)) && crate::tensor::as_tensor(v).is_some())
 }

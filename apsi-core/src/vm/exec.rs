@@ -16,14 +16,14 @@
 //! - A handler belongs to one frame and is dropped when that frame ends.
 
 use super::call;
-use super::function::{Cell, Closure};
-use super::ic::Hit;
-use super::runtime::Shared;
-use super::value::*;
-use crate::compile::code::{Capture, Code, Instr, Reg, NO_REG};
+use super::shared::Shared;
+use crate::code::{Capture, Code, Instr, Reg, NO_REG};
 use crate::diagnostic::TraceEntry;
 use crate::error::ErrorKind;
 use crate::syntax::ast::{BinOp, CmpOp, UnaryOp};
+use crate::value::function::{Cell, Closure};
+use crate::value::ic::Hit;
+use crate::value::*;
 use crate::{format, ops};
 use smallvec::SmallVec;
 use std::sync::Arc;
@@ -33,7 +33,7 @@ mod resume;
 mod slow;
 use slow::Flow;
 
-pub(crate) type Args = SmallVec<[Value; 8]>;
+pub(crate) use crate::value::CallArgs as Args;
 
 #[derive(Clone, Copy)]
 struct Frame {
@@ -107,7 +107,7 @@ pub struct Executor {
     /// This thread runs Apsi code (containers lock while others do too).
     /// `None` for the spare executors of `reentry`, which run on a thread
     /// that already is a participant.
-    _participant: Option<super::vlock::Participant>,
+    _participant: Option<crate::value::vlock::Participant>,
     /// Depths of the generator frames being resumed, innermost last (`resume.rs`).
     gen_frames: Vec<u32>,
     /// Set by `Instr::Yield` as it leaves `run`: the frame suspended, not returned.
@@ -355,7 +355,7 @@ impl Executor {
             handlers: Vec::new(),
             native_depth: 0,
             reraise_skip: None,
-            _participant: Some(super::vlock::Participant::new()),
+            _participant: Some(crate::value::vlock::Participant::new()),
             gen_frames: Vec::new(),
             yielded: false,
             special: Vec::new(),
@@ -496,8 +496,8 @@ impl Executor {
             Value::Func(c) => {
                 let slots = call::bind_args(&c, pos, kw)?;
                 if c.proto.generator {
-                    // A generator function runs nothing yet (vm/generator.rs).
-                    return Ok(Some(super::generator::GenObj::new_value(c, slots)));
+                    // A generator function runs nothing yet (value/generator.rs).
+                    return Ok(Some(crate::value::generator::GenObj::new_value(c, slots)));
                 }
                 let slots_len = slots.len();
                 self.ensure(fpos + 1 + slots.len() + 1);
@@ -527,7 +527,7 @@ impl Executor {
             // `__init__` in Apsi runs as a frame on this loop (`frames.rs`).
             Value::StructType(t) => match self.push_init_frame(fpos, &t, pos, kw) {
                 Ok(r) => r.map(|()| None),
-                Err((pos, kw)) => super::structs::construct(self, &t, pos, kw).map(Some),
+                Err((pos, kw)) => crate::ops::structs::construct(self, &t, pos, kw).map(Some),
             },
             Value::Kind(k) => call::make_error(k, &pos, &kw).map(Some),
             // `obj(args)` on a struct with `__call__`.
@@ -1275,7 +1275,7 @@ impl Executor {
                         }
                     }
                     // Struct attributes and methods through the instruction's
-                    // inline cache (`vm/ic.rs`); `slow` fills it on a miss.
+                    // inline cache (`value/ic.rs`); `slow` fills it on a miss.
                     Instr::GetAttr { a, b, .. } => match &*r!(b) {
                         Value::Struct(s) => {
                             if let Some(i) = code.ic_at(pc!() - 1).and_then(|ic| ic.field(s.ty.layout)) {
@@ -1358,7 +1358,7 @@ impl Executor {
                     }
                     Instr::ToStr { a, b } => {
                         if let Value::Int(i) = *r!(b) {
-                            setv(r!(a), Value::Str(crate::vm::value::StrRef::new(StrObj::from_int(i))));
+                            setv(r!(a), Value::Str(crate::value::StrRef::new(StrObj::from_int(i))));
                             continue;
                         }
                     }
@@ -1415,8 +1415,8 @@ impl Executor {
                         // A generator: its frame is pushed on this loop
                         // (`resume.rs`); its `yield` comes back to the `Jmp` word.
                         if let Value::Object(o) = &*r!(a) {
-                            if let Some(g) = o.0.as_any().downcast_ref::<crate::vm::generator::GenObj>() {
-                                let g: *const crate::vm::generator::GenObj = g;
+                            if let Some(g) = o.0.as_any().downcast_ref::<crate::value::generator::GenObj>() {
+                                let g: *const crate::value::generator::GenObj = g;
                                 save_pc!();
                                 // SAFETY: register `a` keeps the generator alive (the
                                 // register may move as the stack grows; it does not).
@@ -1640,7 +1640,7 @@ impl Executor {
             return None;
         }
         // The instance keeps its type alive, and the type its `__init__`.
-        let obj = super::structs::blank(t);
+        let obj = crate::ops::structs::blank(t);
         Some(self.push_with_self(fpos, n, Arc::as_ptr(c), obj.clone(), obj, Ret::Init))
     }
 
@@ -1694,7 +1694,7 @@ impl Executor {
         // The call fits: from here on nothing declines.
         let (slot, first, ret) = match ty {
             Some(t) => {
-                let obj = super::structs::blank(&t);
+                let obj = crate::ops::structs::blank(&t);
                 (obj.clone(), Some(obj), Ret::Init)
             }
             None => (Value::Func(c.clone()), recv, Ret::Normal),
@@ -1776,11 +1776,11 @@ impl Caller for Executor {
         Some(Box::new(Executor::new(self.shared.clone())))
     }
 
-    fn tasks(&self) -> Option<Arc<crate::vm::tasks::TaskRegistry>> {
+    fn tasks(&self) -> Option<Arc<crate::value::tasks::TaskRegistry>> {
         Some(self.shared.tasks.clone())
     }
 
-    fn resume_generator(&mut self, g: &super::generator::GenObj) -> VResult<super::generator::Step> {
+    fn resume_generator(&mut self, g: &crate::value::generator::GenObj) -> VResult<crate::value::generator::Step> {
         self.resume_gen(g)
     }
 }

@@ -21,18 +21,9 @@
 //! native function); containers, cells and global slots lock per operation.
 
 pub(crate) mod call;
-pub mod dict;
 pub mod exec;
-pub mod function;
-pub mod generator;
-pub mod globals;
-pub mod ic;
+pub mod parfor;
 pub mod reentry;
-pub mod runtime;
-pub mod structs;
-pub mod tasks;
-pub mod value;
-pub mod vlock;
+pub mod shared;
 
 pub use exec::Executor;
-pub use runtime::{error_to_run_error, RunError, Runtime, RuntimeConfig};

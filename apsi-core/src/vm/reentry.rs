@@ -1,7 +1,5 @@
-//! Calling Apsi code from Rust code that has no `Caller` at hand: the
-//! operator methods of structs (`__eq__`, `__hash__`, `__lt__`, `__str__`,
-//! `__bool__`, `__len__`, …) reached from `ops`, dict and set lookups,
-//! printing and truthiness.
+//! The executor's side of `ops::reentry`: how Apsi code reached from an
+//! operation (a struct's `__eq__` called by a dict lookup) runs.
 //!
 //! Each thread that runs Apsi code records its runtime here when an
 //! executor starts running (`Executor::call_value`). A call takes a spare
@@ -19,9 +17,9 @@
 //!   raises `RecursionError` instead of exhausting the Rust stack.
 
 use super::exec::Executor;
-use super::runtime::Shared;
-use super::value::{err, Caller, Kwargs, VResult, Value};
+use super::shared::Shared;
 use crate::error::ErrorKind;
+use crate::value::{err, Caller, Kwargs, VResult, Value};
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
@@ -40,6 +38,7 @@ pub(crate) fn install(shared: &Arc<Shared>) {
     RUNTIME.with(|r| {
         let same = matches!(&*r.borrow(), Some(cur) if Arc::ptr_eq(cur, shared));
         if !same {
+            crate::ops::reentry::set_hook(crate::ops::reentry::ReentryHook { call, write_out });
             *r.borrow_mut() = Some(shared.clone());
             SPARES.with(|s| s.borrow_mut().clear());
         }
@@ -76,19 +75,11 @@ pub fn call(f: &Value, args: &[Value], kwargs: Kwargs) -> VResult<Value> {
     r
 }
 
-/// A `Caller` that runs everything through [`call`], for Rust code that
-/// needs one to pass on.
-pub struct Reentrant;
-
-impl Caller for Reentrant {
-    fn call(&mut self, f: &Value, args: &[Value], kwargs: Kwargs) -> VResult<Value> {
-        call(f, args, kwargs)
-    }
-    fn write_out(&mut self, text: &str) -> VResult<()> {
-        let shared = RUNTIME.with(|r| r.borrow().clone());
-        match shared {
-            Some(sh) => sh.write_out(text),
-            None => Err(err(ErrorKind::IOError, "this operation cannot print")),
-        }
+/// Print through this thread's runtime (for [`crate::ops::reentry::Reentrant`]).
+fn write_out(text: &str) -> VResult<()> {
+    let shared = RUNTIME.with(|r| r.borrow().clone());
+    match shared {
+        Some(sh) => sh.write_out(text),
+        None => Err(err(ErrorKind::IOError, "this operation cannot print")),
     }
 }

@@ -5,8 +5,8 @@
 
 use apsi_core::check::{Program, ResolvedUse, Unit, UseTarget};
 use apsi_core::diagnostic::SourceMap;
+use apsi_core::driver::{RunError, Runtime, RuntimeConfig};
 use apsi_core::syntax::{self, ast};
-use apsi_core::vm::{RunError, Runtime, RuntimeConfig};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

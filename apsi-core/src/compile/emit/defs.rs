@@ -138,7 +138,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         };
         let m = self.mark();
         let a = self.alloc()?;
-        let k = self.konst(crate::vm::structs::super_native())?;
+        let k = self.konst(crate::ops::structs::super_native())?;
         self.emit(Instr::LoadK { a, k });
         let s = self.alloc()?;
         self.load_name(&self_name, s, span)?;

@@ -12,14 +12,14 @@
 //! `loops`, `handlers` and `defs` add the `Compiler` methods for their
 //! part of the language, `passes` works on finished bytecode, `del` on `del`.
 
-use super::code::*;
 use super::fold::{fold, Folded};
 use super::scope::{Binding, ScopeId, ScopeTable};
+use crate::code::*;
 use crate::diagnostic::{Diagnostic, Span};
 use crate::error::ErrorKind;
 use crate::syntax::ast::*;
-use crate::vm::globals::GlobalSlot;
-use crate::vm::value::Value;
+use crate::value::globals::GlobalSlot;
+use crate::value::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 

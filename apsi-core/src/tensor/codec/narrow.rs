@@ -11,7 +11,7 @@ use crate::tensor::core::Tensor;
 use crate::tensor::dtype::{DType, Kind};
 use crate::tensor::layout::{for_each_offset, Layout};
 use crate::tensor::storage::{Buffer, Scalar};
-use crate::vm::value::VResult;
+use crate::value::VResult;
 use std::any::Any;
 
 /// The dtype a packed format computes in.

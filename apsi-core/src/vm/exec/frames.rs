@@ -18,7 +18,7 @@
 
 use super::*;
 use crate::ops::dunder;
-use crate::vm::ic::AttrCache;
+use crate::value::ic::AttrCache;
 
 impl Executor {
     /// `x op y` (`inplace`: `x op= y`) where `x` is a struct whose method
@@ -214,7 +214,7 @@ impl Executor {
             Some(Value::Func(c)) if !c.proto.generator => c.clone(),
             _ => return Err((pos, kw)),
         };
-        let obj = super::super::structs::blank(t);
+        let obj = crate::ops::structs::blank(t);
         pos.insert(0, obj.clone());
         let slots = match call::bind_args(&c, pos, kw) {
             Ok(s) => s,

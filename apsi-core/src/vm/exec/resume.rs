@@ -1,4 +1,4 @@
-//! Running a generator one step (`vm/generator.rs`): its saved frame goes
+//! Running a generator one step (`value/generator.rs`): its saved frame goes
 //! onto this executor's stacks, the dispatch loop runs it until it yields
 //! or ends, and a yielded frame goes back into the generator.
 //!
@@ -20,7 +20,7 @@
 //!   on the Rust stack).
 
 use super::*;
-use crate::vm::generator::{already_executing, GenObj, GenStatus, SavedFrame, Step};
+use crate::value::generator::{already_executing, GenObj, GenStatus, SavedFrame, Step};
 
 impl Executor {
     /// Run `g` to its next `yield` (`Step::Item`) or to its end

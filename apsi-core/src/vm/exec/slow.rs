@@ -9,7 +9,7 @@
 //! registers instead of spilling it around every dispatch.
 
 use super::*;
-use crate::vm::ic::AttrCache;
+use crate::value::ic::AttrCache;
 
 /// `a op b` (`inplace`: `a op= b`) where an operand is a struct: its
 /// operator methods run on this executor (no spare one needed).
@@ -41,7 +41,7 @@ pub(super) enum Flow {
 }
 
 /// The value of a module global, or the `NameError` of reading it unbound.
-fn read_global(slot: &crate::vm::globals::GlobalSlot) -> VResult<Value> {
+fn read_global(slot: &crate::value::globals::GlobalSlot) -> VResult<Value> {
     let v = if slot.is_const {
         slot.get_const().cloned()
     } else {
@@ -53,7 +53,7 @@ fn read_global(slot: &crate::vm::globals::GlobalSlot) -> VResult<Value> {
 /// `T.name` (`on_type`: a method, static method or constant of the struct
 /// type) or `obj.name` (not: a constant, the name being no field, method,
 /// property or static method of the instance's type) through the
-/// instruction's cache (`vm/ic.rs`); `None` sends the read down the
+/// instruction's cache (`value/ic.rs`); `None` sends the read down the
 /// general path, errors included. The lookup order is `type_attr`'s and
 /// `get_attr`'s.
 fn const_cached(t: &StructType, name: &str, ic: Option<&AttrCache>, on_type: bool) -> Option<Value> {
@@ -1056,12 +1056,12 @@ impl Executor {
                 let vals: Vec<Value> = (0..ndef + sp.methods.len() + usize::from(sp.has_base))
                     .map(|i| dup(r!(b as usize + i)))
                     .collect();
-                let t = tri!(super::super::structs::make_struct_type(sp, vals));
+                let t = tri!(crate::ops::structs::make_struct_type(sp, vals));
                 setv(r!(a), t);
             }
             Instr::StructConst { a, k, c } => {
                 let v = dup(r!(c));
-                tri!(super::super::structs::define_const(r!(a), &const_name(code, k), v));
+                tri!(crate::ops::structs::define_const(r!(a), &const_name(code, k), v));
             }
             Instr::Raise { a } => {
                 let e = match &*r!(a) {
@@ -1070,7 +1070,7 @@ impl Executor {
                         e.clone()
                     }
                     Value::Kind(k) => err(*k, ""),
-                    Value::Struct(s) if s.ty.error_kind.is_some() => match super::super::structs::raise_struct(s) {
+                    Value::Struct(s) if s.ty.error_kind.is_some() => match crate::ops::structs::raise_struct(s) {
                         Some(e) => e,
                         None => type_err("internal error: not an error kind".to_string()),
                     },
@@ -1079,9 +1079,9 @@ impl Executor {
                         save_pc!();
                         let t = t.clone();
                         // The frame's registers are not read again before the throw.
-                        let made = super::super::structs::construct(self, &t, Args::new(), Vec::new());
+                        let made = crate::ops::structs::construct(self, &t, Args::new(), Vec::new());
                         match made {
-                            Ok(Value::Struct(s)) => match super::super::structs::raise_struct(&s) {
+                            Ok(Value::Struct(s)) => match crate::ops::structs::raise_struct(&s) {
                                 Some(e) => e,
                                 None => type_err("internal error: not an error kind".to_string()),
                             },
@@ -1155,7 +1155,7 @@ impl Executor {
             Instr::ToStr { a, b } => {
                 let v = match &*r!(b) {
                     Value::Str(_) => dup(r!(b)),
-                    Value::Int(i) => Value::Str(crate::vm::value::StrRef::new(StrObj::from_int(*i))),
+                    Value::Int(i) => Value::Str(crate::value::StrRef::new(StrObj::from_int(*i))),
                     other => Value::str(tri!(format::str_checked(other))),
                 };
                 setv(r!(a), v);
@@ -1170,20 +1170,20 @@ impl Executor {
                 setv(r!(a), Value::str(s));
             }
             Instr::ParFor { a, n, range } => {
-                // `parallel for`: the chunks run on the pool (crate::par::parfor);
+                // `parallel for`: the chunks run on the pool (crate::vm::parfor);
                 // this thread runs the first and waits for the rest.
                 let a = a as usize;
                 let f = take(r!(a));
                 let iter = if range {
-                    crate::par::parfor::LoopIter::Range(dup(r!(a + 1)), dup(r!(a + 2)), dup(r!(a + 3)))
+                    crate::vm::parfor::LoopIter::Range(dup(r!(a + 1)), dup(r!(a + 2)), dup(r!(a + 3)))
                 } else {
-                    crate::par::parfor::LoopIter::Items(take(r!(a + 1)))
+                    crate::vm::parfor::LoopIter::Items(take(r!(a + 1)))
                 };
                 let inits: Vec<(Value, Value)> = (0..n as usize)
                     .map(|j| (take(r!(a + 4 + 2 * j)), take(r!(a + 5 + 2 * j))))
                     .collect();
                 save_pc!();
-                let res = crate::par::parfor::run_loop(self, &f, iter, inits);
+                let res = crate::vm::parfor::run_loop(self, &f, iter, inits);
                 refresh!();
                 match res {
                     Ok((first, rest)) => {

@@ -21,8 +21,8 @@
 //!   running it is empty (the values are in the executor's stack window).
 
 use super::function::{Cell, Closure};
-use super::value::{ApsiObject, Exc, Value};
 use super::vlock::VLock;
+use super::{ApsiObject, Exc, Value};
 use crate::error::ErrorKind;
 use std::sync::Arc;
 
@@ -83,7 +83,7 @@ impl GenObj {
                 },
             }),
         };
-        Value::Object(Arc::new(super::value::ObjBox(Box::new(g))))
+        Value::Object(Arc::new(super::ObjBox(Box::new(g))))
     }
 
     /// The generator inside `v`, if it is one.
@@ -98,7 +98,7 @@ impl GenObj {
 
 /// `ValueError: generator already executing`.
 pub(crate) fn already_executing() -> Exc {
-    super::value::err(ErrorKind::ValueError, "generator already executing")
+    super::err(ErrorKind::ValueError, "generator already executing")
 }
 
 impl ApsiObject for GenObj {
@@ -113,22 +113,5 @@ impl ApsiObject for GenObj {
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self
-    }
-}
-
-/// The `StopIteration` that `next(g)` raises when `g` ends; `value` is the
-/// generator's return value (`e.value`; `str(e)` shows it as Python does).
-pub fn stop_iteration(value: Value) -> Exc {
-    let msg = match &value {
-        Value::None => String::new(),
-        v => crate::format::str_of(v),
-    };
-    let e = super::value::ErrorObj::new(ErrorKind::StopIteration, msg);
-    match Arc::try_unwrap(e) {
-        Ok(mut o) => {
-            o.value = Some(value);
-            Arc::new(o)
-        }
-        Err(e) => e,
     }
 }

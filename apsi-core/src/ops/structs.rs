@@ -9,11 +9,11 @@
 //! itself (inherited methods, statics, properties and constants are copied
 //! in), so no lookup walks the parent chain.
 
-use super::exec::Args;
-use super::value::*;
-use crate::compile::code::{MethodKind, StructProto, TypeCheck};
+use crate::code::{MethodKind, StructProto, TypeCheck};
 use crate::error::ErrorKind;
 use crate::format;
+use crate::value::CallArgs as Args;
+use crate::value::*;
 use parking_lot::RwLock;
 use std::sync::{Arc, OnceLock};
 
@@ -268,13 +268,13 @@ pub(crate) fn bind_fields(
             "{what}() missing {} required argument{}: {}",
             missing.len(),
             if missing.len() == 1 { "" } else { "s" },
-            super::call::name_list(&missing)
+            crate::text::name_list(&missing)
         )));
     }
     let vals: Vec<Value> = vals.into_iter().map(|v| v.unwrap_or(Value::None)).collect();
     for (f, v) in fields.iter().zip(vals.iter()) {
         if let Some(check) = f.annotation.as_deref().and_then(TypeCheck::from_name) {
-            if !crate::vm::call::accepts(check, v) {
+            if !crate::ops::accepts(check, v) {
                 return Err(type_err(format!(
                     "{what}() field '{}' must be {}, not {}",
                     f.name,
@@ -410,7 +410,7 @@ impl ApsiObject for SuperObj {
             return Some(Ok(m.clone()));
         }
         if let Some(g) = p.properties.get(name) {
-            return Some(super::reentry::call(g, std::slice::from_ref(&self.receiver), &[]));
+            return Some(crate::ops::reentry::call(g, std::slice::from_ref(&self.receiver), &[]));
         }
         if let Some(v) = p.constant(name) {
             return Some(Ok(v));

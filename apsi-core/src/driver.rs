@@ -1,5 +1,6 @@
-//! The runtime: what all threads share (code, module globals, the prelude,
-//! program output) and the entry points that run programs and REPL inputs.
+//! The driver: a runtime's entry points. It installs modules, runs the
+//! checker's program through the compiler unit by unit (every unit is
+//! compiled before any runs), and runs programs and REPL inputs on the VM.
 //!
 //! Name lookup at module level (LANGUAGE.md §8): the unit's own globals,
 //! then the unqualified exports of the modules it uses, then the prelude
@@ -10,16 +11,17 @@
 // produced once per run, so its size does not matter.
 #![allow(clippy::result_large_err)]
 
-use super::exec::Executor;
-use super::function::Closure;
-use super::globals::GlobalSlot;
-use super::value::*;
 use crate::check::{Program, Unit, UseTarget};
 use crate::compile::{analyze, compile_module, GlobalEnv, GlobalRef};
 use crate::diagnostic::{Diagnostic, FileId, Label};
 use crate::error::ErrorKind;
 use crate::module::ModuleDescriptor;
 use crate::syntax::ast;
+use crate::value::function::Closure;
+use crate::value::globals::GlobalSlot;
+use crate::value::*;
+use crate::vm::exec::Executor;
+use crate::vm::shared::Shared;
 use indexmap::IndexMap;
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
@@ -71,41 +73,6 @@ pub enum RunError {
     Error(Diagnostic),
     /// `exit(code)` was called.
     Exit(i32),
-}
-
-/// State every thread shares. Immutable except for the output sink.
-pub struct Shared {
-    out: Mutex<BufWriter<Box<dyn Write + Send>>>,
-    /// Flush at every line end (see [`RuntimeConfig::line_buffered`]).
-    line_buffered: bool,
-    pub(crate) prelude: HashMap<String, Value>,
-    pub(crate) modules: HashMap<String, Arc<ModuleObj>>,
-    /// Compiled-in modules whose `use` binds only their name (`math`, `random`).
-    pub(crate) namespace_only: std::collections::HashSet<String>,
-    pub(crate) max_depth: usize,
-    pub(crate) max_native_depth: usize,
-    /// Tasks the program spawned (`use parallel`): waited for at exit.
-    pub(crate) tasks: Arc<crate::vm::tasks::TaskRegistry>,
-    /// The prelude's and the modules' source readers, for the Guard
-    /// ([`crate::check::CheckEnv::source_readers`]).
-    source_readers: Vec<String>,
-}
-
-impl Shared {
-    pub(crate) fn write_out(&self, text: &str) -> VResult<()> {
-        let mut out = self.out.lock();
-        let mut r = out.write_all(text.as_bytes());
-        if r.is_ok() && self.line_buffered && text.contains('\n') {
-            r = out.flush();
-        }
-        r.map_err(|e| err(ErrorKind::IOError, format!("cannot write output: {e}")))
-    }
-    pub(crate) fn flush_out(&self) -> VResult<()> {
-        self.out
-            .lock()
-            .flush()
-            .map_err(|e| err(ErrorKind::IOError, format!("cannot write output: {e}")))
-    }
 }
 
 /// The globals of one unit (or of the REPL session).
@@ -324,7 +291,7 @@ impl Runtime {
             namespace_only,
             max_depth: config.max_depth.max(1),
             max_native_depth: config.max_native_depth.max(1),
-            tasks: Arc::new(crate::vm::tasks::TaskRegistry::new()),
+            tasks: Arc::new(crate::value::tasks::TaskRegistry::new()),
             source_readers,
         };
         if let Some(n) = config.threads {
@@ -427,7 +394,7 @@ impl Runtime {
                 }
             })
         };
-        let failures = self.shared.tasks.finish();
+        let failures = crate::par::pool::blocking(|| self.shared.tasks.finish());
         self.flush();
         with_task_failures(r, failures)
     }
@@ -771,7 +738,7 @@ fn first_diag(mut ds: Vec<Diagnostic>) -> Diagnostic {
 
 /// `APSI_DIS=1`: print every code object's bytecode to stderr (for people
 /// tuning the compiler; not a stable format).
-fn dump_code(code: &crate::compile::code::Code) {
+fn dump_code(code: &crate::code::Code) {
     eprint!("{code:?}");
     for p in code.protos.iter() {
         dump_code(&p.code);

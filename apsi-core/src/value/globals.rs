@@ -5,7 +5,7 @@
 //! are one atomic load; every other slot is a small read-write lock.
 
 use super::vlock::VLock as RwLock;
-use crate::vm::value::Value;
+use crate::value::Value;
 use std::sync::{Arc, OnceLock};
 
 pub struct GlobalSlot {

@@ -17,9 +17,19 @@ use std::fmt;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
 
-pub use crate::vm::dict::DictMap;
-pub use crate::vm::function::Closure;
-pub use crate::vm::vlock::VLock;
+pub mod dict;
+pub mod dunder;
+pub mod function;
+pub mod generator;
+pub mod globals;
+pub mod ic;
+pub mod reentry;
+pub mod tasks;
+pub mod vlock;
+
+pub use crate::value::dict::DictMap;
+pub use crate::value::function::Closure;
+pub use crate::value::vlock::VLock;
 
 pub type FxBuild = BuildHasherDefault<rustc_hash::FxHasher>;
 
@@ -179,7 +189,7 @@ impl Value {
             Value::Bytes(b) => !b.0.is_empty(),
             Value::Set(s) => !s.map.read().is_empty(),
             Value::Object(o) => return o.0.truthy(),
-            Value::Struct(s) => return crate::ops::dunder::truthy(s),
+            Value::Struct(s) => return crate::value::dunder::truthy(s),
             _ => true,
         })
     }
@@ -550,7 +560,7 @@ impl HashKey {
         // A struct's `__hash__` is called once here, so its errors surface.
         if let Value::Struct(s) = &v {
             if matches!(s.ty.hash_mode, HashMode::Method) {
-                if let Some(r) = crate::ops::dunder::hash(&v) {
+                if let Some(r) = crate::value::dunder::hash(&v) {
                     r?;
                 }
             }
@@ -634,7 +644,7 @@ fn hash_value<H: Hasher>(v: &Value, state: &mut H) {
         }
         Value::Kind(k) => k.hash(state),
         Value::Struct(s) if matches!(s.ty.hash_mode, HashMode::Method) => {
-            let h = crate::ops::dunder::hash(v).and_then(|r| r.ok()).unwrap_or(0);
+            let h = crate::value::dunder::hash(v).and_then(|r| r.ok()).unwrap_or(0);
             h.hash(state)
         }
         other => {
@@ -683,7 +693,7 @@ pub fn key_eq(a: &Value, b: &Value) -> bool {
             x.0.len() == y.0.len() && x.0.iter().zip(y.0.iter()).all(|(p, q)| key_eq(p, q))
         }
         (Value::Struct(x), _) | (_, Value::Struct(x)) if !matches!(x.ty.hash_mode, HashMode::Identity) => {
-            a.is(b) || crate::ops::dunder::eq(a, b).and_then(|r| r.ok()).unwrap_or(false)
+            a.is(b) || crate::value::dunder::eq(a, b).and_then(|r| r.ok()).unwrap_or(false)
         }
         _ => a.is(b),
     }
@@ -745,12 +755,12 @@ pub trait Caller {
     /// The registry of spawned tasks of this interpreter (the runtime waits
     /// for them at exit and reports failures nobody waited for). `None`
     /// where there is no interpreter.
-    fn tasks(&self) -> Option<Arc<crate::vm::tasks::TaskRegistry>> {
+    fn tasks(&self) -> Option<Arc<crate::value::tasks::TaskRegistry>> {
         None
     }
-    /// Run a generator to its next `yield` (`vm::generator`). Only an
+    /// Run a generator to its next `yield` (`value::generator`). Only an
     /// interpreter can; other callers refuse.
-    fn resume_generator(&mut self, g: &crate::vm::generator::GenObj) -> VResult<crate::vm::generator::Step> {
+    fn resume_generator(&mut self, g: &crate::value::generator::GenObj) -> VResult<crate::value::generator::Step> {
         Err(ErrorObj::new(
             ErrorKind::TypeError,
             format!("generator '{}' cannot run inside this operation", g.name),
@@ -773,7 +783,7 @@ pub struct BoundMethod {
 /// `isinstance`, `super()` and error matching only.
 pub struct StructType {
     /// A number no other struct type of this process has, or 0 once 2^32
-    /// numbers are used up: what inline caches are keyed by (`vm::ic`);
+    /// numbers are used up: what inline caches are keyed by (`value::ic`);
     /// 0 matches no cache entry.
     pub id: u32,
     /// The id of the struct type that gave this one its field list: its
@@ -803,7 +813,7 @@ pub struct StructType {
     /// `methods["__init__"]` when it is an Apsi function of plain
     /// positional parameters (not a generator): what a constructor call
     /// runs as a frame (`vm/exec/frames.rs`) without a name lookup.
-    pub simple_init: Option<Arc<crate::vm::function::Closure>>,
+    pub simple_init: Option<Arc<crate::value::function::Closure>>,
     /// The comparison methods `__eq__ __ne__ __lt__ __le__ __gt__ __ge__`
     /// (in that order, own or inherited), found once: a comparison on an
     /// instance looks no name up.
@@ -1000,6 +1010,9 @@ impl fmt::Debug for ErrorObj {
     }
 }
 
+/// The arguments of one call, inline up to eight.
+pub type CallArgs = smallvec::SmallVec<[Value; 8]>;
+
 /// Shorthand for building an error result: `return Err(err(TypeError, "…"))`.
 pub fn err(kind: ErrorKind, message: impl Into<String>) -> Exc {
     ErrorObj::new(kind, message)
@@ -1008,7 +1021,7 @@ pub fn err(kind: ErrorKind, message: impl Into<String>) -> Exc {
 /// A loaded module: its exported names.
 pub struct ModuleObj {
     /// Never reused, from the counter of [`StructType::id`]: the key of
-    /// inline-cache entries for `module.name` (`vm/ic.rs`). Attributes
+    /// inline-cache entries for `module.name` (`value/ic.rs`). Attributes
     /// are only ever added, so an entry's index stays that name's.
     pub id: u32,
     pub name: String,

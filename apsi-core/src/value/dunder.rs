@@ -4,13 +4,13 @@
 //!
 //! Every function here answers `None` when no struct operand has the
 //! method, so the caller goes on with the built-in rules (and their error
-//! messages). Methods run through `vm::reentry`, so any Rust code can
+//! messages). Methods run through `value::reentry`, so any Rust code can
 //! reach them without a `Caller`.
 
 use crate::error::ErrorKind;
 use crate::syntax::ast::{BinOp, CmpOp, UnaryOp};
-use crate::vm::reentry::Reentrant;
-use crate::vm::value::{err, ApsiObject, Caller, ObjBox, StructObj, VResult, Value};
+use crate::value::reentry::Reentrant;
+use crate::value::{err, ApsiObject, Caller, ObjBox, StructObj, VResult, Value};
 use std::sync::{Arc, OnceLock};
 
 /// The value an operator method returns to say "not for this operand".
@@ -244,7 +244,7 @@ pub(crate) fn compare_after_forward(c: &mut dyn Caller, op: CmpOp, a: &Value, b:
 }
 
 /// `TypeError: '<' not supported between instances of 'P' and 'int'`.
-fn unsupported_cmp(op: CmpOp, a: &Value, b: &Value) -> crate::vm::value::Exc {
+fn unsupported_cmp(op: CmpOp, a: &Value, b: &Value) -> crate::value::Exc {
     err(
         ErrorKind::TypeError,
         format!(

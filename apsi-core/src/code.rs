@@ -11,9 +11,9 @@
 
 use crate::diagnostic::Span;
 use crate::syntax::ast::{BinOp, CmpOp, UnaryOp};
-use crate::vm::globals::GlobalSlot;
-use crate::vm::ic::AttrCache;
-use crate::vm::value::Value;
+use crate::value::globals::GlobalSlot;
+use crate::value::ic::AttrCache;
+use crate::value::Value;
 use std::sync::Arc;
 
 pub type Reg = u16;
@@ -481,7 +481,7 @@ pub struct Code {
     /// cell order (for the `NameError` of reading a cell after `del`).
     pub cell_names: Box<[Arc<str>]>,
     pub free_names: Box<[Arc<str>]>,
-    /// The inline caches (`vm::ic`) of the instructions that look names up
+    /// The inline caches (`value::ic`) of the instructions that look names up
     /// on structs (attributes, method calls, operators)...
     pub ic: Box<[AttrCache]>,
     /// ... and for each pc, the index of its cache in `ic` (`u32::MAX`:

@@ -11,7 +11,7 @@
 //!
 //! Invariants:
 //! - A struct type's fields and methods never change after its `struct`
-//!   statement ran (`vm/structs.rs`), and type ids are never reused
+//!   statement ran (`ops/structs.rs`), and type ids are never reused
 //!   (`StructType::new_id`; id 0 is never stored), so an entry stays true
 //!   for as long as anything can present its id.
 //! - A word is read and written whole, with one relaxed atomic access:

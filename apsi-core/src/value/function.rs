@@ -6,8 +6,8 @@
 //! behind a lock, so closures may be called from several threads at once.
 
 use super::vlock::VLock as RwLock;
-use crate::compile::code::FuncProto;
-use crate::vm::value::Value;
+use crate::code::FuncProto;
+use crate::value::Value;
 use std::sync::Arc;
 
 /// A variable captured by an inner function (or declared `nonlocal`).

@@ -2,7 +2,7 @@
 //! run (the program ends only after them) and which failed without anyone
 //! waiting for them (reported at exit, never lost silently).
 
-use crate::vm::value::Exc;
+use crate::value::Exc;
 use parking_lot::{Condvar, Mutex};
 
 #[derive(Default)]
@@ -56,14 +56,13 @@ impl TaskRegistry {
     }
 
     /// Wait until no task runs, then take the failures nobody waited for.
+    /// (A pool thread calls it inside `par::pool::blocking`.)
     pub fn finish(&self) -> Vec<Exc> {
-        crate::par::pool::blocking(|| {
-            let mut st = self.st.lock();
-            while st.running > 0 {
-                self.idle.wait(&mut st);
-            }
-            std::mem::take(&mut st.unobserved).into_iter().map(|(_, e)| e).collect()
-        })
+        let mut st = self.st.lock();
+        while st.running > 0 {
+            self.idle.wait(&mut st);
+        }
+        std::mem::take(&mut st.unobserved).into_iter().map(|(_, e)| e).collect()
     }
 }
 
@@ -71,7 +70,7 @@ impl TaskRegistry {
 mod tests {
     use super::*;
     use crate::error::ErrorKind;
-    use crate::vm::value::err;
+    use crate::value::err;
 
     #[test]
     fn observed_failures_are_not_reported() {

@@ -16,7 +16,7 @@
 //!   entries, `key == None`) have none.
 //! - `len` counts live entries.
 
-use super::value::{HashKey, Value};
+use super::{HashKey, Value};
 use std::hash::{Hash, Hasher};
 
 /// A slot holds an entry index plus one; 0 is an empty slot, so a new table
@@ -153,7 +153,7 @@ impl DictMap {
         let h = hash_int(i);
         self.find(h, |k| match k.value() {
             Value::Int(j) => *j == i,
-            other => super::value::key_eq(other, &Value::Int(i)),
+            other => super::key_eq(other, &Value::Int(i)),
         })
         .and_then(|ix| self.entries.get(ix))
         .map(|e| &e.value)
@@ -180,7 +180,7 @@ impl DictMap {
     pub fn insert_int(&mut self, i: i64, value: Value) -> Option<Value> {
         self.insert_with(hash_int(i), HashKey::int(i), value, |k, _| match k.value() {
             Value::Int(j) => *j == i,
-            other => super::value::key_eq(other, &Value::Int(i)),
+            other => super::key_eq(other, &Value::Int(i)),
         })
     }
 

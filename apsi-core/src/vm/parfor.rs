@@ -3,9 +3,9 @@
 //! each run in growing blocks by the outlined chunk function, which carries
 //! the worker's reduction partials from block to block.
 
-use super::parts::{bounds, chunk_count, in_blocks, run_parts};
 use crate::error::ErrorKind;
-use crate::vm::value::{err, Caller, RangeObj, VResult, Value};
+use crate::par::parts::{bounds, chunk_count, in_blocks, run_parts};
+use crate::value::{err, Caller, RangeObj, VResult, Value};
 use std::sync::Arc;
 
 /// What a `parallel for` iterates over.
