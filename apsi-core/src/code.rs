@@ -377,7 +377,7 @@ pub enum Instr {
         b: Reg,
         n: u16,
     },
-    /// `parallel for` (see `compile::parfor`): run the chunk function in `a`
+    /// `parallel for` (see `check::parfor`): run the chunk function in `a`
     /// over `range(a+1, a+2, a+3)` (`range`) or over the iterable `a+1`, with
     /// `n` reductions whose first-worker and other-worker initial values are
     /// the pairs in `a+4 ..`. Afterwards `a` = the first worker's partials

@@ -478,13 +478,13 @@ impl Runtime {
         };
         let bind_names: Vec<String> = unit.uses.iter().map(|u| u.binding.clone()).collect();
         let proto = {
-            let table = analyze(&unit.ast, &bind_names);
+            let table = &unit.scopes;
             let mut env = Env {
                 g: &mut g,
                 shared: &self.shared,
             };
             env.declare(&table.module_names, &table.module_once, false);
-            compile_module(&unit.ast, &table, &mut env, false)?
+            compile_module(&unit.ast, table, &mut env, false)?
         };
         if std::env::var_os("APSI_DIS").is_some() {
             dump_code(&proto.code);
@@ -591,7 +591,7 @@ impl Runtime {
                 self.repl.unqualified.push((n, r));
             }
         }
-        self.eval_with(&last.ast, binds)
+        self.eval_with(&last.ast, Some(&last.scopes), binds)
     }
 
     /// Run one REPL input, keeping globals between inputs. Returns the value
@@ -627,19 +627,33 @@ impl Runtime {
                 }
             }
         }
-        self.eval_with(ast, binds)
+        self.eval_with(ast, None, binds)
     }
 
-    fn eval_with(&mut self, ast: &ast::Module, binds: Vec<(String, Value)>) -> Result<Option<Value>, RunError> {
+    /// Compile and run one REPL input; `scopes` is the checker's analysis
+    /// of `ast` when it came through the checker.
+    fn eval_with(
+        &mut self,
+        ast: &ast::Module,
+        scopes: Option<&crate::check::scopes::ScopeTable>,
+        binds: Vec<(String, Value)>,
+    ) -> Result<Option<Value>, RunError> {
         let bind_names: Vec<String> = binds.iter().map(|(n, _)| n.clone()).collect();
+        let own;
+        let table = match scopes {
+            Some(t) => t,
+            None => {
+                own = analyze(ast, &bind_names);
+                &own
+            }
+        };
         let proto = {
-            let table = analyze(ast, &bind_names);
             let mut env = Env {
                 g: &mut self.repl,
                 shared: &self.shared,
             };
             env.declare(&table.module_names, &table.module_once, true);
-            compile_module(ast, &table, &mut env, true).map_err(|ds| RunError::Error(first_diag(ds)))?
+            compile_module(ast, table, &mut env, true).map_err(|ds| RunError::Error(first_diag(ds)))?
         };
         for (n, v) in binds {
             if let Some(s) = self.repl.own.get(&n) {

@@ -274,10 +274,10 @@ static CHECKED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new
 /// compiler. Neither may panic; the compiler's early-return marks must stay
 /// inside the frame (`ReturnParams { a, n }`: `a < nregs`, `n <= nregs`).
 fn front_end(src: &str) {
+    use apsi_core::check::scopes::analyze;
     use apsi_core::check::{check_source, CheckEnv, ReplScope};
     use apsi_core::code::{Code, Instr};
     use apsi_core::compile::emit::{compile_module, GlobalEnv, GlobalRef};
-    use apsi_core::compile::scope::analyze;
     use apsi_core::diagnostic::SourceMap;
     use apsi_core::value::globals::GlobalSlot;
     use std::collections::HashMap;

@@ -234,13 +234,7 @@ impl<'e, 'p> Loader<'e, 'p> {
         self.stack.pop();
         let idx = self.units.len();
         self.slots.insert(path.clone(), Slot::Done(idx));
-        self.units.push(Unit {
-            name,
-            path,
-            file,
-            ast: tree,
-            uses,
-        });
+        self.units.push(Unit::new(name, path, file, tree, uses));
         idx
     }
 

@@ -58,8 +58,10 @@ mod entry;
 mod guard;
 mod load;
 mod names;
+pub mod parfor;
 mod resolve;
 mod scope;
+pub mod scopes;
 mod structs;
 mod suggest;
 #[cfg(test)]
@@ -139,6 +141,26 @@ pub struct Unit {
     pub ast: ast::Module,
     /// This unit's `use` statements, resolved.
     pub uses: Vec<ResolvedUse>,
+    /// Its scopes with Python's rules (locals, cells, free variables,
+    /// globals), analysed once here; the compiler uses this table. Keyed by
+    /// the addresses of nodes of `ast`, which never changes after loading.
+    pub scopes: scopes::ScopeTable,
+}
+
+impl Unit {
+    /// A unit of `ast` with its resolved `uses`; analyses its scopes.
+    pub fn new(name: String, path: PathBuf, file: FileId, ast: ast::Module, uses: Vec<ResolvedUse>) -> Unit {
+        let bind_names: Vec<String> = uses.iter().map(|u| u.binding.clone()).collect();
+        let scopes = scopes::analyze(&ast, &bind_names);
+        Unit {
+            name,
+            path,
+            file,
+            ast,
+            uses,
+            scopes,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

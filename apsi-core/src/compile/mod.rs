@@ -8,9 +8,8 @@
 
 pub mod emit;
 pub mod fold;
-pub mod parfor;
-pub mod scope;
+pub use crate::check::parfor;
 
+pub use crate::check::scopes::{analyze, Binding, ScopeTable};
 pub use crate::code::{Code, FuncProto, Instr, StructProto};
 pub use emit::{compile_module, GlobalEnv, GlobalRef};
-pub use scope::{analyze, Binding, ScopeTable};

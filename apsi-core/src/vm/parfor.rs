@@ -1,5 +1,5 @@
 //! The run-time half of `parallel for` (the compiler's half is
-//! `compile::parfor`): static chunks of the iteration space, one per thread,
+//! `check::parfor`): static chunks of the iteration space, one per thread,
 //! each run in growing blocks by the outlined chunk function, which carries
 //! the worker's reduction partials from block to block.
 

@@ -80,13 +80,7 @@ fn load(
             });
         }
     }
-    units.push(Unit {
-        name: name.to_string(),
-        path: canon.clone(),
-        file,
-        ast: module,
-        uses,
-    });
+    units.push(Unit::new(name.to_string(), canon.clone(), file, module, uses));
     loading.pop();
     Ok(units.len() - 1)
 }

@@ -297,7 +297,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
     /// checker reports the other places first, with more help).
     pub(super) fn check_yield(&mut self, span: Span) -> CResult<()> {
         let sc = self.table.scope(self.f().scope);
-        if sc.generator && sc.kind == crate::compile::scope::ScopeKind::Function {
+        if sc.generator && sc.kind == crate::check::scopes::ScopeKind::Function {
             return Ok(());
         }
         let msg = if sc.name == "<parallel for>" {

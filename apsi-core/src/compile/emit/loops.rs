@@ -128,7 +128,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         Ok(())
     }
 
-    /// `parallel for` (see `compile::parfor`): make the chunk function, run
+    /// `parallel for` (see `check::parfor`): make the chunk function, run
     /// it with `ParFor`, then combine the reduction partials in worker order.
     pub(super) fn par_for_stmt(
         &mut self,
@@ -138,7 +138,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         body: &'a [Stmt],
         span: Span,
     ) -> CResult<()> {
-        use crate::compile::parfor::{forbidden_exit, reductions, RedOp};
+        use crate::check::parfor::{forbidden_exit, reductions, RedOp};
         if let Some((sp, what)) = forbidden_exit(body) {
             return Err(cerr(sp, format!("'{what}' cannot leave a parallel for loop")));
         }

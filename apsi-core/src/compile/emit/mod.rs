@@ -13,7 +13,7 @@
 //! part of the language, `passes` works on finished bytecode, `del` on `del`.
 
 use super::fold::{fold, Folded};
-use super::scope::{Binding, ScopeId, ScopeTable};
+use crate::check::scopes::{Binding, ScopeId, ScopeTable};
 use crate::code::*;
 use crate::diagnostic::{Diagnostic, Span};
 use crate::error::ErrorKind;
@@ -657,7 +657,7 @@ enum FnBody<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compile::scope::analyze;
+    use crate::check::scopes::analyze;
     use crate::diagnostic::FileId;
 
     /// Globals are write-once slots; `range` and `print` come from the prelude.

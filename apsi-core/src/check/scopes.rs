@@ -1,5 +1,6 @@
-//! Scope analysis (Python's rules), a pass of its own so every back end can
-//! share it.
+//! Scope analysis (Python's rules), run once per unit at check time
+//! (`check::load`, stored in `Unit::scopes`); the compiler and every back
+//! end use its table.
 //!
 //! A name assigned anywhere in a function body is local to that function
 //! unless the body declares it `global` or `nonlocal`. A local that an inner
@@ -395,7 +396,7 @@ impl Analyzer {
     }
 
     /// `parallel for`: the body is a function scope of its own (see
-    /// `compile::parfor`). The enclosing scope reads and (when combining)
+    /// `check::parfor`). The enclosing scope reads and (when combining)
     /// writes the reduction variables; `global`/`nonlocal` declarations of
     /// the enclosing function hold inside the body too.
     fn parallel_for(&mut self, s: &Stmt, target: &Expr, iter: &Expr, body: &[Stmt]) {
