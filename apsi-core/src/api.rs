@@ -30,7 +30,7 @@ pub use crate::error::ErrorKind;
 pub use crate::format::repr_of;
 pub use crate::module::{ModuleBuilder, ModuleDescriptor};
 pub use crate::ops::iters::{get_iter, next_item};
-pub use crate::ops::{binary, get_index, hash_key, iterate, len_with, NoCaller};
+pub use crate::ops::{binary, get_index, hash_key, iterate, len_with, set_index, NoCaller};
 pub use crate::syntax::ast::{BinOp, CmpOp, UnaryOp};
 pub use crate::value::{
     err, ApsiObject, Caller, Closure, DictMap, ErrorObj, Exc, HashKey, Kwargs, NativeFn, NativeFnPtr, Protocols,

@@ -84,13 +84,9 @@ impl ApsiObject for DatasetPass {
     }
     fn protocols(&self) -> Protocols {
         Protocols {
-            iter: true,
             next: true,
             ..Protocols::NONE
         }
-    }
-    fn iter(&self, this: &Value, _c: &mut dyn Caller) -> VResult<Value> {
-        Ok(this.clone())
     }
     fn next(&self, _this: &Value, c: &mut dyn Caller) -> VResult<Option<Value>> {
         let mut g = self.0.lock();

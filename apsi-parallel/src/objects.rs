@@ -48,14 +48,10 @@ impl ApsiObject for Channel {
     /// to hold everything).
     fn protocols(&self) -> Protocols {
         Protocols {
-            iter: true,
             next: true,
             len: true,
             ..Protocols::NONE
         }
-    }
-    fn iter(&self, this: &Value, _c: &mut dyn Caller) -> VResult<Value> {
-        Ok(this.clone())
     }
     fn next(&self, _this: &Value, _c: &mut dyn Caller) -> VResult<Option<Value>> {
         Ok(self.0.recv())

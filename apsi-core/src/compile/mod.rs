@@ -1,8 +1,7 @@
-//! The bytecode compiler: syntax tree (plus scope analysis) to register
-//! bytecode.
+//! The bytecode compiler: a checked syntax tree, with the checker's scope
+//! table (`check::scopes`), to register bytecode (`crate::code`: the lowered
+//! form, instructions, code objects, prototypes).
 //!
-//! - [`scope`]: Python's scoping rules as a reusable pass.
-//! - [`code`]: the lowered form (instructions, code objects, prototypes).
 //! - [`fold`]: constant folding that never hides a run-time error.
 //! - [`emit`]: code generation.
 

@@ -91,6 +91,22 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> VResult<Value> {
         }
     }
     if matches!(a, Value::Object(_)) || matches!(b, Value::Object(_)) {
+        // Typed hooks of module objects first: the left operand, then the
+        // right one reflected.
+        if let Value::Object(o) = a {
+            if o.0.protocols().arith {
+                if let Some(v) = o.0.binary(a, op, b, false)? {
+                    return Ok(v);
+                }
+            }
+        }
+        if let Value::Object(o) = b {
+            if o.0.protocols().arith {
+                if let Some(v) = o.0.binary(b, op, a, true)? {
+                    return Ok(v);
+                }
+            }
+        }
         let (fwd, rev) = dunder_names(op);
         if let Some(r) = call_dunder(a, fwd, std::slice::from_ref(b)) {
             return r;

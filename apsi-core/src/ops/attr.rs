@@ -219,8 +219,8 @@ pub fn set_attr(obj: &Value, name: &str, v: Value) -> VResult<()> {
     }
 }
 
-/// `x.__iter__`, `x.__next__`, `x.__len__`, `x.__enter__`, `x.__exit__` of
-/// a module object, answered from its typed protocol hooks: how the
+/// `x.__iter__`, `x.__next__`, `x.__len__`, `x.__getitem__`,
+/// `x.__setitem__`, `x.__enter__`, `x.__exit__` of a module object, answered from its typed protocol hooks: how the
 /// with-statement (which calls `__enter__`/`__exit__`) and Python-style
 /// explicit calls reach them. `__next__` raises `StopIteration` at the end,
 /// as Python's does.
@@ -241,6 +241,20 @@ fn protocol_method(this: &Value, p: crate::value::Protocols, name: &str) -> Opti
             None => Err(crate::value::err(ErrorKind::StopIteration, "")),
         },
         "__len__" if p.len => |v, _, _| object(v).len(v).map(Value::Int),
+        "__getitem__" if p.item => |v, _, args| match args {
+            [k] => object(v).get_item(v, k),
+            _ => Err(crate::value::err(
+                ErrorKind::TypeError,
+                "__getitem__() takes one argument",
+            )),
+        },
+        "__setitem__" if p.item => |v, _, args| match args {
+            [k, x] => object(v).set_item(v, k, x.clone()).map(|_| Value::None),
+            _ => Err(crate::value::err(
+                ErrorKind::TypeError,
+                "__setitem__() takes two arguments",
+            )),
+        },
         "__enter__" if p.context => |v, c, _| object(v).enter(v, c),
         "__exit__" if p.context => |v, c, args| {
             let error = args.get(1).filter(|e| !matches!(e, Value::None));

@@ -182,6 +182,7 @@ pub fn get_index(obj: &Value, idx: &Value) -> VResult<Value> {
             let found = d.map.read().get(&key).cloned();
             found.ok_or_else(|| err(ErrorKind::KeyError, crate::format::repr_of(idx)))
         }
+        Value::Object(o) if o.0.protocols().item => o.0.get_item(obj, idx),
         Value::Object(_) => {
             call_dunder(obj, "__getitem__", std::slice::from_ref(idx)).unwrap_or_else(|| Err(not_subscriptable(obj)))
         }
@@ -244,6 +245,7 @@ pub fn set_index(obj: &Value, idx: &Value, v: Value) -> VResult<()> {
             d.map.write().insert(key, v);
             Ok(())
         }
+        Value::Object(o) if o.0.protocols().item => o.0.set_item(obj, idx, v),
         Value::Object(_) => match call_dunder(obj, "__setitem__", &[idx.clone(), v]) {
             Some(r) => r.map(|_| ()),
             None => Err(no_item_assignment(obj)),

@@ -12,7 +12,8 @@
 //! - [`pool`]: the elastic worker pool (`submit`, `blocking`).
 //! - [`parts`]: run N pieces of Apsi work, the caller taking part 0, results
 //!   in part order, the first error stopping the rest.
-//! - [`tasks`]: what a runtime knows about the tasks its program spawned.
+//! - The registry of spawned tasks is the value model's (`value::tasks`);
+//!   `parallel for`'s run-time side is the VM's (`vm::parfor`).
 //! - [`task_local`]: hooks that give each task its own copy of a module's
 //!   thread-local state (`use random`'s generator).
 

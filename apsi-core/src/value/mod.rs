@@ -11,6 +11,7 @@
 
 use crate::diagnostic::TraceEntry;
 use crate::error::ErrorKind;
+use crate::syntax::ast::BinOp;
 use indexmap::IndexMap;
 use parking_lot::{Mutex, RwLock};
 use std::fmt;
@@ -1064,8 +1065,12 @@ pub trait ApsiObject: Send + Sync + 'static {
     }
     /// `iter(x)`, `for v in x`, `list(x)`: an iterator over `x` (a value
     /// whose `next` hook gives the items), or any iterable (a list).
+    /// The default: an iterator (one with `next`) is its own iterator.
     fn iter(&self, this: &Value, c: &mut dyn Caller) -> VResult<Value> {
         let _ = c;
+        if self.protocols().next {
+            return Ok(this.clone());
+        }
         Err(protocol_missing(this, "is not iterable"))
     }
     /// The next item of an iterator, or `None` once it has ended.
@@ -1088,6 +1093,23 @@ pub trait ApsiObject: Send + Sync + 'static {
         let _ = (c, error);
         Err(protocol_missing(this, "is not a context manager"))
     }
+    /// `this OP other` (or, with `reflected`, `other OP this`): `None` when
+    /// this object does not handle the operand (Python's `NotImplemented`),
+    /// so the other operand gets its turn.
+    fn binary(&self, this: &Value, op: BinOp, other: &Value, reflected: bool) -> VResult<Option<Value>> {
+        let _ = (this, op, other, reflected);
+        Ok(None)
+    }
+    /// `this[key]`.
+    fn get_item(&self, this: &Value, key: &Value) -> VResult<Value> {
+        let _ = key;
+        Err(protocol_missing(this, "is not subscriptable"))
+    }
+    /// `this[key] = value`.
+    fn set_item(&self, this: &Value, key: &Value, value: Value) -> VResult<()> {
+        let _ = (key, value);
+        Err(protocol_missing(this, "does not support item assignment"))
+    }
 }
 
 /// The typed protocol hooks an [`ApsiObject`] implements.
@@ -1101,6 +1123,10 @@ pub struct Protocols {
     pub len: bool,
     /// [`ApsiObject::enter`] and [`ApsiObject::exit`]
     pub context: bool,
+    /// [`ApsiObject::binary`]: arithmetic, bitwise and `@` operators.
+    pub arith: bool,
+    /// [`ApsiObject::get_item`] and [`ApsiObject::set_item`]
+    pub item: bool,
 }
 
 impl Protocols {
@@ -1109,6 +1135,8 @@ impl Protocols {
         next: false,
         len: false,
         context: false,
+        arith: false,
+        item: false,
     };
 }
 
