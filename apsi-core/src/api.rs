@@ -14,14 +14,42 @@
 //! - Functions: [`NativeFn`], [`native`], [`bound_method`], and the one
 //!   argument parser, [`Args`].
 //! - Objects: [`ApsiObject`] with its typed protocol hooks
-//!   ([`Protocols`]: iteration, `len`, context management), [`object`],
+//!   ([`Protocols`]: iteration, `len`, context management, operators,
+//!   items), [`object`],
 //!   and record types built by [`record_type`].
 //! - Registration: [`ModuleBuilder`] (functions, constants, capabilities
 //!   for the Guard, prelude replacements) and [`ModuleDescriptor`].
 //! - Operations on values: [`iterate`], [`get_iter`], [`next_item`],
-//!   [`len_with`], [`get_index`], [`hash_key`], [`binary`], [`repr_of`].
+//!   [`len_with`], [`get_index`], [`set_index`], [`hash_key`], [`binary`],
+//!   [`repr_of`].
 //! - [`tensor`], [`par`] and [`code`] group what tensor-, thread- and
 //!   compiler-level modules need.
+//!
+//! A module in full (the example of `docs/MODULES.md`):
+//!
+//! ```
+//! use apsi_core::api::{Args, Caller, Kwargs, ModuleBuilder, ModuleDescriptor, NoCaller, VResult, Value};
+//!
+//! /// `greet(name, times=1)`.
+//! fn greet(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+//!     let a = Args::new("greet", args, kw, 1, &["name", "times"])?;
+//!     let name = a.str(0)?;
+//!     let times = a.int_or(1, 1)?;
+//!     Ok(Value::str(format!("hello {name}").repeat(times.max(0) as usize)))
+//! }
+//!
+//! pub fn module() -> ModuleDescriptor {
+//!     ModuleBuilder::new("greeting", "1.0.0", "^2.1").function("greet", greet).build()
+//! }
+//!
+//! let m = module();
+//! let f = m.get("greet").unwrap();
+//! let kw = [("times".into(), Value::Int(2))];
+//! let v = NoCaller.call(f, &[Value::str("x")], &kw).unwrap();
+//! assert!(matches!(v, Value::Str(s) if s.as_str() == "hello xhello x"));
+//! let e = NoCaller.call(f, &[], &[]).unwrap_err();
+//! assert_eq!(e.message, "greet() missing required argument 'name'");
+//! ```
 
 use std::sync::Arc;
 
