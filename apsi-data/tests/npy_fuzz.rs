@@ -89,7 +89,7 @@ fn header_text() -> impl Strategy<Value = String> {
 fn with_header(header: &str, data: &[u8], version: u8) -> Vec<u8> {
     let mut h = header.as_bytes().to_vec();
     let pre = if version == 1 { 10 } else { 12 };
-    while (pre + h.len() + 1) % 64 != 0 {
+    while !(pre + h.len() + 1).is_multiple_of(64) {
         h.push(b' ');
     }
     h.push(b'\n');
