@@ -4,16 +4,21 @@
 //! later passes replay them. `cache(dir)` also writes them to `dir` as
 //! shards of up to 1024 items plus an index, each file tagged with
 //! HMAC-SHA256 under the per-user key (`key.rs`); a later pass (or program)
-//! replays verified shards. The index records the pipeline's description,
-//! so a different pipeline using the same folder recomputes. A file whose
+//! replays verified shards. The index records the pipeline's description
+//! and key: the SHA-256 of its source data by content, each step's
+//! parameters and each function's code, defaults and captured values
+//! (`Node::fingerprint`), and the versions; a pipeline with another key
+//! recomputes and rewrites the folder. Shards are tagged under the key, so
+//! a shard copied in from another cache does not verify. A file whose
 //! tag does not verify is never decoded: a warning goes to stderr and the
 //! items are recomputed from the pipeline. Only a complete pass is written
 //! (a pass cut short by `take` leaves the cache as it was).
 //!
 //! `@disk_cache(dir)` wraps a function: a call's result is stored under the
-//! SHA-256 of the function's name and its arguments' encoding, tagged the
-//! same way; a later call with equal arguments loads it. Changing the
-//! function's body does not invalidate entries: clear the folder.
+//! SHA-256 of the function's name, code and arguments' encoding, tagged the
+//! same way; a later call with equal arguments loads it. The hash covers
+//! the function's code, defaults and captured values too, so a changed body
+//! recomputes (module globals it reads are not covered).
 
 use crate::key::{cache_key, hex_digest, tag, verify, KEY_LEN};
 use crate::serial;
@@ -69,15 +74,45 @@ fn read_tagged(key: &[u8; KEY_LEN], path: &Path, name: &str) -> Option<Result<Ve
     }
 }
 
+/// The disk cache's key for `parent`: the SHA-256 of everything that
+/// determines its items ([`Node::fingerprint`]) and of the versions that
+/// wrote the encoding.
+fn pipeline_key(parent: &Node) -> VResult<String> {
+    let mut fp = Vec::new();
+    fp.extend_from_slice(crate::VERSION.as_bytes());
+    fp.push(0);
+    fp.extend_from_slice(apsi_core::api::VERSION.as_bytes());
+    fp.push(0);
+    parent.fingerprint(&mut fp)?;
+    Ok(hex_digest(&fp))
+}
+
 pub fn open(parent: Arc<Node>, dir: Option<PathBuf>, mem: Arc<Memory>, what: String) -> BoxStream {
     if let Some(items) = mem.lock().clone() {
         return Box::new(crate::sources::ListStream { xs: items, pos: 0 });
     }
+    // The index names the pipeline and its key; shards are tagged under
+    // the key too, so a shard from another cache never verifies here.
+    let (dir, what, bind) = match dir {
+        Some(d) => match pipeline_key(&parent) {
+            Ok(k) => (Some(d), format!("{what}\n{k}"), k[..32].to_string()),
+            Err(e) => {
+                warn(&format!(
+                    "cache({}) keeps this pipeline in memory only: its items cannot be keyed ({})",
+                    d.display(),
+                    e.message
+                ));
+                (None, what, String::new())
+            }
+        },
+        None => (None, what, String::new()),
+    };
     Box::new(CacheStream {
         parent,
         dir,
         mem,
         what,
+        bind,
         state: St::Start,
         yielded: 0,
     })
@@ -104,6 +139,8 @@ struct CacheStream {
     dir: Option<PathBuf>,
     mem: Arc<Memory>,
     what: String,
+    /// The pipeline's key (a prefix), part of every shard's tag.
+    bind: String,
     state: St,
     yielded: u64,
 }
@@ -163,7 +200,8 @@ impl CacheStream {
                     serial::encode(v, &mut payload)?;
                 }
                 let name = format!("shard-{i:05}");
-                write_tagged(&key, &dir.join(format!("{name}.apsic")), &name, &payload)?;
+                let tag_name = format!("{}/{name}", self.bind);
+                write_tagged(&key, &dir.join(format!("{name}.apsic")), &tag_name, &payload)?;
             }
             let index = format!("{}\n{}", chunks.len(), self.what);
             write_tagged(&key, &dir.join("index.apsic"), self.index_name(), index.as_bytes())
@@ -211,12 +249,13 @@ impl Stream for CacheStream {
                         continue;
                     };
                     let name = format!("shard-{i:05}");
+                    let tag_name = format!("{}/{name}", self.bind);
                     let path = self
                         .dir
                         .as_ref()
                         .map(|d| d.join(format!("{name}.apsic")))
                         .unwrap_or_default();
-                    let decoded = match read_tagged(key, &path, &name) {
+                    let decoded = match read_tagged(key, &path, &tag_name) {
                         Some(Ok(p)) => serial::decode_all(&p).ok(),
                         _ => None,
                     };
@@ -249,6 +288,58 @@ impl Stream for CacheStream {
     }
 }
 
+/// What determines a function's results besides its arguments: its
+/// bytecode (instructions, constants, nested functions), its defaults and
+/// the values it captured; a native function by name. A changed body gives
+/// a different fingerprint. (Module globals the function reads are not
+/// covered: a function whose result depends on a changed global needs its
+/// cache folder cleared.)
+pub fn function_fingerprint(f: &Value, out: &mut Vec<u8>) -> VResult<()> {
+    fn code(c: &apsi_core::api::code::Code, out: &mut Vec<u8>) {
+        out.extend_from_slice(c.name.as_bytes());
+        out.extend_from_slice(format!("{:?}", c.instrs).as_bytes());
+        for k in c.consts.iter() {
+            out.extend_from_slice(apsi_core::api::repr_of(k).as_bytes());
+            out.push(0);
+        }
+        for p in c.protos.iter() {
+            code(&p.code, out);
+        }
+    }
+    match f {
+        Value::Func(cl) => {
+            out.extend_from_slice(b"func\0");
+            code(&cl.proto.code, out);
+            for d in cl.defaults.iter() {
+                serial::encode(d, out)?;
+            }
+            for d in cl.kwdefaults.iter().flatten() {
+                serial::encode(d, out)?;
+            }
+            for cell in cl.free.iter() {
+                // A captured function is fingerprinted as code, anything
+                // else by its encoding.
+                let v = cell.get();
+                if matches!(v, Value::Func(_) | Value::Native(_)) {
+                    function_fingerprint(&v, out)?;
+                } else {
+                    serial::encode(&v, out)?;
+                }
+            }
+        }
+        Value::Native(n) => {
+            out.extend_from_slice(b"native\0");
+            out.extend_from_slice(n.name.as_bytes());
+        }
+        other => {
+            out.extend_from_slice(b"value\0");
+            out.extend_from_slice(apsi_core::api::repr_of(other).as_bytes());
+        }
+    }
+    out.push(0);
+    Ok(())
+}
+
 /// `@disk_cache(dir)`: the decorator.
 pub fn disk_cache(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = apsi_core::api::Args::optional("disk_cache", args, kw, &["dir"])?;
@@ -270,9 +361,12 @@ pub fn disk_cache(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Va
         };
         let dir = dir.clone();
         let shown = fname.clone();
+        let mut body = Vec::new();
+        function_fingerprint(&f, &mut body)?;
         let wrapped = move |c: &mut dyn Caller, args: &[Value], kw: Kwargs| -> VResult<Value> {
             let mut enc = fname.as_bytes().to_vec();
             enc.push(0);
+            enc.extend_from_slice(&body);
             serial::encode(&Value::tuple(args.to_vec()), &mut enc)?;
             for (k, v) in kw {
                 enc.extend_from_slice(k.as_bytes());
@@ -365,6 +459,31 @@ mod tests {
         let third = crate::stream::collect(&make(), &mut NoCaller).expect("recompute");
         assert_eq!(show(third), want);
         assert_eq!(CALLS.load(Ordering::SeqCst), 4000);
+
+        // The key covers the source's content: another list in the same
+        // folder is computed, not replayed (issue 17).
+        let list_cache = |xs: Vec<i64>, d: &std::path::Path| {
+            Arc::new(Node::Cache {
+                parent: Arc::new(Node::List(xs.into_iter().map(Value::Int).collect::<Vec<_>>().into())),
+                dir: Some(d.to_path_buf()),
+                mem: Default::default(),
+            })
+        };
+        let shown = |xs: Vec<i64>| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let cl = root.join("cl");
+        let one = crate::stream::collect(&list_cache(vec![1, 2, 3], &cl), &mut NoCaller).unwrap();
+        assert_eq!(show(one), shown(vec![1, 2, 3]));
+        let other = crate::stream::collect(&list_cache(vec![7, 8, 9], &cl), &mut NoCaller).unwrap();
+        assert_eq!(show(other), shown(vec![7, 8, 9]));
+        // ... and a shard copied in from another cache does not verify there.
+        let (a_dir, b_dir) = (root.join("a"), root.join("b"));
+        let a_items: Vec<i64> = (0..1500).collect();
+        let b_items: Vec<i64> = (5000..6500).collect();
+        crate::stream::collect(&list_cache(a_items, &a_dir), &mut NoCaller).unwrap();
+        crate::stream::collect(&list_cache(b_items.clone(), &b_dir), &mut NoCaller).unwrap();
+        std::fs::copy(a_dir.join("shard-00001.apsic"), b_dir.join("shard-00001.apsic")).unwrap();
+        let b_again = crate::stream::collect(&list_cache(b_items.clone(), &b_dir), &mut NoCaller).unwrap();
+        assert_eq!(show(b_again), shown(b_items));
         let _ = std::fs::remove_dir_all(&root);
     }
 }

@@ -123,6 +123,116 @@ impl Node {
         }
     }
 
+    /// Everything that determines this pipeline's items, for the disk
+    /// cache's key: the source data by content (list items, tensors, CSV
+    /// rows and file names as read), each step's parameters, and each
+    /// function's code, defaults and captured values
+    /// ([`crate::cache::function_fingerprint`]). An item that cannot be
+    /// encoded makes the pipeline uncacheable on disk (an error).
+    pub fn fingerprint(&self, out: &mut Vec<u8>) -> VResult<()> {
+        use crate::cache::function_fingerprint as func;
+        let tag = |out: &mut Vec<u8>, t: &str| {
+            out.extend_from_slice(t.as_bytes());
+            out.push(0);
+        };
+        let num = |out: &mut Vec<u8>, n: i128| out.extend_from_slice(&n.to_le_bytes());
+        match self {
+            Node::Tensors {
+                xs,
+                batch,
+                shuffle,
+                seed,
+                ..
+            } => {
+                tag(out, "tensors");
+                for t in xs {
+                    crate::serial::encode(&apsi_core::api::tensor::tensor_value(t.clone()), out)?;
+                }
+                num(out, batch.map_or(-1, |b| b as i128));
+                num(out, *shuffle as i128);
+                num(out, seed.map_or(-1, |s| s as i128));
+            }
+            Node::Range { start, stop, step } => {
+                tag(out, "range");
+                for n in [start, stop, step] {
+                    num(out, *n as i128);
+                }
+            }
+            Node::List(xs) | Node::Items { items: xs, .. } => {
+                tag(out, "items");
+                num(out, xs.len() as i128);
+                let files = matches!(self, Node::Items { what, .. } if what.starts_with("from_files("));
+                for x in xs.iter() {
+                    crate::serial::encode(x, out)?;
+                    // A file's identity: its size and modification time
+                    // (what a later step reads from it may have changed).
+                    if let (true, Value::Str(p)) = (files, x) {
+                        match std::fs::metadata(p.as_str()) {
+                            Ok(m) => {
+                                num(out, m.len() as i128);
+                                let t = m
+                                    .modified()
+                                    .ok()
+                                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+                                num(out, t.map_or(-1, |d| d.as_nanos() as i128));
+                            }
+                            Err(_) => num(out, -2),
+                        }
+                    }
+                }
+            }
+            Node::Generator(f) => {
+                tag(out, "generator");
+                func(f, out)?;
+            }
+            Node::Map { parent, f, .. } => {
+                parent.fingerprint(out)?;
+                tag(out, "map");
+                func(f, out)?;
+            }
+            Node::Filter { parent, f } => {
+                parent.fingerprint(out)?;
+                tag(out, "filter");
+                func(f, out)?;
+            }
+            Node::Shuffle {
+                parent, buffer, seed, ..
+            } => {
+                parent.fingerprint(out)?;
+                tag(out, "shuffle");
+                num(out, *buffer as i128);
+                num(out, seed.map_or(-1, |s| s as i128));
+            }
+            Node::Batch {
+                parent,
+                n,
+                drop_remainder,
+            } => {
+                parent.fingerprint(out)?;
+                tag(out, "batch");
+                num(out, *n as i128);
+                num(out, *drop_remainder as i128);
+            }
+            Node::Unbatch(p) => {
+                p.fingerprint(out)?;
+                tag(out, "unbatch");
+            }
+            Node::Take(p, n) | Node::Skip(p, n) => {
+                p.fingerprint(out)?;
+                tag(out, if matches!(self, Node::Take(..)) { "take" } else { "skip" });
+                num(out, *n as i128);
+            }
+            Node::Repeat(p, n) => {
+                p.fingerprint(out)?;
+                tag(out, "repeat");
+                num(out, n.map_or(-1, |n| n as i128));
+            }
+            // Prefetching and caching do not change the items.
+            Node::Prefetch(p, _) | Node::Cache { parent: p, .. } => p.fingerprint(out)?,
+        }
+        Ok(())
+    }
+
     /// Starts a pass.
     pub fn open(self: &Arc<Node>) -> BoxStream {
         match &**self {

@@ -58,3 +58,44 @@ print(s)\n"
         "{'x': 1.0, 'y': 2.5, 'name': 'a'}\n[('a', 1.0), ('b, c', 3.0)]\n['t.csv']\n[0, 1, 2, 0, 1, 2]\n14\n"
     );
 }
+
+/// `@disk_cache` keys a call by the function's code too: a changed body in
+/// a later program recomputes instead of returning the old result (issue
+/// 17). The only test of this binary that uses the cache key (APSI_HOME).
+#[test]
+fn disk_cache_recomputes_when_the_body_changes() {
+    let root = tempfile::tempdir().unwrap();
+    std::env::set_var("APSI_HOME", root.path().join("home"));
+    let dir = root.path().join("dc").display().to_string();
+    let prog = |body: &str| {
+        format!(
+            "use data\ncalls = [0]\n@disk_cache(\"{dir}\")\ndef f(x):\n    calls[0] += 1\n    return {body}\nprint(f(1), f(1), calls[0])\n"
+        )
+    };
+    let (out, r) = run("dc1", &prog("x + 1"));
+    assert!(r.is_ok(), "{r:?}");
+    assert_eq!(out, "2 2 1\n");
+    // The same program again: both calls come from the cache.
+    let (out, _) = run("dc2", &prog("x + 1"));
+    assert_eq!(out, "2 2 0\n");
+    // A changed body: computed again.
+    let (out, _) = run("dc3", &prog("x + 2"));
+    assert_eq!(out, "3 3 1\n");
+
+    // A pipeline over files is keyed by each file's size and mtime: an
+    // edited file is read again, not replayed from the cache.
+    let files = root.path().join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    std::fs::write(files.join("a.txt"), "one").unwrap();
+    let pipeline = format!(
+        "use data\nds = from_files(\"{}/*.txt\") |> map(lambda p: read_text(p)) |> cache(dir=\"{}\")\nprint(list(ds))\n",
+        files.display(),
+        root.path().join("pc").display()
+    );
+    let (out, r) = run("pc1", &pipeline);
+    assert!(r.is_ok(), "{r:?}");
+    assert_eq!(out, "['one']\n");
+    std::fs::write(files.join("a.txt"), "changed").unwrap();
+    let (out, _) = run("pc2", &pipeline);
+    assert_eq!(out, "['changed']\n");
+}
