@@ -11,8 +11,8 @@
 //!   [`ErrorKind`], [`ErrorObj`], containers ([`DictMap`], [`HashKey`]).
 //! - Calling: [`Caller`] (how native code calls back into Apsi),
 //!   [`Kwargs`], [`NoCaller`].
-//! - Functions: [`NativeFn`], [`native`], [`bound_method`], and the one
-//!   argument parser, [`Args`].
+//! - Functions: [`NativeFn`], [`native`], [`bound_method`], [`method_of`],
+//!   and the one argument parser, [`Args`].
 //! - Objects: [`ApsiObject`] with its typed protocol hooks
 //!   ([`Protocols`]: iteration, `len`, context management, operators,
 //!   items), [`object`],
@@ -82,6 +82,13 @@ pub fn bound_method(receiver: &Value, func: &Value) -> Value {
         receiver: receiver.clone(),
         func: func.clone(),
     }))
+}
+
+/// `this.name` from a method table (name, function taking the receiver
+/// first): how an object's `get_attr` finds its methods.
+pub fn method_of(this: &Value, table: &[(&'static str, Value)], name: &str) -> Option<VResult<Value>> {
+    let (_, f) = table.iter().find(|(n, _)| *n == name)?;
+    Some(Ok(bound_method(this, f)))
 }
 
 /// The prelude's binding of `name` (a module that offers the same function

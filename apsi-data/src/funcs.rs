@@ -27,12 +27,8 @@ fn ds_arg(a: &Args, i: usize) -> VResult<Arc<Node>> {
     })
 }
 
-fn int_req(a: &Args, i: usize) -> VResult<i64> {
-    a.int(i)
-}
-
 fn positive(a: &Args, i: usize, what: &str) -> VResult<usize> {
-    let n = int_req(a, i)?;
+    let n = a.int(i)?;
     if n < 1 {
         return Err(err(
             ErrorKind::ValueError,
@@ -131,7 +127,7 @@ pub fn from_npy(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Valu
 /// `from_range(stop)` or `from_range(start, stop, step=1)`.
 pub fn from_range(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::optional("from_range", args, kw, &["start", "stop", "step"])?;
-    let first = int_req(&a, 0)?;
+    let first = a.int(0)?;
     let (start, stop) = match a.int_opt(1)? {
         Some(stop) => (first, stop),
         None => (0, first),
@@ -267,7 +263,7 @@ pub fn skip(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 fn counted_step(name: &'static str, args: &[Value], kw: Kwargs, node: fn(Arc<Node>, u64) -> Node) -> VResult<Value> {
     let a = Args::optional(name, args, kw, &["ds", "n"])?;
     let parent = ds_arg(&a, 0)?;
-    Ok(dataset_value(node(parent, count(name, "a count", int_req(&a, 1)?)?)))
+    Ok(dataset_value(node(parent, count(name, "a count", a.int(1)?)?)))
 }
 
 /// `repeat(ds, n=none)`: n passes, or forever.

@@ -6,7 +6,7 @@
 
 use crate::funcs;
 use crate::stream::{BoxStream, Node};
-use apsi_core::api::{bound_method, native, object, ApsiObject, Caller, Protocols, VResult, Value};
+use apsi_core::api::{method_of, native, object, ApsiObject, Caller, Protocols, VResult, Value};
 use parking_lot::Mutex;
 use std::sync::{Arc, OnceLock};
 
@@ -50,8 +50,7 @@ impl ApsiObject for Dataset {
         format!("<Dataset {}>", self.0.describe())
     }
     fn get_attr(&self, this: &Value, name: &str) -> Option<VResult<Value>> {
-        let (_, f) = methods().iter().find(|(n, _)| *n == name)?;
-        Some(Ok(bound_method(this, f)))
+        method_of(this, methods(), name)
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self

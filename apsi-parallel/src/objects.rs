@@ -2,7 +2,7 @@
 
 use crate::atomic::{AtomicError, AtomicNum, Num};
 use crate::chan::Chan;
-use crate::util::{bound, int_arg, native, object, recv};
+use crate::util::{int_arg, method_of, native, object, recv};
 use apsi_core::api::ErrorKind;
 use apsi_core::api::{err, ApsiObject, Args, Caller, Kwargs, Protocols, VResult, Value};
 use parking_lot::{Condvar, Mutex};
@@ -37,7 +37,7 @@ impl ApsiObject for Channel {
         )
     }
     fn get_attr(&self, this: &Value, name: &str) -> Option<VResult<Value>> {
-        bound(this, chan_methods(), name)
+        method_of(this, chan_methods(), name)
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self
@@ -126,7 +126,7 @@ impl ApsiObject for Lock {
         }
     }
     fn get_attr(&self, this: &Value, name: &str) -> Option<VResult<Value>> {
-        bound(this, lock_methods(), name)
+        method_of(this, lock_methods(), name)
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self
@@ -273,7 +273,7 @@ impl ApsiObject for Atomic {
         format!("atomic({})", apsi_core::api::repr_of(&to_value(self.0.load())))
     }
     fn get_attr(&self, this: &Value, name: &str) -> Option<VResult<Value>> {
-        bound(this, atomic_methods(), name)
+        method_of(this, atomic_methods(), name)
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self

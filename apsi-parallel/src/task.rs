@@ -6,7 +6,7 @@
 //! The runtime's task registry knows every task: the program ends only after
 //! all of them, and a failure nobody waited for is reported at exit.
 
-use crate::util::{bound, native, object, recv};
+use crate::util::{method_of, native, object, recv};
 use apsi_core::api::par::TaskRegistry;
 use apsi_core::api::ErrorKind;
 use apsi_core::api::{err, ApsiObject, Args, Caller, ErrorObj, Exc, Kwargs, VResult, Value};
@@ -173,7 +173,7 @@ impl ApsiObject for TaskRef {
         self.0.to_str()
     }
     fn get_attr(&self, this: &Value, name: &str) -> Option<VResult<Value>> {
-        bound(this, methods(), name)
+        method_of(this, methods(), name)
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self

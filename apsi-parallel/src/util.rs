@@ -1,14 +1,8 @@
 //! Small helpers shared by the module's functions and object methods.
 
-use apsi_core::api::{bound_method, err, ErrorKind, VResult, Value};
+use apsi_core::api::{err, ErrorKind, VResult, Value};
 
-pub use apsi_core::api::{native, object};
-
-/// `this.name`, looked up in a method table built once.
-pub fn bound(this: &Value, table: &[(&'static str, Value)], name: &str) -> Option<VResult<Value>> {
-    let (_, f) = table.iter().find(|(n, _)| *n == name)?;
-    Some(Ok(bound_method(this, f)))
-}
+pub use apsi_core::api::{method_of, native, object};
 
 /// The receiver of a method, as its Rust type.
 pub fn recv<'a, T: 'static>(args: &'a [Value], ty: &str) -> VResult<&'a T> {

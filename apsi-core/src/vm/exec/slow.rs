@@ -864,22 +864,13 @@ impl Executor {
                     Value::Str(ref s) if s.is_ascii() => v,
                     Value::Dict(d) => Value::tuple(d.map.read().keys().map(|k| k.value().clone()).collect()),
                     // A module object's `iter` hook (a dataset's pass):
-                    // an iterator pulled one item at a time, or an iterable.
+                    // `get_iter` always gives an iterator, pulled one item
+                    // at a time.
                     Value::Object(ref o) if o.0.protocols().iter => {
                         save_pc!();
                         let it = ops::iters::get_iter(self, &v);
                         refresh!();
-                        let it = tri!(it);
-                        match it {
-                            Value::List(_) | Value::Tuple(_) | Value::Range(_) => it,
-                            ref lazy if ops::iters::is_lazy(lazy) => it,
-                            other => {
-                                save_pc!();
-                                let items = ops::iterate(self, &other);
-                                refresh!();
-                                Value::tuple(tri!(items))
-                            }
-                        }
+                        tri!(it)
                     }
                     other => {
                         save_pc!();
