@@ -210,7 +210,9 @@ fn backends_that_do_not_fit_this_apsi_are_refused_by_name() {
             &["install", "llvm-core9"],
             &[
                 "llvm-core9 1.0.0",
-                "requires the Apsi core ^9.0, and this is core 2.1.0",
+                Box::leak(
+                    format!("requires the Apsi core ^9.0, and this is core {}", apsi_core::VERSION).into_boxed_str(),
+                ),
             ],
         ),
         (

@@ -149,6 +149,11 @@ fn break_and_return_in_parallel_for() {
 }
 
 #[test]
+fn names_assigned_in_a_parallel_for_body_stay_there() {
+    insta::assert_snapshot!(rendered("parallel_scope.apsi", &env(&["parallel"])));
+}
+
+#[test]
 fn del_attribute_is_an_error() {
     insta::assert_snapshot!(rendered("del_attr.apsi", &env(&[])));
 }
@@ -268,7 +273,7 @@ fn modules_load_once_in_dependency_order() {
             std::path::MAIN_SEPARATOR
         )
     );
-    assert_eq!(check::file_exports(&program.units[0].ast), ["TAU", "circumference"]);
+    assert_eq!(program.units[0].scopes.exports(), ["TAU", "circumference"]);
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! literals of the wrong type for annotated parameters. Whatever a `*xs` or
 //! `**kw` argument could supply is not judged.
 
-use super::scope::Def;
+use super::defs::Def;
 use crate::diagnostic::{Diagnostic, Span};
 use crate::error::ErrorKind;
 use crate::syntax::ast::*;

@@ -24,9 +24,9 @@
 //!   The caller reports the snippet's own syntax errors before calling.
 //!   Unknown names inside a `def`/`lambda` are not errors in the REPL (a
 //!   later input may define them); everything else is checked as in a file.
-//! - [`file_exports`] — the names a file module exports (the VM binds the
-//!   same ones unqualified): its top-level names except `use` bindings and
-//!   `_private` ones.
+//! - [`file_exports`] (for a loaded unit: `unit.scopes.exports()`) — the
+//!   names a file module exports (the VM binds the same ones unqualified):
+//!   its top-level names except `use` bindings and `_private` ones.
 //! - [`DTYPES`], [`default_packages_dir`],
 //!   [`scan_capabilities`] / [`permission_error`] (the Guard, for a caller
 //!   that wants to run it on its own).
@@ -54,13 +54,13 @@
 
 mod annot;
 mod calls;
+mod defs;
 mod entry;
 mod guard;
 mod load;
 mod names;
 pub mod parfor;
 mod resolve;
-mod scope;
 pub mod scopes;
 mod structs;
 mod suggest;
@@ -73,7 +73,6 @@ pub use entry::{check_source, load};
 pub use guard::{permission_error, scan_units as scan_capabilities, CapabilityUse, CAPABILITIES};
 pub use load::{check_source_with, load_with, LoadOptions, ParseFn};
 pub use resolve::default_packages_dir;
-pub use scope::file_exports;
 pub use suggest::{closest, edit_distance};
 
 use crate::diagnostic::{FileId, SourceMap, Span};
@@ -201,8 +200,8 @@ impl ReplScope {
 
     /// Learns what a successfully checked input defines.
     fn absorb(&mut self, unit: &Unit, program: &Program, env: &CheckEnv) {
-        let info = scope::module_scope(&unit.ast);
-        self.names.extend(info.bindings.keys().cloned());
+        let module = unit.scopes.scope(scopes::ScopeTable::MODULE);
+        self.names.extend(module.bound.keys().cloned());
         for u in &unit.uses {
             self.names.insert(u.binding.clone());
             if !u.unqualified {
@@ -216,12 +215,19 @@ impl ReplScope {
                 }
                 UseTarget::File(i) => {
                     if let Some(dep) = program.units.get(*i) {
-                        self.names.extend(file_exports(&dep.ast));
+                        self.names.extend(dep.scopes.exports());
                     }
                 }
             }
         }
     }
+}
+
+/// The names a file module exports (see [`scopes::ScopeTable::exports`]),
+/// for a tree that is not a loaded unit (a loaded one has its table in
+/// `Unit::scopes`).
+pub fn file_exports(m: &ast::Module) -> Vec<String> {
+    scopes::analyze(m, &[]).exports()
 }
 
 /// The message of `del obj.field` (the checker's, and the VM's when the

@@ -4,13 +4,17 @@
 //! `parallel for`), and calls whose callee is statically known (arity,
 //! keywords, literal argument types — see `calls`).
 //!
-//! Lookup order for a name read in a scope (Python's, plus modules):
-//! the scope's own bindings → enclosing function scopes (with their
-//! function-level `use` exports) → module globals → unqualified exports of
-//! the module's `use`s → names from earlier REPL inputs → the prelude.
+//! What each scope binds comes from the unit's scope table (`scopes`, the
+//! one scope analysis, which the compiler uses too); this pass walks the
+//! tree with the table's scopes open. Lookup order for a name read in a
+//! scope (Python's, plus modules): the scope's own bindings → enclosing
+//! function scopes (with their function-level `use` exports) → module
+//! globals → unqualified exports of the module's `use`s → names from
+//! earlier REPL inputs → the prelude.
 
 use super::calls;
-use super::scope::{module_scope, Binding, Def, ScopeInfo};
+use super::defs::{Def, DefIndex};
+use super::scopes::{Bound, ScopeId, ScopeTable};
 use super::suggest::closest;
 use super::{CheckEnv, ReplScope, ResolvedUse, Unit, UseTarget};
 use crate::diagnostic::{Diagnostic, FileId, Span};
@@ -22,8 +26,8 @@ use rustc_hash::FxHashSet;
 pub(crate) struct Shared<'a> {
     pub units: &'a [Unit],
     pub env: &'a CheckEnv,
-    /// Module scope of each unit, by unit index.
-    pub module_infos: Vec<ScopeInfo<'a>>,
+    /// The definitions of each unit, by unit index.
+    pub defs: Vec<DefIndex<'a>>,
     /// Exports of each unit, by unit index.
     pub exports: Vec<Vec<String>>,
     /// Prelude names plus the always-present ones (argv, error kinds, dtypes).
@@ -36,8 +40,8 @@ pub(crate) struct Shared<'a> {
 
 impl<'a> Shared<'a> {
     pub fn new(units: &'a [Unit], env: &'a CheckEnv, repl: Option<&'a ReplScope>) -> Shared<'a> {
-        let module_infos: Vec<ScopeInfo<'a>> = units.iter().map(|u| module_scope(&u.ast)).collect();
-        let exports = units.iter().map(|u| super::scope::file_exports(&u.ast)).collect();
+        let defs = units.iter().map(|u| DefIndex::of(&u.ast)).collect();
+        let exports = units.iter().map(|u| u.scopes.exports()).collect();
         let mut builtins: FxHashSet<String> = env.prelude.iter().cloned().collect();
         // `argv`, `native` (`@native` needs no `use`) and the `Tensor` type
         // are always there.
@@ -53,7 +57,7 @@ impl<'a> Shared<'a> {
         Shared {
             units,
             env,
-            module_infos,
+            defs,
             exports,
             builtins,
             repl,
@@ -81,6 +85,10 @@ enum Kind {
     Function,
     Lambda,
     Comp,
+    /// The body of a `parallel for` (a function scope of its own, which the
+    /// iterations run; for `return`, `yield` and `nonlocal` it belongs to
+    /// the scope around it).
+    ParallelBody,
 }
 
 /// An unqualified export visible in a scope.
@@ -90,16 +98,16 @@ struct Export {
     target: UseTarget,
 }
 
-struct Frame<'a> {
+struct Frame {
     kind: Kind,
-    info: ScopeInfo<'a>,
+    scope: ScopeId,
     exports: Vec<Export>,
 }
 
 /// Where a name read resolves to.
-enum Res<'a, 'b> {
+enum Res<'b> {
     /// Bound in one of the open scopes.
-    Frame(&'b Binding<'a>),
+    Frame(&'b Bound),
     Export(UseTarget),
     Builtin,
     Missing,
@@ -115,7 +123,9 @@ struct FnCtx {
 pub(crate) struct Checker<'s, 'a> {
     shared: &'s Shared<'a>,
     unit: &'a Unit,
-    frames: Vec<Frame<'a>>,
+    unit_index: usize,
+    table: &'a ScopeTable,
+    frames: Vec<Frame>,
     ctx: Vec<FnCtx>,
     pub diags: Vec<Diagnostic>,
     /// How many struct method bodies enclose the code being checked.
@@ -127,16 +137,17 @@ pub(crate) fn check_unit(shared: &Shared<'_>, idx: usize) -> Vec<Diagnostic> {
     let Some(unit) = shared.units.get(idx) else {
         return Vec::new();
     };
-    let info = module_scope(&unit.ast);
     let mut c = Checker {
         shared,
         unit,
+        unit_index: idx,
+        table: &unit.scopes,
         frames: Vec::new(),
         ctx: Vec::new(),
         diags: Vec::new(),
         methods: 0,
     };
-    c.push_frame(Kind::Module, info);
+    c.push_frame(Kind::Module, ScopeTable::MODULE);
     c.ctx.push(FnCtx {
         in_function: false,
         loops: Vec::new(),
@@ -146,9 +157,9 @@ pub(crate) fn check_unit(shared: &Shared<'_>, idx: usize) -> Vec<Diagnostic> {
 }
 
 impl<'s, 'a> Checker<'s, 'a> {
-    fn push_frame(&mut self, kind: Kind, info: ScopeInfo<'a>) {
+    fn push_frame(&mut self, kind: Kind, scope: ScopeId) {
         let mut exports = Vec::new();
-        for span in &info.uses {
+        for span in &self.table.scope(scope).uses {
             let Some(ru) = self.resolved_use(*span) else { continue };
             if !ru.unqualified {
                 continue;
@@ -161,7 +172,30 @@ impl<'s, 'a> Checker<'s, 'a> {
                 });
             }
         }
-        self.frames.push(Frame { kind, info, exports });
+        self.frames.push(Frame { kind, scope, exports });
+    }
+
+    /// Opens the scope the table made for a node (a `def`, lambda,
+    /// comprehension or `parallel for` body); false when it has none (the
+    /// table skipped the node, such as a comprehension without a loop).
+    fn enter(&mut self, kind: Kind, scope: Option<ScopeId>) -> bool {
+        match scope {
+            Some(id) => {
+                self.push_frame(kind, id);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The innermost open frame that is not a `parallel for` body.
+    fn enclosing(&self) -> Option<(usize, Kind)> {
+        self.frames
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(i, f)| (i, f.kind))
+            .find(|(_, k)| *k != Kind::ParallelBody)
     }
 
     fn resolved_use(&self, span: Span) -> Option<&'a ResolvedUse> {
@@ -170,7 +204,7 @@ impl<'s, 'a> Checker<'s, 'a> {
 
     // ----- resolution -------------------------------------------------
 
-    fn resolve(&self, name: &str) -> Res<'a, '_> {
+    fn resolve(&self, name: &str) -> Res<'_> {
         let Some(cur) = self.frames.len().checked_sub(1) else {
             return Res::Missing;
         };
@@ -179,14 +213,15 @@ impl<'s, 'a> Checker<'s, 'a> {
             if f.kind == Kind::Module {
                 break;
             }
-            if f.info.globals.contains(name) {
+            let scope = self.table.scope(f.scope);
+            if scope.declared_global.contains(name) {
                 return self.resolve_global(name);
             }
-            if f.info.nonlocals.contains(name) {
+            if scope.declared_nonlocal.contains(name) {
                 // Checked where the `nonlocal` stands; look further out.
                 continue;
             }
-            if let Some(b) = f.info.bindings.get(name) {
+            if let Some(b) = scope.bound.get(name) {
                 return Res::Frame(b);
             }
             let hits: Vec<&Export> = f.exports.iter().filter(|e| e.name == name).collect();
@@ -197,11 +232,11 @@ impl<'s, 'a> Checker<'s, 'a> {
         self.resolve_global(name)
     }
 
-    fn resolve_global(&self, name: &str) -> Res<'a, '_> {
+    fn resolve_global(&self, name: &str) -> Res<'_> {
         let Some(module) = self.frames.first() else {
             return Res::Missing;
         };
-        if let Some(b) = module.info.bindings.get(name) {
+        if let Some(b) = self.table.scope(ScopeTable::MODULE).bound.get(name) {
             return Res::Frame(b);
         }
         let hits: Vec<&Export> = module.exports.iter().filter(|e| e.name == name).collect();
@@ -216,16 +251,29 @@ impl<'s, 'a> Checker<'s, 'a> {
 
     /// Whether the code being checked runs later (inside a `def` or `lambda`).
     fn in_deferred_code(&self) -> bool {
+        // A `parallel for` body runs now.
         self.frames
             .iter()
             .any(|f| matches!(f.kind, Kind::Function | Kind::Lambda))
+    }
+
+    /// Whether a `parallel for` body directly inside the current scope
+    /// binds `name` (which is then local to each iteration).
+    fn bound_in_parallel_body(&self, name: &str) -> bool {
+        let Some(cur) = self.frames.last().map(|f| f.scope) else {
+            return false;
+        };
+        self.table
+            .scopes
+            .iter()
+            .any(|s| s.parent == Some(cur) && s.name == super::scopes::PARALLEL_BODY && s.bound.contains_key(name))
     }
 
     /// Every name visible from the current scope (for suggestions).
     fn visible_names(&self) -> Vec<&str> {
         let mut out: Vec<&str> = Vec::new();
         for f in &self.frames {
-            out.extend(f.info.bindings.keys().map(|s| s.as_str()));
+            out.extend(self.table.scope(f.scope).bound.keys().map(|s| s.as_str()));
             out.extend(f.exports.iter().map(|e| e.name.as_str()));
         }
         out.extend(self.shared.builtins.iter().map(|s| s.as_str()));
@@ -242,11 +290,18 @@ impl<'s, 'a> Checker<'s, 'a> {
             Res::Missing if self.shared.repl.is_some() && self.in_deferred_code() => {}
             Res::Missing => {
                 let candidates = self.visible_names();
-                let hint = match closest(name, candidates) {
-                    Some(s) => format!("did you mean '{s}'?"),
-                    None => format!(
-                        "assign '{name}' before reading it, define it with `def` or `struct`, or `use` the module that provides it"
-                    ),
+                let hint = if self.bound_in_parallel_body(name) {
+                    format!(
+                        "'{name}' is assigned only inside a `parallel for` body, where each iteration has its own; \
+                         combine iterations with a reduction (`s += …` on a variable set before the loop) or write each one into a list or tensor slot"
+                    )
+                } else {
+                    match closest(name, candidates) {
+                        Some(s) => format!("did you mean '{s}'?"),
+                        None => format!(
+                            "assign '{name}' before reading it, define it with `def` or `struct`, or `use` the module that provides it"
+                        ),
+                    }
                 };
                 self.diags.push(
                     Diagnostic::new(ErrorKind::NameError, format!("name '{name}' is not defined"))
@@ -274,14 +329,16 @@ impl<'s, 'a> Checker<'s, 'a> {
     fn callee(&self, func: &Expr) -> Option<Def<'a>> {
         match &func.kind {
             ExprKind::Name(name) => match self.resolve(name) {
-                Res::Frame(b) if b.count == 1 => b.def,
+                Res::Frame(b) => self.unit_defs().get(b.sole()?),
                 Res::Export(UseTarget::File(i)) => self.unit_def(i, name),
                 _ => None,
             },
             ExprKind::Attribute { value, attr } => {
                 let ExprKind::Name(m) = &value.kind else { return None };
                 let Res::Frame(b) = self.resolve(m) else { return None };
-                let span = b.use_span?;
+                let Some(super::scopes::Binder::Use(span)) = b.sole() else {
+                    return None;
+                };
                 match self.resolved_use(span)?.target {
                     UseTarget::File(i) => self.unit_def(i, &attr.name),
                     UseTarget::Builtin(_) => None,
@@ -312,12 +369,14 @@ impl<'s, 'a> Checker<'s, 'a> {
     }
 
     fn unit_def(&self, unit: usize, name: &str) -> Option<Def<'a>> {
-        let b = self.shared.module_infos.get(unit)?.bindings.get(name)?;
-        if b.count == 1 {
-            b.def
-        } else {
-            None
-        }
+        let table = &self.shared.units.get(unit)?.scopes;
+        let b = table.scope(ScopeTable::MODULE).bound.get(name)?;
+        self.shared.defs.get(unit)?.get(b.sole()?)
+    }
+
+    /// The definitions of the unit being checked.
+    fn unit_defs(&self) -> &DefIndex<'a> {
+        &self.shared.defs[self.unit_index]
     }
 
     // ----- statements -------------------------------------------------
@@ -377,8 +436,14 @@ impl<'s, 'a> Checker<'s, 'a> {
                 orelse,
             } => {
                 self.expr(iter);
+                // A `parallel for` body is a scope of its own (its target
+                // is bound there).
+                let opened = *parallel && self.enter(Kind::ParallelBody, self.table.of_stmt(s));
                 self.target(target);
                 self.loop_body(*parallel, body);
+                if opened {
+                    self.frames.pop();
+                }
                 self.body(orelse);
             }
             StmtKind::Del(targets) => {
@@ -517,7 +582,7 @@ impl<'s, 'a> Checker<'s, 'a> {
     /// module level, in a lambda, in a comprehension, or in a `parallel for`
     /// body (whose iterations run at once on other threads).
     fn check_yield(&mut self, span: Span) {
-        let kind = self.frames.last().map(|f| f.kind).unwrap_or(Kind::Module);
+        let kind = self.enclosing().map(|(_, k)| k).unwrap_or(Kind::Module);
         let (msg, label, help) = match kind {
             Kind::Module => (
                 "'yield' outside function",
@@ -539,7 +604,7 @@ impl<'s, 'a> Checker<'s, 'a> {
                 "iterations of a `parallel for` run at once on other threads, so none can suspend the function",
                 "collect the values in the loop and yield them after it, or use a plain `for`",
             ),
-            Kind::Function => return,
+            Kind::Function | Kind::ParallelBody => return,
         };
         self.diags.push(
             Diagnostic::new(ErrorKind::SyntaxError, msg)
@@ -549,10 +614,11 @@ impl<'s, 'a> Checker<'s, 'a> {
     }
 
     fn check_nonlocal(&mut self, names: &[Ident], span: Span) {
-        let Some(cur) = self.frames.len().checked_sub(1) else {
+        // In a `parallel for` body the declaration is its function's.
+        let Some((cur, kind)) = self.enclosing() else {
             return;
         };
-        if self.frames[cur].kind == Kind::Module {
+        if kind == Kind::Module {
             self.diags.push(
                 Diagnostic::new(
                     ErrorKind::SyntaxError,
@@ -566,9 +632,10 @@ impl<'s, 'a> Checker<'s, 'a> {
         for n in names {
             let found = (1..cur).rev().any(|j| {
                 let f = &self.frames[j];
-                f.kind != Kind::Module
-                    && !f.info.globals.contains(&n.name)
-                    && (f.info.bindings.contains_key(&n.name) || f.info.nonlocals.contains(&n.name))
+                let scope = self.table.scope(f.scope);
+                !matches!(f.kind, Kind::Module | Kind::ParallelBody)
+                    && !scope.declared_global.contains(&n.name)
+                    && (scope.bound.contains_key(&n.name) || scope.declared_nonlocal.contains(&n.name))
             });
             if !found {
                 self.diags.push(
@@ -589,17 +656,16 @@ impl<'s, 'a> Checker<'s, 'a> {
         }
         self.param_defaults(&f.params);
         self.diags.extend(calls::check_param_defaults(&f.params, &f.name.name));
-        let mut info = ScopeInfo::default();
-        info.bind_params(&f.params);
-        info.collect_body(&f.body);
-        self.push_frame(Kind::Function, info);
+        let opened = self.enter(Kind::Function, self.table.of_func(f));
         self.ctx.push(FnCtx {
             in_function: true,
             loops: Vec::new(),
         });
         self.body(&f.body);
         self.ctx.pop();
-        self.frames.pop();
+        if opened {
+            self.frames.pop();
+        }
     }
 
     fn param_defaults(&mut self, p: &'a Params) {
@@ -683,16 +749,16 @@ impl<'s, 'a> Checker<'s, 'a> {
             }
             ExprKind::Lambda { params, body } => {
                 self.param_defaults(params);
-                let mut info = ScopeInfo::default();
-                info.bind_params(params);
-                self.push_frame(Kind::Lambda, info);
+                let opened = self.enter(Kind::Lambda, self.table.of_expr(e));
                 self.expr(body);
-                self.frames.pop();
+                if opened {
+                    self.frames.pop();
+                }
             }
-            ExprKind::ListComp { elt, generators } => self.comprehension(generators, &[elt]),
-            ExprKind::DictComp { key, value, generators } => self.comprehension(generators, &[key, value]),
-            ExprKind::SetComp { elt, generators } => self.comprehension(generators, &[elt]),
-            ExprKind::GenExp { elt, generators } => self.comprehension(generators, &[elt]),
+            ExprKind::ListComp { elt, generators } => self.comprehension(e, generators, &[elt]),
+            ExprKind::DictComp { key, value, generators } => self.comprehension(e, generators, &[key, value]),
+            ExprKind::SetComp { elt, generators } => self.comprehension(e, generators, &[elt]),
+            ExprKind::GenExp { elt, generators } => self.comprehension(e, generators, &[elt]),
             ExprKind::Yield(v) => {
                 self.check_yield(e.span);
                 if let Some(v) = v {
@@ -713,15 +779,11 @@ impl<'s, 'a> Checker<'s, 'a> {
         }
     }
 
-    fn comprehension(&mut self, generators: &'a [Comprehension], elts: &[&'a Expr]) {
+    fn comprehension(&mut self, e: &'a Expr, generators: &'a [Comprehension], elts: &[&'a Expr]) {
         if let Some(first) = generators.first() {
             self.expr(&first.iter);
         }
-        let mut info = ScopeInfo::default();
-        for g in generators {
-            info.bind_target(&g.target);
-        }
-        self.push_frame(Kind::Comp, info);
+        let opened = self.enter(Kind::Comp, self.table.of_expr(e));
         for (k, g) in generators.iter().enumerate() {
             if k > 0 {
                 self.expr(&g.iter);
@@ -731,10 +793,12 @@ impl<'s, 'a> Checker<'s, 'a> {
                 self.expr(c);
             }
         }
-        for e in elts {
-            self.expr(e);
+        for x in elts {
+            self.expr(x);
         }
-        self.frames.pop();
+        if opened {
+            self.frames.pop();
+        }
     }
 }
 
@@ -747,7 +811,7 @@ impl<'a> super::walk::Visitor<'a> for SubExprs<'a> {
     }
 }
 
-fn pick_export<'a, 'b>(hits: &[&Export]) -> Option<Res<'a, 'b>> {
+fn pick_export<'b>(hits: &[&Export]) -> Option<Res<'b>> {
     let first = hits.first()?;
     let mut modules: Vec<String> = Vec::new();
     let mut targets: Vec<&UseTarget> = Vec::new();

@@ -21,6 +21,9 @@ use std::collections::{HashMap, HashSet};
 
 pub type ScopeId = usize;
 
+/// The name of the scope of a `parallel for` body.
+pub const PARALLEL_BODY: &str = "<parallel for>";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScopeKind {
     Module,
@@ -64,6 +67,45 @@ pub struct Scope {
     /// A generator: a `def` whose body (not nested functions) holds
     /// `yield`, or a generator expression.
     pub generator: bool,
+    /// What the statements of this scope bind, name by name, whatever
+    /// `global`/`nonlocal` says (the checker reads the declarations first).
+    /// At module level this also holds every name some function declares
+    /// `global`. The checker's name and call checks read it.
+    pub bound: IndexMap<String, Bound>,
+    /// The `use` statements standing in this scope (their spans).
+    pub uses: Vec<Span>,
+}
+
+/// How the statements of one scope bind a name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bound {
+    /// How many statements (or parameters) bind it.
+    pub count: u32,
+    /// What the first of them is.
+    pub first: Binder,
+    /// Whether one of them is a `use`.
+    pub by_use: bool,
+}
+
+impl Bound {
+    /// What binds the name when exactly one statement does.
+    pub fn sole(&self) -> Option<Binder> {
+        (self.count == 1).then_some(self.first)
+    }
+}
+
+/// A statement that binds a name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binder {
+    /// An assignment, a parameter, a loop or `with`/`except` target, `del`,
+    /// a `global` declaration, or a decorated `def`/`struct`.
+    Plain,
+    /// An undecorated `def`: the address of its `FuncDef` (see `check::defs`).
+    Func(usize),
+    /// An undecorated `struct`: the address of its `StructDef`.
+    Struct(usize),
+    /// A `use` statement, by its span.
+    Use(Span),
 }
 
 impl Scope {
@@ -81,6 +123,8 @@ impl Scope {
             used: IndexSet::new(),
             cells: Vec::new(),
             generator: false,
+            bound: IndexMap::new(),
+            uses: Vec::new(),
         }
     }
 }
@@ -136,6 +180,21 @@ impl ScopeTable {
         }
         Binding::Global
     }
+
+    /// The names a file module exports (the VM binds the same ones
+    /// unqualified): everything its top level binds, and every name its
+    /// functions declare `global`, except names a `use` binds and names
+    /// starting with `_`. Sorted.
+    pub fn exports(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.scopes[Self::MODULE]
+            .bound
+            .iter()
+            .filter(|(name, b)| !name.starts_with('_') && !b.by_use)
+            .map(|(name, _)| name.clone())
+            .collect();
+        names.sort();
+        names
+    }
 }
 
 /// Analyse a module's scopes. `top_level_binds` are names bound before the
@@ -183,12 +242,25 @@ impl Analyzer {
     }
 
     fn bind(&mut self, name: &str) {
-        self.bind_kind(name, false)
+        self.bind_kind(name, Binder::Plain, false)
+    }
+
+    /// Records that a statement of scope `id` binds `name`.
+    fn note(&mut self, id: ScopeId, name: &str, binder: Binder) {
+        let by_use = matches!(binder, Binder::Use(_));
+        let b = self.t.scopes[id].bound.entry(name.to_string()).or_insert(Bound {
+            count: 0,
+            first: binder,
+            by_use: false,
+        });
+        b.count = b.count.saturating_add(1);
+        b.by_use |= by_use;
     }
 
     /// `onceable`: a `def`/`struct` statement (write-once at top level).
-    fn bind_kind(&mut self, name: &str, onceable: bool) {
+    fn bind_kind(&mut self, name: &str, binder: Binder, onceable: bool) {
         let cur = self.cur;
+        self.note(cur, name, binder);
         let s = &mut self.t.scopes[cur];
         if s.kind == ScopeKind::Module {
             let once = onceable && self.depth == 0;
@@ -304,7 +376,11 @@ impl Analyzer {
                     self.expr(d);
                 }
                 self.func(f);
-                self.bind_kind(&f.name.name, true);
+                let binder = match f.decorators.is_empty() {
+                    true => Binder::Func(&**f as *const FuncDef as usize),
+                    false => Binder::Plain,
+                };
+                self.bind_kind(&f.name.name, binder, true);
             }
             StmtKind::StructDef(sd) => {
                 for d in &sd.decorators {
@@ -330,14 +406,22 @@ impl Analyzer {
                     self.func(m);
                     self.method_self.pop();
                 }
-                self.bind_kind(&sd.name.name, true);
+                let binder = match sd.decorators.is_empty() {
+                    true => Binder::Struct(&**sd as *const StructDef as usize),
+                    false => Binder::Plain,
+                };
+                self.bind_kind(&sd.name.name, binder, true);
             }
             StmtKind::Use { path, alias } => {
                 // The module-level `use` bindings are passed in by the caller;
                 // inside a function the statement binds a local.
-                if self.t.scopes[self.cur].kind != ScopeKind::Module {
-                    if let Some(n) = alias.as_ref().or(path.last()) {
-                        self.bind(&n.name.clone());
+                let cur = self.cur;
+                self.t.scopes[cur].uses.push(s.span);
+                if let Some(n) = alias.as_ref().or(path.last()) {
+                    if self.t.scopes[cur].kind == ScopeKind::Module {
+                        self.note(cur, &n.name, Binder::Use(s.span));
+                    } else {
+                        self.bind_kind(&n.name, Binder::Use(s.span), false);
                     }
                 }
             }
@@ -388,6 +472,7 @@ impl Analyzer {
                     // Declared before the body is walked (see `func`); make sure
                     // the module knows the name.
                     self.t.module_names.insert(n.name.clone());
+                    self.note(ScopeTable::MODULE, &n.name, Binder::Plain);
                     self.counts.entry(n.name.clone()).or_insert((0, false)).1 = false;
                 }
             }
@@ -410,7 +495,7 @@ impl Analyzer {
             }
         }
         let outer = self.cur;
-        let id = self.push_scope(ScopeKind::Function, "<parallel for>", s as *const Stmt as usize);
+        let id = self.push_scope(ScopeKind::Function, PARALLEL_BODY, s as *const Stmt as usize);
         let saved = (self.cur, self.depth);
         self.cur = id;
         self.depth = 1;
@@ -430,6 +515,14 @@ impl Analyzer {
                 .chain(reds.iter().map(|r| r.name.clone()))
             {
                 sc.params.push(p.clone());
+                sc.bound.insert(
+                    p.clone(),
+                    Bound {
+                        count: 1,
+                        first: Binder::Plain,
+                        by_use: false,
+                    },
+                );
                 sc.locals.insert(p, false);
             }
             sc.declared_global.extend(g);
@@ -474,7 +567,7 @@ impl Analyzer {
     }
 
     fn enter_params(&mut self, p: &Params) {
-        let s = &mut self.t.scopes[self.cur];
+        let cur = self.cur;
         let names: Vec<&Param> = p
             .params
             .iter()
@@ -483,8 +576,10 @@ impl Analyzer {
             .chain(p.kwarg.iter())
             .collect();
         for q in names {
+            let s = &mut self.t.scopes[cur];
             s.params.push(q.name.name.clone());
             s.locals.insert(q.name.name.clone(), false);
+            self.note(cur, &q.name.name, Binder::Plain);
         }
     }
 
@@ -649,7 +744,7 @@ impl Analyzer {
     /// is an error the checker reports and the compiler refuses.
     fn mark_generator(&mut self) {
         let s = &mut self.t.scopes[self.cur];
-        if s.kind == ScopeKind::Function && s.name != "<parallel for>" {
+        if s.kind == ScopeKind::Function && s.name != PARALLEL_BODY {
             s.generator = true;
         }
     }

@@ -2,7 +2,7 @@
 //! §10.2): a parent that is a built-in type, a redeclared parent field, and
 //! a method assigning `self.NAME` for a name the struct does not declare.
 
-use super::scope::Def;
+use super::defs::Def;
 use crate::diagnostic::Diagnostic;
 use crate::error::ErrorKind;
 use crate::syntax::ast::*;

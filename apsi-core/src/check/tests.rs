@@ -376,7 +376,8 @@ fn repl_scope_learns_only_from_clean_inputs() {
 fn file_exports_rules() {
     let src = "use alpha\nX = 1\n_p = 2\ndef f():\n    global G\n    G = 1\nstruct S:\n    a: int\nif X:\n    Y = 2\n";
     let (tree, _) = crate::syntax::parse(crate::diagnostic::FileId(0), src);
-    assert_eq!(file_exports(&tree), ["G", "S", "X", "Y", "f"]);
+    let table = scopes::analyze(&tree, &["alpha".to_string()]);
+    assert_eq!(table.exports(), ["G", "S", "X", "Y", "f"]);
 }
 
 mod fuzz {

@@ -300,7 +300,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         if sc.generator && sc.kind == crate::check::scopes::ScopeKind::Function {
             return Ok(());
         }
-        let msg = if sc.name == "<parallel for>" {
+        let msg = if sc.name == crate::check::scopes::PARALLEL_BODY {
             "'yield' is not allowed inside 'parallel for'"
         } else {
             "'yield' outside function"

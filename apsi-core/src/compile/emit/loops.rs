@@ -194,7 +194,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         }
         self.make_function(
             sid,
-            "<parallel for>",
+            crate::check::scopes::PARALLEL_BODY,
             &NO_PARAMS,
             FnBody::ParChunk(target, body, range),
             a,
