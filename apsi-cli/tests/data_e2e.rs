@@ -93,3 +93,64 @@ fn npy_errors_are_clear() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("IOError") && e.contains("missing.npy"), "{e}");
 }
+
+/// `from_csv` streams: a pass over a CSV file far larger than the reader's
+/// chunk (64 KiB) keeps one record at a time, so the process's peak memory
+/// stays well below the file's size (the whole file in memory, as rows,
+/// would be several times it).
+#[cfg(all(feature = "data", target_os = "linux"))]
+#[test]
+fn from_csv_streams_in_bounded_memory() {
+    use std::io::Write;
+    let d = temp_dir("csv-stream");
+    let rows = 500_000u64;
+    {
+        let f = std::fs::File::create(d.join("big.csv")).expect("big.csv");
+        let mut w = std::io::BufWriter::new(f);
+        writeln!(w, "id,x,label").expect("write");
+        for i in 0..rows {
+            writeln!(
+                w,
+                "{i},{}.5,\"row {i:08}, padded to make the line longer: xxxxxxxxxxxxxxxxxxxxxxxx\"",
+                i % 1000
+            )
+            .expect("write");
+        }
+    }
+    let size = std::fs::metadata(d.join("big.csv")).expect("size").len();
+    assert!(size > 40_000_000, "{size}");
+    let src = r#"use data
+n = 0
+s = 0.0
+for r in from_csv("big.csv"):
+    n += 1
+    s += r["x"]
+print(n, s)
+for line in read_text("/proc/self/status").split("\n"):
+    if line.startswith("VmHWM:"):
+        print(int(line.split()[1]))
+"#;
+    std::fs::write(d.join("p.apsi"), src).expect("write");
+    let o = apsi_in(&d, &["run", "p.apsi"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    let mut lines = out.lines();
+    // Each block of 1000 rows adds 0.5 + 1.5 + … + 999.5 = 500,000.
+    let expected_sum = (rows / 1000) as f64 * 500_000.0;
+    assert_eq!(
+        lines.next(),
+        Some(format!("{rows} {expected_sum:.1}").as_str()),
+        "{out}"
+    );
+    let peak_kb: u64 = lines.next().and_then(|l| l.trim().parse().ok()).expect("VmHWM");
+    assert!(
+        peak_kb * 1024 < size / 2,
+        "peak memory {peak_kb} kB for a {size}-byte file: from_csv does not stream"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

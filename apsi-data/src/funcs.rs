@@ -189,11 +189,8 @@ pub fn from_csv(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value
         Some(v @ (Value::List(_) | Value::Tuple(_))) => Some(apsi_core::api::iterate(c, v)?),
         Some(other) => return Err(a.wrong(3, "a list of column names or indices", other)),
     };
-    let items = csv::load(&path, delim, header, columns.as_deref())?;
-    Ok(dataset_value(Node::Items {
-        what: format!("from_csv({:?})", path.display().to_string()),
-        items: items.into(),
-    }))
+    let src = csv::CsvSource::check(&path, delim, header, columns.as_deref())?;
+    Ok(dataset_value(Node::Csv(Arc::new(src))))
 }
 
 // -------------------------------------------------------------------- steps

@@ -1,97 +1,65 @@
 //! `from_files(pattern)`: shell-style patterns over the file system.
 //! `*` matches any run of characters within a name, `?` one character,
-//! `[abc]`/`[a-z]`/`[!a]` a class; `**` as a whole component matches any
-//! number of directories. As in Python's `glob`, wildcards do not match a
-//! leading `.`. Results are sorted.
+//! `[abc]`/`[a-z]`/`[!a]` a class, `{a,b}` either; `**` as a whole
+//! component matches any number of directories. As in Python's `glob`,
+//! wildcards do not match a leading `.`, and a `[` without its `]` is a
+//! literal `[`. Each component is compiled once with `globset`; the walk
+//! lists only the directories the pattern can reach. Results are sorted.
 
 use apsi_core::api::ErrorKind;
 use apsi_core::api::{err, VResult};
 use std::path::{Path, PathBuf};
 
+/// One component of a pattern, compiled once for the whole walk.
+enum Part {
+    /// No wildcard: the name itself.
+    Literal(String),
+    /// `**`: any number of directories.
+    AnyDepth,
+    /// A shell pattern (`globset`), and whether it starts with a `.` (only
+    /// such a pattern matches a hidden name, as in Python's `glob`).
+    Pattern(globset::GlobMatcher, bool),
+}
+
+impl Part {
+    fn new(component: &str) -> VResult<Part> {
+        if component == "**" {
+            return Ok(Part::AnyDepth);
+        }
+        if !has_magic(component) {
+            return Ok(Part::Literal(component.to_string()));
+        }
+        // A `[` without its `]` is a literal `[`, as in Python's `fnmatch`.
+        let glob = globset::GlobBuilder::new(component)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .allow_unclosed_class(true)
+            .build()
+            .map_err(|e| {
+                err(
+                    ErrorKind::ValueError,
+                    format!("from_files(): the pattern part '{component}' is not a valid pattern: {e}"),
+                )
+            })?;
+        Ok(Part::Pattern(glob.compile_matcher(), component.starts_with('.')))
+    }
+
+    fn matches(&self, name: &str) -> bool {
+        match self {
+            Part::Literal(s) => s == name,
+            Part::AnyDepth => true,
+            Part::Pattern(m, dot) => (*dot || !name.starts_with('.')) && m.is_match(name),
+        }
+    }
+}
+
 /// Whether `name` matches the single-component pattern `pat`.
 pub fn matches(pat: &str, name: &str) -> bool {
-    if name.starts_with('.') && !pat.starts_with('.') {
-        return false;
-    }
-    let p: Vec<char> = pat.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    match_at(&p, &n)
-}
-
-fn match_at(p: &[char], n: &[char]) -> bool {
-    // Iterative wildcard matching with backtracking to the last `*`.
-    let (mut pi, mut ni) = (0usize, 0usize);
-    let mut star: Option<(usize, usize)> = None;
-    while ni < n.len() {
-        let step = match p.get(pi) {
-            Some('*') => {
-                star = Some((pi, ni));
-                pi += 1;
-                continue;
-            }
-            Some('?') => Some(pi + 1),
-            Some('[') if closes(p, pi) => class(p, pi, n[ni]),
-            Some(&c) if c == n[ni] => Some(pi + 1),
-            _ => None,
-        };
-        match step {
-            Some(next) => {
-                pi = next;
-                ni += 1;
-            }
-            None => match star {
-                Some((sp, sn)) => {
-                    pi = sp + 1;
-                    ni = sn + 1;
-                    star = Some((sp, sn + 1));
-                }
-                None => return false,
-            },
-        }
-    }
-    p.get(pi..).is_some_and(|rest| rest.iter().all(|c| *c == '*'))
-}
-
-/// Whether the `[` at `p[i]` opens a class (has its `]`); if not, it is a literal `[`.
-fn closes(p: &[char], i: usize) -> bool {
-    let mut j = i + 1;
-    if matches!(p.get(j), Some('!') | Some('^')) {
-        j += 1;
-    }
-    // A `]` right after the opening (or its negation) is a member, not the end.
-    j += 1;
-    p.get(j..).is_some_and(|rest| rest.contains(&']'))
-}
-
-/// Matches `c` against the class starting at `p[i] == '['`; the index after it.
-fn class(p: &[char], i: usize, c: char) -> Option<usize> {
-    let mut j = i + 1;
-    let negate = matches!(p.get(j), Some('!') | Some('^'));
-    if negate {
-        j += 1;
-    }
-    let mut hit = false;
-    let mut first = true;
-    loop {
-        let ch = *p.get(j)?;
-        if ch == ']' && !first {
-            break;
-        }
-        first = false;
-        if p.get(j + 1) == Some(&'-') && p.get(j + 2).is_some_and(|e| *e != ']') {
-            let hi = *p.get(j + 2)?;
-            hit |= ch <= c && c <= hi;
-            j += 3;
-        } else {
-            hit |= ch == c;
-            j += 1;
-        }
-    }
-    (hit != negate).then_some(j + 1)
+    Part::new(pat).is_ok_and(|p| p.matches(name))
 }
 
 fn has_magic(s: &str) -> bool {
-    s.contains(['*', '?', '['])
+    s.contains(['*', '?', '[', '{'])
 }
 
 /// Every existing path matching `pattern`, sorted.
@@ -103,7 +71,11 @@ pub fn glob(pattern: &str) -> VResult<Vec<String>> {
         ));
     }
     let absolute = pattern.starts_with('/');
-    let parts: Vec<&str> = pattern.split('/').filter(|s| !s.is_empty()).collect();
+    let parts: Vec<Part> = pattern
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(Part::new)
+        .collect::<VResult<_>>()?;
     let root = if absolute { PathBuf::from("/") } else { PathBuf::new() };
     let mut out = Vec::new();
     walk(&root, &parts, &mut out);
@@ -127,38 +99,40 @@ fn list_dir(dir: &Path) -> Vec<(String, bool)> {
         .collect()
 }
 
-fn walk(base: &Path, parts: &[&str], out: &mut Vec<PathBuf>) {
+fn walk(base: &Path, parts: &[Part], out: &mut Vec<PathBuf>) {
     let Some((first, rest)) = parts.split_first() else {
         if !base.as_os_str().is_empty() {
             out.push(base.to_path_buf());
         }
         return;
     };
-    if *first == "**" {
-        // Zero directories…
-        walk(base, rest, out);
-        // …or one more, then `**` again.
-        for (name, is_dir) in list_dir(base) {
-            if is_dir && !name.starts_with('.') {
-                walk(&base.join(&name), parts, out);
+    match first {
+        Part::AnyDepth => {
+            // Zero directories…
+            walk(base, rest, out);
+            // …or one more, then `**` again.
+            for (name, is_dir) in list_dir(base) {
+                if is_dir && !name.starts_with('.') {
+                    walk(&base.join(&name), parts, out);
+                }
             }
         }
-        return;
-    }
-    if !has_magic(first) {
-        let p = base.join(first);
-        if rest.is_empty() {
-            if p.exists() {
-                out.push(p);
+        Part::Literal(name) => {
+            let p = base.join(name);
+            if rest.is_empty() {
+                if p.exists() {
+                    out.push(p);
+                }
+            } else if p.is_dir() {
+                walk(&p, rest, out);
             }
-        } else if p.is_dir() {
-            walk(&p, rest, out);
         }
-        return;
-    }
-    for (name, is_dir) in list_dir(base) {
-        if matches(first, &name) && (rest.is_empty() || is_dir) {
-            walk(&base.join(&name), rest, out);
+        Part::Pattern(..) => {
+            for (name, is_dir) in list_dir(base) {
+                if first.matches(&name) && (rest.is_empty() || is_dir) {
+                    walk(&base.join(&name), rest, out);
+                }
+            }
         }
     }
 }
@@ -179,6 +153,13 @@ mod tests {
         assert!(matches("[", "["));
         assert!(matches("a[b", "a[b"));
         assert!(!matches("[ab]", "["));
+        assert!(matches("[!a]x", "bx"));
+        assert!(matches("[]a]", "]"));
+        assert!(matches(".*", ".hidden"));
+        assert!(matches("a[", "a["));
+        assert!(matches("a[[]", "a["));
+        assert!(matches("*.{csv,tsv}", "t.tsv"));
+        assert!(!matches("*.{csv,tsv}", "t.txt"));
     }
 
     #[test]

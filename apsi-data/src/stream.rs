@@ -40,7 +40,10 @@ pub enum Node {
         step: i64,
     },
     List(Arc<[Value]>),
-    /// Items prepared once, when the dataset is made (CSV rows, file names).
+    /// A CSV file, checked when the dataset was made and read a record at
+    /// a time by each pass.
+    Csv(Arc<crate::csv::CsvSource>),
+    /// Items prepared once, when the dataset is made (file names).
     Items {
         what: String,
         items: Arc<[Value]>,
@@ -105,6 +108,7 @@ impl Node {
             }
             Node::List(xs) => format!("from_list(<{} items>)", xs.len()),
             Node::Items { what, .. } => what.clone(),
+            Node::Csv(src) => format!("from_csv({:?})", src.path.display().to_string()),
             Node::Generator(_) => "from_generator(f)".into(),
             Node::Map { parent, workers, .. } => step(parent, format!("map(workers={workers})")),
             Node::Filter { parent, .. } => step(parent, "filter".into()),
@@ -177,6 +181,30 @@ impl Node {
                                 num(out, t.map_or(-1, |d| d.as_nanos() as i128));
                             }
                             Err(_) => num(out, -2),
+                        }
+                    }
+                }
+            }
+            Node::Csv(src) => {
+                // The file's identity (the pass refuses a file changed
+                // since), and everything that shapes its rows.
+                tag(out, "csv");
+                tag(out, &src.path.display().to_string());
+                num(out, src.stamp.0 as i128);
+                let t = src.stamp.1.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+                num(out, t.map_or(-1, |d| d.as_nanos() as i128));
+                num(out, src.delim as i128);
+                num(out, src.header as i128);
+                num(out, src.rows as i128);
+                for n in &src.names {
+                    tag(out, n);
+                }
+                match &src.pick {
+                    None => num(out, -1),
+                    Some(p) => {
+                        num(out, p.len() as i128);
+                        for &j in p {
+                            num(out, j as i128);
                         }
                     }
                 }
@@ -266,6 +294,7 @@ impl Node {
             }),
             Node::List(xs) | Node::Items { items: xs, .. } => Box::new(sources::ListStream { xs: xs.clone(), pos: 0 }),
             Node::Generator(f) => Box::new(sources::GenStream::new(f.clone())),
+            Node::Csv(src) => Box::new(crate::csv::CsvRows::new(src.clone())),
             Node::Map { parent, f, workers } => crate::pmap::open(parent.open(), f.clone(), *workers),
             Node::Filter { parent, f } => Box::new(FilterStream {
                 parent: parent.open(),
