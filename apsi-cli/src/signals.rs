@@ -8,6 +8,13 @@
 //! both signals; one watcher thread takes them with `sigwait`. Nothing runs
 //! in signal-handler context. Child processes get an empty mask (Rust's
 //! `Command` resets it), so a Python worker still dies of SIGTERM.
+//!
+//! SIGBUS cannot be waited for: it is delivered to the thread that touched
+//! a page of a memory-mapped file that another program cut short
+//! (`load_tensor(mmap=true)`, `open_tensor`). Its handler flushes the
+//! output (waiting at most a moment for a thread that is writing it), says
+//! what happened on stderr and exits with 135 (128 + SIGBUS, what a shell
+//! expects). It is the last thing the process does, so it does not return.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -58,8 +65,61 @@ pub fn install() {
             libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
         }
     }
+    install_bus_handler();
 }
 
+/// What stderr says when a SIGBUS stops the program.
+const BUS_MESSAGE: &[u8] = b"BusError: the program read memory that is no longer there (SIGBUS): a memory-mapped file \
+(load_tensor(mmap=true), open_tensor) was most likely cut short by another program while it was mapped; \
+the output printed so far was kept\n";
+
+/// Installs the SIGBUS handler (see the module documentation). Rust's own
+/// handler (for stack overflows, which Linux reports as SIGSEGV) is not
+/// needed for SIGBUS.
+#[cfg(unix)]
+fn install_bus_handler() {
+    // SAFETY: a zeroed sigaction with a valid handler and an empty mask;
+    // `on_bus` only does what a last act of the process may.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_bus as *const () as libc::sighandler_t;
+        sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGBUS, &sa, std::ptr::null_mut());
+    }
+}
+
+#[cfg(unix)]
+extern "C" fn on_bus(_sig: libc::c_int, _info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    /// The thread handling the first fault (0: none yet).
+    static HANDLER: AtomicI64 = AtomicI64::new(0);
+    // SAFETY: gettid has no preconditions.
+    let me = unsafe { libc::syscall(libc::SYS_gettid) } as i64;
+    match HANDLER.compare_exchange(0, me, Ordering::SeqCst, Ordering::SeqCst) {
+        Ok(_) => {
+            if let Some(f) = FLUSH.get() {
+                f(Duration::from_millis(200));
+            }
+            // SAFETY: write(2) of a static buffer to stderr.
+            unsafe {
+                libc::write(2, BUS_MESSAGE.as_ptr().cast(), BUS_MESSAGE.len());
+            }
+        }
+        // The flush itself faulted: end at once.
+        Err(first) if first == me => {}
+        // Another thread faulted too (a parallel loop over the same file):
+        // the first one flushes and exits; wait for it, a while at most.
+        Err(_) => {
+            for _ in 0..200 {
+                // SAFETY: usleep has no preconditions.
+                unsafe { libc::usleep(10_000) };
+            }
+        }
+    }
+    // SAFETY: _exit ends the process without running anything else.
+    unsafe { libc::_exit(135) }
+}
 #[cfg(not(unix))]
 pub fn install() {}
 

@@ -182,6 +182,60 @@ fn sigint_and_sigterm_stop_the_program_with_its_output_flushed() {
     }
 }
 
+/// SIGBUS (a mapped file cut short by another program while the program
+/// reads it) keeps the output printed so far, says what happened and exits
+/// with 135.
+#[cfg(all(unix, feature = "data"))]
+#[test]
+fn sigbus_from_a_truncated_mapped_file_keeps_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prog = r#"use data
+save_tensor("x.npy", ones((1024, 256)))
+x = load_tensor("x.npy", mmap=true)
+print("start")
+write_text("ready", "1")
+waiting = true
+while waiting:
+    try:
+        read_text("go")
+        waiting = false
+    except IOError:
+        pass
+print(x.sum())
+"#;
+    std::fs::write(d.join("bus.apsi"), prog).unwrap();
+    let out = d.join("out.txt");
+    let child = Command::new(env!("CARGO_BIN_EXE_apsi"))
+        .args(["run", "bus.apsi"])
+        .current_dir(d)
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !d.join("ready").exists() && t0.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Another program cuts the mapped file short.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(d.join("x.npy"))
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    std::fs::write(d.join("go"), "1").unwrap();
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(135), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        "start\n",
+        "output lost; stderr: {stderr}"
+    );
+    assert!(stderr.contains("BusError") && stderr.contains("SIGBUS"), "{stderr}");
+}
+
 #[cfg(unix)]
 #[test]
 fn a_closed_stdout_is_an_error_not_silence() {
