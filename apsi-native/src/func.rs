@@ -269,7 +269,7 @@ impl NativeFunc {
 
     /// Call with Apsi values: specialise (compiling at the first call of a signature), run, convert the result.
     pub fn call(&self, caller: &mut dyn Caller, args: &[Value], kwargs: Kwargs) -> VResult<Value> {
-        let args = self.full_args(args, kwargs)?;
+        let mut args = self.full_args(args, kwargs)?;
         // Under `grad`, arguments arrive as traced tensors; native code keeps
         // no tape, so say so instead of failing on the tensor's shape.
         if args.iter().any(|v| as_tensor(v).is_some_and(|t| t.node.is_some())) {
@@ -285,6 +285,17 @@ impl NativeFunc {
                 ),
             ));
         }
+        // Narrow formats compute in f32/i32 (`narrow`).
+        let decoded = crate::narrow::decode_args(&mut args)?;
+        let result = self.call_decoded(caller, &args);
+        // What the function wrote reaches the caller's tensors even when it
+        // failed part-way, as it would have without the decoding.
+        crate::narrow::write_back(&decoded)?;
+        Ok(crate::narrow::original_of(result?, &decoded))
+    }
+
+    /// `call` once every argument is of a type native code takes.
+    fn call_decoded(&self, caller: &mut dyn Caller, args: &[Value]) -> VResult<Value> {
         let sig: Vec<T> = args
             .iter()
             .enumerate()

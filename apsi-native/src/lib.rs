@@ -17,6 +17,7 @@
 pub mod calls;
 pub mod func;
 pub mod lower;
+pub mod narrow;
 pub mod nonneg;
 pub mod plugin;
 pub mod prune;
