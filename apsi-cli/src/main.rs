@@ -9,6 +9,7 @@ mod args;
 mod doctor;
 mod help;
 mod modules;
+mod net;
 #[cfg(feature = "pkg")]
 mod pkg;
 mod repl;

@@ -62,12 +62,19 @@ pub fn run_file(opts: &RunOptions) -> u8 {
     let modules = crate::modules::compiled_in();
     let mut env = env_for(Vec::new(), &modules, &opts.allowed);
     crate::modules::grant(&opts.allowed);
+    // `--allow-net`: `http(s)://` sources are downloaded for the program.
+    let net = opts
+        .allowed
+        .iter()
+        .any(|a| a == "net" || a == "all")
+        .then(crate::net::HttpSource::new);
     let config = RuntimeConfig {
         argv: opts.argv.clone(),
         modules,
         threads: opts.threads,
         output: closed_stdout(),
         line_buffered: std::io::IsTerminal::is_terminal(&std::io::stdout()),
+        url_source: net.clone().map(|n| n as Arc<dyn apsi_core::api::UrlSource>),
         ..RuntimeConfig::default()
     };
     let mut runtime = match Runtime::new(config) {
@@ -96,6 +103,9 @@ pub fn run_file(opts: &RunOptions) -> u8 {
         }
     };
     let result = runtime.run_compiled(&compiled);
+    if let Some(net) = &net {
+        net.clean();
+    }
     let mut code = match result {
         Ok(()) => 0,
         Err(RunError::Exit(code)) => code.clamp(0, 255) as u8,

@@ -154,3 +154,109 @@ for line in read_text("/proc/self/status").split("\n"):
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A loopback HTTP server answering GETs with `files` (others: 404), for
+/// as many connections as come; returns its base URL.
+#[cfg(feature = "data")]
+fn serve(files: Vec<(&'static str, Vec<u8>)>) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut first = String::new();
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            if reader.read_line(&mut first).is_err() {
+                continue;
+            }
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                line.clear();
+            }
+            let path = first.split_whitespace().nth(1).unwrap_or("/").to_string();
+            let found = files.iter().find(|(p, _)| *p == path);
+            let (status, body) = match found {
+                Some((_, b)) => ("200 OK", b.clone()),
+                None => ("404 Not Found", b"no such file".to_vec()),
+            };
+            let head = format!(
+                "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(&body);
+        }
+    });
+    base
+}
+
+/// `--allow-net` lets a program read `http(s)://` sources (issue 17):
+/// `read_text`, `from_csv` and `load_tensor` fetch them through the HTTP
+/// client `apsi pkg` uses; without the flag a URL the Guard could not see
+/// (built at run time) is a `PermissionError` with the hint; a missing file
+/// is an `IOError` naming the status; writing functions and `from_files`
+/// refuse URLs.
+#[cfg(all(feature = "data", feature = "pkg"))]
+#[test]
+fn allow_net_reads_http_sources() {
+    let d = temp_dir("net");
+    std::fs::write(
+        d.join("x.apsi"),
+        "use data\nsave_tensor(\"x.npy\", arange(0, 6).reshape((2, 3)))\n",
+    )
+    .expect("write");
+    let o = apsi_in(&d, &["run", "x.apsi"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let npy = std::fs::read(d.join("x.npy")).expect("x.npy");
+    let base = serve(vec![
+        ("/hello.txt", b"hello from the server\n".to_vec()),
+        ("/t.csv", b"a,b\n1,x\n2,y\n".to_vec()),
+        ("/x.npy", npy),
+    ]);
+    let prog = format!(
+        r#"use data
+base = "{base}"
+print(read_text(base + "/hello.txt").strip())
+print(list(from_csv(base + "/t.csv")))
+print(load_tensor(base + "/x.npy").sum())
+try:
+    read_text(base + "/missing.txt")
+except IOError as e:
+    print(e.message)
+try:
+    save_tensor(base + "/y.npy", ones(2))
+except ValueError as e:
+    print(e.message.split(";")[0])
+try:
+    from_files(base + "/*.csv")
+except ValueError as e:
+    print(e.message.split(";")[0])
+"#
+    );
+    std::fs::write(d.join("net.apsi"), &prog).expect("write");
+    let o = apsi_in(&d, &["run", "--allow-net", "net.apsi"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}\n{out}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        out,
+        format!(
+            "hello from the server\n[{{'a': 1.0, 'b': 'x'}}, {{'a': 2.0, 'b': 'y'}}]\n15\n\
+             read_text(): cannot read {base}/missing.txt: the server answered HTTP 404 Not Found\n\
+             save_tensor() works on a local file\n\
+             from_files() matches local files\n"
+        )
+    );
+    // Without the flag, a URL made at run time is refused where it is read.
+    let o = apsi_in(&d, &["run", "net.apsi"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("PermissionError: read_text(): reading http://"), "{err}");
+    assert!(err.contains("apsi run --allow-net FILE"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

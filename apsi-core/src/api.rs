@@ -22,6 +22,9 @@
 //! - Operations on values: [`iterate`], [`get_iter`], [`next_item`],
 //!   [`len_with`], [`get_index`], [`set_index`], [`hash_key`], [`binary`],
 //!   [`repr_of`].
+//! - Sources by URL: [`local_source`] (a path, or an `http(s)://` URL
+//!   fetched through the runtime's [`UrlSource`]; refused without
+//!   `--allow-net`), [`is_url`].
 //! - [`tensor`], [`par`] and [`code`] group what tensor-, thread- and
 //!   compiler-level modules need.
 //!
@@ -60,6 +63,7 @@ pub use crate::module::{ModuleBuilder, ModuleDescriptor};
 pub use crate::ops::iters::{get_iter, next_item};
 pub use crate::ops::{binary, get_index, hash_key, iterate, len_with, set_index, NoCaller};
 pub use crate::syntax::ast::{BinOp, CmpOp, UnaryOp};
+pub use crate::value::sources::{is_url, local_source, UrlSource};
 pub use crate::value::{
     err, ApsiObject, Caller, Closure, DictMap, ErrorObj, Exc, HashKey, Kwargs, NativeFn, NativeFnPtr, Protocols,
     RangeObj, StructType, VResult, Value,

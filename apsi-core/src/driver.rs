@@ -49,6 +49,9 @@ pub struct RuntimeConfig {
     /// does); otherwise it is written in 64 KiB blocks, at `input()`, at
     /// `print(..., flush=true)` and when the program ends.
     pub line_buffered: bool,
+    /// What fetches the `http(s)://` sources a program reads; `None` (the
+    /// default) refuses them with a `PermissionError`.
+    pub url_source: Option<Arc<dyn crate::value::sources::UrlSource>>,
 }
 
 impl Default for RuntimeConfig {
@@ -62,6 +65,7 @@ impl Default for RuntimeConfig {
             thread_stack: 0,
             threads: None,
             line_buffered: false,
+            url_source: None,
         }
     }
 }
@@ -293,6 +297,7 @@ impl Runtime {
             max_native_depth: config.max_native_depth.max(1),
             tasks: Arc::new(crate::value::tasks::TaskRegistry::new()),
             source_readers,
+            url_source: config.url_source,
         };
         if let Some(n) = config.threads {
             crate::par::set_threads(n);

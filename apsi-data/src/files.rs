@@ -28,10 +28,28 @@ fn npy_err(path: &Path, msg: String) -> Exc {
     err(ErrorKind::ValueError, format!("{}: {msg}", path.display()))
 }
 
+/// A local path argument (where a function writes): a URL is refused.
 pub(crate) fn path_arg(a: &Args, i: usize) -> VResult<PathBuf> {
     match a.req(i)? {
+        Value::Str(s) if apsi_core::api::is_url(s.as_str()) => Err(err(
+            ErrorKind::ValueError,
+            format!(
+                "{}() works on a local file; {} is a URL (only the functions that read a source, such as load_tensor and from_csv, fetch URLs)",
+                a.name,
+                s.as_str()
+            ),
+        )),
         Value::Str(s) => Ok(PathBuf::from(s.as_str())),
         other => Err(a.wrong(i, "a path (str)", other)),
+    }
+}
+
+/// A source argument (where a function reads): a path, or an `http(s)://`
+/// URL fetched into a local file (with `--allow-net`).
+pub(crate) fn source_arg(c: &dyn Caller, a: &Args, i: usize) -> VResult<PathBuf> {
+    match a.req(i)? {
+        Value::Str(s) => apsi_core::api::local_source(c, s.as_str(), a.name),
+        other => Err(a.wrong(i, "a path or URL (str)", other)),
     }
 }
 
@@ -195,9 +213,9 @@ pub fn save_tensor(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
 }
 
 /// `load_tensor(path, mmap=true)`.
-pub fn load_tensor(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+pub fn load_tensor(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::optional("load_tensor", args, kw, &["path", "mmap"])?;
-    let path = path_arg(&a, 0)?;
+    let path = source_arg(c, &a, 0)?;
     let mmap = match a.opt(1) {
         None => true,
         Some(v) => v.truthy()?,

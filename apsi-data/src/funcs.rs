@@ -98,9 +98,9 @@ pub fn from_tensors(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<
 }
 
 /// `from_npy(path, batch=none, shuffle=false, seed=none)`: rows of a mapped `.npy`.
-pub fn from_npy(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+pub fn from_npy(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::optional("from_npy", args, kw, &["path", "batch", "shuffle", "seed"])?;
-    let path = crate::files::path_arg(&a, 0)?;
+    let path = crate::files::source_arg(c, &a, 0)?;
     let t = crate::files::load(&path, true)?;
     if t.ndim() == 0 {
         return Err(err(
@@ -160,6 +160,15 @@ pub fn from_generator(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResul
 pub fn from_files(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::optional("from_files", args, kw, &["pattern"])?;
     let pat = match a.req(0)? {
+        Value::Str(s) if apsi_core::api::is_url(s.as_str()) => {
+            return Err(err(
+                ErrorKind::ValueError,
+                format!(
+                    "from_files() matches local files; {} is a URL (a server lists no files to match): read one URL with from_csv or load_tensor, or list the URLs with from_list",
+                    s.as_str()
+                ),
+            ))
+        }
         Value::Str(s) => s.as_str().to_string(),
         other => return Err(a.wrong(0, "a glob pattern (str)", other)),
     };
@@ -174,7 +183,7 @@ pub fn from_files(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Va
 /// `from_csv(path, delimiter=",", header=true, columns=none)`.
 pub fn from_csv(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::optional("from_csv", args, kw, &["path", "delimiter", "header", "columns"])?;
-    let path = crate::files::path_arg(&a, 0)?;
+    let path = crate::files::source_arg(c, &a, 0)?;
     let delim = match a.opt(1) {
         None => b',',
         Some(Value::Str(s)) if s.as_str().len() == 1 => s.as_str().as_bytes()[0],

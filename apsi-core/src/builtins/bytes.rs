@@ -418,10 +418,11 @@ pub(crate) fn bytes_ctor(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VRes
 }
 
 /// `read_bytes(path)`: a whole file as bytes.
-pub(crate) fn read_bytes(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+pub(crate) fn read_bytes(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::new("read_bytes", args, kw, 1, &["path"])?;
     let path = a.str(0)?;
-    let data = std::fs::read(path).map_err(|e| err(ErrorKind::IOError, format!("cannot read '{path}': {e}")))?;
+    let local = crate::value::sources::local_source(c, path, "read_bytes")?;
+    let data = std::fs::read(&local).map_err(|e| err(ErrorKind::IOError, format!("cannot read '{path}': {e}")))?;
     Ok(Value::bytes(data))
 }
 

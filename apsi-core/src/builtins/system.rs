@@ -34,10 +34,11 @@ fn io_error(action: &str, path: &str, e: std::io::Error) -> crate::value::Exc {
     err(ErrorKind::IOError, format!("cannot {action} '{path}': {e}"))
 }
 
-pub(crate) fn read_text(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+pub(crate) fn read_text(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::new("read_text", args, kw, 1, &["path"])?;
     let path = a.str(0)?;
-    let text = std::fs::read_to_string(path).map_err(|e| io_error("read", path, e))?;
+    let local = crate::value::sources::local_source(c, path, "read_text")?;
+    let text = std::fs::read_to_string(&local).map_err(|e| io_error("read", path, e))?;
     Ok(Value::str(text))
 }
 

@@ -25,6 +25,7 @@ pub mod generator;
 pub mod globals;
 pub mod ic;
 pub mod reentry;
+pub mod sources;
 pub mod tasks;
 pub mod vlock;
 
@@ -757,6 +758,11 @@ pub trait Caller {
     /// for them at exit and reports failures nobody waited for). `None`
     /// where there is no interpreter.
     fn tasks(&self) -> Option<Arc<crate::value::tasks::TaskRegistry>> {
+        None
+    }
+    /// What fetches `http(s)://` sources for this program
+    /// ([`sources::local_source`]); `None` when it may not read the network.
+    fn url_source(&self) -> Option<Arc<dyn sources::UrlSource>> {
         None
     }
     /// Run a generator to its next `yield` (`value::generator`). Only an

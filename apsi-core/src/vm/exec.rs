@@ -1780,6 +1780,10 @@ impl Caller for Executor {
         Some(self.shared.tasks.clone())
     }
 
+    fn url_source(&self) -> Option<Arc<dyn crate::value::sources::UrlSource>> {
+        self.shared.url_source.clone()
+    }
+
     fn resume_generator(&mut self, g: &crate::value::generator::GenObj) -> VResult<crate::value::generator::Step> {
         self.resume_gen(g)
     }

@@ -25,6 +25,8 @@ pub struct Shared {
     /// The prelude's and the modules' source readers, for the Guard
     /// ([`crate::check::CheckEnv::source_readers`]).
     pub(crate) source_readers: Vec<String>,
+    /// What fetches `http(s)://` sources (`--allow-net`); `None`: no network.
+    pub(crate) url_source: Option<Arc<dyn crate::value::sources::UrlSource>>,
 }
 
 impl Shared {
