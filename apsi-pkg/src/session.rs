@@ -87,9 +87,20 @@ impl Session {
         let snap_path = trust_file(home, &id, "snapshot.json");
         let old_bytes = std::fs::read(&snap_path).ok();
         let old = match &old_bytes {
-            Some(b) => Some(trust::verify_snapshot(&root, b).map_err(|e| {
-                PkgError::new(e.kind, format!("the cached snapshot no longer verifies: {}", e.message))
-            })?),
+            Some(b) => match trust::verify_snapshot(&root, b) {
+                Ok(o) => Some(o),
+                // Online, a cached snapshot signed by a key the current root
+                // no longer lists (the snapshot key was rotated) stops being
+                // the rollback baseline, as in TUF; the timestamp (when the
+                // root has one) and the fresh snapshot are still checked.
+                Err(_) if !offline => None,
+                Err(e) => {
+                    return Err(
+                        PkgError::new(e.kind, format!("the cached snapshot no longer verifies: {}", e.message))
+                            .hint("run once without --offline to fetch the registry's current metadata"),
+                    )
+                }
+            },
             None => None,
         };
         let snapshot = match &transport {
@@ -278,7 +289,8 @@ fn mismatch_hint(url: &str) -> String {
     format!(
         "{url} serves a snapshot other than the one its signed timestamp names: a mirror caught between \
          updates, or one withholding them; try again later or point APSI_REGISTRY at another mirror. \
-         Its operator publishes snapshot.json before timestamp.json (`apsi-registry sign` writes both)"
+         Its operator must put snapshot.json and timestamp.json in place together (`apsi-registry sign` \
+         writes both)"
     )
 }
 

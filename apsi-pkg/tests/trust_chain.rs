@@ -260,3 +260,42 @@ fn rotation_not_signed_by_old_keys_is_refused() {
     let e = install_err(&env, &reg, pinned, "mathx");
     assert!(e.message.contains("signed by version 1"), "{e}");
 }
+
+#[test]
+fn snapshot_key_rotation_drops_the_cached_snapshot() {
+    // A client that cached a snapshot signed by the old snapshot key keeps
+    // working after the root rotates the snapshot key.
+    let reg = Reg::new();
+    reg.library("mathx", "1.0.0", "x = 1\n", &[]);
+    reg.sign();
+    let env = Env::new();
+    env.ctx(&reg.url(), reg.root_bytes(), opts())
+        .install(&["mathx".into()], None)
+        .unwrap();
+    let b = SecretKey::generate().unwrap();
+    let ts = reg.ts_key.as_ref().unwrap();
+    let spec = RootSpec {
+        root_keys: vec![(reg.key.keyid(), reg.key.public_hex())],
+        root_threshold: 1,
+        snapshot_keys: vec![(b.keyid(), b.public_hex())],
+        snapshot_threshold: 1,
+        timestamp_keys: vec![(ts.keyid(), ts.public_hex())],
+        timestamp_threshold: 1,
+        expires: now_secs() + 1000,
+    };
+    publish::write_root(&reg.dir, &spec, &[&reg.key]).unwrap();
+    reg.library("mathy", "1.0.0", "y = 1\n", &[]);
+    publish::sign_snapshot(&reg.dir, &[&b], now_secs() + 1000).unwrap();
+    reg.timestamp(now_secs() + 1000);
+    env.ctx(&reg.url(), reg.root_bytes(), opts())
+        .install(&["mathy".into()], None)
+        .unwrap();
+    // A snapshot still signed by the old key is refused.
+    publish::sign_snapshot(&reg.dir, &[&reg.key], now_secs() + 1000).unwrap();
+    reg.timestamp(now_secs() + 1000);
+    let e = env
+        .ctx(&reg.url(), reg.root_bytes(), opts())
+        .install(&["mathy".into()], None)
+        .unwrap_err();
+    assert!(e.message.contains("not a key of this role"), "{e}");
+}

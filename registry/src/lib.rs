@@ -308,7 +308,7 @@ pub fn run(args: &[String]) -> Result<()> {
                 println!("{what} {} {} ({}) sha256 {}", l.name, l.vers, l.target, l.cksum);
             }
             println!(
-                "now sign a new snapshot: apsi-registry sign {} --key KEY",
+                "now sign a new snapshot and timestamp: apsi-registry sign {} --key KEY [--timestamp-key KEY]",
                 reg.display()
             );
             Ok(())
@@ -323,7 +323,7 @@ pub fn run(args: &[String]) -> Result<()> {
             let undo = f.switches.iter().any(|s| s == "undo");
             let n = publish::yank(&reg, name, vers, f.one("target"), !undo)?;
             println!(
-                "{} {name} {vers} ({n} line(s)); now sign a new snapshot",
+                "{} {name} {vers} ({n} line(s)); now sign a new snapshot and timestamp (apsi-registry sign)",
                 if undo { "unyanked" } else { "yanked" }
             );
             Ok(())
