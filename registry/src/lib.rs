@@ -190,7 +190,7 @@ pub fn run(args: &[String]) -> Result<()> {
                 .one("name")
                 .ok_or_else(|| PkgError::new(ErrorKind::Usage, "keygen needs --name NAME"))?;
             let id = publish::keygen(Path::new(dir), name)?;
-            println!("key {id}\n  secret: {dir}/{name}.key (keep it offline)\n  public: {dir}/{name}.pub");
+            println!("key {id}\n  secret: {dir}/{name}.key (keep it secret; offline for root keys)\n  public: {dir}/{name}.pub");
             Ok(())
         }
         "root" => {
@@ -369,7 +369,12 @@ pub fn run(args: &[String]) -> Result<()> {
                     None
                 }
                 (Some(role), false) => {
-                    check_covers(&reg, root.as_ref(), role, &ts_refs, !ts_keys.is_empty())?;
+                    let from = if ts_keys.is_empty() {
+                        KeysFrom::SignFlag
+                    } else {
+                        KeysFrom::SignTimestampFlag
+                    };
+                    check_covers(&reg, root.as_ref(), role, &ts_refs, from)?;
                     Some(expires_from(&f, "", "timestamp-expires-secs", TIMESTAMP_SECS)?)
                 }
             };
@@ -404,7 +409,7 @@ pub fn run(args: &[String]) -> Result<()> {
             let Some(role) = root.as_ref().and_then(|r| r.timestamp.clone()) else {
                 return Err(no_timestamp_role(&reg, root.as_ref()));
             };
-            check_covers(&reg, root.as_ref(), &role, &refs, true)?;
+            check_covers(&reg, root.as_ref(), &role, &refs, KeysFrom::TimestampCommand)?;
             let at = expires_from(&f, "expires-days", "expires-secs", TIMESTAMP_SECS)?;
             let ts = publish::sign_timestamp(&reg, &refs, at)?;
             print_timestamp(&ts);
@@ -465,6 +470,17 @@ fn no_timestamp_role(reg: &Path, root: Option<&apsi_pkg::trust::Root>) -> PkgErr
     ))
 }
 
+/// Which flag gave the keys checked by [`check_covers`].
+#[derive(Clone, Copy, PartialEq)]
+enum KeysFrom {
+    /// `sign --key` (no `--timestamp-key`).
+    SignFlag,
+    /// `sign --timestamp-key`.
+    SignTimestampFlag,
+    /// `timestamp --key`.
+    TimestampCommand,
+}
+
 /// Refuses, before anything is written, keys that cannot meet the latest
 /// root's timestamp role.
 fn check_covers(
@@ -472,7 +488,7 @@ fn check_covers(
     root: Option<&apsi_pkg::trust::Root>,
     role: &apsi_pkg::trust::Role,
     keys: &[&SecretKey],
-    given: bool,
+    from: KeysFrom,
 ) -> Result<()> {
     if publish::covers(role, keys) {
         return Ok(());
@@ -481,26 +497,38 @@ fn check_covers(
     let wanted: Vec<String> = role.keyids.iter().map(|k| short(k)).collect();
     let found: Vec<String> = keys.iter().map(|k| short(&k.keyid())).collect();
     let version = root.map(|r| r.version).unwrap_or(0);
+    let (flag, hint) = match from {
+        KeysFrom::TimestampCommand => (
+            "--key",
+            format!(
+                "give the timestamp key: apsi-registry timestamp {} --key keys/timestamp.key",
+                reg.display()
+            ),
+        ),
+        KeysFrom::SignFlag | KeysFrom::SignTimestampFlag => (
+            if from == KeysFrom::SignFlag {
+                "--key"
+            } else {
+                "--timestamp-key"
+            },
+            format!(
+                "give the timestamp key: --timestamp-key keys/timestamp.key (or sign --no-timestamp here and run \
+                 `apsi-registry timestamp {} --key keys/timestamp.key` where that key lives)",
+                reg.display()
+            ),
+        ),
+    };
     Err(PkgError::new(
         ErrorKind::Usage,
         format!(
-            "{}/{version}.root.json's timestamp role needs {} of the keys [{}]; the {} given are [{}]",
+            "{}/{version}.root.json's timestamp role needs {} of the keys [{}]; the {flag} keys given are [{}]",
             reg.display(),
             role.threshold,
             wanted.join(", "),
-            if given {
-                "--timestamp-key/--key keys"
-            } else {
-                "--key keys"
-            },
             found.join(", ")
         ),
     )
-    .hint(format!(
-        "give the timestamp key: --timestamp-key keys/timestamp.key (or sign --no-timestamp here and run \
-         `apsi-registry timestamp {} --key keys/timestamp.key` where that key lives)",
-        reg.display()
-    )))
+    .hint(hint))
 }
 
 /// Copies a manifest into the staging folder, with its `target` replaced
@@ -699,7 +727,12 @@ mod tests {
             "{e}"
         );
         let e = run(&args(&["timestamp", &r, "--key", &key("root.key")])).unwrap_err();
-        assert!(e.message.contains("timestamp role needs"), "{e}");
+        assert!(e.message.contains("timestamp role needs 1 of the keys"), "{e}");
+        assert!(e.message.contains("the --key keys given are ["), "{e}");
+        assert!(
+            e.hint.as_deref().unwrap_or("").contains("apsi-registry timestamp"),
+            "{e}"
+        );
         assert_eq!(read_signed(&reg.join("timestamp.json"))["version"], 2);
 
         // --no-timestamp leaves the timestamp to the machine holding its key.
