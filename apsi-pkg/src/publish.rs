@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! REG/config.json  REG/1.root.json  REG/2.root.json …  REG/snapshot.json
+//! REG/timestamp.json                 (re-signed daily; names snapshot.json)
 //! REG/index/<cargo-style path>       REG/dl/NAME-VERSION-TARGET.tar.gz
 //! ```
 //! Index files live under `index/` so the root stays tidy; the snapshot names
@@ -14,7 +15,9 @@ use crate::error::{err, io_err, ErrorKind, PkgError, Result};
 use crate::fsutil::write_atomic;
 use crate::index::{index_path, parse_index_file, Dep, IndexConfig, IndexLine, INDEX_FORMAT};
 use crate::manifest::PackageManifest;
-use crate::trust::{self, envelope_bytes, keyid_of, FileMeta, Role, Root, SecretKey, Snapshot};
+use crate::trust::{
+    self, envelope_bytes, keyid_of, FileMeta, Role, Root, SecretKey, Snapshot, SnapshotMeta, Timestamp,
+};
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -90,6 +93,10 @@ pub struct RootSpec {
     pub root_threshold: u32,
     pub snapshot_keys: Vec<(String, String)>,
     pub snapshot_threshold: u32,
+    /// Who signs `timestamp.json`; empty: the root declares no timestamp
+    /// role (clients then work as before the role existed).
+    pub timestamp_keys: Vec<(String, String)>,
+    pub timestamp_threshold: u32,
     pub expires: u64,
 }
 
@@ -100,7 +107,12 @@ pub fn write_root(reg: &Path, spec: &RootSpec, signers: &[&SecretKey]) -> Result
     let prev = latest_root(reg)?;
     let version = prev.as_ref().map(|r| r.version + 1).unwrap_or(1);
     let mut keys = BTreeMap::new();
-    for (id, pk) in spec.root_keys.iter().chain(spec.snapshot_keys.iter()) {
+    for (id, pk) in spec
+        .root_keys
+        .iter()
+        .chain(spec.snapshot_keys.iter())
+        .chain(spec.timestamp_keys.iter())
+    {
         keys.insert(id.clone(), pk.clone());
     }
     let root = Root {
@@ -116,6 +128,10 @@ pub fn write_root(reg: &Path, spec: &RootSpec, signers: &[&SecretKey]) -> Result
             keyids: spec.snapshot_keys.iter().map(|k| k.0.clone()).collect(),
             threshold: spec.snapshot_threshold,
         },
+        timestamp: (!spec.timestamp_keys.is_empty()).then(|| Role {
+            keyids: spec.timestamp_keys.iter().map(|k| k.0.clone()).collect(),
+            threshold: spec.timestamp_threshold,
+        }),
     };
     let env = trust::sign(&root, signers)?;
     let bytes = envelope_bytes(&env);
@@ -260,11 +276,7 @@ pub fn sign_snapshot(reg: &Path, keys: &[&SecretKey], expires: u64) -> Result<Sn
         );
     }
     let prev = match fs::read(reg.join("snapshot.json")) {
-        Ok(b) => trust::parse_envelope("snapshot.json", &b)?
-            .signed
-            .get("version")
-            .and_then(|v| v.as_u64())
-            .unwrap_or(0),
+        Ok(b) => envelope_version("snapshot.json", &b)?.unwrap_or(0),
         Err(_) => 0,
     };
     let snap = Snapshot {
@@ -276,6 +288,75 @@ pub fn sign_snapshot(reg: &Path, keys: &[&SecretKey], expires: u64) -> Result<Sn
     let env = trust::sign(&snap, keys)?;
     write_atomic(&reg.join("snapshot.json"), &envelope_bytes(&env))?;
     Ok(snap)
+}
+
+/// Whether `keys` hold at least the threshold of distinct keys of `role`.
+pub fn covers(role: &Role, keys: &[&SecretKey]) -> bool {
+    let mut ids: Vec<String> = keys
+        .iter()
+        .map(|k| k.keyid())
+        .filter(|id| role.keyids.contains(id))
+        .collect();
+    ids.sort();
+    ids.dedup();
+    role.threshold > 0 && ids.len() as u64 >= u64::from(role.threshold)
+}
+
+/// Signs a new `timestamp.json` naming the registry's current
+/// `snapshot.json` (its version, length and sha256), one version above the
+/// current timestamp. The snapshot is not touched, so this is what a daily
+/// cron job runs with the online timestamp key.
+pub fn sign_timestamp(reg: &Path, keys: &[&SecretKey], expires: u64) -> Result<Timestamp> {
+    let sp = reg.join("snapshot.json");
+    let bytes = match fs::read(&sp) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(PkgError::new(
+                ErrorKind::Usage,
+                format!(
+                    "'{}' does not exist: a timestamp names the current snapshot",
+                    sp.display()
+                ),
+            )
+            .hint(format!(
+                "sign a snapshot first: apsi-registry sign {} --key KEY",
+                reg.display()
+            )))
+        }
+        Err(e) => return Err(io_err("read", &sp, &e)),
+    };
+    let snap_version = envelope_version(&sp.display().to_string(), &bytes)?.ok_or_else(|| {
+        PkgError::new(
+            ErrorKind::Usage,
+            format!("'{}' has no version in its signed content", sp.display()),
+        )
+    })?;
+    let tp = reg.join("timestamp.json");
+    let prev = match fs::read(&tp) {
+        Ok(b) => envelope_version(&tp.display().to_string(), &b)?.unwrap_or(0),
+        Err(_) => 0,
+    };
+    let ts = Timestamp {
+        kind: "timestamp".into(),
+        version: prev + 1,
+        expires,
+        snapshot: SnapshotMeta {
+            version: snap_version,
+            length: bytes.len() as u64,
+            sha256: sha256_hex(&bytes),
+        },
+    };
+    let env = trust::sign(&ts, keys)?;
+    write_atomic(&tp, &envelope_bytes(&env))?;
+    Ok(ts)
+}
+
+/// The `version` of a signed document, unverified (for numbering the next one).
+fn envelope_version(what: &str, bytes: &[u8]) -> Result<Option<u64>> {
+    Ok(trust::parse_envelope(what, bytes)?
+        .signed
+        .get("version")
+        .and_then(|v| v.as_u64()))
 }
 
 fn collect_files(dir: &Path, rel: &str, out: &mut Vec<String>) -> Result<()> {

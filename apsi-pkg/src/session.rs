@@ -1,9 +1,10 @@
 //! A verified view of one registry: the trusted root (after following any
-//! rotation chain), the snapshot (no rollback, no freeze), and index files
-//! checked against the snapshot before they are parsed. Online, fresh
-//! metadata is fetched and the highest versions are persisted under
-//! `$APSI_HOME/trust/<id>/`; offline, only what was verified before is used
-//! and no socket is opened.
+//! rotation chain), the timestamp (short-lived: no freeze) when the root
+//! declares a timestamp role, the snapshot the timestamp names (no
+//! rollback), and index files checked against the snapshot before they are
+//! parsed. Online, fresh metadata is fetched and the highest versions are
+//! persisted under `$APSI_HOME/trust/<id>/`; offline, only what was verified
+//! before is used and no socket is opened.
 
 use crate::config::RegistryConfig;
 use crate::error::{err, io_err, ErrorKind, PkgError, Result};
@@ -11,7 +12,7 @@ use crate::fsutil::write_atomic;
 use crate::home::Home;
 use crate::index::{check_name, index_path, parse_index_file, IndexConfig, IndexLine};
 use crate::transport::Transport;
-use crate::trust::{self, Root, Snapshot, MAX_METADATA_BYTES};
+use crate::trust::{self, Root, Snapshot, Timestamp, MAX_METADATA_BYTES, MAX_TIMESTAMP_BYTES};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -86,15 +87,67 @@ impl Session {
         let snap_path = trust_file(home, &id, "snapshot.json");
         let old_bytes = std::fs::read(&snap_path).ok();
         let old = match &old_bytes {
-            Some(b) => Some(trust::verify_snapshot(&root, b).map_err(|e| {
-                PkgError::new(e.kind, format!("the cached snapshot no longer verifies: {}", e.message))
-            })?),
+            Some(b) => match trust::verify_snapshot(&root, b) {
+                Ok(o) => Some(o),
+                // Online, a cached snapshot signed by a key the current root
+                // no longer lists (the snapshot key was rotated) stops being
+                // the rollback baseline, as in TUF; the timestamp (when the
+                // root has one) and the fresh snapshot are still checked.
+                Err(_) if !offline => None,
+                Err(e) => {
+                    return Err(
+                        PkgError::new(e.kind, format!("the cached snapshot no longer verifies: {}", e.message))
+                            .hint("run once without --offline to fetch the registry's current metadata"),
+                    )
+                }
+            },
             None => None,
         };
         let snapshot = match &transport {
             Some(t) => {
-                let bytes = t.get("snapshot.json", MAX_METADATA_BYTES)?;
+                // The timestamp first (when the root has the role): it names
+                // the one snapshot that may be accepted now.
+                let stamped = match root.timestamp {
+                    Some(_) => Some(fetch_timestamp(t, home, &id, &config.url, &root, now)?),
+                    None => None,
+                };
+                let bytes = match &stamped {
+                    Some((ts, _)) => {
+                        let what = format!("snapshot.json from {}", config.url);
+                        let b = t
+                            .get("snapshot.json", ts.snapshot.length.min(MAX_METADATA_BYTES))
+                            .map_err(|e| {
+                                if e.kind == ErrorKind::Integrity {
+                                    PkgError::new(
+                                        e.kind,
+                                        format!(
+                                            "{what} does not match timestamp version {}: expected snapshot version {} ({} bytes), but {}",
+                                            ts.version, ts.snapshot.version, ts.snapshot.length, e.message
+                                        ),
+                                    )
+                                    .hint(mismatch_hint(&config.url))
+                                } else {
+                                    e
+                                }
+                            })?;
+                        trust::check_snapshot_meta(&what, ts, &b).map_err(|e| e.hint(mismatch_hint(&config.url)))?;
+                        b
+                    }
+                    None => t.get("snapshot.json", MAX_METADATA_BYTES)?,
+                };
                 let snap = trust::verify_snapshot(&root, &bytes)?;
+                if let Some((ts, _)) = &stamped {
+                    if snap.version != ts.snapshot.version {
+                        return Err(PkgError::new(
+                            ErrorKind::Trust,
+                            format!(
+                                "snapshot.json from {}: timestamp version {} names snapshot version {}, found version {}",
+                                config.url, ts.version, ts.snapshot.version, snap.version
+                            ),
+                        )
+                        .hint("the registry's operator must re-sign the timestamp: apsi-registry timestamp REG --key TIMESTAMP.key"));
+                    }
+                }
                 if let Some(o) = &old {
                     if snap.version < o.version {
                         return Err(PkgError::new(
@@ -128,6 +181,9 @@ impl Session {
                     .hint("the registry must re-sign its snapshot; or use --offline to work from what is cached"));
                 }
                 write_atomic(&snap_path, &bytes)?;
+                if let Some((_, ts_bytes)) = &stamped {
+                    write_atomic(&trust_file(home, &id, "timestamp.json"), ts_bytes)?;
+                }
                 snap
             }
             None => match old {
@@ -226,6 +282,109 @@ impl Session {
             .map(str::to_string)
             .collect()
     }
+}
+
+/// What to do when a snapshot does not match its timestamp.
+fn mismatch_hint(url: &str) -> String {
+    format!(
+        "{url} serves a snapshot other than the one its signed timestamp names: a mirror caught between \
+         updates, or one withholding them; try again later or point APSI_REGISTRY at another mirror. \
+         Its operator must put snapshot.json and timestamp.json in place together (`apsi-registry sign` \
+         writes both)"
+    )
+}
+
+/// Fetches `timestamp.json` (at most [`MAX_TIMESTAMP_BYTES`]), verifies it
+/// against the root's timestamp role, and refuses a rollback (a version below
+/// the one verified before, or the same version with other bytes) and an
+/// expired one. The cached timestamp is the rollback baseline; one that no
+/// longer verifies under the current root (its key was rotated away) is
+/// dropped, as TUF does, so a new timestamp key can start afresh. Returns the
+/// timestamp and its bytes; the caller persists them once the snapshot they
+/// name has been accepted.
+fn fetch_timestamp(
+    t: &Transport,
+    home: &Home,
+    id: &str,
+    url: &str,
+    root: &Root,
+    now: u64,
+) -> Result<(Timestamp, Vec<u8>)> {
+    let what = format!("timestamp.json from {url}");
+    let cached_path = trust_file(home, id, "timestamp.json");
+    let cached = std::fs::read(&cached_path).ok().and_then(|b| {
+        trust::verify_timestamp("the cached timestamp", root, &b)
+            .ok()
+            .map(|ts| (ts, b))
+    });
+    let bytes = match t.get_optional("timestamp.json", MAX_TIMESTAMP_BYTES) {
+        Ok(Some(b)) => b,
+        Ok(None) => {
+            return Err(PkgError::new(
+                ErrorKind::Trust,
+                format!(
+                    "{what}: not found, but the registry's root (version {}) requires a signed timestamp",
+                    root.version
+                ),
+            )
+            .hint(
+                "the registry's operator must publish one (apsi-registry timestamp REG --key TIMESTAMP.key); \
+                 if this is a mirror, point APSI_REGISTRY at another one",
+            ))
+        }
+        Err(e) if e.kind == ErrorKind::Integrity => {
+            return Err(PkgError::new(
+                e.kind,
+                format!("{what}: expected at most {MAX_TIMESTAMP_BYTES} bytes ({})", e.message),
+            )
+            .hint("a timestamp is a few hundred bytes; do not use this registry or mirror, and tell its operator"))
+        }
+        Err(e) => return Err(e),
+    };
+    let ts = trust::verify_timestamp(&what, root, &bytes)?;
+    if let Some((old, old_bytes)) = &cached {
+        if ts.version < old.version {
+            return Err(PkgError::new(
+                ErrorKind::Trust,
+                format!(
+                    "timestamp rollback: {what} is version {} (naming snapshot version {}), but version {} \
+                     (naming snapshot version {}) was verified before",
+                    ts.version, ts.snapshot.version, old.version, old.snapshot.version
+                ),
+            )
+            .hint(
+                "someone may be replaying old metadata (a stale or malicious mirror); \
+                 point APSI_REGISTRY at another mirror, or tell the registry's operator",
+            ));
+        }
+        if ts.version == old.version && &bytes != old_bytes {
+            return err(
+                ErrorKind::Trust,
+                format!(
+                    "{what}: version {} changed content without a new version (expected the bytes verified before)",
+                    ts.version
+                ),
+            );
+        }
+    }
+    if ts.expires <= now {
+        return Err(PkgError::new(
+            ErrorKind::Trust,
+            format!(
+                "{what} (version {}, naming snapshot version {}) expired at {}; it is now {}",
+                ts.version,
+                ts.snapshot.version,
+                trust::utc_date(ts.expires),
+                trust::utc_date(now)
+            ),
+        )
+        .hint(
+            "the registry's operator must re-sign it (apsi-registry timestamp REG --key TIMESTAMP.key, \
+             daily from cron); a mirror serving it may have stopped updating or be withholding updates: \
+             point APSI_REGISTRY at another mirror, or use --offline to work from what is cached",
+        ));
+    }
+    Ok((ts, bytes))
 }
 
 /// The built-in registry's host is under `.invalid` (RFC 6761: it never

@@ -1,7 +1,10 @@
 //! TUF-lite trust: ed25519 keys, a signed root (the key set and thresholds),
 //! rotated by a chain of roots each signed by its predecessor's threshold and
-//! its own, and a signed snapshot naming the sha256 and length of every
-//! index file, with a version (no rollback) and an expiry (no freeze).
+//! its own, a signed snapshot naming the sha256 and length of every index
+//! file, with a version (no rollback) and an expiry, and a short-lived signed
+//! timestamp naming the current snapshot (no freeze: a mirror that keeps
+//! serving an old snapshot is caught within the timestamp's lifetime, a day
+//! by default, not the snapshot's).
 //!
 //! What is signed is the canonical JSON of the `signed` member (object keys
 //! sorted, no spaces), so a document re-serialised by any tool still verifies.
@@ -15,6 +18,10 @@ use std::collections::BTreeMap;
 
 /// Trust metadata larger than this is refused before it is parsed.
 pub const MAX_METADATA_BYTES: u64 = 8 << 20;
+
+/// `timestamp.json` is fetched on every online run before anything else it
+/// vouches for, so it gets a much smaller cap: a real one is about 600 bytes.
+pub const MAX_TIMESTAMP_BYTES: u64 = 16 << 10;
 
 /// A secret signing key (32 bytes).
 pub struct SecretKey(ed25519_dalek::SigningKey);
@@ -82,7 +89,7 @@ pub struct Role {
     pub threshold: u32,
 }
 
-/// The root: every key (id → public key hex) and the two roles.
+/// The root: every key (id → public key hex) and the roles.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Root {
     #[serde(rename = "type")]
@@ -93,6 +100,13 @@ pub struct Root {
     pub keys: BTreeMap<String, String>,
     pub root: Role,
     pub snapshot: Role,
+    /// Who signs `timestamp.json`. A root that declares it makes the
+    /// timestamp mandatory for every online session; a root without it
+    /// (written before the role existed) is used as before, with the
+    /// snapshot's expiry as the only freeze protection. Left out of the
+    /// signed JSON when absent, so such roots keep their signatures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<Role>,
 }
 
 /// Length and hash of one index file.
@@ -111,6 +125,26 @@ pub struct Snapshot {
     pub expires: u64,
     /// Path relative to the registry root → its meta; `config.json` included.
     pub files: BTreeMap<String, FileMeta>,
+}
+
+/// What a timestamp says about the current snapshot.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SnapshotMeta {
+    pub version: u64,
+    pub length: u64,
+    pub sha256: String,
+}
+
+/// `timestamp.json`: re-signed often (daily) by an online key, it names the
+/// one snapshot a client may accept now.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Timestamp {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub version: u64,
+    /// Unix seconds.
+    pub expires: u64,
+    pub snapshot: SnapshotMeta,
 }
 
 /// Canonical JSON: object keys sorted, no whitespace.
@@ -353,6 +387,69 @@ pub fn verify_snapshot(root: &Root, bytes: &[u8]) -> Result<Snapshot> {
     Ok(snap)
 }
 
+/// Verifies `timestamp.json` against the root's timestamp role: size (at
+/// most [`MAX_TIMESTAMP_BYTES`]), signatures, type. Like [`verify_snapshot`],
+/// expiry and version are the caller's to judge. `what` names the file and
+/// where it came from, for messages.
+pub fn verify_timestamp(what: &str, root: &Root, bytes: &[u8]) -> Result<Timestamp> {
+    let Some(role) = &root.timestamp else {
+        return err(
+            ErrorKind::Trust,
+            format!(
+                "{what}: root version {} declares no timestamp role, so no timestamp can be trusted",
+                root.version
+            ),
+        );
+    };
+    if bytes.len() as u64 > MAX_TIMESTAMP_BYTES {
+        return Err(PkgError::new(
+            ErrorKind::Integrity,
+            format!(
+                "{what}: expected at most {MAX_TIMESTAMP_BYTES} bytes, found {}",
+                bytes.len()
+            ),
+        )
+        .hint("a timestamp is a few hundred bytes; this one was not made by `apsi-registry`: do not use this registry or mirror, and tell its operator"));
+    }
+    let env = parse_envelope(what, bytes)?;
+    verify_role(what, &env, &root.keys, role)?;
+    let ts: Timestamp = typed(what, &env)?;
+    if ts.kind != "timestamp" {
+        return err(
+            ErrorKind::Trust,
+            format!("{what}: expected type 'timestamp', found '{}'", ts.kind),
+        );
+    }
+    Ok(ts)
+}
+
+/// Checks the bytes of `snapshot.json` against what a verified timestamp
+/// names (length first, then sha256), before the snapshot is parsed.
+pub fn check_snapshot_meta(what: &str, ts: &Timestamp, bytes: &[u8]) -> Result<()> {
+    let m = &ts.snapshot;
+    let got_len = bytes.len() as u64;
+    let got = if got_len == m.length {
+        sha256_hex(bytes)
+    } else {
+        String::new()
+    };
+    if got_len != m.length || got != m.sha256 {
+        let found = if got_len != m.length {
+            format!("{got_len} bytes")
+        } else {
+            format!("sha256 {got}")
+        };
+        return err(
+            ErrorKind::Integrity,
+            format!(
+                "{what} does not match timestamp version {}: expected snapshot version {} ({} bytes, sha256 {}), found {found}",
+                ts.version, m.version, m.length, m.sha256
+            ),
+        );
+    }
+    Ok(())
+}
+
 /// Checks bytes against a declared length and hash, length first.
 pub fn check_meta(what: &str, meta: &FileMeta, bytes: &[u8]) -> Result<()> {
     if bytes.len() as u64 != meta.length {
@@ -392,7 +489,128 @@ mod tests {
                 threshold,
             },
             snapshot: Role { keyids: ids, threshold },
+            timestamp: None,
         }
+    }
+
+    fn timestamp_for(snapshot: &[u8], version: u64) -> Timestamp {
+        Timestamp {
+            kind: "timestamp".into(),
+            version,
+            expires: now_secs() + 86_400,
+            snapshot: SnapshotMeta {
+                version: 1,
+                length: snapshot.len() as u64,
+                sha256: sha256_hex(snapshot),
+            },
+        }
+    }
+
+    #[test]
+    fn root_without_timestamp_role_keeps_its_signature() {
+        // Roots signed before the role existed have no "timestamp" member;
+        // parsing and re-serialising one must not add it (the signature is
+        // over the canonical JSON).
+        let a = SecretKey::generate().unwrap();
+        let root = root_with(&[&a], 1, 1);
+        let env = sign(&root, &[&a]).unwrap();
+        assert!(env.signed.get("timestamp").is_none(), "{}", env.signed);
+        let (parsed, _) = parse_root("r", &envelope_bytes(&env)).unwrap();
+        assert_eq!(parsed.timestamp, None);
+        let again = sign(&parsed, &[&a]).unwrap();
+        assert_eq!(canonical(&again.signed), canonical(&env.signed));
+        // A timestamp cannot be trusted under such a root.
+        let ts = envelope_bytes(&sign(&timestamp_for(b"s", 1), &[&a]).unwrap());
+        let e = verify_timestamp("timestamp.json", &parsed, &ts).unwrap_err();
+        assert!(e.message.contains("declares no timestamp role"), "{e}");
+    }
+
+    #[test]
+    fn timestamp_is_signed_by_its_own_role() {
+        let (r, t, stranger) = (
+            SecretKey::generate().unwrap(),
+            SecretKey::generate().unwrap(),
+            SecretKey::generate().unwrap(),
+        );
+        let mut root = root_with(&[&r], 1, 1);
+        root.keys.insert(t.keyid(), t.public_hex());
+        root.timestamp = Some(Role {
+            keyids: vec![t.keyid()],
+            threshold: 1,
+        });
+        let ts = timestamp_for(b"snapshot bytes", 3);
+        let good = envelope_bytes(&sign(&ts, &[&t]).unwrap());
+        assert_eq!(verify_timestamp("timestamp.json", &root, &good).unwrap(), ts);
+        // The root key is not a timestamp key, nor is a stranger's.
+        for k in [&r, &stranger] {
+            let bad = envelope_bytes(&sign(&ts, &[k]).unwrap());
+            let e = verify_timestamp("timestamp.json", &root, &bad).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Trust);
+            assert!(e.message.contains("not a key of this role"), "{e}");
+        }
+        // A snapshot signed by the timestamp key is not a timestamp.
+        let mut other = serde_json::to_value(&ts).unwrap();
+        other["type"] = Value::from("snapshot");
+        let env = sign(&other, &[&t]).unwrap();
+        let e = verify_timestamp("timestamp.json", &root, &envelope_bytes(&env)).unwrap_err();
+        assert!(e.message.contains("expected type 'timestamp'"), "{e}");
+    }
+
+    #[test]
+    fn oversize_timestamp_is_refused_unparsed() {
+        let t = SecretKey::generate().unwrap();
+        let mut root = root_with(&[&t], 1, 1);
+        root.timestamp = Some(root.snapshot.clone());
+        let mut big = envelope_bytes(&sign(&timestamp_for(b"s", 1), &[&t]).unwrap());
+        big.extend(std::iter::repeat_n(b' ', MAX_TIMESTAMP_BYTES as usize));
+        let e = verify_timestamp("timestamp.json", &root, &big).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Integrity);
+        assert!(
+            e.message
+                .contains(&format!("expected at most {MAX_TIMESTAMP_BYTES} bytes")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn rotated_timestamp_key_refuses_the_old_one() {
+        let (r, old_t, new_t) = (
+            SecretKey::generate().unwrap(),
+            SecretKey::generate().unwrap(),
+            SecretKey::generate().unwrap(),
+        );
+        let mut r1 = root_with(&[&r], 1, 1);
+        r1.keys.insert(old_t.keyid(), old_t.public_hex());
+        r1.timestamp = Some(Role {
+            keyids: vec![old_t.keyid()],
+            threshold: 1,
+        });
+        let mut r2 = root_with(&[&r], 1, 2);
+        r2.keys.insert(new_t.keyid(), new_t.public_hex());
+        r2.timestamp = Some(Role {
+            keyids: vec![new_t.keyid()],
+            threshold: 1,
+        });
+        let (r2, _) = verify_rotation(&r1, &envelope_bytes(&sign(&r2, &[&r]).unwrap())).unwrap();
+        let ts = timestamp_for(b"s", 2);
+        let by_old = envelope_bytes(&sign(&ts, &[&old_t]).unwrap());
+        let by_new = envelope_bytes(&sign(&ts, &[&new_t]).unwrap());
+        assert!(verify_timestamp("t", &r1, &by_old).is_ok());
+        let e = verify_timestamp("t", &r2, &by_old).unwrap_err();
+        assert!(e.message.contains("not a key of this role"), "{e}");
+        assert!(verify_timestamp("t", &r2, &by_new).is_ok());
+    }
+
+    #[test]
+    fn snapshot_must_be_the_one_the_timestamp_names() {
+        let ts = timestamp_for(b"new snapshot", 5);
+        assert!(check_snapshot_meta("snapshot.json", &ts, b"new snapshot").is_ok());
+        let e = check_snapshot_meta("snapshot.json", &ts, b"old snapshot").unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Integrity);
+        assert!(e.message.contains("does not match timestamp version 5"), "{e}");
+        assert!(e.message.contains("found sha256 "), "{e}");
+        let e = check_snapshot_meta("snapshot.json", &ts, b"old").unwrap_err();
+        assert!(e.message.contains("found 3 bytes"), "{e}");
     }
 
     #[test]

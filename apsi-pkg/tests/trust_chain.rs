@@ -39,6 +39,9 @@ fn bad_signature_is_refused() {
     let mut env_doc: trust::Envelope = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
     env_doc.signed["version"] = serde_json::Value::from(99);
     std::fs::write(&p, trust::envelope_bytes(&env_doc)).unwrap();
+    // A timestamp naming the tampered bytes, so the snapshot's own
+    // signature is what is judged.
+    reg.timestamp(now_secs() + 1000);
     let env = Env::new();
     let e = install_err(&env, &reg, reg.root_bytes(), "mathx");
     assert_eq!(e.kind, ErrorKind::Trust, "{e}");
@@ -51,6 +54,7 @@ fn unknown_key_is_refused() {
     reg.library("mathx", "1.0.0", "x = 1\n", &[]);
     let stranger = SecretKey::generate().unwrap();
     publish::sign_snapshot(&reg.dir, &[&stranger], now_secs() + 1000).unwrap();
+    reg.timestamp(now_secs() + 1000);
     let env = Env::new();
     let e = install_err(&env, &reg, reg.root_bytes(), "mathx");
     assert_eq!(e.kind, ErrorKind::Trust);
@@ -68,10 +72,17 @@ fn threshold_not_met_is_refused() {
         root_threshold: 2,
         snapshot_keys: keys,
         snapshot_threshold: 2,
+        timestamp_keys: vec![],
+        timestamp_threshold: 1,
         expires: now_secs() + 1000,
     };
     publish::write_root(&dir, &spec, &[&a, &b]).unwrap();
-    let reg = Reg { tmp, dir, key: a };
+    let reg = Reg {
+        tmp,
+        dir,
+        key: a,
+        ts_key: None,
+    };
     reg.library("mathx", "1.0.0", "x = 1\n", &[]);
     reg.sign(); // only key a: 1 of 2
     let env = Env::new();
@@ -81,26 +92,38 @@ fn threshold_not_met_is_refused() {
 
 #[test]
 fn snapshot_rollback_is_refused() {
-    let reg = Reg::new();
-    reg.library("mathx", "1.0.0", "x = 1\n", &[]);
-    reg.sign();
-    let old = std::fs::read(reg.dir.join("snapshot.json")).unwrap();
-    reg.library("mathy", "1.0.0", "y = 1\n", &[]);
-    reg.sign();
-    let env = Env::new();
-    env.ctx(&reg.url(), reg.root_bytes(), opts())
-        .install(&["mathx".into()], None)
-        .unwrap();
-    let before = env.store_entries();
-    // A mirror replays the older (validly signed) snapshot.
-    std::fs::write(reg.dir.join("snapshot.json"), old).unwrap();
-    let e = env
-        .ctx(&reg.url(), reg.root_bytes(), opts())
-        .install(&["mathy".into()], None)
-        .unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Trust);
-    assert!(e.message.contains("rollback"), "{e}");
-    env.assert_clean_since("mathy", &before);
+    // Without a timestamp role the snapshot's version is the check; with
+    // one, replaying the old pair is caught at the timestamp's version.
+    for (reg, files, what) in [
+        (Reg::legacy(), &["snapshot.json"][..], "snapshot rollback"),
+        (
+            Reg::new(),
+            &["snapshot.json", "timestamp.json"][..],
+            "timestamp rollback",
+        ),
+    ] {
+        reg.library("mathx", "1.0.0", "x = 1\n", &[]);
+        reg.sign();
+        let old: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(reg.dir.join(f)).unwrap()).collect();
+        reg.library("mathy", "1.0.0", "y = 1\n", &[]);
+        reg.sign();
+        let env = Env::new();
+        env.ctx(&reg.url(), reg.root_bytes(), opts())
+            .install(&["mathx".into()], None)
+            .unwrap();
+        let before = env.store_entries();
+        // A mirror replays the older (validly signed) metadata.
+        for (f, b) in files.iter().zip(old) {
+            std::fs::write(reg.dir.join(f), b).unwrap();
+        }
+        let e = env
+            .ctx(&reg.url(), reg.root_bytes(), opts())
+            .install(&["mathy".into()], None)
+            .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Trust);
+        assert!(e.message.contains(what), "{e}");
+        env.assert_clean_since("mathy", &before);
+    }
 }
 
 #[test]
@@ -109,6 +132,8 @@ fn expired_snapshot_fails_online_and_warns_offline() {
     reg.library("mathx", "1.0.0", "x = 1\n", &[]);
     let expires = now_secs() + 3600;
     publish::sign_snapshot(&reg.dir, &[&reg.key], expires).unwrap();
+    // The timestamp outlives the snapshot: the snapshot's own expiry is judged.
+    reg.timestamp(now_secs() + 86_400);
     let env = Env::new();
     env.ctx(&reg.url(), reg.root_bytes(), opts())
         .install(&["mathx".into()], None)
@@ -160,6 +185,8 @@ fn root_rotation_chain_is_followed() {
         root_threshold: 1,
         snapshot_keys: vec![(b.keyid(), b.public_hex())],
         snapshot_threshold: 1,
+        timestamp_keys: vec![],
+        timestamp_threshold: 1,
         expires: now_secs() + 1000,
     };
     publish::write_root(&reg.dir, &spec, &[&reg.key, &b]).unwrap();
@@ -210,6 +237,8 @@ fn rotation_not_signed_by_old_keys_is_refused() {
         root_threshold: 1,
         snapshot_keys: vec![(b.keyid(), b.public_hex())],
         snapshot_threshold: 1,
+        timestamp_keys: vec![],
+        timestamp_threshold: 1,
         expires: now_secs() + 1000,
     };
     // Write version 2 signed by the new key only (bypassing the tool's check).
@@ -230,4 +259,43 @@ fn rotation_not_signed_by_old_keys_is_refused() {
     let env = Env::new();
     let e = install_err(&env, &reg, pinned, "mathx");
     assert!(e.message.contains("signed by version 1"), "{e}");
+}
+
+#[test]
+fn snapshot_key_rotation_drops_the_cached_snapshot() {
+    // A client that cached a snapshot signed by the old snapshot key keeps
+    // working after the root rotates the snapshot key.
+    let reg = Reg::new();
+    reg.library("mathx", "1.0.0", "x = 1\n", &[]);
+    reg.sign();
+    let env = Env::new();
+    env.ctx(&reg.url(), reg.root_bytes(), opts())
+        .install(&["mathx".into()], None)
+        .unwrap();
+    let b = SecretKey::generate().unwrap();
+    let ts = reg.ts_key.as_ref().unwrap();
+    let spec = RootSpec {
+        root_keys: vec![(reg.key.keyid(), reg.key.public_hex())],
+        root_threshold: 1,
+        snapshot_keys: vec![(b.keyid(), b.public_hex())],
+        snapshot_threshold: 1,
+        timestamp_keys: vec![(ts.keyid(), ts.public_hex())],
+        timestamp_threshold: 1,
+        expires: now_secs() + 1000,
+    };
+    publish::write_root(&reg.dir, &spec, &[&reg.key]).unwrap();
+    reg.library("mathy", "1.0.0", "y = 1\n", &[]);
+    publish::sign_snapshot(&reg.dir, &[&b], now_secs() + 1000).unwrap();
+    reg.timestamp(now_secs() + 1000);
+    env.ctx(&reg.url(), reg.root_bytes(), opts())
+        .install(&["mathy".into()], None)
+        .unwrap();
+    // A snapshot still signed by the old key is refused.
+    publish::sign_snapshot(&reg.dir, &[&reg.key], now_secs() + 1000).unwrap();
+    reg.timestamp(now_secs() + 1000);
+    let e = env
+        .ctx(&reg.url(), reg.root_bytes(), opts())
+        .install(&["mathy".into()], None)
+        .unwrap_err();
+    assert!(e.message.contains("not a key of this role"), "{e}");
 }

@@ -14,9 +14,14 @@ pub const USAGE: &str = "\
 usage: apsi-registry COMMAND …
 
   keygen --dir DIR --name NAME            new ed25519 key: DIR/NAME.key (secret), DIR/NAME.pub
+                                          (one per role: root keys offline, snapshot and
+                                          timestamp keys where they sign, e.g. --name timestamp)
   root REG --root-key PUB… [--threshold N] [--snapshot-key PUB… [--snapshot-threshold N]]
+           [--timestamp-key PUB… [--timestamp-threshold N]]
            --sign KEY… [--expires-days D]  write the next N.root.json (a rotation is signed by
-                                           the old root's keys and the new one's)
+                                           the old root's keys and the new one's); snapshot keys
+                                           default to the root keys, timestamp keys to the
+                                           snapshot keys
   build DIR [--out OUTDIR] [--level 0-9]  pack DIR (with apsi-package.toml) into NAME-VERSION-TARGET.tar.gz
   build --manifest FILE [--target TRIPLE|host] [--out OUTDIR] FILE…
                                           pack built artifacts (e.g. a .so) with a manifest;
@@ -25,7 +30,13 @@ usage: apsi-registry COMMAND …
                                           (--skip-published: the same bytes already published are fine)
   yank REG NAME VERSION [--target T] [--undo]
   sign REG --key KEY… [--expires-days D | --expires-secs S]
-                                          sign a new snapshot.json of the index
+           [--timestamp-key KEY… [--timestamp-expires-secs S] | --no-timestamp]
+                                          sign a new snapshot.json of the index (30 days), then
+                                          timestamp.json naming it (1 day) with --timestamp-key
+                                          (default: --key) when the root has a timestamp role
+  timestamp REG --key KEY… [--expires-secs S | --expires-days D]
+                                          re-sign timestamp.json for the current snapshot
+                                          (default 1 day; run it daily from cron)
   serve REG [--addr 127.0.0.1:PORT] [--connections N]
                                           serve REG over HTTP (Range supported)
 ";
@@ -102,16 +113,28 @@ impl Flags {
 /// Signed metadata must outlive its publication by at least this long.
 const MIN_LIFETIME_SECS: i64 = 60;
 
+/// How long a timestamp lives unless told otherwise: a frozen mirror is
+/// caught within this long.
+const TIMESTAMP_SECS: u64 = 86_400;
+
 fn expires(f: &Flags, default_days: u64) -> Result<u64> {
+    expires_from(f, "expires-days", "expires-secs", default_days * 86_400)
+}
+
+/// The expiry from `--DAYS_FLAG D` or `--SECS_FLAG S` (default
+/// `default_secs` from now); refused when in the past or under a minute away.
+fn expires_from(f: &Flags, days_flag: &str, secs_flag: &str, default_secs: u64) -> Result<u64> {
     let now = now_secs() as i64;
-    let at = if let Some(s) = f.one("expires-secs") {
+    let at = if let Some(s) = f.one(secs_flag) {
         let s: i64 = s
             .parse()
-            .map_err(|_| PkgError::new(ErrorKind::Usage, format!("--expires-secs needs a number, found '{s}'")))?;
+            .map_err(|_| PkgError::new(ErrorKind::Usage, format!("--{secs_flag} needs a number, found '{s}'")))?;
         now.saturating_add(s)
-    } else {
-        let days = f.num("expires-days", default_days)?;
+    } else if f.one(days_flag).is_some() {
+        let days = f.num(days_flag, 0)?;
         now.saturating_add(days.saturating_mul(86_400).min(i64::MAX as u64) as i64)
+    } else {
+        now.saturating_add(default_secs.min(i64::MAX as u64) as i64)
     };
     if at < now + MIN_LIFETIME_SECS {
         return Err(PkgError::new(
@@ -127,7 +150,17 @@ fn expires(f: &Flags, default_days: u64) -> Result<u64> {
             ),
         )
         .hint(format!(
-            "give --expires-days D (default {default_days}) or --expires-secs of at least {MIN_LIFETIME_SECS}"
+            "give {}--{secs_flag} of at least {MIN_LIFETIME_SECS} (default: {})",
+            if days_flag.is_empty() {
+                String::new()
+            } else {
+                format!("--{days_flag} D or ")
+            },
+            if default_secs.is_multiple_of(86_400) {
+                format!("{} day(s)", default_secs / 86_400)
+            } else {
+                format!("{default_secs} s")
+            }
         )));
     }
     Ok(at as u64)
@@ -157,7 +190,7 @@ pub fn run(args: &[String]) -> Result<()> {
                 .one("name")
                 .ok_or_else(|| PkgError::new(ErrorKind::Usage, "keygen needs --name NAME"))?;
             let id = publish::keygen(Path::new(dir), name)?;
-            println!("key {id}\n  secret: {dir}/{name}.key (keep it offline)\n  public: {dir}/{name}.pub");
+            println!("key {id}\n  secret: {dir}/{name}.key (keep it secret; offline for root keys)\n  public: {dir}/{name}.pub");
             Ok(())
         }
         "root" => {
@@ -167,6 +200,8 @@ pub fn run(args: &[String]) -> Result<()> {
                 "threshold",
                 "snapshot-key",
                 "snapshot-threshold",
+                "timestamp-key",
+                "timestamp-threshold",
                 "sign",
                 "expires-days",
                 "expires-secs",
@@ -187,11 +222,20 @@ pub fn run(args: &[String]) -> Result<()> {
                     .map(|p| publish::load_public(Path::new(p)))
                     .collect::<Result<Vec<_>>>()?,
             };
+            let ts_keys = match f.all("timestamp-key") {
+                v if v.is_empty() => snap_keys.clone(),
+                v => v
+                    .iter()
+                    .map(|p| publish::load_public(Path::new(p)))
+                    .collect::<Result<Vec<_>>>()?,
+            };
             let spec = RootSpec {
                 root_threshold: f.num("threshold", 1)? as u32,
                 snapshot_threshold: f.num("snapshot-threshold", 1)? as u32,
+                timestamp_threshold: f.num("timestamp-threshold", 1)? as u32,
                 root_keys,
                 snapshot_keys: snap_keys,
+                timestamp_keys: ts_keys,
                 expires: expires(&f, 365)?,
             };
             let signers = keys(&f.all("sign"))?;
@@ -264,7 +308,7 @@ pub fn run(args: &[String]) -> Result<()> {
                 println!("{what} {} {} ({}) sha256 {}", l.name, l.vers, l.target, l.cksum);
             }
             println!(
-                "now sign a new snapshot: apsi-registry sign {} --key KEY",
+                "now sign a new snapshot and timestamp: apsi-registry sign {} --key KEY [--timestamp-key KEY]",
                 reg.display()
             );
             Ok(())
@@ -279,20 +323,61 @@ pub fn run(args: &[String]) -> Result<()> {
             let undo = f.switches.iter().any(|s| s == "undo");
             let n = publish::yank(&reg, name, vers, f.one("target"), !undo)?;
             println!(
-                "{} {name} {vers} ({n} line(s)); now sign a new snapshot",
+                "{} {name} {vers} ({n} line(s)); now sign a new snapshot and timestamp (apsi-registry sign)",
                 if undo { "unyanked" } else { "yanked" }
             );
             Ok(())
         }
         "sign" => {
-            let f = parse_flags(rest, &[])?;
-            f.check(&["key", "expires-days", "expires-secs"])?;
+            let f = parse_flags(rest, &["no-timestamp"])?;
+            f.check(&[
+                "key",
+                "expires-days",
+                "expires-secs",
+                "timestamp-key",
+                "timestamp-expires-secs",
+            ])?;
             let reg = f.reg()?;
             let ks = keys(&f.all("key"))?;
             if ks.is_empty() {
                 return err(ErrorKind::Usage, "sign needs at least one --key KEY");
             }
             let refs: Vec<&SecretKey> = ks.iter().collect();
+            let no_ts = f.switches.iter().any(|s| s == "no-timestamp");
+            if no_ts && (f.one("timestamp-key").is_some() || f.one("timestamp-expires-secs").is_some()) {
+                return err(
+                    ErrorKind::Usage,
+                    "--no-timestamp goes without --timestamp-key and --timestamp-expires-secs",
+                );
+            }
+            // Everything is checked before the snapshot is written: a new
+            // snapshot without a timestamp naming it is refused by clients.
+            let ts_keys = keys(&f.all("timestamp-key"))?;
+            let ts_refs: Vec<&SecretKey> = if ts_keys.is_empty() {
+                refs.clone()
+            } else {
+                ts_keys.iter().collect()
+            };
+            let root = publish::latest_root(&reg)?;
+            let ts_role = root.as_ref().and_then(|r| r.timestamp.clone());
+            let stamp = match (&ts_role, no_ts) {
+                (_, true) => None,
+                (None, false) => {
+                    if !ts_keys.is_empty() {
+                        return Err(no_timestamp_role(&reg, root.as_ref()));
+                    }
+                    None
+                }
+                (Some(role), false) => {
+                    let from = if ts_keys.is_empty() {
+                        KeysFrom::SignFlag
+                    } else {
+                        KeysFrom::SignTimestampFlag
+                    };
+                    check_covers(&reg, root.as_ref(), role, &ts_refs, from)?;
+                    Some(expires_from(&f, "", "timestamp-expires-secs", TIMESTAMP_SECS)?)
+                }
+            };
             let s = publish::sign_snapshot(&reg, &refs, expires(&f, 30)?)?;
             println!(
                 "signed snapshot version {} ({} files), expires {}",
@@ -300,6 +385,50 @@ pub fn run(args: &[String]) -> Result<()> {
                 s.files.len(),
                 apsi_pkg::trust::utc_date(s.expires)
             );
+            match stamp {
+                Some(at) => print_timestamp(&publish::sign_timestamp(&reg, &ts_refs, at)?),
+                None if no_ts && ts_role.is_some() => println!(
+                    "timestamp.json not signed (--no-timestamp): clients refuse this snapshot until \
+                     `apsi-registry timestamp {} --key TIMESTAMP.key` runs",
+                    reg.display()
+                ),
+                None => {}
+            }
+            Ok(())
+        }
+        "timestamp" => {
+            let f = parse_flags(rest, &[])?;
+            f.check(&["key", "expires-days", "expires-secs"])?;
+            let reg = f.reg()?;
+            let ks = keys(&f.all("key"))?;
+            if ks.is_empty() {
+                return err(ErrorKind::Usage, "timestamp needs at least one --key KEY");
+            }
+            let refs: Vec<&SecretKey> = ks.iter().collect();
+            let root = publish::latest_root(&reg)?;
+            let Some(role) = root.as_ref().and_then(|r| r.timestamp.clone()) else {
+                return Err(no_timestamp_role(&reg, root.as_ref()));
+            };
+            check_covers(&reg, root.as_ref(), &role, &refs, KeysFrom::TimestampCommand)?;
+            let at = expires_from(&f, "expires-days", "expires-secs", TIMESTAMP_SECS)?;
+            let ts = publish::sign_timestamp(&reg, &refs, at)?;
+            print_timestamp(&ts);
+            // A fresh timestamp over an expired (or soon expired) snapshot
+            // still leaves clients refusing it: say so while it can be fixed.
+            if let Some(r) = &root {
+                let snap = std::fs::read(reg.join("snapshot.json"))
+                    .ok()
+                    .and_then(|b| apsi_pkg::trust::verify_snapshot(r, &b).ok());
+                if let Some(s) = snap.filter(|s| s.expires < ts.expires) {
+                    eprintln!(
+                        "warning: snapshot version {} expires at {}, before this timestamp; \
+                         re-sign it: apsi-registry sign {} --key SNAPSHOT.key",
+                        s.version,
+                        apsi_pkg::trust::utc_date(s.expires),
+                        reg.display()
+                    );
+                }
+            }
             Ok(())
         }
         "serve" => {
@@ -314,6 +443,92 @@ pub fn run(args: &[String]) -> Result<()> {
             err(ErrorKind::Usage, format!("unknown command '{other}'"))
         }
     }
+}
+
+fn print_timestamp(ts: &apsi_pkg::trust::Timestamp) {
+    println!(
+        "signed timestamp version {} (snapshot version {}), expires {}",
+        ts.version,
+        ts.snapshot.version,
+        apsi_pkg::trust::utc_date(ts.expires)
+    );
+}
+
+fn no_timestamp_role(reg: &Path, root: Option<&apsi_pkg::trust::Root>) -> PkgError {
+    let which = match root {
+        Some(r) => format!("{}/{}.root.json", reg.display(), r.version),
+        None => format!("{} (no root yet)", reg.display()),
+    };
+    PkgError::new(
+        ErrorKind::Usage,
+        format!("{which} declares no timestamp role, so a timestamp would not be trusted"),
+    )
+    .hint(format!(
+        "write the next root with one: apsi-registry root {} --root-key PUB… --snapshot-key PUB… \
+         --timestamp-key keys/timestamp.pub --sign ROOT.key… (old and new root keys)",
+        reg.display()
+    ))
+}
+
+/// Which flag gave the keys checked by [`check_covers`].
+#[derive(Clone, Copy, PartialEq)]
+enum KeysFrom {
+    /// `sign --key` (no `--timestamp-key`).
+    SignFlag,
+    /// `sign --timestamp-key`.
+    SignTimestampFlag,
+    /// `timestamp --key`.
+    TimestampCommand,
+}
+
+/// Refuses, before anything is written, keys that cannot meet the latest
+/// root's timestamp role.
+fn check_covers(
+    reg: &Path,
+    root: Option<&apsi_pkg::trust::Root>,
+    role: &apsi_pkg::trust::Role,
+    keys: &[&SecretKey],
+    from: KeysFrom,
+) -> Result<()> {
+    if publish::covers(role, keys) {
+        return Ok(());
+    }
+    let short = |id: &str| id.get(..12).unwrap_or(id).to_string();
+    let wanted: Vec<String> = role.keyids.iter().map(|k| short(k)).collect();
+    let found: Vec<String> = keys.iter().map(|k| short(&k.keyid())).collect();
+    let version = root.map(|r| r.version).unwrap_or(0);
+    let (flag, hint) = match from {
+        KeysFrom::TimestampCommand => (
+            "--key",
+            format!(
+                "give the timestamp key: apsi-registry timestamp {} --key keys/timestamp.key",
+                reg.display()
+            ),
+        ),
+        KeysFrom::SignFlag | KeysFrom::SignTimestampFlag => (
+            if from == KeysFrom::SignFlag {
+                "--key"
+            } else {
+                "--timestamp-key"
+            },
+            format!(
+                "give the timestamp key: --timestamp-key keys/timestamp.key (or sign --no-timestamp here and run \
+                 `apsi-registry timestamp {} --key keys/timestamp.key` where that key lives)",
+                reg.display()
+            ),
+        ),
+    };
+    Err(PkgError::new(
+        ErrorKind::Usage,
+        format!(
+            "{}/{version}.root.json's timestamp role needs {} of the keys [{}]; the {flag} keys given are [{}]",
+            reg.display(),
+            role.threshold,
+            wanted.join(", "),
+            found.join(", ")
+        ),
+    )
+    .hint(hint))
 }
 
 /// Copies a manifest into the staging folder, with its `target` replaced
@@ -412,5 +627,174 @@ mod tests {
             "120",
         ]))
         .unwrap();
+    }
+
+    fn read_signed(p: &Path) -> serde_json::Value {
+        let b = std::fs::read(p).unwrap();
+        apsi_pkg::trust::parse_envelope("t", &b).unwrap().signed
+    }
+
+    #[test]
+    fn timestamp_key_signs_timestamps_daily() {
+        let t = tempfile::tempdir().unwrap();
+        let keys = t.path().join("keys");
+        let reg = t.path().join("reg");
+        let s = |p: &Path| p.to_str().unwrap().to_string();
+        let (k, r) = (s(&keys), s(&reg));
+        for name in ["root", "timestamp"] {
+            run(&args(&["keygen", "--dir", &k, "--name", name])).unwrap();
+        }
+        let key = |n: &str| s(&keys.join(n));
+        run(&args(&[
+            "root",
+            &r,
+            "--root-key",
+            &key("root.pub"),
+            "--timestamp-key",
+            &key("timestamp.pub"),
+            "--sign",
+            &key("root.key"),
+        ]))
+        .unwrap();
+        let root = apsi_pkg::publish::latest_root(&reg).unwrap().unwrap();
+        let ts_role = root.timestamp.clone().expect("the root declares a timestamp role");
+        assert_eq!(
+            ts_role.keyids,
+            vec![publish::load_public(&keys.join("timestamp.pub")).unwrap().0]
+        );
+
+        // The snapshot key alone cannot sign the timestamp: refused before
+        // anything is written.
+        let e = run(&args(&["sign", &r, "--key", &key("root.key")])).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Usage);
+        assert!(e.message.contains("timestamp role needs 1 of the keys"), "{e}");
+        assert!(e.hint.as_deref().unwrap_or("").contains("--timestamp-key"), "{e}");
+        assert!(!reg.join("snapshot.json").exists());
+
+        run(&args(&[
+            "sign",
+            &r,
+            "--key",
+            &key("root.key"),
+            "--timestamp-key",
+            &key("timestamp.key"),
+        ]))
+        .unwrap();
+        let snap_bytes = std::fs::read(reg.join("snapshot.json")).unwrap();
+        let ts =
+            apsi_pkg::trust::verify_timestamp("t", &root, &std::fs::read(reg.join("timestamp.json")).unwrap()).unwrap();
+        assert_eq!(ts.version, 1);
+        assert_eq!(ts.snapshot.version, 1);
+        assert_eq!(ts.snapshot.sha256, apsi_pkg::digest::sha256_hex(&snap_bytes));
+        // A day by default.
+        let left = ts.expires - now_secs();
+        assert!((86_000..=86_400).contains(&left), "{left}");
+
+        // The daily re-sign: only the timestamp changes.
+        run(&args(&["timestamp", &r, "--key", &key("timestamp.key")])).unwrap();
+        assert_eq!(std::fs::read(reg.join("snapshot.json")).unwrap(), snap_bytes);
+        let ts2 = read_signed(&reg.join("timestamp.json"));
+        assert_eq!(ts2["version"], 2);
+        assert_eq!(ts2["snapshot"]["version"], 1);
+
+        // Past or too-soon expiries, and the wrong key, are refused.
+        for bad in ["0", "-5", "30"] {
+            let e = run(&args(&[
+                "timestamp",
+                &r,
+                "--key",
+                &key("timestamp.key"),
+                "--expires-secs",
+                bad,
+            ]))
+            .unwrap_err();
+            assert!(e.message.contains(" UTC is "), "{bad}: {e}");
+        }
+        let e = run(&args(&[
+            "sign",
+            &r,
+            "--key",
+            &key("root.key"),
+            "--timestamp-key",
+            &key("timestamp.key"),
+            "--timestamp-expires-secs",
+            "10",
+        ]))
+        .unwrap_err();
+        assert!(e.message.contains("less than a minute away"), "{e}");
+        assert!(
+            e.hint.as_deref().unwrap_or("").contains("--timestamp-expires-secs"),
+            "{e}"
+        );
+        let e = run(&args(&["timestamp", &r, "--key", &key("root.key")])).unwrap_err();
+        assert!(e.message.contains("timestamp role needs 1 of the keys"), "{e}");
+        assert!(e.message.contains("the --key keys given are ["), "{e}");
+        assert!(
+            e.hint.as_deref().unwrap_or("").contains("apsi-registry timestamp"),
+            "{e}"
+        );
+        assert_eq!(read_signed(&reg.join("timestamp.json"))["version"], 2);
+
+        // --no-timestamp leaves the timestamp to the machine holding its key.
+        run(&args(&["sign", &r, "--key", &key("root.key"), "--no-timestamp"])).unwrap();
+        assert_eq!(read_signed(&reg.join("timestamp.json"))["snapshot"]["version"], 1);
+        run(&args(&[
+            "timestamp",
+            &r,
+            "--key",
+            &key("timestamp.key"),
+            "--expires-secs",
+            "120",
+        ]))
+        .unwrap();
+        let ts3 = read_signed(&reg.join("timestamp.json"));
+        assert_eq!(
+            (ts3["version"].as_u64(), ts3["snapshot"]["version"].as_u64()),
+            (Some(3), Some(2))
+        );
+    }
+
+    #[test]
+    fn single_key_layout_signs_both_and_old_roots_need_no_timestamp() {
+        let t = tempfile::tempdir().unwrap();
+        let keys = t.path().join("keys");
+        let s = |p: &Path| p.to_str().unwrap().to_string();
+        let k = s(&keys);
+        run(&args(&["keygen", "--dir", &k, "--name", "root"])).unwrap();
+        let (pubk, key) = (s(&keys.join("root.pub")), s(&keys.join("root.key")));
+        // The layout of the existing docs and tests: one key for everything.
+        let reg = t.path().join("reg");
+        let r = s(&reg);
+        run(&args(&["root", &r, "--root-key", &pubk, "--sign", &key])).unwrap();
+        run(&args(&["sign", &r, "--key", &key])).unwrap();
+        let root = apsi_pkg::publish::latest_root(&reg).unwrap().unwrap();
+        assert!(root.timestamp.is_some());
+        apsi_pkg::trust::verify_timestamp("t", &root, &std::fs::read(reg.join("timestamp.json")).unwrap()).unwrap();
+
+        // A root made before the role existed: sign works as before, and
+        // the timestamp command says how to add the role.
+        let old = t.path().join("old");
+        let me = publish::load_public(&keys.join("root.pub")).unwrap();
+        let spec = RootSpec {
+            root_keys: vec![me.clone()],
+            root_threshold: 1,
+            snapshot_keys: vec![me],
+            snapshot_threshold: 1,
+            timestamp_keys: vec![],
+            timestamp_threshold: 1,
+            expires: now_secs() + 1000,
+        };
+        let sk = publish::load_secret(&keys.join("root.key")).unwrap();
+        publish::write_root(&old, &spec, &[&sk]).unwrap();
+        let o = s(&old);
+        run(&args(&["sign", &o, "--key", &key])).unwrap();
+        assert!(!old.join("timestamp.json").exists());
+        let e = run(&args(&["timestamp", &o, "--key", &key])).unwrap_err();
+        assert!(e.message.contains("1.root.json declares no timestamp role"), "{e}");
+        assert!(e.hint.as_deref().unwrap_or("").contains("--timestamp-key"), "{e}");
+        // Adding it is a root rotation.
+        run(&args(&["root", &o, "--root-key", &pubk, "--sign", &key])).unwrap();
+        run(&args(&["timestamp", &o, "--key", &key])).unwrap();
+        assert!(old.join("timestamp.json").exists());
     }
 }

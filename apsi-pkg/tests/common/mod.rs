@@ -21,24 +21,41 @@ use std::time::Duration;
 pub struct Reg {
     pub tmp: tempfile::TempDir,
     pub dir: PathBuf,
+    /// The root and snapshot key.
     pub key: SecretKey,
+    /// The timestamp key; `None` for a registry whose root has no
+    /// timestamp role (made before the role existed).
+    pub ts_key: Option<SecretKey>,
 }
 
 impl Reg {
-    /// A registry with one root key (threshold 1).
+    /// A registry with one root and snapshot key (threshold 1) and its own
+    /// timestamp key.
     pub fn new() -> Reg {
+        Reg::make(true)
+    }
+
+    /// A registry whose root declares no timestamp role.
+    pub fn legacy() -> Reg {
+        Reg::make(false)
+    }
+
+    fn make(with_timestamp: bool) -> Reg {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("reg");
         let key = SecretKey::generate().unwrap();
+        let ts_key = with_timestamp.then(|| SecretKey::generate().unwrap());
         let spec = RootSpec {
             root_keys: vec![(key.keyid(), key.public_hex())],
             root_threshold: 1,
             snapshot_keys: vec![(key.keyid(), key.public_hex())],
             snapshot_threshold: 1,
+            timestamp_keys: ts_key.iter().map(|k| (k.keyid(), k.public_hex())).collect(),
+            timestamp_threshold: 1,
             expires: now_secs() + 86_400,
         };
         publish::write_root(&dir, &spec, &[&key]).unwrap();
-        Reg { tmp, dir, key }
+        Reg { tmp, dir, key, ts_key }
     }
 
     pub fn root_bytes(&self) -> Vec<u8> {
@@ -102,8 +119,19 @@ impl Reg {
         line
     }
 
+    /// Signs a snapshot (a day) and, with a timestamp role, a timestamp
+    /// naming it (a day).
     pub fn sign(&self) {
         publish::sign_snapshot(&self.dir, &[&self.key], now_secs() + 86_400).unwrap();
+        self.timestamp(now_secs() + 86_400);
+    }
+
+    /// Re-signs `timestamp.json` for the current snapshot (nothing without a
+    /// timestamp role).
+    pub fn timestamp(&self, expires: u64) {
+        if let Some(k) = &self.ts_key {
+            publish::sign_timestamp(&self.dir, &[k], expires).unwrap();
+        }
     }
 
     pub fn url(&self) -> String {
@@ -438,6 +466,20 @@ impl RawTar {
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         e.write_all(&d).unwrap();
         e.finish().unwrap()
+    }
+}
+
+/// Copies a folder tree (a mirror of a registry as it is now).
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), &dest).unwrap();
+        }
     }
 }
 
