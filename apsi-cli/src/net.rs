@@ -10,11 +10,6 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::time::Duration;
-
-/// How long a download may take before it is given up (a large file on a
-/// slow link needs long; `APSI_NET_TIMEOUT` seconds overrides it).
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Downloads the URLs a program reads into `dir`.
 pub struct HttpSource {
@@ -34,14 +29,6 @@ impl HttpSource {
     pub fn clean(&self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-fn timeout() -> Duration {
-    std::env::var("APSI_NET_TIMEOUT")
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok())
-        .filter(|&s| s > 0)
-        .map_or(DEFAULT_TIMEOUT, Duration::from_secs)
 }
 
 /// The last part of the URL's path, kept in the file name (so `.npy` and
@@ -74,7 +61,9 @@ impl UrlSource for HttpSource {
         if let Some(p) = self.fetched.lock().unwrap_or_else(|e| e.into_inner()).get(url) {
             return Ok(p.clone());
         }
-        let transport = Transport::new(url, timeout()).map_err(|e| e.to_string())?;
+        // The network wait is `apsi pkg`'s: APSI_NET_TIMEOUT seconds, 30 by default.
+        let wait = apsi_pkg::transport::timeout_from_env();
+        let transport = Transport::new(url, wait).map_err(|e| e.to_string())?;
         let Transport::Http { client, .. } = &transport else {
             return Err("not an http(s):// URL".into());
         };
