@@ -103,6 +103,6 @@ mod tests {
         assert_eq!(file_name("https://x.org/data/train.csv?token=1"), "train.csv");
         assert_eq!(file_name("http://x.org/"), "download");
         assert_eq!(file_name("http://x.org/a b/../w.npy"), "w.npy");
-        assert_eq!(file_name("http://x.org/..%2f.."), "download..2f..");
+        assert_eq!(file_name("http://x.org/..%2f.."), "download.._2f..");
     }
 }

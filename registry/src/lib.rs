@@ -207,28 +207,22 @@ pub fn run(args: &[String]) -> Result<()> {
                 "expires-secs",
             ])?;
             let reg = f.reg()?;
-            let root_keys = f
-                .all("root-key")
-                .iter()
-                .map(|p| publish::load_public(Path::new(p)))
-                .collect::<Result<Vec<_>>>()?;
+            // The public keys named by `--NAME` (several allowed).
+            let keys_of = |name: &str| -> Result<Vec<_>> {
+                f.all(name).iter().map(|p| publish::load_public(Path::new(p))).collect()
+            };
+            let root_keys = keys_of("root-key")?;
             if root_keys.is_empty() {
                 return err(ErrorKind::Usage, "root needs at least one --root-key PUB");
             }
-            let snap_keys = match f.all("snapshot-key") {
-                v if v.is_empty() => root_keys.clone(),
-                v => v
-                    .iter()
-                    .map(|p| publish::load_public(Path::new(p)))
-                    .collect::<Result<Vec<_>>>()?,
-            };
-            let ts_keys = match f.all("timestamp-key") {
-                v if v.is_empty() => snap_keys.clone(),
-                v => v
-                    .iter()
-                    .map(|p| publish::load_public(Path::new(p)))
-                    .collect::<Result<Vec<_>>>()?,
-            };
+            // Without their own keys, the snapshot role takes the root's and
+            // the timestamp role the snapshot's.
+            let snap_keys = Some(keys_of("snapshot-key")?)
+                .filter(|k| !k.is_empty())
+                .unwrap_or_else(|| root_keys.clone());
+            let ts_keys = Some(keys_of("timestamp-key")?)
+                .filter(|k| !k.is_empty())
+                .unwrap_or_else(|| snap_keys.clone());
             let spec = RootSpec {
                 root_threshold: f.num("threshold", 1)? as u32,
                 snapshot_threshold: f.num("snapshot-threshold", 1)? as u32,
