@@ -13,6 +13,19 @@ fn apsi_in(dir: &std::path::Path, args: &[&str]) -> Output {
         .expect("cannot run apsi")
 }
 
+/// Runs apsi in `dir`; it must succeed: its standard output.
+fn apsi_ok(dir: &std::path::Path, args: &[&str]) -> String {
+    let o = apsi_in(dir, args);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "apsi {args:?}\nstderr: {}\nstdout: {out}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
 fn temp_dir(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("apsi-data-e2e-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&d).expect("temp dir");
@@ -37,14 +50,7 @@ print(len(list(from_list([1, 2, 3]) |> repeat(3))))\n\
 print(throughput(from_tensors(x, batch=3)).rows)\n";
     std::fs::write(d.join("p.apsi"), src).expect("write");
     for threads in ["1", "2"] {
-        let o = apsi_in(&d, &["run", "--threads", threads, "p.apsi"]);
-        let out = String::from_utf8_lossy(&o.stdout);
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "stderr: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        let out = apsi_ok(&d, &["run", "--threads", threads, "p.apsi"]);
         assert_eq!(
             out, "(4, 3) f32 66.0\n1000.0\n[2450, 7450, 12450, 17450]\n9\n4\n",
             "threads {threads}"
@@ -131,14 +137,7 @@ for line in read_text("/proc/self/status").split("\n"):
         print(int(line.split()[1]))
 "#;
     std::fs::write(d.join("p.apsi"), src).expect("write");
-    let o = apsi_in(&d, &["run", "p.apsi"]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "stderr: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let out = String::from_utf8_lossy(&o.stdout);
+    let out = apsi_ok(&d, &["run", "p.apsi"]);
     let mut lines = out.lines();
     // Each block of 1000 rows adds 0.5 + 1.5 + … + 999.5 = 500,000.
     let expected_sum = (rows / 1000) as f64 * 500_000.0;
@@ -206,8 +205,7 @@ fn allow_net_reads_http_sources() {
         "use data\nsave_tensor(\"x.npy\", arange(0, 6).reshape((2, 3)))\n",
     )
     .expect("write");
-    let o = apsi_in(&d, &["run", "x.apsi"]);
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    apsi_ok(&d, &["run", "x.apsi"]);
     let npy = std::fs::read(d.join("x.npy")).expect("x.npy");
     let base = serve(vec![
         ("/hello.txt", b"hello from the server\n".to_vec()),
@@ -235,14 +233,7 @@ except ValueError as e:
 "#
     );
     std::fs::write(d.join("net.apsi"), &prog).expect("write");
-    let o = apsi_in(&d, &["run", "--allow-net", "net.apsi"]);
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}\n{out}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let out = apsi_ok(&d, &["run", "--allow-net", "net.apsi"]);
     assert_eq!(
         out,
         format!(

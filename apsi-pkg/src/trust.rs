@@ -525,6 +525,16 @@ mod tests {
         assert!(e.message.contains("declares no timestamp role"), "{e}");
     }
 
+    /// `root` with `t` as its one timestamp key.
+    fn with_timestamp_key(mut root: Root, t: &SecretKey) -> Root {
+        root.keys.insert(t.keyid(), t.public_hex());
+        root.timestamp = Some(Role {
+            keyids: vec![t.keyid()],
+            threshold: 1,
+        });
+        root
+    }
+
     #[test]
     fn timestamp_is_signed_by_its_own_role() {
         let (r, t, stranger) = (
@@ -532,12 +542,7 @@ mod tests {
             SecretKey::generate().unwrap(),
             SecretKey::generate().unwrap(),
         );
-        let mut root = root_with(&[&r], 1, 1);
-        root.keys.insert(t.keyid(), t.public_hex());
-        root.timestamp = Some(Role {
-            keyids: vec![t.keyid()],
-            threshold: 1,
-        });
+        let root = with_timestamp_key(root_with(&[&r], 1, 1), &t);
         let ts = timestamp_for(b"snapshot bytes", 3);
         let good = envelope_bytes(&sign(&ts, &[&t]).unwrap());
         assert_eq!(verify_timestamp("timestamp.json", &root, &good).unwrap(), ts);
@@ -579,18 +584,8 @@ mod tests {
             SecretKey::generate().unwrap(),
             SecretKey::generate().unwrap(),
         );
-        let mut r1 = root_with(&[&r], 1, 1);
-        r1.keys.insert(old_t.keyid(), old_t.public_hex());
-        r1.timestamp = Some(Role {
-            keyids: vec![old_t.keyid()],
-            threshold: 1,
-        });
-        let mut r2 = root_with(&[&r], 1, 2);
-        r2.keys.insert(new_t.keyid(), new_t.public_hex());
-        r2.timestamp = Some(Role {
-            keyids: vec![new_t.keyid()],
-            threshold: 1,
-        });
+        let r1 = with_timestamp_key(root_with(&[&r], 1, 1), &old_t);
+        let r2 = with_timestamp_key(root_with(&[&r], 1, 2), &new_t);
         let (r2, _) = verify_rotation(&r1, &envelope_bytes(&sign(&r2, &[&r]).unwrap())).unwrap();
         let ts = timestamp_for(b"s", 2);
         let by_old = envelope_bytes(&sign(&ts, &[&old_t]).unwrap());

@@ -95,9 +95,7 @@ fn frozen_mirror_is_refused_once_its_timestamp_expires() {
 
 #[test]
 fn new_timestamp_with_old_snapshot_is_refused() {
-    let reg = Reg::new();
-    reg.library("mathx", "1.0.0", "x = 1\n", &[]);
-    reg.sign();
+    let reg = Reg::with_mathx();
     let old_snapshot = std::fs::read(reg.dir.join("snapshot.json")).unwrap();
     publish::yank(&reg.dir, "mathx", "1.0.0", None, true).unwrap();
     reg.library("mathx", "1.0.1", "x = 2\n", &[]);
@@ -105,10 +103,7 @@ fn new_timestamp_with_old_snapshot_is_refused() {
     // A mirror passes the fresh timestamp through but keeps the old snapshot.
     std::fs::write(reg.dir.join("snapshot.json"), &old_snapshot).unwrap();
     let env = Env::new();
-    let e = env
-        .ctx(&reg.url(), reg.root_bytes(), opts())
-        .install(&["mathx".into()], None)
-        .unwrap_err();
+    let e = env.install_fails(&reg, "mathx");
     assert_eq!(e.kind, ErrorKind::Integrity, "{e}");
     assert!(e.message.contains("does not match timestamp version 2"), "{e}");
     assert!(e.message.contains("expected snapshot version 2"), "{e}");
@@ -121,16 +116,12 @@ fn new_timestamp_with_old_snapshot_is_refused() {
 
 #[test]
 fn timestamp_rollback_is_refused() {
-    let reg = Reg::new();
-    reg.library("mathx", "1.0.0", "x = 1\n", &[]);
-    reg.sign();
+    let reg = Reg::with_mathx();
     // The daily re-sign: same snapshot, new timestamp version.
     let v1 = std::fs::read(reg.dir.join("timestamp.json")).unwrap();
     reg.timestamp(now_secs() + 86_400);
     let env = Env::new();
-    env.ctx(&reg.url(), reg.root_bytes(), opts())
-        .install(&["mathx".into()], None)
-        .unwrap();
+    env.install_from(&reg, "mathx");
     let cached = std::fs::read(trust_file(&env, &reg.url(), &reg, "timestamp.json")).unwrap();
     assert_eq!(cached, std::fs::read(reg.dir.join("timestamp.json")).unwrap());
     env.ctx(&reg.url(), reg.root_bytes(), opts())
@@ -139,10 +130,7 @@ fn timestamp_rollback_is_refused() {
     let before = env.store_entries();
     // A mirror replays version 1 (unexpired, naming the same snapshot).
     std::fs::write(reg.dir.join("timestamp.json"), v1).unwrap();
-    let e = env
-        .ctx(&reg.url(), reg.root_bytes(), opts())
-        .install(&["mathx".into()], None)
-        .unwrap_err();
+    let e = env.install_fails(&reg, "mathx");
     assert_eq!(e.kind, ErrorKind::Trust, "{e}");
     assert!(e.message.contains("timestamp rollback"), "{e}");
     assert!(e.message.contains("is version 1"), "{e}");
@@ -156,9 +144,7 @@ fn timestamp_rollback_is_refused() {
 
 #[test]
 fn timestamp_signed_by_wrong_key_is_refused() {
-    let reg = Reg::new();
-    reg.library("mathx", "1.0.0", "x = 1\n", &[]);
-    reg.sign();
+    let reg = Reg::with_mathx();
     let env = Env::new();
     // The snapshot (and root) key is not the timestamp key; nor a stranger's.
     for k in [&reg.key, &SecretKey::generate().unwrap()] {
@@ -179,13 +165,7 @@ fn expired_timestamp_fails_online_and_offline_uses_the_cache() {
     let reg = short_lived();
     let t0 = now_secs();
     let env = Env::new();
-    env.ctx(&reg.url(), reg.root_bytes(), opts())
-        .install(&["mathx".into()], None)
-        .unwrap();
-    env.ctx(&reg.url(), reg.root_bytes(), opts())
-        .remove(&["mathx".into()])
-        .unwrap();
-    let before = env.store_entries();
+    let before = env.cache_metadata(&reg, "mathx");
     let later = at(t0 + HOUR + 60);
     let e = env
         .ctx(&reg.url(), reg.root_bytes(), later.clone())
@@ -211,9 +191,7 @@ fn expired_timestamp_fails_online_and_offline_uses_the_cache() {
 
 #[test]
 fn oversize_timestamp_is_refused() {
-    let reg = Reg::new();
-    reg.library("mathx", "1.0.0", "x = 1\n", &[]);
-    reg.sign();
+    let reg = Reg::with_mathx();
     let srv = Server::start(&reg.dir);
     let mut big = std::fs::read(reg.dir.join("timestamp.json")).unwrap();
     big.extend(std::iter::repeat_n(b' ', MAX_TIMESTAMP_BYTES as usize));
@@ -234,10 +212,7 @@ fn oversize_timestamp_is_refused() {
     env.assert_clean("mathx");
     // The same over file://.
     std::fs::write(reg.dir.join("timestamp.json"), &big).unwrap();
-    let e = env
-        .ctx(&reg.url(), reg.root_bytes(), opts())
-        .install(&["mathx".into()], None)
-        .unwrap_err();
+    let e = env.install_fails(&reg, "mathx");
     assert_eq!(e.kind, ErrorKind::Integrity, "{e}");
     env.assert_clean("mathx");
 }
@@ -248,10 +223,7 @@ fn missing_timestamp_is_refused_when_the_root_requires_one() {
     reg.library("mathx", "1.0.0", "x = 1\n", &[]);
     publish::sign_snapshot(&reg.dir, &[&reg.key], now_secs() + MONTH).unwrap();
     let env = Env::new();
-    let e = env
-        .ctx(&reg.url(), reg.root_bytes(), opts())
-        .install(&["mathx".into()], None)
-        .unwrap_err();
+    let e = env.install_fails(&reg, "mathx");
     assert_eq!(e.kind, ErrorKind::Trust, "{e}");
     assert!(e.message.contains("requires a signed timestamp"), "{e}");
     env.assert_clean("mathx");
@@ -264,22 +236,16 @@ fn root_without_timestamp_role_works_as_before() {
     reg.sign();
     assert!(!reg.dir.join("timestamp.json").exists());
     let env = Env::new();
-    env.ctx(&reg.url(), reg.root_bytes(), opts())
-        .install(&["mathx".into()], None)
-        .unwrap();
+    env.install_from(&reg, "mathx");
     assert!(!trust_file(&env, &reg.url(), &reg, "timestamp.json").exists());
 }
 
 #[test]
 fn timestamp_key_rotation_refuses_the_old_key() {
-    let reg = Reg::new();
-    reg.library("mathx", "1.0.0", "x = 1\n", &[]);
-    reg.sign();
+    let reg = Reg::with_mathx();
     let old_ts = reg.ts_key.as_ref().unwrap();
     let env = Env::new();
-    env.ctx(&reg.url(), reg.root_bytes(), opts())
-        .install(&["mathx".into()], None)
-        .unwrap();
+    env.install_from(&reg, "mathx");
     // The operator rotates the timestamp key (root 2, signed by the root key).
     let new_ts = SecretKey::generate().unwrap();
     let me = (reg.key.keyid(), reg.key.public_hex());

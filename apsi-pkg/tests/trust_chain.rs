@@ -31,9 +31,7 @@ fn good_registry_installs() {
 
 #[test]
 fn bad_signature_is_refused() {
-    let reg = Reg::new();
-    reg.library("mathx", "1.0.0", "x = 1\n", &[]);
-    reg.sign();
+    let reg = Reg::with_mathx();
     // Tamper with the signed content after signing: change a length.
     let p = reg.dir.join("snapshot.json");
     let mut env_doc: trust::Envelope = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
@@ -135,13 +133,7 @@ fn expired_snapshot_fails_online_and_warns_offline() {
     // The timestamp outlives the snapshot: the snapshot's own expiry is judged.
     reg.timestamp(now_secs() + 86_400);
     let env = Env::new();
-    env.ctx(&reg.url(), reg.root_bytes(), opts())
-        .install(&["mathx".into()], None)
-        .unwrap();
-    env.ctx(&reg.url(), reg.root_bytes(), opts())
-        .remove(&["mathx".into()])
-        .unwrap();
-    let before = env.store_entries();
+    let before = env.cache_metadata(&reg, "mathx");
     // Judged one second after the snapshot's expiry.
     let later = apsi_pkg::ops::Options {
         now: Some(expires + 1),
@@ -164,9 +156,7 @@ fn expired_snapshot_fails_online_and_warns_offline() {
 
 #[test]
 fn index_file_not_in_snapshot_is_refused() {
-    let reg = Reg::new();
-    reg.library("mathx", "1.0.0", "x = 1\n", &[]);
-    reg.sign();
+    let reg = Reg::with_mathx();
     // Published after signing: its index file is on the server, unsigned.
     reg.library("sneaky", "1.0.0", "x = 1\n", &[]);
     let env = Env::new();
@@ -265,13 +255,9 @@ fn rotation_not_signed_by_old_keys_is_refused() {
 fn snapshot_key_rotation_drops_the_cached_snapshot() {
     // A client that cached a snapshot signed by the old snapshot key keeps
     // working after the root rotates the snapshot key.
-    let reg = Reg::new();
-    reg.library("mathx", "1.0.0", "x = 1\n", &[]);
-    reg.sign();
+    let reg = Reg::with_mathx();
     let env = Env::new();
-    env.ctx(&reg.url(), reg.root_bytes(), opts())
-        .install(&["mathx".into()], None)
-        .unwrap();
+    env.install_from(&reg, "mathx");
     let b = SecretKey::generate().unwrap();
     let ts = reg.ts_key.as_ref().unwrap();
     let spec = RootSpec {

@@ -596,35 +596,25 @@ impl Analyzer {
         let mut g = Vec::new();
         let mut nl = Vec::new();
         collect_decls(&f.body, &mut g, &mut nl);
-        for n in g {
+        // A parameter cannot also be declared `global` or `nonlocal`.
+        let decls = g
+            .into_iter()
+            .map(|n| (n, "global"))
+            .chain(nl.into_iter().map(|n| (n, "nonlocal")));
+        for (n, word) in decls {
             let s = &mut self.t.scopes[id];
             if s.locals.contains_key(&n.name) {
-                self.t.errors.push(
-                    Diagnostic::new(
-                        ErrorKind::SyntaxError,
-                        format!("name '{}' is a parameter and declared global", n.name),
-                    )
-                    .at(n.span),
-                );
-                continue;
+                let msg = format!("name '{}' is a parameter and declared {word}", n.name);
+                self.t
+                    .errors
+                    .push(Diagnostic::new(ErrorKind::SyntaxError, msg).at(n.span));
+            } else if word == "global" {
+                s.declared_global.insert(n.name.clone());
+            } else {
+                s.declared_nonlocal.insert(n.name.clone());
+                s.nonlocal_spans.insert(n.name.clone(), n.span);
+                s.used.insert(n.name.clone());
             }
-            s.declared_global.insert(n.name.clone());
-        }
-        for n in nl {
-            let s = &mut self.t.scopes[id];
-            if s.locals.contains_key(&n.name) {
-                self.t.errors.push(
-                    Diagnostic::new(
-                        ErrorKind::SyntaxError,
-                        format!("name '{}' is a parameter and declared nonlocal", n.name),
-                    )
-                    .at(n.span),
-                );
-                continue;
-            }
-            s.declared_nonlocal.insert(n.name.clone());
-            s.nonlocal_spans.insert(n.name.clone(), n.span);
-            s.used.insert(n.name.clone());
         }
         self.stmts(&f.body);
         (self.cur, self.depth) = saved;
@@ -922,6 +912,21 @@ mod tests {
         let (_, t) = table("def c():\n    n = 0\n    def inc():\n        nonlocal n\n        n += 1\n    return inc\n");
         assert_eq!(t.resolve(scope_named(&t, "c"), "n"), Binding::Cell(0));
         assert_eq!(t.resolve(scope_named(&t, "inc"), "n"), Binding::Free(0));
+    }
+
+    #[test]
+    fn a_parameter_cannot_be_declared_global_or_nonlocal() {
+        let (_, t) = table("def f(a, b):\n    global a\n    nonlocal b\n    return a\n");
+        let msgs: Vec<&str> = t.errors.iter().map(|e| e.message.as_str()).collect();
+        assert_eq!(
+            msgs,
+            [
+                "name 'a' is a parameter and declared global",
+                "name 'b' is a parameter and declared nonlocal"
+            ]
+        );
+        let f = scope_named(&t, "f");
+        assert_eq!(t.resolve(f, "a"), Binding::Local, "the parameter stays local");
     }
 
     #[test]

@@ -137,6 +137,14 @@ impl Reg {
     pub fn url(&self) -> String {
         format!("file://{}", self.dir.display())
     }
+
+    /// A registry (with a timestamp role) holding `mathx 1.0.0`, signed.
+    pub fn with_mathx() -> Reg {
+        let reg = Reg::new();
+        reg.library("mathx", "1.0.0", "x = 1\n", &[]);
+        reg.sign();
+        reg
+    }
 }
 
 /// An APSI_HOME in its own temporary folder, with a sibling `outside/`
@@ -165,6 +173,30 @@ impl Env {
             opts,
             &Quiet,
         )
+    }
+
+    /// Installs `name` from `reg` (online, now); it must work.
+    pub fn install_from(&self, reg: &Reg, name: &str) {
+        self.ctx(&reg.url(), reg.root_bytes(), opts())
+            .install(&[name.into()], None)
+            .unwrap();
+    }
+
+    /// Installs `name` from `reg` (online, now); it must fail: the error.
+    pub fn install_fails(&self, reg: &Reg, name: &str) -> apsi_pkg::error::PkgError {
+        self.ctx(&reg.url(), reg.root_bytes(), opts())
+            .install(&[name.into()], None)
+            .unwrap_err()
+    }
+
+    /// Installs and removes `name`, so the registry's metadata is cached
+    /// and the store is as before; returns the store's entries.
+    pub fn cache_metadata(&self, reg: &Reg, name: &str) -> Vec<String> {
+        self.install_from(reg, name);
+        self.ctx(&reg.url(), reg.root_bytes(), opts())
+            .remove(&[name.into()])
+            .unwrap();
+        self.store_entries()
     }
 
     pub fn outside(&self) -> PathBuf {
