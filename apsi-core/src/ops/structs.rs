@@ -136,6 +136,7 @@ pub(crate) fn make_struct_type(sp: &StructProto, vals: Vec<Value>) -> VResult<Va
         _ => None,
     };
     let cmp_methods = CMP_METHODS.map(|name| methods.get(name).cloned());
+    let always_true = crate::value::always_true(&methods);
     let id = StructType::new_id();
     let layout = match &parent {
         Some(p) if sp.fields.is_empty() => p.layout,
@@ -146,6 +147,7 @@ pub(crate) fn make_struct_type(sp: &StructProto, vals: Vec<Value>) -> VResult<Va
         layout,
         simple_init,
         cmp_methods,
+        always_true,
         name: sp.name.clone(),
         fields,
         methods,

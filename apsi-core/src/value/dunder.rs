@@ -337,6 +337,9 @@ pub fn len(v: &Value) -> Option<VResult<i64>> {
 
 /// `bool(a)`: `__bool__`, else `__len__`, else true.
 pub fn truthy(s: &Arc<StructObj>) -> VResult<bool> {
+    if s.ty.always_true {
+        return Ok(true);
+    }
     let v = Value::Struct(s.clone());
     if let Some(r) = call_method(&v, "__bool__", &[]) {
         return match r? {

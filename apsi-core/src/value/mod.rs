@@ -825,6 +825,9 @@ pub struct StructType {
     /// (in that order, own or inherited), found once: a comparison on an
     /// instance looks no name up.
     pub cmp_methods: [Option<Value>; 6],
+    /// Neither `__bool__` nor `__len__` (own or inherited): every instance
+    /// is true, known without a name lookup (`if node.left:`).
+    pub always_true: bool,
 }
 
 /// The index of `op`'s method in [`StructType::cmp_methods`] (its name is
@@ -840,6 +843,11 @@ pub fn cmp_method_index(op: crate::syntax::ast::CmpOp) -> Option<usize> {
         CmpOp::GtE => 5,
         _ => return None,
     })
+}
+
+/// [`StructType::always_true`] for a method table.
+pub fn always_true(methods: &IndexMap<Arc<str>, Value, FxBuild>) -> bool {
+    !methods.contains_key("__bool__") && !methods.contains_key("__len__")
 }
 
 /// The names of [`StructType::cmp_methods`], in order.
@@ -873,6 +881,7 @@ impl StructType {
     ) -> StructType {
         let id = StructType::new_id();
         let cmp_methods = CMP_METHODS.map(|n| methods.get(n).cloned());
+        let always_true = always_true(&methods);
         StructType {
             id,
             layout: id,
@@ -887,6 +896,7 @@ impl StructType {
             hash_mode: HashMode::Identity,
             simple_init: None,
             cmp_methods,
+            always_true,
         }
     }
     /// A fresh [`StructType::id`].
