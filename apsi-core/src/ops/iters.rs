@@ -211,9 +211,10 @@ pub fn get_iter(c: &mut dyn Caller, v: &Value) -> VResult<Value> {
         Value::Str(_) => obj("str_iterator", IterState::Items(super::iterate(c, v)?.into_iter())),
         Value::Dict(_) => obj("dict_keyiterator", IterState::Items(super::iterate(c, v)?.into_iter())),
         Value::Struct(s) => {
-            if struct_has(v, "__iter__") {
-                let f = super::get_attr(v, "__iter__")?;
-                let it = c.call(&f, &[], &[])?;
+            // Looked up on the type, as Python does, and called with the
+            // instance (no bound method is made).
+            if let Some(f) = s.ty.methods.get("__iter__") {
+                let it = c.call(f, std::slice::from_ref(v), &[])?;
                 if is_iterator(&it) {
                     return Ok(it);
                 }
@@ -275,9 +276,11 @@ pub fn step(c: &mut dyn Caller, it: &Value) -> VResult<Step> {
             }
             Err(not_an_iterator(it))
         }
-        Value::Struct(_) if struct_has(it, "__next__") => {
-            let f = super::get_attr(it, "__next__")?;
-            match c.call(&f, &[], &[]) {
+        Value::Struct(s) => {
+            let Some(f) = s.ty.methods.get("__next__") else {
+                return Err(not_an_iterator(it));
+            };
+            match c.call(f, std::slice::from_ref(it), &[]) {
                 Ok(v) => Ok(Step::Item(v)),
                 Err(e) if e.kind == ErrorKind::StopIteration && e.exit.is_none() => {
                     Ok(Step::Done(e.value.clone().unwrap_or(Value::None)))
