@@ -326,55 +326,52 @@ impl CsvRows {
         }
     }
 
-    fn open(&mut self) -> VResult<&mut csv::Reader<File>> {
-        if self.reader.is_none() {
-            let src = &self.src;
-            if stamp_of(&src.path)? != src.stamp {
-                return Err(err(
-                    ErrorKind::IOError,
-                    format!(
-                        "{} changed since from_csv() read it (its size or modification time differs); call from_csv() again to read the new contents",
-                        src.path.display()
-                    ),
-                ));
-            }
-            let mut r = reader(&src.path, src.delim)?;
-            if src.header {
-                self.n += 1;
-                read(&mut r, &mut self.rec, &src.path, self.n)?;
-            }
-            self.reader = Some(r);
+    /// Opens `src` for a pass, refusing a file changed since `from_csv`
+    /// checked it, and reads past the header (into `rec`).
+    fn open(src: &CsvSource, rec: &mut csv::StringRecord) -> VResult<csv::Reader<File>> {
+        if stamp_of(&src.path)? != src.stamp {
+            return Err(err(
+                ErrorKind::IOError,
+                format!(
+                    "{} changed since from_csv() read it (its size or modification time differs); call from_csv() again to read the new contents",
+                    src.path.display()
+                ),
+            ));
         }
-        match self.reader.as_mut() {
-            Some(r) => Ok(r),
-            None => Err(err(ErrorKind::Error, "internal error: a CSV pass lost its reader")),
+        let mut r = reader(&src.path, src.delim)?;
+        if src.header {
+            read(&mut r, rec, &src.path, 1)?;
         }
+        Ok(r)
     }
 }
 
 impl Stream for CsvRows {
     fn next(&mut self, _c: &mut dyn Caller) -> VResult<Option<Value>> {
-        if self.n >= self.src.rows + self.src.header as u64 {
+        let src = &self.src;
+        let r = match &mut self.reader {
+            Some(r) => r,
+            None => {
+                let r = Self::open(src, &mut self.rec)?;
+                self.n = src.header as u64;
+                self.reader.insert(r)
+            }
+        };
+        if self.n >= src.rows + src.header as u64 {
             return Ok(None);
         }
         self.n += 1;
         let n = self.n;
-        let src = self.src.clone();
-        let mut rec = std::mem::take(&mut self.rec);
-        let got = self.open().and_then(|r| read(r, &mut rec, &src.path, n));
-        let out = match got {
-            Ok(true) if rec.len() == src.names.len() => Ok(Some(src.row(&rec))),
-            Ok(_) => Err(err(
+        match read(r, &mut self.rec, &src.path, n)? {
+            true if self.rec.len() == src.names.len() => Ok(Some(src.row(&self.rec))),
+            _ => Err(err(
                 ErrorKind::IOError,
                 format!(
                     "{} changed while it was read: record {n} is not what from_csv() checked; call from_csv() again",
                     src.path.display()
                 ),
             )),
-            Err(e) => Err(e),
-        };
-        self.rec = rec;
-        out
+        }
     }
 }
 
@@ -438,6 +435,8 @@ mod tests {
             e.contains("record 3 (line 3) has 1 fields, expected 2 (as in the header)"),
             "{e}"
         );
+        // A header and no records: no rows.
+        assert_eq!(rows_of("x,y\n", b',', true).expect("rows").len(), 0);
         let e = rows_of("", b',', true).unwrap_err();
         assert!(e.contains("expected a header row, the file is empty"), "{e}");
         assert_eq!(rows_of("", b',', false).expect("rows").len(), 0);
