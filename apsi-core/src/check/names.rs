@@ -175,16 +175,17 @@ impl<'s, 'a> Checker<'s, 'a> {
         self.frames.push(Frame { kind, scope, exports });
     }
 
-    /// Opens the scope the table made for a node (a `def`, lambda,
-    /// comprehension or `parallel for` body); false when it has none (the
-    /// table skipped the node, such as a comprehension without a loop).
-    fn enter(&mut self, kind: Kind, scope: Option<ScopeId>) -> bool {
-        match scope {
-            Some(id) => {
-                self.push_frame(kind, id);
-                true
-            }
-            None => false,
+    /// Runs `f` with the scope the table made for a node (a `def`, lambda,
+    /// comprehension or `parallel for` body) open; without one (the table
+    /// skipped the node, such as a comprehension without a loop) in the
+    /// scope around it.
+    fn in_scope(&mut self, kind: Kind, scope: Option<ScopeId>, f: impl FnOnce(&mut Self)) {
+        if let Some(id) = scope {
+            self.push_frame(kind, id);
+        }
+        f(self);
+        if scope.is_some() {
+            self.frames.pop();
         }
     }
 
@@ -438,12 +439,11 @@ impl<'s, 'a> Checker<'s, 'a> {
                 self.expr(iter);
                 // A `parallel for` body is a scope of its own (its target
                 // is bound there).
-                let opened = *parallel && self.enter(Kind::ParallelBody, self.table.of_stmt(s));
-                self.target(target);
-                self.loop_body(*parallel, body);
-                if opened {
-                    self.frames.pop();
-                }
+                let scope = self.table.of_stmt(s).filter(|_| *parallel);
+                self.in_scope(Kind::ParallelBody, scope, |c| {
+                    c.target(target);
+                    c.loop_body(*parallel, body);
+                });
                 self.body(orelse);
             }
             StmtKind::Del(targets) => {
@@ -656,16 +656,14 @@ impl<'s, 'a> Checker<'s, 'a> {
         }
         self.param_defaults(&f.params);
         self.diags.extend(calls::check_param_defaults(&f.params, &f.name.name));
-        let opened = self.enter(Kind::Function, self.table.of_func(f));
-        self.ctx.push(FnCtx {
-            in_function: true,
-            loops: Vec::new(),
+        self.in_scope(Kind::Function, self.table.of_func(f), |c| {
+            c.ctx.push(FnCtx {
+                in_function: true,
+                loops: Vec::new(),
+            });
+            c.body(&f.body);
+            c.ctx.pop();
         });
-        self.body(&f.body);
-        self.ctx.pop();
-        if opened {
-            self.frames.pop();
-        }
     }
 
     fn param_defaults(&mut self, p: &'a Params) {
@@ -749,11 +747,7 @@ impl<'s, 'a> Checker<'s, 'a> {
             }
             ExprKind::Lambda { params, body } => {
                 self.param_defaults(params);
-                let opened = self.enter(Kind::Lambda, self.table.of_expr(e));
-                self.expr(body);
-                if opened {
-                    self.frames.pop();
-                }
+                self.in_scope(Kind::Lambda, self.table.of_expr(e), |c| c.expr(body));
             }
             ExprKind::ListComp { elt, generators } => self.comprehension(e, generators, &[elt]),
             ExprKind::DictComp { key, value, generators } => self.comprehension(e, generators, &[key, value]),
@@ -783,22 +777,20 @@ impl<'s, 'a> Checker<'s, 'a> {
         if let Some(first) = generators.first() {
             self.expr(&first.iter);
         }
-        let opened = self.enter(Kind::Comp, self.table.of_expr(e));
-        for (k, g) in generators.iter().enumerate() {
-            if k > 0 {
-                self.expr(&g.iter);
+        self.in_scope(Kind::Comp, self.table.of_expr(e), |c| {
+            for (k, g) in generators.iter().enumerate() {
+                if k > 0 {
+                    c.expr(&g.iter);
+                }
+                c.target(&g.target);
+                for cond in &g.ifs {
+                    c.expr(cond);
+                }
             }
-            self.target(&g.target);
-            for c in &g.ifs {
-                self.expr(c);
+            for x in elts {
+                c.expr(x);
             }
-        }
-        for x in elts {
-            self.expr(x);
-        }
-        if opened {
-            self.frames.pop();
-        }
+        });
     }
 }
 

@@ -376,9 +376,10 @@ impl Analyzer {
                     self.expr(d);
                 }
                 self.func(f);
-                let binder = match f.decorators.is_empty() {
-                    true => Binder::Func(&**f as *const FuncDef as usize),
-                    false => Binder::Plain,
+                let binder = if f.decorators.is_empty() {
+                    Binder::Func(&**f as *const FuncDef as usize)
+                } else {
+                    Binder::Plain
                 };
                 self.bind_kind(&f.name.name, binder, true);
             }
@@ -406,9 +407,10 @@ impl Analyzer {
                     self.func(m);
                     self.method_self.pop();
                 }
-                let binder = match sd.decorators.is_empty() {
-                    true => Binder::Struct(&**sd as *const StructDef as usize),
-                    false => Binder::Plain,
+                let binder = if sd.decorators.is_empty() {
+                    Binder::Struct(&**sd as *const StructDef as usize)
+                } else {
+                    Binder::Plain
                 };
                 self.bind_kind(&sd.name.name, binder, true);
             }
@@ -515,14 +517,6 @@ impl Analyzer {
                 .chain(reds.iter().map(|r| r.name.clone()))
             {
                 sc.params.push(p.clone());
-                sc.bound.insert(
-                    p.clone(),
-                    Bound {
-                        count: 1,
-                        first: Binder::Plain,
-                        by_use: false,
-                    },
-                );
                 sc.locals.insert(p, false);
             }
             sc.declared_global.extend(g);
@@ -530,6 +524,13 @@ impl Analyzer {
                 sc.used.insert(n.clone());
                 sc.declared_nonlocal.insert(n);
             }
+        }
+        for p in super::parfor::FIXED_PARAMS
+            .iter()
+            .copied()
+            .chain(reds.iter().map(|r| r.name.as_str()))
+        {
+            self.note(id, p, Binder::Plain);
         }
         self.target(target);
         self.stmts(body);
