@@ -215,11 +215,11 @@ pub fn save_tensor(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
 /// `load_tensor(path, mmap=true)`.
 pub fn load_tensor(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::optional("load_tensor", args, kw, &["path", "mmap"])?;
-    let path = source_arg(c, &a, 0)?;
     let mmap = match a.opt(1) {
         None => true,
         Some(v) => v.truthy()?,
     };
+    let path = source_arg(c, &a, 0)?;
     Ok(tensor_value(load(&path, mmap)?))
 }
 

@@ -183,7 +183,6 @@ pub fn from_files(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Va
 /// `from_csv(path, delimiter=",", header=true, columns=none)`.
 pub fn from_csv(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::optional("from_csv", args, kw, &["path", "delimiter", "header", "columns"])?;
-    let path = crate::files::source_arg(c, &a, 0)?;
     let delim = match a.opt(1) {
         None => b',',
         Some(Value::Str(s)) if s.as_str().len() == 1 => s.as_str().as_bytes()[0],
@@ -198,6 +197,8 @@ pub fn from_csv(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value
         Some(v @ (Value::List(_) | Value::Tuple(_))) => Some(apsi_core::api::iterate(c, v)?),
         Some(other) => return Err(a.wrong(3, "a list of column names or indices", other)),
     };
+    // Last: a URL is downloaded only once the other arguments are right.
+    let path = crate::files::source_arg(c, &a, 0)?;
     let src = csv::CsvSource::check(&path, delim, header, columns.as_deref())?;
     Ok(dataset_value(Node::Csv(Arc::new(src))))
 }

@@ -18,8 +18,12 @@ pub trait UrlSource: Send + Sync {
 
 /// Whether `s` names a network source.
 pub fn is_url(s: &str) -> bool {
-    let lower = s.get(..8).unwrap_or(s).to_ascii_lowercase();
-    lower.starts_with("http://") || lower.starts_with("https://")
+    let starts = |p: &str| {
+        s.as_bytes()
+            .get(..p.len())
+            .is_some_and(|b| b.eq_ignore_ascii_case(p.as_bytes()))
+    };
+    starts("http://") || starts("https://")
 }
 
 /// The local file a source names: a path as it is, a URL fetched through
@@ -38,5 +42,16 @@ pub fn local_source(c: &dyn Caller, source: &str, who: &str) -> VResult<PathBuf>
             format!("{who}(): reading {source} needs permission to read from the network"),
             "run the program with `apsi run --allow-net FILE`",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn urls_are_told_by_their_scheme_in_any_case() {
+        use super::is_url;
+        assert!(is_url("https://x.org/a.csv") && is_url("HTTP://x") && is_url("http://"));
+        assert!(!is_url("data/http://x") && !is_url("ftp://x") && !is_url("http:/") && !is_url(""));
+        assert!(!is_url("héllo://wörld"), "a multi-byte prefix is not a scheme");
     }
 }
