@@ -8,13 +8,18 @@
 use apsi_core::api::UrlSource;
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::sync::Mutex;
 
 /// Downloads the URLs a program reads into `dir`.
+// A build without `pkg` has no client: its `fetch` only refuses.
+#[cfg_attr(not(feature = "pkg"), allow(dead_code))]
 pub struct HttpSource {
     dir: PathBuf,
     fetched: Mutex<HashMap<String, PathBuf>>,
+    /// Numbers the downloads' files (threads may fetch at once).
+    started: AtomicUsize,
 }
 
 impl HttpSource {
@@ -22,7 +27,13 @@ impl HttpSource {
         Arc::new(HttpSource {
             dir: std::env::temp_dir().join(format!("apsi-net-{}", std::process::id())),
             fetched: Mutex::new(HashMap::new()),
+            started: AtomicUsize::new(0),
         })
+    }
+
+    #[cfg_attr(not(feature = "pkg"), allow(dead_code))]
+    fn fetched(&self) -> std::sync::MutexGuard<'_, HashMap<String, PathBuf>> {
+        self.fetched.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Removes what this run downloaded.
@@ -33,6 +44,7 @@ impl HttpSource {
 
 /// The last part of the URL's path, kept in the file name (so `.npy` and
 /// `.csv` stay recognisable), with anything unusual replaced.
+#[cfg_attr(not(feature = "pkg"), allow(dead_code))]
 fn file_name(url: &str) -> String {
     let path = url.split(['?', '#']).next().unwrap_or(url);
     let last = path.rsplit('/').next().unwrap_or("");
@@ -58,7 +70,7 @@ impl UrlSource for HttpSource {
     #[cfg(feature = "pkg")]
     fn fetch(&self, url: &str) -> Result<PathBuf, String> {
         use apsi_pkg::transport::Transport;
-        if let Some(p) = self.fetched.lock().unwrap_or_else(|e| e.into_inner()).get(url) {
+        if let Some(p) = self.fetched().get(url) {
             return Ok(p.clone());
         }
         // The network wait is `apsi pkg`'s: APSI_NET_TIMEOUT seconds, 30 by default.
@@ -73,7 +85,7 @@ impl UrlSource for HttpSource {
             return Err(format!("the server answered HTTP {status}"));
         }
         std::fs::create_dir_all(&self.dir).map_err(|e| format!("cannot create {}: {e}", self.dir.display()))?;
-        let n = self.fetched.lock().unwrap_or_else(|e| e.into_inner()).len();
+        let n = self.started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dest = self.dir.join(format!("{n}-{}", file_name(url)));
         let part = self.dir.join(format!("{n}.part"));
         let mut f = std::fs::File::create(&part).map_err(|e| format!("cannot create {}: {e}", part.display()))?;
@@ -81,10 +93,7 @@ impl UrlSource for HttpSource {
             .map_err(|e| format!("the download broke off: {e}"))?;
         drop(f);
         std::fs::rename(&part, &dest).map_err(|e| format!("cannot keep the download: {e}"))?;
-        self.fetched
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(url.to_string(), dest.clone());
+        self.fetched().insert(url.to_string(), dest.clone());
         Ok(dest)
     }
 
