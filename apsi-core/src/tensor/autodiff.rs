@@ -161,81 +161,89 @@ pub fn gather(x: &Tensor, idx: &[usize], shape: &[usize]) -> VResult<Tensor> {
     Ok(r)
 }
 
-/// The cotangents of a node's inputs, given the cotangent `g` of its output.
-fn vjp(op: &Op, g: &Tensor) -> VResult<Vec<Option<Tensor>>> {
+/// `f()` when input `i` needs its cotangent, else `None` (nothing computed).
+fn want(need: &[bool], i: usize, f: impl FnOnce() -> VResult<Tensor>) -> VResult<Option<Tensor>> {
+    if need.get(i).copied().unwrap_or(false) {
+        f().map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+/// The cotangents of a node's inputs, given the cotangent `g` of its
+/// output. Only inputs with `need[i]` (those that lead to a leaf being
+/// differentiated) get one: a constant operand, such as the data matrix of
+/// `X @ w`, costs nothing (the "requires grad" pruning of other autodiff
+/// systems).
+fn vjp(op: &Op, g: &Tensor, need: &[bool]) -> VResult<Vec<Option<Tensor>>> {
     use BinOp::*;
     Ok(match op {
         Op::Leaf => vec![],
         Op::Alias(_) => vec![Some(g.clone())],
-        Op::Add(a, b) => vec![Some(sum_to(g, a.shape())?), Some(sum_to(g, b.shape())?)],
+        Op::Add(a, b) => vec![
+            want(need, 0, || sum_to(g, a.shape()))?,
+            want(need, 1, || sum_to(g, b.shape()))?,
+        ],
         Op::Sub(a, b) => vec![
-            Some(sum_to(g, a.shape())?),
-            Some(sum_to(&unary(UFn::Neg, g)?, b.shape())?),
+            want(need, 0, || sum_to(g, a.shape()))?,
+            want(need, 1, || sum_to(&unary(UFn::Neg, g)?, b.shape()))?,
         ],
         Op::Mul(a, b) => vec![
-            Some(sum_to(&bin(Mul, g, b)?, a.shape())?),
-            Some(sum_to(&bin(Mul, g, a)?, b.shape())?),
+            want(need, 0, || sum_to(&bin(Mul, g, b)?, a.shape()))?,
+            want(need, 1, || sum_to(&bin(Mul, g, a)?, b.shape()))?,
         ],
-        Op::Div(a, b) => {
-            let ga = sum_to(&bin(Div, g, b)?, a.shape())?;
-            let gb = if b.node.is_some() {
+        Op::Div(a, b) => vec![
+            want(need, 0, || sum_to(&bin(Div, g, b)?, a.shape()))?,
+            want(need, 1, || {
                 let q = bin(Div, &bin(Mul, g, a)?, &bin(Mul, b, b)?)?;
-                Some(sum_to(&unary(UFn::Neg, &q)?, b.shape())?)
-            } else {
-                None
-            };
-            vec![Some(ga), gb]
-        }
-        Op::Pow(x, y, out) => {
-            let ym1 = scal(Sub, y, 1.0)?;
-            let gx = bin(Mul, g, &bin(Mul, y, &bin(Pow, x, &ym1)?)?)?;
-            let gy = if y.node.is_some() {
-                Some(sum_to(&bin(Mul, &bin(Mul, g, out)?, &unary(UFn::Log, x)?)?, y.shape())?)
-            } else {
-                None
-            };
-            vec![Some(sum_to(&gx, x.shape())?), gy]
-        }
-        Op::Unary(f, x, out) => {
-            let d = match f {
-                UFn::Neg => unary(UFn::Neg, g)?,
-                UFn::Abs => bin(Mul, g, &unary(UFn::Sign, &detach(x))?)?,
-                UFn::Sqrt => bin(Div, g, &scal(Mul, out, 2.0)?)?,
-                UFn::Exp => bin(Mul, g, out)?,
-                UFn::Log => bin(Div, g, x)?,
-                UFn::Log1p => bin(Div, g, &scal(Add, x, 1.0)?)?,
-                UFn::Sin => bin(Mul, g, &unary(UFn::Cos, x)?)?,
-                UFn::Cos => unary(UFn::Neg, &bin(Mul, g, &unary(UFn::Sin, x)?)?)?,
-                UFn::Tan => bin(Mul, g, &scal(Add, &bin(Mul, out, out)?, 1.0)?)?,
-                UFn::Tanh => bin(
-                    Mul,
-                    g,
-                    &scal(Sub, &bin(Mul, out, out)?, 1.0).and_then(|t| unary(UFn::Neg, &t))?,
-                )?,
-                UFn::Sigmoid => bin(
-                    Mul,
-                    g,
-                    &bin(Mul, out, &scal(Sub, out, 1.0).and_then(|t| unary(UFn::Neg, &t))?)?,
-                )?,
-                UFn::Floor | UFn::Ceil | UFn::Round | UFn::Sign => zeros_like(x)?,
-            };
-            vec![Some(d)]
-        }
-        Op::Cast(x) => vec![Some(Arg::T(g.clone()).to_tensor(x.dtype)?)],
+                sum_to(&unary(UFn::Neg, &q)?, b.shape())
+            })?,
+        ],
+        Op::Pow(x, y, out) => vec![
+            want(need, 0, || {
+                let ym1 = scal(Sub, y, 1.0)?;
+                let gx = bin(Mul, g, &bin(Mul, y, &bin(Pow, x, &ym1)?)?)?;
+                sum_to(&gx, x.shape())
+            })?,
+            want(need, 1, || {
+                sum_to(&bin(Mul, &bin(Mul, g, out)?, &unary(UFn::Log, x)?)?, y.shape())
+            })?,
+        ],
+        Op::Unary(f, x, out) => vec![want(need, 0, || unary_vjp(*f, x, out, g))?],
+        Op::Cast(x) => vec![want(need, 0, || Arg::T(g.clone()).to_tensor(x.dtype))?],
         Op::Select(a, b, out) => {
-            let m = compare(CmpOp::Eq, &Arg::T(detach(out)), &Arg::T(detach(a)))?;
-            let z = Arg::Float(0.0);
-            let ga = where_(&m, &Arg::T(g.clone()), &z)?;
-            let gb = where_(&m, &z, &Arg::T(g.clone()))?;
-            vec![Some(sum_to(&ga, a.shape())?), Some(sum_to(&gb, b.shape())?)]
+            // PyTorch's rule for maximum/minimum: the operand equal to the
+            // result takes the gradient, and a tie splits it evenly.
+            let (ta, tb) = (&detach(a), &detach(b));
+            let d = DType::promote(DType::promote(ta.dtype, tb.dtype), g.dtype);
+            let share = |this: &Tensor, other: &Tensor| -> VResult<Tensor> {
+                let w = super::kernels::zip3::<f64, f64>(&detach(out), this, other, |o, p, q| {
+                    if o != p {
+                        0.0
+                    } else if o == q {
+                        0.5
+                    } else {
+                        1.0
+                    }
+                })?
+                .cast(d)?;
+                bin(Mul, g, &w)
+            };
+            vec![
+                want(need, 0, || sum_to(&share(ta, tb)?, a.shape()))?,
+                want(need, 1, || sum_to(&share(tb, ta)?, b.shape()))?,
+            ]
         }
         Op::Where(c, a, b) => {
             let z = Arg::Float(0.0);
-            let ga = where_(c, &Arg::T(g.clone()), &z)?;
-            let gb = where_(c, &z, &Arg::T(g.clone()))?;
-            vec![Some(sum_to(&ga, a.shape())?), Some(sum_to(&gb, b.shape())?)]
+            vec![
+                want(need, 0, || sum_to(&where_(c, &Arg::T(g.clone()), &z)?, a.shape()))?,
+                want(need, 1, || sum_to(&where_(c, &z, &Arg::T(g.clone()))?, b.shape()))?,
+            ]
         }
         Op::Clip(x, lo, hi) => {
+            // PyTorch's clamp: the gradient passes where lo <= x <= hi,
+            // bounds included.
             let (l, h) = (lo.unwrap_or(f64::NEG_INFINITY), hi.unwrap_or(f64::INFINITY));
             let m = super::kernels::map::<f64, bool>(&detach(x), move |v| v >= l && v <= h);
             vec![Some(where_(&m, &Arg::T(g.clone()), &Arg::Float(0.0))?)]
@@ -249,6 +257,8 @@ fn vjp(op: &Op, g: &Tensor) -> VResult<Vec<Option<Tensor>>> {
             vec![Some(broadcast_to(&gk, x.shape())?)]
         }
         Op::Extreme(x, axes, keepdims, out) => {
+            // max/min reductions split the gradient evenly among ties
+            // (PyTorch's amax/amin and full max()/min()).
             let ks = keep_shape(x.shape(), axes);
             let ok = detach(out).reshaped(ks.clone())?;
             let m = compare(CmpOp::Eq, &Arg::T(detach(x)), &Arg::T(ok))?.astype(x.dtype)?;
@@ -285,24 +295,55 @@ fn vjp(op: &Op, g: &Tensor) -> VResult<Vec<Option<Tensor>>> {
             let outer: usize = shape[..*axis].iter().product();
             let inner: usize = shape[axis + 1..].iter().product();
             let total = shape[*axis];
-            for (p, &len) in parts.iter().zip(sizes) {
-                let mut idx = Vec::with_capacity(outer * len * inner);
-                for o in 0..outer {
-                    for k in start..start + len {
-                        for i in 0..inner {
-                            idx.push((o * total + k) * inner + i);
+            for (i, (p, &len)) in parts.iter().zip(sizes).enumerate() {
+                out.push(want(need, i, || {
+                    let mut idx = Vec::with_capacity(outer * len * inner);
+                    for o in 0..outer {
+                        for k in start..start + len {
+                            for i in 0..inner {
+                                idx.push((o * total + k) * inner + i);
+                            }
                         }
                     }
-                }
-                out.push(Some(gather(g, &idx, p.shape())?));
+                    gather(g, &idx, p.shape())
+                })?);
                 start += len;
             }
             out
         }
         Op::Gather(x, idx, _) => vec![Some(scatter(g, idx, x.shape())?)],
         Op::Scatter(v, idx, _) => vec![Some(gather(g, idx, v.shape())?)],
-        Op::Matmul(a, b) => matmul_vjp(a, b, g)?,
+        Op::Matmul(a, b) => matmul_vjp(a, b, g, need)?,
     })
+}
+
+/// The cotangent of a unary function's input. At a kink the derivative is
+/// PyTorch's: `abs` has 0 at 0 (the sign), `floor`/`ceil`/`round`/`sign`
+/// have 0 everywhere.
+fn unary_vjp(f: UFn, x: &Tensor, out: &Tensor, g: &Tensor) -> VResult<Tensor> {
+    use BinOp::*;
+    match f {
+        UFn::Neg => unary(UFn::Neg, g),
+        UFn::Abs => bin(Mul, g, &unary(UFn::Sign, &detach(x))?),
+        UFn::Sqrt => bin(Div, g, &scal(Mul, out, 2.0)?),
+        UFn::Exp => bin(Mul, g, out),
+        UFn::Log => bin(Div, g, x),
+        UFn::Log1p => bin(Div, g, &scal(Add, x, 1.0)?),
+        UFn::Sin => bin(Mul, g, &unary(UFn::Cos, x)?),
+        UFn::Cos => unary(UFn::Neg, &bin(Mul, g, &unary(UFn::Sin, x)?)?),
+        UFn::Tan => bin(Mul, g, &scal(Add, &bin(Mul, out, out)?, 1.0)?),
+        UFn::Tanh => bin(
+            Mul,
+            g,
+            &scal(Sub, &bin(Mul, out, out)?, 1.0).and_then(|t| unary(UFn::Neg, &t))?,
+        ),
+        UFn::Sigmoid => bin(
+            Mul,
+            g,
+            &bin(Mul, out, &scal(Sub, out, 1.0).and_then(|t| unary(UFn::Neg, &t))?)?,
+        ),
+        UFn::Floor | UFn::Ceil | UFn::Round | UFn::Sign => zeros_like(x),
+    }
 }
 
 fn swap_last(t: &Tensor) -> VResult<Tensor> {
@@ -312,7 +353,7 @@ fn swap_last(t: &Tensor) -> VResult<Tensor> {
     permute(t, &perm)
 }
 
-fn matmul_vjp(a: &Tensor, b: &Tensor, g: &Tensor) -> VResult<Vec<Option<Tensor>>> {
+fn matmul_vjp(a: &Tensor, b: &Tensor, g: &Tensor, need: &[bool]) -> VResult<Vec<Option<Tensor>>> {
     use super::matmul::matmul;
     let a2 = if a.ndim() == 1 {
         reshape(a, vec![1, a.shape()[0]])?
@@ -334,13 +375,15 @@ fn matmul_vjp(a: &Tensor, b: &Tensor, g: &Tensor) -> VResult<Vec<Option<Tensor>>
         gs.push(1);
     }
     let g2 = reshape(g, gs)?;
-    let ga = matmul(&g2, &swap_last(&b2)?)?;
-    let gb = matmul(&swap_last(&a2)?, &g2)?;
-    let ga = sum_to(&ga, a2.shape())?;
-    let gb = sum_to(&gb, b2.shape())?;
     Ok(vec![
-        Some(reshape(&ga, a.shape().to_vec())?),
-        Some(reshape(&gb, b.shape().to_vec())?),
+        want(need, 0, || {
+            let ga = sum_to(&matmul(&g2, &swap_last(&b2)?)?, a2.shape())?;
+            reshape(&ga, a.shape().to_vec())
+        })?,
+        want(need, 1, || {
+            let gb = sum_to(&matmul(&swap_last(&a2)?, &g2)?, b2.shape())?;
+            reshape(&gb, b.shape().to_vec())
+        })?,
     ])
 }
 
@@ -378,8 +421,23 @@ pub fn backward(out: &Tensor, leaves: &[Tensor], record_grads: bool) -> VResult<
         }
         nodes.insert(n.id, n);
     }
+    // Keep only the nodes a leaf flows into (inputs are older than their
+    // node, so one pass in increasing id order decides each node after its
+    // inputs); a tensor traced by an outer grad alone gets no cotangent.
     let mut order: Vec<u64> = nodes.keys().copied().collect();
-    order.sort_unstable_by(|a, b| b.cmp(a));
+    order.sort_unstable();
+    for &id in &order {
+        let Some(n) = nodes.get(&id) else { continue };
+        let flows = leaf_ids.contains(&id)
+            || inputs(&n.op)
+                .iter()
+                .any(|t| t.node.as_ref().is_some_and(|m| nodes.contains_key(&m.id)));
+        if !flows {
+            nodes.remove(&id);
+        }
+    }
+    order.retain(|id| nodes.contains_key(id));
+    order.reverse();
     let was = PAUSED.with(|p| p.replace(!record_grads));
     let result = (|| {
         let mut grads: HashMap<u64, Tensor> = HashMap::new();
@@ -392,7 +450,11 @@ pub fn backward(out: &Tensor, leaves: &[Tensor], record_grads: bool) -> VResult<
             let Some(node) = nodes.get(&id) else { continue };
             let Some(g) = grads.remove(&id) else { continue };
             let ins = inputs(&node.op);
-            let gs = vjp(&node.op, &g)?;
+            let need: Vec<bool> = ins
+                .iter()
+                .map(|t| t.node.as_ref().is_some_and(|n| nodes.contains_key(&n.id)))
+                .collect();
+            let gs = vjp(&node.op, &g, &need)?;
             for (t, gi) in ins.iter().zip(gs) {
                 if let (Some(n), Some(gi)) = (&t.node, gi) {
                     if nodes.contains_key(&n.id) {

@@ -215,6 +215,17 @@ pub fn gather<T: Scalar, U: Scalar>(src: &[T], layout: &Layout) -> Vec<U> {
         }
     }
     let mut out = Vec::with_capacity(n);
+    let nd = layout.shape.len();
+    if nd > 0 && layout.strides[nd - 1] == 1 {
+        // Unit-strided rows (a slice of rows or columns): copy row by row.
+        let last = layout.shape[nd - 1];
+        for_each_offset(&layout.shape[..nd - 1], &layout.strides[..nd - 1], layout.offset, |o| {
+            if let Some(r) = src.get(o..o + last) {
+                out.extend(r.iter().map(|&x| x.cast::<U>()));
+            }
+        });
+        return out;
+    }
     for_each_offset(&layout.shape, &layout.strides, layout.offset, |o| {
         if let Some(&x) = src.get(o) {
             out.push(x.cast::<U>());

@@ -287,13 +287,7 @@ pub fn set(t: &Tensor, idx: &Value, v: &Value) -> VResult<()> {
             "assignment into a tensor that grad is differentiating is not supported (build a new tensor with where() instead)",
         ));
     }
-    let (offsets, shape) = match target(t, idx)? {
-        Target::View(l) => {
-            let shape = l.shape.clone();
-            (l.offsets(), shape)
-        }
-        Target::Gather { offsets, shape } => (offsets, shape),
-    };
+    let tgt = target(t, idx)?;
     let arg = match Arg::from_value(v) {
         Some(a) => a,
         None => match v {
@@ -312,6 +306,10 @@ pub fn set(t: &Tensor, idx: &Value, v: &Value) -> VResult<()> {
     if Arc::ptr_eq(&src.storage, &t.storage) {
         src = src.contiguous();
     }
+    let shape = match &tgt {
+        Target::View(l) => l.shape.clone(),
+        Target::Gather { shape, .. } => shape.clone(),
+    };
     let bshape = super::layout::broadcast_shapes(src.shape(), &shape)?;
     if bshape != shape {
         return Err(err(
@@ -323,6 +321,15 @@ pub fn set(t: &Tensor, idx: &Value, v: &Value) -> VResult<()> {
             ),
         ));
     }
+    let offsets = match tgt {
+        Target::View(l) => {
+            if let Some(done) = write_view(t, &l, &src) {
+                return done;
+            }
+            l.offsets()
+        }
+        Target::Gather { offsets, .. } => offsets,
+    };
     crate::with_dtype!(t.dtype, T => {
         let vals: Vec<T> = super::kernels::expand_to::<T>(&src, &shape);
         t.storage.write(|b| {
@@ -336,4 +343,59 @@ pub fn set(t: &Tensor, idx: &Value, v: &Value) -> VResult<()> {
         });
         Ok(())
     }, other => super::codec::narrow::scatter(t, &offsets, &src, &shape))
+}
+
+/// Copies `src` (of `t`'s dtype, broadcastable to the view, in other
+/// storage) into the view `l` of `t`, row by row: a slice copy where both
+/// rows are unit-strided, a fill where the source row is one element.
+/// `None` for the packed formats, which the general path handles.
+fn write_view(t: &Tensor, l: &Layout, src: &Tensor) -> Option<VResult<()>> {
+    fn copy<T: Scalar>(d: &mut [T], l: &Layout, s: &[T], sl: &Layout) {
+        let nd = l.shape.len();
+        let ss = sl.broadcast_strides(&l.shape);
+        if nd == 0 {
+            if let (Some(x), Some(&v)) = (d.get_mut(l.offset), s.get(sl.offset)) {
+                *x = v;
+            }
+            return;
+        }
+        let last = l.shape[nd - 1];
+        let (dl, sl1) = (l.strides[nd - 1], ss[nd - 1]);
+        let outer = &l.shape[..nd - 1];
+        super::layout::for_each_offset2(
+            outer,
+            (&l.strides[..nd - 1], l.offset),
+            (&ss[..nd - 1], sl.offset),
+            |o, i| {
+                if dl == 1 && sl1 == 1 {
+                    if let (Some(dr), Some(sr)) = (d.get_mut(o..o + last), s.get(i..i + last)) {
+                        dr.copy_from_slice(sr);
+                    }
+                } else if dl == 1 && sl1 == 0 {
+                    if let (Some(dr), Some(&v)) = (d.get_mut(o..o + last), s.get(i)) {
+                        dr.fill(v);
+                    }
+                } else {
+                    let (mut p, mut q) = (o as isize, i as isize);
+                    for _ in 0..last {
+                        if let (Some(x), Some(&v)) = (d.get_mut(p as usize), s.get(q as usize)) {
+                            *x = v;
+                        }
+                        p += dl;
+                        q += sl1;
+                    }
+                }
+            },
+        );
+    }
+    crate::with_dtype!(t.dtype, T => {
+        src.with_slice::<T, _>(|s, sl| {
+            t.storage.write(|b| {
+                if let Some(d) = T::slice_mut(b) {
+                    copy(d, l, s, sl);
+                }
+            })
+        });
+        Some(Ok(()))
+    }, other => None)
 }

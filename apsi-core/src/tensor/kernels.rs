@@ -107,6 +107,17 @@ pub fn map_slice<T: Scalar, R: Scalar>(s: &[T], l: &Layout, f: &(impl Fn(T) -> R
         }
     }
     let mut out = Vec::with_capacity(n);
+    let nd = l.shape.len();
+    if nd > 0 && l.strides[nd - 1] == 1 {
+        // Unit-strided rows: map row by row (each row vectorises).
+        let last = l.shape[nd - 1];
+        for_each_offset(&l.shape[..nd - 1], &l.strides[..nd - 1], l.offset, |o| {
+            if let Some(r) = s.get(o..o + last) {
+                wide(|| out.extend(r.iter().map(|&x| f(x))));
+            }
+        });
+        return out;
+    }
     for_each_offset(&l.shape, &l.strides, l.offset, |o| {
         if let Some(&x) = s.get(o) {
             out.push(f(x))
@@ -163,6 +174,40 @@ fn zip_slices<T: Scalar, R: Scalar>(
     let mut rows_b = Vec::new();
     for_each_offset(outer, &stb[..nd - 1], lb.offset, |o| rows_b.push(o));
     let row = |(ra, rb): (&usize, &usize), o: &mut [std::mem::MaybeUninit<R>]| {
+        // Unit-strided or broadcast rows (slices of rows and columns, a
+        // row vector against a matrix): whole-row loops that vectorise.
+        let len = last.min(o.len());
+        let o = &mut o[..len];
+        match (ia, ib) {
+            (1, 1) => {
+                if let (Some(x), Some(y)) = (sa.get(*ra..*ra + last), sb.get(*rb..*rb + last)) {
+                    return wide(|| {
+                        for ((slot, &p), &q) in o.iter_mut().zip(x).zip(y) {
+                            slot.write(f(p, q));
+                        }
+                    });
+                }
+            }
+            (1, 0) => {
+                if let (Some(x), Some(&q)) = (sa.get(*ra..*ra + last), sb.get(*rb)) {
+                    return wide(|| {
+                        for (slot, &p) in o.iter_mut().zip(x) {
+                            slot.write(f(p, q));
+                        }
+                    });
+                }
+            }
+            (0, 1) => {
+                if let (Some(&p), Some(y)) = (sa.get(*ra), sb.get(*rb..*rb + last)) {
+                    return wide(|| {
+                        for (slot, &q) in o.iter_mut().zip(y) {
+                            slot.write(f(p, q));
+                        }
+                    });
+                }
+            }
+            _ => {}
+        }
         let (mut pa, mut pb) = (*ra as isize, *rb as isize);
         for slot in o.iter_mut().take(last) {
             let x = sa.get(pa as usize).copied();
@@ -223,6 +268,8 @@ fn zip_dense<T: Scalar, R: Scalar>(x: &[T], y: &[T], f: &(impl Fn(T, T) -> R + S
 }
 
 /// `f(a, b, c)` elementwise with broadcasting of all three (for `where` and fused `a*b+c`).
+/// An operand already dense in the result's shape is read in place, and a
+/// one-element operand as a constant; others are expanded first.
 pub fn zip3<T: Scalar, R: Scalar>(
     a: &Tensor,
     b: &Tensor,
@@ -231,21 +278,74 @@ pub fn zip3<T: Scalar, R: Scalar>(
 ) -> VResult<Tensor> {
     let s1 = broadcast_shapes(a.shape(), b.shape())?;
     let shape = broadcast_shapes(&s1, c.shape())?;
-    super::layout::checked_size(&shape)?;
-    let av = expand_to::<T>(a, &shape);
-    let bv = expand_to::<T>(b, &shape);
-    let cv = expand_to::<T>(c, &shape);
-    let n = av.len();
-    let out: Vec<R> = if n >= PAR_MIN {
-        av.par_iter()
-            .zip(bv.par_iter())
-            .zip(cv.par_iter())
-            .map(|((&x, &y), &z)| f(x, y, z))
-            .collect()
-    } else {
-        av.iter().zip(&bv).zip(&cv).map(|((&x, &y), &z)| f(x, y, z)).collect()
-    };
+    let n = super::layout::checked_size(&shape)?;
+    let out = with_operand::<T, _>(a, &shape, |x| {
+        with_operand::<T, _>(b, &shape, |y| {
+            with_operand::<T, _>(c, &shape, |z| {
+                let mut out: Vec<R> = out_vec(n);
+                let spare = &mut out.spare_capacity_mut()[..n];
+                let body = |start: usize, o: &mut [std::mem::MaybeUninit<R>]| {
+                    wide(|| {
+                        for (i, slot) in o.iter_mut().enumerate() {
+                            let j = start + i;
+                            slot.write(f(x.at(j), y.at(j), z.at(j)));
+                        }
+                    })
+                };
+                if n >= PAR_MIN {
+                    let g = grain(n);
+                    spare.par_chunks_mut(g).enumerate().for_each(|(k, o)| body(k * g, o));
+                } else {
+                    body(0, spare);
+                }
+                // SAFETY: the chunks above cover all n slots.
+                unsafe { out.set_len(n) };
+                out
+            })
+        })
+    });
     Ok(Tensor::from_vec(out, shape))
+}
+
+/// One operand of [`zip3`] as the result's elements in row-major order.
+enum Operand<'a, T> {
+    Dense(&'a [T]),
+    Const(T),
+}
+
+impl<T: Copy> Operand<'_, T> {
+    #[inline(always)]
+    fn at(&self, i: usize) -> T {
+        match self {
+            Operand::Dense(s) => s[i],
+            Operand::Const(x) => *x,
+        }
+    }
+}
+
+fn with_operand<T: Scalar, R>(t: &Tensor, shape: &[usize], f: impl FnOnce(Operand<'_, T>) -> R) -> R {
+    let n: usize = shape.iter().product();
+    // `f` comes back out when the operand has to be expanded first.
+    let r = t.with_slice::<T, _>(move |s, l| {
+        let op = if l.size() == 1 {
+            s.get(l.offset).map(|&x| Operand::Const(x))
+        } else if l.shape == shape && l.is_contiguous() {
+            s.get(l.offset..l.offset + n).map(Operand::Dense)
+        } else {
+            None
+        };
+        match op {
+            Some(op) => Ok(f(op)),
+            None => Err(f),
+        }
+    });
+    match r {
+        Ok(r) => r,
+        Err(f) => {
+            let v = expand_to::<T>(t, shape);
+            f(Operand::Dense(&v))
+        }
+    }
 }
 
 /// The elements of `t` broadcast to `shape`, dense, as `T`.

@@ -231,6 +231,53 @@ pub fn for_each_offset(shape: &[usize], strides: &[isize], offset: usize, mut f:
     }
 }
 
+/// Walks two strided views of one `shape` together: calls `f` with the
+/// storage offsets of the same element in each, in row-major order.
+#[inline]
+pub fn for_each_offset2(
+    shape: &[usize],
+    (sa, oa): (&[isize], usize),
+    (sb, ob): (&[isize], usize),
+    mut f: impl FnMut(usize, usize),
+) {
+    let n = shape.len();
+    if shape.contains(&0) {
+        return;
+    }
+    if n == 0 {
+        f(oa, ob);
+        return;
+    }
+    let last = shape[n - 1];
+    let (la, lb) = (sa[n - 1], sb[n - 1]);
+    let mut idx = vec![0usize; n];
+    let (mut ba, mut bb) = (oa as isize, ob as isize);
+    loop {
+        let (mut a, mut b) = (ba, bb);
+        for _ in 0..last {
+            f(a as usize, b as usize);
+            a += la;
+            b += lb;
+        }
+        let mut d = n - 1;
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            idx[d] += 1;
+            ba += sa[d];
+            bb += sb[d];
+            if idx[d] < shape[d] {
+                break;
+            }
+            ba -= sa[d] * shape[d] as isize;
+            bb -= sb[d] * shape[d] as isize;
+            idx[d] = 0;
+        }
+    }
+}
+
 /// Normalises an axis (negative counts from the end) against `ndim`.
 pub fn norm_axis(axis: i64, ndim: usize) -> Result<usize, Exc> {
     let n = ndim as i64;

@@ -5,6 +5,7 @@
 use super::autodiff::{record, Op};
 use super::core::Tensor;
 use super::dtype::{DType, Kind};
+use super::gemv::{gemv, Real, Strided};
 use super::layout::{broadcast_shapes, for_each_offset, shape_str, Layout};
 use super::storage::Scalar;
 use crate::error::ErrorKind;
@@ -104,7 +105,7 @@ fn batch_offsets(t: &Layout, batch: &[usize]) -> Vec<usize> {
     v
 }
 
-fn run<T: Scalar + Default + Kernel>(
+fn run<T: Scalar + Default + Kernel + Real>(
     x: &Tensor,
     y: &Tensor,
     batch: &[usize],
@@ -138,6 +139,36 @@ fn run<T: Scalar + Default + Kernel>(
                     continue;
                 }
                 let (pa, pb) = (sx.as_ptr().wrapping_add(px), sy.as_ptr().wrapping_add(py));
+                // A vector on either side: stream the matrix (gemv.rs).
+                // SAFETY: as for the kernel below; dst holds m * n elements.
+                if n == 1 || m == 1 {
+                    let (rows, a, v, sv) = if n == 1 {
+                        (
+                            m,
+                            Strided {
+                                ptr: pa,
+                                rs: xr,
+                                cs: xc,
+                            },
+                            pb,
+                            yr,
+                        )
+                    } else {
+                        (
+                            n,
+                            Strided {
+                                ptr: pb,
+                                rs: yc,
+                                cs: yr,
+                            },
+                            pa,
+                            xc,
+                        )
+                    };
+                    if unsafe { gemv(rows, k, a, v, sv, dst.as_mut_ptr(), threads) } {
+                        continue;
+                    }
+                }
                 // SAFETY: the layouts of x and y address only elements inside
                 // their storage slices (offset + strides within bounds, checked
                 // when the views were made); dst has m*n elements, row-major.

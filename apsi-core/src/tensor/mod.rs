@@ -22,6 +22,7 @@ pub mod codec;
 pub mod core;
 pub mod dtype;
 pub mod fused;
+pub mod gemv;
 pub mod index;
 pub mod kernels;
 pub mod layout;

@@ -230,6 +230,19 @@ pub fn broadcast_to(g: &Tensor, shape: &[usize]) -> VResult<Tensor> {
     if g.shape() == shape {
         return Ok(g.clone());
     }
+    if g.node.is_none() {
+        // One pass, no addition (a traced `g` goes through `+` so that a
+        // higher-order grad sees the broadcast).
+        if super::layout::broadcast_shapes(g.shape(), shape)?.as_slice() == shape {
+            super::layout::checked_size(shape)?;
+            let dense = crate::with_dtype!(g.dtype, T => {
+                Some(Tensor::from_vec(super::kernels::expand_to::<T>(g, shape), shape.to_vec()))
+            }, other => None);
+            if let Some(t) = dense {
+                return Ok(t);
+            }
+        }
+    }
     let z = Tensor::full(shape.to_vec(), 0.0, g.dtype)?;
     super::arith::binary_same(crate::syntax::ast::BinOp::Add, g, &z)
 }

@@ -1,0 +1,205 @@
+//! Matrix-vector products: `X @ w`, `w @ X` and the `X.T @ g` of a linear
+//! model's gradient, where one side of a product is a vector. A general
+//! matrix-product kernel packs panels for a product that reads each matrix
+//! element once; these kernels stream the matrix instead.
+//!
+//! Two shapes of loop, by which axis of the matrix is unit-strided:
+//! - rows contiguous: one dot product per output element;
+//! - columns contiguous (a transposed matrix): the output is a sum of
+//!   columns scaled by the vector's elements, accumulated in fixed blocks of
+//!   the inner axis whose partial sums are added in block order.
+//!
+//! Determinism: the order of every sum depends only on the shapes, never
+//! on the thread count, so a product gives the same bits with 1 and 2
+//! threads (as `use layers` training requires).
+
+use rayon::prelude::*;
+use std::ops::{Add, Mul};
+
+/// The element types the kernels run on (f32 and f64).
+pub trait Real: Copy + Default + Send + Sync + Add<Output = Self> + Mul<Output = Self> + 'static {}
+impl Real for f32 {}
+impl Real for f64 {}
+
+/// A strided matrix operand: element `(i, k)` at `ptr + i * rs + k * cs`.
+#[derive(Clone, Copy)]
+pub struct Strided<T> {
+    pub ptr: *const T,
+    pub rs: isize,
+    pub cs: isize,
+}
+
+// SAFETY: a `Strided` is only read through (the kernels never write via
+// `ptr`), so sharing it between threads is sharing `&[T]`.
+unsafe impl<T: Sync> Sync for Strided<T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Send for Strided<T> {}
+
+/// Elements of inner-axis work below which a product runs on one thread.
+const PAR_WORK: usize = 1 << 16;
+/// Inner-axis block of the column kernel (fixed: it decides the summation order).
+const K_BLOCK: usize = 2048;
+
+/// `dst[i] = sum_k a(i, k) * v[k * sv]` for `i < m`, `k < k_len`; `false`
+/// (nothing written) when neither axis of `a` is unit-strided. `threads`
+/// above 1 lets it run on rayon's pool (which `--threads` sizes).
+///
+/// # Safety
+/// `a` must address valid elements for every `i < m`, `k < k_len`; `v`
+/// every `k * sv`; `dst` must hold `m` elements and overlap neither.
+pub unsafe fn gemv<T: Real>(
+    m: usize,
+    k_len: usize,
+    a: Strided<T>,
+    v: *const T,
+    sv: isize,
+    dst: *mut T,
+    threads: usize,
+) -> bool {
+    if a.cs != 1 && a.rs != 1 {
+        return false;
+    }
+    // SAFETY: the caller guarantees v addresses k_len elements at stride sv.
+    let vec: Vec<T> = (0..k_len).map(|k| unsafe { *v.offset(k as isize * sv) }).collect();
+    // SAFETY: dst holds m elements (caller).
+    let out = unsafe { std::slice::from_raw_parts_mut(dst, m) };
+    let parallel = threads > 1 && m.saturating_mul(k_len) >= PAR_WORK;
+    if a.cs == 1 {
+        let a = &a;
+        let row = |i: usize| -> &[T] {
+            // SAFETY: row i holds k_len unit-strided elements (caller).
+            unsafe { std::slice::from_raw_parts(a.ptr.offset(i as isize * a.rs), k_len) }
+        };
+        let body = |(i, o): (usize, &mut T)| *o = super::kernels::wide(|| dot(row(i), &vec));
+        if parallel {
+            out.par_iter_mut().enumerate().with_min_len(64).for_each(body);
+        } else {
+            out.iter_mut().enumerate().for_each(body);
+        }
+    } else {
+        let a = &a;
+        let col = |k: usize| -> &[T] {
+            // SAFETY: column k holds m unit-strided elements (caller).
+            unsafe { std::slice::from_raw_parts(a.ptr.offset(k as isize * a.cs), m) }
+        };
+        let block = |b: usize| -> Vec<T> {
+            let mut acc = vec![T::default(); m];
+            let end = ((b + 1) * K_BLOCK).min(k_len);
+            super::kernels::wide(|| {
+                for (k, &s) in vec.iter().enumerate().take(end).skip(b * K_BLOCK) {
+                    for (o, &x) in acc.iter_mut().zip(col(k)) {
+                        *o = *o + s * x;
+                    }
+                }
+            });
+            acc
+        };
+        let blocks = k_len.div_ceil(K_BLOCK);
+        let partials: Vec<Vec<T>> = if parallel && blocks > 1 {
+            (0..blocks).into_par_iter().map(block).collect()
+        } else {
+            (0..blocks).map(block).collect()
+        };
+        out.fill(T::default());
+        for p in &partials {
+            for (o, &x) in out.iter_mut().zip(p) {
+                *o = *o + x;
+            }
+        }
+    }
+    true
+}
+
+/// A dot product in eight independent lanes (so it vectorises), added
+/// pairwise at the end: the same order on every machine and thread count.
+#[inline(always)]
+fn dot<T: Real>(a: &[T], b: &[T]) -> T {
+    let mut acc = [T::default(); 8];
+    let n = a.len().min(b.len());
+    let (ac, at) = a[..n].split_at(n / 8 * 8);
+    let (bc, bt) = b[..n].split_at(n / 8 * 8);
+    for (x, y) in ac.chunks_exact(8).zip(bc.chunks_exact(8)) {
+        for j in 0..8 {
+            acc[j] = acc[j] + x[j] * y[j];
+        }
+    }
+    for (j, (&x, &y)) in at.iter().zip(bt).enumerate() {
+        acc[j] = acc[j] + x * y;
+    }
+    let s4 = [acc[0] + acc[4], acc[1] + acc[5], acc[2] + acc[6], acc[3] + acc[7]];
+    (s4[0] + s4[2]) + (s4[1] + s4[3])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reference(m: usize, k: usize, a: &[f64], (rs, cs): (usize, usize), v: &[f64]) -> Vec<f64> {
+        (0..m)
+            .map(|i| (0..k).map(|j| a[i * rs + j * cs] * v[j]).sum())
+            .collect()
+    }
+
+    #[test]
+    fn both_loop_shapes_match_a_plain_sum() {
+        for &(m, k) in &[(1, 1), (3, 5), (17, 9), (64, 3000), (5000, 33)] {
+            let a: Vec<f64> = (0..m * k).map(|i| ((i * 7919) % 101) as f64 / 13.0 - 3.0).collect();
+            let v: Vec<f64> = (0..k).map(|i| ((i * 31) % 17) as f64 / 7.0 - 1.0).collect();
+            for (rs, cs) in [(k, 1), (1, m)] {
+                let want = reference(m, k, &a, (rs, cs), &v);
+                for threads in [1, 2] {
+                    let mut got = vec![0.0; m];
+                    let s = Strided {
+                        ptr: a.as_ptr(),
+                        rs: rs as isize,
+                        cs: cs as isize,
+                    };
+                    // SAFETY: a holds m*k elements addressed by (rs, cs); v holds k.
+                    let ok = unsafe { gemv(m, k, s, v.as_ptr(), 1, got.as_mut_ptr(), threads) };
+                    assert!(ok);
+                    for (g, w) in got.iter().zip(&want) {
+                        assert!(
+                            (g - w).abs() <= 1e-9 * (1.0 + w.abs()),
+                            "{m}x{k} ({rs},{cs}): {g} vs {w}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn results_do_not_depend_on_the_thread_count() {
+        let (m, k) = (40, 20000);
+        let a: Vec<f64> = (0..m * k).map(|i| (i as f64 * 0.37).sin()).collect();
+        let v: Vec<f64> = (0..k).map(|i| (i as f64 * 0.11).cos()).collect();
+        for (rs, cs) in [(k as isize, 1), (1, m as isize)] {
+            let run = |threads| {
+                let mut got = vec![0.0; m];
+                let s = Strided {
+                    ptr: a.as_ptr(),
+                    rs,
+                    cs,
+                };
+                // SAFETY: as above.
+                unsafe { gemv(m, k, s, v.as_ptr(), 1, got.as_mut_ptr(), threads) };
+                got.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+            };
+            assert_eq!(run(1), run(2));
+        }
+    }
+
+    #[test]
+    fn a_matrix_with_no_unit_stride_is_left_to_the_general_kernel() {
+        let a = [0.0f64; 16];
+        let v = [1.0f64; 2];
+        let mut d = [0.0f64; 2];
+        let s = Strided {
+            ptr: a.as_ptr(),
+            rs: 4,
+            cs: 2,
+        };
+        // SAFETY: the call refuses before touching memory.
+        assert!(!unsafe { gemv(2, 2, s, v.as_ptr(), 1, d.as_mut_ptr(), 1) });
+    }
+}
