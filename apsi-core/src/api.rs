@@ -139,6 +139,7 @@ pub mod tensor {
 pub mod par {
     pub use crate::par::parts::{
         bounds, chunk_count, in_blocks, run_chunks, run_parts, Chunk, ChunkFn, Schedule, GUIDED_DIVISOR, MIN_CHUNK,
+        SHORT_CHUNKS,
     };
     pub use crate::par::pool::{blocking, blocking_helping, submit, MAX_THREADS};
     pub use crate::par::task_local;

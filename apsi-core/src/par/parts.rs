@@ -157,8 +157,18 @@ pub fn in_blocks(
 }
 
 /// The smallest chunk a [`Schedule`] makes, unless the loop is so short that
-/// this would leave fewer than about `GUIDED_DIVISOR × threads` chunks.
-pub const MIN_CHUNK: usize = 16;
+/// it has fewer than `SHORT_CHUNKS × threads` such chunks. Each chunk costs
+/// about one call of the loop body's function (and one step of the combine
+/// code), as much as some tens of cheap iterations; with 16, loops of a few
+/// thousand cheap iterations ran measurably slower than with one chunk per
+/// thread.
+pub const MIN_CHUNK: usize = 128;
+/// A short loop (under `SHORT_CHUNKS × threads × MIN_CHUNK` iterations) is
+/// cut into this many equal chunks per thread (or single iterations when it
+/// has fewer): its iterations may be expensive, so a slowed thread must not
+/// hold a whole share, but its chunks must not be so many that a cheap body
+/// pays more for them than one chunk per thread did.
+pub const SHORT_CHUNKS: usize = 2;
 /// A guided chunk is the iterations still unassigned divided by
 /// `GUIDED_DIVISOR × threads` (OpenMP's `schedule(guided)` divides by the
 /// thread count alone; the first chunks are then half the loop with two
@@ -168,13 +178,17 @@ pub const GUIDED_DIVISOR: usize = 4;
 /// ([`Chunk::blocks`]).
 const FIRST_BLOCK: usize = 16;
 const MAX_BLOCK: usize = 4096;
+/// How long the caller spins for the last chunks before it sleeps (some
+/// microseconds).
+const SPIN: u32 = 1000;
 
 /// How a loop over `0..n` is cut into chunks for a thread count: guided
 /// self-scheduling with a minimum chunk. Chunk `k` covers
 /// `ends[k-1]..ends[k]`; the sizes shrink geometrically from
 /// `⌈n / (4·threads)⌉` to [`MIN_CHUNK`], so big loops get a few dozen chunks
 /// per thread at most and the last ones are small enough to even out threads
-/// that run at different speeds.
+/// that run at different speeds. A short loop is cut into
+/// `min(n, SHORT_CHUNKS × threads)` chunks of equal size (the larger first).
 ///
 /// The boundaries are a function of `n` and `threads` only (not of timing or
 /// of which thread takes which chunk), which is what keeps reductions
@@ -197,14 +211,23 @@ impl Schedule {
             }
             return Schedule { threads, ends };
         }
+        let short = threads.saturating_mul(SHORT_CHUNKS);
+        if n / short < MIN_CHUNK {
+            // Equal chunks, the first `n % count` one iteration longer.
+            let count = short.min(n);
+            let (size, longer) = (n / count, n % count);
+            let mut lo = 0;
+            for k in 0..count {
+                lo += size + usize::from(k < longer);
+                ends.push(lo);
+            }
+            return Schedule { threads, ends };
+        }
         let div = threads.saturating_mul(GUIDED_DIVISOR);
-        // Short loops: about `div` chunks, single iterations only when n ≤ div
-        // (a short loop may well have expensive iterations).
-        let min = MIN_CHUNK.min(n.div_ceil(div)).max(1);
         let mut lo = 0usize;
         while lo < n {
             let rem = n - lo;
-            lo += rem.div_ceil(div).max(min).min(rem);
+            lo += rem.div_ceil(div).max(MIN_CHUNK).min(rem);
             ends.push(lo);
         }
         Schedule { threads, ends }
@@ -295,9 +318,11 @@ struct Loop {
     next: AtomicUsize,
     /// The lowest chunk that failed (`usize::MAX`: none).
     failed: AtomicUsize,
-    /// Per chunk index: its result (`None`: skipped or not yet run), and
-    /// how many chunks are still to finish or be skipped.
-    results: Mutex<(Vec<Option<VResult<Value>>>, usize)>,
+    /// Per chunk index: its result (`None`: skipped or not yet run).
+    results: Mutex<Vec<Option<VResult<Value>>>>,
+    /// How many chunks are still to finish or be skipped (decremented after
+    /// the result is stored; the last one notifies `done` under the lock).
+    left: AtomicUsize,
     done: Condvar,
 }
 
@@ -319,12 +344,11 @@ impl Loop {
             if matches!(r, Some(Err(_))) {
                 self.failed.fetch_min(k, Ordering::Relaxed);
             }
-            let mut g = self.results.lock();
-            if let Some(slot) = g.0.get_mut(k) {
+            if let Some(slot) = self.results.lock().get_mut(k) {
                 *slot = r;
             }
-            g.1 -= 1;
-            if g.1 == 0 {
+            if self.left.fetch_sub(1, Ordering::AcqRel) == 1 {
+                let _g = self.results.lock();
                 self.done.notify_all();
             }
         }
@@ -369,7 +393,8 @@ pub fn run_chunks(caller: &mut dyn Caller, sched: Schedule, work: Arc<ChunkFn>) 
         work,
         next: AtomicUsize::new(0),
         failed: AtomicUsize::new(usize::MAX),
-        results: Mutex::new(((0..count).map(|_| None).collect(), count)),
+        results: Mutex::new((0..count).map(|_| None).collect()),
+        left: AtomicUsize::new(count),
         done: Condvar::new(),
     });
     for _ in 0..helpers {
@@ -380,13 +405,25 @@ pub fn run_chunks(caller: &mut dyn Caller, sched: Schedule, work: Arc<ChunkFn>) 
         pool::submit(Box::new(move || st.take_chunks(&mut *c)));
     }
     st.take_chunks(caller);
-    pool::blocking(|| {
-        let mut g = st.results.lock();
-        while g.1 > 0 {
-            st.done.wait(&mut g);
-        }
-    });
-    let results = std::mem::take(&mut st.results.lock().0);
+    // The chunks still running elsewhere are usually about to end: spin a
+    // little before sleeping (a sleep and wake-up costs more than a short
+    // loop).
+    // (No `yield_now` here: on a loaded machine it can hand the core to
+    // another process for a whole time slice.)
+    let mut spins = 0;
+    while spins < SPIN && st.left.load(Ordering::Acquire) > 0 {
+        std::hint::spin_loop();
+        spins += 1;
+    }
+    if st.left.load(Ordering::Acquire) > 0 {
+        pool::blocking(|| {
+            let mut g = st.results.lock();
+            while st.left.load(Ordering::Acquire) > 0 {
+                st.done.wait(&mut g);
+            }
+        });
+    }
+    let results = std::mem::take(&mut *st.results.lock());
     in_order(results, "chunk")
 }
 
@@ -464,12 +501,17 @@ mod tests {
                 }
                 assert_eq!(next, n, "n={n} threads={threads}");
                 assert_eq!(s.chunk(s.len()), (n, n));
-                // Guided: sizes never grow, and only the last is below the minimum.
+                // Sizes never grow; a short loop has equal chunks (within
+                // one iteration), a long one none below the minimum but the last.
                 let sz = sizes(&s);
                 assert!(sz.windows(2).all(|w| w[0] >= w[1]), "n={n} threads={threads}: {sz:?}");
                 if threads > 1 && n > 1 {
-                    let min = MIN_CHUNK.min(n.div_ceil(threads * GUIDED_DIVISOR));
-                    assert!(sz[..sz.len() - 1].iter().all(|&x| x >= min), "{sz:?}");
+                    if n < threads * SHORT_CHUNKS * MIN_CHUNK {
+                        assert_eq!(s.len(), n.min(threads * SHORT_CHUNKS), "n={n} threads={threads}");
+                        assert!(sz[0] - sz[sz.len() - 1] <= 1, "{sz:?}");
+                    } else {
+                        assert!(sz[..sz.len() - 1].iter().all(|&x| x >= MIN_CHUNK), "{sz:?}");
+                    }
                 }
             }
         }
@@ -481,10 +523,15 @@ mod tests {
             assert_eq!(sizes(&Schedule::guided(n, 1)), vec![n]);
         }
         assert!(Schedule::guided(0, 4).is_empty());
-        // Enough chunks for every thread, even in short loops of expensive
-        // iterations; single iterations only when n <= 4 * threads.
-        assert_eq!(sizes(&Schedule::guided(8, 2)), vec![1; 8]);
-        assert_eq!(Schedule::guided(3, 8).len(), 3);
+        // Short loops (their iterations may be expensive): two chunks per
+        // thread, single iterations only when n <= 2 * threads.
+        assert_eq!(sizes(&Schedule::guided(8, 2)), vec![2; 4]);
+        assert_eq!(sizes(&Schedule::guided(10, 2)), vec![3, 3, 2, 2]);
+        assert_eq!(sizes(&Schedule::guided(3, 8)), vec![1; 3]);
+        assert_eq!(sizes(&Schedule::guided(511, 2)), vec![128, 128, 128, 127]);
+        // Where the guided chunks begin, they begin at the minimum.
+        assert_eq!(sizes(&Schedule::guided(512, 2)), vec![128; 4]);
+        assert_eq!(Schedule::guided(1000, 2).len(), 8);
         for threads in [2usize, 4, 16] {
             for n in [threads, 10 * threads, 1000] {
                 assert!(Schedule::guided(n, threads).len() >= threads.min(n));
