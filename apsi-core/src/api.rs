@@ -137,7 +137,10 @@ pub mod tensor {
 
 /// Threads: the shared pool, splitting work into parts, tasks.
 pub mod par {
-    pub use crate::par::parts::{bounds, chunk_count, in_blocks, run_parts};
+    pub use crate::par::parts::{
+        bounds, chunk_count, in_blocks, run_chunks, run_parts, Chunk, ChunkFn, Schedule, GUIDED_DIVISOR, MIN_CHUNK,
+        SHORT_CHUNKS,
+    };
     pub use crate::par::pool::{blocking, blocking_helping, submit, MAX_THREADS};
     pub use crate::par::task_local;
     pub use crate::par::{set_threads, threads};

@@ -34,7 +34,7 @@ use std::sync::Arc;
 /// The `native` module: its `native` export replaces the prelude's
 /// interpreter fallback, so `@native` needs no `use`.
 pub fn module() -> ModuleDescriptor {
-    ModuleBuilder::new("native", env!("CARGO_PKG_VERSION"), "^2.1")
+    ModuleBuilder::new("native", env!("CARGO_PKG_VERSION"), "^2.3")
         .function("native", native)
         .prelude("native")
         .build()

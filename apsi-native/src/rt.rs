@@ -300,7 +300,9 @@ unsafe extern "C" fn rt_ipow(ctx: *mut Ctx, x: i64, y: i64, line: i32, out: *mut
 /// Addresses that cross threads inside one `parallel for` (valid while it runs).
 #[derive(Clone, Copy)]
 struct Addr(usize);
-// SAFETY: used only while the loop that owns the pointed-to data blocks in `run_parts`.
+// SAFETY: used only while the loop that owns the pointed-to data blocks in
+// `run_chunks` (a pool helper that starts after the loop ended finds no chunk
+// left and never reads them).
 unsafe impl Send for Addr {}
 unsafe impl Sync for Addr {}
 
@@ -334,7 +336,9 @@ unsafe extern "C" fn rt_par_for(
     }
     .len()
     .max(0) as usize;
-    let parts = apsi_core::api::par::chunk_count(n);
+    // The interpreter's guided chunks, so a reduction gives the same bits.
+    let sched = apsi_core::api::par::Schedule::for_loop(n);
+    let parts = sched.len();
     *rest_out = std::ptr::null();
     *nrest_out = 0;
     if parts == 0 {
@@ -355,10 +359,10 @@ unsafe extern "C" fn rt_par_for(
         }
     };
     let work = Arc::new(
-        move |c: &mut dyn Caller, k: usize, _stop: &std::sync::atomic::AtomicBool| -> apsi_core::api::VResult<Value> {
-            let (a, b) = apsi_core::api::par::bounds(n, parts, k);
+        move |c: &mut dyn Caller, ch: &apsi_core::api::par::Chunk<'_>| -> apsi_core::api::VResult<Value> {
+            let (k, a, b) = (ch.index, ch.lo, ch.hi);
             let mut partials = if k == 0 { firsts.clone() } else { rests.clone() };
-            // SAFETY: the Shared outlives `run_parts`, which waits for every part.
+            // SAFETY: the Shared outlives `run_chunks`, which waits for every chunk.
             let shared: &Shared = unsafe { &*(shared_addr.0 as *const Shared) };
             let cs = CallState {
                 shared,
@@ -395,7 +399,7 @@ unsafe extern "C" fn rt_par_for(
         },
     );
     let caller: &mut dyn Caller = &mut *st.caller;
-    if let Err(e) = apsi_core::api::par::run_parts(caller, parts, work) {
+    if let Err(e) = apsi_core::api::par::run_chunks(caller, sched, work) {
         return fail(ctx, e, line);
     }
     let res = std::mem::take(&mut *results.lock());

@@ -1,31 +1,29 @@
 //! `parallel_for`, `pmap`, `parallel_reduce`, `set_threads`: data-parallel
-//! helpers over static chunks (one per thread), the calling thread taking
-//! the first. Results keep the input order; reductions combine the chunks'
-//! partials in chunk order, so a run is reproducible for a thread count.
+//! helpers over the core's guided chunks (`Schedule`: boundaries fixed by the
+//! item count and the thread count), which the calling thread and the pool
+//! take one at a time. Results keep the input order; reductions combine the
+//! chunks' partials in chunk order, so a run is reproducible for a thread
+//! count whichever thread ran which chunk.
 
 use crate::util::int_arg;
-use apsi_core::api::par::{bounds, chunk_count, in_blocks, run_parts};
+use apsi_core::api::par::{run_chunks, Chunk, Schedule};
 use apsi_core::api::ErrorKind;
 use apsi_core::api::{err, Args, Caller, Kwargs, VResult, Value};
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-/// Run `each(caller, chunk_items)` over static chunks of `items`.
+/// Run `each(caller, chunk, chunk_items)` over the chunks of `items`, one
+/// result per chunk, in chunk order.
 fn chunked(
     c: &mut dyn Caller,
     items: Vec<Value>,
-    each: impl Fn(&mut dyn Caller, &[Value], &AtomicBool) -> VResult<Value> + Send + Sync + 'static,
+    each: impl Fn(&mut dyn Caller, &Chunk<'_>, &[Value]) -> VResult<Value> + Send + Sync + 'static,
 ) -> VResult<Vec<Value>> {
-    let n = items.len();
-    let parts = chunk_count(n);
+    let sched = Schedule::for_loop(items.len());
     let items: Arc<[Value]> = items.into();
-    run_parts(
+    run_chunks(
         c,
-        parts,
-        Arc::new(move |c: &mut dyn Caller, k: usize, stop: &AtomicBool| {
-            let (lo, hi) = bounds(n, parts, k);
-            each(c, items.get(lo..hi).unwrap_or(&[]), stop)
-        }),
+        sched,
+        Arc::new(move |c: &mut dyn Caller, ch: &Chunk<'_>| each(c, ch, &items)),
     )
 }
 
@@ -34,8 +32,8 @@ pub fn parallel_for(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
     Args::new("parallel_for", args, kw, 2, &["items", "f"])?;
     let items = apsi_core::api::iterate(c, &args[0])?;
     let f = args[1].clone();
-    chunked(c, items, move |c, xs, stop| {
-        in_blocks(0, xs.len(), stop, |i, j| {
+    chunked(c, items, move |c, ch, xs| {
+        ch.blocks(|i, j| {
             for x in xs.get(i..j).unwrap_or(&[]) {
                 c.call(&f, std::slice::from_ref(x), &[])?;
             }
@@ -51,9 +49,9 @@ pub fn pmap(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     Args::new("pmap", args, kw, 2, &["f", "xs"])?;
     let f = args[0].clone();
     let items = apsi_core::api::iterate(c, &args[1])?;
-    let parts = chunked(c, items, move |c, xs, stop| {
-        let mut out = Vec::with_capacity(xs.len());
-        in_blocks(0, xs.len(), stop, |i, j| {
+    let parts = chunked(c, items, move |c, ch, xs| {
+        let mut out = Vec::with_capacity(ch.hi - ch.lo);
+        ch.blocks(|i, j| {
             for x in xs.get(i..j).unwrap_or(&[]) {
                 out.push(c.call(&f, std::slice::from_ref(x), &[])?);
             }
@@ -73,8 +71,8 @@ pub fn pmap(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 /// `parallel_reduce(items, f, combine, init)`: `combine` over `f(x)` of every
 /// item, starting from `init`. The first chunk folds from `init`, the others
 /// from their first element; the partials are combined in chunk order (so
-/// with one thread it is exactly the sequential fold; `combine` should be
-/// associative for the thread count not to matter).
+/// with one thread, one chunk, it is exactly the sequential fold; `combine`
+/// should be associative for the thread count not to matter).
 pub fn parallel_reduce(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     Args::new("parallel_reduce", args, kw, 4, &["items", "f", "combine", "init"])?;
     let items = apsi_core::api::iterate(c, &args[0])?;
@@ -83,29 +81,20 @@ pub fn parallel_reduce(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResul
         return Ok(init);
     }
     let (comb, init0) = (combine.clone(), init.clone());
-    let n = items.len();
-    let parts = chunk_count(n);
-    let items: Arc<[Value]> = items.into();
-    let partials = run_parts(
-        c,
-        parts,
-        Arc::new(move |c: &mut dyn Caller, k: usize, stop: &AtomicBool| {
-            let (lo, hi) = bounds(n, parts, k);
-            let xs = items.get(lo..hi).unwrap_or(&[]);
-            let mut acc: Option<Value> = if k == 0 { Some(init0.clone()) } else { None };
-            in_blocks(0, xs.len(), stop, |i, j| {
-                for x in xs.get(i..j).unwrap_or(&[]) {
-                    let v = c.call(&f, std::slice::from_ref(x), &[])?;
-                    acc = Some(match acc.take() {
-                        Some(a) => c.call(&comb, &[a, v], &[])?,
-                        None => v,
-                    });
-                }
-                Ok(())
-            })?;
-            Ok(acc.unwrap_or(Value::None))
-        }),
-    )?;
+    let partials = chunked(c, items, move |c, ch, xs| {
+        let mut acc: Option<Value> = if ch.index == 0 { Some(init0.clone()) } else { None };
+        ch.blocks(|i, j| {
+            for x in xs.get(i..j).unwrap_or(&[]) {
+                let v = c.call(&f, std::slice::from_ref(x), &[])?;
+                acc = Some(match acc.take() {
+                    Some(a) => c.call(&comb, &[a, v], &[])?,
+                    None => v,
+                });
+            }
+            Ok(())
+        })?;
+        Ok(acc.unwrap_or(Value::None))
+    })?;
     let mut it = partials.into_iter();
     let mut acc = it.next().unwrap_or(init);
     for p in it {

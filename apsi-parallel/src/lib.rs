@@ -22,7 +22,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The `parallel` module, ready to install into a runtime.
 pub fn module() -> ModuleDescriptor {
-    let mut m = ModuleBuilder::new("parallel", VERSION, "^2.1")
+    let mut m = ModuleBuilder::new("parallel", VERSION, "^2.3")
         .function("spawn", task::spawn)
         .function("wait_all", task::wait_all)
         .function("wait_any", task::wait_any)

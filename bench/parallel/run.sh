@@ -2,7 +2,8 @@
 # Parallel benchmarks: 1 vs 2 threads for CPU-bound interpreted work, task
 # spawn/wait cost, channel throughput. Needs `cargo build --release`.
 # Targets (issue 5): speed-up >= 1.8x on 2 threads; 10,000 tasks < 50 ms;
-# >= 2M channel messages/s.
+# >= 2M channel messages/s. Last, busy_core.sh (issue 22): 1 vs 2 threads
+# while another process keeps one core busy, parallel for >= 1.3x.
 #
 #   bench/parallel/run.sh [ROUNDS]     (default 5)
 #
@@ -38,3 +39,6 @@ PY
 "$apsi" run "$here/tasks.apsi"
 "$apsi" run --threads 2 "$here/channel.apsi"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+# 1 vs 2 threads while another process keeps one core busy (issue 22).
+echo "--- one core busy (busy_core.sh)"
+bash "$here/busy_core.sh" "$apsi" "$rounds"

@@ -1,10 +1,12 @@
 //! The run-time half of `parallel for` (the compiler's half is
-//! `check::parfor`): static chunks of the iteration space, one per thread,
-//! each run in growing blocks by the outlined chunk function, which carries
-//! the worker's reduction partials from block to block.
+//! `check::parfor`): the iteration space is cut into guided chunks
+//! (`par::parts::Schedule`) that the threads take one at a time; each chunk
+//! runs in growing blocks by the outlined chunk function, which carries the
+//! chunk's reduction partials from block to block. The partials come back
+//! per chunk, in chunk order, for the compiled combine code.
 
 use crate::error::ErrorKind;
-use crate::par::parts::{bounds, chunk_count, in_blocks, run_parts};
+use crate::par::parts::{run_chunks, Chunk, Schedule};
 use crate::value::{err, Caller, RangeObj, VResult, Value};
 use std::sync::Arc;
 
@@ -27,10 +29,10 @@ fn int_of(v: &Value, what: &str) -> VResult<i64> {
     }
 }
 
-/// Run the chunk function `f` over `iter`; `inits` are the (first worker,
-/// other workers) initial values of each reduction. Returns the first
-/// worker's partials (a tuple, or none without reductions) and the list of
-/// the other workers' partial tuples, in worker order.
+/// Run the chunk function `f` over `iter`; `inits` are the (first chunk,
+/// other chunks) initial values of each reduction. Returns the first
+/// chunk's partials (a tuple, or none without reductions) and the list of
+/// the other chunks' partial tuples, in chunk order.
 pub fn run_loop(
     caller: &mut dyn Caller,
     f: &Value,
@@ -55,8 +57,8 @@ pub fn run_loop(
         }
     };
     let firsts: Vec<Value> = inits.iter().map(|p| p.0.clone()).collect();
-    let parts = chunk_count(n);
-    if parts == 0 {
+    let sched = Schedule::for_loop(n);
+    if sched.is_empty() {
         let first = if m == 0 { Value::None } else { Value::tuple(firsts) };
         return Ok((first, Value::list(Vec::new())));
     }
@@ -70,33 +72,34 @@ pub fn run_loop(
             Value::Int((start as i128 + i as i128 * step as i128) as i64)
         }
     };
-    let work = Arc::new(
-        move |c: &mut dyn Caller, k: usize, stop_flag: &std::sync::atomic::AtomicBool| -> VResult<Value> {
-            let (lo, hi) = bounds(n, parts, k);
-            let mut partials: Vec<Value> = if k == 0 { firsts.clone() } else { rests.clone() };
-            let mut args: Vec<Value> = Vec::with_capacity(4 + m);
-            in_blocks(lo, hi, stop_flag, |i, j| {
-                args.clear();
-                args.extend([at(i), at(j), Value::Int(step), seq.clone()]);
-                args.append(&mut partials);
-                let r = c.call(&f, &args, &[])?;
-                if m > 0 {
-                    match r {
-                        Value::Tuple(t) if t.0.len() == m => partials = t.0.to_vec(),
-                        _ => {
-                            return Err(err(
-                                ErrorKind::Error,
-                                "internal error: a parallel for chunk returned no partials",
-                            ))
-                        }
+    let work = Arc::new(move |c: &mut dyn Caller, chunk: &Chunk<'_>| -> VResult<Value> {
+        let mut partials: Vec<Value> = if chunk.index == 0 {
+            firsts.clone()
+        } else {
+            rests.clone()
+        };
+        let mut args: Vec<Value> = Vec::with_capacity(4 + m);
+        chunk.blocks(|i, j| {
+            args.clear();
+            args.extend([at(i), at(j), Value::Int(step), seq.clone()]);
+            args.append(&mut partials);
+            let r = c.call(&f, &args, &[])?;
+            if m > 0 {
+                match r {
+                    Value::Tuple(t) if t.0.len() == m => partials = t.0.to_vec(),
+                    _ => {
+                        return Err(err(
+                            ErrorKind::Error,
+                            "internal error: a parallel for chunk returned no partials",
+                        ))
                     }
                 }
-                Ok(())
-            })?;
-            Ok(if m == 0 { Value::None } else { Value::tuple(partials) })
-        },
-    );
-    let mut results = run_parts(caller, parts, work)?.into_iter();
+            }
+            Ok(())
+        })?;
+        Ok(if m == 0 { Value::None } else { Value::tuple(partials) })
+    });
+    let mut results = run_chunks(caller, sched, work)?.into_iter();
     let first = results.next().unwrap_or(Value::None);
     Ok((first, Value::list(results.collect())))
 }
