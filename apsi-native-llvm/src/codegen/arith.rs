@@ -62,6 +62,22 @@ impl<'ctx> Gen<'_, 'ctx> {
                     e(self.b.build_select(adj, r1, r0, "md"))?.into_int_value()
                 }
             }
+            IntOp::WrapAdd => e(self.b.build_int_add(x, y, "wadd"))?,
+            IntOp::WrapSub => e(self.b.build_int_sub(x, y, "wsub"))?,
+            IntOp::WrapMul => e(self.b.build_int_mul(x, y, "wmul"))?,
+            IntOp::WrapShl | IntOp::ShrU => {
+                let neg = self.icmp(IntPredicate::SLT, y, z)?;
+                self.raise_if(st, neg, err::NEG_SHIFT, line, [x, y, z])?;
+                // Counts of 64 and more give 0 (LLVM's shifts would be poison there).
+                let big = self.icmp(IntPredicate::UGT, y, self.i64c(63))?;
+                let ys = e(self.b.build_select(big, z, y, "ys"))?.into_int_value();
+                let r = if op == IntOp::ShrU {
+                    e(self.b.build_right_shift(x, ys, false, "shru"))?
+                } else {
+                    e(self.b.build_left_shift(x, ys, "wshl"))?
+                };
+                e(self.b.build_select(big, z, r, "wsh"))?.into_int_value()
+            }
             IntOp::BitAnd => e(self.b.build_and(x, y, "and"))?,
             IntOp::BitOr => e(self.b.build_or(x, y, "or"))?,
             IntOp::BitXor => e(self.b.build_xor(x, y, "xor"))?,
@@ -185,6 +201,11 @@ impl<'ctx> Gen<'_, 'ctx> {
             }
             MathFn::Ceil => {
                 let r = self.f1("llvm.ceil.f64", x)?;
+                self.float_to_int(st, r, line)?.into()
+            }
+            // Python's round(x): half to even.
+            MathFn::Round => {
+                let r = self.f1("llvm.roundeven.f64", x)?;
                 self.float_to_int(st, r, line)?.into()
             }
             MathFn::IsNan => self.fcmp(FloatPredicate::UNO, x, x)?.into(),
