@@ -161,3 +161,30 @@ fn round_is_pythons_half_to_even_int() {
         "{err}"
     );
 }
+
+#[test]
+fn a_loop_without_its_checks_still_stops_at_the_first_bad_index() {
+    // The main loop runs without bounds checks (IRCE); the writes before the
+    // bad index happen, the ones after do not, sequentially and in parallel.
+    let (out, err) = run_src(
+        "irce",
+        "@native\ndef fill(out, n: int):\n    for i in range(n):\n        out[i] = i * 2.0\n\n@native\ndef pfill(out, n: int):\n    parallel for i in range(n):\n        for j in range(n):\n            out[i, j] = 1.0 * j\n\nx = zeros((1000,))\ntry:\n    fill(x, 1003)\nexcept IndexError as e:\n    print(e)\nprint(x[0], x[998], x[999])\ny = zeros((4, 997))\ntry:\n    pfill(y, 4)\n    pfill(y, 998)\nexcept IndexError as e:\n    print(e)\nprint(y[0, 996], y[3, 3])\n",
+    );
+    assert_eq!(err, None);
+    assert_eq!(
+        out,
+        "IndexError: index 1000 is out of bounds for axis 0 with size 1000\n0.0 1996.0 1998.0\nIndexError: index 997 is out of bounds for axis 1 with size 997\n996.0 3.0\n"
+    );
+}
+
+#[test]
+fn only_calls_that_can_recurse_count_towards_the_depth_limit() {
+    // f2 calls itself (counted: a RecursionError, not a crash) and a helper
+    // (not counted, as the helper called in a loop is not).
+    let src = "@native\ndef sq(x):\n    return x * x\n\n@native\ndef total(n):\n    s = 0\n    for i in range(n):\n        s += sq(i)\n    return s\n\n@native\ndef f2(n):\n    if n == 0:\n        return 0\n    return f2(n - 1) + sq(n)\n\nprint(total(100000), f2(3))\nprint(f2(N))\n";
+    let (out, err) = run_src("helper", &src.replace("N)", "2000)"));
+    assert_eq!(err, None);
+    assert_eq!(out, "333328333350000 14\n2668667000\n");
+    let (_, err) = run_src("deep", &src.replace("N)", "10000000)"));
+    assert!(err.unwrap_or_default().contains("RecursionError"));
+}

@@ -129,7 +129,15 @@ impl<'ctx> Gen<'_, 'ctx> {
         })
     }
 
-    pub(super) fn math(&self, st: &FnState<'ctx>, mf: MathFn, args: &[Var], line: u32) -> R<BasicValueEnum<'ctx>> {
+    /// The result of `mf`, and for the float → int functions also the
+    /// integral float the int was converted from.
+    pub(super) fn math(
+        &self,
+        st: &FnState<'ctx>,
+        mf: MathFn,
+        args: &[Var],
+        line: u32,
+    ) -> R<(BasicValueEnum<'ctx>, Option<FloatValue<'ctx>>)> {
         let z = self.i64c(0);
         let id = self.i64c(mf as i64);
         let x = self.fval(st, *args.first().ok_or("math arity")?)?;
@@ -158,85 +166,92 @@ impl<'ctx> Gen<'_, 'ctx> {
             Ok(r.into())
         };
         let zero = self.f64c(0.0);
-        Ok(match mf {
-            MathFn::Sqrt => {
-                domain(self.fcmp(FloatPredicate::OLT, x, zero)?)?;
-                // The square root of a finite number is finite: no range check.
-                self.f1("llvm.sqrt.f64", x)?.into()
-            }
-            MathFn::Exp => ranged(self.f1("llvm.exp.f64", x)?)?,
-            MathFn::Log => {
-                domain(self.fcmp(FloatPredicate::OLE, x, zero)?)?;
-                self.f1("llvm.log.f64", x)?.into()
-            }
-            MathFn::Log2 => {
-                domain(self.fcmp(FloatPredicate::OLE, x, zero)?)?;
-                ranged(self.f1("llvm.log2.f64", x)?)?
-            }
-            MathFn::Log10 => {
-                domain(self.fcmp(FloatPredicate::OLE, x, zero)?)?;
-                ranged(self.f1("llvm.log10.f64", x)?)?
-            }
-            MathFn::Log1p => {
-                domain(self.fcmp(FloatPredicate::OLE, x, self.f64c(-1.0))?)?;
-                ranged(self.f1("log1p", x)?)?
-            }
-            MathFn::Sin | MathFn::Cos | MathFn::Tan => {
-                domain(self.is_inf(x)?)?;
-                let name = match mf {
-                    MathFn::Sin => "llvm.sin.f64",
-                    MathFn::Cos => "llvm.cos.f64",
-                    _ => "tan",
-                };
-                ranged(self.f1(name, x)?)?
-            }
-            MathFn::Atan => ranged(self.f1("atan", x)?)?,
-            MathFn::Sinh => ranged(self.f1("sinh", x)?)?,
-            MathFn::Cosh => ranged(self.f1("cosh", x)?)?,
-            MathFn::Tanh => ranged(self.f1("tanh", x)?)?,
-            MathFn::Abs => self.f1("llvm.fabs.f64", x)?.into(),
-            MathFn::Floor => {
-                let r = self.f1("llvm.floor.f64", x)?;
-                self.float_to_int(st, r, line)?.into()
-            }
-            MathFn::Ceil => {
-                let r = self.f1("llvm.ceil.f64", x)?;
-                self.float_to_int(st, r, line)?.into()
-            }
+        let to_int = match mf {
+            MathFn::Floor => Some("llvm.floor.f64"),
+            MathFn::Ceil => Some("llvm.ceil.f64"),
             // Python's round(x): half to even.
-            MathFn::Round => {
-                let r = self.f1("llvm.roundeven.f64", x)?;
-                self.float_to_int(st, r, line)?.into()
-            }
-            MathFn::IsNan => self.fcmp(FloatPredicate::UNO, x, x)?.into(),
-            MathFn::IsInf => self.is_inf(x)?.into(),
-            MathFn::Atan2 => self.f2("atan2", x, y.ok_or("arity")?)?.into(),
-            MathFn::Hypot => self.f2("hypot", x, y.ok_or("arity")?)?.into(),
-            MathFn::Min | MathFn::Max => {
-                let y = y.ok_or("arity")?;
-                let p = if mf == MathFn::Max {
-                    FloatPredicate::OGT
-                } else {
-                    FloatPredicate::OLT
-                };
-                let take_y = self.fcmp(p, y, x)?;
-                e(self.b.build_select(take_y, y, x, "mm"))?
-            }
-            MathFn::Minimum | MathFn::Maximum => {
-                let y = y.ok_or("arity")?;
-                // NaN first (x's, then y's), else y when it orders before/after x.
-                let xn = self.fcmp(FloatPredicate::UNO, x, x)?;
-                let yn = self.fcmp(FloatPredicate::UNO, y, y)?;
-                let p = if mf == MathFn::Maximum {
-                    FloatPredicate::OLT
-                } else {
-                    FloatPredicate::OGT
-                };
-                let take_y = self.fcmp(p, x, y)?;
-                let r = e(self.b.build_select(take_y, y, x, "mm"))?;
-                let r = e(self.b.build_select(yn, y.into(), r, "mm"))?;
-                e(self.b.build_select(xn, x.into(), r, "mm"))?
-            }
-        })
+            MathFn::Round => Some("llvm.roundeven.f64"),
+            _ => None,
+        };
+        if let Some(name) = to_int {
+            let r = self.f1(name, x)?;
+            return Ok((self.float_to_int(st, r, line)?.into(), Some(r)));
+        }
+        Ok((
+            match mf {
+                MathFn::Sqrt => {
+                    domain(self.fcmp(FloatPredicate::OLT, x, zero)?)?;
+                    // The square root of a finite number is finite: no range check.
+                    self.f1("llvm.sqrt.f64", x)?.into()
+                }
+                MathFn::Exp => ranged(self.f1("llvm.exp.f64", x)?)?,
+                MathFn::Log => {
+                    domain(self.fcmp(FloatPredicate::OLE, x, zero)?)?;
+                    self.f1("llvm.log.f64", x)?.into()
+                }
+                MathFn::Log2 => {
+                    domain(self.fcmp(FloatPredicate::OLE, x, zero)?)?;
+                    ranged(self.f1("llvm.log2.f64", x)?)?
+                }
+                MathFn::Log10 => {
+                    domain(self.fcmp(FloatPredicate::OLE, x, zero)?)?;
+                    ranged(self.f1("llvm.log10.f64", x)?)?
+                }
+                MathFn::Log1p => {
+                    domain(self.fcmp(FloatPredicate::OLE, x, self.f64c(-1.0))?)?;
+                    ranged(self.f1("log1p", x)?)?
+                }
+                MathFn::Sin | MathFn::Cos | MathFn::Tan => {
+                    domain(self.is_inf(x)?)?;
+                    let name = match mf {
+                        MathFn::Sin => "llvm.sin.f64",
+                        MathFn::Cos => "llvm.cos.f64",
+                        _ => "tan",
+                    };
+                    // No range check: of a finite double these are finite (tan's
+                    // largest is about 1.6e16), so the interpreter's OverflowError
+                    // cannot happen. Without a check between them, `sin(a)` and
+                    // `cos(a)` stay in one block and become one `sincos` call.
+                    self.f1(name, x)?.into()
+                }
+                // Bounded results: no range check (as for sin).
+                MathFn::Atan => self.f1("atan", x)?.into(),
+                MathFn::Sinh => ranged(self.f1("sinh", x)?)?,
+                MathFn::Cosh => ranged(self.f1("cosh", x)?)?,
+                MathFn::Tanh => self.f1("tanh", x)?.into(),
+                MathFn::Abs => self.f1("llvm.fabs.f64", x)?.into(),
+                MathFn::Floor | MathFn::Ceil | MathFn::Round => return Err("internal error: float to int".into()),
+                MathFn::IsNan => self.fcmp(FloatPredicate::UNO, x, x)?.into(),
+                MathFn::IsInf => self.is_inf(x)?.into(),
+                MathFn::Atan2 => self.f2("atan2", x, y.ok_or("arity")?)?.into(),
+                MathFn::Hypot => self.f2("hypot", x, y.ok_or("arity")?)?.into(),
+                MathFn::Min | MathFn::Max => {
+                    let y = y.ok_or("arity")?;
+                    let p = if mf == MathFn::Max {
+                        FloatPredicate::OGT
+                    } else {
+                        FloatPredicate::OLT
+                    };
+                    let take_y = self.fcmp(p, y, x)?;
+                    e(self.b.build_select(take_y, y, x, "mm"))?
+                }
+                MathFn::Minimum | MathFn::Maximum => {
+                    let y = y.ok_or("arity")?;
+                    // NaN first (x's, then y's), else y when it orders before/after x.
+                    let xn = self.fcmp(FloatPredicate::UNO, x, x)?;
+                    let yn = self.fcmp(FloatPredicate::UNO, y, y)?;
+                    let p = if mf == MathFn::Maximum {
+                        FloatPredicate::OLT
+                    } else {
+                        FloatPredicate::OGT
+                    };
+                    let take_y = self.fcmp(p, x, y)?;
+                    let r = e(self.b.build_select(take_y, y, x, "mm"))?;
+                    let r = e(self.b.build_select(yn, y.into(), r, "mm"))?;
+                    e(self.b.build_select(xn, x.into(), r, "mm"))?
+                }
+            },
+            None,
+        ))
     }
 }

@@ -41,6 +41,42 @@ pub struct Gen<'a, 'ctx> {
     funcs: Vec<FunctionValue<'ctx>>,
     cpu: String,
     features: String,
+    /// `reaches[g][f]`: function `f` can be called (directly or not) from `g`.
+    /// A call f → g is part of a recursion only when `reaches[g][f]`.
+    reaches: Vec<Vec<bool>>,
+}
+
+/// Which functions each function can reach through calls (`parallel for`
+/// bodies count as called by their loop).
+fn call_reach(m: &IrModule) -> Vec<Vec<bool>> {
+    let n = m.funcs.len();
+    let callees: Vec<Vec<usize>> = m
+        .funcs
+        .iter()
+        .map(|f| {
+            f.ops
+                .iter()
+                .filter_map(|op| match op {
+                    Op::Call { func, .. } => Some(*func as usize),
+                    Op::ParFor { chunk, .. } => Some(*chunk as usize),
+                    _ => None,
+                })
+                .filter(|&g| g < n)
+                .collect()
+        })
+        .collect();
+    (0..n)
+        .map(|start| {
+            let mut seen = vec![false; n];
+            let mut stack = callees[start].clone();
+            while let Some(g) = stack.pop() {
+                if !std::mem::replace(&mut seen[g], true) {
+                    stack.extend(callees[g].iter().copied());
+                }
+            }
+            seen
+        })
+        .collect()
 }
 
 /// State while emitting one function.
@@ -52,6 +88,10 @@ struct FnState<'ctx> {
     err_bb: BasicBlock<'ctx>,
     outs: Vec<PointerValue<'ctx>>,
     entry_bb: BasicBlock<'ctx>,
+    /// Int variables that hold the conversion of an integral float computed
+    /// in the current block (`floor`/`ceil`/`round`): that float. A store to
+    /// the variable or a new block forgets it.
+    integral: std::cell::RefCell<HashMap<Var, FloatValue<'ctx>>>,
 }
 
 impl<'a, 'ctx> Gen<'a, 'ctx> {
@@ -83,6 +123,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             funcs: Vec::new(),
             cpu: cpu.to_string(),
             features: features.to_string(),
+            reaches: call_reach(m),
         })
     }
 
@@ -195,6 +236,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         Ok(self.load(st, v)?.into_float_value())
     }
     fn store(&self, st: &FnState<'ctx>, v: Var, x: BasicValueEnum<'ctx>) -> R<()> {
+        st.integral.borrow_mut().remove(&v);
         let p = *st.vars.get(v as usize).ok_or("bad variable")?;
         e(self.b.build_store(p, x))?;
         Ok(())
