@@ -149,13 +149,14 @@ pub fn compile(json: &[u8], want_ir: bool, addrs: &mut [u64]) -> Result<Option<S
     Ok(ir)
 }
 
-/// Puts `sin(v)` and `cos(v)` of one value side by side, right after `v`
-/// is computed, so that instruction selection makes them one `sincos` call
+/// Puts `sin(v)` and `cos(v)` of one value side by side (the later right
+/// after the earlier when the earlier's block dominates, else both right
+/// after `v` is computed), so that instruction selection makes them one `sincos` call
 /// (glibc's gives the bits of `sin` and `cos`; it costs about 1.25 `sin`
 /// where the two cost 1.8). O3 leaves them apart when a check between them
 /// ends a block (`z1 = r * cos(a)`, an `exp` with its range check, `z2 = r
-/// * sin(a)`). Both are pure, so computing them earlier on the same path is
-/// safe: the point right after `v` dominates both calls and so their uses.
+/// * sin(a)`). Both are pure, so computing one earlier on the same path is
+/// safe: the point it moves to dominates its old place and so its uses.
 fn pair_sin_cos(module: &inkwell::module::Module) {
     use llvm_sys::core::*;
     use llvm_sys::prelude::LLVMValueRef;
@@ -205,8 +206,38 @@ fn pair_sin_cos(module: &inkwell::module::Module) {
                 bb = LLVMGetNextBasicBlock(bb);
             }
             let builder = LLVMCreateBuilderInContext(LLVMGetModuleContext(module.as_mut_ptr()));
+            let move_after = |call: LLVMValueRef, at: LLVMValueRef| {
+                LLVMInstructionRemoveFromParent(call);
+                LLVMPositionBuilderBefore(builder, LLVMGetNextInstruction(at));
+                LLVMInsertIntoBuilder(builder, call);
+            };
             for (v, (s, c)) in pairs {
                 let (Some(s), Some(c)) = (s, c) else { continue };
+                // Best: the later call right after the earlier one, where the
+                // earlier's checks have been made (no argument kept across the
+                // call for them); that needs the earlier's block to dominate.
+                let (bs, bc) = (LLVMGetInstructionParent(s), LLVMGetInstructionParent(c));
+                if bs == bc {
+                    let mut n = LLVMGetNextInstruction(s);
+                    while !n.is_null() && n != c {
+                        n = LLVMGetNextInstruction(n);
+                    }
+                    if n == c {
+                        move_after(c, s);
+                    } else {
+                        move_after(s, c);
+                    }
+                    continue;
+                }
+                if dominates(f, bs, bc) {
+                    move_after(c, s);
+                    continue;
+                }
+                if dominates(f, bc, bs) {
+                    move_after(s, c);
+                    continue;
+                }
+                // Else both right after `v`, which dominates both.
                 let at = if !LLVMIsAInstruction(v).is_null() {
                     let mut n = LLVMGetNextInstruction(v);
                     while !n.is_null() && !LLVMIsAPHINode(n).is_null() {
@@ -234,6 +265,42 @@ fn pair_sin_cos(module: &inkwell::module::Module) {
             f = LLVMGetNextFunction(f);
         }
     }
+}
+
+/// Whether block `a` dominates block `b` of function `f`: `b` cannot be
+/// reached from the entry without passing through `a`.
+///
+/// # Safety
+/// `f` is a function with a body; `a` and `b` are blocks of it.
+unsafe fn dominates(
+    f: llvm_sys::prelude::LLVMValueRef,
+    a: llvm_sys::prelude::LLVMBasicBlockRef,
+    b: llvm_sys::prelude::LLVMBasicBlockRef,
+) -> bool {
+    use llvm_sys::core::*;
+    let entry = LLVMGetEntryBasicBlock(f);
+    if a == entry || a == b {
+        return true;
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut stack = vec![entry];
+    seen.insert(entry);
+    while let Some(bb) = stack.pop() {
+        if bb == b {
+            return false;
+        }
+        let t = LLVMGetBasicBlockTerminator(bb);
+        if t.is_null() {
+            continue;
+        }
+        for k in 0..LLVMGetNumSuccessors(t) {
+            let n = LLVMGetSuccessor(t, k);
+            if n != a && seen.insert(n) {
+                stack.push(n);
+            }
+        }
+    }
+    true
 }
 
 fn host_symbols(m: &IrModule) -> [(&'static str, u64); 5] {
@@ -264,5 +331,45 @@ mod tests {
         assert!(f.contains("fadd fast double"));
         assert!(f.contains("fcmp fast olt"));
         assert!(f.contains("= add i64"));
+    }
+}
+
+#[cfg(test)]
+mod pairing_tests {
+    use inkwell::context::Context;
+    use inkwell::memory_buffer::MemoryBuffer;
+
+    /// `cos(a)`, a check that ends the block, then `sin(a)`: the sin call
+    /// moves right after the cos call (where instruction selection makes one
+    /// `sincos` of them), and the module stays valid.
+    #[test]
+    fn sin_and_cos_of_one_value_end_up_side_by_side() {
+        let ir = r#"
+declare double @llvm.sin.f64(double)
+declare double @llvm.cos.f64(double)
+define double @f(double %a, i1 %c) {
+entry:
+  %x = fmul double %a, 2.0
+  %co = call double @llvm.cos.f64(double %x)
+  br i1 %c, label %fail, label %ok
+fail:
+  ret double 0.0
+ok:
+  %si = call double @llvm.sin.f64(double %x)
+  %r = fadd double %co, %si
+  ret double %r
+}
+"#;
+        let ctx = Context::create();
+        let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "t");
+        let m = ctx.create_module_from_ir(buf).unwrap();
+        super::pair_sin_cos(&m);
+        m.verify().unwrap();
+        let text = m.print_to_string().to_string();
+        let cos = text.find("@llvm.cos.f64(double %x)").unwrap();
+        let sin = text.find("@llvm.sin.f64(double %x)").unwrap();
+        let between = &text[cos..sin];
+        assert_eq!(between.lines().count(), 2, "not adjacent:\n{text}");
+        assert!(!between.contains("br "), "{text}");
     }
 }

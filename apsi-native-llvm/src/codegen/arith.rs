@@ -154,16 +154,41 @@ impl<'ctx> Gen<'_, 'ctx> {
                 self.raise_if(st, cond, err::DOMAIN, line, [id, z, z])
             }
         };
-        // The interpreter's one-argument functions: an infinite result of a finite argument is an OverflowError.
-        let ranged = |r: FloatValue<'ctx>| -> R<BasicValueEnum<'ctx>> {
+        // The interpreter's one-argument functions: an infinite result of a
+        // finite argument is an OverflowError. Only an argument past `limit`
+        // (in magnitude when `abs`) can overflow, so the test of the result
+        // is on a separate path taken for those: the usual path keeps no
+        // copy of the argument across the call to test it afterwards.
+        let ranged = |name: &str, limit: f64, abs: bool| -> R<BasicValueEnum<'ctx>> {
             if fast {
-                return Ok(r.into());
+                return Ok(self.f1(name, x)?.into());
             }
-            let inf = self.is_inf(r)?;
+            let a = if abs { self.f1("llvm.fabs.f64", x)? } else { x };
+            let near = self.fcmp(FloatPredicate::OGT, a, self.f64c(limit))?;
+            let (usual, edge, join) = (
+                self.new_bb(st, "rng_usual"),
+                self.new_bb(st, "rng_edge"),
+                self.new_bb(st, "rng_join"),
+            );
+            let near = self.unlikely(near)?;
+            e(self.b.build_conditional_branch(near, edge, usual))?;
+            self.b.position_at_end(usual);
+            let r1 = self.f1(name, x)?;
+            e(self.b.build_unconditional_branch(join))?;
+            self.b.position_at_end(edge);
+            // The argument's test first, so the two paths do not start alike
+            // (SimplifyCFG would hoist a common first call back above the branch).
             let fin = self.is_finite(x)?;
+            let r2 = self.f1(name, x)?;
+            let inf = self.is_inf(r2)?;
             let bad = e(self.b.build_and(inf, fin, "rng"))?;
             self.raise_if(st, bad, err::RANGE, line, [id, z, z])?;
-            Ok(r.into())
+            let edge_end = self.b.get_insert_block().ok_or("no block")?;
+            e(self.b.build_unconditional_branch(join))?;
+            self.b.position_at_end(join);
+            let phi = e(self.b.build_phi(self.ctx.f64_type(), "rng_r"))?;
+            phi.add_incoming(&[(&r1, usual), (&r2, edge_end)]);
+            Ok(phi.as_basic_value())
         };
         let zero = self.f64c(0.0);
         let to_int = match mf {
@@ -184,22 +209,24 @@ impl<'ctx> Gen<'_, 'ctx> {
                     // The square root of a finite number is finite: no range check.
                     self.f1("llvm.sqrt.f64", x)?.into()
                 }
-                MathFn::Exp => ranged(self.f1("llvm.exp.f64", x)?)?,
+                // exp(709) is 8.2e307: below it nothing overflows.
+                MathFn::Exp => ranged("llvm.exp.f64", 709.0, false)?,
                 MathFn::Log => {
                     domain(self.fcmp(FloatPredicate::OLE, x, zero)?)?;
                     self.f1("llvm.log.f64", x)?.into()
                 }
                 MathFn::Log2 => {
                     domain(self.fcmp(FloatPredicate::OLE, x, zero)?)?;
-                    ranged(self.f1("llvm.log2.f64", x)?)?
+                    // The logarithm of a positive finite double is finite: no range check.
+                    self.f1("llvm.log2.f64", x)?.into()
                 }
                 MathFn::Log10 => {
                     domain(self.fcmp(FloatPredicate::OLE, x, zero)?)?;
-                    ranged(self.f1("llvm.log10.f64", x)?)?
+                    self.f1("llvm.log10.f64", x)?.into()
                 }
                 MathFn::Log1p => {
                     domain(self.fcmp(FloatPredicate::OLE, x, self.f64c(-1.0))?)?;
-                    ranged(self.f1("log1p", x)?)?
+                    self.f1("log1p", x)?.into()
                 }
                 MathFn::Sin | MathFn::Cos | MathFn::Tan => {
                     domain(self.is_inf(x)?)?;
@@ -216,8 +243,9 @@ impl<'ctx> Gen<'_, 'ctx> {
                 }
                 // Bounded results: no range check (as for sin).
                 MathFn::Atan => self.f1("atan", x)?.into(),
-                MathFn::Sinh => ranged(self.f1("sinh", x)?)?,
-                MathFn::Cosh => ranged(self.f1("cosh", x)?)?,
+                // sinh and cosh of 709 in magnitude are 4.1e307.
+                MathFn::Sinh => ranged("sinh", 709.0, true)?,
+                MathFn::Cosh => ranged("cosh", 709.0, true)?,
                 MathFn::Tanh => self.f1("tanh", x)?.into(),
                 MathFn::Abs => self.f1("llvm.fabs.f64", x)?.into(),
                 MathFn::Floor | MathFn::Ceil | MathFn::Round => return Err("internal error: float to int".into()),
