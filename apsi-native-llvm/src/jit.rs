@@ -154,9 +154,10 @@ pub fn compile(json: &[u8], want_ir: bool, addrs: &mut [u64]) -> Result<Option<S
 /// after `v` is computed), so that instruction selection makes them one `sincos` call
 /// (glibc's gives the bits of `sin` and `cos`; it costs about 1.25 `sin`
 /// where the two cost 1.8). O3 leaves them apart when a check between them
-/// ends a block (`z1 = r * cos(a)`, an `exp` with its range check, `z2 = r
-/// * sin(a)`). Both are pure, so computing one earlier on the same path is
-/// safe: the point it moves to dominates its old place and so its uses.
+/// ends a block (`z1 = r * cos(a)`, an `exp` with its range check, then
+/// `z2 = r * sin(a)`). Both are pure, so computing one earlier on the same
+/// path is safe: the point it moves to dominates its old place and so its
+/// uses.
 fn pair_sin_cos(module: &inkwell::module::Module) {
     use llvm_sys::core::*;
     use llvm_sys::prelude::LLVMValueRef;
