@@ -145,6 +145,22 @@ fn installed_library(w: &World, name: &str) -> PathBuf {
         .join("libapsi_native_llvm.so")
 }
 
+/// The version of the package (kept equal to the crate's; a test below checks).
+fn package_version() -> String {
+    let m = std::fs::read_to_string(repo().join("apsi-native-llvm").join("apsi-package.toml")).unwrap();
+    m.lines()
+        .find_map(|l| {
+            l.strip_prefix("version = ")
+                .map(|v| v.trim().trim_matches('"').to_string())
+        })
+        .unwrap()
+}
+
+/// `name version` for messages, leaked for the needle lists.
+fn label(name: &str) -> &'static str {
+    Box::leak(format!("{name} {}", package_version()).into_boxed_str())
+}
+
 #[test]
 fn native_llvm_installs_as_a_signed_backend_and_tampering_is_refused() {
     let w = world();
@@ -157,7 +173,7 @@ fn native_llvm_installs_as_a_signed_backend_and_tampering_is_refused() {
     assert!(out.contains("native-llvm"), "{out}");
     assert_eq!(ok(&w.run_program()), "7\n");
     let out = ok(&w.apsi(&["doctor", "--offline", "--json"]));
-    assert!(out.contains("package native-llvm 1.0.0"), "{out}");
+    assert!(out.contains(&format!("package {}", label("native-llvm"))), "{out}");
     assert!(ok(&w.apsi(&["pkg", "verify"])).contains("native-llvm"));
 
     // One byte more in the installed library: verify reports it, and the
@@ -176,7 +192,7 @@ fn native_llvm_installs_as_a_signed_backend_and_tampering_is_refused() {
     refused(
         &w.run_program(),
         &[
-            "native-llvm 1.0.0",
+            label("native-llvm"),
             "libapsi_native_llvm.so: modified",
             "apsi pkg verify native-llvm",
         ],
@@ -203,13 +219,13 @@ fn backends_that_do_not_fit_this_apsi_are_refused_by_name() {
         (
             "llvm-abi2",
             &["install", "llvm-abi2"],
-            &["llvm-abi2 1.0.0", "ABI v2", "needs v1", "apsi pkg info llvm-abi2"],
+            &[label("llvm-abi2"), "ABI v2", "needs v1", "apsi pkg info llvm-abi2"],
         ),
         (
             "llvm-core9",
             &["install", "llvm-core9"],
             &[
-                "llvm-core9 1.0.0",
+                label("llvm-core9"),
                 Box::leak(
                     format!("requires the Apsi core ^9.0, and this is core {}", apsi_core::VERSION).into_boxed_str(),
                 ),
@@ -218,7 +234,7 @@ fn backends_that_do_not_fit_this_apsi_are_refused_by_name() {
         (
             "llvm-arm",
             &["install", "llvm-arm", "--target", "aarch64-linux-gnu"],
-            &["llvm-arm 1.0.0", "built for aarch64-linux-gnu, and this machine is"],
+            &[label("llvm-arm"), "built for aarch64-linux-gnu, and this machine is"],
         ),
     ];
     for (name, install, needles) in cases {

@@ -68,6 +68,9 @@ fn literal_errors() {
         at("integer literal too large for a 64-bit int", 4, 24)
     );
     assert!(help("x = 9223372036854775808").contains("9223372036854775807"));
+    // A hash constant past 2^63 gets its 64-bit pattern for the wrapping operations.
+    assert!(help("x = 0x9E3779B97F4A7C15").contains("it is -7046029254386353131"));
+    assert!(help("x = 99999999999999999999").contains("write a float"));
     assert_eq!(
         one("x = 0777"),
         at("leading zeros in decimal integer literals are not allowed", 4, 8)

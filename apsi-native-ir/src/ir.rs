@@ -94,6 +94,14 @@ pub enum IntOp {
     Shr,
     /// Exponent known to be non-negative.
     Pow,
+    /// The wrapping operations (`wrapping_add` …): the low 64 bits, never an error.
+    WrapAdd,
+    WrapSub,
+    WrapMul,
+    /// `wrapping_shl(x, k)`: 0 from `k >= 64`; a negative `k` raises.
+    WrapShl,
+    /// `shr_u(x, k)`: logical right shift; 0 from `k >= 64`; a negative `k` raises.
+    ShrU,
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
@@ -147,6 +155,8 @@ pub enum MathFn {
     /// NumPy's `minimum`/`maximum` (NaN propagates).
     Minimum,
     Maximum,
+    /// float -> int, ties to even (`round(x)`; errors as `Floor`).
+    Round,
 }
 
 #[derive(Serialize, Deserialize, Clone, PartialEq, Debug)]

@@ -14,6 +14,22 @@ use std::sync::Once;
 
 static INIT: Once = Once::new();
 
+/// The optimisation pipeline: LLVM's O3, after a short canonicalisation
+/// that ends in IRCE (inductive range check elimination). A loop over
+/// `range(a, b)` whose bounds checks test its own counter (`x[i]`) is split
+/// there into a main loop, whose iterations are known to be in bounds and
+/// run without the checks (so it can be vectorised), and short pre- and
+/// post-loops that keep them: an index out of range still raises at the
+/// same iteration. IRCE needs the loops in simplified, rotated form (and
+/// the chunk bodies of `parallel for` inlined into their step-1 copy
+/// first), which O3 alone would only reach after its loop passes have run,
+/// so it runs before. It runs twice: first on the checks as emitted (`i <
+/// n`), which is what it recognises in the innermost loops, then after
+/// `indvars`, which puts the loops around them in the form it needs (and
+/// rewrites the innermost checks as `i != n`, which it no longer would).
+const PIPELINE: &str = "always-inline,function(lower-expect,sroa,early-cse,instcombine,simplifycfg,\
+loop-simplify,lcssa,loop-rotate,irce,indvars,irce),default<O3>";
+
 /// Returns the optimised IR when asked for.
 pub fn compile(json: &[u8], want_ir: bool, addrs: &mut [u64]) -> Result<Option<String>, String> {
     let m: IrModule = serde_json::from_slice(json).map_err(|e| format!("bad IR from the host: {e}"))?;
@@ -29,12 +45,24 @@ pub fn compile(json: &[u8], want_ir: bool, addrs: &mut [u64]) -> Result<Option<S
         // LLVM 14 vectorises a loop's remainder only after a main loop at
         // least 16 lanes wide, so 8-lane f64 loops (AVX-512) left up to 15
         // iterations to scalar code (N-body's 1000 = 62 x 16 + 8).
-        let args = [
-            c"apsi-native".as_ptr(),
-            c"-epilogue-vectorization-minimum-VF=8".as_ptr(),
+        // No runtime unrolling (of loops whose trip count is known only when
+        // they run): for the vectoriser's loops it adds nothing (it
+        // interleaves them itself), and it made the short inner loops that
+        // IRCE frees of their checks slower (k-means over 4 coordinates:
+        // 1.5x, an unrolled-by-8 body skipped for its remainder loop on each
+        // entry); on the scalar benchmarks it measured even.
+        let mut owned: Vec<std::ffi::CString> = vec![
+            c"apsi-native".into(),
+            c"-epilogue-vectorization-minimum-VF=8".into(),
+            c"-unroll-runtime=false".into(),
         ];
-        // SAFETY: two valid NUL-terminated strings; called once, before any compile.
-        unsafe { llvm_sys::support::LLVMParseCommandLineOptions(2, args.as_ptr(), std::ptr::null()) };
+        // `APSI_NATIVE_LLVM_ARGS`: more of LLVM's options, for measuring the back end.
+        if let Ok(more) = std::env::var("APSI_NATIVE_LLVM_ARGS") {
+            owned.extend(more.split_whitespace().filter_map(|a| std::ffi::CString::new(a).ok()));
+        }
+        let args: Vec<*const std::ffi::c_char> = owned.iter().map(|a| a.as_ptr()).collect();
+        // SAFETY: valid NUL-terminated strings that outlive the call; called once, before any compile.
+        unsafe { llvm_sys::support::LLVMParseCommandLineOptions(args.len() as i32, args.as_ptr(), std::ptr::null()) };
     });
     if let Some(e) = init_err {
         return Err(format!("cannot initialise LLVM's native target: {e}"));
@@ -75,9 +103,23 @@ pub fn compile(json: &[u8], want_ir: bool, addrs: &mut [u64]) -> Result<Option<S
     module
         .verify()
         .map_err(|e| format!("internal error: invalid LLVM IR: {e}"))?;
+    // For work on the code generator: each module before optimisation, as
+    // DIR/<entry function>.ll (`opt-14 -passes=…` reads it).
+    if let Some(dir) = std::env::var_os("APSI_NATIVE_RAW_IR") {
+        let name = m.funcs.iter().find(|f| f.entry).map_or("module", |f| f.name.as_str());
+        let path = std::path::Path::new(&dir).join(format!("{name}.ll"));
+        let _ = std::fs::write(path, module.print_to_string().to_string());
+    }
+    // `APSI_NATIVE_PIPELINE` replaces it, for measuring the back end (`default<O3>` was the pipeline before IRCE).
+    let pipeline = std::env::var("APSI_NATIVE_PIPELINE").unwrap_or_else(|_| PIPELINE.to_string());
     module
-        .run_passes("default<O3>", &tm, PassBuilderOptions::create())
+        .run_passes(&pipeline, &tm, PassBuilderOptions::create())
         .map_err(|e| e.to_string())?;
+    pair_sin_cos(&module);
+    #[cfg(debug_assertions)]
+    module
+        .verify()
+        .map_err(|e| format!("internal error: invalid LLVM IR after pairing sin and cos: {e}"))?;
     let ir = if want_ir {
         Some(module.print_to_string().to_string())
     } else {
@@ -105,6 +147,161 @@ pub fn compile(json: &[u8], want_ir: bool, addrs: &mut [u64]) -> Result<Option<S
     }
     std::mem::forget(ee);
     Ok(ir)
+}
+
+/// Puts `sin(v)` and `cos(v)` of one value side by side (the later right
+/// after the earlier when the earlier's block dominates, else both right
+/// after `v` is computed), so that instruction selection makes them one `sincos` call
+/// (glibc's gives the bits of `sin` and `cos`; it costs about 1.25 `sin`
+/// where the two cost 1.8). O3 leaves them apart when a check between them
+/// ends a block (`z1 = r * cos(a)`, an `exp` with its range check, then
+/// `z2 = r * sin(a)`). Both are pure, so computing one earlier on the same
+/// path is safe: the point it moves to dominates its old place and so its
+/// uses.
+fn pair_sin_cos(module: &inkwell::module::Module) {
+    use llvm_sys::core::*;
+    use llvm_sys::prelude::LLVMValueRef;
+    use std::collections::HashMap;
+    // SAFETY: plain walks over a verified module this thread owns; an
+    // instruction is moved only within its function, before a point its
+    // operand dominates.
+    unsafe {
+        let callee_name = |call: LLVMValueRef| -> Option<&'static str> {
+            let f = LLVMGetCalledValue(call);
+            if f.is_null() {
+                return None;
+            }
+            let mut len = 0usize;
+            let p = LLVMGetValueName2(f, &mut len);
+            if p.is_null() {
+                return None;
+            }
+            let name = std::slice::from_raw_parts(p as *const u8, len);
+            match name {
+                b"llvm.sin.f64" => Some("sin"),
+                b"llvm.cos.f64" => Some("cos"),
+                _ => None,
+            }
+        };
+        let mut f = LLVMGetFirstFunction(module.as_mut_ptr());
+        while !f.is_null() {
+            // operand → (a sin call, a cos call)
+            let mut pairs: HashMap<LLVMValueRef, (Option<LLVMValueRef>, Option<LLVMValueRef>)> = HashMap::new();
+            let mut bb = LLVMGetFirstBasicBlock(f);
+            while !bb.is_null() {
+                let mut i = LLVMGetFirstInstruction(bb);
+                while !i.is_null() {
+                    if !LLVMIsACallInst(i).is_null() {
+                        if let Some(which) = callee_name(i) {
+                            let v = LLVMGetOperand(i, 0);
+                            let e = pairs.entry(v).or_default();
+                            if which == "sin" {
+                                e.0.get_or_insert(i);
+                            } else {
+                                e.1.get_or_insert(i);
+                            }
+                        }
+                    }
+                    i = LLVMGetNextInstruction(i);
+                }
+                bb = LLVMGetNextBasicBlock(bb);
+            }
+            let builder = LLVMCreateBuilderInContext(LLVMGetModuleContext(module.as_mut_ptr()));
+            let move_after = |call: LLVMValueRef, at: LLVMValueRef| {
+                LLVMInstructionRemoveFromParent(call);
+                LLVMPositionBuilderBefore(builder, LLVMGetNextInstruction(at));
+                LLVMInsertIntoBuilder(builder, call);
+            };
+            for (v, (s, c)) in pairs {
+                let (Some(s), Some(c)) = (s, c) else { continue };
+                // Best: the later call right after the earlier one, where the
+                // earlier's checks have been made (no argument kept across the
+                // call for them); that needs the earlier's block to dominate.
+                let (bs, bc) = (LLVMGetInstructionParent(s), LLVMGetInstructionParent(c));
+                if bs == bc {
+                    let mut n = LLVMGetNextInstruction(s);
+                    while !n.is_null() && n != c {
+                        n = LLVMGetNextInstruction(n);
+                    }
+                    if n == c {
+                        move_after(c, s);
+                    } else {
+                        move_after(s, c);
+                    }
+                    continue;
+                }
+                if dominates(f, bs, bc) {
+                    move_after(c, s);
+                    continue;
+                }
+                if dominates(f, bc, bs) {
+                    move_after(s, c);
+                    continue;
+                }
+                // Else both right after `v`, which dominates both.
+                let at = if !LLVMIsAInstruction(v).is_null() {
+                    let mut n = LLVMGetNextInstruction(v);
+                    while !n.is_null() && !LLVMIsAPHINode(n).is_null() {
+                        n = LLVMGetNextInstruction(n);
+                    }
+                    n
+                } else if !LLVMIsAArgument(v).is_null() {
+                    LLVMGetFirstInstruction(LLVMGetEntryBasicBlock(f))
+                } else {
+                    std::ptr::null_mut()
+                };
+                if at.is_null() {
+                    continue;
+                }
+                for call in [s, c] {
+                    if call == at {
+                        continue;
+                    }
+                    LLVMInstructionRemoveFromParent(call);
+                    LLVMPositionBuilderBefore(builder, at);
+                    LLVMInsertIntoBuilder(builder, call);
+                }
+            }
+            LLVMDisposeBuilder(builder);
+            f = LLVMGetNextFunction(f);
+        }
+    }
+}
+
+/// Whether block `a` dominates block `b` of function `f`: `b` cannot be
+/// reached from the entry without passing through `a`.
+///
+/// # Safety
+/// `f` is a function with a body; `a` and `b` are blocks of it.
+unsafe fn dominates(
+    f: llvm_sys::prelude::LLVMValueRef,
+    a: llvm_sys::prelude::LLVMBasicBlockRef,
+    b: llvm_sys::prelude::LLVMBasicBlockRef,
+) -> bool {
+    use llvm_sys::core::*;
+    let entry = LLVMGetEntryBasicBlock(f);
+    if a == entry || a == b {
+        return true;
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut stack = vec![entry];
+    seen.insert(entry);
+    while let Some(bb) = stack.pop() {
+        if bb == b {
+            return false;
+        }
+        let t = LLVMGetBasicBlockTerminator(bb);
+        if t.is_null() {
+            continue;
+        }
+        for k in 0..LLVMGetNumSuccessors(t) {
+            let n = LLVMGetSuccessor(t, k);
+            if n != a && seen.insert(n) {
+                stack.push(n);
+            }
+        }
+    }
+    true
 }
 
 fn host_symbols(m: &IrModule) -> [(&'static str, u64); 5] {
@@ -135,5 +332,45 @@ mod tests {
         assert!(f.contains("fadd fast double"));
         assert!(f.contains("fcmp fast olt"));
         assert!(f.contains("= add i64"));
+    }
+}
+
+#[cfg(test)]
+mod pairing_tests {
+    use inkwell::context::Context;
+    use inkwell::memory_buffer::MemoryBuffer;
+
+    /// `cos(a)`, a check that ends the block, then `sin(a)`: the sin call
+    /// moves right after the cos call (where instruction selection makes one
+    /// `sincos` of them), and the module stays valid.
+    #[test]
+    fn sin_and_cos_of_one_value_end_up_side_by_side() {
+        let ir = r#"
+declare double @llvm.sin.f64(double)
+declare double @llvm.cos.f64(double)
+define double @f(double %a, i1 %c) {
+entry:
+  %x = fmul double %a, 2.0
+  %co = call double @llvm.cos.f64(double %x)
+  br i1 %c, label %fail, label %ok
+fail:
+  ret double 0.0
+ok:
+  %si = call double @llvm.sin.f64(double %x)
+  %r = fadd double %co, %si
+  ret double %r
+}
+"#;
+        let ctx = Context::create();
+        let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "t");
+        let m = ctx.create_module_from_ir(buf).unwrap();
+        super::pair_sin_cos(&m);
+        m.verify().unwrap();
+        let text = m.print_to_string().to_string();
+        let cos = text.find("@llvm.cos.f64(double %x)").unwrap();
+        let sin = text.find("@llvm.sin.f64(double %x)").unwrap();
+        let between = &text[cos..sin];
+        assert_eq!(between.lines().count(), 2, "not adjacent:\n{text}");
+        assert!(!between.contains("br "), "{text}");
     }
 }

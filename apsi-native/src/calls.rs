@@ -6,7 +6,7 @@ use crate::lower::{native_target, FnLower, R};
 use crate::types::{dt_of, T};
 use apsi_core::api::tensor::as_dtype;
 use apsi_core::api::Value;
-use apsi_native_ir::ir::{Const, Dt, MathFn, Op, Ty, Var};
+use apsi_native_ir::ir::{Const, Dt, IntOp, MathFn, Op, Ty, Var};
 
 fn any_unknown(l: &FnLower, st: &[T], regs: &[usize]) -> bool {
     !l.emit && regs.iter().any(|r| matches!(st.get(*r), Some(T::Unknown)))
@@ -336,6 +336,64 @@ pub(crate) fn call(
             let mf = if name == "atan2" { MathFn::Atan2 } else { MathFn::Hypot };
             let d = l.math(mf, vec![x, y], Ty::Float);
             l.set(st, dst, T::Float, &[d]);
+        }
+        "round" => {
+            if args.len() == 2 {
+                return Err(l.bad("round() with ndigits (native code has round(x), which gives an int)"));
+            }
+            arity(l, 1)?;
+            let (t, _) = l.get(st, args[0])?;
+            match t {
+                T::Float => {
+                    let x = l.scalar_as(st, args[0], &T::Float)?;
+                    let d = l.math(MathFn::Round, vec![x], Ty::Int);
+                    l.set(st, dst, T::Int, &[d]);
+                }
+                T::Int | T::Bool => {
+                    let x = l.scalar_as(st, args[0], &T::Int)?;
+                    l.set(st, dst, T::Int, &[x]);
+                }
+                other => return Err(l.bad(format!("round() of {}", other.describe()))),
+            }
+        }
+        "wrapping_add" | "wrapping_sub" | "wrapping_mul" | "wrapping_shl" | "shr_u" => {
+            arity(l, 2)?;
+            let (op, params) = match name.as_str() {
+                "wrapping_add" => (IntOp::WrapAdd, ["a", "b"]),
+                "wrapping_sub" => (IntOp::WrapSub, ["a", "b"]),
+                "wrapping_mul" => (IntOp::WrapMul, ["a", "b"]),
+                "wrapping_shl" => (IntOp::WrapShl, ["x", "k"]),
+                _ => (IntOp::ShrU, ["x", "k"]),
+            };
+            let mut xs = Vec::new();
+            for (r, p) in args.iter().zip(params) {
+                let (t, _) = l.get(st, *r)?;
+                match t {
+                    T::Int | T::Bool => xs.push(l.scalar_as(st, *r, &T::Int)?),
+                    T::Tensor(..) => {
+                        return Err(l.bad(format!(
+                            "{name}() of {} (whole-tensor arithmetic is not native: write the loop)",
+                            t.describe()
+                        )))
+                    }
+                    other => {
+                        return Err(l.bad(format!(
+                            "{name}() of {} (argument '{p}' must be an int)",
+                            other.describe()
+                        )))
+                    }
+                }
+            }
+            let line = l.line();
+            let d = l.new_var(Ty::Int);
+            l.push(Op::IntBin {
+                op,
+                dst: d,
+                a: xs[0],
+                b: xs[1],
+                line,
+            });
+            l.set(st, dst, T::Int, &[d]);
         }
         "range" => return Err(l.bad("range() outside a for loop header")),
         other => return Err(l.bad(format!("a call to {other}() (not in the native subset)"))),

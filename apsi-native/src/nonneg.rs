@@ -242,8 +242,12 @@ fn step(f: &Func, op: &Op, s: &mut Set) {
                 IntOp::Mod => y,
                 IntOp::BitAnd => x || y,
                 IntOp::BitOr | IntOp::BitXor => x && y,
-                IntOp::Shr => x,
+                // A logical shift of a non-negative value is one (by ≥ 1 it always is,
+                // but counts are not tracked).
+                IntOp::Shr | IntOp::ShrU => x,
                 IntOp::Sub | IntOp::Shl | IntOp::Pow => false,
+                // They wrap.
+                IntOp::WrapAdd | IntOp::WrapSub | IntOp::WrapMul | IntOp::WrapShl => false,
             };
             s.put(*dst, r);
         }

@@ -199,6 +199,17 @@ pub fn compile(json: &[u8], nfuncs: usize, want_ir: bool) -> Result<(Vec<u64>, O
         let m = texts
             .error
             .unwrap_or_else(|| "the LLVM back end failed without a message".into());
+        // The IR grows within ABI v1 (new operations: the wrapping integer
+        // operations, round); a back end older than this apsi cannot read them.
+        if m.starts_with("bad IR from the host") {
+            return Err(ErrorObj::with_hint(
+                ErrorKind::NativeError,
+                format!("native compilation failed: {m}"),
+                format!(
+                    "the native back end is older than this apsi and does not know an operation this function uses: update it (`apsi pkg install {BACKEND_PACKAGE}`, or rebuild {PLUGIN_FILE} beside apsi)"
+                ),
+            ));
+        }
         return Err(err(ErrorKind::NativeError, format!("native compilation failed: {m}")));
     }
     Ok((addrs, texts.ir))

@@ -57,9 +57,9 @@ unsafe fn fail(ctx: *mut Ctx, e: Exc, line: i32) -> i32 {
     1
 }
 
-const MATH_NAMES: [&str; 24] = [
+const MATH_NAMES: [&str; 25] = [
     "sqrt", "exp", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "atan", "sinh", "cosh", "tanh", "abs",
-    "floor", "ceil", "isnan", "isinf", "atan2", "hypot", "min", "max", "minimum", "maximum",
+    "floor", "ceil", "isnan", "isinf", "atan2", "hypot", "min", "max", "minimum", "maximum", "round",
 ];
 
 fn domain_text(name: &str) -> String {

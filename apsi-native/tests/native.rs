@@ -98,3 +98,93 @@ fn runaway_native_recursion_is_a_recursion_error_not_a_crash() {
     );
     assert_eq!((out.as_str(), err), ("1000\n", None));
 }
+
+#[test]
+fn wrapping_operations_compile_to_the_interpreters_numbers() {
+    let (out, err) = run_src(
+        "wrap",
+        "@native\ndef h(z: int) -> int:\n    z = wrapping_add(z, -7046029254386353131)\n    z = wrapping_mul(z ^ shr_u(z, 30), -4658895280553007687)\n    z = wrapping_mul(z ^ shr_u(z, 27), -7723592293110705685)\n    return z ^ shr_u(z, 31)\n\n@native\ndef sh(x: int, k: int):\n    return wrapping_shl(x, k), shr_u(x, k), wrapping_sub(x, k)\n\nprint(h(0), h(-7046029254386353131))\nprint(sh(-1, 63), sh(-1, 64), sh(3, 1000), sh(-9223372036854775807 - 1, 1))\n",
+    );
+    assert_eq!(err, None);
+    // splitmix64's first two outputs from state 0: 0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4.
+    assert_eq!(
+        out,
+        "-2152535657050944081 7960286522194355700\n(-9223372036854775808, 1, -64) (0, 0, -65) (0, 0, -997) (0, 4611686018427387904, 9223372036854775807)\n"
+    );
+}
+
+#[test]
+fn wrapping_operations_reject_floats_and_tensors_naming_the_argument() {
+    let (_, err) = run_src(
+        "wf",
+        "@native\ndef f(x):\n    return wrapping_add(1, x)\n\nprint(f(1.5))\n",
+    );
+    let err = err.unwrap_or_default();
+    assert!(
+        err.contains("NativeError") && err.contains("wrapping_add() of a float (argument 'b' must be an int)"),
+        "{err}"
+    );
+    assert!(err.contains(":3:"), "{err}");
+    let (_, err) = run_src(
+        "wt",
+        "@native\ndef f(x):\n    return shr_u(x, 3)\n\nprint(f(zeros((2,), dtype=i64)))\n",
+    );
+    let err = err.unwrap_or_default();
+    assert!(
+        err.contains("NativeError") && err.contains("shr_u() of a 1-d i64 tensor"),
+        "{err}"
+    );
+    let (_, err) = run_src(
+        "wn",
+        "@native\ndef f(x, k):\n    return shr_u(x, k)\n\nprint(f(8, -1))\n",
+    );
+    let err = err.unwrap_or_default();
+    assert!(err.contains("ValueError: negative shift count"), "{err}");
+}
+
+#[test]
+fn round_is_pythons_half_to_even_int() {
+    let (out, err) = run_src(
+        "round",
+        "@native\ndef r(x):\n    return round(x)\n\nprint([r(v) for v in [0.5, 1.5, 2.5, -0.5, -1.5, 2.4999999999999996, 1e15 + 0.5, 7, true]])\n",
+    );
+    assert_eq!(err, None);
+    assert_eq!(out, "[0, 2, 2, 0, -2, 2, 1000000000000000, 7, 1]\n");
+    let (_, err) = run_src("rnan", "@native\ndef r(x):\n    return round(x)\n\nprint(r(nan))\n");
+    assert!(err.unwrap_or_default().contains("ValueError"));
+    let (_, err) = run_src("rinf", "@native\ndef r(x):\n    return round(x)\n\nprint(r(-inf))\n");
+    assert!(err.unwrap_or_default().contains("OverflowError"));
+    let (_, err) = run_src("rnd", "@native\ndef r(x):\n    return round(x, 2)\n\nprint(r(1.5))\n");
+    let err = err.unwrap_or_default();
+    assert!(
+        err.contains("NativeError") && err.contains("round() with ndigits"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_loop_without_its_checks_still_stops_at_the_first_bad_index() {
+    // The main loop runs without bounds checks (IRCE); the writes before the
+    // bad index happen, the ones after do not, sequentially and in parallel.
+    let (out, err) = run_src(
+        "irce",
+        "@native\ndef fill(out, n: int):\n    for i in range(n):\n        out[i] = i * 2.0\n\n@native\ndef pfill(out, n: int):\n    parallel for i in range(n):\n        for j in range(n):\n            out[i, j] = 1.0 * j\n\nx = zeros((1000,))\ntry:\n    fill(x, 1003)\nexcept IndexError as e:\n    print(e)\nprint(x[0], x[998], x[999])\ny = zeros((4, 997))\ntry:\n    pfill(y, 4)\n    pfill(y, 998)\nexcept IndexError as e:\n    print(e)\nprint(y[0, 996], y[3, 3])\n",
+    );
+    assert_eq!(err, None);
+    assert_eq!(
+        out,
+        "IndexError: index 1000 is out of bounds for axis 0 with size 1000\n0.0 1996.0 1998.0\nIndexError: index 997 is out of bounds for axis 1 with size 997\n996.0 3.0\n"
+    );
+}
+
+#[test]
+fn only_calls_that_can_recurse_count_towards_the_depth_limit() {
+    // f2 calls itself (counted: a RecursionError, not a crash) and a helper
+    // (not counted, as the helper called in a loop is not).
+    let src = "@native\ndef sq(x):\n    return x * x\n\n@native\ndef total(n):\n    s = 0\n    for i in range(n):\n        s += sq(i)\n    return s\n\n@native\ndef f2(n):\n    if n == 0:\n        return 0\n    return f2(n - 1) + sq(n)\n\nprint(total(100000), f2(3))\nprint(f2(N))\n";
+    let (out, err) = run_src("helper", &src.replace("N)", "2000)"));
+    assert_eq!(err, None);
+    assert_eq!(out, "333328333350000 14\n2668667000\n");
+    let (_, err) = run_src("deep", &src.replace("N)", "10000000)"));
+    assert!(err.unwrap_or_default().contains("RecursionError"));
+}

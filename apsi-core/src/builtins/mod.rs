@@ -20,6 +20,7 @@ mod strs;
 mod system;
 mod titlecase;
 mod types;
+pub mod wrapping;
 
 pub use bytes::{bytes_binary, bytes_contains};
 pub use system::{bench_result_type, cpu_count_value};
@@ -87,6 +88,11 @@ pub fn prelude() -> ModuleDescriptor {
         ("isinf", math::isinf),
         ("hypot", math::hypot),
         ("pow", math::pow),
+        ("wrapping_add", wrapping::wrapping_add),
+        ("wrapping_sub", wrapping::wrapping_sub),
+        ("wrapping_mul", wrapping::wrapping_mul),
+        ("wrapping_shl", wrapping::wrapping_shl),
+        ("shr_u", wrapping::shr_u),
         ("input", system::input),
         ("read_text", system::read_text),
         ("write_text", system::write_text),
@@ -198,6 +204,11 @@ mod tests {
             "sqrt",
             "floor",
             "ceil",
+            "wrapping_add",
+            "wrapping_sub",
+            "wrapping_mul",
+            "wrapping_shl",
+            "shr_u",
             "inf",
             "nan",
             "pi",

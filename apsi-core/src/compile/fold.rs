@@ -41,6 +41,11 @@ fn fold_bin(op: BinOp, a: Folded, b: Folded) -> Option<Folded> {
             BinOp::Sub => x.checked_sub(y).map(Int),
             BinOp::Mul => x.checked_mul(y).map(Int),
             BinOp::Pow if (0..=64).contains(&y) => x.checked_pow(y as u32).map(Int),
+            // A negative power of a non-zero int is the float the VM computes
+            // (`2 ** -53`); `0 ** -1` raises, so it stays.
+            BinOp::Pow if y < 0 && x != 0 => {
+                Some(Float((x as f64).powf(y as f64))).filter(|f| matches!(f, Float(r) if r.is_finite()))
+            }
             BinOp::BitAnd => Some(Int(x & y)),
             BinOp::BitOr => Some(Int(x | y)),
             BinOp::BitXor => Some(Int(x ^ y)),
@@ -57,6 +62,13 @@ fn fold_bin(op: BinOp, a: Folded, b: Folded) -> Option<Folded> {
                 BinOp::Add => x + y,
                 BinOp::Sub => x - y,
                 BinOp::Mul => x * y,
+                // `float_pow`'s result where it cannot raise: finite operands,
+                // no zero to a negative power, no negative base to a fractional one.
+                BinOp::Pow
+                    if x.is_finite() && y.is_finite() && !(x == 0.0 && y < 0.0) && !(x < 0.0 && y.fract() != 0.0) =>
+                {
+                    x.powf(y)
+                }
                 _ => return None,
             };
             r.is_finite().then_some(Float(r))
@@ -104,6 +116,19 @@ mod tests {
             fold(&bin(BinOp::Mul, e(ExprKind::Float(1.5)), e(ExprKind::Int(2)))),
             Some(Folded::Float(3.0))
         );
+        // The scale of a 53-bit random integer, written either way.
+        assert_eq!(
+            fold(&bin(BinOp::Pow, e(ExprKind::Int(2)), e(ExprKind::Int(-53)))),
+            Some(Folded::Float(1.0 / 9007199254740992.0))
+        );
+        assert_eq!(
+            fold(&bin(BinOp::Pow, e(ExprKind::Float(2.0)), e(ExprKind::Int(-53)))),
+            Some(Folded::Float(1.0 / 9007199254740992.0))
+        );
+        assert_eq!(
+            fold(&bin(BinOp::Pow, e(ExprKind::Float(2.0)), e(ExprKind::Float(0.5)))),
+            Some(Folded::Float(2.0f64.powf(0.5)))
+        );
     }
 
     #[test]
@@ -113,7 +138,19 @@ mod tests {
             fold(&bin(BinOp::Add, e(ExprKind::Int(i64::MAX)), e(ExprKind::Int(1)))),
             None
         );
-        assert_eq!(fold(&bin(BinOp::Pow, e(ExprKind::Int(2)), e(ExprKind::Int(-1)))), None);
+        assert_eq!(fold(&bin(BinOp::Pow, e(ExprKind::Int(0)), e(ExprKind::Int(-1)))), None);
+        assert_eq!(
+            fold(&bin(BinOp::Pow, e(ExprKind::Float(0.0)), e(ExprKind::Int(-1)))),
+            None
+        );
+        assert_eq!(
+            fold(&bin(BinOp::Pow, e(ExprKind::Float(-8.0)), e(ExprKind::Float(0.5)))),
+            None
+        );
+        assert_eq!(
+            fold(&bin(BinOp::Pow, e(ExprKind::Float(10.0)), e(ExprKind::Int(400)))),
+            None
+        );
         assert_eq!(
             fold(&bin(BinOp::Mul, e(ExprKind::Float(1e300)), e(ExprKind::Float(1e300)))),
             None

@@ -741,18 +741,26 @@ impl<'a> Parser<'a> {
             }
             Tok::Int => {
                 self.bump();
-                match literal::int_value(self.text(t)).and_then(|v| i64::try_from(v).ok()) {
+                let v = literal::int_value(self.text(t));
+                match v.and_then(|v| i64::try_from(v).ok()) {
                     Some(v) => ExprKind::Int(v),
                     None => {
-                        self.report(
-                            span,
-                            "integer literal too large for a 64-bit int",
-                            Some(format!(
+                        // Below 2^64 it is a 64-bit pattern (a hash constant):
+                        // say how to write it for the wrapping operations.
+                        let hint = match v {
+                            Some(u) => format!(
+                                "ints range from {} to {}; as a 64-bit pattern for the wrapping operations (wrapping_mul, shr_u, …) it is {}",
+                                i64::MIN,
+                                i64::MAX,
+                                u as i64
+                            ),
+                            None => format!(
                                 "ints range from {} to {}; write a float (like 1e20) for larger numbers",
                                 i64::MIN,
                                 i64::MAX
-                            )),
-                        );
+                            ),
+                        };
+                        self.report(span, "integer literal too large for a 64-bit int", Some(hint));
                         ExprKind::Error
                     }
                 }

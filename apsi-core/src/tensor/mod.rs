@@ -5,8 +5,8 @@
 //! - [`storage`]: CPU memory now; memory-mapped and device variants are
 //!   stand-ins. Buffers are behind a lock (see the module docs for the rule
 //!   that keeps writes through views from several threads safe).
-//! - [`arith`], [`reduce`], [`shape`], [`index`], [`matmul`], [`fused`]:
-//!   the operations; [`kernels`]: broadcasting loops (rayon when large).
+//! - [`arith`], [`reduce`], [`shape`], [`index`], [`matmul`], [`fused`],
+//!   [`wrapping`]: the operations; [`kernels`]: broadcasting loops (rayon when large).
 //! - [`autodiff`]: the tape and vector-Jacobian rules; [`api`]: the prelude
 //!   functions (`tensor`, `zeros`, …, `grad`, `value_and_grad`).
 //! - [`object`]: tensors as Apsi values (`Value::Object`), their methods and
@@ -35,6 +35,7 @@ pub mod real;
 pub mod reduce;
 pub mod shape;
 pub mod storage;
+pub mod wrapping;
 
 pub use self::core::Tensor;
 pub use api::register;

@@ -62,6 +62,22 @@ impl<'ctx> Gen<'_, 'ctx> {
                     e(self.b.build_select(adj, r1, r0, "md"))?.into_int_value()
                 }
             }
+            IntOp::WrapAdd => e(self.b.build_int_add(x, y, "wadd"))?,
+            IntOp::WrapSub => e(self.b.build_int_sub(x, y, "wsub"))?,
+            IntOp::WrapMul => e(self.b.build_int_mul(x, y, "wmul"))?,
+            IntOp::WrapShl | IntOp::ShrU => {
+                let neg = self.icmp(IntPredicate::SLT, y, z)?;
+                self.raise_if(st, neg, err::NEG_SHIFT, line, [x, y, z])?;
+                // Counts of 64 and more give 0 (LLVM's shifts would be poison there).
+                let big = self.icmp(IntPredicate::UGT, y, self.i64c(63))?;
+                let ys = e(self.b.build_select(big, z, y, "ys"))?.into_int_value();
+                let r = if op == IntOp::ShrU {
+                    e(self.b.build_right_shift(x, ys, false, "shru"))?
+                } else {
+                    e(self.b.build_left_shift(x, ys, "wshl"))?
+                };
+                e(self.b.build_select(big, z, r, "wsh"))?.into_int_value()
+            }
             IntOp::BitAnd => e(self.b.build_and(x, y, "and"))?,
             IntOp::BitOr => e(self.b.build_or(x, y, "or"))?,
             IntOp::BitXor => e(self.b.build_xor(x, y, "xor"))?,
@@ -113,7 +129,15 @@ impl<'ctx> Gen<'_, 'ctx> {
         })
     }
 
-    pub(super) fn math(&self, st: &FnState<'ctx>, mf: MathFn, args: &[Var], line: u32) -> R<BasicValueEnum<'ctx>> {
+    /// The result of `mf`, and for the float → int functions also the
+    /// integral float the int was converted from.
+    pub(super) fn math(
+        &self,
+        st: &FnState<'ctx>,
+        mf: MathFn,
+        args: &[Var],
+        line: u32,
+    ) -> R<(BasicValueEnum<'ctx>, Option<FloatValue<'ctx>>)> {
         let z = self.i64c(0);
         let id = self.i64c(mf as i64);
         let x = self.fval(st, *args.first().ok_or("math arity")?)?;
@@ -130,92 +154,132 @@ impl<'ctx> Gen<'_, 'ctx> {
                 self.raise_if(st, cond, err::DOMAIN, line, [id, z, z])
             }
         };
-        // The interpreter's one-argument functions: an infinite result of a finite argument is an OverflowError.
-        let ranged = |r: FloatValue<'ctx>| -> R<BasicValueEnum<'ctx>> {
+        // The interpreter's one-argument functions: an infinite result of a
+        // finite argument is an OverflowError. Only an argument past `limit`
+        // (in magnitude when `abs`) can overflow, so the test of the result
+        // is on a separate path taken for those: the usual path keeps no
+        // copy of the argument across the call to test it afterwards.
+        let ranged = |name: &str, limit: f64, abs: bool| -> R<BasicValueEnum<'ctx>> {
             if fast {
-                return Ok(r.into());
+                return Ok(self.f1(name, x)?.into());
             }
-            let inf = self.is_inf(r)?;
+            let a = if abs { self.f1("llvm.fabs.f64", x)? } else { x };
+            let near = self.fcmp(FloatPredicate::OGT, a, self.f64c(limit))?;
+            let (usual, edge, join) = (
+                self.new_bb(st, "rng_usual"),
+                self.new_bb(st, "rng_edge"),
+                self.new_bb(st, "rng_join"),
+            );
+            let near = self.unlikely(near)?;
+            e(self.b.build_conditional_branch(near, edge, usual))?;
+            self.b.position_at_end(usual);
+            let r1 = self.f1(name, x)?;
+            e(self.b.build_unconditional_branch(join))?;
+            self.b.position_at_end(edge);
+            // The argument's test first, so the two paths do not start alike
+            // (SimplifyCFG would hoist a common first call back above the branch).
             let fin = self.is_finite(x)?;
+            let r2 = self.f1(name, x)?;
+            let inf = self.is_inf(r2)?;
             let bad = e(self.b.build_and(inf, fin, "rng"))?;
             self.raise_if(st, bad, err::RANGE, line, [id, z, z])?;
-            Ok(r.into())
+            let edge_end = self.b.get_insert_block().ok_or("no block")?;
+            e(self.b.build_unconditional_branch(join))?;
+            self.b.position_at_end(join);
+            let phi = e(self.b.build_phi(self.ctx.f64_type(), "rng_r"))?;
+            phi.add_incoming(&[(&r1, usual), (&r2, edge_end)]);
+            Ok(phi.as_basic_value())
         };
         let zero = self.f64c(0.0);
-        Ok(match mf {
-            MathFn::Sqrt => {
-                domain(self.fcmp(FloatPredicate::OLT, x, zero)?)?;
-                // The square root of a finite number is finite: no range check.
-                self.f1("llvm.sqrt.f64", x)?.into()
-            }
-            MathFn::Exp => ranged(self.f1("llvm.exp.f64", x)?)?,
-            MathFn::Log => {
-                domain(self.fcmp(FloatPredicate::OLE, x, zero)?)?;
-                self.f1("llvm.log.f64", x)?.into()
-            }
-            MathFn::Log2 => {
-                domain(self.fcmp(FloatPredicate::OLE, x, zero)?)?;
-                ranged(self.f1("llvm.log2.f64", x)?)?
-            }
-            MathFn::Log10 => {
-                domain(self.fcmp(FloatPredicate::OLE, x, zero)?)?;
-                ranged(self.f1("llvm.log10.f64", x)?)?
-            }
-            MathFn::Log1p => {
-                domain(self.fcmp(FloatPredicate::OLE, x, self.f64c(-1.0))?)?;
-                ranged(self.f1("log1p", x)?)?
-            }
-            MathFn::Sin | MathFn::Cos | MathFn::Tan => {
-                domain(self.is_inf(x)?)?;
-                let name = match mf {
-                    MathFn::Sin => "llvm.sin.f64",
-                    MathFn::Cos => "llvm.cos.f64",
-                    _ => "tan",
-                };
-                ranged(self.f1(name, x)?)?
-            }
-            MathFn::Atan => ranged(self.f1("atan", x)?)?,
-            MathFn::Sinh => ranged(self.f1("sinh", x)?)?,
-            MathFn::Cosh => ranged(self.f1("cosh", x)?)?,
-            MathFn::Tanh => ranged(self.f1("tanh", x)?)?,
-            MathFn::Abs => self.f1("llvm.fabs.f64", x)?.into(),
-            MathFn::Floor => {
-                let r = self.f1("llvm.floor.f64", x)?;
-                self.float_to_int(st, r, line)?.into()
-            }
-            MathFn::Ceil => {
-                let r = self.f1("llvm.ceil.f64", x)?;
-                self.float_to_int(st, r, line)?.into()
-            }
-            MathFn::IsNan => self.fcmp(FloatPredicate::UNO, x, x)?.into(),
-            MathFn::IsInf => self.is_inf(x)?.into(),
-            MathFn::Atan2 => self.f2("atan2", x, y.ok_or("arity")?)?.into(),
-            MathFn::Hypot => self.f2("hypot", x, y.ok_or("arity")?)?.into(),
-            MathFn::Min | MathFn::Max => {
-                let y = y.ok_or("arity")?;
-                let p = if mf == MathFn::Max {
-                    FloatPredicate::OGT
-                } else {
-                    FloatPredicate::OLT
-                };
-                let take_y = self.fcmp(p, y, x)?;
-                e(self.b.build_select(take_y, y, x, "mm"))?
-            }
-            MathFn::Minimum | MathFn::Maximum => {
-                let y = y.ok_or("arity")?;
-                // NaN first (x's, then y's), else y when it orders before/after x.
-                let xn = self.fcmp(FloatPredicate::UNO, x, x)?;
-                let yn = self.fcmp(FloatPredicate::UNO, y, y)?;
-                let p = if mf == MathFn::Maximum {
-                    FloatPredicate::OLT
-                } else {
-                    FloatPredicate::OGT
-                };
-                let take_y = self.fcmp(p, x, y)?;
-                let r = e(self.b.build_select(take_y, y, x, "mm"))?;
-                let r = e(self.b.build_select(yn, y.into(), r, "mm"))?;
-                e(self.b.build_select(xn, x.into(), r, "mm"))?
-            }
-        })
+        let to_int = match mf {
+            MathFn::Floor => Some("llvm.floor.f64"),
+            MathFn::Ceil => Some("llvm.ceil.f64"),
+            // Python's round(x): half to even.
+            MathFn::Round => Some("llvm.roundeven.f64"),
+            _ => None,
+        };
+        if let Some(name) = to_int {
+            let r = self.f1(name, x)?;
+            return Ok((self.float_to_int(st, r, line)?.into(), Some(r)));
+        }
+        Ok((
+            match mf {
+                MathFn::Sqrt => {
+                    domain(self.fcmp(FloatPredicate::OLT, x, zero)?)?;
+                    // The square root of a finite number is finite: no range check.
+                    self.f1("llvm.sqrt.f64", x)?.into()
+                }
+                // exp(709) is 8.2e307: below it nothing overflows.
+                MathFn::Exp => ranged("llvm.exp.f64", 709.0, false)?,
+                MathFn::Log => {
+                    domain(self.fcmp(FloatPredicate::OLE, x, zero)?)?;
+                    self.f1("llvm.log.f64", x)?.into()
+                }
+                MathFn::Log2 => {
+                    domain(self.fcmp(FloatPredicate::OLE, x, zero)?)?;
+                    // The logarithm of a positive finite double is finite: no range check.
+                    self.f1("llvm.log2.f64", x)?.into()
+                }
+                MathFn::Log10 => {
+                    domain(self.fcmp(FloatPredicate::OLE, x, zero)?)?;
+                    self.f1("llvm.log10.f64", x)?.into()
+                }
+                MathFn::Log1p => {
+                    domain(self.fcmp(FloatPredicate::OLE, x, self.f64c(-1.0))?)?;
+                    self.f1("log1p", x)?.into()
+                }
+                MathFn::Sin | MathFn::Cos | MathFn::Tan => {
+                    domain(self.is_inf(x)?)?;
+                    let name = match mf {
+                        MathFn::Sin => "llvm.sin.f64",
+                        MathFn::Cos => "llvm.cos.f64",
+                        _ => "tan",
+                    };
+                    // No range check: of a finite double these are finite (tan's
+                    // largest is about 1.6e16), so the interpreter's OverflowError
+                    // cannot happen. Without a check between them, `sin(a)` and
+                    // `cos(a)` stay in one block and become one `sincos` call.
+                    self.f1(name, x)?.into()
+                }
+                // Bounded results: no range check (as for sin).
+                MathFn::Atan => self.f1("atan", x)?.into(),
+                // sinh and cosh of 709 in magnitude are 4.1e307.
+                MathFn::Sinh => ranged("sinh", 709.0, true)?,
+                MathFn::Cosh => ranged("cosh", 709.0, true)?,
+                MathFn::Tanh => self.f1("tanh", x)?.into(),
+                MathFn::Abs => self.f1("llvm.fabs.f64", x)?.into(),
+                MathFn::Floor | MathFn::Ceil | MathFn::Round => return Err("internal error: float to int".into()),
+                MathFn::IsNan => self.fcmp(FloatPredicate::UNO, x, x)?.into(),
+                MathFn::IsInf => self.is_inf(x)?.into(),
+                MathFn::Atan2 => self.f2("atan2", x, y.ok_or("arity")?)?.into(),
+                MathFn::Hypot => self.f2("hypot", x, y.ok_or("arity")?)?.into(),
+                MathFn::Min | MathFn::Max => {
+                    let y = y.ok_or("arity")?;
+                    let p = if mf == MathFn::Max {
+                        FloatPredicate::OGT
+                    } else {
+                        FloatPredicate::OLT
+                    };
+                    let take_y = self.fcmp(p, y, x)?;
+                    e(self.b.build_select(take_y, y, x, "mm"))?
+                }
+                MathFn::Minimum | MathFn::Maximum => {
+                    let y = y.ok_or("arity")?;
+                    // NaN first (x's, then y's), else y when it orders before/after x.
+                    let xn = self.fcmp(FloatPredicate::UNO, x, x)?;
+                    let yn = self.fcmp(FloatPredicate::UNO, y, y)?;
+                    let p = if mf == MathFn::Maximum {
+                        FloatPredicate::OLT
+                    } else {
+                        FloatPredicate::OGT
+                    };
+                    let take_y = self.fcmp(p, x, y)?;
+                    let r = e(self.b.build_select(take_y, y, x, "mm"))?;
+                    let r = e(self.b.build_select(yn, y.into(), r, "mm"))?;
+                    e(self.b.build_select(xn, x.into(), r, "mm"))?
+                }
+            },
+            None,
+        ))
     }
 }

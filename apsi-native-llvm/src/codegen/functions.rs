@@ -31,13 +31,38 @@ impl<'ctx> Gen<'_, 'ctx> {
             err_bb,
             outs,
             entry_bb,
+            integral: Default::default(),
         };
         for (k, p) in f.params.iter().enumerate() {
             let v = fv.get_nth_param(1 + k as u32).ok_or("param")?;
             self.store(&st, *p, v)?;
         }
+        // How many branches name each label: a label nothing but the code
+        // just before it reaches continues that code's block (what it knows
+        // about integral floats stays true).
+        let mut refs: HashMap<u32, usize> = HashMap::new();
+        for op in &f.ops {
+            match op {
+                Op::Jmp(l) => *refs.entry(*l).or_default() += 1,
+                Op::Br { then, els, .. } => {
+                    *refs.entry(*then).or_default() += 1;
+                    *refs.entry(*els).or_default() += 1;
+                }
+                _ => {}
+            }
+        }
+        let mut prev: Option<&Op> = None;
         for op in &f.ops {
             if let Op::Label(l) = op {
+                let n = refs.get(l).copied().unwrap_or(0);
+                let straight = match prev {
+                    Some(Op::Jmp(j)) => j == l && n == 1,
+                    _ => n == 0 && !self.terminated(),
+                };
+                if !straight {
+                    st.integral.borrow_mut().clear();
+                }
+                prev = Some(op);
                 let bb = self.label(&mut st, *l);
                 if !self.terminated() {
                     e(self.b.build_unconditional_branch(bb))?;
@@ -46,10 +71,12 @@ impl<'ctx> Gen<'_, 'ctx> {
                 continue;
             }
             if self.terminated() {
+                st.integral.borrow_mut().clear();
                 let dead = self.new_bb(&st, "dead");
                 self.b.position_at_end(dead);
             }
             self.emit_op(&mut st, f, op)?;
+            prev = Some(op);
         }
         if !self.terminated() {
             e(self.b.build_unreachable())?;

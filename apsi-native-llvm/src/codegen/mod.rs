@@ -41,6 +41,42 @@ pub struct Gen<'a, 'ctx> {
     funcs: Vec<FunctionValue<'ctx>>,
     cpu: String,
     features: String,
+    /// `reaches[g][f]`: function `f` can be called (directly or not) from `g`.
+    /// A call f → g is part of a recursion only when `reaches[g][f]`.
+    reaches: Vec<Vec<bool>>,
+}
+
+/// Which functions each function can reach through calls (`parallel for`
+/// bodies count as called by their loop).
+fn call_reach(m: &IrModule) -> Vec<Vec<bool>> {
+    let n = m.funcs.len();
+    let callees: Vec<Vec<usize>> = m
+        .funcs
+        .iter()
+        .map(|f| {
+            f.ops
+                .iter()
+                .filter_map(|op| match op {
+                    Op::Call { func, .. } => Some(*func as usize),
+                    Op::ParFor { chunk, .. } => Some(*chunk as usize),
+                    _ => None,
+                })
+                .filter(|&g| g < n)
+                .collect()
+        })
+        .collect();
+    (0..n)
+        .map(|start| {
+            let mut seen = vec![false; n];
+            let mut stack = callees[start].clone();
+            while let Some(g) = stack.pop() {
+                if !std::mem::replace(&mut seen[g], true) {
+                    stack.extend(callees[g].iter().copied());
+                }
+            }
+            seen
+        })
+        .collect()
 }
 
 /// State while emitting one function.
@@ -52,6 +88,10 @@ struct FnState<'ctx> {
     err_bb: BasicBlock<'ctx>,
     outs: Vec<PointerValue<'ctx>>,
     entry_bb: BasicBlock<'ctx>,
+    /// Int variables that hold the conversion of an integral float computed
+    /// in the current block (`floor`/`ceil`/`round`): that float. A store to
+    /// the variable or a new block forgets it.
+    integral: std::cell::RefCell<HashMap<Var, FloatValue<'ctx>>>,
 }
 
 impl<'a, 'ctx> Gen<'a, 'ctx> {
@@ -83,6 +123,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             funcs: Vec::new(),
             cpu: cpu.to_string(),
             features: features.to_string(),
+            reaches: call_reach(m),
         })
     }
 
@@ -195,6 +236,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         Ok(self.load(st, v)?.into_float_value())
     }
     fn store(&self, st: &FnState<'ctx>, v: Var, x: BasicValueEnum<'ctx>) -> R<()> {
+        st.integral.borrow_mut().remove(&v);
         let p = *st.vars.get(v as usize).ok_or("bad variable")?;
         e(self.b.build_store(p, x))?;
         Ok(())
@@ -223,6 +265,19 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         Ok(())
     }
 
+    /// `cond` marked as rarely true (`llvm.expect`), for a branch to a cold path.
+    fn unlikely(&self, cond: IntValue<'ctx>) -> R<IntValue<'ctx>> {
+        let expect = self.intr(
+            "llvm.expect.i1",
+            self.ctx.bool_type().into(),
+            &[self.ctx.bool_type().into(), self.ctx.bool_type().into()],
+        );
+        let c = e(self
+            .b
+            .build_call(expect, &[cond.into(), self.ctx.bool_type().const_zero().into()], "c"))?;
+        Ok(c.try_as_basic_value().left().ok_or("expect")?.into_int_value())
+    }
+
     /// When `cond` holds, raise `code`; continues in a new block otherwise.
     fn raise_if(
         &self,
@@ -234,15 +289,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
     ) -> R<()> {
         let fail = self.new_bb(st, "fail");
         let ok = self.new_bb(st, "ok");
-        let expect = self.intr(
-            "llvm.expect.i1",
-            self.ctx.bool_type().into(),
-            &[self.ctx.bool_type().into(), self.ctx.bool_type().into()],
-        );
-        let c = e(self
-            .b
-            .build_call(expect, &[cond.into(), self.ctx.bool_type().const_zero().into()], "c"))?;
-        let c = c.try_as_basic_value().left().ok_or("expect")?.into_int_value();
+        let c = self.unlikely(cond)?;
         e(self.b.build_conditional_branch(c, fail, ok))?;
         self.b.position_at_end(fail);
         self.set_err(st, code, line, ops)?;
@@ -273,5 +320,47 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         let bb = self.ctx.append_basic_block(st.f, &format!("L{l}"));
         st.labels.insert(l, bb);
         bb
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use apsi_native_ir::abi::Host;
+
+    fn func(name: &str, calls: &[u32]) -> Func {
+        Func {
+            name: name.into(),
+            params: vec![],
+            rets: vec![],
+            vars: vec![],
+            ops: calls
+                .iter()
+                .map(|&g| Op::Call {
+                    func: g,
+                    args: vec![],
+                    dsts: vec![],
+                })
+                .collect(),
+            entry: false,
+            chunk: false,
+        }
+    }
+
+    #[test]
+    fn only_calls_on_a_cycle_can_recurse() {
+        // 0 -> 1 -> 2 -> 1 (a cycle), 0 -> 3 (a helper), 3 -> 3 (self-recursive).
+        let m = IrModule {
+            funcs: vec![func("a", &[1, 3]), func("b", &[2]), func("c", &[1]), func("d", &[3])],
+            fastmath: false,
+            boundscheck: true,
+            host: Host::default(),
+        };
+        let r = call_reach(&m);
+        // A call f -> g may recurse when g reaches f.
+        let recursive = |f: usize, g: usize| r[g][f];
+        assert!(!recursive(0, 1) && !recursive(0, 3));
+        assert!(recursive(1, 2) && recursive(2, 1));
+        assert!(recursive(3, 3));
     }
 }

@@ -51,17 +51,37 @@ impl<'ctx> Gen<'_, 'ctx> {
         self.fcmp(FloatPredicate::OLT, a, self.f64c(f64::INFINITY))
     }
 
-    /// Python's float → int of `floor`/`ceil` results.
+    /// Python's float → int of `floor`/`ceil`/`round` results (integral
+    /// floats). One compare on the way: `|x| < 2^63` holds for every value
+    /// that converts except -2^63; the rare rest (NaN, that one, the too
+    /// large) is sorted out off the hot path.
     pub(super) fn float_to_int(&self, st: &FnState<'ctx>, x: FloatValue<'ctx>, line: u32) -> R<IntValue<'ctx>> {
         let z = self.i64c(0);
+        let two63 = 9223372036854775808.0;
+        let a = self.f1("llvm.fabs.f64", x)?;
+        let fits = self.fcmp(FloatPredicate::OLT, a, self.f64c(two63))?;
+        let (slow, cont) = (self.new_bb(st, "f2i_slow"), self.new_bb(st, "f2i"));
+        let expect = self.intr(
+            "llvm.expect.i1",
+            self.ctx.bool_type().into(),
+            &[self.ctx.bool_type().into(), self.ctx.bool_type().into()],
+        );
+        let c = e(self.b.build_call(
+            expect,
+            &[fits.into(), self.ctx.bool_type().const_int(1, false).into()],
+            "c",
+        ))?;
+        let c = c.try_as_basic_value().left().ok_or("expect")?.into_int_value();
+        e(self.b.build_conditional_branch(c, cont, slow))?;
+        self.b.position_at_end(slow);
         let nan = self.fcmp(FloatPredicate::UNO, x, x)?;
         self.raise_if(st, nan, err::NAN_TO_INT, line, [z, z, z])?;
-        // In range: -2^63 <= x < 2^63.
-        let lo = self.fcmp(FloatPredicate::OGE, x, self.f64c(-9223372036854775808.0))?;
-        let hi = self.fcmp(FloatPredicate::OLT, x, self.f64c(9223372036854775808.0))?;
-        let ok = e(self.b.build_and(lo, hi, "in"))?;
-        let bad = e(self.b.build_not(ok, "out"))?;
-        self.raise_if(st, bad, err::FLOAT_TO_INT, line, [z, z, z])?;
+        let min = self.fcmp(FloatPredicate::OEQ, x, self.f64c(-two63))?;
+        let fail = self.new_bb(st, "f2i_fail");
+        e(self.b.build_conditional_branch(min, cont, fail))?;
+        self.b.position_at_end(fail);
+        self.set_err(st, err::FLOAT_TO_INT, line, [z, z, z])?;
+        self.b.position_at_end(cont);
         e(self.b.build_float_to_signed_int(x, self.ctx.i64_type(), "i"))
     }
 
@@ -150,13 +170,25 @@ impl<'ctx> Gen<'_, 'ctx> {
             }
             Op::Move { dst, src } => {
                 let v = self.load(st, *src)?;
+                let integral = st.integral.borrow().get(src).copied();
                 self.store(st, *dst, v)?;
+                if let Some(x) = integral {
+                    st.integral.borrow_mut().insert(*dst, x);
+                }
             }
             Op::Cast { dst, src } => {
                 let (from, to) = (f.ty(*src).ok_or("cast")?, f.ty(*dst).ok_or("cast")?);
                 let v = self.load(st, *src)?;
+                // The int of `floor`/`ceil`/`round` back to a float is the
+                // integral float it came from (`+ 0.0` makes -0.0 the +0.0
+                // the int gives), without the two conversions.
+                let integral = st.integral.borrow().get(src).copied();
                 let r: BasicValueEnum = match (from, to) {
                     (a, b) if a == b => v,
+                    (Ty::Int, Ty::Float) if integral.is_some() => {
+                        let x = integral.ok_or("integral")?;
+                        e(self.b.build_float_add(x, self.f64c(0.0), "f"))?.into()
+                    }
                     (Ty::Int, Ty::Float) => {
                         e(self
                             .b
@@ -294,8 +326,11 @@ impl<'ctx> Gen<'_, 'ctx> {
                 self.store(st, *dst, r.into())?;
             }
             Op::Math { f: mf, dst, args, line } => {
-                let r = self.math(st, *mf, args, *line)?;
+                let (r, integral) = self.math(st, *mf, args, *line)?;
                 self.store(st, *dst, r)?;
+                if let Some(x) = integral {
+                    st.integral.borrow_mut().insert(*dst, x);
+                }
             }
             Op::IntMinMax { max, dst, a, b } => {
                 let (x, y) = (self.ival(st, *a)?, self.ival(st, *b)?);
@@ -428,15 +463,36 @@ impl<'ctx> Gen<'_, 'ctx> {
                 for a in args {
                     vals.push(self.load(st, *a)?);
                 }
-                // Native frames share the thread's stack: bound their nesting.
-                let dp = e(self.b.build_struct_gep(st.ctxp, 6, "depth"))?;
-                let d = e(self.b.build_load(dp, "d"))?.into_int_value();
-                let d1 = e(self.b.build_int_add(d, self.i64c(1), "d1"))?;
-                let deep = self.icmp(IntPredicate::SGT, d1, self.i64c(MAX_NATIVE_DEPTH))?;
-                self.raise_if(st, deep, err::RECURSION, u32::MAX, [z, z, z])?;
-                e(self.b.build_store(dp, d1))?;
-                let (status, rets) = self.call_ir(*func as usize, st.ctxp, vals)?;
-                e(self.b.build_store(dp, d))?;
+                // Native frames share the thread's stack: bound the nesting
+                // of recursive calls. A call that cannot lead back to its
+                // caller adds at most one frame per function on the way (the
+                // call graph without its cycles has no deeper path), so only
+                // calls inside a cycle count; the others (a helper called in
+                // a hot loop) pay nothing.
+                let callee = *func as usize;
+                let me = self.funcs.iter().position(|g| *g == st.f);
+                let recursive = match me {
+                    Some(me) => self
+                        .reaches
+                        .get(callee)
+                        .is_none_or(|r| r.get(me).copied().unwrap_or(true)),
+                    None => true,
+                };
+                let depth = if recursive {
+                    let dp = e(self.b.build_struct_gep(st.ctxp, 6, "depth"))?;
+                    let d = e(self.b.build_load(dp, "d"))?.into_int_value();
+                    let d1 = e(self.b.build_int_add(d, self.i64c(1), "d1"))?;
+                    let deep = self.icmp(IntPredicate::SGT, d1, self.i64c(MAX_NATIVE_DEPTH))?;
+                    self.raise_if(st, deep, err::RECURSION, u32::MAX, [z, z, z])?;
+                    e(self.b.build_store(dp, d1))?;
+                    Some((dp, d))
+                } else {
+                    None
+                };
+                let (status, rets) = self.call_ir(callee, st.ctxp, vals)?;
+                if let Some((dp, d)) = depth {
+                    e(self.b.build_store(dp, d))?;
+                }
                 self.check_status(st, status)?;
                 for (d, v) in dsts.iter().zip(rets) {
                     self.store(st, *d, v)?;
@@ -526,12 +582,18 @@ impl<'ctx> Gen<'_, 'ctx> {
                 // Continue while x + step is still in range, tested as x against a
                 // saturated stop - step, so the increment itself never overflows
                 // (an `add nsw` LLVM's induction analysis understands).
+                // With step 1 (a constant after SROA, in nearly every loop) the
+                // test is the canonical `x + 1 < stop` (no overflow: x < stop),
+                // the latch shape IRCE and the vectoriser expect.
                 let (x, s, k) = (self.ival(st, *a)?, self.ival(st, *stop)?, self.ival(st, *step)?);
                 let i64t = self.ctx.i64_type();
                 let sat = self.intr("llvm.ssub.sat.i64", i64t.into(), &[i64t.into(), i64t.into()]);
                 let lim = self.call(sat, &[s.into(), k.into()])?.into_int_value();
-                let r = self.in_range(x, lim, k)?;
+                let general = self.in_range(x, lim, k)?;
                 let n = e(self.b.build_int_nsw_add(x, k, "next"))?;
+                let unit = self.icmp(IntPredicate::EQ, k, self.i64c(1))?;
+                let below = self.icmp(IntPredicate::SLT, n, s)?;
+                let r = e(self.b.build_select(unit, below, general, "more"))?.into_int_value();
                 self.store(st, *a, n.into())?;
                 self.store(st, *dst, r.into())?;
             }
