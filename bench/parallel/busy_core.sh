@@ -57,17 +57,5 @@ for r in $(seq "$rounds"); do
     "${pin_apsi[@]}" "$apsi" run --threads "$t" "$here/busy_core.apsi" "$scale" | sed "s/^/$t /" >> "$raw"
   done
 done
-python3 - "$raw" <<'PY'
-import sys, statistics, collections
-t = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    th, name, secs = line.split()
-    t[(name, th)].append(float(secs))
-names = list(dict.fromkeys(n for n, _ in t))
-print(f"{'benchmark':14} {'1 thread':>9} {'2 threads':>10} {'speed-up':>9}   (medians of {len(t[(names[0], '1')])}; every round's ratio)")
-for n in names:
-    a, b = t[(n, '1')], t[(n, '2')]
-    rs = " ".join(f"{x / y:.2f}" for x, y in zip(a, b))
-    print(f"{n:14} {statistics.median(a):9.4f} {statistics.median(b):10.4f} {statistics.median(a) / statistics.median(b):8.2f}x   [{rs}]")
-PY
+python3 "$here/speedup_table.py" "$raw"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

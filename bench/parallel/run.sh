@@ -23,19 +23,7 @@ for r in $(seq "$rounds"); do
     "$apsi" run --threads "$t" "$here/cpu.apsi" | sed "s/^/$t /" >> "$raw"
   done
 done
-python3 - "$raw" <<'PY'
-import sys, statistics, collections
-t = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    th, name, secs = line.split()
-    t[(name, th)].append(float(secs))
-names = list(dict.fromkeys(n for n, _ in t))
-print(f"{'benchmark':16} {'1 thread':>9} {'2 threads':>10} {'speed-up':>9}   (medians of {len(t[(names[0], '1')])}; every round's ratio)")
-for n in names:
-    a, b = t[(n, '1')], t[(n, '2')]
-    rs = " ".join(f"{x / y:.2f}" for x, y in zip(a, b))
-    print(f"{n:16} {statistics.median(a):9.4f} {statistics.median(b):10.4f} {statistics.median(a) / statistics.median(b):8.2f}x   [{rs}]")
-PY
+python3 "$here/speedup_table.py" "$raw"
 "$apsi" run "$here/tasks.apsi"
 "$apsi" run --threads 2 "$here/channel.apsi"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
