@@ -4,9 +4,10 @@
 use super::autodiff::{record, Op};
 use super::core::Tensor;
 use super::dtype::{DType, Kind};
-use super::kernels::{map, zip};
+use super::kernels::{map, map_chunks, zip};
 use super::real::Real;
 use super::storage::Scalar;
+use super::vmath::{self, VFn};
 use crate::error::ErrorKind;
 use crate::syntax::ast::{BinOp, CmpOp};
 use crate::value::{err, Exc, VResult, Value};
@@ -402,41 +403,71 @@ impl UFn {
     }
 }
 
+/// `f` over a float tensor, one monomorphic loop per function (a `match`
+/// inside the element loop keeps it from vectorising: `abs` cost five
+/// times NumPy's).
+fn map_unary<T: Real>(f: UFn, x: &Tensor) -> Tensor {
+    match f {
+        UFn::Neg => map::<T, T>(x, |v| -v),
+        UFn::Abs => map::<T, T>(x, |v| v.abs()),
+        UFn::Sqrt => map::<T, T>(x, |v| v.sqrt()),
+        UFn::Floor => map::<T, T>(x, |v| v.floor()),
+        UFn::Ceil => map::<T, T>(x, |v| v.ceil()),
+        UFn::Round => map::<T, T>(x, |v| v.round_even()),
+        UFn::Sign => map::<T, T>(x, |v| v.sign()),
+        _ => map::<T, T>(x, |v| f.apply(v)),
+    }
+}
+
 /// `f(x)` elementwise.
 pub fn unary(f: UFn, x: &Tensor) -> VResult<Tensor> {
     if super::codec::is_packed(x.dtype) {
         return super::codec::narrow::unary(f, x);
     }
-    let mut r = match x.dtype {
-        DType::F64 => map::<f64, f64>(x, |v| f.apply(v)),
-        DType::F32 => map::<f32, f32>(x, |v| f.apply(v)),
-        DType::F16 | DType::BF16 => map::<f32, f32>(x, |v| f.apply(v)).astype(x.dtype)?,
-        DType::I64 | DType::I32 | DType::Bool if f.keeps_int() => {
-            if x.dtype == DType::Bool && f == UFn::Neg {
-                return Err(err(
-                    ErrorKind::TypeError,
-                    "the '-' operator is not supported on bool tensors (use ~ or 'not')",
-                ));
-            }
-            let r = map::<i64, i64>(x, |v| match f {
-                UFn::Neg => v.wrapping_neg(),
-                UFn::Abs => v.wrapping_abs(),
-                UFn::Sign => v.signum(),
-                _ => v,
-            });
-            if x.dtype == DType::I64 {
-                r
-            } else {
-                r.astype(x.dtype)?
-            }
+    let vf = match f {
+        UFn::Exp => Some(VFn::Exp),
+        UFn::Log => Some(VFn::Log),
+        UFn::Log1p => Some(VFn::Log1p),
+        UFn::Sigmoid => Some(VFn::Sigmoid),
+        _ => None,
+    };
+    let mut r = match (x.dtype, vf) {
+        (DType::F64, Some(vf)) => map_chunks::<f64, f64>(x, |s, d| vmath::apply(vf, s, d)),
+        (DType::F32, Some(vf)) => map_chunks::<f32, f32>(x, |s, d| vmath::apply(vf, s, d)),
+        (DType::F64, None) => map_unary::<f64>(f, x),
+        (DType::F32, None) => map_unary::<f32>(f, x),
+        (DType::F16 | DType::BF16, Some(vf)) => {
+            map_chunks::<f32, f32>(x, |s, d| vmath::apply(vf, s, d)).astype(x.dtype)?
         }
-        DType::I64 | DType::I32 | DType::Bool => map::<f64, f64>(x, |v| f.apply(v)),
-        other => {
-            return Err(other
-                .check_supported()
-                .err()
-                .unwrap_or_else(|| err(ErrorKind::TypeError, "bad dtype")))
-        }
+        _ => match x.dtype {
+            DType::F16 | DType::BF16 => map::<f32, f32>(x, |v| f.apply(v)).astype(x.dtype)?,
+            DType::I64 | DType::I32 | DType::Bool if f.keeps_int() => {
+                if x.dtype == DType::Bool && f == UFn::Neg {
+                    return Err(err(
+                        ErrorKind::TypeError,
+                        "the '-' operator is not supported on bool tensors (use ~ or 'not')",
+                    ));
+                }
+                let r = map::<i64, i64>(x, |v| match f {
+                    UFn::Neg => v.wrapping_neg(),
+                    UFn::Abs => v.wrapping_abs(),
+                    UFn::Sign => v.signum(),
+                    _ => v,
+                });
+                if x.dtype == DType::I64 {
+                    r
+                } else {
+                    r.astype(x.dtype)?
+                }
+            }
+            DType::I64 | DType::I32 | DType::Bool => map::<f64, f64>(x, |v| f.apply(v)),
+            other => {
+                return Err(other
+                    .check_supported()
+                    .err()
+                    .unwrap_or_else(|| err(ErrorKind::TypeError, "bad dtype")))
+            }
+        },
     };
     if x.node.is_some() && r.dtype.is_float() {
         match f {

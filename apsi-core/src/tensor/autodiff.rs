@@ -209,7 +209,10 @@ fn vjp(op: &Op, g: &Tensor, need: &[bool]) -> VResult<Vec<Option<Tensor>>> {
                 sum_to(&bin(Mul, &bin(Mul, g, out)?, &unary(UFn::Log, x)?)?, y.shape())
             })?,
         ],
-        Op::Unary(f, x, out) => vec![want(need, 0, || unary_vjp(*f, x, out, g))?],
+        Op::Unary(f, x, out) => vec![want(need, 0, || match direct_unary_vjp(*f, x, out, g) {
+            Some(r) => r,
+            None => unary_vjp(*f, x, out, g),
+        })?],
         Op::Cast(x) => vec![want(need, 0, || Arg::T(g.clone()).to_tensor(x.dtype))?],
         Op::Select(a, b, out) => {
             // PyTorch's rule for maximum/minimum: the operand equal to the
@@ -217,6 +220,20 @@ fn vjp(op: &Op, g: &Tensor, need: &[bool]) -> VResult<Vec<Option<Tensor>>> {
             let (ta, tb) = (&detach(a), &detach(b));
             let d = DType::promote(DType::promote(ta.dtype, tb.dtype), g.dtype);
             let share = |this: &Tensor, other: &Tensor| -> VResult<Tensor> {
+                if untraced(&[g]) && matches!(d, DType::F64 | DType::F32) {
+                    // One pass: g times the share (0, 1/2 or 1; exact in
+                    // either format, so the same bits as the product).
+                    return super::kernels::zip4::<f64, f64>(g, &detach(out), this, other, |g, o, p, q| {
+                        if o != p {
+                            0.0
+                        } else if o == q {
+                            g * 0.5
+                        } else {
+                            g
+                        }
+                    })?
+                    .cast(d);
+                }
                 let w = super::kernels::zip3::<f64, f64>(&detach(out), this, other, |o, p, q| {
                     if o != p {
                         0.0
@@ -245,6 +262,11 @@ fn vjp(op: &Op, g: &Tensor, need: &[bool]) -> VResult<Vec<Option<Tensor>>> {
             // PyTorch's clamp: the gradient passes where lo <= x <= hi,
             // bounds included.
             let (l, h) = (lo.unwrap_or(f64::NEG_INFINITY), hi.unwrap_or(f64::INFINITY));
+            if untraced(&[g]) && g.dtype == x.dtype && matches!(g.dtype, DType::F64 | DType::F32) {
+                let r =
+                    super::kernels::zip::<f64, f64>(g, &detach(x), move |g, v| if v >= l && v <= h { g } else { 0.0 })?;
+                return Ok(vec![Some(r.cast(g.dtype)?)]);
+            }
             let m = super::kernels::map::<f64, bool>(&detach(x), move |v| v >= l && v <= h);
             vec![Some(where_(&m, &Arg::T(g.clone()), &Arg::Float(0.0))?)]
         }
@@ -314,6 +336,43 @@ fn vjp(op: &Op, g: &Tensor, need: &[bool]) -> VResult<Vec<Option<Tensor>>> {
         Op::Gather(x, idx, _) => vec![Some(scatter(g, idx, x.shape())?)],
         Op::Scatter(v, idx, _) => vec![Some(gather(g, idx, v.shape())?)],
         Op::Matmul(a, b) => matmul_vjp(a, b, g, need)?,
+    })
+}
+
+/// Whether a rule may compute a cotangent with plain kernels instead of
+/// recorded operations: nothing is being recorded (a first-order backward
+/// pass), or none of `ts` is traced.
+fn untraced(ts: &[&Tensor]) -> bool {
+    PAUSED.with(|p| p.get()) || ts.iter().all(|t| t.node.is_none())
+}
+
+/// [`unary_vjp`] in one elementwise pass, where nothing needs recording and
+/// the gradient and input share a float format; the same arithmetic in the
+/// same order, so the same bits. `None` where the rule is composed instead.
+fn direct_unary_vjp(f: UFn, x: &Tensor, out: &Tensor, g: &Tensor) -> Option<VResult<Tensor>> {
+    if !untraced(&[g, x, out]) || g.dtype != x.dtype || g.shape() != x.shape() {
+        return None;
+    }
+    match g.dtype {
+        DType::F64 => direct_unary_vjp_in::<f64>(f, &detach(x), &detach(out), g),
+        DType::F32 => direct_unary_vjp_in::<f32>(f, &detach(x), &detach(out), g),
+        _ => None,
+    }
+}
+
+fn direct_unary_vjp_in<T: super::real::Real>(f: UFn, x: &Tensor, out: &Tensor, g: &Tensor) -> Option<VResult<Tensor>> {
+    use super::kernels::zip;
+    let two = T::ONE + T::ONE;
+    Some(match f {
+        UFn::Abs => zip::<T, T>(g, x, |g, x| g * x.sign()),
+        UFn::Sqrt => zip::<T, T>(g, out, move |g, o| g / (o * two)),
+        UFn::Log1p => zip::<T, T>(g, x, |g, x| g / (x + T::ONE)),
+        UFn::Sin => zip::<T, T>(g, x, |g, x| g * x.cos()),
+        UFn::Cos => zip::<T, T>(g, x, |g, x| -(g * x.sin())),
+        UFn::Tan => zip::<T, T>(g, out, |g, o| g * (o * o + T::ONE)),
+        UFn::Tanh => zip::<T, T>(g, out, |g, o| g * -(o * o - T::ONE)),
+        UFn::Sigmoid => zip::<T, T>(g, out, |g, o| g * (o * -(o - T::ONE))),
+        _ => return None,
     })
 }
 

@@ -126,6 +126,68 @@ pub fn map_slice<T: Scalar, R: Scalar>(s: &[T], l: &Layout, f: &(impl Fn(T) -> R
     out
 }
 
+/// Maps `t` (read as `T`) through a slice kernel `fc(src, dst)` that
+/// writes every slot of `dst` from the equally long `src`: for functions
+/// whose loop must see a whole run of elements to vectorise (see
+/// [`super::vmath`]). Dense tensors go in parallel chunks, unit-strided
+/// rows one row at a time, other layouts through a packed copy.
+pub fn map_chunks<T: Scalar, R: Scalar>(
+    t: &Tensor,
+    fc: impl Fn(&[T], &mut [std::mem::MaybeUninit<R>]) + Sync + Send,
+) -> Tensor {
+    let shape = t.shape().to_vec();
+    let out = t.with_slice::<T, _>(|s, l| {
+        let n = l.size();
+        let mut out: Vec<R> = out_vec(n);
+        let spare = &mut out.spare_capacity_mut()[..n];
+        let nd = l.shape.len();
+        let dense = if l.is_contiguous() {
+            s.get(l.offset..l.offset + n)
+        } else {
+            None
+        };
+        if let Some(src) = dense {
+            if n >= PAR_MIN {
+                let g = grain(n);
+                spare
+                    .par_chunks_mut(g)
+                    .zip(src.par_chunks(g))
+                    .for_each(|(o, i)| fc(i, o));
+            } else {
+                fc(src, spare);
+            }
+        } else {
+            let mut written = 0usize;
+            if nd > 0 && l.strides[nd - 1] == 1 && l.shape[nd - 1] > 0 {
+                let last = l.shape[nd - 1];
+                let mut rows = spare.chunks_mut(last);
+                for_each_offset(&l.shape[..nd - 1], &l.strides[..nd - 1], l.offset, |o| {
+                    if let (Some(r), Some(d)) = (s.get(o..o + last), rows.next()) {
+                        fc(r, d);
+                        written += last;
+                    }
+                });
+            }
+            if written != n {
+                let packed = map_slice(s, l, &|x: T| x);
+                if packed.len() == n {
+                    fc(&packed, spare);
+                } else {
+                    // A layout reaching outside its storage (never built):
+                    // an empty result rather than unwritten slots.
+                    return Vec::new();
+                }
+            }
+        }
+        // SAFETY: every one of the n slots was written: the dense chunks and
+        // the packed copy cover [0, n) with equal-length zips, and the rows
+        // path counted n elements written.
+        unsafe { out.set_len(n) };
+        out
+    });
+    Tensor::from_vec(out, shape)
+}
+
 /// Combines two tensors elementwise with NumPy broadcasting.
 pub fn zip<T: Scalar, R: Scalar>(a: &Tensor, b: &Tensor, f: impl Fn(T, T) -> R + Sync + Send) -> VResult<Tensor> {
     let shape = broadcast_shapes(a.shape(), b.shape())?;
@@ -301,6 +363,48 @@ pub fn zip3<T: Scalar, R: Scalar>(
                 // SAFETY: the chunks above cover all n slots.
                 unsafe { out.set_len(n) };
                 out
+            })
+        })
+    });
+    Ok(Tensor::from_vec(out, shape))
+}
+
+/// `f(a, b, c, d)` elementwise with broadcasting of all four, the way
+/// [`zip3`] reads its operands (for gradient rules that combine the
+/// incoming gradient with three recorded tensors in one pass).
+pub fn zip4<T: Scalar, R: Scalar>(
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    d: &Tensor,
+    f: impl Fn(T, T, T, T) -> R + Sync + Send,
+) -> VResult<Tensor> {
+    let s1 = broadcast_shapes(a.shape(), b.shape())?;
+    let s2 = broadcast_shapes(&s1, c.shape())?;
+    let shape = broadcast_shapes(&s2, d.shape())?;
+    let n = super::layout::checked_size(&shape)?;
+    let out = with_operand::<T, _>(a, &shape, |w| {
+        with_operand::<T, _>(b, &shape, |x| {
+            with_operand::<T, _>(c, &shape, |y| {
+                with_operand::<T, _>(d, &shape, |z| {
+                    let mut out: Vec<R> = out_vec(n);
+                    let spare = &mut out.spare_capacity_mut()[..n];
+                    let body = |start: usize, o: &mut [std::mem::MaybeUninit<R>]| {
+                        for (i, slot) in o.iter_mut().enumerate() {
+                            let j = start + i;
+                            slot.write(f(w.at(j), x.at(j), y.at(j), z.at(j)));
+                        }
+                    };
+                    if n >= PAR_MIN {
+                        let g = grain(n);
+                        spare.par_chunks_mut(g).enumerate().for_each(|(k, o)| body(k * g, o));
+                    } else {
+                        body(0, spare);
+                    }
+                    // SAFETY: the chunks above cover all n slots.
+                    unsafe { out.set_len(n) };
+                    out
+                })
             })
         })
     });

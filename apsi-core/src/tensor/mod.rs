@@ -35,6 +35,7 @@ pub mod real;
 pub mod reduce;
 pub mod shape;
 pub mod storage;
+pub mod vmath;
 pub mod wrapping;
 
 pub use self::core::Tensor;
