@@ -40,9 +40,20 @@ NUMPY = textwrap.dedent('''
     print(f"softmax 4096x1024 f32\\t{median_time(lambda: softmax(X))}")
     S = rng.standard_normal((1_000_000, 3))
     print(f"sum axis=1 (1M,3) f64\\t{median_time(lambda: S.sum(axis=1))}")
+    P = rng.standard_normal((512, 512)); AP = rng.standard_normal((512, 512))
+    def slice_write():
+        AP[1:, :] -= P[:-1, :]
+        AP[:, :-1] -= P[:, 1:]
+    print(f"slice -= 512x512 f64\\t{median_time(slice_write)}")
+    E = rng.standard_normal(1_000_000)
+    print(f"exp 1M f64\\t{median_time(lambda: np.exp(E))}")
+    print(f"log1p 1M f64\\t{median_time(lambda: np.log1p(np.abs(E)))}")
+    print(f"abs 1M f64\\t{median_time(lambda: np.abs(E))}")
+    E1 = rng.standard_normal(100_000)
+    print(f"exp 100k f64\\t{median_time(lambda: np.exp(E1))}")
 ''')
 
-BARS = {"a*b+c 10M f32": 1.2, "sum 10M f32": 1.0, "softmax 4096x1024 f32": 1.5, "sum axis=1 (1M,3) f64": 5.0}
+BARS = {"slice -= 512x512 f64": 1.0, "a*b+c 10M f32": 1.2, "sum 10M f32": 1.0, "softmax 4096x1024 f32": 1.5, "sum axis=1 (1M,3) f64": 5.0}
 
 
 def parse(out):
@@ -56,6 +67,10 @@ def parse(out):
 
 def run(cmd, threads, stdin=None):
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+    # NumPy's best OpenBLAS settings: these variables (set on some machines
+    # here) slow it down.
+    env.pop("OPENBLAS_CORETYPE", None)
+    env.pop("OPENBLAS_L2_SIZE", None)
     p = subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         sys.exit(f"{cmd[0]} failed:\n{p.stdout}\n{p.stderr}")

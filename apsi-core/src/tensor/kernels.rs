@@ -75,6 +75,65 @@ pub fn grain(n: usize) -> usize {
     n.div_ceil(t * 4).max(1 << 14)
 }
 
+/// `f` over a dense slice, in parallel chunks when large. `f` is taken by
+/// value so that what it captures (the scalar of `tensor * 2.0`) is a local
+/// of the loop: captured by reference, it was reloaded for every element
+/// (the stores might alias it) and the loop stayed scalar, 2.7x NumPy's time.
+pub fn map_dense<T: Scalar, R: Scalar, F: Fn(T) -> R + Copy + Sync + Send>(src: &[T], f: F) -> Vec<R> {
+    let n = src.len();
+    let mut out: Vec<R> = out_vec(n);
+    let spare = &mut out.spare_capacity_mut()[..n];
+    if n >= PAR_MIN {
+        let g = grain(n);
+        spare
+            .par_chunks_mut(g)
+            .zip(src.par_chunks(g))
+            .for_each(|(o, i)| dense_map(o, i, f));
+    } else {
+        dense_map(spare, src, f);
+    }
+    // SAFETY: the zips above cover all n slots.
+    unsafe { out.set_len(n) };
+    out
+}
+
+/// `o[i] = f(x[i])`, compiled for the CPU's widest vector unit (an explicit
+/// `#[target_feature]` function, so the loop and `f` are surely inlined).
+#[inline(always)]
+fn dense_map<T: Scalar, R: Scalar, F: Fn(T) -> R + Copy>(o: &mut [std::mem::MaybeUninit<R>], x: &[T], f: F) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has the features the function is compiled for.
+            return unsafe { dense_map_avx512(o, x, f) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: as above.
+            return unsafe { dense_map_avx2(o, x, f) };
+        }
+    }
+    dense_map_plain(o, x, f)
+}
+
+#[inline(always)]
+fn dense_map_plain<T: Scalar, R: Scalar, F: Fn(T) -> R>(o: &mut [std::mem::MaybeUninit<R>], x: &[T], f: F) {
+    for (o, &x) in o.iter_mut().zip(x) {
+        o.write(f(x));
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,bmi2")]
+unsafe fn dense_map_avx512<T: Scalar, R: Scalar, F: Fn(T) -> R>(o: &mut [std::mem::MaybeUninit<R>], x: &[T], f: F) {
+    dense_map_plain(o, x, f)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi2")]
+unsafe fn dense_map_avx2<T: Scalar, R: Scalar, F: Fn(T) -> R>(o: &mut [std::mem::MaybeUninit<R>], x: &[T], f: F) {
+    dense_map_plain(o, x, f)
+}
+
 /// Maps every element of `t` (read as `T`) to an `R`.
 pub fn map<T: Scalar, R: Scalar>(t: &Tensor, f: impl Fn(T) -> R + Sync + Send) -> Tensor {
     let shape = t.shape().to_vec();
@@ -214,11 +273,17 @@ fn zip_slices<T: Scalar, R: Scalar>(
     // One side a single element: map the other.
     if lb.size() == 1 && la.shape == shape {
         if let Some(&y) = sb.get(lb.offset) {
+            if let Some(x) = la.is_contiguous().then(|| sa.get(la.offset..la.offset + n)).flatten() {
+                return map_dense(x, move |p| f(p, y));
+            }
             return map_slice(sa, la, &|x| f(x, y));
         }
     }
     if la.size() == 1 && lb.shape == shape {
         if let Some(&x) = sa.get(la.offset) {
+            if let Some(y) = lb.is_contiguous().then(|| sb.get(lb.offset..lb.offset + n)).flatten() {
+                return map_dense(y, move |q| f(x, q));
+            }
             return map_slice(sb, lb, &|y| f(x, y));
         }
     }
