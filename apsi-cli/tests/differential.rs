@@ -83,7 +83,7 @@ fn agrees(expected: &str, got: &str) -> bool {
         return expected == got;
     };
     let split = |s: &str| -> Vec<String> {
-        s.split(|c: char| matches!(c, '[' | ']' | ',' | ' ' | '(' | ')'))
+        s.split(['[', ']', ',', ' ', '(', ')'])
             .filter(|t| !t.is_empty())
             .map(str::to_string)
             .collect()
