@@ -244,13 +244,39 @@ def np_case(r):
 def np_value(expr):
     import numpy as np
 
-    def T(x):
-        return np.array(x)
+    approx = expr.startswith("~")
+    expr = expr.lstrip("~")
 
+    class A(np.ndarray):
+        """An array with Apsi's `norm` method: sqrt(sum(x * x))."""
+
+        def norm(self, axis=None, keepdims=False):
+            x = np.asarray(self).astype(np.float64)
+            return np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims))
+
+    def T(x):
+        return np.array(x).view(A)
+
+    def softplus(x, beta=1.0, threshold=20.0):
+        # PyTorch's softplus, in the stable form Apsi computes.
+        x = np.asarray(x).astype(np.float64)
+        z = beta * x
+        return np.where(z > threshold, x, (np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z)))) / beta)
+
+    def bincount(x, weights=None, minlength=0):
+        return np.bincount(np.asarray(x), weights=None if weights is None else np.asarray(weights), minlength=minlength)
+
+    env = {"T": T, "inf": math.inf, "nan": math.nan, "roll": np.roll, "bincount": bincount,
+           "logaddexp": np.logaddexp, "softplus": softplus}
     with np.errstate(all="ignore"):
         try:
-            v = eval(expr, {"T": T})
-        except ValueError:
+            v = eval(expr, env)
+        except np.exceptions.AxisError:
+            return "error:IndexError"
+        except ValueError as e:
+            msg = str(e)
+            if "negative" in msg:
+                return "error:ValueError"
             # NumPy's shape mismatches; Apsi names them ShapeError (LANGUAGE.md).
             return "error:ShapeError"
         except Exception as e:  # noqa: BLE001 - the kind is the answer
@@ -259,7 +285,79 @@ def np_value(expr):
         v = v.tolist()
     elif isinstance(v, np.generic):
         v = v.item()
-    return shown(v)
+    return ("~" if approx else "") + shown(v)
+
+
+# The newer tensor operations (issue 22): roll, bincount, logaddexp,
+# softplus and x.norm(). Drawn from their own stream, after the cases above,
+# so those stay as they were. roll and bincount move or add numbers in
+# NumPy's order and must agree exactly; logaddexp, softplus and norm go
+# through exp/log1p (NumPy's SIMD versions differ from the C library's in
+# the last bit) or a summation order of NumPy's own, so their expected
+# lines start with "~": within 1e-12, relative (apsi-cli/tests/differential.rs).
+def np_more_case(r):
+    kind = r.choice(["roll", "roll", "bincount", "bincount", "logaddexp", "softplus", "norm"])
+    if kind == "roll":
+        rows, cols = r.randint(1, 3), r.randint(1, 4)
+        dt = r.choice(["f", "i", "b"])
+
+        def el():
+            if dt == "f":
+                return r.choice([0.5, -1.5, 2.0, 3.25, -7.0, 1e-3, 100.0, -0.0])
+            if dt == "i":
+                return r.randint(-9, 9)
+            return r.choice([True, False])
+        if r.random() < 0.4:
+            x = [el() for _ in range(cols)]
+            nd = 1
+        else:
+            x = [[el() for _ in range(cols)] for _ in range(rows)]
+            nd = 2
+        shift = r.randint(-9, 9)
+        axis = r.choice([None, 0, -1, 1, (0, 1), 2])
+        if axis is None:
+            return "roll(T(%r), %d)" % (x, shift)
+        if isinstance(axis, tuple):
+            return "roll(T(%r), (%d, %d), axis=(0, %d))" % (x, shift, r.randint(-5, 5), nd - 1)
+        return "roll(T(%r), %d, axis=%d)" % (x, shift, axis)
+    if kind == "bincount":
+        n = r.randint(1, 6)
+        xs = [r.randint(0, 6) for _ in range(n)]
+        if r.random() < 0.08:
+            xs[r.randrange(n)] = -1
+        if r.random() < 0.1:
+            xs = [bool(v % 2) for v in xs]
+        args = "T(%r)" % (xs,)
+        if r.random() < 0.5:
+            w = [r.choice([0.5, -1.5, 2.0, 3.25, 1e-3, 100.0, 1, -2]) for _ in range(n + (r.random() < 0.05))]
+            args += ", weights=T(%r)" % (w,)
+        if r.random() < 0.5:
+            args += ", minlength=%d" % r.randint(0, 9)
+        return "bincount(%s)" % args
+    vals = [0.0, -0.0, 1.0, -1.5, 2.0, 30.0, 700.0, 1000.0, -1000.0, 1e-3, math.inf, -math.inf, math.nan]
+    n = r.randint(1, 5)
+    if kind == "logaddexp":
+        a = [r.choice(vals) for _ in range(n)]
+        b = [x if r.random() < 0.3 else r.choice(vals) for x in a]
+        form = r.randrange(3)
+        if form == 0:
+            return "~logaddexp(T(%r), T(%r))" % (a, b)
+        if form == 1:
+            return "~logaddexp(T(%r), %r)" % (a, r.choice(vals[:10]))
+        return "~logaddexp(%r, %r)" % (r.choice(vals[:10]), r.choice(vals[:10]))
+    if kind == "softplus":
+        x = [r.choice(vals + [19.5, 20.0, 20.5, -30.0, 5.0, 10.0]) for _ in range(n)]
+        if r.random() < 0.2:
+            x = [r.randint(-9, 25) for _ in range(n)]
+        opts = r.choice(["", ", beta=2.0", ", beta=0.5, threshold=5.0", ", threshold=1.0"])
+        return "~softplus(T(%r)%s)" % (x, opts)
+    rows, cols = r.randint(1, 3), r.randint(1, 3)
+    el = r.choice([lambda: r.choice([0.0, 3.0, -4.0, 0.5, 1e-3, 12.0]), lambda: r.randint(-5, 5)])
+    mat = [[el() for _ in range(cols)] for _ in range(rows)]
+    m = r.choice(["norm()", "norm(axis=0)", "norm(axis=1)", "norm(axis=1, keepdims=True)", "norm(axis=(0, 1))"])
+    if r.random() < 0.3:
+        return "~T(%r).norm()" % (mat[0],)
+    return "~T(%r).%s" % (mat, m)
 
 
 def np_program(exprs):
@@ -281,7 +379,10 @@ def main_numpy():
     seed, n, outdir = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     r = random.Random(seed)
     exprs = [np_case(r) for _ in range(n)]
-    write_cases(outdir, np_program(exprs), [np_value(e) for e in exprs], exprs)
+    r2 = random.Random(seed * 7919 + 22)
+    exprs += [np_more_case(r2) for _ in range(n // 5)]
+    code = [e.lstrip("~") for e in exprs]
+    write_cases(outdir, np_program(code), [np_value(e) for e in exprs], code)
 
 
 if __name__ == "__main__":

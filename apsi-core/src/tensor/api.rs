@@ -37,6 +37,11 @@ pub fn register(mut b: ModuleBuilder) -> ModuleBuilder {
         ("outer", f_outer),
         ("norm", f_norm),
         ("softmax", f_softmax),
+        ("softplus", f_softplus),
+        ("logaddexp", f_logaddexp),
+        ("roll", f_roll),
+        ("bincount", f_bincount),
+        ("index_add", f_index_add),
         ("where", f_where),
         ("clip", f_clip),
         ("grad", f_grad),
@@ -505,15 +510,28 @@ fn f_outer(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 fn f_norm(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::optional("norm", args, kw, &["x", "axis", "keepdims"])?;
     let x = tensor_arg(&a, 0)?;
+    Ok(result_value(norm_of(&x, a.axes(1)?.as_deref(), a.flag(2)?)?))
+}
+
+/// The 2-norm over `axes` (none: all), for `norm(x)` and `x.norm()`:
+/// `sqrt(sum(x * x))`, ints as f64. Its gradient is `x / norm`, and 0 where
+/// the norm is 0 (PyTorch's convention).
+pub fn norm_of(x: &Tensor, axes: Option<&[i64]>, keepdims: bool) -> VResult<Tensor> {
     let x = if x.dtype.is_float() {
-        x
+        x.clone()
     } else {
-        Arg::T(x).to_tensor(DType::F64)?
+        Arg::T(x.clone()).to_tensor(DType::F64)?
     };
-    let axes = reduce::resolve_axes(a.axes(1)?.as_deref(), x.ndim())?;
-    let sq = arith::binary(BinOp::Mul, &Arg::T(x.clone()), &Arg::T(x))?;
-    let s = reduce::reduce(&sq, &axes, a.flag(2)?, RKind::Sum)?;
-    Ok(result_value(arith::unary(arith::UFn::Sqrt, &s)?))
+    let axes = reduce::resolve_axes(axes, x.ndim())?;
+    let mut plain = x.clone();
+    plain.node = None;
+    let sq = arith::binary(BinOp::Mul, &Arg::T(plain.clone()), &Arg::T(plain))?;
+    let s = reduce::reduce(&sq, &axes, keepdims, RKind::Sum)?;
+    let mut r = arith::unary(arith::UFn::Sqrt, &s)?;
+    if x.node.is_some() {
+        r.node = autodiff::record(autodiff::Op::Norm(x, axes, keepdims, r.clone()), &r);
+    }
+    Ok(r)
 }
 
 fn f_softmax(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
@@ -529,6 +547,87 @@ fn f_softmax(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> 
     }
     let axis = super::layout::norm_axis(a.int_opt(1)?.unwrap_or(-1), x.ndim())?;
     Ok(tensor_value(super::fused::softmax(&x, axis)?))
+}
+
+fn f_softplus(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = Args::optional("softplus", args, kw, &["x", "beta", "threshold"])?;
+    let x = tensor_arg(&a, 0)?;
+    let beta = a.float_opt(1)?.unwrap_or(1.0);
+    let threshold = a.float_opt(2)?.unwrap_or(20.0);
+    Ok(result_value(arith::softplus(&x, beta, threshold)?))
+}
+
+fn operand(v: &Value) -> VResult<Arg> {
+    match Arg::from_value(v) {
+        Some(x) => Ok(x),
+        None => Ok(Arg::T(from_data(v, None)?)),
+    }
+}
+
+fn f_logaddexp(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = Args::optional("logaddexp", args, kw, &["a", "b"])?;
+    Ok(result_value(arith::logaddexp(
+        &operand(a.req(0)?)?,
+        &operand(a.req(1)?)?,
+    )?))
+}
+
+/// Ints from an int or a tuple/list of ints (`roll`'s shift and axis).
+fn ints_of(a: &Args, i: usize) -> VResult<Vec<i64>> {
+    let v = a.req(i)?;
+    let items: Vec<Value> = match v {
+        Value::Int(_) | Value::Bool(_) => vec![v.clone()],
+        Value::Tuple(t) => t.0.to_vec(),
+        Value::List(l) => l.items.read().clone(),
+        other => return Err(a.wrong(i, "an int or a tuple of ints", other)),
+    };
+    items
+        .iter()
+        .map(|x| match x {
+            Value::Int(n) => Ok(*n),
+            Value::Bool(b) => Ok(*b as i64),
+            other => Err(a.wrong(i, "an int or a tuple of ints", other)),
+        })
+        .collect()
+}
+
+fn f_roll(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = Args::optional("roll", args, kw, &["x", "shift", "axis"])?;
+    let x = tensor_arg(&a, 0)?;
+    let shifts = ints_of(&a, 1)?;
+    let axes = match a.opt(2) {
+        None => None,
+        Some(_) => Some(ints_of(&a, 2)?),
+    };
+    Ok(tensor_value(shape::roll_axes(&x, &shifts, axes.as_deref())?))
+}
+
+fn f_bincount(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = Args::optional("bincount", args, kw, &["x", "weights", "minlength"])?;
+    let x = tensor_arg(&a, 0)?;
+    let w = match a.opt(1) {
+        None => None,
+        Some(_) => Some(tensor_arg(&a, 1)?),
+    };
+    let minlength = a.int_opt(2)?.unwrap_or(0);
+    Ok(tensor_value(super::index::bincount(&x, w.as_ref(), minlength)?))
+}
+
+fn f_index_add(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = Args::optional("index_add", args, kw, &["x", "axis", "index", "source", "alpha"])?;
+    let x = tensor_arg(&a, 0)?;
+    let axis = a
+        .int_opt(1)?
+        .ok_or_else(|| err(ErrorKind::TypeError, "index_add() missing required argument 'axis'"))?;
+    let index = tensor_arg(&a, 2)?;
+    let source = tensor_arg(&a, 3)?;
+    Ok(tensor_value(super::index::index_add(
+        &x,
+        axis,
+        &index,
+        &source,
+        a.float_opt(4)?,
+    )?))
 }
 
 fn f_where(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {

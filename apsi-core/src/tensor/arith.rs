@@ -565,3 +565,111 @@ pub fn clip(x: &Tensor, lo: Option<f64>, hi: Option<f64>) -> VResult<Tensor> {
     }
     Ok(r)
 }
+
+/// The float dtype an elementwise float function of `d` computes in and
+/// returns (ints and bool give f64, as `exp` does).
+fn float_result(d: DType) -> VResult<DType> {
+    match d.kind() {
+        Kind::Float => d.check_supported(),
+        _ => Ok(DType::F64),
+    }
+}
+
+/// `f` over `x` in its own float type (f16/bf16 compute in f32 and round
+/// once at the end, as the other elementwise functions do).
+fn map_float(
+    x: &Tensor,
+    f64f: impl Fn(f64) -> f64 + Sync + Send,
+    f32f: impl Fn(f32) -> f32 + Sync + Send,
+) -> VResult<Tensor> {
+    Ok(match x.dtype {
+        DType::F64 => map::<f64, f64>(x, f64f),
+        DType::F32 => map::<f32, f32>(x, f32f),
+        d => map::<f32, f32>(x, f32f).astype(d)?,
+    })
+}
+
+fn softplus_of<T: Real>(x: T, beta: T, threshold: T) -> T {
+    let z = beta * x;
+    if z > threshold {
+        x
+    } else {
+        // log(1 + e^z) without overflow: max(z, 0) + log1p(e^-|z|).
+        let m = if z > T::ZERO { z } else { T::ZERO };
+        (m + (-z.abs()).exp().ln_1p()) / beta
+    }
+}
+
+/// `softplus(x, beta, threshold)`: PyTorch's `log(1 + exp(beta*x)) / beta`,
+/// and `x` itself where `beta * x > threshold`.
+pub fn softplus(x: &Tensor, beta: f64, threshold: f64) -> VResult<Tensor> {
+    let x = Arg::T(x.clone()).to_tensor(float_result(x.dtype)?)?;
+    let (b32, t32) = (beta as f32, threshold as f32);
+    let mut r = map_float(
+        &x,
+        move |v| softplus_of(v, beta, threshold),
+        move |v| softplus_of(v, b32, t32),
+    )?;
+    if x.node.is_some() {
+        r.node = record(Op::Softplus(x.clone(), beta, threshold), &r);
+    }
+    Ok(r)
+}
+
+/// Where `softplus` is linear (`beta * x > threshold`), computed in the
+/// type the forward pass used.
+pub fn softplus_linear(x: &Tensor, beta: f64, threshold: f64) -> VResult<Tensor> {
+    Ok(match x.dtype {
+        DType::F64 => map::<f64, bool>(x, move |v| beta * v > threshold),
+        _ => {
+            let (b, t) = (beta as f32, threshold as f32);
+            map::<f32, bool>(x, move |v| b * v > t)
+        }
+    })
+}
+
+/// NumPy's `npy_logaddexp`, step for step: equal arguments (infinities of
+/// one sign included) give `x + log 2`, else the larger plus
+/// `log1p(exp(-|x - y|))`; a NaN propagates.
+fn logaddexp_of<T: Real>(x: T, y: T, ln2: T) -> T {
+    if x == y {
+        return x + ln2;
+    }
+    let d = x - y;
+    if d > T::ZERO {
+        x + (-d).exp().ln_1p()
+    } else if d <= T::ZERO {
+        y + d.exp().ln_1p()
+    } else {
+        d
+    }
+}
+
+/// `logaddexp(a, b)`: `log(exp(a) + exp(b))` without overflow, broadcast.
+pub fn logaddexp(a: &Arg, b: &Arg) -> VResult<Tensor> {
+    let d = float_result(result_dtype(a, b))?;
+    let x = a.to_tensor(d)?;
+    let y = b.to_tensor(d)?;
+    const LN2: f64 = std::f64::consts::LN_2;
+    let mut r = match d {
+        DType::F64 => zip::<f64, f64>(&x, &y, |p, q| logaddexp_of(p, q, LN2))?,
+        DType::F32 => zip::<f32, f32>(&x, &y, |p, q| logaddexp_of(p, q, LN2 as f32))?,
+        _ => zip::<f32, f32>(&x, &y, |p, q| logaddexp_of(p, q, LN2 as f32))?.astype(d)?,
+    };
+    if traced(&x, &y) {
+        r.node = record(Op::LogAddExp(x, y), &r);
+    }
+    Ok(r)
+}
+
+/// `sqrt(x)` for `std`: the same values, but its gradient is 0 where the
+/// result is 0 ([`Op::Root`]).
+pub fn root(x: &Tensor) -> VResult<Tensor> {
+    let mut plain = x.clone();
+    plain.node = None;
+    let mut r = unary(UFn::Sqrt, &plain)?;
+    if x.node.is_some() && r.dtype.is_float() {
+        r.node = record(Op::Root(x.clone(), r.clone()), &r);
+    }
+    Ok(r)
+}

@@ -56,6 +56,20 @@ pub enum Op {
     /// values, logical indices, shape of the zero tensor they are added into
     Scatter(Tensor, Vec<usize>, Vec<usize>),
     Matmul(Tensor, Tensor),
+    /// `sqrt` inside `std`: input, result
+    Root(Tensor, Tensor),
+    /// the 2-norm: x, axes, keepdims, result
+    Norm(Tensor, Vec<usize>, bool, Tensor),
+    /// `roll` along one axis: input, axis, shift (in `0..len`)
+    Roll(Tensor, usize, usize),
+    /// `index_add`: x, axis, index (in range), source
+    IndexAdd(Tensor, usize, Arc<[usize]>, Tensor),
+    /// the slices of x at index along axis (the adjoint of `IndexAdd`)
+    IndexSelect(Tensor, usize, Arc<[usize]>),
+    /// `logaddexp`: a, b (of one dtype)
+    LogAddExp(Tensor, Tensor),
+    /// `softplus`: x, beta, threshold
+    Softplus(Tensor, f64, f64),
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -95,6 +109,9 @@ fn inputs(op: &Op) -> Vec<&Tensor> {
     match op {
         Op::Leaf => vec![],
         Op::Alias(a) | Op::Unary(_, a, _) | Op::Cast(a) | Op::Clip(a, _, _) | Op::Sum(a, _, _) => vec![a],
+        Op::Norm(a, _, _, _) => vec![a],
+        Op::Root(a, _) | Op::Roll(a, _, _) | Op::IndexSelect(a, _, _) | Op::Softplus(a, _, _) => vec![a],
+        Op::IndexAdd(a, _, _, b) | Op::LogAddExp(a, b) => vec![a, b],
         Op::Extreme(a, _, _, _) | Op::Prod(a, _, _, _) | Op::Cumsum(a, _) | Op::Reshape(a) | Op::Permute(a, _) => {
             vec![a]
         }
@@ -161,6 +178,18 @@ pub fn gather(x: &Tensor, idx: &[usize], shape: &[usize]) -> VResult<Tensor> {
     Ok(r)
 }
 
+/// A node's recorded result `out`, for a rule that uses it: recomputed from
+/// the (traced) inputs by `redo` when the backward pass is itself being
+/// recorded (`grad(grad(f))`), so that the second derivative sees how the
+/// result depends on them; the recorded value otherwise.
+fn live(out: &Tensor, redo: impl FnOnce() -> VResult<Tensor>) -> VResult<Tensor> {
+    if PAUSED.with(|p| p.get()) {
+        Ok(out.clone())
+    } else {
+        redo()
+    }
+}
+
 /// `f()` when input `i` needs its cotangent, else `None` (nothing computed).
 fn want(need: &[bool], i: usize, f: impl FnOnce() -> VResult<Tensor>) -> VResult<Option<Tensor>> {
     if need.get(i).copied().unwrap_or(false) {
@@ -200,13 +229,20 @@ fn vjp(op: &Op, g: &Tensor, need: &[bool]) -> VResult<Vec<Option<Tensor>>> {
             })?,
         ],
         Op::Pow(x, y, out) => vec![
+            // Kinks as PyTorch: d/dx is 0 where y == 0 (x ** 0 is 1, even
+            // at x = 0, never 0 * inf); d/dy is 0 where x == 0 and y >= 0
+            // (never 0 * log 0).
             want(need, 0, || {
                 let ym1 = scal(Sub, y, 1.0)?;
                 let gx = bin(Mul, g, &bin(Mul, y, &bin(Pow, x, &ym1)?)?)?;
-                sum_to(&gx, x.shape())
+                let flat = compare(CmpOp::Eq, &Arg::T(detach(y)), &Arg::Float(0.0))?;
+                sum_to(&where_(&flat, &Arg::Float(0.0), &Arg::T(gx))?, x.shape())
             })?,
             want(need, 1, || {
-                sum_to(&bin(Mul, &bin(Mul, g, out)?, &unary(UFn::Log, x)?)?, y.shape())
+                let out = live(out, || bin(Pow, x, y))?;
+                let gy = bin(Mul, &bin(Mul, g, &out)?, &unary(UFn::Log, x)?)?;
+                let at0 = super::kernels::zip::<f64, bool>(&detach(x), &detach(y), |a, b| a == 0.0 && b >= 0.0)?;
+                sum_to(&where_(&at0, &Arg::Float(0.0), &Arg::T(gy))?, y.shape())
             })?,
         ],
         Op::Unary(f, x, out) => vec![want(need, 0, || match direct_unary_vjp(*f, x, out, g) {
@@ -259,15 +295,16 @@ fn vjp(op: &Op, g: &Tensor, need: &[bool]) -> VResult<Vec<Option<Tensor>>> {
             ]
         }
         Op::Clip(x, lo, hi) => {
-            // PyTorch's clamp: the gradient passes where lo <= x <= hi,
-            // bounds included.
-            let (l, h) = (lo.unwrap_or(f64::NEG_INFINITY), hi.unwrap_or(f64::INFINITY));
+            // PyTorch's clamp with number bounds (2.x): the gradient passes
+            // strictly inside, lo < x < hi; at a bound it is 0 (as relu at
+            // 0), and a missing bound never stops it.
+            let (lo, hi) = (*lo, *hi);
+            let inside = move |v: f64| lo.is_none_or(|l| v > l) && hi.is_none_or(|h| v < h);
             if untraced(&[g]) && g.dtype == x.dtype && matches!(g.dtype, DType::F64 | DType::F32) {
-                let r =
-                    super::kernels::zip::<f64, f64>(g, &detach(x), move |g, v| if v >= l && v <= h { g } else { 0.0 })?;
+                let r = super::kernels::zip::<f64, f64>(g, &detach(x), move |g, v| if inside(v) { g } else { 0.0 })?;
                 return Ok(vec![Some(r.cast(g.dtype)?)]);
             }
-            let m = super::kernels::map::<f64, bool>(&detach(x), move |v| v >= l && v <= h);
+            let m = super::kernels::map::<f64, bool>(&detach(x), inside);
             vec![Some(where_(&m, &Arg::T(g.clone()), &Arg::Float(0.0))?)]
         }
         Op::Sum(x, axes, keepdims) => {
@@ -288,13 +325,23 @@ fn vjp(op: &Op, g: &Tensor, need: &[bool]) -> VResult<Vec<Option<Tensor>>> {
             let gk = if *keepdims { g.clone() } else { reshape(g, ks)? };
             vec![Some(bin(Mul, &bin(Div, &gk, &cnt)?, &m)?)]
         }
-        Op::Prod(x, axes, keepdims, out) => {
+        Op::Prod(x, axes, keepdims, _) => {
+            // The product of the other elements, as PyTorch computes it:
+            // with no zero that is prod / x; with one zero, the zero's slot
+            // gets the product of the rest and the others 0; with two or
+            // more, every slot gets 0 (never 0/0).
             let ks = keep_shape(x.shape(), axes);
-            let gk = if *keepdims { g.clone() } else { reshape(g, ks.clone())? };
-            let ok = out.reshaped(ks)?;
-            let mut okt = ok;
-            okt.node = out.node.clone().filter(|_| false);
-            vec![Some(bin(Div, &bin(Mul, &gk, &okt)?, x)?)]
+            let gk = if *keepdims { g.clone() } else { reshape(g, ks)? };
+            let zero = compare(CmpOp::Eq, &Arg::T(detach(x)), &Arg::Float(0.0))?;
+            let nonzero = where_(&zero, &Arg::Float(1.0), &Arg::T(x.clone()))?;
+            let rest = super::reduce::reduce(&nonzero, axes, true, super::reduce::RKind::Prod)?;
+            let zeros = super::reduce::reduce(&zero.astype(x.dtype)?, axes, true, super::reduce::RKind::Sum)?;
+            let none = compare(CmpOp::Eq, &Arg::T(zeros.clone()), &Arg::Float(0.0))?;
+            let one = compare(CmpOp::Eq, &Arg::T(zeros), &Arg::Float(1.0))?;
+            let only = super::kernels::zip::<bool, bool>(&one, &zero, |a, b| a && b)?;
+            let picked = where_(&only, &Arg::T(rest.clone()), &Arg::Float(0.0))?;
+            let d = where_(&none, &Arg::T(bin(Div, &rest, &nonzero)?), &Arg::T(picked))?;
+            vec![Some(bin(Mul, &gk, &d)?)]
         }
         Op::Cumsum(x, axis) => {
             let total = super::reduce::reduce(g, &[*axis], true, super::reduce::RKind::Sum)?;
@@ -336,6 +383,71 @@ fn vjp(op: &Op, g: &Tensor, need: &[bool]) -> VResult<Vec<Option<Tensor>>> {
         Op::Gather(x, idx, _) => vec![Some(scatter(g, idx, x.shape())?)],
         Op::Scatter(v, idx, _) => vec![Some(gather(g, idx, v.shape())?)],
         Op::Matmul(a, b) => matmul_vjp(a, b, g, need)?,
+        Op::Root(x, out) => {
+            // Kink: where the result is 0 (the std of a constant) the
+            // gradient is 0, as PyTorch's std gives (a bare `sqrt` keeps its
+            // infinite slope at 0).
+            let zero = compare(CmpOp::Eq, &Arg::T(detach(out)), &Arg::Float(0.0))?;
+            let o = live(out, || super::arith::root(x))?;
+            let safe = where_(&zero, &Arg::Float(1.0), &Arg::T(o))?;
+            let q = bin(Div, g, &scal(Mul, &safe, 2.0)?)?;
+            vec![want(need, 0, || where_(&zero, &Arg::Float(0.0), &Arg::T(q)))?]
+        }
+        Op::Norm(x, axes, keepdims, out) => {
+            // PyTorch's rule: x * g / norm, and 0 where the norm is 0 (at
+            // the origin, where the 2-norm has no derivative).
+            let ks = keep_shape(x.shape(), axes);
+            let gk = if *keepdims { g.clone() } else { reshape(g, ks.clone())? };
+            let zero = compare(CmpOp::Eq, &Arg::T(detach(out).reshaped(ks.clone())?), &Arg::Float(0.0))?;
+            let o = live(out, || {
+                let ax: Vec<i64> = axes.iter().map(|&a| a as i64).collect();
+                super::api::norm_of(x, Some(&ax), true)
+            })?;
+            let safe = where_(&zero, &Arg::Float(1.0), &Arg::T(reshape(&o, ks)?))?;
+            let r = bin(Div, &bin(Mul, x, &gk)?, &safe)?;
+            vec![want(need, 0, || where_(&zero, &Arg::Float(0.0), &Arg::T(r)))?]
+        }
+        Op::Roll(x, axis, shift) => {
+            // Linear: roll back.
+            let len = x.shape()[*axis];
+            vec![want(need, 0, || {
+                super::shape::roll(g, *axis, (len - shift) % len.max(1))
+            })?]
+        }
+        Op::IndexAdd(x, axis, idx, _) => vec![
+            // Linear in both: x passes through, each source slice takes the
+            // gradient of the slot it was added into (duplicates each get it).
+            want(need, 0, || sum_to(g, x.shape()))?,
+            want(need, 1, || super::index::index_select(g, *axis, idx))?,
+        ],
+        Op::IndexSelect(x, axis, idx) => vec![want(need, 0, || {
+            let z = Tensor::full(x.shape().to_vec(), 0.0, g.dtype)?;
+            super::index::index_add_into(&z, *axis, idx, g)
+        })?],
+        Op::LogAddExp(a, b) => {
+            // PyTorch's rule: d/da = 1 / (1 + exp(b - a)). A tie gives 0.5
+            // to each side (also at +-inf ties: nan, as PyTorch gives, where
+            // b - a is inf - inf); an infinite side takes all of it.
+            let share = |this: &Tensor, other: &Tensor| -> VResult<Tensor> {
+                let e = unary(UFn::Exp, &bin(Sub, other, this)?)?;
+                bin(Div, g, &scal(Add, &e, 1.0)?)
+            };
+            vec![
+                want(need, 0, || sum_to(&share(a, b)?, a.shape()))?,
+                want(need, 1, || sum_to(&share(b, a)?, b.shape()))?,
+            ]
+        }
+        Op::Softplus(x, beta, threshold) => {
+            // sigmoid(beta * x) below the threshold; above it (beta * x >
+            // threshold, where the result is x itself) exactly 1. At the
+            // threshold the smooth branch applies, as in PyTorch.
+            let (beta, threshold) = (*beta, *threshold);
+            vec![want(need, 0, || {
+                let linear = super::arith::softplus_linear(&detach(x), beta, threshold)?;
+                let s = unary(UFn::Sigmoid, &scal(Mul, x, beta)?)?;
+                where_(&linear, &Arg::T(g.clone()), &Arg::T(bin(Mul, g, &s)?))
+            })?]
+        }
     })
 }
 
@@ -381,6 +493,10 @@ fn direct_unary_vjp_in<T: super::real::Real>(f: UFn, x: &Tensor, out: &Tensor, g
 /// have 0 everywhere.
 fn unary_vjp(f: UFn, x: &Tensor, out: &Tensor, g: &Tensor) -> VResult<Tensor> {
     use BinOp::*;
+    let out = &match f {
+        UFn::Sqrt | UFn::Exp | UFn::Tan | UFn::Tanh | UFn::Sigmoid => live(out, || unary(f, x))?,
+        _ => out.clone(),
+    };
     match f {
         UFn::Neg => unary(UFn::Neg, g),
         UFn::Abs => bin(Mul, g, &unary(UFn::Sign, &detach(x))?),

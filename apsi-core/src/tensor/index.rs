@@ -249,6 +249,15 @@ fn mask_target(t: &Tensor, m: &Tensor) -> VResult<Target> {
 
 /// `t[idx]`: a view, a copy, or (every axis given an int) a plain number.
 pub fn get(t: &Tensor, idx: &Value) -> VResult<Value> {
+    if t.node.is_some() && !t.is_dense() {
+        // The tape's gather takes logical (row-major) indices: select from a
+        // dense copy, whose storage offsets are those, and record against
+        // `t` (a transposed or offset view would otherwise send gradients
+        // to the wrong elements).
+        let mut d = t.contiguous();
+        d.node = t.node.clone();
+        return get(&d, idx);
+    }
     match target(t, idx)? {
         Target::View(l) => {
             let mut v = t.view(l);
@@ -427,4 +436,234 @@ fn write_view(t: &Tensor, l: &Layout, src: &Tensor) -> Option<VResult<()>> {
         });
         Some(Ok(()))
     }, other => None)
+}
+
+// ---- index_add, index_select, bincount ----
+
+/// `(outer, len, inner)` of `shape` around `axis`.
+fn around(shape: &[usize], axis: usize) -> (usize, usize, usize) {
+    (
+        shape[..axis].iter().product(),
+        shape[axis],
+        shape[axis + 1..].iter().product(),
+    )
+}
+
+/// `out` (x's elements, row-major) with each slice `j` of `src` along the
+/// axis added into slice `idx[j]`; duplicates accumulate in index order.
+/// Blocks of the outer axes are independent (split across threads when large).
+fn add_slices<T: Copy + Send + Sync>(
+    out: &mut [T],
+    src: &[T],
+    (n, m, inner): (usize, usize, usize),
+    idx: &[usize],
+    add: impl Fn(T, T) -> T + Sync + Send,
+) {
+    use rayon::prelude::*;
+    if out.is_empty() || src.is_empty() || inner == 0 {
+        return;
+    }
+    let body = |(o, s): (&mut [T], &[T])| {
+        for (j, &i) in idx.iter().enumerate() {
+            let (Some(d), Some(s)) = (o.get_mut(i * inner..(i + 1) * inner), s.get(j * inner..(j + 1) * inner)) else {
+                continue;
+            };
+            for (a, &b) in d.iter_mut().zip(s) {
+                *a = add(*a, b);
+            }
+        }
+    };
+    if out.len() >= super::core::PAR_MIN && out.len() > n * inner {
+        out.par_chunks_mut(n * inner)
+            .zip(src.par_chunks(m * inner))
+            .for_each(body);
+    } else {
+        out.chunks_mut(n * inner).zip(src.chunks(m * inner)).for_each(body);
+    }
+}
+
+/// `x` with `src`'s slices along `axis` added at `idx` (checked by the
+/// caller: in range, shapes that fit, one numeric dtype), as a new tensor.
+pub fn index_add_into(x: &Tensor, axis: usize, idx: &Arc<[usize]>, src: &Tensor) -> VResult<Tensor> {
+    let d = x.dtype;
+    let (_, n, inner) = around(x.shape(), axis);
+    let m = idx.len();
+    let shape = x.shape().to_vec();
+    let mut r = match d {
+        DType::F64 => {
+            let mut out: Vec<f64> = x.to_vec();
+            add_slices(&mut out, &src.to_vec::<f64>(), (n, m, inner), idx, |a, b| a + b);
+            Tensor::from_vec(out, shape)
+        }
+        DType::F32 | DType::F16 | DType::BF16 => {
+            let mut out: Vec<f32> = x.to_vec();
+            add_slices(&mut out, &src.to_vec::<f32>(), (n, m, inner), idx, |a, b| a + b);
+            Tensor::from_vec(out, shape).cast(d)?
+        }
+        DType::I64 | DType::I32 => {
+            let mut out: Vec<i64> = x.to_vec();
+            add_slices(&mut out, &src.to_vec::<i64>(), (n, m, inner), idx, i64::wrapping_add);
+            Tensor::from_vec(out, shape).cast(d)?
+        }
+        other => {
+            return Err(err(
+                ErrorKind::TypeError,
+                format!(
+                    "index_add() adds int or float tensors, not {} (convert first with .astype(f32))",
+                    other.name()
+                ),
+            ))
+        }
+    };
+    if (x.node.is_some() || src.node.is_some()) && d.is_float() {
+        r.node = record(Op::IndexAdd(x.clone(), axis, idx.clone(), src.clone()), &r);
+    }
+    Ok(r)
+}
+
+/// The slices of `x` at `idx` along `axis` (the indices in range).
+pub fn index_select(x: &Tensor, axis: usize, idx: &Arc<[usize]>) -> VResult<Tensor> {
+    let (outer, n, inner) = around(x.shape(), axis);
+    let mut shape = x.shape().to_vec();
+    shape[axis] = idx.len();
+    let mut r = crate::with_dtype!(x.dtype, T => {
+        let v: Vec<T> = x.to_vec();
+        let mut out: Vec<T> = Vec::with_capacity(outer * idx.len() * inner);
+        for o in 0..outer {
+            for &i in idx.iter() {
+                let at = (o * n + i) * inner;
+                if let Some(s) = v.get(at..at + inner) {
+                    out.extend_from_slice(s);
+                }
+            }
+        }
+        Tensor::from_vec(out, shape.clone())
+    }, other => return Err(x.dtype.check_supported().err().unwrap_or_else(|| err(ErrorKind::TypeError, "bad dtype"))));
+    if x.node.is_some() && x.dtype.is_float() {
+        r.node = record(Op::IndexSelect(x.clone(), axis, idx.clone()), &r);
+    }
+    Ok(r)
+}
+
+/// An index argument of `index_add`/`bincount`: a 1-D int tensor (or a
+/// list of ints), as i64 values.
+fn int_list(name: &str, what: &str, t: &Tensor) -> VResult<Vec<i64>> {
+    if t.dtype.kind() == Kind::Float && t.size() > 0 {
+        return Err(err(
+            ErrorKind::TypeError,
+            format!(
+                "{name}() {what} must be an int tensor, not {} (use .astype(i64))",
+                t.dtype.name()
+            ),
+        ));
+    }
+    if t.ndim() != 1 {
+        return Err(err(
+            ErrorKind::ShapeError,
+            format!("{name}() {what} must be 1-D, not of shape {}", shape_str(t.shape())),
+        ));
+    }
+    Ok(t.to_vec())
+}
+
+/// PyTorch's `index_add(x, axis, index, source, alpha=1)` as a function: a
+/// new tensor, `x` with `alpha * source[..., j, ...]` added into
+/// `x[..., index[j], ...]` along `axis`; repeated indices accumulate (what
+/// NumPy's `np.add.at(x, index, source)` does in place). Negative indices
+/// count from the end.
+pub fn index_add(x: &Tensor, axis: i64, index: &Tensor, source: &Tensor, alpha: Option<f64>) -> VResult<Tensor> {
+    let ax = super::layout::norm_axis(axis, x.ndim())?;
+    let ids = int_list("index_add", "index", index)?;
+    let n = x.shape()[ax];
+    let idx: Vec<usize> = ids
+        .iter()
+        .map(|&i| {
+            let j = if i < 0 { i + n as i64 } else { i };
+            if j < 0 || j >= n as i64 {
+                Err(err(
+                    ErrorKind::IndexError,
+                    format!("index_add() index {i} is out of bounds for axis {ax} with size {n}"),
+                ))
+            } else {
+                Ok(j as usize)
+            }
+        })
+        .collect::<VResult<_>>()?;
+    let mut want = x.shape().to_vec();
+    want[ax] = idx.len();
+    if source.shape() != want.as_slice() {
+        return Err(err(
+            ErrorKind::ShapeError,
+            format!(
+                "index_add() source has shape {}; expected {} (x's shape {} with axis {ax} as long as index, {})",
+                shape_str(source.shape()),
+                shape_str(&want),
+                shape_str(x.shape()),
+                idx.len()
+            ),
+        ));
+    }
+    let d = DType::promote(x.dtype, source.dtype);
+    if d == DType::Bool {
+        return Err(err(
+            ErrorKind::TypeError,
+            "index_add() adds numbers, not bool tensors (use .astype(i64))",
+        ));
+    }
+    let d = d.check_supported()?;
+    let xt = Arg::T(x.clone()).to_tensor(d)?;
+    let mut st = Arg::T(source.clone()).to_tensor(d)?;
+    if let Some(a) = alpha.filter(|&a| a != 1.0) {
+        st = super::arith::binary(crate::syntax::ast::BinOp::Mul, &Arg::T(st), &Arg::Float(a))?;
+        st = Arg::T(st).to_tensor(d)?;
+    }
+    index_add_into(&xt, ax, &Arc::from(idx), &st)
+}
+
+/// NumPy's `bincount(x, weights=None, minlength=0)`: how often each of
+/// `0..=max(x)` occurs in the 1-D non-negative int tensor `x` (i64), or with
+/// `weights` the sum of the weights at each (f64, differentiable in the
+/// weights); at least `minlength` bins.
+pub fn bincount(x: &Tensor, weights: Option<&Tensor>, minlength: i64) -> VResult<Tensor> {
+    if minlength < 0 {
+        return Err(err(
+            ErrorKind::ValueError,
+            format!("bincount() minlength must be >= 0, not {minlength}"),
+        ));
+    }
+    let ids = int_list("bincount", "input", x)?;
+    if let Some((k, &v)) = ids.iter().enumerate().find(|(_, &v)| v < 0) {
+        return Err(err(
+            ErrorKind::ValueError,
+            format!("bincount() counts non-negative ints; element {k} is {v}"),
+        ));
+    }
+    let top = ids.iter().copied().max().map_or(0, |m| m as u64 + 1);
+    let len = usize::try_from(top.max(minlength as u64)).unwrap_or(usize::MAX);
+    super::layout::check_alloc(len, "bincount()")?;
+    let idx: Vec<usize> = ids.iter().map(|&v| v as usize).collect();
+    match weights {
+        None => {
+            let mut counts = vec![0i64; len];
+            for &i in &idx {
+                counts[i] += 1;
+            }
+            Ok(Tensor::from_vec(counts, vec![len]))
+        }
+        Some(w) => {
+            if w.shape() != x.shape() {
+                return Err(err(
+                    ErrorKind::ShapeError,
+                    format!(
+                        "bincount() weights have shape {}; expected {}, the shape of the input",
+                        shape_str(w.shape()),
+                        shape_str(x.shape())
+                    ),
+                ));
+            }
+            let w = Arg::T(w.clone()).to_tensor(DType::F64)?;
+            let z = Tensor::full(vec![len], 0.0, DType::F64)?;
+            index_add_into(&z, 0, &Arc::from(idx), &w)
+        }
+    }
 }

@@ -479,7 +479,8 @@ fn var_like(name: &'static str, args: &[Value], kw: Kwargs, sqrt: bool) -> VResu
     let axes = reduce::resolve_axes(a.axes(0)?.as_deref(), t.ndim())?;
     let ddof = a.float_opt(1)?.unwrap_or(0.0);
     let v = var_of(&t, &axes, a.flag(2)?, ddof)?;
-    Ok(result_value(if sqrt { arith::unary(UFn::Sqrt, &v)? } else { v }))
+    // std's sqrt has gradient 0 at a constant input (std 0), as PyTorch's.
+    Ok(result_value(if sqrt { arith::root(&v)? } else { v }))
 }
 
 fn m_var(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
@@ -487,6 +488,17 @@ fn m_var(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 }
 fn m_std(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     var_like("std", args, kw, true)
+}
+
+/// `x.norm(axis=None, keepdims=false)`: the prelude's `norm(x, …)`.
+fn m_norm(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let t = this(args)?;
+    let a = Args::optional("norm", &args[1..], kw, &["axis", "keepdims"])?;
+    Ok(result_value(super::api::norm_of(
+        &t,
+        a.axes(0)?.as_deref(),
+        a.flag(1)?,
+    )?))
 }
 
 fn m_cumsum(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
@@ -699,6 +711,7 @@ fn methods() -> &'static HashMap<&'static str, Value> {
             ("mean", m_mean),
             ("var", m_var),
             ("std", m_std),
+            ("norm", m_norm),
             ("cumsum", m_cumsum),
             ("sort", m_sort),
             ("argsort", m_argsort),

@@ -250,3 +250,83 @@ pub fn broadcast_to(g: &Tensor, shape: &[usize]) -> VResult<Tensor> {
 pub fn layout_of(shape: Vec<usize>) -> Layout {
     Layout::contiguous(shape)
 }
+
+/// `roll` along one axis by `shift` in `0..len` (the elements move to
+/// higher indices and wrap around). Any layout, every dtype.
+pub fn roll(t: &Tensor, axis: usize, shift: usize) -> VResult<Tensor> {
+    let shape = t.shape().to_vec();
+    let len = shape[axis];
+    let s = if len == 0 { 0 } else { shift % len };
+    let outer: usize = shape[..axis].iter().product();
+    let block = len * shape[axis + 1..].iter().product::<usize>();
+    // Each outer block of `len` slices: its last `s` slices first.
+    let cut = block - block / len.max(1) * s;
+    let mut r = crate::with_dtype!(t.dtype, T => {
+        let v: Vec<T> = t.to_vec();
+        let mut out: Vec<T> = Vec::with_capacity(v.len());
+        if block > 0 {
+            for b in v.chunks(block).take(outer) {
+                out.extend_from_slice(&b[cut..]);
+                out.extend_from_slice(&b[..cut]);
+            }
+        }
+        Tensor::from_vec(out, shape.clone())
+    }, other => {
+        // Packed formats: the same permutation of storage offsets.
+        let offs = t.layout.offsets();
+        let mut moved = Vec::with_capacity(offs.len());
+        if block > 0 {
+            for b in offs.chunks(block) {
+                moved.extend_from_slice(&b[cut..]);
+                moved.extend_from_slice(&b[..cut]);
+            }
+        }
+        super::codec::narrow::gather(t, &moved, shape.clone())
+    });
+    if t.node.is_some() && t.dtype.is_float() {
+        r.node = record(Op::Roll(t.clone(), axis, s), &r);
+    }
+    Ok(r)
+}
+
+/// NumPy's `roll(x, shift, axis)`: `shifts` and `axes` pair up (one of
+/// them may be a single value, repeated for the other); `axes` `None`
+/// rolls the flattened tensor and restores the shape.
+pub fn roll_axes(t: &Tensor, shifts: &[i64], axes: Option<&[i64]>) -> VResult<Tensor> {
+    let Some(axes) = axes else {
+        let total = shifts.iter().fold(0i64, |a, &s| a.wrapping_add(s));
+        let flat = reshape(t, vec![t.size()])?;
+        let n = t.size() as i64;
+        let r = roll(&flat, 0, if n == 0 { 0 } else { total.rem_euclid(n) as usize })?;
+        return reshape(&r, t.shape().to_vec());
+    };
+    let pairs: Vec<(i64, i64)> = match (shifts.len(), axes.len()) {
+        (a, b) if a == b => shifts.iter().copied().zip(axes.iter().copied()).collect(),
+        (1, _) => axes.iter().map(|&a| (shifts[0], a)).collect(),
+        (_, 1) => shifts.iter().map(|&s| (s, axes[0])).collect(),
+        (a, b) => {
+            return Err(err(
+                ErrorKind::ShapeError,
+                format!("roll() got {a} shifts for {b} axes: give one of each per axis, or a single shift or axis"),
+            ))
+        }
+    };
+    // Shifts along one axis add up (as NumPy's).
+    let mut per_axis = vec![0i64; t.ndim()];
+    for (s, a) in pairs {
+        let ax = super::layout::norm_axis(a, t.ndim())?;
+        per_axis[ax] = per_axis[ax].wrapping_add(s);
+    }
+    let mut r = t.clone();
+    for (ax, &s) in per_axis.iter().enumerate() {
+        let len = t.shape()[ax] as i64;
+        if s != 0 && len > 1 {
+            r = roll(&r, ax, s.rem_euclid(len) as usize)?;
+        }
+    }
+    if r.node.is_none() && std::sync::Arc::ptr_eq(&r.storage, &t.storage) {
+        // Nothing moved: still a new tensor, as NumPy's roll returns.
+        r = r.contiguous();
+    }
+    Ok(r)
+}

@@ -366,6 +366,173 @@ fn every_differentiable_op_matches_finite_differences() {
         s.clone(),
     );
     fd("sort", &|v| meth(v, "sort", &[], &[]), x.clone(), s.clone());
+    let ints = |xs: &[i64]| Value::list(xs.iter().map(|&i| Value::Int(i)).collect());
+    let tr = |v: &Value| crate::ops::get_attr(v, "T");
+    fd(
+        "roll axis",
+        &|v| call("roll", &[v.clone(), Value::Int(-4)], &[("axis", Value::Int(1))]),
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "roll flat",
+        &|v| call("roll", &[v.clone(), Value::Int(8)], &[]),
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "roll tuple",
+        &|v| {
+            call(
+                "roll",
+                &[v.clone(), Value::tuple(vec![Value::Int(1), Value::Int(2)])],
+                &[("axis", Value::tuple(vec![Value::Int(0), Value::Int(1)]))],
+            )
+        },
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "roll transposed",
+        &|v| call("roll", &[tr(v)?, Value::Int(1)], &[("axis", Value::Int(0))]),
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "roll reversed slice",
+        &|v| {
+            let sl = Value::Slice(Arc::new(crate::value::SliceObj {
+                start: Value::None,
+                stop: Value::None,
+                step: Value::Int(-1),
+            }));
+            let rev = crate::ops::get_index(v, &Value::tuple(vec![sl.clone(), sl]))?;
+            call("roll", &[rev, Value::Int(2)], &[("axis", Value::Int(-1))])
+        },
+        x.clone(),
+        s.clone(),
+    );
+    let src23 = t(randv(6, 21, -1.0, 1.0), vec![2, 3]);
+    fd(
+        "index_add x",
+        &|v| {
+            call(
+                "index_add",
+                &[v.clone(), Value::Int(1), ints(&[0, 2, 0]), src23.clone()],
+                &[],
+            )
+        },
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "index_add source",
+        &|v| {
+            call(
+                "index_add",
+                &[bin(Mul, &c, &c)?, Value::Int(1), ints(&[2, -3, 2]), v.clone()],
+                &[("alpha", Value::Float(1.5))],
+            )
+        },
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "index_add both",
+        &|v| {
+            call(
+                "index_add",
+                &[v.clone(), Value::Int(0), ints(&[1, 1]), bin(Mul, v, v)?],
+                &[],
+            )
+        },
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "index_add transposed",
+        &|v| {
+            let z = t(randv(8, 22, -1.0, 1.0), vec![4, 2]);
+            call("index_add", &[z, Value::Int(0), ints(&[3, 0, 3]), tr(v)?], &[])
+        },
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "index_add into transposed",
+        &|v| call("index_add", &[tr(v)?, Value::Int(1), ints(&[1, 1]), tr(&c)?], &[]),
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "bincount weights",
+        &|v| {
+            call(
+                "bincount",
+                &[ints(&[0, 2, 2, 1, 0, 4])],
+                &[("weights", meth(v, "flatten", &[], &[])?), ("minlength", Value::Int(7))],
+            )
+        },
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "softplus",
+        &|v| call("softplus", &[bin(Sub, v, &Value::Float(1.2))?], &[]),
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "softplus beta threshold",
+        &|v| {
+            call(
+                "softplus",
+                &[bin(Mul, v, &Value::Float(10.0))?],
+                &[("beta", Value::Float(2.0)), ("threshold", Value::Float(15.0))],
+            )
+        },
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "logaddexp",
+        &|v| call("logaddexp", &[v.clone(), row.clone()], &[]),
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "logaddexp both",
+        &|v| call("logaddexp", &[bin(Mul, v, v)?, bin(Sub, &Value::Float(2.0), v)?], &[]),
+        x.clone(),
+        s.clone(),
+    );
+    fd(
+        "norm method axis",
+        &|v| {
+            meth(
+                v,
+                "norm",
+                &[],
+                &[("axis", Value::Int(1)), ("keepdims", Value::Bool(true))],
+            )
+        },
+        x.clone(),
+        s.clone(),
+    );
+    fd("norm method", &|v| meth(v, "norm", &[], &[]), x.clone(), s.clone());
+    // prod is smooth at 0 (one zero, and two in a row): no 0/0.
+    fd(
+        "prod at zeros",
+        &|v| meth(v, "prod", &[], &[("axis", Value::Int(1))]),
+        vec![2.0, 0.0, 3.0, 0.0, 0.0, 1.5],
+        s.clone(),
+    );
+    fd(
+        "pow at zero",
+        &|v| bin(Pow, v, &Value::Float(2.0)),
+        vec![0.0, 1.0, -1.5],
+        vec![3],
+    );
     fd(
         "broadcast",
         &|v| {
@@ -523,4 +690,108 @@ fn big_reduction_keeps_shape_and_values() {
     assert!(matches!(total, Value::Float(v) if v == 300_000.0));
     let cols = ok(meth(&a, "sum", &[], &[("axis", Value::Int(0))]));
     assert_eq!(crate::format::str_of(&cols), "tensor([100000.0, 100000.0, 100000.0])");
+}
+
+/// The newer operations on every dtype family and on strided views: the
+/// result dtype each keeps (as its neighbours do) and the same values as
+/// on a dense f64 copy.
+#[test]
+fn new_ops_keep_dtypes_and_read_strided_views() {
+    use super::dtype::{dtype_value, DType};
+    let s = |v: &Value| crate::format::str_of(v);
+    let as_d = |v: &Value, d: DType| ok(meth(v, "astype", &[dtype_value(d)], &[]));
+    let m = t((0..6).map(|i| i as f64).collect(), vec![2, 3]);
+    let mt = ok(crate::ops::get_attr(&m, "T"));
+    let ints = |xs: &[i64]| Value::list(xs.iter().map(|&i| Value::Int(i)).collect());
+    // roll: any dtype (the packed formats too), any layout.
+    let want = "[[2.0, 5.0], [0.0, 3.0], [1.0, 4.0]]";
+    for d in [
+        DType::F64,
+        DType::F32,
+        DType::F16,
+        DType::BF16,
+        DType::I32,
+        DType::Fp8E4M3,
+    ] {
+        let r = ok(call("roll", &[as_d(&mt, d), Value::Int(1)], &[("axis", Value::Int(0))]));
+        assert_eq!(to_tensor(&r).dtype, d);
+        let back = as_d(&r, DType::F64);
+        assert_eq!(s(&ok(meth(&back, "tolist", &[], &[]))), want, "roll {}", d.name());
+    }
+    // index_add: promotes like `+`; f16 sums in f32 and rounds once.
+    let src = t(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], vec![3, 2]);
+    for (xd, sd, rd) in [
+        (DType::F32, DType::F32, DType::F32),
+        (DType::F16, DType::F16, DType::F16),
+        (DType::I32, DType::I64, DType::I64),
+        (DType::I32, DType::F32, DType::F64),
+    ] {
+        let r = ok(call(
+            "index_add",
+            &[as_d(&mt, xd), Value::Int(0), ints(&[2, 0, 2]), as_d(&src, sd)],
+            &[],
+        ));
+        assert_eq!(to_tensor(&r).dtype, rd, "index_add {} {}", xd.name(), sd.name());
+        let back = as_d(&r, DType::F64);
+        assert_eq!(
+            s(&ok(meth(&back, "tolist", &[], &[]))),
+            "[[3.0, 7.0], [1.0, 4.0], [8.0, 13.0]]"
+        );
+    }
+    // softplus and logaddexp keep a float dtype and turn ints into f64.
+    for (d, rd) in [
+        (DType::F32, DType::F32),
+        (DType::BF16, DType::BF16),
+        (DType::I64, DType::F64),
+    ] {
+        let x = as_d(&mt, d);
+        assert_eq!(
+            to_tensor(&ok(call("softplus", std::slice::from_ref(&x), &[]))).dtype,
+            rd
+        );
+        assert_eq!(to_tensor(&ok(call("logaddexp", &[x.clone(), x], &[]))).dtype, rd);
+    }
+    let a = ok(call("logaddexp", &[mt.clone(), Value::Float(1.0)], &[]));
+    let dense = ok(call(
+        "logaddexp",
+        &[ok(meth(&mt, "copy", &[], &[])), Value::Float(1.0)],
+        &[],
+    ));
+    assert_eq!(s(&a), s(&dense));
+    assert_eq!(
+        s(&ok(meth(&mt, "norm", &[], &[("axis", Value::Int(1))]))),
+        s(&ok(call(
+            "norm",
+            &[ok(meth(&mt, "copy", &[], &[]))],
+            &[("axis", Value::Int(1))]
+        )))
+    );
+    // Errors, typed, never a panic.
+    let kind = |r: VResult<Value>| r.err().map(|e| e.kind);
+    use crate::error::ErrorKind as K;
+    assert_eq!(kind(call("bincount", &[ints(&[1, -1])], &[])), Some(K::ValueError));
+    assert_eq!(
+        kind(call("bincount", std::slice::from_ref(&m), &[])),
+        Some(K::TypeError)
+    );
+    assert_eq!(
+        kind(call("bincount", &[as_d(&m, DType::I64)], &[])),
+        Some(K::ShapeError)
+    );
+    assert_eq!(
+        kind(call(
+            "index_add",
+            &[m.clone(), Value::Int(0), ints(&[2]), t(vec![0.0; 3], vec![1, 3])],
+            &[]
+        )),
+        Some(K::IndexError)
+    );
+    assert_eq!(
+        kind(call("roll", &[m.clone(), Value::Int(1)], &[("axis", Value::Int(-3))])),
+        Some(K::IndexError)
+    );
+    assert_eq!(
+        kind(call("softplus", &[as_d(&m, DType::Fp8E4M3)], &[])),
+        Some(K::TypeError)
+    );
 }
