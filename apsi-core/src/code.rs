@@ -513,6 +513,9 @@ pub struct Code {
     /// ... and for each pc, the index of its cache in `ic` (`u32::MAX`:
     /// none); empty when no instruction has one.
     pub ic_slots: Box<[u32]>,
+    /// Some pc is a `yield from`'s resume point (`yield_from_site`): a
+    /// generator of this code may delegate (`vm/exec/resume.rs`).
+    pub has_yield_from: bool,
 }
 
 impl Code {

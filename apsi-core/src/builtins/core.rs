@@ -235,6 +235,7 @@ impl SumAcc {
     }
 
     /// Add the next item.
+    #[inline]
     pub fn add(&mut self, x: &Value) -> VResult<()> {
         if let (Some(w), Value::Int(q)) = (self.wide, x) {
             self.wide = Some(w + *q as i128);

@@ -68,8 +68,9 @@ pub(crate) struct GenState {
 
 /// A generator: see the module documentation.
 pub struct GenObj {
-    pub name: Arc<str>,
     pub(crate) func: Arc<Closure>,
+    /// Its code has a `yield from` loop (`Code::has_yield_from`).
+    pub(crate) may_delegate: bool,
     pub(crate) state: VLock<GenState>,
 }
 
@@ -80,9 +81,11 @@ impl GenObj {
         let nregs = func.proto.code.nregs as usize;
         let mut regs: Vec<Value> = Vec::with_capacity(nregs);
         regs.extend(slots);
-        regs.resize(nregs.max(regs.len()), Value::Unbound);
+        while regs.len() < nregs {
+            regs.push(Value::Unbound);
+        }
         let g = GenObj {
-            name: func.name.as_str().into(),
+            may_delegate: func.proto.code.has_yield_from,
             func,
             state: VLock::new(GenState {
                 status: GenStatus::Created,
@@ -113,6 +116,11 @@ impl GenObj {
         plain.then(|| GenObj::new_value(func.clone(), args.iter().cloned()))
     }
 
+    /// The generator function's name.
+    pub fn name(&self) -> &str {
+        &self.func.name
+    }
+
     /// The generator inside `v`, if it is one.
     #[inline]
     pub fn of(v: &Value) -> Option<&GenObj> {
@@ -133,7 +141,7 @@ impl ApsiObject for GenObj {
         "generator"
     }
     fn to_str(&self) -> String {
-        format!("<generator {}>", self.name)
+        format!("<generator {}>", self.func.name)
     }
     fn hashable(&self) -> bool {
         true

@@ -1038,22 +1038,35 @@ impl Executor {
                         goto!(t);
                         continue;
                     }
-                    Instr::JmpIf { a, t } => {
-                        if let Value::Bool(b) = &*r!(a) {
+                    Instr::JmpIf { a, t } => match &*r!(a) {
+                        Value::Bool(b) => {
                             if *b {
                                 goto!(t);
                             }
                             continue;
                         }
-                    }
-                    Instr::JmpIfNot { a, t } => {
-                        if let Value::Bool(b) = &*r!(a) {
+                        Value::None => continue,
+                        // `if node:` on a struct with no `__bool__`/`__len__`.
+                        Value::Struct(s) if s.ty.always_true => {
+                            goto!(t);
+                            continue;
+                        }
+                        _ => {}
+                    },
+                    Instr::JmpIfNot { a, t } => match &*r!(a) {
+                        Value::Bool(b) => {
                             if !*b {
                                 goto!(t);
                             }
                             continue;
                         }
-                    }
+                        Value::None => {
+                            goto!(t);
+                            continue;
+                        }
+                        Value::Struct(s) if s.ty.always_true => continue,
+                        _ => {}
+                    },
                     // Captured variables (a comprehension or generator
                     // expression reading the enclosing function's names).
                     Instr::GetFree { a, c } => {

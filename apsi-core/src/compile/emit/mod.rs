@@ -292,7 +292,7 @@ impl<'a> FnState<'a> {
                 })
                 .collect()
         };
-        let code = Arc::new(Code {
+        let mut code = Code {
             ic: (0..ncached).map(|_| Default::default()).collect(),
             ic_slots,
             unbound_regs: unbound_regs.into_boxed_slice(),
@@ -310,7 +310,10 @@ impl<'a> FnState<'a> {
             sub_addi: self.sub_addi.into_boxed_slice(),
             cell_names: names.0,
             free_names: names.1,
-        });
+            has_yield_from: false,
+        };
+        code.has_yield_from = (1..code.instrs.len()).any(|pc| code.yield_from_site(pc).is_some());
+        let code = Arc::new(code);
         if dump_bytecode() {
             eprintln!("{code:?}");
         }

@@ -96,7 +96,7 @@ enum Target {
 /// from`, if it waits on one.
 #[inline]
 fn delegate<'s>(g: &GenObj, st: &'s GenState) -> Option<&'s Value> {
-    if st.status != GenStatus::Suspended {
+    if !g.may_delegate || st.status != GenStatus::Suspended {
         return None;
     }
     let site = g.func.proto.code.yield_from_site(st.frame.pc as usize)?;
@@ -164,13 +164,6 @@ fn target(root: &GenObj) -> VResult<Target> {
     }
 }
 
-/// The generator whose frame runs for `root` (the chain's last, or the root).
-#[inline]
-fn running_of(root: &GenObj) -> *const GenObj {
-    let st = root.state.read();
-    st.chain.last().map_or(root as *const GenObj, gen_ptr)
-}
-
 /// The innermost generator of `root`'s chain has ended: drop it from the
 /// chain and give the one now running for the root (`None`: the root
 /// itself ended), with the finished generator.
@@ -198,9 +191,39 @@ impl Executor {
     }
 
     fn resume_inner(&mut self, root: &GenObj) -> VResult<Step> {
-        let rp: *const GenObj = root;
         let depth = self.frames.len();
         let fpos = self.frame_end();
+        // The usual step: the root delegates nothing and runs its own frame.
+        match self.enter_plain(root, fpos)? {
+            Some(false) => Ok(Step::Done(Value::None)),
+            Some(true) => {
+                setv(&mut self.stack[fpos], Value::Func(root.func.clone()));
+                let r = self.run_gen_frame(depth);
+                let yielded = std::mem::take(&mut self.yielded);
+                if let Some(s) = self.stack.get_mut(fpos) {
+                    setv(s, Value::Unbound);
+                }
+                match r {
+                    Ok(v) if yielded && self.frames.len() == depth + 1 => {
+                        self.leave_gen(root);
+                        Ok(Step::Item(v))
+                    }
+                    // Returned or raised: the frame is gone (popped by its
+                    // return or by the unwinding); finished for good.
+                    r => {
+                        finish_gen(root);
+                        r.map(Step::Done)
+                    }
+                }
+            }
+            None => self.resume_delegating(root, depth, fpos),
+        }
+    }
+
+    /// `resume_inner` for a root that delegates (see "Delegation").
+    #[inline(never)]
+    fn resume_delegating(&mut self, root: &GenObj, depth: usize, fpos: usize) -> VResult<Step> {
+        let rp: *const GenObj = root;
         let (mut gp, mut entry) = match target(root)? {
             Target::Done => return Ok(Step::Done(Value::None)),
             Target::Run(g, e) => (g, e),
@@ -290,29 +313,19 @@ impl Executor {
     /// onto this executor's stacks, and it is marked running; `entry` says
     /// where it goes on (see `Entry`).
     pub(super) fn enter_gen(&mut self, g: &GenObj, fpos: usize, entry: Entry) -> VResult<Entered> {
-        let clo = &g.func;
-        let code: &Code = &clo.proto.code;
-        let nregs = code.nregs as usize;
-        let depth = self.frames.len();
+        let code: &Code = &g.func.proto.code;
         let mut st = g.state.write();
         match st.status {
             GenStatus::Running => return Err(already_executing()),
             GenStatus::Done => return Ok(Entered::Done),
             GenStatus::Created | GenStatus::Suspended => {}
         }
-        if st.frame.regs.len() != nregs {
-            return Err(err(
-                ErrorKind::Error,
-                "internal error: a generator's saved frame does not fit its code",
-            ));
-        }
         // Where it goes on: its saved pc, or after / at a `yield from` loop.
         let (pc, site) = match &entry {
             Entry::Resume => (st.frame.pc, None),
             Entry::Finished { sub, .. } | Entry::Raised { sub } => {
                 let waits_on_sub = delegate(g, &st).is_some_and(|d| std::ptr::eq(gen_ptr(d), gen_ptr(sub)));
-                let site = code.yield_from_site(st.frame.pc as usize);
-                match site {
+                match code.yield_from_site(st.frame.pc as usize) {
                     Some(site) if waits_on_sub => {
                         let pc = match entry {
                             Entry::Finished { .. } => site.exit,
@@ -324,11 +337,64 @@ impl Executor {
                 }
             }
         };
+        if !st.chain.is_empty() {
+            let chain = std::mem::take(&mut st.chain);
+            drop(st);
+            drop(chain);
+            st = g.state.write();
+        }
+        let base = self.enter_locked(g, &mut st, fpos, pc)?;
+        drop(st);
+        if let Some(site) = site {
+            // The loop's item register would hold `none` after its `yield`;
+            // a finished loop leaves its value in `it + 1`.
+            setv(&mut self.stack[base + site.x as usize], Value::None);
+            if let Entry::Finished { v, .. } = entry {
+                setv(&mut self.stack[base + site.it as usize + 1], v);
+            }
+        }
+        Ok(Entered::Yes)
+    }
+
+    /// `enter_gen(g, fpos, Entry::Resume)` for a generator that delegates
+    /// nothing (the usual step): `None`, with nothing done, when a step of
+    /// `g` must go through `target` (it waits in a `yield from` over a
+    /// generator, keeps a chain, or is running); `Some(false)` when it is
+    /// finished.
+    #[inline]
+    fn enter_plain(&mut self, g: &GenObj, fpos: usize) -> VResult<Option<bool>> {
+        let mut st = g.state.write();
+        match st.status {
+            GenStatus::Done => return Ok(Some(false)),
+            GenStatus::Running => return Ok(None),
+            GenStatus::Created | GenStatus::Suspended => {}
+        }
+        if !st.chain.is_empty() || delegate(g, &st).is_some() {
+            return Ok(None);
+        }
+        let pc = st.frame.pc;
+        self.enter_locked(g, &mut st, fpos, pc)?;
+        Ok(Some(true))
+    }
+
+    /// The common half of entering `g` (not running nor finished; its
+    /// state `st` locked) at `pc`: returns the frame's base.
+    #[inline(always)]
+    fn enter_locked(&mut self, g: &GenObj, st: &mut GenState, fpos: usize, pc: u32) -> VResult<usize> {
+        let clo = &g.func;
+        let code: &Code = &clo.proto.code;
+        let nregs = code.nregs as usize;
+        let depth = self.frames.len();
+        if st.frame.regs.len() != nregs {
+            return Err(err(
+                ErrorKind::Error,
+                "internal error: a generator's saved frame does not fit its code",
+            ));
+        }
         if depth >= self.max_depth {
             return Err(err(ErrorKind::RecursionError, "maximum recursion depth exceeded"));
         }
         st.status = GenStatus::Running;
-        let chain = std::mem::take(&mut st.chain);
         self.ensure(fpos + 1 + nregs + 1);
         let base = fpos + 1;
         // The window's slots hold nothing (see "Register windows"), so the
@@ -348,16 +414,6 @@ impl Executor {
             }
             st.frame.handlers.clear();
         }
-        drop(st);
-        drop(chain);
-        if let Some(site) = site {
-            // The loop's item register would hold `none` after its `yield`;
-            // a finished loop leaves its value in `it + 1`.
-            setv(&mut self.stack[base + site.x as usize], Value::None);
-            if let Entry::Finished { v, .. } = entry {
-                setv(&mut self.stack[base + site.it as usize + 1], v);
-            }
-        }
         self.frames.push(Frame {
             clo: Arc::as_ptr(clo),
             code,
@@ -367,18 +423,40 @@ impl Executor {
             cell_base: cell_base as u32,
             ret: Ret::Normal,
         });
-        Ok(Entered::Yes)
+        Ok(base)
     }
 
     /// The top frame is `g`'s and has just yielded (its resume pc saved):
     /// pop it, moving its registers, cells and handlers back into `g`,
     /// which is suspended.
     fn leave_gen(&mut self, g: &GenObj) {
+        let mut st = g.state.write();
+        self.leave_locked(&mut st);
+    }
+
+    /// `leave_gen` for a `Ret::GenFor` frame whose loop's generator is
+    /// `root`: the frame is the root's, or the last of its chain's.
+    fn leave_for(&mut self, root: &GenObj) {
+        let mut st = root.state.write();
+        if st.chain.is_empty() {
+            self.leave_locked(&mut st);
+            return;
+        }
+        let running = st.chain.last().map_or(std::ptr::null(), gen_ptr);
+        drop(st);
+        if !running.is_null() {
+            // SAFETY: the root's chain holds it.
+            self.leave_gen(unsafe { &*running });
+        }
+    }
+
+    /// `leave_gen` with the generator's state locked.
+    #[inline(always)]
+    fn leave_locked(&mut self, st: &mut GenState) {
         let Some(fr) = self.frames.pop() else { return };
         let depth = self.frames.len();
         let base = fr.base as usize;
         let nregs = fr.nregs as usize;
-        let mut st = g.state.write();
         st.frame.pc = fr.pc;
         // The generator held `Unbound`s: the window gets them back.
         if let (Some(w), true) = (self.stack.get_mut(base..base + nregs), st.frame.regs.len() == nregs) {
@@ -419,6 +497,13 @@ impl Executor {
                 "maximum recursion depth exceeded (generators nested too deep)",
             ));
         }
+        if let Some(entered) = self.enter_plain(g, self.frame_end())? {
+            if entered {
+                self.mark_top(Ret::GenFor);
+                self.gen_for += 1;
+            }
+            return Ok(entered);
+        }
         let (gp, entry) = match target(g)? {
             Target::Done => return Ok(false),
             Target::Run(gp, entry) => (gp, entry),
@@ -457,8 +542,7 @@ impl Executor {
         // SAFETY: the loop's iterator register keeps the generator alive
         // (see `push_gen_frame`), and it the one that runs; `leave_gen`
         // does not touch that register.
-        let running = running_of(unsafe { &*g });
-        self.leave_gen(unsafe { &*running });
+        self.leave_for(unsafe { &*g });
         self.special.pop();
         self.gen_for = self.gen_for.saturating_sub(1);
         // The loop's `ForNext` is just before its saved pc, its `Jmp` word at it.
@@ -548,8 +632,19 @@ impl Executor {
         self.gen_for = self.gen_for.saturating_sub(1);
         let root = self.loop_generator(self.frames.len().wrapping_sub(1))?;
         // SAFETY: as in `yield_to_for`.
-        let running = running_of(unsafe { &*root });
-        finish_gen(unsafe { &*running });
+        let r = unsafe { &*root };
+        let mut st = r.state.write();
+        if st.chain.is_empty() {
+            // (See `finish_gen`.)
+            st.status = GenStatus::Done;
+        } else {
+            let running = st.chain.last().map_or(std::ptr::null(), gen_ptr);
+            drop(st);
+            if !running.is_null() {
+                // SAFETY: the root's chain holds it.
+                finish_gen(unsafe { &*running });
+            }
+        }
         Some(root)
     }
 
@@ -608,12 +703,16 @@ impl Executor {
     }
 }
 
-/// `g` returned or raised: it is finished for good.
+/// `g` returned or raised: it is finished for good. (Its saved frame
+/// holds nothing of its own: the frame ran on the executor's stack, which
+/// got the registers, cells and handlers, and it stays as it is until the
+/// generator is dropped. A running generator's chain is empty.)
 fn finish_gen(g: &GenObj) {
     let mut st = g.state.write();
     st.status = GenStatus::Done;
-    let frame = std::mem::take(&mut st.frame);
-    let chain = std::mem::take(&mut st.chain);
-    drop(st);
-    drop((frame, chain));
+    if !st.chain.is_empty() {
+        let chain = std::mem::take(&mut st.chain);
+        drop(st);
+        drop(chain);
+    }
 }

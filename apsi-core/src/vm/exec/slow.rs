@@ -851,6 +851,11 @@ impl Executor {
                 setv(r!(a), Value::Range(Arc::new(RangeObj { start, stop, step: 1 })));
             }
             Instr::ForPrep { a } => {
+                // A generator (`yield from`'s `GetIter` made it) is pulled as it is.
+                if crate::value::generator::GenObj::of(r!(a)).is_some() {
+                    setv(r!(a as usize + 1), Value::Int(0));
+                    exit!(Flow::Next);
+                }
                 let v = take(r!(a));
                 let prepared = match v {
                     Value::List(_) | Value::Tuple(_) | Value::Range(_) => v,
@@ -1031,7 +1036,7 @@ impl Executor {
                     }
                 }
                 let f = Closure {
-                    name: proto.name.to_string(),
+                    name: proto.name.clone(),
                     proto: proto.clone(),
                     defaults,
                     kwdefaults,
