@@ -435,7 +435,9 @@ impl Executor {
     }
 
     /// `leave_gen` for a `Ret::GenFor` frame whose loop's generator is
-    /// `root`: the frame is the root's, or the last of its chain's.
+    /// `root`: the frame is the root's, or the last of its chain's. (Kept
+    /// out of `run`: inlined there it slows the loop's generator steps.)
+    #[inline(never)]
     fn leave_for(&mut self, root: &GenObj) {
         let mut st = root.state.write();
         if st.chain.is_empty() {
