@@ -449,9 +449,35 @@ pub enum Instr {
     IterPrep {
         a: Reg,
     },
+    /// One step of a built-in that a generator expression is given to,
+    /// compiled into the expression's loop (`sum(f(x) for x in xs)`, see
+    /// `compile/emit/defs.rs`); `op` says which. An error raised here is
+    /// the built-in's: this frame's trace entry is left out, as a
+    /// generator's is in Python (suspended while the built-in works).
+    Reduce {
+        op: ReduceOp,
+        a: Reg,
+        b: Reg,
+    },
 }
 
 const _: () = assert!(std::mem::size_of::<Instr>() == 8);
+
+/// What an `Instr::Reduce` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ReduceOp {
+    /// `sum`: add `b` to the running sum in `a` and `a + 1` (an int sum is
+    /// exact in 128 bits, as the built-in's: `a` holds its low 64 bits as a
+    /// signed int and `a + 1` the rest, `int(hi)` meaning `hi * 2**64 + a`;
+    /// any other sum is in `a`, with `none` in `a + 1`). Start: `0`, `0`.
+    Sum,
+    /// `sum`'s result: the running sum in `a`, `a + 1` goes to `a`
+    /// (`OverflowError` when an int sum does not fit in 64 bits).
+    SumEnd,
+    /// `any`/`all`: `a = bool(b)` (a struct's `__bool__`/`__len__` may run).
+    Truth,
+}
 
 /// A compiled body (function, lambda, comprehension or module top level).
 pub struct Code {
@@ -487,6 +513,9 @@ pub struct Code {
     /// ... and for each pc, the index of its cache in `ic` (`u32::MAX`:
     /// none); empty when no instruction has one.
     pub ic_slots: Box<[u32]>,
+    /// Some pc is a `yield from`'s resume point (`yield_from_site`): a
+    /// generator of this code may delegate (`vm/exec/resume.rs`).
+    pub has_yield_from: bool,
 }
 
 impl Code {
@@ -507,6 +536,58 @@ impl Code {
     pub fn span_at(&self, pc: usize) -> Span {
         self.spans.get(pc).copied().unwrap_or(self.span)
     }
+
+    /// Is `pc` the resume point of a `yield from`'s `Yield` (the loop the
+    /// compiler emits for it, `compile/emit/exprs.rs`)? That loop is
+    ///
+    /// ```text
+    /// top:     ForNext { a: it, b: x }
+    /// top + 1: Jmp { t: exit }
+    /// top + 2: Yield { a: x, b: x }
+    /// top + 3: Jmp { t: top }          <- pc
+    /// ```
+    ///
+    /// and a frame suspended at `pc` does nothing but pull the next item of
+    /// register `it` and yield it, so resuming it may resume the generator
+    /// in `it` instead (`vm/exec/resume.rs`). Any code of exactly this shape
+    /// behaves so, whoever wrote it.
+    #[inline]
+    pub fn yield_from_site(&self, pc: usize) -> Option<YieldFromSite> {
+        let Some(&Instr::Yield { a: x, b }) = self.instrs.get(pc.wrapping_sub(1)) else {
+            return None;
+        };
+        if x != b {
+            return None;
+        }
+        let Some(&Instr::Jmp { t }) = self.instrs.get(pc) else {
+            return None;
+        };
+        let top = t as usize;
+        match (self.instrs.get(top), self.instrs.get(top + 1)) {
+            (Some(&Instr::ForNext { a: it, b: bx }), Some(&Instr::Jmp { t: exit })) if bx == x && top + 3 == pc => {
+                Some(YieldFromSite {
+                    it,
+                    x,
+                    for_next: top as u32,
+                    exit,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A `yield from` loop's registers and places (see [`Code::yield_from_site`]).
+#[derive(Clone, Copy, Debug)]
+pub struct YieldFromSite {
+    /// The iterator register (`it + 1` gets a finished generator's return value).
+    pub it: Reg,
+    /// The item register.
+    pub x: Reg,
+    /// The loop's `ForNext`.
+    pub for_next: u32,
+    /// Where the loop goes when the iterator is exhausted.
+    pub exit: u32,
 }
 
 impl std::fmt::Debug for Code {

@@ -350,7 +350,7 @@ pub fn disk_cache(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Va
             .cloned()
             .ok_or_else(|| err(ErrorKind::TypeError, "disk_cache(dir) decorates a function"))?;
         let fname = match &f {
-            Value::Func(cl) => cl.name.clone(),
+            Value::Func(cl) => cl.name.to_string(),
             Value::Native(n) => n.name.to_string(),
             other => {
                 return Err(err(

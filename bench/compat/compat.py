@@ -60,7 +60,26 @@ def b_set(n):
     return c
 
 
-BENCHES = {"method call": b_method, "dunder +": b_dunder, "generator step": b_generator, "set lookup": b_set}
+def b_genexp_sum(n):
+    return sum(x for x in range(n))
+
+def chain(d, n):
+    if d == 0:
+        yield from gen(n)
+    else:
+        yield from chain(d - 1, n)
+
+def b_yield_from(n):
+    s = 0
+    for x in chain(10, n):
+        s += x
+    return s
+
+def b_sum_gen(n):
+    return sum(gen(n))
+
+BENCHES = {"method call": b_method, "dunder +": b_dunder, "generator step": b_generator, "set lookup": b_set,
+           "sum(genexp)": b_genexp_sum, "yield from 10 deep": b_yield_from, "sum(generator)": b_sum_gen}
 bench, n, reps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 f = BENCHES[bench]
 f(n // 10)

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The cost of one method call, struct operator (`__add__`), generator step
-and set lookup, Apsi against CPython, taking turns in separate processes.
+"""The cost of one method call, struct operator (`__add__`), generator step,
+set lookup, item of `sum(x for x in range(n))`, item through a 10-deep
+`yield from` chain and item of `sum(gen(n))`, Apsi against CPython, taking turns in separate processes.
 
 usage: bench/compat/run.py APSI [ROUNDS] [N]
 
@@ -15,7 +16,8 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BENCHES = ["method call", "dunder +", "generator step", "set lookup"]
+BENCHES = ["method call", "dunder +", "generator step", "set lookup", "sum(genexp)", "yield from 10 deep",
+           "sum(generator)"]
 
 
 def run(cmd):

@@ -179,32 +179,11 @@ pub(crate) fn sum(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
     }
     if ops::iters::is_lazy(a.req(0)?) {
         let mut src = ops::iters::Pull::new(c, a.req(0)?)?;
-        let mut acc = start;
-        // While the sum is an int it is kept exactly in 128 bits.
-        let mut wide = match acc {
-            Value::Int(i) => Some(i as i128),
-            _ => None,
-        };
+        let mut acc = SumAcc::new(start);
         while let Some(x) = src.next(c)? {
-            if let (Some(w), Value::Int(q)) = (wide, &x) {
-                wide = Some(w + *q as i128);
-                continue;
-            }
-            if let Some(w) = wide.take() {
-                acc = settle_int_sum(w, Some(&x))?;
-            }
-            acc = match (&acc, &x) {
-                (Value::Float(p), Value::Float(q)) => Value::Float(p + q),
-                _ => ops::binary(BinOp::Add, &acc, &x)?,
-            };
-            if let Value::Int(i) = acc {
-                wide = Some(i as i128);
-            }
+            acc.add(&x)?;
         }
-        if let Some(w) = wide {
-            acc = settle_int_sum(w, None)?;
-        }
-        return Ok(acc);
+        return acc.finish();
     }
     let mut acc = start;
     // Lists and tuples: a loop on unboxed ints (checked) or floats while
@@ -235,6 +214,53 @@ pub(crate) fn sum(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
         };
     }
     Ok(acc)
+}
+
+/// The running sum of `sum` over items that come one at a time (a
+/// generator; and `sum(e for x in xs)` compiled into its loop, whose
+/// `ReduceOp::Sum` keeps this state in two registers): while the sum is an
+/// int it is kept exactly in 128 bits (`wide`; `acc` is stale then).
+pub(crate) struct SumAcc {
+    pub acc: Value,
+    pub wide: Option<i128>,
+}
+
+impl SumAcc {
+    pub fn new(start: Value) -> SumAcc {
+        let wide = match start {
+            Value::Int(i) => Some(i as i128),
+            _ => None,
+        };
+        SumAcc { acc: start, wide }
+    }
+
+    /// Add the next item.
+    #[inline]
+    pub fn add(&mut self, x: &Value) -> VResult<()> {
+        if let (Some(w), Value::Int(q)) = (self.wide, x) {
+            self.wide = Some(w + *q as i128);
+            return Ok(());
+        }
+        if let Some(w) = self.wide.take() {
+            self.acc = settle_int_sum(w, Some(x))?;
+        }
+        self.acc = match (&self.acc, x) {
+            (Value::Float(p), Value::Float(q)) => Value::Float(p + q),
+            _ => ops::binary(BinOp::Add, &self.acc, x)?,
+        };
+        if let Value::Int(i) = self.acc {
+            self.wide = Some(i as i128);
+        }
+        Ok(())
+    }
+
+    /// The sum (an int sum must fit in 64 bits).
+    pub fn finish(self) -> VResult<Value> {
+        match self.wide {
+            Some(w) => settle_int_sum(w, None),
+            None => Ok(self.acc),
+        }
+    }
 }
 
 /// The value of an exact int sum `s` before adding `next`: at a float the

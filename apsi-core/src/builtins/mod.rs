@@ -8,6 +8,7 @@ mod args;
 pub use args::Args;
 mod bytes;
 mod core;
+pub(crate) use self::core::SumAcc;
 mod decimal_digits;
 mod dicts;
 mod iters;

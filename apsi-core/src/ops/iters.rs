@@ -214,6 +214,13 @@ pub fn get_iter(c: &mut dyn Caller, v: &Value) -> VResult<Value> {
             // Looked up on the type, as Python does, and called with the
             // instance (no bound method is made).
             if let Some(f) = s.ty.methods.get("__iter__") {
+                // A generator method (the usual `__iter__`): calling it
+                // runs nothing, so no call is needed to make the generator.
+                if let Value::Func(clo) = f {
+                    if let Some(g) = GenObj::call_plain(clo, std::slice::from_ref(v)) {
+                        return Ok(g);
+                    }
+                }
                 let it = c.call(f, std::slice::from_ref(v), &[])?;
                 if is_iterator(&it) {
                     return Ok(it);

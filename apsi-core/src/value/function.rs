@@ -34,8 +34,8 @@ impl Cell {
 
 /// A function value: compiled code plus what it captured when defined.
 pub struct Closure {
-    /// The function's name (`<lambda>` for lambdas).
-    pub name: String,
+    /// The function's name (`<lambda>` for lambdas): its prototype's, shared.
+    pub name: Arc<str>,
     pub proto: Arc<FuncProto>,
     /// Values of the defaulted positional parameters (the last `defaults.len()`).
     pub defaults: Box<[Value]>,

@@ -56,12 +56,21 @@ pub(crate) struct SavedFrame {
 pub(crate) struct GenState {
     pub status: GenStatus,
     pub frame: SavedFrame,
+    /// Delegation (`yield from`, see `vm/exec/resume.rs`): while this
+    /// generator is suspended in a `yield from` over another generator,
+    /// which waits in one over another…, the generators below it, outermost
+    /// first, as far as a step of this one last followed them. A step runs
+    /// the last one's frame directly. A cache: each generator's own saved
+    /// frame says what it waits on, and the chain is checked against that
+    /// where it could have changed. Empty while this generator runs.
+    pub chain: Vec<Value>,
 }
 
 /// A generator: see the module documentation.
 pub struct GenObj {
-    pub name: Arc<str>,
     pub(crate) func: Arc<Closure>,
+    /// Its code has a `yield from` loop (`Code::has_yield_from`).
+    pub(crate) may_delegate: bool,
     pub(crate) state: VLock<GenState>,
 }
 
@@ -70,10 +79,13 @@ impl GenObj {
     /// registers hold the bound arguments `slots`.
     pub(crate) fn new_value(func: Arc<Closure>, slots: impl IntoIterator<Item = Value>) -> Value {
         let nregs = func.proto.code.nregs as usize;
-        let mut regs: Vec<Value> = slots.into_iter().collect();
-        regs.resize(nregs.max(regs.len()), Value::Unbound);
+        let mut regs: Vec<Value> = Vec::with_capacity(nregs);
+        regs.extend(slots);
+        while regs.len() < nregs {
+            regs.push(Value::Unbound);
+        }
         let g = GenObj {
-            name: func.name.as_str().into(),
+            may_delegate: func.proto.code.has_yield_from,
             func,
             state: VLock::new(GenState {
                 status: GenStatus::Created,
@@ -81,9 +93,32 @@ impl GenObj {
                     regs,
                     ..SavedFrame::default()
                 },
+                chain: Vec::new(),
             }),
         };
         Value::Object(Arc::new(super::ObjBox(Box::new(g))))
+    }
+
+    /// A call of the generator function `func` with exactly its positional
+    /// parameters, when it has no others (no `*args`, keyword-only
+    /// parameters, `**kwargs` nor checked annotations): the generator,
+    /// with nothing to bind beyond copying the arguments in. `None` for
+    /// any other function or call, which `bind_args` handles.
+    #[inline]
+    pub(crate) fn call_plain(func: &Arc<Closure>, args: &[Value]) -> Option<Value> {
+        let p = &func.proto;
+        let plain = p.generator
+            && !p.has_vararg
+            && p.nkwonly == 0
+            && !p.has_kwarg
+            && p.checks.is_empty()
+            && args.len() == p.nparams as usize;
+        plain.then(|| GenObj::new_value(func.clone(), args.iter().cloned()))
+    }
+
+    /// The generator function's name.
+    pub fn name(&self) -> &str {
+        &self.func.name
     }
 
     /// The generator inside `v`, if it is one.
@@ -106,7 +141,7 @@ impl ApsiObject for GenObj {
         "generator"
     }
     fn to_str(&self) -> String {
-        format!("<generator {}>", self.name)
+        format!("<generator {}>", self.func.name)
     }
     fn hashable(&self) -> bool {
         true

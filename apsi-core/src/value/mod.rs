@@ -770,7 +770,7 @@ pub trait Caller {
     fn resume_generator(&mut self, g: &crate::value::generator::GenObj) -> VResult<crate::value::generator::Step> {
         Err(ErrorObj::new(
             ErrorKind::TypeError,
-            format!("generator '{}' cannot run inside this operation", g.name),
+            format!("generator '{}' cannot run inside this operation", g.name()),
         ))
     }
 }

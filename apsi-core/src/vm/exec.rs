@@ -17,7 +17,7 @@
 
 use super::call;
 use super::shared::Shared;
-use crate::code::{Capture, Code, Instr, Reg, NO_REG};
+use crate::code::{Capture, Code, Instr, ReduceOp, Reg, NO_REG};
 use crate::diagnostic::TraceEntry;
 use crate::error::ErrorKind;
 use crate::syntax::ast::{BinOp, CmpOp, UnaryOp};
@@ -494,6 +494,11 @@ impl Executor {
     ) -> VResult<Option<Value>> {
         match f {
             Value::Func(c) => {
+                if c.proto.generator && kw.is_empty() {
+                    if let Some(g) = crate::value::generator::GenObj::call_plain(&c, &pos) {
+                        return Ok(Some(g));
+                    }
+                }
                 let slots = call::bind_args(&c, pos, kw)?;
                 if c.proto.generator {
                     // A generator function runs nothing yet (value/generator.rs).
@@ -611,8 +616,10 @@ impl Executor {
             if fr.ret != Ret::Normal {
                 self.special.pop();
             }
-            if fr.ret == Ret::GenFor {
-                self.end_gen_for();
+            // The innermost generator of a delegation raised: the one
+            // above it is pushed in its place, at its `yield from`.
+            if fr.ret == Ret::GenFor && self.gen_for_raised() {
+                continue;
             }
             if matches!(fr.ret, Ret::Op | Ret::OpInplace | Ret::Discard | Ret::Cmp | Ret::CmpNot) {
                 // Its callee slot lies above the caller's window.
@@ -1031,22 +1038,35 @@ impl Executor {
                         goto!(t);
                         continue;
                     }
-                    Instr::JmpIf { a, t } => {
-                        if let Value::Bool(b) = &*r!(a) {
+                    Instr::JmpIf { a, t } => match &*r!(a) {
+                        Value::Bool(b) => {
                             if *b {
                                 goto!(t);
                             }
                             continue;
                         }
-                    }
-                    Instr::JmpIfNot { a, t } => {
-                        if let Value::Bool(b) = &*r!(a) {
+                        Value::None => continue,
+                        // `if node:` on a struct with no `__bool__`/`__len__`.
+                        Value::Struct(s) if s.ty.always_true => {
+                            goto!(t);
+                            continue;
+                        }
+                        _ => {}
+                    },
+                    Instr::JmpIfNot { a, t } => match &*r!(a) {
+                        Value::Bool(b) => {
                             if !*b {
                                 goto!(t);
                             }
                             continue;
                         }
-                    }
+                        Value::None => {
+                            goto!(t);
+                            continue;
+                        }
+                        Value::Struct(s) if s.ty.always_true => continue,
+                        _ => {}
+                    },
                     // Captured variables (a comprehension or generator
                     // expression reading the enclosing function's names).
                     Instr::GetFree { a, c } => {
@@ -1429,6 +1449,24 @@ impl Executor {
                                     }
                                     Err(e) => throw!(e),
                                 }
+                            }
+                        }
+                    }
+                    Instr::Reduce { op, a, b } => {
+                        // `sum` of ints that stay in 64 bits, or of floats.
+                        if op == ReduceOp::Sum {
+                            match (&*r!(a), &*r!(a as usize + 1), &*r!(b)) {
+                                (&Value::Int(s), &Value::Int(0), &Value::Int(x)) => {
+                                    if let Some(s) = s.checked_add(x) {
+                                        setv(r!(a), Value::Int(s));
+                                        continue;
+                                    }
+                                }
+                                (&Value::Float(s), Value::None, &Value::Float(x)) => {
+                                    setv(r!(a), Value::Float(s + x));
+                                    continue;
+                                }
+                                _ => {}
                             }
                         }
                     }

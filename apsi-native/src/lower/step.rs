@@ -407,7 +407,7 @@ impl FnLower<'_> {
             | Instr::DelCell { .. }
             | Instr::DelFree { .. } => return Err(self.bad("del")),
             Instr::Yield { .. } => return Err(self.bad("yield (a generator)")),
-            Instr::GetIter { .. } | Instr::IterPrep { .. } => {
+            Instr::GetIter { .. } | Instr::IterPrep { .. } | Instr::Reduce { .. } => {
                 return Err(self.bad("an iterator (yield from, a generator expression)"))
             }
         }

@@ -244,6 +244,10 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 })
             }
             FnBody::Comp(e) => self.comprehension_body(e),
+            FnBody::Reduce(e, kind) => {
+                self.f().reduce = Some(kind);
+                self.reduce_body(e, kind)
+            }
             FnBody::ParChunk(target, body, range) => self.par_chunk_body(target, body, range),
         };
         let st = self
@@ -291,18 +295,20 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 checks.push((i as u16, tc));
             }
         }
+        // A generator expression compiled for its built-in is a plain function.
+        let generator = scope.generator && !matches!(body, FnBody::Reduce(..));
         let simple = params.vararg.is_none()
             && params.kwonly.is_empty()
             && params.kwarg.is_none()
             && checks.is_empty()
-            && !scope.generator;
+            && !generator;
         Ok(Arc::new(FuncProto {
             name: name.into(),
             code,
             nparams: if matches!(body, FnBody::ParChunk(..)) {
                 scope.params.len() as u16
             } else {
-                params.params.len() as u16 + matches!(body, FnBody::Comp(_)) as u16
+                params.params.len() as u16 + matches!(body, FnBody::Comp(_) | FnBody::Reduce(..)) as u16
             },
             has_vararg: params.vararg.is_some(),
             nkwonly: params.kwonly.len() as u16,
@@ -313,8 +319,158 @@ impl<'a, 'e> Compiler<'a, 'e> {
             captures: captures.into_boxed_slice(),
             checks: checks.into_boxed_slice(),
             simple,
-            generator: scope.generator,
+            generator,
         }))
+    }
+
+    /// `F(e for x in xs)` where `F` is the prelude's `sum`, `any` or `all`,
+    /// `list`, or one of the built-ins that take every item before they do
+    /// anything else (`tuple set dict sorted min max`, and `"s".join` on a
+    /// string literal): the generator expression compiles into a plain
+    /// function of the outermost iterator (named `<genexpr>`, so an error
+    /// in an item shows the same trace) that runs the built-in's loop
+    /// (`FnBody::Reduce`): `sum` adds each item as it comes, `any`/`all`
+    /// stop at the first deciding item, and the others get a list of the
+    /// items. No generator is made and no item is resumed.
+    ///
+    /// Only when `F` is the prelude's function itself (a name bound in
+    /// this module or a local shadows it, and globals are slots a unit
+    /// declares before it compiles: see `GlobalEnv`), with that one
+    /// argument. `Ok(false)`: compiled nothing, the call is compiled as usual.
+    pub(super) fn genexp_call(&mut self, func: &'a Expr, args: &'a [Arg], dst: Reg, span: Span) -> CResult<bool> {
+        let [Arg::Positional(g)] = args else { return Ok(false) };
+        if !matches!(g.kind, ExprKind::GenExp { .. }) {
+            return Ok(false);
+        }
+        let (kind, then_call) = match &func.kind {
+            ExprKind::Name(n) => {
+                if self.resolve(n) != Binding::Global {
+                    return Ok(false);
+                }
+                let GlobalRef::Const(Value::Native(f)) = self.env.resolve(n) else {
+                    return Ok(false);
+                };
+                if &*f.name != n.as_str() {
+                    return Ok(false);
+                }
+                match n.as_str() {
+                    "sum" => (GenReduce::Sum, false),
+                    "any" => (GenReduce::Any, false),
+                    "all" => (GenReduce::All, false),
+                    "list" => (GenReduce::List, false),
+                    "tuple" | "set" | "dict" | "sorted" | "min" | "max" => (GenReduce::List, true),
+                    _ => return Ok(false),
+                }
+            }
+            ExprKind::Attribute { value, attr } if attr.name == "join" && matches!(value.kind, ExprKind::Str(_)) => {
+                (GenReduce::List, true)
+            }
+            _ => return Ok(false),
+        };
+        if !then_call {
+            self.reduce_call(g, kind, dst, span)?;
+            return Ok(true);
+        }
+        let m = self.mark();
+        // The built-in (or the bound `join`) first, as the call would
+        // evaluate it, then the list of the items as its argument.
+        let f = self.alloc()?;
+        match &func.kind {
+            ExprKind::Attribute { value, attr } => {
+                let o = self.expr_reg(value)?;
+                let k = self.str_const16(&attr.name)?;
+                self.emit_at(Instr::GetAttr { a: f, b: o, k }, func.span);
+            }
+            _ => self.expr_to(func, f)?,
+        }
+        self.free_to(f + 1);
+        let a = self.alloc()?;
+        self.reduce_call(g, kind, a, span)?;
+        self.emit_at(Instr::Call { a: f, n: 1 }, span);
+        if f != dst {
+            self.emit(Instr::Move { a: dst, b: f });
+        }
+        self.free_to(m);
+        Ok(true)
+    }
+
+    /// `dst = <the generator expression g compiled for kind>(iter(xs))`:
+    /// the outermost iterable is evaluated and checked here, as when a
+    /// generator expression is made.
+    fn reduce_call(&mut self, g: &'a Expr, kind: GenReduce, dst: Reg, span: Span) -> CResult<()> {
+        let ExprKind::GenExp { generators, .. } = &g.kind else {
+            return Err(cerr(g.span, "internal: not a generator expression"));
+        };
+        let sid = self
+            .table
+            .of_expr(g)
+            .ok_or_else(|| cerr(g.span, "internal: generator expression without scope"))?;
+        let first = generators
+            .first()
+            .ok_or_else(|| cerr(g.span, "a generator expression needs a `for`"))?;
+        let m = self.mark();
+        let f = self.alloc()?;
+        self.make_function(sid, "<genexpr>", &NO_PARAMS, FnBody::Reduce(g, kind), f, g.span)?;
+        let a = self.alloc()?;
+        self.expr_to(&first.iter, a)?;
+        self.emit_at(Instr::IterPrep { a }, first.iter.span);
+        self.emit_at(Instr::Call { a: f, n: 1 }, span);
+        if f != dst {
+            self.emit(Instr::Move { a: dst, b: f });
+        }
+        self.free_to(m);
+        Ok(())
+    }
+
+    /// The body of a generator expression compiled for `kind` (see
+    /// `genexp_call`): the comprehension's loops, each item going to the
+    /// built-in's step (`comp_level`), and what the built-in returns.
+    fn reduce_body(&mut self, e: &'a Expr, kind: GenReduce) -> CResult<()> {
+        let ExprKind::GenExp { generators, .. } = &e.kind else {
+            return Err(cerr(e.span, "internal: not a generator expression"));
+        };
+        match kind {
+            GenReduce::Sum => {
+                // The running sum: an exact int, starting at 0 (`ReduceOp::Sum`).
+                let acc = self.alloc_n(2)?;
+                self.emit(Instr::LoadInt { a: acc, v: 0 });
+                self.emit(Instr::LoadInt { a: acc + 1, v: 0 });
+                self.comp_level(e, generators, 0, acc)?;
+                self.emit_at(
+                    Instr::Reduce {
+                        op: ReduceOp::SumEnd,
+                        a: acc,
+                        b: acc,
+                    },
+                    e.span,
+                );
+                self.emit(Instr::Return { a: acc });
+            }
+            GenReduce::Any | GenReduce::All => {
+                let acc = self.alloc()?;
+                self.comp_level(e, generators, 0, acc)?;
+                // Every item seen: `any` is false, `all` true.
+                self.emit(Instr::LoadBool {
+                    a: acc,
+                    v: kind == GenReduce::All,
+                });
+                self.emit(Instr::Return { a: acc });
+                let exits = std::mem::take(&mut self.f().reduce_exits);
+                self.patch_here(exits);
+                self.emit(Instr::LoadBool {
+                    a: acc,
+                    v: kind == GenReduce::Any,
+                });
+                self.emit(Instr::Return { a: acc });
+            }
+            GenReduce::List => {
+                let acc = self.alloc()?;
+                self.emit(Instr::BuildList { a: acc, b: acc, n: 0 });
+                self.comp_level(e, generators, 0, acc)?;
+                self.emit(Instr::Return { a: acc });
+            }
+        }
+        Ok(())
     }
 
     pub(super) fn comprehension_body(&mut self, e: &'a Expr) -> CResult<()> {
@@ -363,7 +519,41 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 }
                 ExprKind::GenExp { elt, .. } => {
                     let v = self.expr_reg(elt)?;
-                    self.emit_at(Instr::Yield { a: v, b: acc }, elt.span);
+                    match self.f().reduce {
+                        None => {
+                            self.emit_at(Instr::Yield { a: v, b: acc }, elt.span);
+                        }
+                        Some(GenReduce::Sum) => {
+                            self.emit_at(
+                                Instr::Reduce {
+                                    op: ReduceOp::Sum,
+                                    a: acc,
+                                    b: v,
+                                },
+                                elt.span,
+                            );
+                        }
+                        Some(kind @ (GenReduce::Any | GenReduce::All)) => {
+                            let t = self.alloc()?;
+                            self.emit_at(
+                                Instr::Reduce {
+                                    op: ReduceOp::Truth,
+                                    a: t,
+                                    b: v,
+                                },
+                                elt.span,
+                            );
+                            let site = if kind == GenReduce::Any {
+                                self.emit(Instr::JmpIf { a: t, t: 0 })
+                            } else {
+                                self.emit(Instr::JmpIfNot { a: t, t: 0 })
+                            };
+                            self.f().reduce_exits.push(site);
+                        }
+                        Some(GenReduce::List) => {
+                            self.emit_at(Instr::ListAppend { a: acc, b: v }, elt.span);
+                        }
+                    }
                 }
                 _ => {}
             }

@@ -471,6 +471,10 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 return self.super_call(dst, span);
             }
         }
+        // `sum(e for x in xs)` and the like: no generator (`defs.rs`).
+        if self.genexp_call(func, args, dst, span)? {
+            return Ok(());
+        }
         // `str(x)` of the prelude's `str` is one instruction.
         if let (ExprKind::Name(n), [Arg::Positional(x)]) = (&func.kind, args) {
             if n == "str" && self.resolve(n) == Binding::Global {

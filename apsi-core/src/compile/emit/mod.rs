@@ -109,6 +109,26 @@ struct FnState<'a> {
     inplace: Vec<u32>,
     /// The pcs of `AddI` written for `x - k` (a struct gets `__sub__`).
     sub_addi: Vec<u32>,
+    /// In the body of a generator expression compiled for the built-in
+    /// it is given to (`FnBody::Reduce`): which one, and for `any`/`all`
+    /// the jumps out of the loop that decide it (`defs.rs`).
+    reduce: Option<GenReduce>,
+    reduce_exits: Vec<usize>,
+}
+
+/// How a generator expression given to a built-in is compiled instead of
+/// as a generator (`Compiler::genexp_call` in `defs.rs`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum GenReduce {
+    /// `sum(…)`: a running sum (`ReduceOp::Sum`), returned.
+    Sum,
+    /// `any(…)`: the first true item returns `true`.
+    Any,
+    /// `all(…)`: the first false item returns `false`.
+    All,
+    /// Every item into a list (what `list(…)` returns, and what the
+    /// built-ins that take every item before anything else are given).
+    List,
 }
 
 pub struct Compiler<'a, 'e> {
@@ -222,6 +242,8 @@ impl<'a> FnState<'a> {
             method_of: None,
             inplace: Vec::new(),
             sub_addi: Vec::new(),
+            reduce: None,
+            reduce_exits: Vec::new(),
         }
     }
 
@@ -270,7 +292,7 @@ impl<'a> FnState<'a> {
                 })
                 .collect()
         };
-        let code = Arc::new(Code {
+        let mut code = Code {
             ic: (0..ncached).map(|_| Default::default()).collect(),
             ic_slots,
             unbound_regs: unbound_regs.into_boxed_slice(),
@@ -288,7 +310,10 @@ impl<'a> FnState<'a> {
             sub_addi: self.sub_addi.into_boxed_slice(),
             cell_names: names.0,
             free_names: names.1,
-        });
+            has_yield_from: false,
+        };
+        code.has_yield_from = (1..code.instrs.len()).any(|pc| code.yield_from_site(pc).is_some());
+        let code = Arc::new(code);
         if dump_bytecode() {
             eprintln!("{code:?}");
         }
@@ -650,6 +675,10 @@ enum FnBody<'a> {
     Stmts(&'a [Stmt]),
     Expr(&'a Expr),
     Comp(&'a Expr),
+    /// A generator expression compiled for the built-in it is given to:
+    /// a plain function of the outermost iterator that returns what the
+    /// built-in would.
+    Reduce(&'a Expr, GenReduce),
     /// The outlined body of a `parallel for` (target, body, range form, reductions).
     ParChunk(&'a Expr, &'a [Stmt], bool),
 }

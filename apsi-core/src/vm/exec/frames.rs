@@ -272,14 +272,18 @@ impl Executor {
                     Ok(())
                 }
             }
-            Ret::GenFor => {
-                self.end_gen_for();
-                if bottom {
-                    return Flow::Return(v);
+            Ret::GenFor => match self.gen_for_returned(v) {
+                // The generator above it in a delegation goes on.
+                Ok(None) => Ok(()),
+                Ok(Some(v)) => {
+                    if bottom {
+                        return Flow::Return(v);
+                    }
+                    self.gen_for_done(v);
+                    Ok(())
                 }
-                self.gen_for_done(v);
-                Ok(())
-            }
+                Err(e) => Err(e),
+            },
             Ret::Cmp | Ret::CmpNot => {
                 if let Some(s) = self.stack.get_mut(fpos) {
                     *s = Value::Unbound;

@@ -851,6 +851,11 @@ impl Executor {
                 setv(r!(a), Value::Range(Arc::new(RangeObj { start, stop, step: 1 })));
             }
             Instr::ForPrep { a } => {
+                // A generator (`yield from`'s `GetIter` made it) is pulled as it is.
+                if crate::value::generator::GenObj::of(r!(a)).is_some() {
+                    setv(r!(a as usize + 1), Value::Int(0));
+                    exit!(Flow::Next);
+                }
                 let v = take(r!(a));
                 let prepared = match v {
                     Value::List(_) | Value::Tuple(_) | Value::Range(_) => v,
@@ -1031,7 +1036,7 @@ impl Executor {
                     }
                 }
                 let f = Closure {
-                    name: proto.name.to_string(),
+                    name: proto.name.clone(),
                     proto: proto.clone(),
                     defaults,
                     kwdefaults,
@@ -1286,6 +1291,66 @@ impl Executor {
                     let it = ops::iters::get_iter(self, &v);
                     refresh!();
                     setv(r!(a), tri!(it));
+                }
+            }
+            Instr::Reduce { op, a, b } => {
+                // The built-in's own error: this frame (a generator
+                // expression compiled into the built-in's loop) is left
+                // out of its trace, as the suspended generator is in Python.
+                macro_rules! as_builtin {
+                    ($x:expr) => {
+                        match $x {
+                            Ok(v) => v,
+                            Err(e) => {
+                                self.reraise_skip = Some((e.clone(), self.frames.len().saturating_sub(1)));
+                                throw!(e)
+                            }
+                        }
+                    };
+                }
+                match op {
+                    ReduceOp::Sum | ReduceOp::SumEnd => {
+                        // The state of `SumAcc` in two registers (see `ReduceOp::Sum`).
+                        let mut acc = match (&*r!(a), &*r!(a as usize + 1)) {
+                            (&Value::Int(lo), &Value::Int(hi)) => crate::builtins::SumAcc {
+                                acc: Value::None,
+                                wide: Some(((hi as i128) << 64) + lo as i128),
+                            },
+                            (v, _) => crate::builtins::SumAcc {
+                                acc: v.clone(),
+                                wide: None,
+                            },
+                        };
+                        if op == ReduceOp::SumEnd {
+                            let v = as_builtin!(acc.finish());
+                            setv(r!(a), v);
+                        } else {
+                            let x = dup(r!(b));
+                            save_pc!();
+                            let res = acc.add(&x);
+                            refresh!();
+                            as_builtin!(res);
+                            match acc.wide {
+                                Some(w) => {
+                                    let lo = w as i64;
+                                    setv(r!(a), Value::Int(lo));
+                                    setv(r!(a as usize + 1), Value::Int(((w - lo as i128) >> 64) as i64));
+                                }
+                                None => {
+                                    setv(r!(a), acc.acc);
+                                    setv(r!(a as usize + 1), Value::None);
+                                }
+                            }
+                        }
+                    }
+                    ReduceOp::Truth => {
+                        let x = dup(r!(b));
+                        save_pc!();
+                        let res = x.truthy();
+                        refresh!();
+                        let t = as_builtin!(res);
+                        setv(r!(a), Value::Bool(t));
+                    }
                 }
             }
             Instr::Concat { a, b, n } => {
