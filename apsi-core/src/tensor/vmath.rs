@@ -29,8 +29,8 @@ use std::mem::MaybeUninit;
 
 const LOG2E: f64 = std::f64::consts::LOG2_E;
 /// ln 2 split so that `k * LN2_HI` is exact for |k| < 2^11.
-const LN2_HI: f64 = 6.931_471_803_691_238_164_9e-1;
-const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
+const LN2_HI: f64 = 6.931_471_803_691_238e-1;
+const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
 /// 1.5 * 2^52: adding it rounds a float of magnitude below 2^51 to an
 /// integer held in the low bits of the sum.
 const ROUNDER: f64 = 6_755_399_441_055_744.0;
@@ -89,13 +89,13 @@ fn exp_is_ordinary(x: f64) -> bool {
     x.abs() < EXP_LIMIT
 }
 
-const LG1: f64 = 6.666_666_666_666_735_130e-01;
-const LG2: f64 = 3.999_999_999_940_941_908e-01;
-const LG3: f64 = 2.857_142_874_366_239_149e-01;
-const LG4: f64 = 2.222_219_843_214_978_396e-01;
-const LG5: f64 = 1.818_357_216_161_805_012e-01;
-const LG6: f64 = 1.531_383_769_920_937_332e-01;
-const LG7: f64 = 1.479_819_860_511_658_591e-01;
+const LG1: f64 = 6.666_666_666_666_735e-1;
+const LG2: f64 = 3.999_999_999_940_942e-1;
+const LG3: f64 = 2.857_142_874_366_239e-1;
+const LG4: f64 = 2.222_219_843_214_978_4e-1;
+const LG5: f64 = 1.818_357_216_161_805e-1;
+const LG6: f64 = 1.531_383_769_920_937_3e-1;
+const LG7: f64 = 1.479_819_860_511_658_6e-1;
 
 /// The high 32 bits of sqrt(2)/2, where fdlibm splits the mantissa range.
 const SQRT_HALF_HI: u64 = 0x3fe6_a09e;
@@ -156,7 +156,7 @@ fn log_ordinary(x: f64) -> f64 {
 
 #[inline(always)]
 fn log_is_ordinary(x: f64) -> bool {
-    x >= f64::MIN_POSITIVE && x <= f64::MAX
+    (f64::MIN_POSITIVE..=f64::MAX).contains(&x)
 }
 
 /// `ln(1 + x)` for x > -1 finite.
