@@ -6,6 +6,8 @@
 
 mod alloc;
 mod args;
+mod bench;
+mod cache;
 mod doctor;
 mod help;
 mod modules;
@@ -69,6 +71,12 @@ fn dispatch(argv: &[String]) -> u8 {
         args::Command::Help(topic) => help::print_help(topic.as_deref()),
         args::Command::Run(opts) => run::run_file(&opts),
         args::Command::Check { files, allowed } => run::check_files(&files, &allowed),
+        args::Command::Compile {
+            paths,
+            allowed,
+            runtime,
+        } => run::compile_paths(&paths, &allowed, runtime),
+        args::Command::Bench(opts) => bench::main(&opts),
         args::Command::Repl(opts) => repl::start(&opts),
         args::Command::Doctor(a) => doctor::main(&a),
         #[cfg(feature = "pkg")]
