@@ -301,7 +301,7 @@ impl CompileCache {
     /// read, so they are neither read nor hashed twice.
     pub fn load(&self, name: &str, mut known: Vec<Known>) -> Lookup {
         let path = self.path_of(name);
-        let data = match read_no_follow(&path) {
+        let (data, file) = match read_no_follow(&path) {
             Ok(Some(d)) => d,
             Ok(None) => return Lookup::Miss,
             Err(why) => return Lookup::Rejected(format!("{}: {why}", path.display())),
@@ -335,7 +335,7 @@ impl CompileCache {
             }
             texts.push((f.display, text));
         }
-        touch(&path);
+        touch(&file);
         Lookup::Hit(Hit { texts, data, payload })
     }
 
@@ -410,8 +410,7 @@ impl CompileCache {
 }
 
 /// A hit marks the entry used (its modification time), at most hourly.
-fn touch(path: &Path) {
-    let Ok(f) = std::fs::File::open(path) else { return };
+fn touch(f: &std::fs::File) {
     let now = SystemTime::now();
     let old = f.metadata().and_then(|m| m.modified()).unwrap_or(now);
     if now.duration_since(old).unwrap_or_default() > Duration::from_secs(3600) {
@@ -419,9 +418,9 @@ fn touch(path: &Path) {
     }
 }
 
-/// The file's bytes; `None` when it does not exist; an error for a
+/// The file's bytes (and the open file); `None` when it does not exist; an error for a
 /// symbolic link or anything else that is not a regular file.
-fn read_no_follow(path: &Path) -> Result<Option<Vec<u8>>, String> {
+fn read_no_follow(path: &Path) -> Result<Option<(Vec<u8>, std::fs::File)>, String> {
     use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -439,7 +438,7 @@ fn read_no_follow(path: &Path) -> Result<Option<Vec<u8>>, String> {
     }
     let mut data = Vec::with_capacity(m.len() as usize);
     f.read_to_end(&mut data).map_err(|e| format!("cannot read it: {e}"))?;
-    Ok(Some(data))
+    Ok(Some((data, f)))
 }
 
 #[cfg(test)]

@@ -8,10 +8,15 @@
 //!
 //! ```text
 //! magic "APSIBC"  FORMAT (u16 LE)  core version (str)
-//! slots:  n, then per slot: name, is_const (u8), initial (Option<Const>)
-//! units:  n, then per unit: name, path (bytes), uses, own slots,
-//!         inherited slot pairs, exports, module prototype
+//! strings: n, then each string once (names and string constants refer to
+//!          them by index)
+//! slots:   n, then per slot: name, is_const (u8), initial (Option<Const>)
+//! units:   n, then per unit: name, path (bytes), uses, own slots, exports,
+//!          inherited slot pairs, module prototype
 //! ```
+//!
+//! A code object's spans are stored as differences from the previous
+//! span's start, with their length and (rarely) another file.
 //!
 //! Constants that are plain data (none, bools, ints, floats, strings, bytes,
 //! tuples of those, error kinds) are stored by value; a constant the
@@ -119,20 +124,24 @@ pub(crate) struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    #[inline]
     fn new(data: &'a [u8]) -> Reader<'a> {
         Reader { data, pos: 0 }
     }
+    #[inline]
     fn u8(&mut self) -> DResult<u8> {
         let b = *self.data.get(self.pos).ok_or_else(|| bad("truncated"))?;
         self.pos += 1;
         Ok(b)
     }
+    #[inline]
     fn take(&mut self, n: usize) -> DResult<&'a [u8]> {
         let end = self.pos.checked_add(n).ok_or_else(|| bad("length overflow"))?;
         let s = self.data.get(self.pos..end).ok_or_else(|| bad("truncated"))?;
         self.pos = end;
         Ok(s)
     }
+    #[inline]
     fn var(&mut self) -> DResult<u64> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
@@ -144,14 +153,17 @@ impl<'a> Reader<'a> {
         }
         Err(bad("varint too long"))
     }
+    #[inline]
     fn ivar(&mut self) -> DResult<i64> {
         let u = self.var()?;
         Ok(((u >> 1) as i64) ^ -((u & 1) as i64))
     }
+    #[inline]
     fn num<T: TryFrom<u64>>(&mut self) -> DResult<T> {
         T::try_from(self.var()?).map_err(|_| bad("number out of range"))
     }
     /// A count of items that each take at least one byte (bounds allocations).
+    #[inline]
     fn len(&mut self) -> DResult<usize> {
         let n: usize = self.num()?;
         if n > self.data.len() - self.pos {
@@ -159,16 +171,20 @@ impl<'a> Reader<'a> {
         }
         Ok(n)
     }
+    #[inline]
     fn bytes(&mut self) -> DResult<&'a [u8]> {
         let n = self.len()?;
         self.take(n)
     }
+    #[inline]
     fn str(&mut self) -> DResult<&'a str> {
         std::str::from_utf8(self.bytes()?).map_err(|_| bad("string is not UTF-8"))
     }
+    #[inline]
     fn arc_str(&mut self) -> DResult<Arc<str>> {
         Ok(Arc::from(self.str()?))
     }
+    #[inline]
     fn bool(&mut self) -> DResult<bool> {
         match self.u8()? {
             0 => Ok(false),
@@ -176,9 +192,11 @@ impl<'a> Reader<'a> {
             _ => Err(bad("bool")),
         }
     }
+    #[inline]
     fn span(&mut self) -> DResult<Span> {
         Ok(Span::new(FileId(self.num()?), self.num()?, self.num()?))
     }
+    #[inline]
     fn list<T>(&mut self, mut f: impl FnMut(&mut Self) -> DResult<T>) -> DResult<Vec<T>> {
         let n = self.len()?;
         let mut v = Vec::with_capacity(n);
@@ -203,6 +221,7 @@ macro_rules! int_field {
             fn put(&self, w: &mut Writer) {
                 w.ivar(i64::from(*self));
             }
+            #[inline]
             fn get(r: &mut Reader) -> DResult<Self> {
                 <$t>::try_from(r.ivar()?).map_err(|_| bad("instruction field out of range"))
             }
