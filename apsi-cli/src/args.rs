@@ -14,6 +14,12 @@ pub enum Command {
     Repl(RunOptions),
     /// `apsi bench FILE -n N`.
     Bench(BenchOptions),
+    /// `apsi build FILE -o OUT`.
+    Build {
+        file: String,
+        out: String,
+        allowed: Vec<String>,
+    },
     /// `apsi compile PATHS…`.
     Compile {
         paths: Vec<String>,
@@ -89,6 +95,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "check and compile programs into the compile cache (apsi help compile)",
     ),
     ("bench FILE [-n N]", "run a program N times: best/median/mean/worst"),
+    ("build FILE -o OUT", "one executable with the program compiled in"),
     ("repl", "start the interactive prompt (also: apsi alone)"),
     ("pkg COMMAND …", "install and manage packages (apsi pkg --help)"),
     (
@@ -109,6 +116,47 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         "help" => Ok(Command::Help(args.get(1).cloned())),
         "run" => parse_run(&args[1..]).map(Command::Run),
         "bench" => parse_bench(&args[1..]).map(Command::Bench),
+        "build" => {
+            let mut file = None;
+            let mut out = None;
+            let mut allowed = Vec::new();
+            let mut i = 1;
+            while i < args.len() {
+                match args[i].as_str() {
+                    "--allow-python" => allowed.push("python".to_string()),
+                    "--allow-net" => allowed.push("net".to_string()),
+                    "--allow-all" => allowed.extend(["python".to_string(), "net".to_string()]),
+                    "-o" | "--output" => {
+                        let v = args
+                            .get(i + 1)
+                            .ok_or_else(|| usage("'-o' needs the executable's path", Some("apsi build app.apsi -o app")))?;
+                        out = Some(v.clone());
+                        i += 1;
+                    }
+                    f if f.starts_with('-') => {
+                        return Err(usage(
+                            format!("unknown option '{f}' for 'apsi build'"),
+                            Some("see 'apsi help build'"),
+                        ))
+                    }
+                    f if file.is_none() => file = Some(f.to_string()),
+                    f => {
+                        return Err(usage(
+                            format!("'apsi build' takes one FILE, found a second: '{f}'"),
+                            Some("apsi build app.apsi -o app"),
+                        ))
+                    }
+                }
+                i += 1;
+            }
+            match (file, out) {
+                (Some(file), Some(out)) => Ok(Command::Build { file, out, allowed }),
+                _ => Err(usage(
+                    "'apsi build' needs a FILE and '-o OUT'",
+                    Some("apsi build app.apsi -o app"),
+                )),
+            }
+        }
         "compile" => {
             let mut paths = Vec::new();
             let mut allowed = Vec::new();
@@ -178,7 +226,7 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         other if other.ends_with(".apsi") || std::path::Path::new(other).is_file() => parse_run(args).map(Command::Run),
         other => Err(usage(
             format!("unknown command '{other}'"),
-            Some("commands are run, check, compile, bench, repl, pkg, doctor, help; or give a program: apsi FILE.apsi"),
+            Some("commands are run, check, compile, build, bench, repl, pkg, doctor, help; or give a program: apsi FILE.apsi"),
         )),
     }
 }
@@ -396,6 +444,17 @@ mod tests {
             Ok(Command::Compile { runtime: true, .. })
         ));
         assert!(parse(&s(&["compile"])).is_err());
+        assert_eq!(
+            parse(&s(&["build", "a.apsi", "-o", "a", "--allow-net"])),
+            Ok(Command::Build {
+                file: "a.apsi".into(),
+                out: "a".into(),
+                allowed: s(&["net"])
+            })
+        );
+        assert!(parse(&s(&["build", "a.apsi"])).is_err());
+        assert!(parse(&s(&["build", "a.apsi", "b.apsi", "-o", "x"])).is_err());
+        assert!(parse(&s(&["build", "-o"])).is_err());
         assert!(parse(&s(&["compile", "--bogus", "a.apsi"])).is_err());
     }
 

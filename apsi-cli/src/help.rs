@@ -65,6 +65,19 @@ prelude and every module are compiled into apsi), so it says so and does
 nothing else.
 ";
 
+const BUILD_HELP: &str = "\
+apsi build [--allow-…] FILE -o OUT
+
+Checks and compiles FILE (every error reported) and writes OUT: one
+executable that is this apsi with the compiled program and its source text
+appended. OUT starts without parsing, checking or compiling, needs no Apsi
+source where it runs, and runs with the permissions given here (`OUT --help`
+shows them); its arguments are the program's argv. It refuses to run if the
+appended program was modified. Where the program uses @native, OUT needs
+the native back end there (`apsi doctor` says whether it is found); a matmul
+uses OpenBLAS when present.
+";
+
 const BENCH_HELP: &str = "\
 apsi bench FILE [-n N] [--warmup W] [--json] [run options] [-- ARGS…]
 
@@ -111,20 +124,21 @@ pub fn print_help(topic: Option<&str>) -> u8 {
                 t.push_str(&format!("  {c:<20} {what}\n"));
             }
             t.push_str("\nOptions:\n  --version, -V        list the core and every compiled-in module with versions\n");
-            t.push_str("  --help, -h           this text\n\nMore: apsi help run | check | compile | bench | repl | doctor | pkg\n");
+            t.push_str("  --help, -h           this text\n\nMore: apsi help run | check | compile | build | bench | repl | doctor | pkg\n");
             t
         }
         Some("run") => RUN_HELP.to_string(),
         Some("check") => CHECK_HELP.to_string(),
         Some("compile") => COMPILE_HELP.to_string(),
         Some("bench") => BENCH_HELP.to_string(),
+        Some("build") => BUILD_HELP.to_string(),
         Some("repl") => REPL_HELP.to_string(),
         Some("doctor") => crate::doctor::HELP.to_string(),
         #[cfg(feature = "pkg")]
         Some("pkg") => crate::pkg::HELP.to_string(),
         Some(other) => {
             eprintln!(
-                "error: no help for '{other}'\n  = hint: topics are run, check, compile, bench, repl, doctor, pkg"
+                "error: no help for '{other}'\n  = hint: topics are run, check, compile, build, bench, repl, doctor, pkg"
             );
             return 2;
         }

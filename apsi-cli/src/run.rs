@@ -53,6 +53,12 @@ fn load(file: &str, env: &CheckEnv, sources: &Arc<SourceMap>) -> Result<Program,
 }
 
 pub fn run_file(opts: &RunOptions) -> u8 {
+    run_program(opts, None)
+}
+
+/// Runs `opts.file`, or the program built into this executable (`app`,
+/// from `apsi build`: no loading, checking or compiling).
+pub fn run_program(opts: &RunOptions, app: Option<crate::build::App>) -> u8 {
     let start = Instant::now();
     if let Some(f) = &opts.native_ir {
         // Read by apsi-native when it compiles a function (before any thread starts).
@@ -89,7 +95,22 @@ pub fn run_file(opts: &RunOptions) -> u8 {
     env.source_readers = runtime.source_readers();
     crate::signals::on_stop_flush(runtime.output_flusher());
     let use_cache = crate::cache::enabled(opts.no_cache);
-    let compiled = match crate::cache::load_compiled(&build, &opts.file, &env, &runtime, &sources, use_cache) {
+    let loaded = match app {
+        Some(app) => {
+            for (name, text) in app.files {
+                sources.add(name, text);
+            }
+            match runtime.decode_compiled(&app.compiled) {
+                Ok(c) => Ok(c),
+                Err(e) => {
+                    eprintln!("error: the program built into this executable cannot be loaded: {e}");
+                    return 1;
+                }
+            }
+        }
+        None => crate::cache::load_compiled(&build, &opts.file, &env, &runtime, &sources, use_cache),
+    };
+    let compiled = match loaded {
         Ok(c) => c,
         Err(diags) => {
             report(&diags, &sources);
