@@ -32,15 +32,66 @@ pub fn version_text() -> String {
 const RUN_HELP: &str = "\
 apsi run [OPTIONS] FILE [ARGS…]   (or: apsi [OPTIONS] FILE [ARGS…])
 
-Runs FILE. ARGS after the file are the program's `argv`.
+Runs FILE. ARGS after the file are the program's `argv`. The options below
+are apsi's wherever they appear, after the file too (`apsi run app.apsi
+--time`); every other argument after the file is the program's, and after
+`--` all of them are (`apsi run app.apsi -- --time` gives the program
+`--time`).
 
 Options:
   --time            print how long the run took (on stderr)
+  --no-cache        neither read nor write the compile cache (also: APSI_NO_CACHE=1)
   --threads N       threads for `parallel for` and the thread pool
   --native-ir FN    print the optimised LLVM IR of the @native function FN (* for all) on stderr
   --allow-python    allow the `python` module and backend=\"torch\"
   --allow-net       allow reading http(s):// sources
   --allow-all       allow both
+";
+
+const COMPILE_HELP: &str = "\
+apsi compile [--allow-…] PATHS…
+apsi compile --runtime
+
+Checks and compiles programs ahead of time into the compile cache
+($APSI_HOME/cache/compile), so their first `apsi run` starts without
+parsing, checking or compiling. A PATH is a .apsi file or a folder (every
+.apsi file under it). Every error in every file is reported; exit status 1
+when any file has one. Give the same --allow-… options the program will run
+with, and run it by the same path as given here (both are part of what a
+cache entry is for).
+
+--runtime compiles Apsi's own Apsi-source parts: there are none (the
+prelude and every module are compiled into apsi), so it says so and does
+nothing else.
+";
+
+const BUILD_HELP: &str = "\
+apsi build [--allow-…] FILE -o OUT
+
+Checks and compiles FILE (every error reported) and writes OUT: one
+executable that is this apsi with the compiled program and its source text
+appended. OUT starts without parsing, checking or compiling, needs no Apsi
+source where it runs, and runs with the permissions given here (`OUT --help`
+shows them); its arguments are the program's argv. It refuses to run if the
+appended program was modified. Where the program uses @native, OUT needs
+the native back end there (`apsi doctor` says whether it is found); a matmul
+uses OpenBLAS when present.
+";
+
+const BENCH_HELP: &str = "\
+apsi bench FILE [-n N] [--warmup W] [--json] [run options] [-- ARGS…]
+
+Runs FILE N times (default 10), each as a new `apsi run` process, after W
+untimed warm-up runs (default 1), and prints the wall time per run:
+
+  bench: prog.apsi (1 warm-up, then 10 timed runs, each a new process)
+  10 runs: best 1.203 ms, median 1.250 ms, mean 1.262 ms, worst 1.390 ms
+
+The program's output is discarded; a failing run stops the benchmark with
+its error output (exit status 1). --json prints one JSON object instead:
+{\"file\", \"warmup\", \"runs\", \"best_s\", \"median_s\", \"mean_s\",
+\"worst_s\", \"times_s\"} (seconds). --no-cache, --threads N and --allow-…
+are passed to every run.
 ";
 
 const CHECK_HELP: &str = "\
@@ -73,17 +124,22 @@ pub fn print_help(topic: Option<&str>) -> u8 {
                 t.push_str(&format!("  {c:<20} {what}\n"));
             }
             t.push_str("\nOptions:\n  --version, -V        list the core and every compiled-in module with versions\n");
-            t.push_str("  --help, -h           this text\n\nMore: apsi help run | check | repl | doctor | pkg\n");
+            t.push_str("  --help, -h           this text\n\nMore: apsi help run | check | compile | build | bench | repl | doctor | pkg\n");
             t
         }
         Some("run") => RUN_HELP.to_string(),
         Some("check") => CHECK_HELP.to_string(),
+        Some("compile") => COMPILE_HELP.to_string(),
+        Some("bench") => BENCH_HELP.to_string(),
+        Some("build") => BUILD_HELP.to_string(),
         Some("repl") => REPL_HELP.to_string(),
         Some("doctor") => crate::doctor::HELP.to_string(),
         #[cfg(feature = "pkg")]
         Some("pkg") => crate::pkg::HELP.to_string(),
         Some(other) => {
-            eprintln!("error: no help for '{other}'\n  = hint: topics are run, check, repl, doctor, pkg");
+            eprintln!(
+                "error: no help for '{other}'\n  = hint: topics are run, check, compile, build, bench, repl, doctor, pkg"
+            );
             return 2;
         }
     };

@@ -6,6 +6,9 @@
 
 mod alloc;
 mod args;
+mod bench;
+mod build;
+mod cache;
 mod doctor;
 mod help;
 mod modules;
@@ -34,15 +37,27 @@ pub const APSI_VERSION: &str = env!("CARGO_PKG_VERSION");
 fn main() -> ExitCode {
     install_panic_hook();
     let argv: Vec<String> = std::env::args().skip(1).collect();
+    // A program built by `apsi build` runs its built-in program.
+    let app = match build::embedded() {
+        Some(Ok(app)) => Some(app),
+        Some(Err(e)) => {
+            eprintln!("error: {e}; it will not run\n  = hint: build it again with `apsi build`");
+            return ExitCode::from(1);
+        }
+        None => None,
+    };
     // `apsi run` stops on SIGINT/SIGTERM with its output flushed; the REPL
     // keeps the terminal's own Ctrl-C handling.
-    if argv.first().map(String::as_str) == Some("run") {
+    if app.is_some() || argv.first().map(String::as_str) == Some("run") {
         signals::install();
     }
     let worker = std::thread::Builder::new()
         .name("apsi-main".into())
         .stack_size(MAIN_STACK)
-        .spawn(move || dispatch(&argv));
+        .spawn(move || match app {
+            Some(app) => build::run_embedded(app, &argv),
+            None => dispatch(&argv),
+        });
     let code = match worker {
         Ok(handle) => handle.join().unwrap_or(70),
         Err(e) => {
@@ -69,6 +84,13 @@ fn dispatch(argv: &[String]) -> u8 {
         args::Command::Help(topic) => help::print_help(topic.as_deref()),
         args::Command::Run(opts) => run::run_file(&opts),
         args::Command::Check { files, allowed } => run::check_files(&files, &allowed),
+        args::Command::Compile {
+            paths,
+            allowed,
+            runtime,
+        } => run::compile_paths(&paths, &allowed, runtime),
+        args::Command::Bench(opts) => bench::main(&opts),
+        args::Command::Build { file, out, allowed } => build::build(&file, &out, &allowed),
         args::Command::Repl(opts) => repl::start(&opts),
         args::Command::Doctor(a) => doctor::main(&a),
         #[cfg(feature = "pkg")]

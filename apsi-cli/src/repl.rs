@@ -73,14 +73,7 @@ impl Session {
 }
 
 fn fmt_duration(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    if s >= 1.0 {
-        format!("{s:.3} s")
-    } else if s >= 1e-3 {
-        format!("{:.3} ms", s * 1e3)
-    } else {
-        format!("{:.3} µs", s * 1e6)
-    }
+    apsi_core::measure::fmt_seconds(d.as_secs_f64())
 }
 
 fn bench(session: &mut Session, code: &str) {
@@ -94,16 +87,10 @@ fn bench(session: &mut Session, code: &str) {
         }
         times.push(t.elapsed());
     }
-    times.sort();
-    let mean = times.iter().sum::<Duration>() / times.len() as u32;
-    println!(
-        "{} runs: best {}, median {}, mean {}, worst {}",
-        times.len(),
-        fmt_duration(times[0]),
-        fmt_duration(times[times.len() / 2]),
-        fmt_duration(mean),
-        fmt_duration(times[times.len() - 1])
-    );
+    let secs: Vec<f64> = times.iter().map(Duration::as_secs_f64).collect();
+    if let Some(s) = apsi_core::measure::Summary::of(&secs) {
+        println!("{}", s.line());
+    }
 }
 
 pub fn start(opts: &RunOptions) -> u8 {

@@ -53,6 +53,12 @@ fn load(file: &str, env: &CheckEnv, sources: &Arc<SourceMap>) -> Result<Program,
 }
 
 pub fn run_file(opts: &RunOptions) -> u8 {
+    run_program(opts, None)
+}
+
+/// Runs `opts.file`, or the program built into this executable (`app`,
+/// from `apsi build`: no loading, checking or compiling).
+pub fn run_program(opts: &RunOptions, app: Option<crate::build::App>) -> u8 {
     let start = Instant::now();
     if let Some(f) = &opts.native_ir {
         // Read by apsi-native when it compiles a function (before any thread starts).
@@ -60,6 +66,7 @@ pub fn run_file(opts: &RunOptions) -> u8 {
     }
     let sources = Arc::new(SourceMap::new());
     let modules = crate::modules::compiled_in();
+    let build = crate::cache::build_identity(&modules);
     let mut env = env_for(Vec::new(), &modules, &opts.allowed);
     crate::modules::grant(&opts.allowed);
     // `--allow-net`: `http(s)://` sources are downloaded for the program.
@@ -87,15 +94,23 @@ pub fn run_file(opts: &RunOptions) -> u8 {
     env.prelude = runtime.prelude_names();
     env.source_readers = runtime.source_readers();
     crate::signals::on_stop_flush(runtime.output_flusher());
-    let program = match load(&opts.file, &env, &sources) {
-        Ok(p) => p,
-        Err(diags) => {
-            report(&diags, &sources);
-            return 1;
+    let use_cache = crate::cache::enabled(opts.no_cache);
+    let loaded = match app {
+        Some(app) => {
+            for (name, text) in app.files {
+                sources.add(name, text);
+            }
+            match runtime.decode_compiled(&app.compiled) {
+                Ok(c) => Ok(c),
+                Err(e) => {
+                    eprintln!("error: the program built into this executable cannot be loaded: {e}");
+                    return 1;
+                }
+            }
         }
+        None => crate::cache::load_compiled(&build, &opts.file, &env, &runtime, &sources, use_cache),
     };
-    // Every unit is compiled before any runs: all compile errors, then nothing ran.
-    let compiled = match runtime.compile(&program) {
+    let compiled = match loaded {
         Ok(c) => c,
         Err(diags) => {
             report(&diags, &sources);
@@ -120,7 +135,10 @@ pub fn run_file(opts: &RunOptions) -> u8 {
         code = code.max(1);
     }
     if opts.time {
-        eprintln!("time: {:.3} ms", start.elapsed().as_secs_f64() * 1e3);
+        eprintln!(
+            "time: {}",
+            apsi_core::measure::fmt_seconds(start.elapsed().as_secs_f64())
+        );
     }
     code
 }
@@ -151,6 +169,87 @@ pub fn check_files(files: &[String], allowed: &[String]) -> u8 {
         }
     }
     u8::from(failed)
+}
+
+/// `apsi compile PATHS…`: checks and compiles every `.apsi` file named (a
+/// folder: every `.apsi` file under it) into the compile cache, reporting
+/// every error in every file. Exit status 1 when any file has an error.
+pub fn compile_paths(paths: &[String], allowed: &[String], runtime_parts: bool) -> u8 {
+    if runtime_parts {
+        // Everything Apsi itself provides (the prelude, every module) is
+        // Rust compiled into this binary: there is no Apsi source to compile.
+        println!("--runtime: nothing to compile (Apsi's prelude and modules are compiled into apsi itself)");
+    }
+    let mut files = Vec::new();
+    let mut failed = false;
+    for p in paths {
+        let path = Path::new(p);
+        if path.is_dir() {
+            let before = files.len();
+            collect_apsi_files(path, &mut files, 0);
+            if files.len() == before {
+                eprintln!("warning: no .apsi files under {p}");
+            }
+        } else {
+            files.push(p.clone());
+        }
+    }
+    let env = check_env(allowed);
+    let modules = crate::modules::compiled_in();
+    let build = crate::cache::build_identity(&modules);
+    let runtime = match Runtime::new(RuntimeConfig {
+        modules,
+        ..RuntimeConfig::default()
+    }) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
+    let cache = if crate::cache::enabled(false) {
+        match apsi_cache::CompileCache::open(crate::APSI_VERSION) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                eprintln!("warning: compile cache: {e}; checking only");
+                None
+            }
+        }
+    } else {
+        eprintln!("warning: APSI_NO_CACHE is set: checking and compiling only, nothing is stored");
+        None
+    };
+    for f in &files {
+        let sources = Arc::new(SourceMap::new());
+        match crate::cache::compile_into_cache(&build, f, &env, &runtime, &sources, cache.as_ref()) {
+            Ok(Some(_)) => println!("{f}: compiled"),
+            Ok(None) => println!("{f}: ok (not cached)"),
+            Err(diags) => {
+                report(&diags, &sources);
+                failed = true;
+            }
+        }
+    }
+    u8::from(failed)
+}
+
+/// The `.apsi` files under `dir`, sorted, skipping hidden folders.
+fn collect_apsi_files(dir: &Path, out: &mut Vec<String>, depth: usize) {
+    if depth > 64 {
+        return;
+    }
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    let mut entries: Vec<_> = rd.flatten().map(|e| e.path()).collect();
+    entries.sort();
+    for p in entries {
+        let hidden = p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'));
+        let Ok(m) = p.symlink_metadata() else { continue };
+        if m.is_dir() && !hidden {
+            collect_apsi_files(&p, out, depth + 1);
+        } else if m.is_file() && p.extension().is_some_and(|e| e == "apsi") {
+            out.push(p.display().to_string());
+        }
+    }
 }
 
 /// A program's output must not vanish without a word when apsi was started

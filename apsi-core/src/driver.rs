@@ -703,6 +703,69 @@ impl Runtime {
     }
 }
 
+impl Runtime {
+    /// A compiled program as bytes ([`crate::serial`]), for a compile cache:
+    /// [`Runtime::decode_compiled`] in another process of the same build
+    /// gives the same program back. Refused when the code holds a value
+    /// that is neither plain data nor one of this runtime's built-ins.
+    pub fn encode_compiled(&self, p: &CompiledProgram) -> Result<Vec<u8>, crate::serial::EncodeError> {
+        let mut units = Vec::with_capacity(p.units.len());
+        for u in &p.units {
+            let mut exports = Vec::with_capacity(u.exports.len());
+            for (n, r) in &u.exports {
+                match r {
+                    GlobalRef::Slot(s) => exports.push((n.clone(), s.clone())),
+                    GlobalRef::Const(_) => {
+                        return Err(crate::serial::EncodeError(format!(
+                            "unit '{}' exports a constant",
+                            u.name
+                        )))
+                    }
+                }
+            }
+            units.push(crate::serial::UnitParts {
+                name: u.name.clone(),
+                path: u.path.clone(),
+                uses: u.uses.clone(),
+                own: u.g.own.iter().map(|(n, s)| (n.clone(), s.clone())).collect(),
+                inherit: u.g.inherit.clone(),
+                exports,
+                proto: u.proto.clone(),
+            });
+        }
+        crate::serial::encode_units(&units, &self.outside())
+    }
+
+    /// The program [`Runtime::encode_compiled`] encoded, against this
+    /// runtime's prelude and modules (a name that is missing here is an error).
+    pub fn decode_compiled(&self, bytes: &[u8]) -> Result<CompiledProgram, crate::serial::DecodeError> {
+        let parts = crate::serial::decode_units(bytes, &self.outside())?;
+        let units = parts
+            .into_iter()
+            .map(|u| CompiledUnit {
+                name: u.name,
+                path: u.path,
+                uses: u.uses,
+                g: UnitGlobals {
+                    own: u.own.into_iter().collect(),
+                    unqualified: Vec::new(),
+                    inherit: u.inherit,
+                },
+                proto: u.proto,
+                exports: u.exports.into_iter().map(|(n, s)| (n, GlobalRef::Slot(s))).collect(),
+            })
+            .collect();
+        Ok(CompiledProgram { units })
+    }
+
+    fn outside(&self) -> crate::serial::Outside<'_> {
+        crate::serial::Outside {
+            prelude: &self.shared.prelude,
+            modules: &self.shared.modules,
+        }
+    }
+}
+
 /// Add the failures of tasks nobody waited for to a program's outcome: the
 /// first becomes the error when the program itself succeeded; the others
 /// (and all of them when the program failed) become notes.

@@ -10,14 +10,14 @@ use std::path::{Path, PathBuf};
 
 /// Bottom to top. Modules in one layer may import each other.
 const LAYERS: &[&[&str]] = &[
-    &["error", "text", "diagnostic"],
+    &["error", "text", "diagnostic", "measure"],
     &["syntax"],
     &["check"],
     &["value", "code"],
     &["par"],
     &["module"],
     &["ops", "format", "builtins", "tensor"],
-    &["compile"],
+    &["compile", "serial"],
     &["vm"],
     &["driver"],
     &["api"],

@@ -2,113 +2,17 @@
 //! `~/.apsi`): 32 random bytes, created mode 0600 on first use, and the
 //! HMAC-SHA256 tags made with it. A cache entry is only decoded after its
 //! tag verifies, so a file written by someone without the key is never
-//! loaded.
+//! loaded. The key itself lives in apsi-cache, which the compile cache
+//! shares.
 
 use apsi_core::api::ErrorKind;
 use apsi_core::api::{err, VResult};
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
-use std::io::{Read, Write};
-use std::path::PathBuf;
 
-pub const KEY_LEN: usize = 32;
+pub use apsi_cache::key::{apsi_home, hex_digest, tag, verify, KEY_LEN};
 
-/// `$APSI_HOME`, else `~/.apsi`.
-pub fn apsi_home() -> Option<PathBuf> {
-    if let Some(h) = std::env::var_os("APSI_HOME").filter(|h| !h.is_empty()) {
-        return Some(PathBuf::from(h));
-    }
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(|h| PathBuf::from(h).join(".apsi"))
-}
-
-/// The key, created on first use.
+/// The key (apsi-cache's, shared with the compile cache), created on first use.
 pub fn cache_key() -> VResult<[u8; KEY_LEN]> {
-    let home = apsi_home().ok_or_else(|| {
-        err(
-            ErrorKind::IOError,
-            "the data cache needs APSI_HOME or HOME to keep its key in",
-        )
-    })?;
-    let path = home.join("cache.key");
-    let io = |what: &str, e: std::io::Error| err(ErrorKind::IOError, format!("cannot {what} {}: {e}", path.display()));
-    match std::fs::File::open(&path) {
-        Ok(mut f) => {
-            let mut k = Vec::new();
-            f.read_to_end(&mut k).map_err(|e| io("read", e))?;
-            let key: [u8; KEY_LEN] = k.get(..KEY_LEN).and_then(|s| s.try_into().ok()).ok_or_else(|| {
-                err(
-                    ErrorKind::IOError,
-                    format!(
-                        "{} holds {} bytes, expected at least {KEY_LEN}: remove it and apsi makes a new one",
-                        path.display(),
-                        k.len()
-                    ),
-                )
-            })?;
-            Ok(key)
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(&home)
-                .map_err(|e| io("create the folder of", e))?;
-            let mut key = [0u8; KEY_LEN];
-            std::fs::File::open("/dev/urandom")
-                .and_then(|mut r| r.read_exact(&mut key))
-                .map_err(|e| io("make random bytes for", e))?;
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&path)
-            {
-                Ok(mut f) => {
-                    f.write_all(&key).map_err(|e| io("write", e))?;
-                    Ok(key)
-                }
-                // Another process made it first: use theirs.
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => cache_key(),
-                Err(e) => Err(io("create", e)),
-            }
-        }
-        Err(e) => Err(io("open", e)),
-    }
-}
-
-/// HMAC-SHA256 of the parts (each length-prefixed, so parts cannot be shifted).
-pub fn tag(key: &[u8; KEY_LEN], parts: &[&[u8]]) -> [u8; 32] {
-    let mut m = match <Hmac<Sha256> as Mac>::new_from_slice(key) {
-        Ok(m) => m,
-        Err(_) => return [0u8; 32],
-    };
-    for p in parts {
-        m.update(&(p.len() as u64).to_le_bytes());
-        m.update(p);
-    }
-    m.finalize().into_bytes().into()
-}
-
-/// Whether `t` is the tag of the parts (compared in constant time).
-pub fn verify(key: &[u8; KEY_LEN], parts: &[&[u8]], t: &[u8]) -> bool {
-    let mut m = match <Hmac<Sha256> as Mac>::new_from_slice(key) {
-        Ok(m) => m,
-        Err(_) => return false,
-    };
-    for p in parts {
-        m.update(&(p.len() as u64).to_le_bytes());
-        m.update(p);
-    }
-    m.verify_slice(t).is_ok()
-}
-
-/// SHA-256 in hex (cache file names).
-pub fn hex_digest(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    apsi_cache::key::cache_key().map_err(|e| err(ErrorKind::IOError, e))
 }
 
 #[cfg(test)]

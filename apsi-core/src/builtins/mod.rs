@@ -104,6 +104,7 @@ pub fn prelude() -> ModuleDescriptor {
         ("time", system::time),
         ("cpu_count", system::cpu_count),
         ("bench", system::bench),
+        ("timed", system::timed),
         ("native", native_fallback::native),
     ];
     for (name, f) in fns {

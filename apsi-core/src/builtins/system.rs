@@ -1,5 +1,5 @@
 //! The prelude's contact with the system: `input`, `read_text`,
-//! `write_text`, `exit`, `time`, `cpu_count`, `bench`.
+//! `write_text`, `exit`, `time`, `cpu_count`, `bench`, `timed`.
 
 use super::args::{expect_int, Args};
 use crate::error::ErrorKind;
@@ -138,16 +138,16 @@ pub(crate) fn bench(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
         c.call(f, &[], &[])?;
         times.push(t.elapsed().as_secs_f64());
     }
-    times.sort_by(|x, y| x.total_cmp(y));
-    let best = times.first().copied().unwrap_or(0.0);
-    let worst = times.last().copied().unwrap_or(0.0);
-    let mid = times.len() / 2;
-    let median = if times.len() % 2 == 1 {
-        times[mid]
-    } else {
-        (times[mid - 1] + times[mid]) / 2.0
+    let Some(crate::measure::Summary {
+        best,
+        median,
+        mean,
+        worst,
+        ..
+    }) = crate::measure::Summary::of(&times)
+    else {
+        return Err(err(ErrorKind::ValueError, "bench() ran no calls"));
     };
-    let mean = times.iter().sum::<f64>() / times.len() as f64;
     let fields = vec![
         Value::Float(best),
         Value::Float(median),
@@ -159,6 +159,38 @@ pub(crate) fn bench(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
         ty: bench_result_type(),
         fields: crate::value::VLock::new(crate::value::FieldVec::from_vec(fields)),
     })))
+}
+
+/// `@timed`: a function that calls `f` and prints the call's wall time to
+/// stderr as `timed: NAME took 1.234 ms` (program output written so far is
+/// flushed first, so the two streams stay in order on a terminal).
+pub(crate) fn timed(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = Args::new("timed", args, kw, 1, &["f"])?;
+    let f = a.req(0)?.clone();
+    let name: Arc<str> = match &f {
+        Value::Func(c) => c.name.clone(),
+        Value::Native(n) => n.name.clone(),
+        Value::BoundMethod(_) | Value::StructType(_) | Value::Kind(_) => Arc::from(crate::format::str_of(&f)),
+        other => {
+            return Err(err(
+                ErrorKind::TypeError,
+                format!("@timed expects a function, found {}", other.type_name()),
+            ))
+        }
+    };
+    let label = name.clone();
+    let wrapper = move |c: &mut dyn Caller, args: &[Value], kw: Kwargs| -> VResult<Value> {
+        let t = Instant::now();
+        let r = c.call(&f, args, kw);
+        let took = t.elapsed().as_secs_f64();
+        let _ = c.flush_out();
+        eprintln!("timed: {label} took {}", crate::measure::fmt_seconds(took));
+        r
+    };
+    Ok(Value::Native(Arc::new(crate::value::NativeFn::closure(
+        &name,
+        Box::new(wrapper),
+    ))))
 }
 
 #[cfg(test)]

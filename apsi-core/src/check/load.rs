@@ -49,6 +49,8 @@ struct Loader<'e, 'p> {
     /// missing module could export any name, so unknown names are not
     /// reported there (the `ModuleNotFoundError` is).
     open_files: FxHashSet<FileId>,
+    /// Paths a `use` looked at in vain before finding its module.
+    probes: Vec<PathBuf>,
 }
 
 fn describe_io(e: &std::io::Error) -> String {
@@ -144,6 +146,7 @@ impl<'e, 'p> Loader<'e, 'p> {
             broken: FxHashSet::default(),
             file_order: Vec::new(),
             open_files: FxHashSet::default(),
+            probes: Vec::new(),
         }
     }
 
@@ -196,6 +199,7 @@ impl<'e, 'p> Loader<'e, 'p> {
             Ok(Program {
                 sources: self.sources,
                 units: self.units,
+                probes: self.probes,
             })
         } else {
             Err(found)
@@ -265,7 +269,12 @@ impl<'e, 'p> Loader<'e, 'p> {
                 }
                 UseTarget::Builtin(name)
             }
-            Ok(Found::File { real, display }) => {
+            Ok(Found::File { real, display, missed }) => {
+                for m in missed {
+                    if !self.probes.contains(&m) {
+                        self.probes.push(m);
+                    }
+                }
                 let canon = canonical(&real);
                 match self.slots.get(&canon) {
                     Some(Slot::Done(i)) => UseTarget::File(*i),

@@ -127,6 +127,10 @@ pub struct Program {
     /// Dependency order: a module comes after every file module it uses;
     /// the main file is last.
     pub units: Vec<Unit>,
+    /// Paths where a `use` looked for its module in vain before finding it
+    /// elsewhere: a file that appears at one of them changes the program
+    /// (the compile cache checks that none has).
+    pub probes: Vec<std::path::PathBuf>,
 }
 
 /// One source file of the program.

@@ -19,7 +19,13 @@ pub(crate) struct Place {
 
 pub(crate) enum Found {
     Builtin(String),
-    File { real: PathBuf, display: String },
+    File {
+        real: PathBuf,
+        display: String,
+        /// Where it was looked for first, in vain (a file appearing there
+        /// later would be found instead: the compile cache checks these).
+        missed: Vec<PathBuf>,
+    },
 }
 
 /// The folder installed packages live in: `$APSI_HOME/packages`, with
@@ -65,6 +71,7 @@ pub(crate) fn find_module(
     rel.set_extension("apsi");
 
     let mut tried: Vec<String> = Vec::new();
+    let mut missed: Vec<PathBuf> = Vec::new();
     let mut dirs = vec![importer];
     if main.real != importer.real {
         dirs.push(main);
@@ -76,9 +83,11 @@ pub(crate) fn find_module(
             return Ok(Found::File {
                 real,
                 display: show(&display),
+                missed,
             });
         }
         tried.push(show(&display));
+        missed.push(real);
     }
     if let Some(pkgs) = packages {
         let first = dotted[0];
@@ -98,9 +107,11 @@ pub(crate) fn find_module(
                 return Ok(Found::File {
                     display: show(&c),
                     real: c,
+                    missed,
                 });
             }
             tried.push(show(&c));
+            missed.push(c);
         }
     }
     Err(Box::new(not_found(&full, &dotted, span, &tried, packages, env)))

@@ -39,32 +39,41 @@ pub struct SourceFile {
     /// The name as the user gave it (command line) or the module's path.
     pub name: String,
     pub text: Arc<str>,
-    line_starts: Vec<u32>,
+    /// Made at the first question about lines: a program started from the
+    /// compile cache never asks unless it reports an error.
+    line_starts: std::sync::OnceLock<Vec<u32>>,
 }
 
 impl SourceFile {
     pub fn new(name: String, text: Arc<str>) -> SourceFile {
-        let mut line_starts = vec![0u32];
-        for (i, b) in text.bytes().enumerate() {
-            if b == b'\n' {
-                line_starts.push(i as u32 + 1);
-            }
-        }
         SourceFile {
             name,
             text,
-            line_starts,
+            line_starts: std::sync::OnceLock::new(),
         }
+    }
+
+    fn line_starts(&self) -> &[u32] {
+        self.line_starts.get_or_init(|| {
+            let mut v = vec![0u32];
+            for (i, b) in self.text.bytes().enumerate() {
+                if b == b'\n' {
+                    v.push(i as u32 + 1);
+                }
+            }
+            v
+        })
     }
 
     /// 1-based line and 1-based column (in characters) of a byte offset.
     pub fn line_col(&self, offset: u32) -> (usize, usize) {
         let offset = offset.min(self.text.len() as u32);
-        let line = match self.line_starts.binary_search(&offset) {
+        let line_starts = self.line_starts();
+        let line = match line_starts.binary_search(&offset) {
             Ok(i) => i,
             Err(i) => i - 1,
         };
-        let start = self.line_starts[line] as usize;
+        let start = line_starts[line] as usize;
         let mut end = offset as usize;
         while end > start && !self.text.is_char_boundary(end) {
             end -= 1;
@@ -75,15 +84,12 @@ impl SourceFile {
 
     /// The text of a 1-based line, without its newline.
     pub fn line_text(&self, line: usize) -> &str {
-        if line == 0 || line > self.line_starts.len() {
+        let line_starts = self.line_starts();
+        if line == 0 || line > line_starts.len() {
             return "";
         }
-        let start = self.line_starts[line - 1] as usize;
-        let end = self
-            .line_starts
-            .get(line)
-            .map(|&e| e as usize)
-            .unwrap_or(self.text.len());
+        let start = line_starts[line - 1] as usize;
+        let end = line_starts.get(line).map(|&e| e as usize).unwrap_or(self.text.len());
         self.text[start..end].trim_end_matches(['\n', '\r'])
     }
 }

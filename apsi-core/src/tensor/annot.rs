@@ -58,7 +58,7 @@ impl TensorAnnot {
 
 static TABLE: RwLock<Vec<Arc<TensorAnnot>>> = RwLock::new(Vec::new());
 
-fn intern(a: TensorAnnot) -> u32 {
+pub(crate) fn intern(a: TensorAnnot) -> u32 {
     if let Some(i) = TABLE.read().iter().position(|x| **x == a) {
         return i as u32;
     }

@@ -106,6 +106,7 @@ pub fn run_file(path: &Path, config: RuntimeConfig) -> Outcome {
     let program = Program {
         sources: sources.clone(),
         units,
+        probes: Vec::new(),
     };
     let result = rt.run(&program);
     Outcome {

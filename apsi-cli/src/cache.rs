@@ -1,0 +1,214 @@
+//! The compile cache as `apsi run`, `apsi bench` and `apsi compile` use it
+//! (the store itself is apsi-cache; the bytes are `apsi_core::serial`'s).
+//!
+//! An entry is named by the SHA-256 of everything that decides what the
+//! compiler makes of a program: the main file's text, canonical path and
+//! name as given (diagnostics show it), this apsi's version and build (the
+//! executable's size and time), the core's and every compiled-in module's
+//! version, the serial format, and the permissions granted (`--allow-*`,
+//! which the Guard checks before anything runs). The entry itself records
+//! every module file's hash, checked on load.
+
+use apsi_cache::compile::{self, CompileCache, Entry, FileRecord, Known, Lookup};
+use apsi_core::check::{self, CheckEnv, Program};
+use apsi_core::diagnostic::{Diagnostic, FileId, SourceMap};
+use apsi_core::driver::{CompiledProgram, Runtime};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Whether this run may use the cache (`--no-cache`, `APSI_NO_CACHE=1`).
+pub fn enabled(no_cache_flag: bool) -> bool {
+    !no_cache_flag && !compile::disabled_by_env()
+}
+
+fn warn(msg: &str) {
+    eprintln!("warning: compile cache: {msg}");
+}
+
+/// What identifies this apsi build: version, core and module versions, and
+/// the executable's size and modification time (a rebuild of the same
+/// version is another build).
+pub fn build_identity(modules: &[apsi_core::module::ModuleDescriptor]) -> String {
+    let mut s = format!(
+        "apsi {} core {} serial {}",
+        crate::APSI_VERSION,
+        apsi_core::VERSION,
+        apsi_core::serial::FORMAT
+    );
+    for m in modules {
+        s.push_str(&format!(" {}={}", m.name, m.version));
+    }
+    if let Ok(m) = std::env::current_exe().and_then(std::fs::metadata) {
+        use std::os::unix::fs::MetadataExt;
+        s.push_str(&format!(" exe {} {}.{}", m.len(), m.mtime(), m.mtime_nsec()));
+    }
+    s
+}
+
+fn entry_name(build: &str, display: &str, canon: &Path, text_hash: &[u8; 32], allowed: &[String]) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut allowed = allowed.to_vec();
+    allowed.sort();
+    allowed.dedup();
+    compile::entry_name(&[
+        b"apsi compile cache v1",
+        build.as_bytes(),
+        allowed.join(",").as_bytes(),
+        display.as_bytes(),
+        canon.as_os_str().as_bytes(),
+        text_hash,
+    ])
+}
+
+/// A program ready to run: from the cache, or loaded, checked and
+/// compiled (then stored). `Err` holds the diagnostics to report.
+pub fn load_compiled(
+    build: &str,
+    file: &str,
+    env: &CheckEnv,
+    runtime: &Runtime,
+    sources: &Arc<SourceMap>,
+    use_cache: bool,
+) -> Result<CompiledProgram, Vec<Diagnostic>> {
+    if !use_cache {
+        return compile_fresh(file, env, runtime, sources).map(|(c, _)| c);
+    }
+    // Anything unusual (an unreadable file, no home) takes the ordinary path,
+    // which reports it.
+    let (Ok(text), Ok(canon)) = (std::fs::read_to_string(file), std::fs::canonicalize(file)) else {
+        return compile_fresh(file, env, runtime, sources).map(|(c, _)| c);
+    };
+    let Ok(cache) = CompileCache::open(crate::APSI_VERSION) else {
+        return compile_fresh(file, env, runtime, sources).map(|(c, _)| c);
+    };
+    let sha256 = apsi_cache::key::digest(text.as_bytes());
+    let name = entry_name(build, file, &canon, &sha256, &env.allowed);
+    let known = Known {
+        path: canon,
+        text,
+        sha256,
+    };
+    match cache.load(&name, vec![known]) {
+        Lookup::Hit(mut hit) => {
+            // The caller's map is fresh, so file ids match the entry's spans.
+            let texts = std::mem::take(&mut hit.texts);
+            let ids: Vec<FileId> = texts.into_iter().map(|(d, t)| sources.add(d, t)).collect();
+            let in_order = ids.iter().enumerate().all(|(i, f)| f.0 as usize == i);
+            let decoded = runtime.decode_compiled(hit.payload());
+            drop(hit);
+            match decoded {
+                Ok(c) if in_order => return Ok(c),
+                Ok(_) => {}
+                Err(e) => {
+                    // Verified but unusable here (a module changed without a
+                    // version change?): drop it, so the next run stores a good one.
+                    let path = cache.path_of(&name);
+                    warn(&format!("ignoring {}: {e}; compiling again", path.display()));
+                    let _ = std::fs::remove_file(&path);
+                }
+            }
+            // The files already in the map only shift the new ones' ids.
+            return compile_fresh(file, env, runtime, sources).map(|(c, _)| c);
+        }
+        Lookup::Miss => {}
+        Lookup::Rejected(why) => warn(&format!("ignoring {why}; compiling again")),
+    }
+    finish_miss(&cache, &name, file, env, runtime, sources)
+}
+
+fn finish_miss(
+    cache: &CompileCache,
+    name: &str,
+    file: &str,
+    env: &CheckEnv,
+    runtime: &Runtime,
+    sources: &Arc<SourceMap>,
+) -> Result<CompiledProgram, Vec<Diagnostic>> {
+    let (compiled, program) = compile_fresh(file, env, runtime, sources)?;
+    store(cache, name, &program, &compiled, runtime, sources);
+    Ok(compiled)
+}
+
+fn compile_fresh(
+    file: &str,
+    env: &CheckEnv,
+    runtime: &Runtime,
+    sources: &Arc<SourceMap>,
+) -> Result<(CompiledProgram, Program), Vec<Diagnostic>> {
+    let program = check::load(Path::new(file), file, env, sources.clone())?;
+    // Every unit is compiled before any runs: all compile errors, then nothing ran.
+    let compiled = runtime.compile(&program)?;
+    Ok((compiled, program))
+}
+
+/// The entry of a compiled program; `None` when it cannot be cached (a
+/// constant the format cannot name, a file the program does not own).
+fn entry_for(program: &Program, compiled: &CompiledProgram, runtime: &Runtime, sources: &SourceMap) -> Option<Entry> {
+    let payload = runtime.encode_compiled(compiled).ok()?;
+    let mut files = Vec::new();
+    let mut id = 0u32;
+    while let Some(f) = sources.get(FileId(id)) {
+        let unit = program.units.iter().find(|u| u.file == FileId(id))?;
+        files.push(FileRecord {
+            path: std::fs::canonicalize(&unit.path).unwrap_or_else(|_| unit.path.clone()),
+            display: f.name.clone(),
+            sha256: apsi_cache::key::digest(f.text.as_bytes()),
+        });
+        id += 1;
+    }
+    Some(Entry {
+        files,
+        probes: program.probes.clone(),
+        payload,
+    })
+}
+
+fn store(
+    cache: &CompileCache,
+    name: &str,
+    program: &Program,
+    compiled: &CompiledProgram,
+    runtime: &Runtime,
+    sources: &SourceMap,
+) {
+    let Some(entry) = entry_for(program, compiled, runtime, sources) else {
+        return;
+    };
+    if let Err(e) = cache.store(name, &entry) {
+        warn(&format!("{e} (APSI_NO_CACHE=1 turns the cache off)"));
+    }
+}
+
+/// `apsi compile`: checks and compiles one file into the cache; `Err`
+/// holds its diagnostics (reported by the caller against `sources`).
+pub fn compile_into_cache(
+    build: &str,
+    file: &str,
+    env: &CheckEnv,
+    runtime: &Runtime,
+    sources: &Arc<SourceMap>,
+    cache: Option<&CompileCache>,
+) -> Result<Option<PathBuf>, Vec<Diagnostic>> {
+    let (compiled, program) = compile_fresh(file, env, runtime, sources)?;
+    let Some(cache) = cache else { return Ok(None) };
+    let (Ok(text), Ok(canon)) = (std::fs::read_to_string(file), std::fs::canonicalize(file)) else {
+        return Ok(None);
+    };
+    let name = entry_name(
+        build,
+        file,
+        &canon,
+        &apsi_cache::key::digest(text.as_bytes()),
+        &env.allowed,
+    );
+    match entry_for(&program, &compiled, runtime, sources) {
+        Some(entry) => match cache.store(&name, &entry) {
+            Ok(()) => Ok(Some(cache.path_of(&name))),
+            Err(e) => {
+                warn(&e);
+                Ok(None)
+            }
+        },
+        None => Ok(None),
+    }
+}
