@@ -322,6 +322,10 @@ impl CompileCache {
                     let k = known.swap_remove(i);
                     (k.text, k.sha256)
                 }
+                // A module found through a link (an installed package's
+                // folder) must still be reached the way the program found it:
+                // removing the package removes the link, not its target.
+                None if std::fs::canonicalize(&f.display).ok().as_ref() != Some(&f.path) => return Lookup::Miss,
                 None => match std::fs::read_to_string(&f.path) {
                     Ok(t) => {
                         let h = key::digest(t.as_bytes());
