@@ -457,10 +457,11 @@ mod tests {
         let src = dir.join("p.apsi");
         let text = "print(1)\n".to_string();
         std::fs::write(&src, &text).unwrap();
+        let src = std::fs::canonicalize(&src).unwrap();
         let e = Entry {
             files: vec![FileRecord {
                 path: src.clone(),
-                display: "p.apsi".into(),
+                display: src.display().to_string(),
                 sha256: key::digest(text.as_bytes()),
             }],
             probes: vec![dir.join("nothing-here.apsi")],
@@ -483,7 +484,7 @@ mod tests {
         match c.load("n1", vec![]) {
             Lookup::Hit(h) => {
                 assert_eq!(h.payload(), b"compiled bytes");
-                assert_eq!(h.texts, vec![("p.apsi".to_string(), "print(1)\n".to_string())]);
+                assert_eq!(h.texts, vec![(src.display().to_string(), "print(1)\n".to_string())]);
             }
             other => panic!("{other:?}"),
         }
@@ -492,6 +493,15 @@ mod tests {
         assert!(matches!(c.load("n1", vec![]), Lookup::Miss));
         std::fs::write(&src, "print(1)\n").unwrap();
         assert!(hit(&c.load("n1", vec![])));
+        // A module reached through a link that is gone (a removed package): a miss.
+        let link = t.path().join("link.apsi");
+        std::os::unix::fs::symlink(&src, &link).unwrap();
+        let mut linked = e.clone();
+        linked.files[0].display = link.display().to_string();
+        c.store("n2", &linked).unwrap();
+        assert!(hit(&c.load("n2", vec![])));
+        std::fs::remove_file(&link).unwrap();
+        assert!(matches!(c.load("n2", vec![]), Lookup::Miss));
         // A file appearing where a `use` looked first: a miss.
         std::fs::write(t.path().join("nothing-here.apsi"), "").unwrap();
         assert!(matches!(c.load("n1", vec![]), Lookup::Miss));
