@@ -157,20 +157,27 @@ pub fn embedded() -> Option<Result<App, String>> {
     }))
 }
 
+/// The build's permissions as the flags that grant them
+/// (`--allow-net --allow-python`); `None` when there are none.
+fn permission_flags(allowed: &[String]) -> Option<String> {
+    if allowed.is_empty() {
+        return None;
+    }
+    Some(
+        allowed
+            .iter()
+            .map(|a| format!("--allow-{a}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
+}
+
 /// Runs the program built into this executable with `args` (all of them
 /// the program's, except `--help` alone, and a leading `--` is dropped).
 pub fn run_embedded(app: App, args: &[String]) -> u8 {
     if args.first().map(String::as_str) == Some("--help") {
         let exe = std::env::args().next().unwrap_or_else(|| "app".into());
-        let perms = if app.allowed.is_empty() {
-            "none".to_string()
-        } else {
-            app.allowed
-                .iter()
-                .map(|a| format!("--allow-{a}"))
-                .collect::<Vec<_>>()
-                .join(" ")
-        };
+        let perms = permission_flags(&app.allowed).unwrap_or_else(|| "none".to_string());
         println!(
             "{exe}: {} built with apsi {} (the program is compiled in; no source is needed)\n\nUsage: {exe} [ARGS…]   (ARGS are the program's argv; `{exe} -- --help` passes --help to it)\n\nPermissions granted at build time: {perms}",
             app.name,
@@ -195,17 +202,9 @@ pub fn run_embedded(app: App, args: &[String]) -> u8 {
 /// then writes OUT.
 pub fn build(file: &str, out: &str, allowed: &[String]) -> u8 {
     use apsi_core::diagnostic::{FileId, SourceMap};
-    use apsi_core::driver::{Runtime, RuntimeConfig};
     let env = crate::run::check_env(allowed);
-    let runtime = match Runtime::new(RuntimeConfig {
-        modules: crate::modules::compiled_in(),
-        ..RuntimeConfig::default()
-    }) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return 1;
-        }
+    let Some(runtime) = crate::run::checking_runtime() else {
+        return 1;
     };
     let sources = Arc::new(SourceMap::new());
     let compiled =
@@ -243,15 +242,7 @@ pub fn build(file: &str, out: &str, allowed: &[String]) -> u8 {
             println!(
                 "built {out} ({:.1} MB): {file} compiled in, with {}",
                 size as f64 / 1e6,
-                if app.allowed.is_empty() {
-                    "no extra permissions".to_string()
-                } else {
-                    app.allowed
-                        .iter()
-                        .map(|a| format!("--allow-{a}"))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                }
+                permission_flags(&app.allowed).unwrap_or_else(|| "no extra permissions".to_string())
             );
             0
         }

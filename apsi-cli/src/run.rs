@@ -143,19 +143,27 @@ pub fn run_program(opts: &RunOptions, app: Option<crate::build::App>) -> u8 {
     code
 }
 
+/// A runtime with every compiled-in module, for checking and compiling
+/// without running (`apsi check`, `apsi build`); `None` after reporting why.
+pub(crate) fn checking_runtime() -> Option<Runtime> {
+    match Runtime::new(RuntimeConfig {
+        modules: crate::modules::compiled_in(),
+        ..RuntimeConfig::default()
+    }) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            eprintln!("error: {e}");
+            None
+        }
+    }
+}
+
 /// `apsi check`: the checker, then the compiler (nothing runs), so a file
 /// that checks `ok` also starts.
 pub fn check_files(files: &[String], allowed: &[String]) -> u8 {
     let env = check_env(allowed);
-    let runtime = match Runtime::new(RuntimeConfig {
-        modules: crate::modules::compiled_in(),
-        ..RuntimeConfig::default()
-    }) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return 1;
-        }
+    let Some(runtime) = checking_runtime() else {
+        return 1;
     };
     let mut failed = false;
     for f in files {
