@@ -394,6 +394,29 @@ fn zip_dense<T: Scalar, R: Scalar>(x: &[T], y: &[T], f: &(impl Fn(T, T) -> R + S
     out
 }
 
+/// A vector of `n` values `f(0) … f(n-1)`, written in place in chunks
+/// (in parallel from `PAR_MIN` elements), each chunk under [`wide`].
+fn fill_indexed<R: Scalar>(n: usize, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
+    let mut out: Vec<R> = out_vec(n);
+    let spare = &mut out.spare_capacity_mut()[..n];
+    let body = |start: usize, o: &mut [std::mem::MaybeUninit<R>]| {
+        wide(|| {
+            for (i, slot) in o.iter_mut().enumerate() {
+                slot.write(f(start + i));
+            }
+        })
+    };
+    if n >= PAR_MIN {
+        let g = grain(n);
+        spare.par_chunks_mut(g).enumerate().for_each(|(k, o)| body(k * g, o));
+    } else {
+        body(0, spare);
+    }
+    // SAFETY: the chunks above cover all n slots.
+    unsafe { out.set_len(n) };
+    out
+}
+
 /// `f(a, b, c)` elementwise with broadcasting of all three (for `where` and fused `a*b+c`).
 /// An operand already dense in the result's shape is read in place, and a
 /// one-element operand as a constant; others are expanded first.
@@ -408,27 +431,7 @@ pub fn zip3<T: Scalar, R: Scalar>(
     let n = super::layout::checked_size(&shape)?;
     let out = with_operand::<T, _>(a, &shape, |x| {
         with_operand::<T, _>(b, &shape, |y| {
-            with_operand::<T, _>(c, &shape, |z| {
-                let mut out: Vec<R> = out_vec(n);
-                let spare = &mut out.spare_capacity_mut()[..n];
-                let body = |start: usize, o: &mut [std::mem::MaybeUninit<R>]| {
-                    wide(|| {
-                        for (i, slot) in o.iter_mut().enumerate() {
-                            let j = start + i;
-                            slot.write(f(x.at(j), y.at(j), z.at(j)));
-                        }
-                    })
-                };
-                if n >= PAR_MIN {
-                    let g = grain(n);
-                    spare.par_chunks_mut(g).enumerate().for_each(|(k, o)| body(k * g, o));
-                } else {
-                    body(0, spare);
-                }
-                // SAFETY: the chunks above cover all n slots.
-                unsafe { out.set_len(n) };
-                out
-            })
+            with_operand::<T, _>(c, &shape, |z| fill_indexed(n, |j| f(x.at(j), y.at(j), z.at(j))))
         })
     });
     Ok(Tensor::from_vec(out, shape))
@@ -452,23 +455,7 @@ pub fn zip4<T: Scalar, R: Scalar>(
         with_operand::<T, _>(b, &shape, |x| {
             with_operand::<T, _>(c, &shape, |y| {
                 with_operand::<T, _>(d, &shape, |z| {
-                    let mut out: Vec<R> = out_vec(n);
-                    let spare = &mut out.spare_capacity_mut()[..n];
-                    let body = |start: usize, o: &mut [std::mem::MaybeUninit<R>]| {
-                        for (i, slot) in o.iter_mut().enumerate() {
-                            let j = start + i;
-                            slot.write(f(w.at(j), x.at(j), y.at(j), z.at(j)));
-                        }
-                    };
-                    if n >= PAR_MIN {
-                        let g = grain(n);
-                        spare.par_chunks_mut(g).enumerate().for_each(|(k, o)| body(k * g, o));
-                    } else {
-                        body(0, spare);
-                    }
-                    // SAFETY: the chunks above cover all n slots.
-                    unsafe { out.set_len(n) };
-                    out
+                    fill_indexed(n, |j| f(w.at(j), x.at(j), y.at(j), z.at(j)))
                 })
             })
         })
