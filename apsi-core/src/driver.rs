@@ -536,7 +536,10 @@ impl Runtime {
             kwdefaults: Box::new([]),
             free: Box::new([]),
         });
-        if let Err(e) = exec.run_closure(clo) {
+        let r = exec.run_closure(clo);
+        #[cfg(feature = "opstats")]
+        crate::vm::opstats::dump_if_asked();
+        if let Err(e) = r {
             self.flush();
             return Err(error_to_run_error(&e));
         }

@@ -22,7 +22,8 @@
 //! tuples of those, error kinds) are stored by value; a constant the
 //! compiler took from the prelude or a compiled-in module (a built-in
 //! function, a module) is stored by name and looked up again in the
-//! runtime that decodes it. A program holding any other constant cannot be
+//! runtime that decodes it; the few natives the compiler itself inserts
+//! (`compiler_natives`) are stored by their own names. A program holding any other constant cannot be
 //! encoded ([`EncodeError`]); it is then simply not cached.
 //!
 //! Decoding never panics: a truncated or malformed input is an error, and
@@ -43,7 +44,18 @@ use std::sync::Arc;
 
 /// The format's version: bumped whenever the layout or the meaning of any
 /// instruction changes (an entry of another format is never decoded).
-pub const FORMAT: u16 = 1;
+pub const FORMAT: u16 = 2;
+
+/// The natives the compiler itself puts into code, which no program can
+/// name (`super()`'s helper, the iterators of a loop's `zip`/`enumerate`):
+/// stored by these names.
+fn compiler_natives() -> [(&'static str, Value); 3] {
+    [
+        ("super", crate::ops::structs::super_native()),
+        ("loop zip", crate::builtins::loop_zip()),
+        ("loop enumerate", crate::builtins::loop_enumerate()),
+    ]
+}
 
 const MAGIC: &[u8; 6] = b"APSIBC";
 
@@ -529,6 +541,19 @@ impl Enc<'_> {
                 self.w.u8(7);
                 self.w.str(k.name());
             }
+            Value::Native(f)
+                if compiler_natives()
+                    .iter()
+                    .any(|(_, c)| matches!(c, Value::Native(g) if Arc::ptr_eq(f, g))) =>
+            {
+                let natives = compiler_natives();
+                let name = natives
+                    .iter()
+                    .find(|(_, c)| matches!(c, Value::Native(g) if Arc::ptr_eq(f, g)))
+                    .map_or("", |(n, _)| *n);
+                self.w.u8(11);
+                self.w.str(name);
+            }
             _ => {
                 let named = value_ptr(v).and_then(|p| self.names().get(&p).cloned());
                 match (named, v) {
@@ -831,6 +856,14 @@ impl Dec<'_, '_> {
                     .get(m)
                     .ok_or_else(|| DecodeError(format!("no module '{m}' is compiled in")))?;
                 Value::Module(obj.clone())
+            }
+            11 => {
+                let n = self.r.str()?;
+                compiler_natives()
+                    .into_iter()
+                    .find(|(name, _)| *name == n)
+                    .map(|(_, v)| v)
+                    .ok_or_else(|| DecodeError(format!("no compiler native '{n}'")))?
             }
             _ => return Err(bad("unknown constant")),
         })

@@ -18,8 +18,9 @@ use crate::error::ErrorKind;
 use crate::format::format_value;
 use crate::ops;
 use crate::syntax::ast::BinOp;
-use crate::value::{err, Caller, Kwargs, VResult, Value};
+use crate::value::{err, Caller, Kwargs, NativeFn, VResult, Value};
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 pub(crate) fn print(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let mut sep = " ".to_string();
@@ -152,6 +153,57 @@ pub(crate) fn zip(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
             .collect(),
     };
     Ok(Value::list(rows))
+}
+
+/// `zip(…)` as the iterable of a `for` loop or comprehension (the compiler
+/// calls this in place of the prelude's `zip`, `compile/emit/loops.rs`):
+/// the same rows, as an iterator instead of a list of tuples, so a loop that
+/// unpacks each row builds none. Lists are walked as Python's `zip` walks
+/// them (live: what the body appends is reached). Lazy arguments and errors
+/// go to `zip` itself.
+pub(crate) fn zip_for(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    if !kw.is_empty() || args.iter().any(ops::iters::is_lazy) {
+        return zip(c, args, kw);
+    }
+    let mut cols = Vec::with_capacity(args.len());
+    for a in args {
+        cols.push(ops::iters::Column::of(c, a)?);
+    }
+    Ok(ops::iters::zip_rows(cols))
+}
+
+/// `enumerate(…)` as the iterable of a `for` loop or comprehension, as
+/// [`zip_for`] is for `zip`.
+pub(crate) fn enumerate_for(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = Args::new("enumerate", args, kw, 1, &["xs", "start"])?;
+    let start = a.int_or(1, 0)?;
+    let xs = a.req(0)?;
+    if ops::iters::is_lazy(xs) {
+        return ops::iters::lazy_enumerate(c, xs, start);
+    }
+    let col = ops::iters::Column::of(c, xs)?;
+    let n = col.len();
+    if n > 0 && start.checked_add(n as i64 - 1).is_none() {
+        return Err(err(
+            ErrorKind::OverflowError,
+            "enumerate() count does not fit in a 64-bit int",
+        ));
+    }
+    Ok(ops::iters::counted(col, start))
+}
+
+/// The natives the compiler puts in place of `zip`/`enumerate` as a loop's
+/// iterable (named as those, for their error messages).
+pub fn loop_zip() -> Value {
+    static F: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    F.get_or_init(|| Value::Native(Arc::new(NativeFn::new("zip", zip_for))))
+        .clone()
+}
+
+pub fn loop_enumerate() -> Value {
+    static F: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    F.get_or_init(|| Value::Native(Arc::new(NativeFn::new("enumerate", enumerate_for))))
+        .clone()
 }
 
 pub(crate) fn reversed(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {

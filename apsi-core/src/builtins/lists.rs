@@ -109,7 +109,7 @@ fn pop(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 /// The position of the first element equal to `x`, comparing on a snapshot.
 fn position(items: &[Value], x: &Value, start: usize, stop: usize) -> VResult<Option<usize>> {
     for (i, v) in items.iter().enumerate().take(stop).skip(start) {
-        if ops::eq(v, x)? {
+        if ops::eq_or_same(v, x)? {
             return Ok(Some(i));
         }
     }
@@ -163,7 +163,7 @@ fn count(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let x = a.req(0)?;
     let mut n = 0;
     for v in &items {
-        if ops::eq(v, x)? {
+        if ops::eq_or_same(v, x)? {
             n += 1;
         }
     }

@@ -6,6 +6,7 @@
 
 mod args;
 pub use args::Args;
+pub use core::{loop_enumerate, loop_zip};
 mod bytes;
 mod core;
 pub(crate) use self::core::SumAcc;

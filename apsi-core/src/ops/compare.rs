@@ -114,6 +114,19 @@ pub fn eq(a: &Value, b: &Value) -> VResult<bool> {
     eq_depth(a, b, 0)
 }
 
+/// Equality as a container sees it (`in`, `list.remove`, `index`, `count`):
+/// an element that *is* the item matches without its `__eq__` running, as
+/// in Python (`PyObject_RichCompareBool`), so `x in xs` finds `x` itself even
+/// when `__eq__` is costly or odd. Floats have no identity in Apsi (they are
+/// values), so a NaN never matches itself here either.
+#[inline]
+pub fn eq_or_same(element: &Value, item: &Value) -> VResult<bool> {
+    if element.is(item) && !matches!(element, Value::Float(_)) {
+        return Ok(true);
+    }
+    eq(element, item)
+}
+
 fn seq_eq(x: &[Value], y: &[Value], depth: usize) -> VResult<bool> {
     if x.len() != y.len() {
         return Ok(false);
@@ -331,6 +344,18 @@ mod tests {
         assert!(!compare(CmpOp::GtE, &F(f64::NAN), &F(f64::NAN)).must());
         assert!(compare(CmpOp::GtE, &I(-2), &F(-2.5)).must());
         assert!(!eq(&F(f64::NAN), &F(f64::NAN)).must());
+    }
+
+    #[test]
+    fn containers_see_identity_first_but_not_for_floats() {
+        let l = Value::list(vec![I(1)]);
+        assert!(eq_or_same(&l, &l).must());
+        assert!(eq_or_same(&I(3), &F(3.0)).must(), "equal values still match");
+        assert!(
+            !eq_or_same(&F(f64::NAN), &F(f64::NAN)).must(),
+            "a float has no identity"
+        );
+        assert!(!eq_or_same(&Value::str("a"), &Value::str("b")).must());
     }
 
     #[test]

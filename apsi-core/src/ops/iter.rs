@@ -1,7 +1,7 @@
 //! Iteration, membership, `len` and hashing.
 
 use super::arith::{num, Num};
-use super::compare::eq;
+use super::compare::{eq, eq_or_same};
 use super::protocol::call_dunder;
 use crate::error::ErrorKind;
 use crate::value::{err, Caller, HashKey, RangeObj, VResult, Value};
@@ -106,7 +106,7 @@ pub fn contains(container: &Value, item: &Value) -> VResult<bool> {
         }
         let items = iterate(&mut crate::ops::reentry::Reentrant, container)?;
         for x in &items {
-            if x.is(item) || eq(x, item)? {
+            if eq_or_same(x, item)? {
                 return Ok(true);
             }
         }
@@ -150,7 +150,7 @@ pub fn contains(container: &Value, item: &Value) -> VResult<bool> {
                 g[i..].to_vec()
             };
             for x in &items {
-                if eq(x, item)? {
+                if eq_or_same(x, item)? {
                     return Ok(true);
                 }
             }
@@ -161,7 +161,7 @@ pub fn contains(container: &Value, item: &Value) -> VResult<bool> {
                 return Ok(found);
             }
             for x in t.0.iter() {
-                if eq(x, item)? {
+                if eq_or_same(x, item)? {
                     return Ok(true);
                 }
             }

@@ -24,14 +24,14 @@
 
 use crate::error::ErrorKind;
 use crate::value::generator::{GenObj, Step};
+use crate::value::VLock;
 use crate::value::{err, ApsiObject, Caller, Exc, ListObj, ObjBox, TupleObj, VResult, Value};
-use parking_lot::Mutex;
 use std::sync::Arc;
 
 /// An iterator made by `iter(x)` or by a lazy `enumerate`/`zip`/`map`/`filter`.
 pub struct IterObj {
     kind: &'static str,
-    state: Mutex<IterState>,
+    state: VLock<IterState>,
 }
 
 enum IterState {
@@ -43,11 +43,84 @@ enum IterState {
     Range(i64, i64, i64),
     Enumerate(Box<Pull>, i64),
     Zip(Vec<Pull>),
+    /// A `for` loop's `zip` over eager iterables (`zip_rows`): the next row
+    /// is `i` of every column, while they all have one.
+    Rows {
+        cols: Vec<Column>,
+        i: usize,
+    },
+    /// A `for` loop's `enumerate` over an eager iterable (`counted`): item
+    /// `i` numbered `start + i`.
+    Counted {
+        col: Column,
+        start: i64,
+        i: usize,
+    },
     Map(Box<Pull>, Value),
     Filter(Box<Pull>, Value),
     /// An adapter whose state is out while it pulls.
     Busy,
     Done,
+}
+
+/// What a loop's `zip`/`enumerate` walks: a list or tuple in place (a list
+/// is read live, as Python's iterators read it, so items appended by the
+/// loop's body are reached), or the items of any other eager iterable,
+/// taken when the loop starts.
+pub enum Column {
+    List(Arc<ListObj>),
+    Tuple(Arc<TupleObj>),
+    Items(Vec<Value>),
+}
+
+impl Column {
+    /// The items of `v` to walk (`v` is not lazy).
+    pub fn of(c: &mut dyn Caller, v: &Value) -> VResult<Column> {
+        Ok(match v {
+            Value::List(l) => Column::List(l.clone()),
+            Value::Tuple(t) => Column::Tuple(t.clone()),
+            other => Column::Items(crate::ops::iterate(c, other)?),
+        })
+    }
+
+    /// How many items it has now.
+    #[inline]
+    pub fn len(&self) -> usize {
+        match self {
+            Column::List(l) => l.items.read().len(),
+            Column::Tuple(t) => t.0.len(),
+            Column::Items(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> Option<Value> {
+        match self {
+            Column::List(l) => l.items.read().get(i).cloned(),
+            Column::Tuple(t) => t.0.get(i).cloned(),
+            Column::Items(v) => v.get(i).cloned(),
+        }
+    }
+}
+
+/// Row `i` of a loop's `zip`, if every column has item `i`.
+fn zip_row(cols: &[Column], i: usize) -> Option<smallvec::SmallVec<[Value; 4]>> {
+    let mut row = smallvec::SmallVec::with_capacity(cols.len());
+    for c in cols {
+        row.push(c.get(i)?);
+    }
+    Some(row)
+}
+
+fn count_overflow() -> Exc {
+    err(
+        ErrorKind::OverflowError,
+        "enumerate() count does not fit in a 64-bit int",
+    )
 }
 
 impl ApsiObject for IterObj {
@@ -68,7 +141,7 @@ impl ApsiObject for IterObj {
 fn obj(kind: &'static str, st: IterState) -> Value {
     Value::Object(Arc::new(ObjBox(Box::new(IterObj {
         kind,
-        state: Mutex::new(st),
+        state: VLock::new(st),
     }))))
 }
 
@@ -86,7 +159,7 @@ fn range_next(next: &mut i64, stop: i64, step: i64) -> Option<Value> {
 impl IterObj {
     /// The next item, or `None` at the end.
     pub fn next(&self, c: &mut dyn Caller) -> VResult<Option<Value>> {
-        let mut g = self.state.lock();
+        let mut g = self.state.write();
         let out = match &mut *g {
             IterState::List(l, i) => {
                 let v = l.items.read().get(*i).cloned();
@@ -100,6 +173,24 @@ impl IterObj {
             }
             IterState::Items(it) => it.next(),
             IterState::Range(next, stop, step) => range_next(next, *stop, *step),
+            IterState::Rows { cols, i } => {
+                let row = if cols.is_empty() { None } else { zip_row(cols, *i) };
+                row.map(|row| {
+                    *i += 1;
+                    Value::tuple(row.into_vec())
+                })
+            }
+            IterState::Counted { col, start, i } => match col.get(*i) {
+                Some(x) => {
+                    let Some(k) = start.checked_add(*i as i64) else {
+                        *g = IterState::Done;
+                        return Err(count_overflow());
+                    };
+                    *i += 1;
+                    Some(Value::tuple(vec![Value::Int(k), x]))
+                }
+                None => None,
+            },
             IterState::Done => None,
             IterState::Busy => {
                 return Err(err(
@@ -112,7 +203,7 @@ impl IterObj {
                 let mut st = std::mem::replace(&mut *g, IterState::Busy);
                 drop(g);
                 let r = adapter_next(c, &mut st);
-                let mut g = self.state.lock();
+                let mut g = self.state.write();
                 *g = match r {
                     Ok(Some(_)) => st,
                     _ => IterState::Done,
@@ -124,6 +215,46 @@ impl IterObj {
             *g = IterState::Done;
         }
         Ok(out)
+    }
+}
+
+impl IterObj {
+    /// One row of a loop's `zip`/`enumerate` (`zip_rows`, `counted`) handed
+    /// out as `n` separate values (`put(j, value)`), for a loop that unpacks
+    /// each row at once (`for a, b in zip(xs, ys)`) and so needs no tuple:
+    /// `Some(true)` after a row, `Some(false)` at the end, `None` when this
+    /// iterator is not of that kind or its rows do not have `n` values (the
+    /// caller then steps it as usual). No Apsi code runs meanwhile.
+    pub fn next_unpacked(&self, n: usize, mut put: impl FnMut(usize, Value)) -> Option<bool> {
+        let mut g = self.state.write();
+        match &mut *g {
+            IterState::Rows { cols, i } if cols.len() == n && n > 0 => {
+                // Every column is checked before any target is written: at
+                // the end the loop's names keep the last row, as in Python.
+                if cols.iter().any(|c| c.len() <= *i) {
+                    *g = IterState::Done;
+                    return Some(false);
+                }
+                for (j, c) in cols.iter().enumerate() {
+                    put(j, c.get(*i).unwrap_or(Value::None));
+                }
+                *i += 1;
+                Some(true)
+            }
+            IterState::Counted { col, start, i } if n == 2 => {
+                let Some(x) = col.get(*i) else {
+                    *g = IterState::Done;
+                    return Some(false);
+                };
+                // An overflowing count raises from the plain step.
+                let k = start.checked_add(*i as i64)?;
+                *i += 1;
+                put(0, Value::Int(k));
+                put(1, x);
+                Some(true)
+            }
+            _ => None,
+        }
     }
 }
 
@@ -368,6 +499,19 @@ pub fn lazy_zip(c: &mut dyn Caller, xss: &[Value]) -> VResult<Value> {
         srcs.push(Pull::new(c, x)?);
     }
     Ok(obj("zip", IterState::Zip(srcs)))
+}
+
+/// A `for` loop's `zip` over eager iterables: a `<zip>` iterator over
+/// their rows, made without building the row tuples `zip` would return
+/// (see `builtins::zip_for`).
+pub fn zip_rows(cols: Vec<Column>) -> Value {
+    obj("zip", IterState::Rows { cols, i: 0 })
+}
+
+/// A `for` loop's `enumerate` over an eager iterable: an `<enumerate>`
+/// iterator numbering its items from `start`.
+pub fn counted(col: Column, start: i64) -> Value {
+    obj("enumerate", IterState::Counted { col, start, i: 0 })
 }
 
 /// `map(xs, f)` over a lazy `xs`: a lazy `<map>`.

@@ -14,7 +14,6 @@ use crate::error::ErrorKind;
 use crate::format;
 use crate::value::CallArgs as Args;
 use crate::value::*;
-use parking_lot::RwLock;
 use std::sync::{Arc, OnceLock};
 
 fn type_err(msg: impl Into<String>) -> Exc {
@@ -153,7 +152,7 @@ pub(crate) fn make_struct_type(sp: &StructProto, vals: Vec<Value>) -> VResult<Va
         methods,
         statics,
         properties,
-        consts: RwLock::new(consts),
+        consts: crate::value::VLock::new(consts),
         parent,
         error_kind,
         hash_mode,
@@ -431,6 +430,17 @@ impl ApsiObject for SuperObj {
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
+}
+
+/// `super().name` when `v` is a `super()` value and `name` is a method of
+/// the parent (found the way `get_attr` finds it): the method and the
+/// receiver to call it with, so `super().name(args…)` can be called as
+/// `method(receiver, args…)` without a bound method in between.
+pub(crate) fn super_method(v: &Value, name: &str) -> Option<(Value, Value)> {
+    let Value::Object(o) = v else { return None };
+    let sup = o.0.as_any().downcast_ref::<SuperObj>()?;
+    let m = sup.owner.parent.as_ref()?.methods.get(name)?;
+    Some((m.clone(), sup.receiver.clone()))
 }
 
 fn super_of(_c: &mut dyn Caller, args: &[Value], _kw: Kwargs) -> VResult<Value> {

@@ -58,9 +58,9 @@ fn call_method(obj: &Value, name: &str, rest: &[Value]) -> Option<VResult<Value>
 fn call_method_with(c: &mut dyn Caller, obj: &Value, name: &str, rest: &[Value]) -> Option<VResult<Value>> {
     let s = as_struct(obj)?;
     let f = s.ty.method(name)?.clone();
-    let mut args = Vec::with_capacity(rest.len() + 1);
+    let mut args: smallvec::SmallVec<[Value; 4]> = smallvec::SmallVec::with_capacity(rest.len() + 1);
     args.push(obj.clone());
-    args.extend_from_slice(rest);
+    args.extend(rest.iter().cloned());
     Some(c.call(&f, &args, &[]))
 }
 
@@ -263,17 +263,14 @@ fn compare_from(c: &mut dyn Caller, op: CmpOp, a: &Value, b: &Value, forward_don
     let name = cmp_name(op)?;
     let rop = reflect(op);
     let rname = cmp_name(rop)?;
-    let mut attempts: Vec<(&Value, &str, &Value)> = Vec::with_capacity(2);
-    if forward_done {
-        attempts.push((b, rname, a));
+    let attempts: [Option<(&Value, &str, &Value)>; 2] = if forward_done {
+        [Some((b, rname, a)), None]
     } else if reflected_first(a, b, rname) {
-        attempts.push((b, rname, a));
-        attempts.push((a, name, b));
+        [Some((b, rname, a)), Some((a, name, b))]
     } else {
-        attempts.push((a, name, b));
-        attempts.push((b, rname, a));
-    }
-    for (x, m, y) in attempts {
+        [Some((a, name, b)), Some((b, rname, a))]
+    };
+    for (x, m, y) in attempts.into_iter().flatten() {
         if let Some(r) = call_method_with(c, x, m, std::slice::from_ref(y)) {
             match r {
                 Ok(v) if is_not_implemented(&v) => {}

@@ -810,7 +810,7 @@ pub struct StructType {
     pub properties: IndexMap<Arc<str>, Value, FxBuild>,
     /// Struct constants (`RATE = 0.5` in the body), inherited ones included;
     /// filled in order while the `struct` statement runs, read-only after.
-    pub consts: RwLock<IndexMap<Arc<str>, Value, FxBuild>>,
+    pub consts: VLock<IndexMap<Arc<str>, Value, FxBuild>>,
     pub parent: Option<Arc<StructType>>,
     /// `Some(k)` when this struct is an error kind: `k` is the built-in kind
     /// it descends from (`Error` for `struct AppError(Error)`).
@@ -890,7 +890,7 @@ impl StructType {
             methods,
             statics: IndexMap::default(),
             properties: IndexMap::default(),
-            consts: RwLock::new(IndexMap::default()),
+            consts: VLock::new(IndexMap::default()),
             parent: None,
             error_kind: None,
             hash_mode: HashMode::Identity,

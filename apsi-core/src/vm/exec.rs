@@ -279,8 +279,66 @@ fn cmp_fast(op: CmpOp, a: &Value, b: &Value) -> Option<bool> {
             CmpOp::NotEq => x != y,
             _ => return None,
         }),
+        // An int and a float compare exactly (as Python does); an int of at
+        // most 2^53 in magnitude converts without rounding, so the float
+        // comparison is that exact one.
+        (Value::Int(i), Value::Float(y)) if i.unsigned_abs() <= 1 << 53 => cmp_f64(op, *i as f64, *y),
+        (Value::Float(x), Value::Int(i)) if i.unsigned_abs() <= 1 << 53 => cmp_f64(op, *x, *i as f64),
         _ => None,
     }
+}
+
+/// `item in container` for an int among the ints of a list or tuple (the
+/// scan `ops::contains` does first), without leaving the dispatch loop;
+/// `None` for anything else.
+#[inline]
+fn int_in(item: &Value, container: &Value) -> Option<bool> {
+    let Value::Int(n) = *item else { return None };
+    let scan = |xs: &[Value]| {
+        for x in xs {
+            match *x {
+                Value::Int(y) if y == n => return Some(true),
+                Value::Int(_) => {}
+                _ => return None,
+            }
+        }
+        Some(false)
+    };
+    match container {
+        Value::List(l) => scan(&l.items.read()),
+        Value::Tuple(t) => scan(&t.0),
+        _ => None,
+    }
+}
+
+/// The truth of a value whose truth needs no Apsi code and no error (a
+/// struct's `__bool__`/`__len__` does): `None` for the rest.
+#[inline(always)]
+fn plain_truth(v: &Value) -> Option<bool> {
+    match v {
+        Value::Bool(b) => Some(*b),
+        Value::None => Some(false),
+        Value::Int(i) => Some(*i != 0),
+        Value::Float(f) => Some(*f != 0.0),
+        Value::Str(s) => Some(!s.as_str().is_empty()),
+        Value::List(l) => Some(!l.items.read().is_empty()),
+        Value::Tuple(t) => Some(!t.0.is_empty()),
+        Value::Struct(s) if s.ty.always_true => Some(true),
+        _ => None,
+    }
+}
+
+#[inline]
+fn cmp_f64(op: CmpOp, x: f64, y: f64) -> Option<bool> {
+    Some(match op {
+        CmpOp::Lt => x < y,
+        CmpOp::LtE => x <= y,
+        CmpOp::Gt => x > y,
+        CmpOp::GtE => x >= y,
+        CmpOp::Eq => x == y,
+        CmpOp::NotEq => x != y,
+        _ => return None,
+    })
 }
 
 #[inline(always)]
@@ -305,6 +363,13 @@ fn compare(op: CmpOp, a: &Value, b: &Value) -> VResult<bool> {
     }
 }
 
+/// Can a plain closure (`proto.simple`) be entered with `n` positional
+/// arguments, the rest of its parameters taking their defaults?
+#[inline(always)]
+fn takes_positional(c: &Closure, n: u16) -> bool {
+    c.proto.simple && n <= c.proto.nparams && n as usize + c.defaults.len() >= c.proto.nparams as usize
+}
+
 #[inline(always)]
 fn bin_fast(op: BinOp, a: &Value, b: &Value) -> Option<Value> {
     match (a, b) {
@@ -322,6 +387,11 @@ fn bin_fast(op: BinOp, a: &Value, b: &Value) -> Option<Value> {
                 BinOp::BitAnd => Some(Value::Int(x & y)),
                 BinOp::BitOr => Some(Value::Int(x | y)),
                 BinOp::BitXor => Some(Value::Int(x ^ y)),
+                // Shifts and powers that neither overflow nor raise (the
+                // rest, with their errors, in `ops::arith`).
+                BinOp::Shr if y >= 0 => Some(Value::Int(x >> y.min(63))),
+                BinOp::Shl if (0..64).contains(&y) && (x << y) >> y == x => Some(Value::Int(x << y)),
+                BinOp::Pow if (0..64).contains(&y) => x.checked_pow(y as u32).map(Value::Int),
                 _ => None,
             }
         }
@@ -339,6 +409,9 @@ fn float_op(op: BinOp, x: f64, y: f64) -> Option<Value> {
         BinOp::Sub => Some(Value::Float(x - y)),
         BinOp::Mul => Some(Value::Float(x * y)),
         BinOp::Div if y != 0.0 => Some(Value::Float(x / y)),
+        BinOp::Pow => crate::ops::arith::float_pow(x, y).ok().map(Value::Float),
+        BinOp::FloorDiv if y != 0.0 => Some(Value::Float(crate::ops::arith::float_floordiv(x, y))),
+        BinOp::Mod if y != 0.0 => Some(Value::Float(crate::ops::arith::float_mod(x, y))),
         _ => None,
     }
 }
@@ -405,6 +478,32 @@ impl Executor {
         super::reentry::install(&self.shared);
         let fpos = self.frame_end();
         self.ensure(fpos + 2 + args.len());
+        // A plain function given exactly its positional parameters (an
+        // operator method called by a list scan, a sort key, a `map`
+        // lambda): the arguments go straight into the new window.
+        if let (Value::Func(c), true) = (f, kwargs.is_empty()) {
+            if c.proto.simple && args.len() == c.proto.nparams as usize {
+                let depth = self.frames.len();
+                for (slot, v) in self.stack[fpos + 1..].iter_mut().zip(args) {
+                    *slot = v.clone();
+                }
+                let ptr = Arc::as_ptr(c);
+                self.stack[fpos] = f.clone();
+                let r = match self.push_frame(fpos, ptr) {
+                    Ok(()) => self.run(depth),
+                    Err(e) => {
+                        for s in self.stack.iter_mut().skip(fpos).take(args.len() + 1) {
+                            *s = Value::Unbound;
+                        }
+                        return Err(e);
+                    }
+                };
+                if let Some(s) = self.stack.get_mut(fpos) {
+                    *s = Value::Unbound;
+                }
+                return r;
+            }
+        }
         self.stack[fpos] = f.clone();
         let pos: Args = args.iter().cloned().collect();
         let kw: Vec<(Arc<str>, Value)> = kwargs.to_vec();
@@ -451,6 +550,21 @@ impl Executor {
             self.reset_unbound(code, base);
         }
         Ok(())
+    }
+
+    /// After `push_frame` for a plain closure given `given` of its
+    /// positional parameters (see [`takes_positional`]): the missing ones
+    /// take their defaults, written into the new window.
+    #[inline]
+    fn fill_defaults(&mut self, clo: *const Closure, base: usize, given: usize) {
+        // SAFETY: the closure is kept alive by the callee slot below `base`.
+        let c = unsafe { &*clo };
+        let np = c.proto.nparams as usize;
+        let first = np - c.defaults.len();
+        for i in given..np {
+            let v = c.defaults[i - first].clone();
+            setv(&mut self.stack[base + i], v);
+        }
     }
 
     /// A new frame's window starts right above its arguments, where the
@@ -889,6 +1003,8 @@ impl Executor {
                 // front, which costs registers the loop state needs).
                 let ins: &Instr = unsafe { &*ip };
                 ip = unsafe { ip.add(1) };
+                #[cfg(feature = "opstats")]
+                super::opstats::count(ins, false);
                 match *ins {
                     Instr::Nop => continue,
                     Instr::Move { a, b } => {
@@ -1020,6 +1136,12 @@ impl Executor {
                             setv(r!(a), Value::Bool(v));
                             continue;
                         }
+                        if let CmpOp::In | CmpOp::NotIn = op {
+                            if let Some(found) = int_in(r!(b), r!(c)) {
+                                setv(r!(a), Value::Bool(found == (op == CmpOp::In)));
+                                continue;
+                            }
+                        }
                     }
                     Instr::CmpJmp { op, a, b, jt } => {
                         if let Some(v) = cmp_fast(op, r!(a), r!(b)) {
@@ -1028,12 +1150,22 @@ impl Executor {
                         if let CmpOp::Is | CmpOp::IsNot = op {
                             jump_if!((r!(a).is(r!(b)) == (op == CmpOp::Is)) == jt)
                         }
-                    }
-                    Instr::CmpJmpI { op, a, v, jt } => {
-                        if let Value::Int(x) = &*r!(a) {
-                            jump_if!(cmp_int(op, *x, v as i64) == jt)
+                        if let CmpOp::In | CmpOp::NotIn = op {
+                            if let Some(found) = int_in(r!(a), r!(b)) {
+                                jump_if!((found == (op == CmpOp::In)) == jt)
+                            }
                         }
                     }
+                    Instr::CmpJmpI { op, a, v, jt } => match &*r!(a) {
+                        Value::Int(x) => jump_if!(cmp_int(op, *x, v as i64) == jt),
+                        // `if t < 0:` on a float (an i16 is exact as an f64).
+                        Value::Float(x) => {
+                            if let Some(r) = cmp_fast(op, &Value::Float(*x), &Value::Float(v as f64)) {
+                                jump_if!(r == jt)
+                            }
+                        }
+                        _ => {}
+                    },
                     Instr::Jmp { t } => {
                         goto!(t);
                         continue;
@@ -1046,12 +1178,16 @@ impl Executor {
                             continue;
                         }
                         Value::None => continue,
-                        // `if node:` on a struct with no `__bool__`/`__len__`.
-                        Value::Struct(s) if s.ty.always_true => {
-                            goto!(t);
-                            continue;
+                        other => {
+                            // `if xs:`, `if n:`, `if node:` (a struct with no
+                            // `__bool__`/`__len__`).
+                            if let Some(b) = plain_truth(other) {
+                                if b {
+                                    goto!(t);
+                                }
+                                continue;
+                            }
                         }
-                        _ => {}
                     },
                     Instr::JmpIfNot { a, t } => match &*r!(a) {
                         Value::Bool(b) => {
@@ -1064,7 +1200,54 @@ impl Executor {
                             goto!(t);
                             continue;
                         }
-                        Value::Struct(s) if s.ty.always_true => continue,
+                        other => {
+                            if let Some(b) = plain_truth(other) {
+                                if !b {
+                                    goto!(t);
+                                }
+                                continue;
+                            }
+                        }
+                    },
+                    // `for x in xs:` over a list or tuple: walked in place by `ForNext`.
+                    Instr::ForPrep { a } => {
+                        if let Value::List(_) | Value::Tuple(_) = &*r!(a) {
+                            setv(r!(a as usize + 1), Value::Int(0));
+                            continue;
+                        }
+                    }
+                    // A comprehension's append.
+                    Instr::ListAppend { a, b } => {
+                        if let Value::List(l) = &*r!(a) {
+                            let v = dup(r!(b));
+                            l.items.write().push(v);
+                            continue;
+                        }
+                    }
+                    Instr::SetGlobal { a, g } => {
+                        if let Some(slot) = code.globals.get(g as usize) {
+                            slot.set(dup(r!(a)));
+                            continue;
+                        }
+                    }
+                    Instr::Unary { op, a, b } => match op {
+                        UnaryOp::Not => {
+                            if let Some(t) = plain_truth(r!(b)) {
+                                setv(r!(a), Value::Bool(!t));
+                                continue;
+                            }
+                        }
+                        UnaryOp::Neg => match *r!(b) {
+                            Value::Float(f) => {
+                                setv(r!(a), Value::Float(-f));
+                                continue;
+                            }
+                            Value::Int(i) if i != i64::MIN => {
+                                setv(r!(a), Value::Int(-i));
+                                continue;
+                            }
+                            _ => {}
+                        },
                         _ => {}
                     },
                     // Captured variables (a comprehension or generator
@@ -1100,13 +1283,19 @@ impl Executor {
                         // A closure with plain positional parameters, called with
                         // exactly that many arguments: the registers are the frame.
                         if let Value::Func(c) = &*r!(a) {
-                            if c.proto.simple && n == c.proto.nparams {
+                            if takes_positional(c, n) {
+                                let missing = n < c.proto.nparams;
                                 let clo = Arc::as_ptr(c);
                                 let callee: *const Code = &*c.proto.code;
                                 let fpos = base + a as usize;
                                 save_pc!();
                                 match self.push_frame(fpos, clo) {
-                                    Ok(()) => enter!(callee, fpos + 1, 0),
+                                    Ok(()) => {
+                                        if missing {
+                                            self.fill_defaults(clo, fpos + 1, n as usize);
+                                        }
+                                        enter!(callee, fpos + 1, 0)
+                                    }
                                     Err(e) => throw!(e),
                                 }
                             }
@@ -1128,14 +1317,21 @@ impl Executor {
                         // refcount. The slot (kept alive by this code object, which
                         // outlives the callee's frame) owns the closure.
                         match code.globals.get(g as usize).and_then(|s| s.get_const()) {
-                            Some(Value::Func(c)) if c.proto.simple && n == c.proto.nparams => {
+                            Some(Value::Func(c)) if takes_positional(c, n) => {
                                 // `stack[base + a]` keeps whatever it held until the
                                 // return value replaces it.
                                 save_pc!();
+                                let missing = n < c.proto.nparams;
                                 let callee: *const Code = &*c.proto.code;
                                 let fpos = base + a as usize;
-                                match self.push_frame(fpos, Arc::as_ptr(c)) {
-                                    Ok(()) => enter!(callee, fpos + 1, 0),
+                                let clo = Arc::as_ptr(c);
+                                match self.push_frame(fpos, clo) {
+                                    Ok(()) => {
+                                        if missing {
+                                            self.fill_defaults(clo, fpos + 1, n as usize);
+                                        }
+                                        enter!(callee, fpos + 1, 0)
+                                    }
                                     Err(e) => throw!(e),
                                 }
                             }
@@ -1198,6 +1394,15 @@ impl Executor {
                             if j >= 0 && j < n {
                                 let v = items[j as usize].clone();
                                 drop(items);
+                                setv(r!(a), v);
+                                continue;
+                            }
+                        }
+                        (Value::Tuple(t), Value::Int(i)) => {
+                            let n = t.0.len() as i64;
+                            let j = if *i < 0 { *i + n } else { *i };
+                            if j >= 0 && j < n {
+                                let v = dup(&t.0[j as usize]);
                                 setv(r!(a), v);
                                 continue;
                             }
@@ -1344,7 +1549,8 @@ impl Executor {
                         if let Value::Struct(s) = &*r!(a as usize + 1) {
                             if let Some(i) = code.ic_at(pc!() - 1).and_then(|ic| ic.method(s.ty.id)) {
                                 if let Some((_, Value::Func(c))) = s.ty.methods.get_index(i) {
-                                    if c.proto.simple && n + 1 == c.proto.nparams {
+                                    if takes_positional(c, n + 1) {
+                                        let missing = n + 1 < c.proto.nparams;
                                         let clo = Arc::as_ptr(c);
                                         let callee: *const Code = &*c.proto.code;
                                         let f = Value::Func(c.clone());
@@ -1352,7 +1558,41 @@ impl Executor {
                                         let fpos = base + a as usize;
                                         save_pc!();
                                         match self.push_frame(fpos, clo) {
-                                            Ok(()) => enter!(callee, fpos + 1, 0),
+                                            Ok(()) => {
+                                                if missing {
+                                                    self.fill_defaults(clo, fpos + 1, n as usize + 1);
+                                                }
+                                                enter!(callee, fpos + 1, 0)
+                                            }
+                                            Err(e) => throw!(e),
+                                        }
+                                    }
+                                }
+                            }
+                        } else if let Value::StructType(t) = &*r!(a as usize + 1) {
+                            // `T.helper(args…)`, a static method: the arguments
+                            // move down over the receiver slot, as for a plain call.
+                            if let Some(Hit::Static(i)) = code.ic_at(pc!() - 1).and_then(|ic| ic.get(t.id)) {
+                                if let Some((_, Value::Func(c))) = t.statics.get_index(i) {
+                                    if takes_positional(c, n) {
+                                        let missing = n < c.proto.nparams;
+                                        let clo = Arc::as_ptr(c);
+                                        let callee: *const Code = &*c.proto.code;
+                                        let f = Value::Func(c.clone());
+                                        for j in 0..n as usize {
+                                            let v = take(r!(a as usize + 2 + j));
+                                            setv(r!(a as usize + 1 + j), v);
+                                        }
+                                        setv(r!(a), f);
+                                        let fpos = base + a as usize;
+                                        save_pc!();
+                                        match self.push_frame(fpos, clo) {
+                                            Ok(()) => {
+                                                if missing {
+                                                    self.fill_defaults(clo, fpos + 1, n as usize);
+                                                }
+                                                enter!(callee, fpos + 1, 0)
+                                            }
                                             Err(e) => throw!(e),
                                         }
                                     }
@@ -1497,22 +1737,18 @@ impl Executor {
                     // `_`: an exhaustive match gives the jump table an
                     // unreachable default, so a dispatch needs no range check
                     // (2 instructions of ~9).
-                    Instr::SetGlobal { .. }
-                    | Instr::SetCell { .. }
+                    Instr::SetCell { .. }
                     | Instr::SetFree { .. }
                     | Instr::MakeCell { .. }
-                    | Instr::Unary { .. }
                     | Instr::CallEx { .. }
                     | Instr::BuildList { .. }
                     | Instr::BuildTuple { .. }
                     | Instr::BuildDict { .. }
-                    | Instr::ListAppend { .. }
                     | Instr::ListExtend { .. }
                     | Instr::DictSet { .. }
                     | Instr::DictUpdate { .. }
                     | Instr::BuildSlice { .. }
                     | Instr::BuildRange { .. }
-                    | Instr::ForPrep { .. }
                     | Instr::ForRangePrep { .. }
                     | Instr::UnpackEx { .. }
                     | Instr::MakeFunc { .. }

@@ -22,6 +22,8 @@
 
 pub(crate) mod call;
 pub mod exec;
+#[cfg(feature = "opstats")]
+pub(crate) mod opstats;
 pub mod parfor;
 pub mod reentry;
 pub mod shared;

@@ -28,7 +28,10 @@ pub const MAX_DEPTH: usize = 200;
 
 thread_local! {
     static RUNTIME: RefCell<Option<Arc<Shared>>> = const { RefCell::new(None) };
-    static SPARES: RefCell<Vec<Executor>> = const { RefCell::new(Vec::new()) };
+    // Boxed: a call takes a spare out and puts it back, and an executor is
+    // a few hundred bytes that would be copied both ways.
+    #[allow(clippy::vec_box)]
+    static SPARES: RefCell<Vec<Box<Executor>>> = const { RefCell::new(Vec::new()) };
     static DEPTH: Cell<usize> = const { Cell::new(0) };
 }
 
@@ -60,7 +63,7 @@ pub fn call(f: &Value, args: &[Value], kwargs: Kwargs) -> VResult<Value> {
         None => {
             let shared = RUNTIME.with(|r| r.borrow().clone());
             match shared {
-                Some(sh) => Executor::nested(sh),
+                Some(sh) => Box::new(Executor::nested(sh)),
                 None => {
                     // No interpreter on this thread: natives only.
                     return crate::ops::NoCaller.call(f, args, kwargs);

@@ -565,7 +565,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         if i == 0 {
             self.emit(Instr::Move { a: it, b: 0 });
         } else {
-            self.expr_to(&g.iter, it)?;
+            self.for_iterable_to(&g.iter, it)?;
         }
         self.emit_at(Instr::ForPrep { a: it }, g.iter.span);
         let (dst, direct) = self.loop_target_reg(&g.target)?;

@@ -228,7 +228,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 let f = self.alloc()?;
                 self.make_function(sid, "<comprehension>", &NO_PARAMS, FnBody::Comp(e), f, span)?;
                 let a = self.alloc()?;
-                self.expr_to(&first.iter, a)?;
+                self.for_iterable_to(&first.iter, a)?;
                 self.emit_at(Instr::Call { a: f, n: 1 }, span);
                 if f != dst {
                     self.emit(Instr::Move { a: dst, b: f });

@@ -12,6 +12,48 @@ impl<'a, 'e> Compiler<'a, 'e> {
     }
 
     /// Is `iter` a call of the prelude's `range` (so the loop can count in registers)?
+    /// Compile the iterable of a `for` loop or comprehension into `dst`.
+    /// A call of the prelude's `zip` or `enumerate` (positional arguments
+    /// only) calls `builtins::loop_zip`/`loop_enumerate` instead: the same
+    /// rows taken at the same moment, handed out as an iterator, so a loop
+    /// that unpacks them (`for a, b in zip(xs, ys)`) builds no tuples.
+    pub(super) fn for_iterable_to(&mut self, iter: &'a Expr, dst: Reg) -> CResult<()> {
+        let ExprKind::Call { func, args } = &iter.kind else {
+            return self.expr_to(iter, dst);
+        };
+        let ExprKind::Name(n) = &func.kind else {
+            return self.expr_to(iter, dst);
+        };
+        let adapter = match n.as_str() {
+            "zip" => crate::builtins::loop_zip(),
+            "enumerate" if (1..=2).contains(&args.len()) => crate::builtins::loop_enumerate(),
+            _ => return self.expr_to(iter, dst),
+        };
+        let is_prelude = self.resolve(n) == Binding::Global
+            && matches!(self.env.resolve(n), GlobalRef::Const(Value::Native(f)) if &*f.name == n.as_str());
+        if !is_prelude || !args.iter().all(|a| matches!(a, Arg::Positional(_))) {
+            return self.expr_to(iter, dst);
+        }
+        let Ok(nargs) = u16::try_from(args.len()) else {
+            return self.expr_to(iter, dst);
+        };
+        let m = self.mark();
+        let f = self.alloc()?;
+        for a in args {
+            if let Arg::Positional(x) = a {
+                let r = self.alloc()?;
+                self.expr_to(x, r)?;
+            }
+        }
+        let k = self.konst16(adapter)?;
+        self.emit_at(Instr::CallK { a: f, k, n: nargs }, iter.span);
+        if f != dst {
+            self.emit(Instr::Move { a: dst, b: f });
+        }
+        self.free_to(m);
+        Ok(())
+    }
+
     pub(super) fn range_args(&mut self, iter: &'a Expr) -> Option<Vec<&'a Expr>> {
         match &iter.kind {
             ExprKind::Range { start, end } => Some(vec![start, end]),
@@ -103,7 +145,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
             return Ok(());
         }
         let it = self.alloc_n(2)?;
-        self.expr_to(iter, it)?;
+        self.for_iterable_to(iter, it)?;
         self.emit_at(Instr::ForPrep { a: it }, iter.span);
         let (dst, direct) = self.loop_target_reg(target)?;
         let top = self.here();

@@ -334,9 +334,9 @@ impl Executor {
         let base = fr.base as usize;
         let pc = fr.pc as usize;
         let reg = |ex: &Executor, r: Reg| ex.stack.get(base + r as usize).cloned().unwrap_or(Value::None);
-        let (op, dest, x, y) = match code.instrs.get(pc.wrapping_sub(1)).copied() {
-            Some(Instr::Cmp { op, a, b, c }) => (op, Some(a), reg(self, b), reg(self, c)),
-            Some(Instr::CmpJmp { op, a, b, .. }) => (op, None, reg(self, a), reg(self, b)),
+        let (op, dest, xr, yr) = match code.instrs.get(pc.wrapping_sub(1)).copied() {
+            Some(Instr::Cmp { op, a, b, c }) => (op, Some(a), b, c),
+            Some(Instr::CmpJmp { op, a, b, .. }) => (op, None, a, b),
             _ => {
                 return Err(err(
                     ErrorKind::Error,
@@ -345,8 +345,15 @@ impl Executor {
             }
         };
         let v = match (dunder::is_not_implemented(&v), ret) {
-            (true, Ret::CmpNot) => Value::Bool(!dunder::compare_after_forward(self, CmpOp::Eq, &x, &y)?.truthy()?),
-            (true, _) => dunder::compare_after_forward(self, op, &x, &y)?,
+            (true, _) => {
+                // The operands are copied out only when the other side's method is needed.
+                let (x, y) = (reg(self, xr), reg(self, yr));
+                if ret == Ret::CmpNot {
+                    Value::Bool(!dunder::compare_after_forward(self, CmpOp::Eq, &x, &y)?.truthy()?)
+                } else {
+                    dunder::compare_after_forward(self, op, &x, &y)?
+                }
+            }
             (false, Ret::CmpNot) => Value::Bool(!v.truthy()?),
             (false, _) => v,
         };

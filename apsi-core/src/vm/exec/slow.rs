@@ -256,6 +256,8 @@ impl Executor {
             }};
         }
 
+        #[cfg(feature = "opstats")]
+        crate::vm::opstats::count(&ins, true);
         match ins {
             Instr::Nop => {}
             Instr::Move { a, b } => {
@@ -605,6 +607,22 @@ impl Executor {
                         }
                     }
                 }
+                // `super().m(args…)`: the parent's method with the receiver as `self`.
+                if let Some((m, recv)) = ops::structs::super_method(r!(recv_reg), name) {
+                    setv(r!(recv_reg), recv);
+                    setv(r!(a), m);
+                    do_call!(a, n + 1);
+                    exit!(Flow::Next);
+                }
+                // `T.helper(args…)`: a static method's index is cached (not a
+                // method's: `T.m(obj)` is called differently from `obj.m()`).
+                if let Value::StructType(t) = &*r!(recv_reg) {
+                    if !t.methods.contains_key(name) {
+                        if let (Some((i, _, _)), Some(ic)) = (t.statics.get_full(name), code.ic_at(pc - 1)) {
+                            ic.set(t.id, Hit::Static(i));
+                        }
+                    }
+                }
                 // `module.f(args…)` (`math.sqrt(x)`): the attribute's index is cached.
                 if let Value::Module(m) = &*r!(recv_reg) {
                     if let Some(f) = module_attr(m, name, code.ic_at(pc - 1)) {
@@ -888,6 +906,33 @@ impl Executor {
                 setv(r!(a as usize + 1), Value::Int(0));
             }
             Instr::ForNext { a, b } => {
+                // A loop's `zip`/`enumerate` whose rows the loop unpacks at
+                // once (`ForNext; Jmp; UnpackRegs` of that row): each value
+                // goes straight into its target, and no row tuple is built.
+                if let (Value::Object(o), Some(&Instr::UnpackRegs { b: row, k, n })) = (&*r!(a), instrs.get(pc + 1)) {
+                    if let (true, Some(it), Some(Value::Tuple(targets))) = (
+                        row == b,
+                        o.0.as_any().downcast_ref::<ops::iters::IterObj>(),
+                        code.consts.get(k as usize),
+                    ) {
+                        let step = it.next_unpacked(n as usize, |j, v| {
+                            if let Some(&Value::Int(t)) = targets.0.get(j) {
+                                setv(r!(t), v);
+                            }
+                        });
+                        match step {
+                            Some(true) => {
+                                pc += 2;
+                                exit!(Flow::Next);
+                            }
+                            Some(false) => {
+                                pc = jump_target(instrs, pc);
+                                exit!(Flow::Next);
+                            }
+                            None => {}
+                        }
+                    }
+                }
                 // (A generator is `run`'s case: its frame goes on the loop.)
                 if ops::iters::is_lazy(r!(a)) {
                     save_pc!();

@@ -1,0 +1,58 @@
+//! Per-opcode counts of the instructions the dispatch loop runs and of those
+//! that fall through to the slow path (`exec/slow.rs`), for finding which
+//! instructions a program needs fast paths for. Compiled in only with the
+//! `opstats` feature; `APSI_OPSTATS=1` prints the table (most run first) to
+//! stderr when the main program ends. Counts are per thread.
+
+use crate::code::Instr;
+use std::cell::RefCell;
+
+/// Counts by the instruction's variant index: (run, slow), and its name.
+struct Table {
+    counts: Vec<[u64; 2]>,
+    names: Vec<&'static str>,
+}
+
+thread_local! {
+    static TABLE: RefCell<Table> = RefCell::new(Table { counts: vec![[0; 2]; 256], names: vec![""; 256] });
+}
+
+/// The variant's index: the enum's tag byte (`Instr` is a plain enum of
+/// `Copy` fields whose first byte is its tag on every target we build).
+fn variant(ins: &Instr) -> usize {
+    // SAFETY: `Instr` is 8 bytes (asserted in `code.rs`); reading its first byte is in bounds.
+    unsafe { *(ins as *const Instr as *const u8) as usize }
+}
+
+/// Count one instruction: run by the dispatch loop, or (`slow`) by the slow path.
+pub fn count(ins: &Instr, slow: bool) {
+    TABLE.with(|t| {
+        let mut t = t.borrow_mut();
+        let v = variant(ins);
+        t.counts[v][slow as usize] += 1;
+        if t.names[v].is_empty() {
+            let text = format!("{ins:?}");
+            let name = text.split([' ', '{']).next().unwrap_or("?").to_string();
+            t.names[v] = Box::leak(name.into_boxed_str());
+        }
+    });
+}
+
+/// Print the table to stderr when `APSI_OPSTATS` is set.
+pub fn dump_if_asked() {
+    if std::env::var_os("APSI_OPSTATS").is_none() {
+        return;
+    }
+    TABLE.with(|t| {
+        let t = t.borrow();
+        let mut rows: Vec<(u64, u64, &str)> = (0..t.counts.len())
+            .filter(|&i| t.counts[i][0] + t.counts[i][1] > 0)
+            .map(|i| (t.counts[i][0], t.counts[i][1], t.names[i]))
+            .collect();
+        rows.sort_by_key(|r| std::cmp::Reverse(r.0));
+        eprintln!("{:>12} {:>12}  instruction", "run", "slow path");
+        for (run, slow, name) in rows {
+            eprintln!("{run:>12} {slow:>12}  {name}");
+        }
+    });
+}
