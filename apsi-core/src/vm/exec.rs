@@ -1283,17 +1283,25 @@ impl Executor {
                         // A closure with plain positional parameters, called with
                         // exactly that many arguments: the registers are the frame.
                         if let Value::Func(c) = &*r!(a) {
+                            if c.proto.simple && n == c.proto.nparams {
+                                let clo = Arc::as_ptr(c);
+                                let callee: *const Code = &*c.proto.code;
+                                let fpos = base + a as usize;
+                                save_pc!();
+                                match self.push_frame(fpos, clo) {
+                                    Ok(()) => enter!(callee, fpos + 1, 0),
+                                    Err(e) => throw!(e),
+                                }
+                            }
+                            // Fewer arguments than parameters, defaults for the rest.
                             if takes_positional(c, n) {
-                                let missing = n < c.proto.nparams;
                                 let clo = Arc::as_ptr(c);
                                 let callee: *const Code = &*c.proto.code;
                                 let fpos = base + a as usize;
                                 save_pc!();
                                 match self.push_frame(fpos, clo) {
                                     Ok(()) => {
-                                        if missing {
-                                            self.fill_defaults(clo, fpos + 1, n as usize);
-                                        }
+                                        self.fill_defaults(clo, fpos + 1, n as usize);
                                         enter!(callee, fpos + 1, 0)
                                     }
                                     Err(e) => throw!(e),
@@ -1317,19 +1325,26 @@ impl Executor {
                         // refcount. The slot (kept alive by this code object, which
                         // outlives the callee's frame) owns the closure.
                         match code.globals.get(g as usize).and_then(|s| s.get_const()) {
-                            Some(Value::Func(c)) if takes_positional(c, n) => {
+                            Some(Value::Func(c)) if c.proto.simple && n == c.proto.nparams => {
                                 // `stack[base + a]` keeps whatever it held until the
                                 // return value replaces it.
                                 save_pc!();
-                                let missing = n < c.proto.nparams;
+                                let callee: *const Code = &*c.proto.code;
+                                let fpos = base + a as usize;
+                                match self.push_frame(fpos, Arc::as_ptr(c)) {
+                                    Ok(()) => enter!(callee, fpos + 1, 0),
+                                    Err(e) => throw!(e),
+                                }
+                            }
+                            // Fewer arguments than parameters, defaults for the rest.
+                            Some(Value::Func(c)) if takes_positional(c, n) => {
+                                save_pc!();
                                 let callee: *const Code = &*c.proto.code;
                                 let fpos = base + a as usize;
                                 let clo = Arc::as_ptr(c);
                                 match self.push_frame(fpos, clo) {
                                     Ok(()) => {
-                                        if missing {
-                                            self.fill_defaults(clo, fpos + 1, n as usize);
-                                        }
+                                        self.fill_defaults(clo, fpos + 1, n as usize);
                                         enter!(callee, fpos + 1, 0)
                                     }
                                     Err(e) => throw!(e),
@@ -1550,7 +1565,8 @@ impl Executor {
                             if let Some(i) = code.ic_at(pc!() - 1).and_then(|ic| ic.method(s.ty.id)) {
                                 if let Some((_, Value::Func(c))) = s.ty.methods.get_index(i) {
                                     if takes_positional(c, n + 1) {
-                                        let missing = n + 1 < c.proto.nparams;
+                                        // (Fewer arguments than parameters: defaults for the rest.)
+                                        let missing = n + 1 != c.proto.nparams;
                                         let clo = Arc::as_ptr(c);
                                         let callee: *const Code = &*c.proto.code;
                                         let f = Value::Func(c.clone());
