@@ -35,6 +35,7 @@ pub use compare::{compare, compare_value, eq, eq_or_same, order};
 pub(crate) use hash::hash_builtin;
 pub use hash::{hash_float, hash_int, hash_of, struct_hash};
 pub use index::{del_index, get_index, set_index, slice_indices};
+pub(crate) use iter::int_among_ints;
 pub use iter::{contains, hash_key, iterate, len, len_with};
 pub use protocol::{call_dunder, NoCaller};
 

@@ -13,6 +13,7 @@ REPS repetitions, and prints ns per operation. The table shows the median
 over the rounds and the ratio CPython / Apsi (above 1: Apsi is faster). A
 benchmark, not a test: nothing fails on a slow machine.
 """
+import importlib.util
 import os
 import statistics
 import subprocess
@@ -21,16 +22,16 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run(cmd):
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-    if out.returncode != 0:
-        sys.exit(f"{cmd[0]} failed: {out.stderr.strip()}")
-    res = {}
-    for line in out.stdout.splitlines():
-        name, _, ns = line.rpartition("\t")
-        if name:
-            res[name] = float(ns)
-    return res
+def _builtins_runner():
+    """`run` of bench/builtins/run.py: one process, its "name<TAB>ns" lines."""
+    path = os.path.join(HERE, "..", "builtins", "run.py")
+    spec = importlib.util.spec_from_file_location("builtins_run", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.run
+
+
+run = _builtins_runner()
 
 
 def main():

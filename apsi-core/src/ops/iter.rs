@@ -87,7 +87,7 @@ pub fn iterate(caller: &mut dyn Caller, v: &Value) -> VResult<Vec<Value>> {
 /// `item in items` when `item` is an int and every item is one: `None`
 /// when either is not so (the general scan decides then).
 #[inline]
-fn int_among_ints(item: &Value, items: &[Value]) -> Option<bool> {
+pub(crate) fn int_among_ints(item: &Value, items: &[Value]) -> Option<bool> {
     let Value::Int(n) = *item else { return None };
     for x in items {
         match *x {

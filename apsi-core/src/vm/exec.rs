@@ -261,29 +261,13 @@ fn jump_target(instrs: &[Instr], pc: usize) -> usize {
 #[inline(always)]
 fn cmp_fast(op: CmpOp, a: &Value, b: &Value) -> Option<bool> {
     match (a, b) {
-        (Value::Int(x), Value::Int(y)) => Some(match op {
-            CmpOp::Lt => x < y,
-            CmpOp::LtE => x <= y,
-            CmpOp::Gt => x > y,
-            CmpOp::GtE => x >= y,
-            CmpOp::Eq => x == y,
-            CmpOp::NotEq => x != y,
-            _ => return None,
-        }),
-        (Value::Float(x), Value::Float(y)) => Some(match op {
-            CmpOp::Lt => x < y,
-            CmpOp::LtE => x <= y,
-            CmpOp::Gt => x > y,
-            CmpOp::GtE => x >= y,
-            CmpOp::Eq => x == y,
-            CmpOp::NotEq => x != y,
-            _ => return None,
-        }),
+        (Value::Int(x), Value::Int(y)) => cmp_ordered(op, *x, *y),
+        (Value::Float(x), Value::Float(y)) => cmp_ordered(op, *x, *y),
         // An int and a float compare exactly (as Python does); an int of at
         // most 2^53 in magnitude converts without rounding, so the float
         // comparison is that exact one.
-        (Value::Int(i), Value::Float(y)) if i.unsigned_abs() <= 1 << 53 => cmp_f64(op, *i as f64, *y),
-        (Value::Float(x), Value::Int(i)) if i.unsigned_abs() <= 1 << 53 => cmp_f64(op, *x, *i as f64),
+        (Value::Int(i), Value::Float(y)) if i.unsigned_abs() <= 1 << 53 => cmp_ordered(op, *i as f64, *y),
+        (Value::Float(x), Value::Int(i)) if i.unsigned_abs() <= 1 << 53 => cmp_ordered(op, *x, *i as f64),
         _ => None,
     }
 }
@@ -293,20 +277,9 @@ fn cmp_fast(op: CmpOp, a: &Value, b: &Value) -> Option<bool> {
 /// `None` for anything else.
 #[inline]
 fn int_in(item: &Value, container: &Value) -> Option<bool> {
-    let Value::Int(n) = *item else { return None };
-    let scan = |xs: &[Value]| {
-        for x in xs {
-            match *x {
-                Value::Int(y) if y == n => return Some(true),
-                Value::Int(_) => {}
-                _ => return None,
-            }
-        }
-        Some(false)
-    };
     match container {
-        Value::List(l) => scan(&l.items.read()),
-        Value::Tuple(t) => scan(&t.0),
+        Value::List(l) => ops::int_among_ints(item, &l.items.read()),
+        Value::Tuple(t) => ops::int_among_ints(item, &t.0),
         _ => None,
     }
 }
@@ -328,8 +301,9 @@ fn plain_truth(v: &Value) -> Option<bool> {
     }
 }
 
-#[inline]
-fn cmp_f64(op: CmpOp, x: f64, y: f64) -> Option<bool> {
+/// An order comparison of two ints or two floats (`None` for `in`/`is`).
+#[inline(always)]
+fn cmp_ordered<T: PartialOrd>(op: CmpOp, x: T, y: T) -> Option<bool> {
     Some(match op {
         CmpOp::Lt => x < y,
         CmpOp::LtE => x <= y,
@@ -996,6 +970,26 @@ impl Executor {
                 }};
             }
 
+            // Push the frame of the plain closure `clo` (the callee slot at
+            // `fpos` keeps it alive), given `given` positional arguments
+            // (its defaults fill the rest), and run it.
+            macro_rules! push_and_enter {
+                ($clo:expr, $callee:expr, $fpos:expr, $given:expr) => {{
+                    let (clo, fpos, given): (*const Closure, usize, usize) = ($clo, $fpos, $given);
+                    save_pc!();
+                    match self.push_frame(fpos, clo) {
+                        Ok(()) => {
+                            // SAFETY: the callee slot keeps the closure alive.
+                            if given < unsafe { &*clo }.proto.nparams as usize {
+                                self.fill_defaults(clo, fpos + 1, given);
+                            }
+                            enter!($callee, fpos + 1, 0)
+                        }
+                        Err(e) => throw!(e),
+                    }
+                }};
+            }
+
             loop {
                 // SAFETY: every code object ends in a return, and jump targets are in range.
                 // Operands are read from the instruction in memory by each case
@@ -1295,17 +1289,8 @@ impl Executor {
                             }
                             // Fewer arguments than parameters, defaults for the rest.
                             if takes_positional(c, n) {
-                                let clo = Arc::as_ptr(c);
                                 let callee: *const Code = &*c.proto.code;
-                                let fpos = base + a as usize;
-                                save_pc!();
-                                match self.push_frame(fpos, clo) {
-                                    Ok(()) => {
-                                        self.fill_defaults(clo, fpos + 1, n as usize);
-                                        enter!(callee, fpos + 1, 0)
-                                    }
-                                    Err(e) => throw!(e),
-                                }
+                                push_and_enter!(Arc::as_ptr(c), callee, base + a as usize, n as usize)
                             }
                         }
                     }
@@ -1338,17 +1323,8 @@ impl Executor {
                             }
                             // Fewer arguments than parameters, defaults for the rest.
                             Some(Value::Func(c)) if takes_positional(c, n) => {
-                                save_pc!();
                                 let callee: *const Code = &*c.proto.code;
-                                let fpos = base + a as usize;
-                                let clo = Arc::as_ptr(c);
-                                match self.push_frame(fpos, clo) {
-                                    Ok(()) => {
-                                        self.fill_defaults(clo, fpos + 1, n as usize);
-                                        enter!(callee, fpos + 1, 0)
-                                    }
-                                    Err(e) => throw!(e),
-                                }
+                                push_and_enter!(Arc::as_ptr(c), callee, base + a as usize, n as usize)
                             }
                             // `T(args…)` for a struct whose `__init__` is a plain
                             // function: its frame is pushed here as an `Init` frame.
@@ -1565,23 +1541,11 @@ impl Executor {
                             if let Some(i) = code.ic_at(pc!() - 1).and_then(|ic| ic.method(s.ty.id)) {
                                 if let Some((_, Value::Func(c))) = s.ty.methods.get_index(i) {
                                     if takes_positional(c, n + 1) {
-                                        // (Fewer arguments than parameters: defaults for the rest.)
-                                        let missing = n + 1 != c.proto.nparams;
                                         let clo = Arc::as_ptr(c);
                                         let callee: *const Code = &*c.proto.code;
                                         let f = Value::Func(c.clone());
                                         setv(r!(a), f);
-                                        let fpos = base + a as usize;
-                                        save_pc!();
-                                        match self.push_frame(fpos, clo) {
-                                            Ok(()) => {
-                                                if missing {
-                                                    self.fill_defaults(clo, fpos + 1, n as usize + 1);
-                                                }
-                                                enter!(callee, fpos + 1, 0)
-                                            }
-                                            Err(e) => throw!(e),
-                                        }
+                                        push_and_enter!(clo, callee, base + a as usize, n as usize + 1)
                                     }
                                 }
                             }
@@ -1591,7 +1555,6 @@ impl Executor {
                             if let Some(Hit::Static(i)) = code.ic_at(pc!() - 1).and_then(|ic| ic.get(t.id)) {
                                 if let Some((_, Value::Func(c))) = t.statics.get_index(i) {
                                     if takes_positional(c, n) {
-                                        let missing = n < c.proto.nparams;
                                         let clo = Arc::as_ptr(c);
                                         let callee: *const Code = &*c.proto.code;
                                         let f = Value::Func(c.clone());
@@ -1600,17 +1563,7 @@ impl Executor {
                                             setv(r!(a as usize + 1 + j), v);
                                         }
                                         setv(r!(a), f);
-                                        let fpos = base + a as usize;
-                                        save_pc!();
-                                        match self.push_frame(fpos, clo) {
-                                            Ok(()) => {
-                                                if missing {
-                                                    self.fill_defaults(clo, fpos + 1, n as usize);
-                                                }
-                                                enter!(callee, fpos + 1, 0)
-                                            }
-                                            Err(e) => throw!(e),
-                                        }
+                                        push_and_enter!(clo, callee, base + a as usize, n as usize)
                                     }
                                 }
                             }
