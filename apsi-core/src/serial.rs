@@ -57,6 +57,15 @@ fn compiler_natives() -> [(&'static str, Value); 3] {
     ]
 }
 
+/// The name `v` is stored by when it is one of [`compiler_natives`].
+fn compiler_native_name(v: &Value) -> Option<&'static str> {
+    let Value::Native(f) = v else { return None };
+    compiler_natives()
+        .into_iter()
+        .find(|(_, c)| matches!(c, Value::Native(g) if Arc::ptr_eq(f, g)))
+        .map(|(n, _)| n)
+}
+
 const MAGIC: &[u8; 6] = b"APSIBC";
 
 /// Why a program could not be encoded.
@@ -541,20 +550,12 @@ impl Enc<'_> {
                 self.w.u8(7);
                 self.w.str(k.name());
             }
-            Value::Native(f)
-                if compiler_natives()
-                    .iter()
-                    .any(|(_, c)| matches!(c, Value::Native(g) if Arc::ptr_eq(f, g))) =>
-            {
-                let natives = compiler_natives();
-                let name = natives
-                    .iter()
-                    .find(|(_, c)| matches!(c, Value::Native(g) if Arc::ptr_eq(f, g)))
-                    .map_or("", |(n, _)| *n);
-                self.w.u8(11);
-                self.w.str(name);
-            }
             _ => {
+                if let Some(name) = compiler_native_name(v) {
+                    self.w.u8(11);
+                    self.w.str(name);
+                    return Ok(());
+                }
                 let named = value_ptr(v).and_then(|p| self.names().get(&p).cloned());
                 match (named, v) {
                     (Some(Named::Prelude(n)), _) => {

@@ -107,10 +107,7 @@ pub(crate) fn enumerate(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResu
     // place, under its read lock, without a copy.
     let pairs = |items: &[Value]| -> VResult<Value> {
         if !items.is_empty() && start.checked_add(items.len() as i64 - 1).is_none() {
-            return Err(err(
-                ErrorKind::OverflowError,
-                "enumerate() count does not fit in a 64-bit int",
-            ));
+            return Err(ops::iters::count_overflow());
         }
         let out = items
             .iter()
@@ -184,10 +181,7 @@ pub(crate) fn enumerate_for(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> V
     let col = ops::iters::Column::of(c, xs)?;
     let n = col.len();
     if n > 0 && start.checked_add(n as i64 - 1).is_none() {
-        return Err(err(
-            ErrorKind::OverflowError,
-            "enumerate() count does not fit in a 64-bit int",
-        ));
+        return Err(ops::iters::count_overflow());
     }
     Ok(ops::iters::counted(col, start))
 }

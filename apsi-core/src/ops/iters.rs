@@ -107,16 +107,13 @@ impl Column {
     }
 }
 
-/// Row `i` of a loop's `zip`, if every column has item `i`.
-fn zip_row(cols: &[Column], i: usize) -> Option<smallvec::SmallVec<[Value; 4]>> {
-    let mut row = smallvec::SmallVec::with_capacity(cols.len());
-    for c in cols {
-        row.push(c.get(i)?);
-    }
-    Some(row)
+/// Does a loop's `zip` over `cols` have row `i` (every column item `i`)?
+fn has_row(cols: &[Column], i: usize) -> bool {
+    !cols.is_empty() && cols.iter().all(|c| i < c.len())
 }
 
-fn count_overflow() -> Exc {
+/// `enumerate`'s count past the largest int.
+pub(crate) fn count_overflow() -> Exc {
     err(
         ErrorKind::OverflowError,
         "enumerate() count does not fit in a 64-bit int",
@@ -173,13 +170,11 @@ impl IterObj {
             }
             IterState::Items(it) => it.next(),
             IterState::Range(next, stop, step) => range_next(next, *stop, *step),
-            IterState::Rows { cols, i } => {
-                let row = if cols.is_empty() { None } else { zip_row(cols, *i) };
-                row.map(|row| {
-                    *i += 1;
-                    Value::tuple(row.into_vec())
-                })
-            }
+            IterState::Rows { cols, i } => has_row(cols, *i).then(|| {
+                let row = cols.iter().map(|c| c.get(*i).unwrap_or(Value::None)).collect();
+                *i += 1;
+                Value::tuple(row)
+            }),
             IterState::Counted { col, start, i } => match col.get(*i) {
                 Some(x) => {
                     let Some(k) = start.checked_add(*i as i64) else {
@@ -216,9 +211,7 @@ impl IterObj {
         }
         Ok(out)
     }
-}
 
-impl IterObj {
     /// One row of a loop's `zip`/`enumerate` (`zip_rows`, `counted`) handed
     /// out as `n` separate values (`put(j, value)`), for a loop that unpacks
     /// each row at once (`for a, b in zip(xs, ys)`) and so needs no tuple:
@@ -228,10 +221,10 @@ impl IterObj {
     pub fn next_unpacked(&self, n: usize, mut put: impl FnMut(usize, Value)) -> Option<bool> {
         let mut g = self.state.write();
         match &mut *g {
-            IterState::Rows { cols, i } if cols.len() == n && n > 0 => {
+            IterState::Rows { cols, i } if cols.len() == n => {
                 // Every column is checked before any target is written: at
                 // the end the loop's names keep the last row, as in Python.
-                if cols.iter().any(|c| c.len() <= *i) {
+                if !has_row(cols, *i) {
                     *g = IterState::Done;
                     return Some(false);
                 }
@@ -263,12 +256,7 @@ fn adapter_next(c: &mut dyn Caller, st: &mut IterState) -> VResult<Option<Value>
         IterState::Enumerate(src, n) => {
             let Some(x) = src.next(c)? else { return Ok(None) };
             let i = *n;
-            *n = n.checked_add(1).ok_or_else(|| {
-                err(
-                    ErrorKind::OverflowError,
-                    "enumerate() count does not fit in a 64-bit int",
-                )
-            })?;
+            *n = n.checked_add(1).ok_or_else(count_overflow)?;
             Ok(Some(Value::tuple(vec![Value::Int(i), x])))
         }
         IterState::Zip(srcs) => {

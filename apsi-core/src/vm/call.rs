@@ -24,6 +24,12 @@ pub(crate) fn bind_args(f: &Closure, pos: Args, kw: Vec<(Arc<str>, Value)>) -> V
     let np = p.nparams as usize;
     let nkw = p.nkwonly as usize;
     let va = p.has_vararg as usize;
+    // A plain function given exactly its positional parameters (an
+    // operator method called by a list scan, a sort key, a `map` lambda):
+    // the arguments are the slots.
+    if p.simple && kw.is_empty() && pos.len() == np {
+        return Ok(pos);
+    }
     let nslots = p.nslots();
     let mut slots: SmallVecOpt = (0..nslots).map(|_| None).collect();
     let npos = pos.len();

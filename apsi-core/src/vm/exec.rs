@@ -340,8 +340,9 @@ fn compare(op: CmpOp, a: &Value, b: &Value) -> VResult<bool> {
 /// Can a plain closure (`proto.simple`) be entered with `n` positional
 /// arguments, the rest of its parameters taking their defaults?
 #[inline(always)]
-fn takes_positional(c: &Closure, n: u16) -> bool {
-    c.proto.simple && n <= c.proto.nparams && n as usize + c.defaults.len() >= c.proto.nparams as usize
+fn takes_positional(c: &Closure, n: usize) -> bool {
+    let np = c.proto.nparams as usize;
+    c.proto.simple && n <= np && n + c.defaults.len() >= np
 }
 
 #[inline(always)]
@@ -452,25 +453,15 @@ impl Executor {
         super::reentry::install(&self.shared);
         let fpos = self.frame_end();
         self.ensure(fpos + 2 + args.len());
+        let depth = self.frames.len();
         // A plain function given exactly its positional parameters (an
         // operator method called by a list scan, a sort key, a `map`
-        // lambda): the arguments go straight into the new window.
+        // lambda): no argument vector, no binding.
         if let (Value::Func(c), true) = (f, kwargs.is_empty()) {
             if c.proto.simple && args.len() == c.proto.nparams as usize {
-                let depth = self.frames.len();
-                for (slot, v) in self.stack[fpos + 1..].iter_mut().zip(args) {
-                    *slot = v.clone();
-                }
-                let ptr = Arc::as_ptr(c);
-                self.stack[fpos] = f.clone();
-                let r = match self.push_frame(fpos, ptr) {
+                let r = match self.enter_closure(fpos, c.clone(), args.iter().cloned()) {
                     Ok(()) => self.run(depth),
-                    Err(e) => {
-                        for s in self.stack.iter_mut().skip(fpos).take(args.len() + 1) {
-                            *s = Value::Unbound;
-                        }
-                        return Err(e);
-                    }
+                    Err(e) => return Err(e),
                 };
                 if let Some(s) = self.stack.get_mut(fpos) {
                     *s = Value::Unbound;
@@ -481,7 +472,6 @@ impl Executor {
         self.stack[fpos] = f.clone();
         let pos: Args = args.iter().cloned().collect();
         let kw: Vec<(Arc<str>, Value)> = kwargs.to_vec();
-        let depth = self.frames.len();
         let r = match self.setup_call(fpos, f.clone(), pos, kw) {
             Ok(Some(v)) => Ok(v),
             Ok(None) => self.run(depth),
@@ -524,6 +514,26 @@ impl Executor {
             self.reset_unbound(code, base);
         }
         Ok(())
+    }
+
+    /// Put `c` in the callee slot `fpos` and its bound parameter values
+    /// above it (room was `ensure`d), and push its frame; on failure no
+    /// frame owns those slots, so they go back to unbound.
+    fn enter_closure(&mut self, fpos: usize, c: Arc<Closure>, slots: impl Iterator<Item = Value>) -> VResult<()> {
+        let mut n = 0;
+        for (i, v) in slots.enumerate() {
+            self.stack[fpos + 1 + i] = v;
+            n = i + 1;
+        }
+        let ptr = Arc::as_ptr(&c);
+        self.stack[fpos] = Value::Func(c);
+        let r = self.push_frame(fpos, ptr);
+        if r.is_err() {
+            for s in self.stack.iter_mut().skip(fpos).take(n + 1) {
+                *s = Value::Unbound;
+            }
+        }
+        r
     }
 
     /// After `push_frame` for a plain closure given `given` of its
@@ -592,22 +602,8 @@ impl Executor {
                     // A generator function runs nothing yet (value/generator.rs).
                     return Ok(Some(crate::value::generator::GenObj::new_value(c, slots)));
                 }
-                let slots_len = slots.len();
                 self.ensure(fpos + 1 + slots.len() + 1);
-                for (i, v) in slots.into_iter().enumerate() {
-                    self.stack[fpos + 1 + i] = v;
-                }
-                let n = slots_len;
-                let ptr = Arc::as_ptr(&c);
-                self.stack[fpos] = Value::Func(c);
-                if let Err(e) = self.push_frame(fpos, ptr) {
-                    // No frame owns these slots: leave them unbound again.
-                    for s in self.stack.iter_mut().skip(fpos).take(n + 1) {
-                        *s = Value::Unbound;
-                    }
-                    return Err(e);
-                }
-                Ok(None)
+                self.enter_closure(fpos, c, slots.into_iter()).map(|()| None)
             }
             Value::Native(nf) => {
                 flush_before(&self.shared, &nf);
@@ -1154,7 +1150,7 @@ impl Executor {
                         Value::Int(x) => jump_if!(cmp_int(op, *x, v as i64) == jt),
                         // `if t < 0:` on a float (an i16 is exact as an f64).
                         Value::Float(x) => {
-                            if let Some(r) = cmp_fast(op, &Value::Float(*x), &Value::Float(v as f64)) {
+                            if let Some(r) = cmp_ordered(op, *x, v as f64) {
                                 jump_if!(r == jt)
                             }
                         }
@@ -1288,7 +1284,7 @@ impl Executor {
                                 }
                             }
                             // Fewer arguments than parameters, defaults for the rest.
-                            if takes_positional(c, n) {
+                            if takes_positional(c, n as usize) {
                                 let callee: *const Code = &*c.proto.code;
                                 push_and_enter!(Arc::as_ptr(c), callee, base + a as usize, n as usize)
                             }
@@ -1322,7 +1318,7 @@ impl Executor {
                                 }
                             }
                             // Fewer arguments than parameters, defaults for the rest.
-                            Some(Value::Func(c)) if takes_positional(c, n) => {
+                            Some(Value::Func(c)) if takes_positional(c, n as usize) => {
                                 let callee: *const Code = &*c.proto.code;
                                 push_and_enter!(Arc::as_ptr(c), callee, base + a as usize, n as usize)
                             }
@@ -1540,7 +1536,7 @@ impl Executor {
                         if let Value::Struct(s) = &*r!(a as usize + 1) {
                             if let Some(i) = code.ic_at(pc!() - 1).and_then(|ic| ic.method(s.ty.id)) {
                                 if let Some((_, Value::Func(c))) = s.ty.methods.get_index(i) {
-                                    if takes_positional(c, n + 1) {
+                                    if takes_positional(c, n as usize + 1) {
                                         let clo = Arc::as_ptr(c);
                                         let callee: *const Code = &*c.proto.code;
                                         let f = Value::Func(c.clone());
@@ -1554,7 +1550,7 @@ impl Executor {
                             // move down over the receiver slot, as for a plain call.
                             if let Some(Hit::Static(i)) = code.ic_at(pc!() - 1).and_then(|ic| ic.get(t.id)) {
                                 if let Some((_, Value::Func(c))) = t.statics.get_index(i) {
-                                    if takes_positional(c, n) {
+                                    if takes_positional(c, n as usize) {
                                         let clo = Arc::as_ptr(c);
                                         let callee: *const Code = &*c.proto.code;
                                         let f = Value::Func(c.clone());
@@ -1763,24 +1759,13 @@ impl Executor {
     #[inline(always)]
     fn call_at(&mut self, fpos: usize, n: usize) -> VResult<Option<Value>> {
         if let Some(Value::Func(c)) = self.stack.get(fpos) {
-            let proto = &c.proto;
-            if proto.simple {
-                let np = proto.nparams as usize;
-                let ptr = Arc::as_ptr(c);
-                if n == np {
-                    self.push_frame(fpos, ptr)?;
-                    return Ok(None);
+            if takes_positional(c, n) {
+                let (ptr, np) = (Arc::as_ptr(c), c.proto.nparams as usize);
+                self.push_frame(fpos, ptr)?;
+                if n < np {
+                    self.fill_defaults(ptr, fpos + 1, n);
                 }
-                let nd = proto.ndefaults as usize;
-                if n < np && n + nd >= np {
-                    let c = c.clone();
-                    self.ensure(fpos + 1 + np + 1);
-                    for i in n..np {
-                        self.stack[fpos + 1 + i] = c.defaults[i + nd - np].clone();
-                    }
-                    self.push_frame(fpos, ptr)?;
-                    return Ok(None);
-                }
+                return Ok(None);
             }
         }
         if let Some(r) = self.call_with_self_at(fpos, n) {
@@ -1844,13 +1829,10 @@ impl Executor {
         ret: Ret,
     ) -> VResult<()> {
         // SAFETY: the caller keeps `clo` alive until `slot` is stored.
-        let c = unsafe { &*clo };
-        let (np, nd) = (c.proto.nparams as usize, c.proto.ndefaults as usize);
+        let np = unsafe { &*clo }.proto.nparams as usize;
         self.ensure(fpos + np + 2);
         self.insert_first(fpos, n, first);
-        for i in n + 1..np {
-            self.stack[fpos + 1 + i] = c.defaults[i + nd - np].clone();
-        }
+        self.fill_defaults(clo, fpos + 1, n + 1);
         self.stack[fpos] = slot;
         self.push_frame_as(fpos, clo, np, ret)
     }

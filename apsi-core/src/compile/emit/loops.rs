@@ -11,7 +11,6 @@ impl<'a, 'e> Compiler<'a, 'e> {
         }
     }
 
-    /// Is `iter` a call of the prelude's `range` (so the loop can count in registers)?
     /// Compile the iterable of a `for` loop or comprehension into `dst`.
     /// A call of the prelude's `zip` or `enumerate` (positional arguments
     /// only) calls `builtins::loop_zip`/`loop_enumerate` instead: the same
@@ -29,9 +28,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
             "enumerate" if (1..=2).contains(&args.len()) => crate::builtins::loop_enumerate(),
             _ => return self.expr_to(iter, dst),
         };
-        let is_prelude = self.resolve(n) == Binding::Global
-            && matches!(self.env.resolve(n), GlobalRef::Const(Value::Native(f)) if &*f.name == n.as_str());
-        if !is_prelude || !args.iter().all(|a| matches!(a, Arg::Positional(_))) {
+        if !self.is_prelude_native(n) || !args.iter().all(|a| matches!(a, Arg::Positional(_))) {
             return self.expr_to(iter, dst);
         }
         let Ok(nargs) = u16::try_from(args.len()) else {
@@ -54,17 +51,19 @@ impl<'a, 'e> Compiler<'a, 'e> {
         Ok(())
     }
 
+    /// Does the name `n` here mean the prelude's built-in of that name?
+    fn is_prelude_native(&mut self, n: &str) -> bool {
+        self.resolve(n) == Binding::Global
+            && matches!(self.env.resolve(n), GlobalRef::Const(Value::Native(f)) if &*f.name == n)
+    }
+
+    /// Is `iter` a call of the prelude's `range` (so the loop can count in registers)?
     pub(super) fn range_args(&mut self, iter: &'a Expr) -> Option<Vec<&'a Expr>> {
         match &iter.kind {
             ExprKind::Range { start, end } => Some(vec![start, end]),
             ExprKind::Call { func, args } => {
                 let ExprKind::Name(n) = &func.kind else { return None };
-                if n != "range" || self.resolve(n) != Binding::Global || args.is_empty() || args.len() > 3 {
-                    return None;
-                }
-                let is_prelude_range =
-                    matches!(self.env.resolve(n), GlobalRef::Const(Value::Native(f)) if &*f.name == "range");
-                if !is_prelude_range {
+                if n != "range" || args.is_empty() || args.len() > 3 || !self.is_prelude_native(n) {
                     return None;
                 }
                 let mut out = Vec::new();
