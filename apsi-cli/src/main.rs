@@ -35,6 +35,7 @@ const MAIN_STACK: usize = 256 * 1024 * 1024;
 pub const APSI_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 fn main() -> ExitCode {
+    alloc::tune();
     install_panic_hook();
     let argv: Vec<String> = std::env::args().skip(1).collect();
     // A program built by `apsi build` runs its built-in program.

@@ -2,7 +2,7 @@
 //! `a * b + c` in one pass over memory.
 
 use super::arith::{self, Arg, UFn};
-use super::core::{Tensor, PAR_MIN};
+use super::core::{par_split, Tensor, PAR_MIN};
 use super::dtype::DType;
 use super::kernels::wide;
 use super::object::{as_tensor, tensor_value};
@@ -122,7 +122,7 @@ fn rows<T: SoftElem>(x: &Tensor) -> Tensor {
         let mut out: Vec<T> = super::kernels::out_vec(n);
         let spare = &mut out.spare_capacity_mut()[..src.len()];
         let block = |(o, r): (&mut [MaybeUninit<T>], &[T])| softmax_rows(o, r, len);
-        if n >= PAR_MIN {
+        if par_split(n) {
             // Whole rows per task, about 64K elements each.
             let per = ((1 << 16) / len).max(1) * len;
             spare.par_chunks_mut(per).zip(src.par_chunks(per)).for_each(block);

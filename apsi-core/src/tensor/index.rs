@@ -309,6 +309,13 @@ pub fn set(t: &Tensor, idx: &Value, v: &Value) -> VResult<()> {
             }
         },
     };
+    // `x[i] op= y` on a view: the operator wrote into these very elements
+    // (`inplace.rs`), so writing them back onto themselves is done.
+    if let (Arg::T(s), Target::View(l)) = (&arg, &tgt) {
+        if s.dtype == t.dtype && Arc::ptr_eq(&s.storage, &t.storage) && s.layout == *l {
+            return Ok(());
+        }
+    }
     let mut src = arg
         .to_tensor(if let Arg::T(x) = &arg { x.dtype } else { t.dtype })?
         .cast(t.dtype)?;
@@ -330,17 +337,31 @@ pub fn set(t: &Tensor, idx: &Value, v: &Value) -> VResult<()> {
             ),
         ));
     }
-    let offsets = match tgt {
-        Target::View(l) => {
-            if let Some(done) = write_view(t, &l, &src) {
-                return done;
-            }
-            l.offsets()
-        }
-        Target::Gather { offsets, .. } => offsets,
+    match tgt {
+        Target::View(l) => assign_view(t, &l, &src),
+        Target::Gather { offsets, .. } => write_offsets(t, &offsets, &src, &shape),
+    }
+}
+
+/// Copies `src` (of `t`'s dtype, broadcastable to the view `l` of `t`)
+/// into that view of `t`.
+pub(super) fn assign_view(t: &Tensor, l: &Layout, src: &Tensor) -> VResult<()> {
+    let src = if Arc::ptr_eq(&src.storage, &t.storage) {
+        src.contiguous()
+    } else {
+        src.clone()
     };
+    if let Some(done) = write_view(t, l, &src) {
+        return done;
+    }
+    write_offsets(t, &l.offsets(), &src, &l.shape)
+}
+
+/// Writes `src` (of `t`'s dtype, broadcast to `shape`) into the elements of
+/// `t` at `offsets` (row-major over `shape`), one by one.
+fn write_offsets(t: &Tensor, offsets: &[usize], src: &Tensor, shape: &[usize]) -> VResult<()> {
     crate::with_dtype!(t.dtype, T => {
-        let vals: Vec<T> = super::kernels::expand_to::<T>(&src, &shape);
+        let vals: Vec<T> = super::kernels::expand_to::<T>(src, shape);
         t.storage.write(|b| {
             if let Some(s) = T::slice_mut(b) {
                 for (&o, &x) in offsets.iter().zip(&vals) {
@@ -351,7 +372,7 @@ pub fn set(t: &Tensor, idx: &Value, v: &Value) -> VResult<()> {
             }
         });
         Ok(())
-    }, other => super::codec::narrow::scatter(t, &offsets, &src, &shape))
+    }, other => super::codec::narrow::scatter(t, offsets, src, shape))
 }
 
 /// `d.copy_from_slice(s)`, but backwards in 64-byte blocks when the
@@ -427,14 +448,7 @@ fn write_view(t: &Tensor, l: &Layout, src: &Tensor) -> Option<VResult<()>> {
         );
     }
     crate::with_dtype!(t.dtype, T => {
-        src.with_slice::<T, _>(|s, sl| {
-            t.storage.write(|b| {
-                if let Some(d) = T::slice_mut(b) {
-                    copy(d, l, s, sl);
-                }
-            })
-        });
-        Some(Ok(()))
+        super::inplace::with_dst_src::<T, _>(t, src, |d, s| copy(d, l, s, &src.layout)).map(Ok)
     }, other => None)
 }
 
@@ -473,7 +487,7 @@ fn add_slices<T: Copy + Send + Sync>(
             }
         }
     };
-    if out.len() >= super::core::PAR_MIN && out.len() > n * inner {
+    if super::core::par_split_cheap(out.len()) && out.len() > n * inner {
         out.par_chunks_mut(n * inner)
             .zip(src.par_chunks(m * inner))
             .for_each(body);

@@ -6,7 +6,7 @@
 //!   stand-ins. Buffers are behind a lock (see the module docs for the rule
 //!   that keeps writes through views from several threads safe).
 //! - [`arith`], [`reduce`], [`shape`], [`index`], [`matmul`], [`fused`],
-//!   [`wrapping`]: the operations; [`kernels`]: broadcasting loops (rayon when large).
+//!   [`wrapping`]: the operations; [`inplace`]: `x op= y` written into `x`; [`kernels`]: broadcasting loops (rayon when large).
 //! - [`autodiff`]: the tape and vector-Jacobian rules; [`api`]: the prelude
 //!   functions (`tensor`, `zeros`, …, `grad`, `value_and_grad`).
 //! - [`object`]: tensors as Apsi values (`Value::Object`), their methods and
@@ -24,6 +24,7 @@ pub mod dtype;
 pub mod fused;
 pub mod gemv;
 pub mod index;
+pub mod inplace;
 pub mod kernels;
 pub mod layout;
 pub mod mapped;

@@ -4,7 +4,7 @@
 //! axes (column sums).
 
 use super::autodiff::{record, Op};
-use super::core::{Tensor, PAR_MIN};
+use super::core::{par_split, Tensor, PAR_MIN};
 use super::dtype::{DType, Kind};
 use super::kernels::wide;
 use super::layout::{for_each_offset, Layout};
@@ -252,7 +252,7 @@ fn generic<T: Acc>(t: &Tensor, axes: &[usize], shape: Vec<usize>, kind: RKind) -
         let mut bases = Vec::new();
         for_each_offset(&ks, &kst, l.offset, |o| bases.push(o));
         let total = l.size();
-        if total >= PAR_MIN && bases.len() > 1 {
+        if par_split(total) && bases.len() > 1 {
             bases
                 .par_iter()
                 .map(|&b| fold(s, b, &rs, &rst, kind))
@@ -334,7 +334,7 @@ fn trailing_sums<T: SumElem>(d: &[T], inner: usize) -> Vec<T> {
             }
         })
     };
-    if d.len() >= PAR_MIN && rows > 1 {
+    if par_split(d.len()) && rows > 1 {
         let per = (super::kernels::grain(d.len()) / inner).max(1);
         spare.par_chunks_mut(per).zip(d.par_chunks(per * inner)).for_each(block);
     } else {
@@ -364,10 +364,15 @@ fn sum_float<T: SumElem>(t: &Tensor, axes: &[usize], shape: Vec<usize>) -> Tenso
         if let Some(d) = dense {
             // Whole tensor.
             if axes.len() == nd {
-                let total = if n >= PAR_MIN {
-                    d.par_chunks(1 << 16).map(|c| wide(|| T::lanes_sum(c))).sum::<f64>()
+                // Blocks of 64K summed in block order, on any number of
+                // threads: the same bits at every thread count.
+                let part = |c: &[T]| wide(|| T::lanes_sum(c));
+                let total = if n < PAR_MIN {
+                    part(d)
+                } else if par_split(n) {
+                    d.par_chunks(1 << 16).map(part).collect::<Vec<f64>>().iter().sum()
                 } else {
-                    wide(|| T::lanes_sum(d))
+                    d.chunks(1 << 16).map(part).sum()
                 };
                 return vec![T::from_f64(total)];
             }
@@ -396,15 +401,20 @@ fn sum_float<T: SumElem>(t: &Tensor, axes: &[usize], shape: Vec<usize>) -> Tenso
                     };
                     let rows_per = (1usize << 16).checked_div(m).unwrap_or(1).max(1) * m;
                     if n >= PAR_MIN && outer > 1 {
-                        return d.par_chunks(rows_per).map(add_rows).reduce(
-                            || vec![T::default(); m],
-                            |mut a, b| {
-                                for (x, y) in a.iter_mut().zip(b) {
-                                    *x = *x + y;
-                                }
-                                a
-                            },
-                        );
+                        // Partial rows per block, added in block order: the
+                        // same bits at every thread count.
+                        let parts: Vec<Vec<T>> = if par_split(n) {
+                            d.par_chunks(rows_per).map(add_rows).collect()
+                        } else {
+                            d.chunks(rows_per).map(add_rows).collect()
+                        };
+                        let mut acc = vec![T::default(); m];
+                        for b in parts {
+                            for (x, y) in acc.iter_mut().zip(b) {
+                                *x = *x + y;
+                            }
+                        }
+                        return acc;
                     }
                     return add_rows(d);
                 }
@@ -422,7 +432,7 @@ fn sum_float<T: SumElem>(t: &Tensor, axes: &[usize], shape: Vec<usize>) -> Tenso
             });
             T::from_f64(acc)
         };
-        if n >= PAR_MIN && bases.len() > 1 {
+        if par_split(n) && bases.len() > 1 {
             bases.par_iter().map(one).collect()
         } else {
             bases.iter().map(one).collect()

@@ -795,3 +795,56 @@ fn new_ops_keep_dtypes_and_read_strided_views() {
         Some(K::TypeError)
     );
 }
+
+/// Runs `f` on a rayon pool of `threads` threads (the kernels ask the
+/// current pool how many it has).
+fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build();
+    ok(pool.map_err(|e| crate::value::err(crate::error::ErrorKind::Error, e.to_string()))).install(f)
+}
+
+#[test]
+fn sums_and_elementwise_kernels_give_the_same_bits_on_1_and_2_threads() {
+    // Past PAR_MIN and PAR_MIN_CHEAP, so both thread counts take their
+    // split paths; sums of whole tensors and of leading axes, a broadcast
+    // `where` (zip3 in blocks) and an in-place `+=`.
+    let n = 3 * (1 << 18) + 77;
+    let x = t(randv(n, 7, -1.0, 1.0), vec![n]);
+    let m = t(randv(n / 7 * 7, 8, -1.0, 1.0), vec![n / 7, 7]);
+    let run = || -> Vec<u64> {
+        let mut bits = Vec::new();
+        for v in [
+            ok(meth(&x, "sum", &[], &[])),
+            ok(meth(&m, "sum", &[Value::Int(0)], &[])),
+        ] {
+            let tv = match as_tensor(&v) {
+                Some(tt) => tt.to_vec::<f64>(),
+                None => match v {
+                    Value::Float(f) => vec![f],
+                    other => panic!("a sum gave {}", other.type_name()),
+                },
+            };
+            bits.extend(tv.iter().map(|f| f.to_bits()));
+        }
+        let c = ok(bin(BinOp::Mul, &x, &Value::Float(0.5)));
+        let w = ok(call(
+            "where",
+            &[
+                ok(crate::ops::compare_value(
+                    crate::syntax::ast::CmpOp::Gt,
+                    &x,
+                    &Value::Float(0.0),
+                )),
+                c,
+                Value::Float(-2.0),
+            ],
+            &[],
+        ));
+        let acc = t(vec![1.0; n], vec![n]);
+        let r = crate::tensor::inplace::binary_inplace(BinOp::Add, &acc, &w).map(ok);
+        assert!(r.is_some(), "+= on a dense f64 tensor is in place");
+        bits.extend(to_tensor(&acc).to_vec::<f64>().iter().map(|f| f.to_bits()));
+        bits
+    };
+    assert_eq!(on_threads(1, run), on_threads(2, run));
+}

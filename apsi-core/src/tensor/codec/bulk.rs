@@ -13,7 +13,7 @@ use super::minifloat::{self, E2M1, E2M3, E3M2, E4M3, E5M2, F16};
 use super::pack::{byte_len, get, pack};
 #[cfg(target_arch = "x86_64")]
 use super::simd;
-use crate::tensor::core::PAR_MIN;
+use crate::tensor::core::par_split;
 use crate::tensor::dtype::DType;
 use crate::tensor::storage::{Buffer, Elems};
 use half::{bf16, f16};
@@ -193,7 +193,7 @@ fn encode_run<T: Copy, F: Fn(T) -> u8>(src: &[T], bits: u8, out: &mut [MaybeUnin
 fn encode_with<T: Copy + Sync>(src: &[T], bits: u8, kernel: impl Fn(&[T], &mut [MaybeUninit<u8>]) + Sync) -> Buffer {
     let per = byte_len(CHUNK, bits);
     let total = byte_len(src.len(), bits);
-    let bytes = build(total, per, src.len() >= PAR_MIN, false, |first, o| {
+    let bytes = build(total, per, par_split(src.len()), false, |first, o| {
         // Chunk k holds bytes k·per.. and values k·CHUNK.. (CHUNK is a multiple
         // of 4, so chunks start on whole bytes); the last chunk takes the rest.
         let s = src.get(first / per * CHUNK..).unwrap_or(&[]);
@@ -257,7 +257,7 @@ fn map_run<T: Copy, U, F: Fn(T) -> U>(src: &[T], out: &mut [MaybeUninit<U>], f: 
 
 /// Maps a slice elementwise into a fresh vector (vectorized, rayon when large).
 pub fn map_vec<T: Copy + Sync, U: Copy + Send, F: Fn(T) -> U + Sync>(src: &[T], f: F) -> Vec<U> {
-    build(src.len(), CHUNK, src.len() >= PAR_MIN, true, |first, o| {
+    build(src.len(), CHUNK, par_split(src.len()), true, |first, o| {
         let s = src.get(first..).unwrap_or(&[]);
         map_run(s, o, &f)
     })
@@ -412,7 +412,7 @@ fn decode_range(d: DType, bytes: &[u8], bits: u8, start: usize, out: &mut [Maybe
 /// Codes `start..start + n` of a packed buffer of dtype `d`, decoded to f32.
 pub fn decode_packed(d: DType, bytes: &[u8], bits: u8, start: usize, n: usize) -> Vec<f32> {
     let t = table(d);
-    build(n, CHUNK, n >= PAR_MIN, true, |first, o| {
+    build(n, CHUNK, par_split(n), true, |first, o| {
         decode_range(d, bytes, bits, start + first, o, t)
     })
 }

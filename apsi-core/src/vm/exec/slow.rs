@@ -25,6 +25,18 @@ fn struct_binary(ex: &mut Executor, op: BinOp, a: Value, b: Value, inplace: bool
     }
 }
 
+/// `a op b` for operands the fast paths leave (mixed types, overflow,
+/// module objects); where the instruction at `pc` was written `a op= b`
+/// and `a` is a tensor, the result is written into `a` (`tensor::inplace`).
+fn object_binary(code: &Code, pc: usize, op: BinOp, a: &Value, b: &Value) -> VResult<Value> {
+    if matches!(a, Value::Object(_)) && code.is_inplace(pc) {
+        if let Some(r) = crate::tensor::inplace::binary_inplace(op, a, b) {
+            return r;
+        }
+    }
+    ops::binary(op, a, b)
+}
+
 /// What the dispatch loop does after an instruction ran here.
 pub(super) enum Flow {
     /// Go on with the next instruction (`pc` may have jumped).
@@ -331,7 +343,7 @@ impl Executor {
                     None if matches!(&*r!(b), Value::Struct(_)) || matches!(&*r!(c), Value::Struct(_)) => {
                         struct_bin!(op, dup(r!(b)), dup(r!(c)))
                     }
-                    None => tri!(ops::binary(op, r!(b), r!(c))),
+                    None => tri!(object_binary(code, pc - 1, op, r!(b), r!(c))),
                 };
                 setv(r!(a), v);
             }
@@ -367,7 +379,7 @@ impl Executor {
                     None if matches!(&*r!(b), Value::Struct(_)) || matches!(&*r!(c), Value::Struct(_)) => {
                         struct_bin!(BinOp::Mul, dup(r!(b)), dup(r!(c)))
                     }
-                    None => tri!(ops::binary(BinOp::Mul, r!(b), r!(c))),
+                    None => tri!(object_binary(code, pc - 1, BinOp::Mul, r!(b), r!(c))),
                 };
                 setv(r!(a), v);
             }
@@ -396,6 +408,18 @@ impl Executor {
                     setv(r!(a), res);
                     exit!(Flow::Next);
                 }
+                if matches!(&*r!(b), Value::Object(_)) && code.is_inplace(pc - 1) {
+                    let (op, k) = if code.is_sub_addi(pc - 1) {
+                        (BinOp::Sub, -(v as i64))
+                    } else {
+                        (BinOp::Add, v as i64)
+                    };
+                    if let Some(r) = crate::tensor::inplace::binary_inplace(op, r!(b), &Value::Int(k)) {
+                        let res = tri!(r);
+                        setv(r!(a), res);
+                        exit!(Flow::Next);
+                    }
+                }
                 let res = tri!(ops::binary(BinOp::Add, r!(b), &Value::Int(v as i64)));
                 setv(r!(a), res);
             }
@@ -405,7 +429,7 @@ impl Executor {
                     None if matches!(&*r!(b), Value::Struct(_)) || matches!(&*r!(c), Value::Struct(_)) => {
                         struct_bin!(op, dup(r!(b)), dup(r!(c)))
                     }
-                    None => tri!(ops::binary(op, r!(b), r!(c))),
+                    None => tri!(object_binary(code, pc - 1, op, r!(b), r!(c))),
                 };
                 setv(r!(a), v);
             }
