@@ -410,42 +410,7 @@ fn copy_row<T: Copy>(d: &mut [T], s: &[T]) {
 /// `None` for the packed formats, which the general path handles.
 fn write_view(t: &Tensor, l: &Layout, src: &Tensor) -> Option<VResult<()>> {
     fn copy<T: Scalar>(d: &mut [T], l: &Layout, s: &[T], sl: &Layout) {
-        let nd = l.shape.len();
-        let ss = sl.broadcast_strides(&l.shape);
-        if nd == 0 {
-            if let (Some(x), Some(&v)) = (d.get_mut(l.offset), s.get(sl.offset)) {
-                *x = v;
-            }
-            return;
-        }
-        let last = l.shape[nd - 1];
-        let (dl, sl1) = (l.strides[nd - 1], ss[nd - 1]);
-        let outer = &l.shape[..nd - 1];
-        super::layout::for_each_offset2(
-            outer,
-            (&l.strides[..nd - 1], l.offset),
-            (&ss[..nd - 1], sl.offset),
-            |o, i| {
-                if dl == 1 && sl1 == 1 {
-                    if let (Some(dr), Some(sr)) = (d.get_mut(o..o + last), s.get(i..i + last)) {
-                        copy_row(dr, sr);
-                    }
-                } else if dl == 1 && sl1 == 0 {
-                    if let (Some(dr), Some(&v)) = (d.get_mut(o..o + last), s.get(i)) {
-                        dr.fill(v);
-                    }
-                } else {
-                    let (mut p, mut q) = (o as isize, i as isize);
-                    for _ in 0..last {
-                        if let (Some(x), Some(&v)) = (d.get_mut(p as usize), s.get(q as usize)) {
-                            *x = v;
-                        }
-                        p += dl;
-                        q += sl1;
-                    }
-                }
-            },
-        );
+        super::inplace::walk_rows(d, l, s, sl, copy_row, |dr, v| dr.fill(v), |x, v| *x = v);
     }
     crate::with_dtype!(t.dtype, T => {
         super::inplace::with_dst_src::<T, _>(t, src, |d, s| copy(d, l, s, &src.layout)).map(Ok)

@@ -40,7 +40,16 @@ pub fn binary_inplace(op: BinOp, a: &Value, b: &Value) -> Option<VResult<Value>>
     if x.node.is_some() || op == BinOp::MatMul || !distinct_elements(&x.layout) {
         return None;
     }
-    let arg = Arg::from_value(b)?;
+    let arg = match Arg::from_value(b) {
+        Some(arg) => arg,
+        // `x += [1.0, 2.0]`: a list or tuple is the tensor it spells, as in
+        // `x[i] = [...]`.
+        None if matches!(b, Value::List(_) | Value::Tuple(_)) => match super::api::from_data(b, None) {
+            Ok(t) => Arg::T(t),
+            Err(e) => return Some(Err(e)),
+        },
+        None => return None,
+    };
     if let Arg::T(y) = &arg {
         if y.node.is_some() {
             return None;
@@ -141,48 +150,77 @@ fn apply<T: Scalar>(x: &Tensor, y: &Tensor, f: impl Fn(T, T) -> T + Sync + Send)
 /// The row-by-row form of [`apply`]: unit-strided rows in vectorised loops,
 /// a broadcast source row as one value.
 fn rows<T: Scalar>(d: &mut [T], l: &Layout, s: &[T], sl: &Layout, f: &(impl Fn(T, T) -> T + Sync + Send)) {
+    wide(|| {
+        walk_rows(
+            d,
+            l,
+            s,
+            sl,
+            |dr, sr| {
+                for (p, &q) in dr.iter_mut().zip(sr) {
+                    *p = f(*p, q);
+                }
+            },
+            |dr, q| {
+                for p in dr.iter_mut() {
+                    *p = f(*p, q);
+                }
+            },
+            |p, q| *p = f(*p, q),
+        )
+    });
+}
+
+/// Walks the view `l` of `d` beside `s` (layout `sl`, broadcast to `l`'s
+/// shape) by rows of the last axis: `unit(dst_row, src_row)` where both rows
+/// are unit-strided, `fill(dst_row, value)` where the source row is one
+/// element, and `one(dst, value)` element by element otherwise (and for a
+/// 0-d view). Offsets outside either slice are skipped, never read.
+pub(super) fn walk_rows<T: Copy>(
+    d: &mut [T],
+    l: &Layout,
+    s: &[T],
+    sl: &Layout,
+    mut unit: impl FnMut(&mut [T], &[T]),
+    mut fill: impl FnMut(&mut [T], T),
+    mut one: impl FnMut(&mut T, T),
+) {
     let nd = l.shape.len();
     let ss = sl.broadcast_strides(&l.shape);
     if nd == 0 {
         if let (Some(p), Some(&q)) = (d.get_mut(l.offset), s.get(sl.offset)) {
-            *p = f(*p, q);
+            one(p, q);
         }
         return;
     }
     let last = l.shape[nd - 1];
     let (dl, sl1) = (l.strides[nd - 1], ss[nd - 1]);
     let outer = &l.shape[..nd - 1];
-    wide(|| {
-        for_each_offset2(
-            outer,
-            (&l.strides[..nd - 1], l.offset),
-            (&ss[..nd - 1], sl.offset),
-            |o, i| {
-                if dl == 1 && sl1 == 1 {
-                    if let (Some(dr), Some(sr)) = (d.get_mut(o..o + last), s.get(i..i + last)) {
-                        for (p, &q) in dr.iter_mut().zip(sr) {
-                            *p = f(*p, q);
-                        }
-                    }
-                } else if dl == 1 && sl1 == 0 {
-                    if let (Some(dr), Some(&q)) = (d.get_mut(o..o + last), s.get(i)) {
-                        for p in dr.iter_mut() {
-                            *p = f(*p, q);
-                        }
-                    }
-                } else {
-                    let (mut p, mut q) = (o as isize, i as isize);
-                    for _ in 0..last {
-                        if let (Some(x), Some(&v)) = (d.get_mut(p as usize), s.get(q as usize)) {
-                            *x = f(*x, v);
-                        }
-                        p += dl;
-                        q += sl1;
-                    }
+    for_each_offset2(
+        outer,
+        (&l.strides[..nd - 1], l.offset),
+        (&ss[..nd - 1], sl.offset),
+        |o, i| {
+            if dl == 1 && sl1 == 1 {
+                if let (Some(dr), Some(sr)) = (d.get_mut(o..o + last), s.get(i..i + last)) {
+                    unit(dr, sr);
                 }
-            },
-        )
-    });
+            } else if dl == 1 && sl1 == 0 {
+                if let (Some(dr), Some(&q)) = (d.get_mut(o..o + last), s.get(i)) {
+                    fill(dr, q);
+                }
+            } else {
+                let (mut p, mut q) = (o as isize, i as isize);
+                for _ in 0..last {
+                    if let (Some(x), Some(&v)) = (d.get_mut(p as usize), s.get(q as usize)) {
+                        one(x, v);
+                    }
+                    p += dl;
+                    q += sl1;
+                }
+            }
+        },
+    );
 }
 
 /// Runs `f` with `dst`'s elements under its write lock and `src`'s under
