@@ -532,6 +532,14 @@ pub fn expand_to<T: Scalar>(t: &Tensor, shape: &[usize]) -> Vec<T> {
     if t.shape() == shape {
         return t.to_vec();
     }
+    if t.size() == 1 {
+        // One value everywhere (the gradient of a sum or mean): a fill, not
+        // a gather that works out each element's offset.
+        if let Some(&x) = t.to_vec::<T>().first() {
+            let n: usize = shape.iter().product();
+            return vec![x; n];
+        }
+    }
     let st = t.layout.broadcast_strides(shape);
     let l = Layout {
         shape: shape.to_vec(),
