@@ -316,12 +316,11 @@ pub fn set(t: &Tensor, idx: &Value, v: &Value) -> VResult<()> {
             return Ok(());
         }
     }
-    let mut src = arg
+    // A source in `t`'s own storage is copied by `assign_view`; the other
+    // targets read the source into a vector before they lock `t`.
+    let src = arg
         .to_tensor(if let Arg::T(x) = &arg { x.dtype } else { t.dtype })?
         .cast(t.dtype)?;
-    if Arc::ptr_eq(&src.storage, &t.storage) {
-        src = src.contiguous();
-    }
     let shape = match &tgt {
         Target::View(l) => l.shape.clone(),
         Target::Gather { shape, .. } => shape.clone(),

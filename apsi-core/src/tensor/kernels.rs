@@ -412,9 +412,10 @@ fn fill_blocks<T: Scalar, R: Scalar, const K: usize>(
     let mut out: Vec<R> = out_vec(n);
     let spare = &mut out.spare_capacity_mut()[..n];
     let body = |start: usize, o: &mut [std::mem::MaybeUninit<R>]| {
+        // A block of copies of each one-element operand (unused for the dense ones).
         let consts: [[T; BLOCK]; K] = std::array::from_fn(|k| match &ops[k] {
             Operand::Const(x) => [*x; BLOCK],
-            Operand::Dense(s) => [s.first().copied().unwrap_or_else(|| T::from_f64(0.0)); BLOCK],
+            Operand::Dense(_) => [T::from_f64(0.0); BLOCK],
         });
         wide(|| {
             for (b, o) in o.chunks_mut(BLOCK).enumerate() {

@@ -398,22 +398,18 @@ impl Executor {
                     }
                     _ => {}
                 }
+                // `x + v`, or `x - k` written as `AddI` with v = -k.
+                let (op, k) = if code.is_sub_addi(pc - 1) {
+                    (BinOp::Sub, -(v as i64))
+                } else {
+                    (BinOp::Add, v as i64)
+                };
                 if matches!(&*r!(b), Value::Struct(_)) {
-                    let (op, k) = if code.is_sub_addi(pc - 1) {
-                        (BinOp::Sub, -(v as i64))
-                    } else {
-                        (BinOp::Add, v as i64)
-                    };
                     let res = struct_bin!(op, dup(r!(b)), Value::Int(k));
                     setv(r!(a), res);
                     exit!(Flow::Next);
                 }
                 if matches!(&*r!(b), Value::Object(_)) && code.is_inplace(pc - 1) {
-                    let (op, k) = if code.is_sub_addi(pc - 1) {
-                        (BinOp::Sub, -(v as i64))
-                    } else {
-                        (BinOp::Add, v as i64)
-                    };
                     if let Some(r) = crate::tensor::inplace::binary_inplace(op, r!(b), &Value::Int(k)) {
                         let res = tri!(r);
                         setv(r!(a), res);
