@@ -11,6 +11,7 @@
 
 use super::arith::{binary_same, compare, unary, where_, Arg, UFn};
 use super::core::Tensor;
+use super::cotangent::Cot;
 use super::dtype::DType;
 use super::shape::{broadcast_to, permute, reshape, sum_to};
 use crate::error::ErrorKind;
@@ -562,9 +563,9 @@ fn matmul_vjp(a: &Tensor, b: &Tensor, g: &Tensor, need: &[bool]) -> VResult<Vec<
     ])
 }
 
-fn add_into(map: &mut HashMap<u64, Tensor>, id: u64, g: Tensor) -> VResult<()> {
+fn add_into(map: &mut HashMap<u64, Cot>, id: u64, g: Cot, lazy: bool) -> VResult<()> {
     let v = match map.remove(&id) {
-        Some(prev) => bin(BinOp::Add, &prev, &g)?,
+        Some(prev) => super::cotangent::add(prev, g, lazy)?,
         None => g,
     };
     map.insert(id, v);
@@ -574,6 +575,17 @@ fn add_into(map: &mut HashMap<u64, Tensor>, id: u64, g: Tensor) -> VResult<()> {
 /// The cotangents of `leaves` for the scalar `out` (seed 1).
 /// `record_grads`: keep the tape while computing (for higher order).
 pub fn backward(out: &Tensor, leaves: &[Tensor], record_grads: bool) -> VResult<Vec<Option<Tensor>>> {
+    backward_with(out, leaves, record_grads, !record_grads)
+}
+
+/// [`backward`], choosing whether a first-order pass builds cotangent
+/// expressions (`lazy`; the tests compare it with the eager rules).
+pub(super) fn backward_with(
+    out: &Tensor,
+    leaves: &[Tensor],
+    record_grads: bool,
+    lazy: bool,
+) -> VResult<Vec<Option<Tensor>>> {
     let Some(root) = &out.node else {
         return Ok(vec![None; leaves.len()]);
     };
@@ -614,10 +626,14 @@ pub fn backward(out: &Tensor, leaves: &[Tensor], record_grads: bool) -> VResult<
     order.retain(|id| nodes.contains_key(id));
     order.reverse();
     let was = PAUSED.with(|p| p.replace(!record_grads));
+    // A first-order pass keeps the cotangents of elementwise rules as
+    // expressions, evaluated in one blocked pass where a tensor is needed
+    // (cotangent.rs); a recorded one runs every rule eagerly.
+    let lazy = lazy && !record_grads;
     let result = (|| {
-        let mut grads: HashMap<u64, Tensor> = HashMap::new();
+        let mut grads: HashMap<u64, Cot> = HashMap::new();
         let seed = Tensor::full(out.shape().to_vec(), 1.0, out.dtype)?;
-        grads.insert(root.id, seed);
+        grads.insert(root.id, Cot::Dense(seed));
         for id in order {
             if leaf_ids.contains(&id) {
                 continue;
@@ -629,19 +645,36 @@ pub fn backward(out: &Tensor, leaves: &[Tensor], record_grads: bool) -> VResult<
                 .iter()
                 .map(|t| t.node.as_ref().is_some_and(|n| nodes.contains_key(&n.id)))
                 .collect();
-            let gs = vjp(&node.op, &g, &need)?;
+            let built = if lazy {
+                super::cotangent::vjp(&node.op, &g, &need)
+            } else {
+                None
+            };
+            let gs: Vec<Option<Cot>> = match built {
+                Some(gs) => gs?,
+                None => vjp(&node.op, &g.into_tensor()?, &need)?
+                    .into_iter()
+                    .map(|t| t.map(Cot::Dense))
+                    .collect(),
+            };
             for (t, gi) in ins.iter().zip(gs) {
                 if let (Some(n), Some(gi)) = (&t.node, gi) {
                     if nodes.contains_key(&n.id) {
-                        add_into(&mut grads, n.id, gi)?;
+                        add_into(&mut grads, n.id, gi, lazy)?;
                     }
                 }
             }
         }
-        Ok(leaves
+        leaves
             .iter()
-            .map(|l| l.node.as_ref().and_then(|n| grads.get(&n.id).cloned()))
-            .collect())
+            .map(|l| {
+                l.node
+                    .as_ref()
+                    .and_then(|n| grads.get(&n.id).cloned())
+                    .map(Cot::into_tensor)
+                    .transpose()
+            })
+            .collect()
     })();
     PAUSED.with(|p| p.set(was));
     result

@@ -20,6 +20,7 @@ pub mod autodiff;
 pub mod cblas;
 pub mod codec;
 pub mod core;
+pub mod cotangent;
 pub mod dtype;
 pub mod fused;
 pub mod gemv;

@@ -848,3 +848,101 @@ fn sums_and_elementwise_kernels_give_the_same_bits_on_1_and_2_threads() {
     };
     assert_eq!(on_threads(1, run), on_threads(2, run));
 }
+
+/// A first-order backward pass keeps the cotangents of elementwise rules as
+/// expressions and evaluates them in blocks (cotangent.rs). It must give the
+/// bits of the eager rules, for f64 and f32, at kinks and ties (zeros for
+/// `abs`/`sign`, operands equal under `maximum`/`minimum`, values on `clip`'s
+/// bounds), with a tensor used many times (shared nodes), chains longer than
+/// an expression may grow, broadcast operands (which take the eager rules)
+/// and sizes that split across threads.
+#[test]
+fn lazy_cotangents_give_the_bits_of_the_eager_rules() {
+    use super::dtype::DType;
+    use BinOp::*;
+    let f = |v: &Value, c: &Value, row: &Value| -> VResult<Value> {
+        let a = call("maximum", &[v.clone(), c.clone()], &[])?;
+        let b = call("minimum", &[v.clone(), Value::Float(0.25)], &[])?;
+        let s = bin(Sub, &bin(Add, &a, &b)?, &bin(Mul, v, c)?)?;
+        let e = call(
+            "log1p",
+            &[call(
+                "exp",
+                &[crate::ops::unary(
+                    crate::syntax::ast::UnaryOp::Neg,
+                    &call("abs", std::slice::from_ref(v), &[])?,
+                )?],
+                &[],
+            )?],
+            &[],
+        )?;
+        let mut acc = bin(Add, &s, &e)?;
+        for name in ["sin", "cos", "tanh", "sigmoid"] {
+            acc = bin(Add, &acc, &call(name, std::slice::from_ref(v), &[])?)?;
+        }
+        let sq = call("sqrt", &[bin(Add, &bin(Mul, v, v)?, &Value::Float(1.0))?], &[])?;
+        let q = bin(
+            Div,
+            &sq,
+            &bin(Add, &call("abs", std::slice::from_ref(v), &[])?, &Value::Float(0.5))?,
+        )?;
+        let cl = call("clip", &[v.clone(), Value::Float(-0.5), Value::Float(0.5)], &[])?;
+        let tn = call("tan", &[bin(Mul, v, &Value::Float(0.3))?], &[])?;
+        let lg = call("log", &[bin(Add, &bin(Mul, v, v)?, &Value::Float(0.1))?], &[])?;
+        acc = bin(Add, &bin(Add, &acc, &q)?, &bin(Mul, &cl, &tn)?)?;
+        acc = bin(Sub, &acc, &lg)?;
+        // A long chain: more nodes than one expression may hold.
+        let mut chain = v.clone();
+        for k in 0..40 {
+            chain = bin(Mul, &bin(Add, &chain, v)?, &Value::Float(0.5 + k as f64 * 0.01))?;
+        }
+        acc = bin(Add, &acc, &chain)?;
+        // A broadcast row: its cotangent is summed by the eager rule.
+        bin(Add, &acc, &bin(Mul, &acc, row)?)
+    };
+    for dtype in [DType::F64, DType::F32] {
+        for n in [7usize, 1000, 70_000] {
+            let mut xs = randv(n, 11, -2.0, 2.0);
+            for i in (0..n).step_by(5) {
+                xs[i] = 0.0;
+            }
+            for i in (1..n).step_by(7) {
+                xs[i] = 0.5;
+            }
+            for i in (2..n).step_by(9) {
+                xs[i] = 0.25;
+            }
+            let x = ok(Tensor::from_vec(xs, vec![n, 1]).cast(dtype));
+            let c = tensor_value(ok(Tensor::full(vec![n, 1], 0.5, dtype)));
+            let row = tensor_value(ok(Tensor::from_vec(vec![0.5, -1.5, 2.0], vec![1, 3]).cast(dtype)));
+            let rowleaf = super::autodiff::leaf(&to_tensor(&row));
+            let grads = |lazy: bool| -> Vec<Vec<f64>> {
+                let leaf = super::autodiff::leaf(&x);
+                let out = to_tensor(&ok(f(&tensor_value(leaf.clone()), &c, &tensor_value(rowleaf.clone()))));
+                let all: Vec<usize> = (0..out.ndim()).collect();
+                let loss = ok(super::reduce::reduce(&out, &all, false, super::reduce::RKind::Sum));
+                let gs = ok(super::autodiff::backward_with(
+                    &loss,
+                    &[leaf, rowleaf.clone()],
+                    false,
+                    lazy,
+                ));
+                gs.into_iter()
+                    .map(|g| g.map(|g| g.to_vec::<f64>()).unwrap_or_default())
+                    .collect()
+            };
+            let (lazy, eager) = (grads(true), grads(false));
+            assert_eq!(lazy.len(), eager.len());
+            for (l, e) in lazy.iter().zip(&eager) {
+                assert_eq!(l.len(), e.len(), "{dtype:?} n={n}");
+                assert!(!l.is_empty(), "{dtype:?} n={n}: no gradient");
+                for (i, (a, b)) in l.iter().zip(e).enumerate() {
+                    assert!(
+                        a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+                        "{dtype:?} n={n} [{i}]: lazy {a} eager {b}"
+                    );
+                }
+            }
+        }
+    }
+}
