@@ -202,8 +202,20 @@ pub fn loop_enumerate() -> Value {
 
 pub(crate) fn reversed(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::new("reversed", args, kw, 1, &["xs"])?;
-    let mut items = ops::iterate(c, a.req(0)?)?;
-    items.reverse();
+    // A list or tuple is copied back to front in one pass.
+    let direct = match a.req(0)? {
+        Value::List(l) => Some(l.items.read().iter().rev().cloned().collect()),
+        Value::Tuple(t) => Some(t.0.iter().rev().cloned().collect()),
+        _ => None,
+    };
+    let items = match direct {
+        Some(items) => items,
+        None => {
+            let mut items = ops::iterate(c, a.req(0)?)?;
+            items.reverse();
+            items
+        }
+    };
     Ok(Value::list(items))
 }
 

@@ -424,7 +424,43 @@ pub(crate) fn update_from(c: &mut dyn Caller, map: &mut Vec<(HashKey, Value)>, s
         map.extend(d.map.read().iter().map(|(k, v)| (k.clone(), v.clone())));
         return Ok(());
     }
+    // `dict(zip(ks, vs))` (compiled with a loop's zip): each row's key and
+    // value straight from the columns, no tuple. The key is hashed after
+    // the step, outside the iterator's lock (a struct's `__hash__` is Apsi
+    // code).
+    if let Value::Object(o) = src {
+        if let Some(it) = o.0.as_any().downcast_ref::<ops::iters::IterObj>() {
+            loop {
+                let (mut k, mut v) = (None, None);
+                let step = it.next_unpacked(2, |j, x| {
+                    if j == 0 {
+                        k = Some(x);
+                    } else {
+                        v = Some(x);
+                    }
+                });
+                match (step, k, v) {
+                    (Some(true), Some(k), Some(v)) => map.push((HashKey::new(k)?, v)),
+                    (Some(false), _, _) => return Ok(()),
+                    // Not a row iterator of pairs: the items as below.
+                    _ => break,
+                }
+            }
+        }
+    }
     for (i, item) in ops::iterate(c, src)?.into_iter().enumerate() {
+        // A pair held in a tuple or list: read in place (no vector per pair).
+        let direct = match &item {
+            Value::Tuple(t) => match &t.0[..] {
+                [k, v] => Some((k.clone(), v.clone())),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some((k, v)) = direct {
+            map.push((HashKey::new(k)?, v));
+            continue;
+        }
         let pair = ops::iterate(c, &item)?;
         if pair.len() != 2 {
             return Err(err(

@@ -39,7 +39,7 @@ pub(crate) fn iterate_plain(v: &Value) -> VResult<Vec<Value>> {
         Value::List(l) => Ok(l.items.read().clone()),
         Value::Tuple(t) => Ok(t.0.to_vec()),
         Value::Range(r) => range_items(r),
-        Value::Str(s) => Ok(s.as_str().chars().map(Value::char).collect()),
+        Value::Str(s) => Ok(Value::chars_of(s)),
         Value::Dict(d) => Ok(d.map.read().keys().map(|k| k.value().clone()).collect()),
         Value::Bytes(b) => Ok(b.0.iter().map(|&x| Value::Int(x as i64)).collect()),
         Value::Set(s) => Ok(super::sets::members(s)),

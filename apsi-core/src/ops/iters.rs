@@ -224,6 +224,17 @@ impl IterObj {
             IterState::Rows { cols, i } if cols.len() == n => {
                 // Every column is checked before any target is written: at
                 // the end the loop's names keep the last row, as in Python.
+                if let [xs, ys] = &cols[..] {
+                    // The common pair: each column read once.
+                    let (Some(x), Some(y)) = (xs.get(*i), ys.get(*i)) else {
+                        *g = IterState::Done;
+                        return Some(false);
+                    };
+                    *i += 1;
+                    put(0, x);
+                    put(1, y);
+                    return Some(true);
+                }
                 if !has_row(cols, *i) {
                     *g = IterState::Done;
                     return Some(false);

@@ -26,6 +26,7 @@ pub mod globals;
 pub mod ic;
 pub mod reentry;
 pub mod sources;
+mod strref;
 pub mod tasks;
 pub mod vlock;
 
@@ -119,14 +120,31 @@ impl Value {
             None => Value::Str(StrRef::new(StrObj::from_text(ch.encode_utf8(&mut [0u8; 4])))),
         }
     }
+    /// Every character a string operation yields in U+0000..U+00FF is one
+    /// shared, immortal string (strref.rs).
     #[inline]
     fn char_shared(ch: char) -> Option<Value> {
-        static ONE_CHAR: std::sync::LazyLock<Box<[StrRef]>> = std::sync::LazyLock::new(|| {
-            (0u8..=255)
-                .map(|b| StrRef::new(StrObj::from_text((b as char).encode_utf8(&mut [0u8; 4]))))
-                .collect()
-        });
-        ONE_CHAR.get(ch as usize).map(|s| Value::Str(s.clone()))
+        u8::try_from(u32::from(ch)).ok().map(Value::ascii_char)
+    }
+    /// The one-character string of an ASCII byte (or of U+0000..U+00FF
+    /// for any byte): shared and immortal.
+    #[inline(always)]
+    pub fn ascii_char(b: u8) -> Value {
+        Value::Str(StrRef::latin1(b))
+    }
+    /// The characters of `s` as one-character strings, in order; those of
+    /// U+0000..U+00FF shared (`list(s)`, `tuple(s)`, a comprehension's
+    /// source).
+    pub fn chars_of(s: &StrObj) -> Vec<Value> {
+        let text = s.as_str();
+        if s.is_ascii() {
+            let mut out = Vec::with_capacity(text.len());
+            out.extend(text.bytes().map(Value::ascii_char));
+            return out;
+        }
+        let mut out = Vec::with_capacity(s.char_len());
+        out.extend(text.chars().map(Value::char));
+        out
     }
     pub fn list(items: Vec<Value>) -> Value {
         Value::List(Arc::new(ListObj::new(items)))
@@ -244,10 +262,7 @@ impl fmt::Debug for Value {
     }
 }
 
-/// A shared string. Strings are never weakly referenced, so their count has
-/// no weak half: freeing one is a single atomic decrement (`std`'s `Arc`
-/// pays a second one for the weak count, ~10 ns per string freed).
-pub type StrRef = triomphe::Arc<StrObj>;
+pub use strref::StrRef;
 
 /// An immutable Unicode string, indexed by character.
 ///

@@ -268,6 +268,13 @@ fn cmp_fast(op: CmpOp, a: &Value, b: &Value) -> Option<bool> {
         // comparison is that exact one.
         (Value::Int(i), Value::Float(y)) if i.unsigned_abs() <= 1 << 53 => cmp_ordered(op, *i as f64, *y),
         (Value::Float(x), Value::Int(i)) if i.unsigned_abs() <= 1 << 53 => cmp_ordered(op, *x, *i as f64),
+        // Strings compare by code points, which is UTF-8's byte order; one
+        // object (a shared one-character string) is equal to itself.
+        (Value::Str(x), Value::Str(y)) => match op {
+            CmpOp::Eq => Some(StrRef::ptr_eq(x, y) || x.as_str() == y.as_str()),
+            CmpOp::NotEq => Some(!(StrRef::ptr_eq(x, y) || x.as_str() == y.as_str())),
+            _ => cmp_ordered(op, x.as_str(), y.as_str()),
+        },
         _ => None,
     }
 }
@@ -927,6 +934,18 @@ impl Executor {
                         let v = std::mem::replace(r!($a), Value::None);
                         return_special!(v)
                     }
+                    // The bottom frame of this `run` (a call from Rust into
+                    // Apsi: a `map` function, a sort key, an `__eq__` of a
+                    // list scan), returning as a plain call: its value is
+                    // this `run`'s, without `slow` and `finish_return`.
+                    if self.frames.len() == stop + 1 {
+                        // SAFETY: this loop runs the top frame, so there is one.
+                        if unsafe { self.frames.last().unwrap_unchecked() }.ret == Ret::Normal {
+                            let v = std::mem::replace(r!($a), Value::None);
+                            self.pop_frame_clearing($clear);
+                            return Ok(v);
+                        }
+                    }
                 }};
             }
             // A built-in's result (the stack may have moved): into `a`, or raised.
@@ -1371,6 +1390,14 @@ impl Executor {
                         if self.frames.len() == floor && floor > stop + 1 {
                             return_special!(Value::None)
                         }
+                        // The bottom frame of this `run` (see `return_fast`).
+                        if self.frames.len() == stop + 1 {
+                            // SAFETY: this loop runs the top frame, so there is one.
+                            if unsafe { self.frames.last().unwrap_unchecked() }.ret == Ret::Normal {
+                                self.pop_frame();
+                                return Ok(Value::None);
+                            }
+                        }
                     }
                     Instr::ReturnParams { a, n } => return_fast!(a, n as usize),
                     Instr::GetIndex { a, b, c } => match (&*r!(b), &*r!(c)) {
@@ -1618,6 +1645,22 @@ impl Executor {
                                     continue;
                                 }
                             }
+                            // `ForPrep` keeps only ASCII strings, so byte i is
+                            // character i (a shared one-character string).
+                            // Its own arm: an item handed through the
+                            // `Option` below was written to the stack and
+                            // read back at other offsets, stalling each step.
+                            if let Value::Str(s) = &*r!(a) {
+                                match s.as_str().as_bytes().get(i as usize) {
+                                    Some(&c) => {
+                                        setv(r!(b), Value::ascii_char(c));
+                                        setv(r!(a as usize + 1), Value::Int(i + 1));
+                                        skip_jmp!();
+                                    }
+                                    None => follow_jmp!(),
+                                }
+                                continue;
+                            }
                             let item = match &*r!(a) {
                                 Value::List(l) => Some(l.items.read().get(i as usize).map(dup)),
                                 Value::Tuple(t) => Some(t.0.get(i as usize).map(dup)),
@@ -1635,6 +1678,36 @@ impl Executor {
                                     continue;
                                 }
                                 None => {}
+                            }
+                        }
+                        // A loop's `zip`/`enumerate` whose row the loop
+                        // unpacks at once (`ForNext; Jmp; UnpackRegs` of the
+                        // row): each value goes straight into its target
+                        // (slow.rs has the same case for the other iterators).
+                        if let Value::Object(o) = &*r!(a) {
+                            if let (Some(it), Some(&Instr::UnpackRegs { b: row, k, n })) = (
+                                o.0.as_any().downcast_ref::<ops::iters::IterObj>(),
+                                code.instrs.get(pc!() + 1),
+                            ) {
+                                if let (true, Some(Value::Tuple(targets))) = (row == b, code.consts.get(k as usize)) {
+                                    let step = it.next_unpacked(n as usize, |j, v| {
+                                        if let Some(&Value::Int(t)) = targets.0.get(j) {
+                                            setv(r!(t), v);
+                                        }
+                                    });
+                                    match step {
+                                        Some(true) => {
+                                            // SAFETY: the `Jmp` and `UnpackRegs` words follow.
+                                            ip = unsafe { ip.add(2) };
+                                            continue;
+                                        }
+                                        Some(false) => {
+                                            follow_jmp!();
+                                            continue;
+                                        }
+                                        None => {}
+                                    }
+                                }
                             }
                         }
                         // A generator: its frame is pushed on this loop

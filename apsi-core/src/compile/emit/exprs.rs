@@ -475,6 +475,10 @@ impl<'a, 'e> Compiler<'a, 'e> {
         if self.genexp_call(func, args, dst, span)? {
             return Ok(());
         }
+        // `dict(zip(ks, vs))`: no tuple per pair (`loops.rs`).
+        if self.dict_zip_call(func, args, dst, span)? {
+            return Ok(());
+        }
         // `str(x)` of the prelude's `str` is one instruction.
         if let (ExprKind::Name(n), [Arg::Positional(x)]) = (&func.kind, args) {
             if n == "str" && self.resolve(n) == Binding::Global {

@@ -51,6 +51,36 @@ impl<'a, 'e> Compiler<'a, 'e> {
         Ok(())
     }
 
+    /// `dict(zip(ks, vs))` with the prelude's `dict` and `zip`: the `zip`
+    /// compiles as a loop's iterable ([`Self::for_iterable_to`]: an
+    /// iterator of the rows, taken at the same moment), and `dict` reads
+    /// each key and value from it without building the pair's tuple
+    /// (`builtins::types::update_from`). `Ok(false)`: compiled nothing.
+    pub(super) fn dict_zip_call(&mut self, func: &'a Expr, args: &'a [Arg], dst: Reg, span: Span) -> CResult<bool> {
+        let ([Arg::Positional(z)], ExprKind::Name(n)) = (args, &func.kind) else {
+            return Ok(false);
+        };
+        let ExprKind::Call { func: zf, args: zargs } = &z.kind else {
+            return Ok(false);
+        };
+        let ExprKind::Name(zn) = &zf.kind else { return Ok(false) };
+        if n != "dict" || zn != "zip" || zargs.len() != 2 || !self.is_prelude_native(n) {
+            return Ok(false);
+        }
+        let m = self.mark();
+        let f = self.alloc()?;
+        self.expr_to(func, f)?;
+        self.free_to(f + 1);
+        let a = self.alloc()?;
+        self.for_iterable_to(z, a)?;
+        self.emit_at(Instr::Call { a: f, n: 1 }, span);
+        if f != dst {
+            self.emit(Instr::Move { a: dst, b: f });
+        }
+        self.free_to(m);
+        Ok(true)
+    }
+
     /// Does the name `n` here mean the prelude's built-in of that name?
     fn is_prelude_native(&mut self, n: &str) -> bool {
         self.resolve(n) == Binding::Global
