@@ -24,11 +24,10 @@ use super::arith::UFn;
 use super::autodiff::Op;
 use super::core::{par_split, par_split_cheap, Tensor};
 use super::dtype::DType;
-use super::kernels::{grain, out_vec};
+use super::kernels::fill_chunked;
 use super::real::Real;
 use crate::syntax::ast::BinOp;
 use crate::value::VResult;
-use rayon::prelude::*;
 use std::collections::HashMap;
 use std::mem::MaybeUninit;
 use std::rc::Rc;
@@ -490,28 +489,18 @@ fn with_operands<T: Real, R>(
 }
 
 fn run<T: Real>(p: &Program, n: usize, shape: &[usize]) -> Vec<T> {
-    let mut out: Vec<T> = out_vec(n);
-    let spare = &mut out.spare_capacity_mut()[..n];
-    with_operands::<T, ()>(&p.inputs, shape, &[], &mut |ops| {
+    // A program of several instructions costs a math kernel's time an
+    // element; one or two, an arithmetic kernel's.
+    let split = if p.ins.len() >= 4 {
+        par_split(n)
+    } else {
+        par_split_cheap(n)
+    };
+    with_operands::<T, Vec<T>>(&p.inputs, shape, &[], &mut |ops| {
         let body = |start: usize, o: &mut [MaybeUninit<T>]| run_chunk_wide(p, ops, start, o);
-        // A program of several instructions costs a math kernel's time an
-        // element; one or two, an arithmetic kernel's.
-        let split = if p.ins.len() >= 4 {
-            par_split(n)
-        } else {
-            par_split_cheap(n)
-        };
-        if split {
-            let g = grain(n).div_ceil(BLOCK) * BLOCK;
-            spare.par_chunks_mut(g).enumerate().for_each(|(k, o)| body(k * g, o));
-        } else {
-            body(0, spare);
-        }
-    });
-    // SAFETY: run_chunk wrote every slot of every chunk, and the chunks
-    // cover all n slots.
-    unsafe { out.set_len(n) };
-    out
+        // SAFETY: run_chunk writes every slot of the chunk it is given.
+        unsafe { fill_chunked(n, BLOCK, split, body) }
+    })
 }
 
 /// [`run_chunk`] compiled for the widest vector unit the CPU has (a

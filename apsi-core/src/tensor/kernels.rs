@@ -409,8 +409,6 @@ fn fill_blocks<T: Scalar, R: Scalar, const K: usize>(
     ops: [Operand<'_, T>; K],
     f: impl Fn(&mut [std::mem::MaybeUninit<R>], [&[T]; K]) + Sync,
 ) -> Vec<R> {
-    let mut out: Vec<R> = out_vec(n);
-    let spare = &mut out.spare_capacity_mut()[..n];
     let body = |start: usize, o: &mut [std::mem::MaybeUninit<R>]| {
         // A block of copies of each one-element operand (unused for the dense ones).
         let consts: [[T; BLOCK]; K] = std::array::from_fn(|k| match &ops[k] {
@@ -429,14 +427,34 @@ fn fill_blocks<T: Scalar, R: Scalar, const K: usize>(
             }
         })
     };
-    if par_split_cheap(n) {
-        let g = grain(n).div_ceil(BLOCK) * BLOCK;
+    // SAFETY: `body` hands `f` every block of its chunk, and `f` writes
+    // each slot of its block (every dense operand holds n elements, so no
+    // slice comes back short).
+    unsafe { fill_chunked(n, BLOCK, par_split_cheap(n), body) }
+}
+
+/// A vector of `n` results written chunk by chunk by `body(start, chunk)`
+/// (`start`: the chunk's first index): in parallel chunks of a multiple of
+/// `block` elements when `split`, else as one chunk.
+///
+/// # Safety
+/// `body` must write every slot of the chunk it is given.
+pub unsafe fn fill_chunked<R: Send>(
+    n: usize,
+    block: usize,
+    split: bool,
+    body: impl Fn(usize, &mut [std::mem::MaybeUninit<R>]) + Sync,
+) -> Vec<R> {
+    let mut out: Vec<R> = out_vec(n);
+    let spare = &mut out.spare_capacity_mut()[..n];
+    if split {
+        let g = grain(n).div_ceil(block.max(1)) * block.max(1);
         spare.par_chunks_mut(g).enumerate().for_each(|(k, o)| body(k * g, o));
     } else {
         body(0, spare);
     }
-    // SAFETY: the blocks above cover all n slots (every dense operand holds
-    // n elements, so no slice came back short).
+    // SAFETY: the chunks cover all n slots and `body` wrote each (the
+    // caller's contract).
     unsafe { out.set_len(n) };
     out
 }
