@@ -124,13 +124,14 @@ fn inputs(op: &Op) -> Vec<&Tensor> {
     }
 }
 
-fn detach(t: &Tensor) -> Tensor {
+pub(super) fn detach(t: &Tensor) -> Tensor {
     let mut d = t.clone();
     d.node = None;
     d
 }
 
-fn bin(op: BinOp, a: &Tensor, b: &Tensor) -> VResult<Tensor> {
+/// `a op b` in the wider of their formats.
+pub(super) fn bin(op: BinOp, a: &Tensor, b: &Tensor) -> VResult<Tensor> {
     let d = DType::promote(a.dtype, b.dtype);
     binary_same(op, &Arg::T(a.clone()).to_tensor(d)?, &Arg::T(b.clone()).to_tensor(d)?)
 }

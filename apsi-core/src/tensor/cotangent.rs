@@ -21,10 +21,10 @@
 //!   second pass differentiates the rules' own recorded operations.
 
 use super::arith::UFn;
-use super::autodiff::Op;
+use super::autodiff::{bin as bin_eager, detach, Op};
 use super::core::{par_split, par_split_cheap, Tensor};
 use super::dtype::DType;
-use super::kernels::fill_chunked;
+use super::kernels::{fill_chunked, with_operand, Operand};
 use super::real::Real;
 use crate::syntax::ast::BinOp;
 use crate::value::VResult;
@@ -121,13 +121,7 @@ fn node(kind: Kind, shape: Rc<[usize]>, dtype: DType) -> Rc<Expr> {
 }
 
 fn leaf(t: &Tensor) -> Rc<Expr> {
-    node(Kind::Leaf(detached(t)), t.shape().into(), t.dtype)
-}
-
-fn detached(t: &Tensor) -> Tensor {
-    let mut d = t.clone();
-    d.node = None;
-    d
+    node(Kind::Leaf(detach(t)), t.shape().into(), t.dtype)
 }
 
 fn un(op: Un, a: &Rc<Expr>) -> Rc<Expr> {
@@ -163,14 +157,11 @@ pub fn add(prev: Cot, g: Cot, lazy: bool) -> VResult<Cot> {
             }
         }
     }
-    let (a, b) = (prev.into_tensor()?, g.into_tensor()?);
-    let d = DType::promote(a.dtype, b.dtype);
-    let r = super::arith::binary_same(
+    Ok(Cot::Dense(bin_eager(
         BinOp::Add,
-        &super::arith::Arg::T(a).to_tensor(d)?,
-        &super::arith::Arg::T(b).to_tensor(d)?,
-    )?;
-    Ok(Cot::Dense(r))
+        &prev.into_tensor()?,
+        &g.into_tensor()?,
+    )?))
 }
 
 /// The cotangents of an elementwise node's inputs as expressions over `g`,
@@ -439,16 +430,8 @@ impl Builder {
     }
 }
 
-/// One input as the block loop reads it.
-#[derive(Clone, Copy)]
-enum Operand<'a, T> {
-    Dense(&'a [T]),
-    Const(T),
-}
-
-/// Runs `f` with every input of `p` as an operand: dense tensors of the
-/// result's shape in place (under their read locks), one-element and
-/// broadcast ones as constants, others expanded to the shape first.
+/// Runs `f` with every input of `p` as an operand (`kernels::with_operand`:
+/// in place under its read lock, a constant, or expanded), all at once.
 fn with_operands<T: Real, R>(
     inputs: &[Input],
     shape: &[usize],
@@ -458,33 +441,17 @@ fn with_operands<T: Real, R>(
     let Some((first, rest)) = inputs.split_first() else {
         return f(done);
     };
-    let n: usize = shape.iter().product();
-    let next = |op: Operand<'_, T>, f: &mut dyn FnMut(&[Operand<'_, T>]) -> R| {
-        let mut all = done.to_vec();
-        all.push(op);
-        with_operands(rest, shape, &all, f)
-    };
     match first {
-        Input::Const(x) => next(Operand::Const(T::from_f64(*x)), f),
-        Input::Tensor(t) => {
-            let broadcast_one = t.layout.strides.iter().all(|&s| s == 0);
-            let direct = t.with_slice::<T, _>(|s, l| {
-                if l.size() == 1 || broadcast_one {
-                    s.get(l.offset).map(|&x| next(Operand::Const(x), &mut *f))
-                } else if *l.shape == *shape && l.is_contiguous() {
-                    s.get(l.offset..l.offset + n).map(|d| next(Operand::Dense(d), &mut *f))
-                } else {
-                    None
-                }
-            });
-            match direct {
-                Some(r) => r,
-                None => {
-                    let v = super::kernels::expand_to::<T>(t, shape);
-                    next(Operand::Dense(&v), f)
-                }
-            }
+        Input::Const(x) => {
+            let mut all = done.to_vec();
+            all.push(Operand::Const(T::from_f64(*x)));
+            with_operands(rest, shape, &all, f)
         }
+        Input::Tensor(t) => with_operand(t, shape, |op| {
+            let mut all = done.to_vec();
+            all.push(op);
+            with_operands(rest, shape, &all, f)
+        }),
     }
 }
 

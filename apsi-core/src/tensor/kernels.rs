@@ -515,17 +515,22 @@ pub fn zip4<T: Scalar, R: Scalar>(
     Ok(Tensor::from_vec(out, shape))
 }
 
-/// One operand of [`zip3`] as the result's elements in row-major order.
-enum Operand<'a, T> {
+/// One operand of [`zip3`] (and of the gradient programs of
+/// `cotangent.rs`) as the result's elements in row-major order.
+#[derive(Clone, Copy)]
+pub enum Operand<'a, T> {
     Dense(&'a [T]),
     Const(T),
 }
 
-fn with_operand<T: Scalar, R>(t: &Tensor, shape: &[usize], f: impl FnOnce(Operand<'_, T>) -> R) -> R {
+/// Runs `f` with `t` as an operand of a result of `shape`: read in place
+/// when dense in that shape, a constant when it holds one element or is one
+/// element broadcast (every stride 0), else expanded to the shape first.
+pub fn with_operand<T: Scalar, R>(t: &Tensor, shape: &[usize], f: impl FnOnce(Operand<'_, T>) -> R) -> R {
     let n: usize = shape.iter().product();
     // `f` comes back out when the operand has to be expanded first.
     let r = t.with_slice::<T, _>(move |s, l| {
-        let op = if l.size() == 1 {
+        let op = if l.size() == 1 || l.strides.iter().all(|&st| st == 0) {
             s.get(l.offset).map(|&x| Operand::Const(x))
         } else if l.shape == shape && l.is_contiguous() {
             s.get(l.offset..l.offset + n).map(Operand::Dense)

@@ -17,8 +17,8 @@
 //! Invariants:
 //! - A mortal count is at least 1 while any `StrRef` to it exists and stays
 //!   below [`IMMORTAL`] (a clone past [`MAX_COUNT`] aborts, as `Arc` does).
-//! - An immortal count is written once, before the handle is shared, and
-//!   never again; its object is leaked (or static: [`StrRef::latin1`]).
+//! - An immortal count is never written: the immortal strings are the
+//!   static table behind [`StrRef::latin1`].
 
 use super::StrObj;
 use std::ops::Deref;
@@ -93,12 +93,13 @@ unsafe impl Sync for StrRef {}
 
 impl StrRef {
     pub fn new(obj: StrObj) -> StrRef {
-        Self::with_count(obj, 1)
-    }
-
-    /// A string that is never freed and whose handles are never counted.
-    pub fn immortal(obj: StrObj) -> StrRef {
-        Self::with_count(obj, IMMORTAL)
+        let b = Box::new(Inner {
+            count: AtomicUsize::new(1),
+            obj,
+        });
+        StrRef {
+            ptr: NonNull::from(Box::leak(b)),
+        }
     }
 
     /// The shared, immortal string of the character `c` (U+0000..U+00FF).
@@ -106,16 +107,6 @@ impl StrRef {
     pub fn latin1(c: u8) -> StrRef {
         StrRef {
             ptr: NonNull::from(&LATIN1[c as usize]),
-        }
-    }
-
-    fn with_count(obj: StrObj, count: usize) -> StrRef {
-        let b = Box::new(Inner {
-            count: AtomicUsize::new(count),
-            obj,
-        });
-        StrRef {
-            ptr: NonNull::from(Box::leak(b)),
         }
     }
 
@@ -163,7 +154,7 @@ impl Drop for StrRef {
         // `Arc::drop`).
         fence(Ordering::Acquire);
         // SAFETY: this was the last handle of a mortal string, which was
-        // allocated as a Box by `with_count`.
+        // allocated as a Box by `new`.
         drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
     }
 }
@@ -190,7 +181,7 @@ mod tests {
         assert_eq!(a.inner().count.load(Ordering::Relaxed), 1);
         assert_eq!(a.as_str(), "abc");
 
-        let i = StrRef::immortal(StrObj::from_text("x"));
+        let i = StrRef::latin1(b'x');
         let copies: Vec<StrRef> = (0..1000).map(|_| i.clone()).collect();
         assert_eq!(i.inner().count.load(Ordering::Relaxed), IMMORTAL);
         drop(copies);

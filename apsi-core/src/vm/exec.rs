@@ -268,13 +268,8 @@ fn cmp_fast(op: CmpOp, a: &Value, b: &Value) -> Option<bool> {
         // comparison is that exact one.
         (Value::Int(i), Value::Float(y)) if i.unsigned_abs() <= 1 << 53 => cmp_ordered(op, *i as f64, *y),
         (Value::Float(x), Value::Int(i)) if i.unsigned_abs() <= 1 << 53 => cmp_ordered(op, *x, *i as f64),
-        // Strings compare by code points, which is UTF-8's byte order; one
-        // object (a shared one-character string) is equal to itself.
-        (Value::Str(x), Value::Str(y)) => match op {
-            CmpOp::Eq => Some(StrRef::ptr_eq(x, y) || x.as_str() == y.as_str()),
-            CmpOp::NotEq => Some(!(StrRef::ptr_eq(x, y) || x.as_str() == y.as_str())),
-            _ => cmp_ordered(op, x.as_str(), y.as_str()),
-        },
+        // Strings compare by code points, which is UTF-8's byte order.
+        (Value::Str(x), Value::Str(y)) => cmp_ordered(op, x.as_str(), y.as_str()),
         _ => None,
     }
 }
@@ -934,19 +929,24 @@ impl Executor {
                         let v = std::mem::replace(r!($a), Value::None);
                         return_special!(v)
                     }
-                    // The bottom frame of this `run` (a call from Rust into
-                    // Apsi: a `map` function, a sort key, an `__eq__` of a
-                    // list scan), returning as a plain call: its value is
-                    // this `run`'s, without `slow` and `finish_return`.
-                    if self.frames.len() == stop + 1 {
-                        // SAFETY: this loop runs the top frame, so there is one.
-                        if unsafe { self.frames.last().unwrap_unchecked() }.ret == Ret::Normal {
-                            let v = std::mem::replace(r!($a), Value::None);
-                            self.pop_frame_clearing($clear);
-                            return Ok(v);
-                        }
-                    }
+                    return_bottom!(std::mem::replace(r!($a), Value::None), $clear);
                 }};
+            }
+            // A return from the bottom frame of this `run` (a call from Rust
+            // into Apsi: a `map` function, a sort key, an `__eq__` of a list
+            // scan) as a plain call: its value is this `run`'s, without
+            // `slow` and `finish_return`.
+            macro_rules! return_bottom {
+                ($v:expr, $clear:expr) => {
+                    // SAFETY: this loop runs the top frame, so there is one.
+                    if self.frames.len() == stop + 1
+                        && unsafe { self.frames.last().unwrap_unchecked() }.ret == Ret::Normal
+                    {
+                        let v = $v;
+                        self.pop_frame_clearing($clear);
+                        return Ok(v);
+                    }
+                };
             }
             // A built-in's result (the stack may have moved): into `a`, or raised.
             macro_rules! native_result {
@@ -1390,14 +1390,7 @@ impl Executor {
                         if self.frames.len() == floor && floor > stop + 1 {
                             return_special!(Value::None)
                         }
-                        // The bottom frame of this `run` (see `return_fast`).
-                        if self.frames.len() == stop + 1 {
-                            // SAFETY: this loop runs the top frame, so there is one.
-                            if unsafe { self.frames.last().unwrap_unchecked() }.ret == Ret::Normal {
-                                self.pop_frame();
-                                return Ok(Value::None);
-                            }
-                        }
+                        return_bottom!(Value::None, usize::MAX);
                     }
                     Instr::ReturnParams { a, n } => return_fast!(a, n as usize),
                     Instr::GetIndex { a, b, c } => match (&*r!(b), &*r!(c)) {
@@ -1682,8 +1675,8 @@ impl Executor {
                         }
                         // A loop's `zip`/`enumerate` whose row the loop
                         // unpacks at once (`ForNext; Jmp; UnpackRegs` of the
-                        // row): each value goes straight into its target
-                        // (slow.rs has the same case for the other iterators).
+                        // row): each value goes straight into its target, and
+                        // no row tuple is built.
                         if let Value::Object(o) = &*r!(a) {
                             if let (Some(it), Some(&Instr::UnpackRegs { b: row, k, n })) = (
                                 o.0.as_any().downcast_ref::<ops::iters::IterObj>(),

@@ -371,27 +371,47 @@ impl<'a, 'e> Compiler<'a, 'e> {
             self.reduce_call(g, kind, dst, span)?;
             return Ok(true);
         }
-        let m = self.mark();
         // The built-in (or the bound `join`) first, as the call would
         // evaluate it, then the list of the items as its argument.
+        self.call1_to(
+            dst,
+            span,
+            |c, f| match &func.kind {
+                ExprKind::Attribute { value, attr } => {
+                    let o = c.expr_reg(value)?;
+                    let k = c.str_const16(&attr.name)?;
+                    c.emit_at(Instr::GetAttr { a: f, b: o, k }, func.span);
+                    Ok(())
+                }
+                _ => c.expr_to(func, f),
+            },
+            |c, a| c.reduce_call(g, kind, a, span),
+        )?;
+        Ok(true)
+    }
+
+    /// `dst = f(arg)`: `func_to` compiles the callee into its register, then
+    /// `arg_to` the one argument into the next (in the order a call
+    /// evaluates them).
+    pub(super) fn call1_to(
+        &mut self,
+        dst: Reg,
+        span: Span,
+        func_to: impl FnOnce(&mut Self, Reg) -> CResult<()>,
+        arg_to: impl FnOnce(&mut Self, Reg) -> CResult<()>,
+    ) -> CResult<()> {
+        let m = self.mark();
         let f = self.alloc()?;
-        match &func.kind {
-            ExprKind::Attribute { value, attr } => {
-                let o = self.expr_reg(value)?;
-                let k = self.str_const16(&attr.name)?;
-                self.emit_at(Instr::GetAttr { a: f, b: o, k }, func.span);
-            }
-            _ => self.expr_to(func, f)?,
-        }
+        func_to(self, f)?;
         self.free_to(f + 1);
         let a = self.alloc()?;
-        self.reduce_call(g, kind, a, span)?;
+        arg_to(self, a)?;
         self.emit_at(Instr::Call { a: f, n: 1 }, span);
         if f != dst {
             self.emit(Instr::Move { a: dst, b: f });
         }
         self.free_to(m);
-        Ok(true)
+        Ok(())
     }
 
     /// `dst = <the generator expression g compiled for kind>(iter(xs))`:

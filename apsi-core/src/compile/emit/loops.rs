@@ -67,17 +67,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         if n != "dict" || zn != "zip" || zargs.len() != 2 || !self.is_prelude_native(n) {
             return Ok(false);
         }
-        let m = self.mark();
-        let f = self.alloc()?;
-        self.expr_to(func, f)?;
-        self.free_to(f + 1);
-        let a = self.alloc()?;
-        self.for_iterable_to(z, a)?;
-        self.emit_at(Instr::Call { a: f, n: 1 }, span);
-        if f != dst {
-            self.emit(Instr::Move { a: dst, b: f });
-        }
-        self.free_to(m);
+        self.call1_to(dst, span, |c, f| c.expr_to(func, f), |c, a| c.for_iterable_to(z, a))?;
         Ok(true)
     }
 

@@ -926,34 +926,8 @@ impl Executor {
                 setv(r!(a as usize + 1), Value::Int(0));
             }
             Instr::ForNext { a, b } => {
-                // A loop's `zip`/`enumerate` whose rows the loop unpacks at
-                // once (`ForNext; Jmp; UnpackRegs` of that row): each value
-                // goes straight into its target, and no row tuple is built.
-                if let (Value::Object(o), Some(&Instr::UnpackRegs { b: row, k, n })) = (&*r!(a), instrs.get(pc + 1)) {
-                    if let (true, Some(it), Some(Value::Tuple(targets))) = (
-                        row == b,
-                        o.0.as_any().downcast_ref::<ops::iters::IterObj>(),
-                        code.consts.get(k as usize),
-                    ) {
-                        let step = it.next_unpacked(n as usize, |j, v| {
-                            if let Some(&Value::Int(t)) = targets.0.get(j) {
-                                setv(r!(t), v);
-                            }
-                        });
-                        match step {
-                            Some(true) => {
-                                pc += 2;
-                                exit!(Flow::Next);
-                            }
-                            Some(false) => {
-                                pc = jump_target(instrs, pc);
-                                exit!(Flow::Next);
-                            }
-                            None => {}
-                        }
-                    }
-                }
-                // (A generator is `run`'s case: its frame goes on the loop.)
+                // (A generator, and a loop's `zip`/`enumerate` row unpacked
+                // at once, are `run`'s cases.)
                 if ops::iters::is_lazy(r!(a)) {
                     save_pc!();
                     let res = self.for_next_lazy(base + a as usize);
