@@ -122,6 +122,7 @@ pub mod tensor {
     pub use crate::tensor::arith::{binary, Arg};
     pub use crate::tensor::autodiff::{record, Op};
     pub use crate::tensor::codec::{self, bulk};
+    pub use crate::tensor::conv::{conv2d, max_pool2d};
     pub use crate::tensor::dtype::{as_dtype, dtype_value, DType, Kind};
     pub use crate::tensor::index::set as set_index;
     pub use crate::tensor::layout::{check_alloc, row_major_strides, shape_str, Layout};
@@ -129,6 +130,7 @@ pub mod tensor {
     pub use crate::tensor::matmul::matmul;
     pub use crate::tensor::object::result_value;
     pub use crate::tensor::random::mix;
+    pub use crate::tensor::scatter::scatter_reduce;
     pub use crate::tensor::shape::{concat, stack};
     pub use crate::tensor::storage::{Buffer, Scalar, Storage};
     pub use crate::tensor::{as_tensor, tensor_value, Tensor};

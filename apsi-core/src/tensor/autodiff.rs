@@ -71,6 +71,28 @@ pub enum Op {
     LogAddExp(Tensor, Tensor),
     /// `softplus`: x, beta, threshold
     Softplus(Tensor, f64, f64),
+    /// `conv2d`: input, weight, bias, the window sweep (conv.rs)
+    Conv2d {
+        x: Tensor,
+        w: Tensor,
+        b: Option<Tensor>,
+        window: super::conv::Window,
+    },
+    /// the column matrix of an input (conv.rs; the adjoint of `Col2im`)
+    Im2col(Tensor, super::conv::Window),
+    /// column entries summed back into the input's shape (the adjoint of `Im2col`)
+    Col2im(Tensor, super::conv::Window),
+    /// `scatter_reduce` (scatter.rs): x, the flat source, the flat index
+    /// into x each source element lands at, the reduction, include_self,
+    /// result
+    ScatterReduce {
+        x: Tensor,
+        src: Tensor,
+        targets: Arc<[usize]>,
+        reduce: super::scatter::Reduce,
+        include_self: bool,
+        out: Tensor,
+    },
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -121,6 +143,13 @@ fn inputs(op: &Op) -> Vec<&Tensor> {
         Op::Pow(a, b, _) | Op::Select(a, b, _) => vec![a, b],
         Op::Where(_, a, b) => vec![a, b],
         Op::Concat(parts, _, _) => parts.iter().collect(),
+        Op::Conv2d { x, w, b, .. } => {
+            let mut v = vec![x, w];
+            v.extend(b);
+            v
+        }
+        Op::Im2col(a, _) | Op::Col2im(a, _) => vec![a],
+        Op::ScatterReduce { x, src, .. } => vec![x, src],
     }
 }
 
@@ -184,7 +213,7 @@ pub fn gather(x: &Tensor, idx: &[usize], shape: &[usize]) -> VResult<Tensor> {
 /// the (traced) inputs by `redo` when the backward pass is itself being
 /// recorded (`grad(grad(f))`), so that the second derivative sees how the
 /// result depends on them; the recorded value otherwise.
-fn live(out: &Tensor, redo: impl FnOnce() -> VResult<Tensor>) -> VResult<Tensor> {
+pub(super) fn live(out: &Tensor, redo: impl FnOnce() -> VResult<Tensor>) -> VResult<Tensor> {
     if PAUSED.with(|p| p.get()) {
         Ok(out.clone())
     } else {
@@ -193,7 +222,7 @@ fn live(out: &Tensor, redo: impl FnOnce() -> VResult<Tensor>) -> VResult<Tensor>
 }
 
 /// `f()` when input `i` needs its cotangent, else `None` (nothing computed).
-fn want(need: &[bool], i: usize, f: impl FnOnce() -> VResult<Tensor>) -> VResult<Option<Tensor>> {
+pub(super) fn want(need: &[bool], i: usize, f: impl FnOnce() -> VResult<Tensor>) -> VResult<Option<Tensor>> {
     if need.get(i).copied().unwrap_or(false) {
         f().map(Some)
     } else {
@@ -450,6 +479,17 @@ fn vjp(op: &Op, g: &Tensor, need: &[bool]) -> VResult<Vec<Option<Tensor>>> {
                 where_(&linear, &Arg::T(g.clone()), &Arg::T(bin(Mul, g, &s)?))
             })?]
         }
+        Op::Conv2d { x, w, b, window } => super::conv::conv2d_vjp(x, w, b.as_ref(), window, g, need)?,
+        Op::Im2col(_, window) => vec![want(need, 0, || super::conv::col2im(g, window))?],
+        Op::Col2im(_, window) => vec![want(need, 0, || super::conv::im2col(g, window))?],
+        Op::ScatterReduce {
+            x,
+            src,
+            targets,
+            reduce,
+            include_self,
+            out,
+        } => super::scatter::vjp(x, src, targets, *reduce, *include_self, out, g, need)?,
     })
 }
 

@@ -19,6 +19,7 @@ pub mod autodiff;
 #[cfg(feature = "blas")]
 pub mod cblas;
 pub mod codec;
+pub mod conv;
 pub mod core;
 pub mod cotangent;
 pub mod dtype;
@@ -35,6 +36,7 @@ pub mod print;
 pub mod random;
 pub mod real;
 pub mod reduce;
+pub mod scatter;
 pub mod shape;
 pub mod storage;
 pub mod vmath;
