@@ -311,7 +311,8 @@ fn col2im_in<T: Real>(cols: &[T], g: &Window) -> Vec<T> {
                     };
                     for ox in 0..g.ow {
                         if let Some(ix) = Window::src(ox, g.sw, j, g.pw, g.w) {
-                            if let (Some(d), Some(&s)) = (plane.get_mut(iy * g.w + ix), cols.get(row + oy * g.ow + ox)) {
+                            if let (Some(d), Some(&s)) = (plane.get_mut(iy * g.w + ix), cols.get(row + oy * g.ow + ox))
+                            {
                                 *d = *d + s;
                             }
                         }
@@ -420,7 +421,11 @@ pub fn max_pool2d(
             ),
         ));
     }
-    let x = if x.dtype.supported() { x.clone() } else { x.astype(DType::F32)? };
+    let x = if x.dtype.supported() {
+        x.clone()
+    } else {
+        x.astype(DType::F32)?
+    };
     let out_shape = vec![g.n, g.c, g.oh, g.ow];
     checked_size(&out_shape)?;
     let vals: Vec<f64> = x.to_vec();
@@ -469,3 +474,439 @@ fn pool_argmax(x: &[f64], g: &Window) -> Vec<usize> {
     idx
 }
 
+#[cfg(test)]
+mod tests {
+    use super::super::arith::{binary_same, Arg};
+    use super::super::autodiff::{backward, leaf};
+    use super::*;
+    use crate::syntax::ast::BinOp;
+
+    fn ok<T>(r: VResult<T>) -> T {
+        match r {
+            Ok(v) => v,
+            Err(e) => panic!("unexpected error {}: {}", e.kind, e.message),
+        }
+    }
+
+    /// Deterministic pseudo-random numbers in [lo, hi).
+    fn randv(n: usize, seed: u64, lo: f64, hi: f64) -> Vec<f64> {
+        let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (0..n)
+            .map(|_| {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                lo + (hi - lo) * ((s >> 11) as f64 / (1u64 << 53) as f64)
+            })
+            .collect()
+    }
+
+    fn t(v: Vec<f64>, shape: &[usize]) -> Tensor {
+        Tensor::from_vec(v, shape.to_vec())
+    }
+
+    fn vals(t: &Tensor) -> Vec<f64> {
+        t.to_vec()
+    }
+
+    /// sum(out * wts), recorded.
+    fn weighted_sum(out: &Tensor, wts: &Tensor) -> Tensor {
+        let p = ok(super::super::arith::binary(
+            BinOp::Mul,
+            &Arg::T(out.clone()),
+            &Arg::T(wts.clone()),
+        ));
+        let all: Vec<usize> = (0..p.ndim()).collect();
+        ok(reduce(&p, &all, false, RKind::Sum))
+    }
+
+    /// Checks the gradient of `sum(f(ins) * wts)` with respect to each input
+    /// against central differences (f64).
+    pub(crate) fn fd_check(name: &str, f: &dyn Fn(&[Tensor]) -> VResult<Tensor>, ins: &[Tensor]) {
+        let leaves: Vec<Tensor> = ins.iter().map(leaf).collect();
+        let out = ok(f(&leaves));
+        let wts = t(randv(out.size(), 99, 0.5, 1.5), out.shape());
+        let loss = weighted_sum(&out, &wts);
+        let grads = ok(backward(&loss, &leaves, false));
+        let value_at = |k: usize, v: Vec<f64>| -> f64 {
+            let mut xs: Vec<Tensor> = ins.to_vec();
+            xs[k] = t(v, ins[k].shape());
+            let o = ok(f(&xs));
+            vals(&o).iter().zip(vals(&wts)).map(|(a, b)| a * b).sum()
+        };
+        for (k, input) in ins.iter().enumerate() {
+            let g: Vec<f64> = grads[k].as_ref().map(vals).unwrap_or_else(|| vec![0.0; input.size()]);
+            assert_eq!(g.len(), input.size(), "{name}: input {k} gradient size");
+            let base = vals(input);
+            let eps = 1e-6;
+            for i in 0..base.len() {
+                let (mut p, mut m) = (base.clone(), base.clone());
+                p[i] += eps;
+                m[i] -= eps;
+                let num = (value_at(k, p) - value_at(k, m)) / (2.0 * eps);
+                assert!(
+                    (num - g[i]).abs() <= 1e-5 * (1.0 + num.abs()),
+                    "{name}: d/d(input {k})[{i}] analytic {} vs numeric {num}",
+                    g[i]
+                );
+            }
+        }
+    }
+
+    /// The convolution by its definition.
+    #[allow(clippy::too_many_arguments)]
+    fn naive_conv(
+        x: &[f64],
+        xs: [usize; 4],
+        w: &[f64],
+        ws: [usize; 4],
+        b: Option<&[f64]>,
+        s: (usize, usize),
+        p: (usize, usize),
+    ) -> (Vec<f64>, Vec<usize>) {
+        let [n, c, h, wd] = xs;
+        let [o, _, kh, kw] = ws;
+        let oh = (h + 2 * p.0 - kh) / s.0 + 1;
+        let ow = (wd + 2 * p.1 - kw) / s.1 + 1;
+        let mut out = Vec::new();
+        for ni in 0..n {
+            for oi in 0..o {
+                for y in 0..oh {
+                    for xq in 0..ow {
+                        let mut acc = b.map_or(0.0, |b| b[oi]);
+                        for ci in 0..c {
+                            for i in 0..kh {
+                                for j in 0..kw {
+                                    let iy = (y * s.0 + i) as isize - p.0 as isize;
+                                    let ix = (xq * s.1 + j) as isize - p.1 as isize;
+                                    if iy < 0 || ix < 0 || iy >= h as isize || ix >= wd as isize {
+                                        continue;
+                                    }
+                                    let xv = x[((ni * c + ci) * h + iy as usize) * wd + ix as usize];
+                                    acc += xv * w[((oi * c + ci) * kh + i) * kw + j];
+                                }
+                            }
+                        }
+                        out.push(acc);
+                    }
+                }
+            }
+        }
+        (out, vec![n, o, oh, ow])
+    }
+
+    type Case = ([usize; 4], [usize; 4], (usize, usize), (usize, usize));
+
+    const CASES: [Case; 5] = [
+        ([2, 3, 5, 6], [4, 3, 3, 2], (2, 1), (1, 0)),
+        ([1, 1, 4, 4], [1, 1, 1, 1], (1, 1), (0, 0)),
+        ([2, 2, 7, 5], [3, 2, 2, 3], (2, 2), (1, 1)),
+        ([3, 2, 4, 4], [2, 2, 4, 4], (1, 1), (0, 0)),
+        ([1, 2, 3, 3], [2, 2, 5, 3], (3, 2), (1, 1)),
+    ];
+
+    #[test]
+    fn conv2d_matches_the_definition_in_f64_and_f32() {
+        for (k, &(xs, ws, s, p)) in CASES.iter().enumerate() {
+            let xv = randv(xs.iter().product(), 1 + k as u64, -1.0, 1.0);
+            let wv = randv(ws.iter().product(), 11 + k as u64, -1.0, 1.0);
+            let bv = randv(ws[0], 21 + k as u64, -1.0, 1.0);
+            for bias in [false, true] {
+                let (want, shape) = naive_conv(&xv, xs, &wv, ws, bias.then_some(&bv[..]), s, p);
+                for d in [DType::F64, DType::F32] {
+                    let x = ok(t(xv.clone(), &xs).cast(d));
+                    let w = ok(t(wv.clone(), &ws).cast(d));
+                    let b = ok(t(bv.clone(), &[ws[0]]).cast(d));
+                    let r = ok(conv2d(&x, &w, bias.then_some(&b), s, p));
+                    assert_eq!(r.dtype, d);
+                    assert_eq!(r.shape(), &shape[..], "case {k}");
+                    let tol = if d == DType::F64 { 1e-12 } else { 1e-5 };
+                    for (i, (a, e)) in vals(&r).iter().zip(&want).enumerate() {
+                        assert!((a - e).abs() <= tol, "case {k} {d:?} bias {bias} [{i}]: {a} vs {e}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn conv2d_small_hand_computed() {
+        // 4x4 input 1..16, kernel [[1, 0], [0, -1]], stride 2: x[i][j] - x[i+1][j+1] = -5 everywhere.
+        let x = t((1..=16).map(f64::from).collect(), &[1, 1, 4, 4]);
+        let w = t(vec![1.0, 0.0, 0.0, -1.0], &[1, 1, 2, 2]);
+        let b = t(vec![0.5], &[1]);
+        let r = ok(conv2d(&x, &w, Some(&b), (2, 2), (0, 0)));
+        assert_eq!(r.shape(), &[1, 1, 2, 2]);
+        assert_eq!(vals(&r), vec![-4.5; 4]);
+        // A 3x3 box of ones over 3x3 ones with padding 1: the count of input elements in each window.
+        let ones = t(vec![1.0; 9], &[1, 1, 3, 3]);
+        let box3 = t(vec![1.0; 9], &[1, 1, 3, 3]);
+        let r = ok(conv2d(&ones, &box3, None, (1, 1), (1, 1)));
+        assert_eq!(vals(&r), vec![4.0, 6.0, 4.0, 6.0, 9.0, 6.0, 4.0, 6.0, 4.0]);
+        // Stride 2 with padding 1: the corners.
+        let r = ok(conv2d(&ones, &box3, None, (2, 2), (1, 1)));
+        assert_eq!(vals(&r), vec![4.0, 4.0, 4.0, 4.0]);
+        // Two output channels, two input channels, a non-square (1, 2) kernel.
+        let x = t(vec![1.0, 2.0, 3.0, 10.0, 20.0, 30.0], &[1, 2, 1, 3]);
+        let w = t(vec![1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, -1.0], &[2, 2, 1, 2]);
+        let r = ok(conv2d(&x, &w, None, (1, 1), (0, 0)));
+        assert_eq!(r.shape(), &[1, 2, 1, 2]);
+        assert_eq!(vals(&r), vec![3.0, 5.0, -10.0, -10.0]);
+    }
+
+    #[test]
+    fn conv2d_dtypes() {
+        let x = t(randv(2 * 3 * 4 * 4, 3, -1.0, 1.0), &[2, 3, 4, 4]);
+        let w = t(randv(2 * 3 * 9, 4, -1.0, 1.0), &[2, 3, 3, 3]);
+        let h = ok(conv2d(
+            &ok(x.cast(DType::F16)),
+            &ok(w.cast(DType::F16)),
+            None,
+            (1, 1),
+            (1, 1),
+        ));
+        assert_eq!(h.dtype, DType::F16);
+        let mixed = ok(conv2d(&ok(x.cast(DType::F32)), &w, None, (1, 1), (1, 1)));
+        assert_eq!(mixed.dtype, DType::F64);
+        let xi = t(vec![1.0, 2.0, 3.0, 4.0], &[1, 1, 2, 2]);
+        let wi = t(vec![1.0, -1.0], &[1, 1, 1, 2]);
+        let r = ok(conv2d(
+            &ok(xi.cast(DType::I64)),
+            &ok(wi.cast(DType::I64)),
+            None,
+            (1, 1),
+            (0, 0),
+        ));
+        assert_eq!(r.dtype, DType::F64);
+        assert_eq!(vals(&r), vec![-1.0, -1.0]);
+        // A strided (transposed) input view gives the values of its dense copy.
+        let xt = ok(permute(&x, &[0, 1, 3, 2]));
+        let a = ok(conv2d(&xt, &w, None, (2, 1), (1, 0)));
+        let b = ok(conv2d(&xt.contiguous(), &w, None, (2, 1), (1, 0)));
+        assert_eq!(vals(&a), vals(&b));
+    }
+
+    #[test]
+    fn conv2d_gradients_match_finite_differences() {
+        for (k, &(xs, ws, s, p)) in CASES.iter().enumerate() {
+            let x = t(randv(xs.iter().product(), 31 + k as u64, -1.0, 1.0), &xs);
+            let w = t(randv(ws.iter().product(), 41 + k as u64, -1.0, 1.0), &ws);
+            let b = t(randv(ws[0], 51 + k as u64, -1.0, 1.0), &[ws[0]]);
+            fd_check(
+                &format!("conv2d case {k}"),
+                &|v| conv2d(&v[0], &v[1], Some(&v[2]), s, p),
+                &[x.clone(), w.clone(), b],
+            );
+            fd_check(
+                &format!("conv2d case {k} without bias"),
+                &|v| conv2d(&v[0], &v[1], None, s, p),
+                &[x, w],
+            );
+        }
+    }
+
+    #[test]
+    fn conv2d_bias_gradient_sums_over_batch_and_positions() {
+        let x = t(randv(2 * 2 * 5 * 5, 5, -1.0, 1.0), &[2, 2, 5, 5]);
+        let w = t(randv(3 * 2 * 3 * 2, 6, -1.0, 1.0), &[3, 2, 3, 2]);
+        let b = leaf(&t(vec![0.1, 0.2, 0.3], &[3]));
+        let out = ok(conv2d(&x, &w, Some(&b), (2, 1), (1, 1)));
+        let loss = ok(reduce(&out, &[0, 1, 2, 3], false, RKind::Sum));
+        let g = ok(backward(&loss, &[b], false)).pop().flatten();
+        let per = (2 * out.shape()[2] * out.shape()[3]) as f64;
+        assert_eq!(g.as_ref().map(vals), Some(vec![per; 3]));
+    }
+
+    #[test]
+    fn conv2d_second_order() {
+        // d/dw of sum(grad_x(sum(conv(x, w)^2)) * c) against finite differences:
+        // the backward rules are recorded operations.
+        let x = t(randv(2 * 2 * 4 * 5, 61, -1.0, 1.0), &[2, 2, 4, 5]);
+        let w = t(randv(2 * 2 * 2 * 3, 62, -1.0, 1.0), &[2, 2, 2, 3]);
+        let b = t(vec![0.3, -0.2], &[2]);
+        let c = t(randv(x.size(), 63, 0.5, 1.5), x.shape());
+        let f = |v: &[Tensor]| -> VResult<Tensor> {
+            let (xl, wl, bl) = (leaf(&v[0]), leaf(&v[1]), leaf(&v[2]));
+            let y = conv2d(&xl, &wl, Some(&bl), (2, 1), (1, 1))?;
+            let sq = binary_same(BinOp::Mul, &y, &y)?;
+            let loss = reduce(&sq, &[0, 1, 2, 3], false, RKind::Sum)?;
+            let gs = backward(&loss, &[xl, wl, bl], true)?;
+            let gx = gs[0]
+                .clone()
+                .unwrap_or(Tensor::full(v[0].shape().to_vec(), 0.0, DType::F64)?);
+            let gw = gs[1]
+                .clone()
+                .unwrap_or(Tensor::full(v[1].shape().to_vec(), 0.0, DType::F64)?);
+            let gb = gs[2].clone().unwrap_or(Tensor::full(vec![2], 0.0, DType::F64)?);
+            let a = reduce(&binary_same(BinOp::Mul, &gx, &c)?, &[0, 1, 2, 3], false, RKind::Sum)?;
+            let bw = reduce(&binary_same(BinOp::Mul, &gw, &gw)?, &[0, 1, 2, 3], false, RKind::Sum)?;
+            let bb = reduce(&binary_same(BinOp::Mul, &gb, &gb)?, &[0], false, RKind::Sum)?;
+            binary_same(BinOp::Add, &binary_same(BinOp::Add, &a, &bw)?, &bb)
+        };
+        fd_check("conv2d second order", &f, &[x, w, b]);
+    }
+
+    #[test]
+    fn conv2d_gives_the_same_bits_on_1_and_2_threads() {
+        // Large enough for the product's threads and a split im2col/col2im.
+        let x = t(randv(4 * 8 * 32 * 32, 71, -1.0, 1.0), &[4, 8, 32, 32]);
+        let w = t(randv(16 * 8 * 9, 72, -1.0, 1.0), &[16, 8, 3, 3]);
+        let b = t(randv(16, 73, -1.0, 1.0), &[16]);
+        let run = || -> Vec<u64> {
+            let (xl, wl, bl) = (leaf(&x), leaf(&w), leaf(&b));
+            let y = ok(conv2d(&xl, &wl, Some(&bl), (1, 1), (1, 1)));
+            let loss = weighted_sum(&y, &t(randv(y.size(), 74, 0.5, 1.5), y.shape()));
+            let mut bits: Vec<u64> = vals(&y).iter().map(|v| v.to_bits()).collect();
+            for g in ok(backward(&loss, &[xl, wl, bl], false)).into_iter().flatten() {
+                bits.extend(vals(&g).iter().map(|v| v.to_bits()));
+            }
+            bits
+        };
+        let on = |n: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(n).build();
+            match pool {
+                Ok(p) => p.install(run),
+                Err(e) => panic!("no pool: {e}"),
+            }
+        };
+        let one = on(1);
+        assert_eq!(one.len(), 4 * 16 * 32 * 32 + x.size() + w.size() + 16);
+        assert!(one == on(2), "conv2d gave different bits on 1 and 2 threads");
+    }
+
+    fn kind_msg<T>(r: VResult<T>) -> (ErrorKind, String) {
+        match r {
+            Ok(_) => panic!("expected an error"),
+            Err(e) => (e.kind, e.message.to_string()),
+        }
+    }
+
+    #[test]
+    fn conv2d_errors() {
+        let x = t(vec![0.0; 2 * 3 * 4 * 4], &[2, 3, 4, 4]);
+        let w = t(vec![0.0; 5 * 3 * 3 * 3], &[5, 3, 3, 3]);
+        let (k, m) = kind_msg(conv2d(&t(vec![0.0; 48], &[3, 4, 4]), &w, None, (1, 1), (0, 0)));
+        assert_eq!(k, ErrorKind::ShapeError);
+        assert!(m.contains("rank 4") && m.contains("(3, 4, 4)"), "{m}");
+        let (k, m) = kind_msg(conv2d(
+            &x,
+            &t(vec![0.0; 5 * 2 * 9], &[5, 2, 3, 3]),
+            None,
+            (1, 1),
+            (0, 0),
+        ));
+        assert_eq!(k, ErrorKind::ShapeError);
+        assert!(m.contains("expects 2 input channels") && m.contains("has 3"), "{m}");
+        let big = t(vec![0.0; 5 * 3 * 7 * 2], &[5, 3, 7, 2]);
+        let (k, m) = kind_msg(conv2d(&x, &big, None, (1, 1), (1, 0)));
+        assert_eq!(k, ErrorKind::ShapeError);
+        assert!(m.contains("(7, 2)") && m.contains("(6, 4)"), "{m}");
+        assert!(conv2d(&x, &big, None, (1, 1), (2, 0)).is_ok());
+        let (k, m) = kind_msg(conv2d(&x, &w, Some(&t(vec![0.0; 4], &[4])), (1, 1), (0, 0)));
+        assert_eq!(k, ErrorKind::ShapeError);
+        assert!(m.contains("(5,)") && m.contains("(4,)"), "{m}");
+        let (k, _) = kind_msg(conv2d(&x, &w, None, (0, 1), (0, 0)));
+        assert_eq!(k, ErrorKind::ValueError);
+        let (k, _) = kind_msg(conv2d(&x, &w, None, (1, 1), (usize::MAX, 0)));
+        assert_eq!(k, ErrorKind::ValueError);
+        // Empty batches and channels are fine.
+        let e = ok(conv2d(&t(vec![], &[0, 3, 4, 4]), &w, None, (1, 1), (0, 0)));
+        assert_eq!(e.shape(), &[0, 5, 2, 2]);
+        let e = ok(conv2d(
+            &t(vec![], &[2, 0, 4, 4]),
+            &t(vec![], &[5, 0, 3, 3]),
+            Some(&t(vec![1.0; 5], &[5])),
+            (1, 1),
+            (0, 0),
+        ));
+        assert_eq!(vals(&e), vec![1.0; 2 * 5 * 4]);
+    }
+
+    fn naive_pool(x: &[f64], xs: [usize; 4], k: (usize, usize), s: (usize, usize), p: (usize, usize)) -> Vec<f64> {
+        let [n, c, h, w] = xs;
+        let oh = (h + 2 * p.0 - k.0) / s.0 + 1;
+        let ow = (w + 2 * p.1 - k.1) / s.1 + 1;
+        let mut out = Vec::new();
+        for pl in 0..n * c {
+            for y in 0..oh {
+                for xq in 0..ow {
+                    let mut best = f64::NEG_INFINITY;
+                    for i in 0..k.0 {
+                        for j in 0..k.1 {
+                            let iy = (y * s.0 + i) as isize - p.0 as isize;
+                            let ix = (xq * s.1 + j) as isize - p.1 as isize;
+                            if iy >= 0 && ix >= 0 && (iy as usize) < h && (ix as usize) < w {
+                                best = best.max(x[pl * h * w + iy as usize * w + ix as usize]);
+                            }
+                        }
+                    }
+                    out.push(best);
+                }
+            }
+        }
+        out
+    }
+
+    const POOLS: [([usize; 4], (usize, usize), (usize, usize), (usize, usize)); 4] = [
+        ([2, 3, 5, 6], (2, 2), (2, 2), (0, 0)),
+        ([1, 2, 7, 5], (3, 2), (2, 1), (1, 1)),
+        ([2, 1, 4, 4], (3, 3), (1, 1), (1, 1)),
+        ([1, 1, 6, 3], (2, 3), (3, 2), (1, 0)),
+    ];
+
+    #[test]
+    fn max_pool2d_matches_the_definition() {
+        for (q, &(xs, k, s, p)) in POOLS.iter().enumerate() {
+            let xv = randv(xs.iter().product(), 81 + q as u64, -2.0, 1.0);
+            let want = naive_pool(&xv, xs, k, s, p);
+            for d in [DType::F64, DType::F32] {
+                let x = ok(t(xv.clone(), &xs).cast(d));
+                let r = ok(max_pool2d(&x, k, s, p));
+                assert_eq!(r.dtype, d);
+                let wd: Vec<f64> = ok(t(want.clone(), &[want.len()]).cast(d)).to_vec();
+                assert_eq!(vals(&r), wd, "pool case {q} {d:?}");
+            }
+        }
+        // Hand computed: 2x2 windows, stride 2, of a 4x4 ramp; -inf padding never wins over negatives.
+        let x = t((1..=16).map(|v| -f64::from(v)).collect(), &[1, 1, 4, 4]);
+        assert_eq!(
+            vals(&ok(max_pool2d(&x, (2, 2), (2, 2), (0, 0)))),
+            vec![-1.0, -3.0, -9.0, -11.0]
+        );
+        let r = ok(max_pool2d(&x, (2, 2), (2, 2), (1, 1)));
+        assert_eq!(r.shape(), &[1, 1, 3, 3]);
+        assert_eq!(vals(&r), vec![-1.0, -2.0, -4.0, -5.0, -6.0, -8.0, -13.0, -14.0, -16.0]);
+    }
+
+    #[test]
+    fn max_pool2d_gradients() {
+        for (q, &(xs, k, s, p)) in POOLS.iter().enumerate() {
+            let x = t(randv(xs.iter().product(), 91 + q as u64, -2.0, 1.0), &xs);
+            fd_check(&format!("max_pool2d case {q}"), &|v| max_pool2d(&v[0], k, s, p), &[x]);
+        }
+        // Ties: the first maximum of each window (row-major) takes it all.
+        let x = leaf(&t(vec![1.0, 5.0, 5.0, 2.0, 5.0, 5.0, 0.0, 3.0, 3.0], &[1, 1, 3, 3]));
+        let y = ok(max_pool2d(&x, (2, 2), (1, 1), (0, 0)));
+        assert_eq!(vals(&y), vec![5.0, 5.0, 5.0, 5.0]);
+        let loss = ok(reduce(&y, &[0, 1, 2, 3], false, RKind::Sum));
+        let g = ok(backward(&loss, &[x], false)).pop().flatten();
+        assert_eq!(
+            g.as_ref().map(vals),
+            Some(vec![0.0, 2.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0])
+        );
+    }
+
+    #[test]
+    fn max_pool2d_errors() {
+        let x = t(vec![0.0; 16], &[1, 1, 4, 4]);
+        let (k, m) = kind_msg(max_pool2d(&t(vec![0.0; 16], &[4, 4]), (2, 2), (2, 2), (0, 0)));
+        assert_eq!(k, ErrorKind::ShapeError);
+        assert!(m.contains("(4, 4)"), "{m}");
+        let (k, _) = kind_msg(max_pool2d(&x, (2, 2), (2, 2), (2, 0)));
+        assert_eq!(k, ErrorKind::ValueError);
+        let (k, _) = kind_msg(max_pool2d(&x, (5, 1), (1, 1), (0, 0)));
+        assert_eq!(k, ErrorKind::ShapeError);
+        let (k, _) = kind_msg(max_pool2d(&x, (0, 1), (1, 1), (0, 0)));
+        assert_eq!(k, ErrorKind::ValueError);
+        let (k, _) = kind_msg(max_pool2d(&x, (1, 1), (1, 0), (0, 0)));
+        assert_eq!(k, ErrorKind::ValueError);
+    }
+}

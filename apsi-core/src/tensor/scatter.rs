@@ -86,7 +86,10 @@ pub fn scatter_reduce(
     if index.dtype.kind() != Kind::Int {
         return Err(err(
             ErrorKind::TypeError,
-            format!("scatter_reduce() index must be an int tensor, not {}", index.dtype.name()),
+            format!(
+                "scatter_reduce() index must be an int tensor, not {}",
+                index.dtype.name()
+            ),
         ));
     }
     let nd = x.ndim();
@@ -248,13 +251,20 @@ fn reduce_flat(x: &Tensor, targets: &Arc<[usize]>, s: &Tensor, mode: Reduce, inc
     let d = DType::promote(x.dtype, s.dtype).check_supported()?;
     let shape = x.shape().to_vec();
     let mut r = match d {
-        DType::F64 => Tensor::from_vec(kernel::<f64>(x.to_vec(), targets, &s.to_vec(), mode, include_self), shape),
-        DType::F32 | DType::F16 | DType::BF16 => {
-            Tensor::from_vec(kernel::<f32>(x.to_vec(), targets, &s.to_vec(), mode, include_self), shape).cast(d)?
-        }
-        DType::I64 | DType::I32 => {
-            Tensor::from_vec(kernel::<i64>(x.to_vec(), targets, &s.to_vec(), mode, include_self), shape).cast(d)?
-        }
+        DType::F64 => Tensor::from_vec(
+            kernel::<f64>(x.to_vec(), targets, &s.to_vec(), mode, include_self),
+            shape,
+        ),
+        DType::F32 | DType::F16 | DType::BF16 => Tensor::from_vec(
+            kernel::<f32>(x.to_vec(), targets, &s.to_vec(), mode, include_self),
+            shape,
+        )
+        .cast(d)?,
+        DType::I64 | DType::I32 => Tensor::from_vec(
+            kernel::<i64>(x.to_vec(), targets, &s.to_vec(), mode, include_self),
+            shape,
+        )
+        .cast(d)?,
         other => {
             return Err(err(
                 ErrorKind::TypeError,
@@ -392,4 +402,350 @@ pub(super) fn vjp(
             ]
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::autodiff::{backward, leaf};
+    use super::super::reduce::{reduce, RKind};
+    use super::*;
+
+    fn ok<T>(r: VResult<T>) -> T {
+        match r {
+            Ok(v) => v,
+            Err(e) => panic!("unexpected error {}: {}", e.kind, e.message),
+        }
+    }
+
+    fn randv(n: usize, seed: u64, lo: f64, hi: f64) -> Vec<f64> {
+        let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (0..n)
+            .map(|_| {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                lo + (hi - lo) * ((s >> 11) as f64 / (1u64 << 53) as f64)
+            })
+            .collect()
+    }
+
+    fn t(v: Vec<f64>, shape: &[usize]) -> Tensor {
+        Tensor::from_vec(v, shape.to_vec())
+    }
+
+    fn ints(v: &[i64], shape: &[usize]) -> Tensor {
+        Tensor::from_vec(v.to_vec(), shape.to_vec())
+    }
+
+    fn vals(t: &Tensor) -> Vec<f64> {
+        t.to_vec()
+    }
+
+    const MODES: [&str; 5] = ["sum", "prod", "mean", "amax", "amin"];
+
+    #[test]
+    fn the_specs_examples() {
+        let z = t(vec![0.0; 3], &[3]);
+        let r = ok(scatter_reduce(
+            &z,
+            0,
+            &ints(&[0, 1, 0, 1], &[4]),
+            &t(vec![1.0, 5.0, 3.0, 2.0], &[4]),
+            "amax",
+            false,
+        ));
+        assert_eq!(vals(&r), vec![3.0, 5.0, 0.0]);
+        let r = ok(scatter_reduce(
+            &z,
+            0,
+            &ints(&[0, 1, 0, 1, 2], &[5]),
+            &t(vec![1.0, 5.0, 3.0, 2.0, 4.0], &[5]),
+            "mean",
+            false,
+        ));
+        assert_eq!(vals(&r), vec![2.0, 3.5, 4.0]);
+        let two = t(vec![2.0; 3], &[3]);
+        let r = ok(scatter_reduce(
+            &two,
+            0,
+            &ints(&[0, 1, 0, 1], &[4]),
+            &t(vec![1.0, 5.0, 3.0, 2.0], &[4]),
+            "prod",
+            true,
+        ));
+        assert_eq!(vals(&r), vec![6.0, 20.0, 2.0]);
+        // grad of s -> (scatter_reduce(zeros, 0, [0,1,0,1], s, amax, false) * [1,2,3]).sum() at [3,5,3,2].
+        let s = leaf(&t(vec![3.0, 5.0, 3.0, 2.0], &[4]));
+        let r = ok(scatter_reduce(&z, 0, &ints(&[0, 1, 0, 1], &[4]), &s, "amax", false));
+        let p = ok(bin(BinOp::Mul, &r, &t(vec![1.0, 2.0, 3.0], &[3])));
+        let loss = ok(reduce(&p, &[0], false, RKind::Sum));
+        let g = ok(backward(&loss, &[s], false)).pop().flatten();
+        assert_eq!(g.as_ref().map(vals), Some(vec![0.5, 2.0, 0.5, 0.0]));
+    }
+
+    /// PyTorch's semantics by their definition, for 2-D tensors.
+    fn naive(
+        x: &[f64],
+        xs: [usize; 2],
+        dim: usize,
+        idx: &[i64],
+        is: [usize; 2],
+        src: &[f64],
+        ss: [usize; 2],
+        mode: &str,
+        include_self: bool,
+    ) -> Vec<f64> {
+        let mut groups: Vec<Vec<f64>> = x.iter().map(|&v| if include_self { vec![v] } else { vec![] }).collect();
+        for a in 0..is[0] {
+            for b in 0..is[1] {
+                let i = idx[a * is[1] + b] as usize;
+                let (ta, tb) = if dim == 0 { (i, b) } else { (a, i) };
+                groups[ta * xs[1] + tb].push(src[a * ss[1] + b]);
+            }
+        }
+        groups
+            .iter()
+            .enumerate()
+            .map(|(k, g)| {
+                if g.is_empty() {
+                    return x[k];
+                }
+                match mode {
+                    "sum" => g.iter().sum(),
+                    "prod" => g.iter().product(),
+                    "mean" => g.iter().sum::<f64>() / g.len() as f64,
+                    "amax" => g.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                    _ => g.iter().copied().fold(f64::INFINITY, f64::min),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn two_dimensional_forward_matches_the_definition() {
+        // x (3, 4); index (2, 3) smaller than src (2, 4); along dim 0 and dim 1.
+        let xv = randv(12, 1, -2.0, 2.0);
+        let sv = randv(8, 2, -2.0, 2.0);
+        let idx0 = [2i64, 0, 2, 2, 1, 0];
+        let idx1 = [3i64, 3, 0, 1, 3, 2];
+        for (dim, idx) in [(0usize, idx0), (1, idx1)] {
+            for mode in MODES {
+                for include_self in [true, false] {
+                    let want = naive(&xv, [3, 4], dim, &idx, [2, 3], &sv, [2, 4], mode, include_self);
+                    for d in [DType::F64, DType::F32] {
+                        let x = ok(t(xv.clone(), &[3, 4]).cast(d));
+                        let s = ok(t(sv.clone(), &[2, 4]).cast(d));
+                        let r = ok(scatter_reduce(&x, dim, &ints(&idx, &[2, 3]), &s, mode, include_self));
+                        assert_eq!(r.dtype, d);
+                        let tol = if d == DType::F64 { 1e-12 } else { 1e-5 };
+                        for (i, (a, e)) in vals(&r).iter().zip(&want).enumerate() {
+                            assert!(
+                                (a - e).abs() <= tol,
+                                "dim {dim} {mode} include_self={include_self} {d:?} [{i}]: {a} vs {e}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn ints_and_zero_d() {
+        let x = ints(&[10, 0, 7], &[3]);
+        let r = ok(scatter_reduce(
+            &x,
+            0,
+            &ints(&[0, 0, 1], &[3]),
+            &ints(&[1, 2, -3], &[3]),
+            "mean",
+            true,
+        ));
+        assert_eq!(r.dtype, DType::I64);
+        // (10 + 1 + 2) / 3 = 4 (floor), (0 - 3) / 2 = -2 (floor of -1.5).
+        assert_eq!(r.to_vec::<i64>(), vec![4, -2, 7]);
+        let r = ok(scatter_reduce(
+            &t(vec![1.0], &[]),
+            0,
+            &ints(&[0], &[]),
+            &t(vec![4.0], &[]),
+            "sum",
+            true,
+        ));
+        assert_eq!(r.shape(), &[] as &[usize]);
+        assert_eq!(vals(&r), vec![5.0]);
+        // An empty index leaves x as it is.
+        let r = ok(scatter_reduce(
+            &t(vec![1.0, 2.0], &[2]),
+            0,
+            &ints(&[], &[0]),
+            &t(vec![], &[0]),
+            "amax",
+            false,
+        ));
+        assert_eq!(vals(&r), vec![1.0, 2.0]);
+    }
+
+    /// Gradients of sum(scatter_reduce(x, ...) * w) in x and src against central differences.
+    fn fd_modes(x: &Tensor, dim: usize, idx: &Tensor, src: &Tensor, mode: &str, include_self: bool) {
+        let (xl, sl) = (leaf(x), leaf(src));
+        let out = ok(scatter_reduce(&xl, dim, idx, &sl, mode, include_self));
+        let w = t(randv(out.size(), 99, 0.5, 1.5), out.shape());
+        let wsum = |o: &Tensor| -> f64 { vals(o).iter().zip(vals(&w)).map(|(a, b)| a * b).sum() };
+        let p = ok(bin(BinOp::Mul, &out, &w));
+        let all: Vec<usize> = (0..p.ndim()).collect();
+        let loss = ok(reduce(&p, &all, false, RKind::Sum));
+        let gs = ok(backward(&loss, &[xl, sl], false));
+        for (k, base) in [x, src].into_iter().enumerate() {
+            let g: Vec<f64> = gs[k].as_ref().map(vals).unwrap_or_else(|| vec![0.0; base.size()]);
+            let bv = vals(base);
+            for i in 0..bv.len() {
+                let at = |delta: f64| {
+                    let mut v = bv.clone();
+                    v[i] += delta;
+                    let moved = t(v, base.shape());
+                    let (a, b) = if k == 0 { (&moved, src) } else { (x, &moved) };
+                    wsum(&ok(scatter_reduce(a, dim, idx, b, mode, include_self)))
+                };
+                let eps = 1e-6;
+                let num = (at(eps) - at(-eps)) / (2.0 * eps);
+                assert!(
+                    (num - g[i]).abs() <= 1e-5 * (1.0 + num.abs()),
+                    "{mode} include_self={include_self}: d/d({})[{i}] analytic {} vs numeric {num}",
+                    ["x", "src"][k],
+                    g[i]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn gradients_match_finite_differences_in_every_mode() {
+        let x = t(randv(12, 5, 0.5, 2.0), &[3, 4]);
+        let src = t(randv(8, 6, 0.5, 2.0), &[2, 4]);
+        for mode in MODES {
+            for include_self in [true, false] {
+                fd_modes(&x, 0, &ints(&[2, 0, 2, 2, 1, 0], &[2, 3]), &src, mode, include_self);
+                fd_modes(&x, 1, &ints(&[3, 3, 0, 1, 3, 3], &[2, 3]), &src, mode, include_self);
+                fd_modes(
+                    &x,
+                    1,
+                    &ints(&[3, 3, 0, 1, 3, 2, 0, 0], &[2, 4]),
+                    &src,
+                    mode,
+                    include_self,
+                );
+            }
+        }
+        // prod through zeros: one zero in a group (x's or a source's), two zeros.
+        let x1 = t(vec![2.0, 0.0, 1.5, 3.0], &[4]);
+        let s1 = t(vec![0.0, 1.5, 2.5, 0.0, 0.5, 0.0, 3.0], &[7]);
+        let idx = ints(&[0, 0, 1, 2, 2, 3, 3], &[7]);
+        for include_self in [true, false] {
+            fd_modes(&x1, 0, &idx, &s1, "prod", include_self);
+        }
+    }
+
+    #[test]
+    fn ties_share_the_gradient() {
+        // amax with x taking part: x = 3 ties with one source element.
+        for (include_self, want_x, want_s) in [
+            (true, vec![0.5, 1.0], vec![0.5, 0.0, 0.0]),
+            (false, vec![0.0, 1.0], vec![1.0, 0.0, 0.0]),
+        ] {
+            let x = leaf(&t(vec![3.0, 7.0], &[2]));
+            let s = leaf(&t(vec![3.0, 1.0, 2.0], &[3]));
+            let r = ok(scatter_reduce(&x, 0, &ints(&[0, 0, 0], &[3]), &s, "amax", include_self));
+            assert_eq!(vals(&r), vec![3.0, 7.0]);
+            let loss = ok(reduce(&r, &[0], false, RKind::Sum));
+            let gs = ok(backward(&loss, &[x, s], false));
+            assert_eq!(gs[0].as_ref().map(vals), Some(want_x), "include_self={include_self}");
+            assert_eq!(gs[1].as_ref().map(vals), Some(want_s), "include_self={include_self}");
+        }
+        // amin: three-way tie among sources.
+        let s = leaf(&t(vec![1.0, 1.0, 1.0, 4.0], &[4]));
+        let r = ok(scatter_reduce(
+            &t(vec![0.0], &[1]),
+            0,
+            &ints(&[0, 0, 0, 0], &[4]),
+            &s,
+            "amin",
+            false,
+        ));
+        let loss = ok(reduce(&r, &[0], false, RKind::Sum));
+        let g = ok(backward(&loss, &[s], false)).pop().flatten();
+        let third = 1.0 / 3.0;
+        assert_eq!(g.as_ref().map(vals), Some(vec![third, third, third, 0.0]));
+    }
+
+    #[test]
+    fn prod_second_order() {
+        // d²/dx² of prod at a position with x and two sources: 0 in x (linear), and
+        // d/ds1 d/dx = s2 (the rules are recorded operations).
+        let x = leaf(&t(vec![2.0], &[1]));
+        let s = leaf(&t(vec![3.0, 5.0], &[2]));
+        let r = ok(scatter_reduce(&x, 0, &ints(&[0, 0], &[2]), &s, "prod", true));
+        let loss = ok(reduce(&r, &[0], false, RKind::Sum));
+        let gx = ok(backward(&loss, &[x.clone()], true)).pop().flatten();
+        let gx = gx.unwrap_or_else(|| panic!("no gradient"));
+        assert_eq!(vals(&gx), vec![15.0]);
+        let l2 = ok(reduce(&gx, &[0], false, RKind::Sum));
+        let g2 = ok(backward(&l2, &[s], false)).pop().flatten();
+        assert_eq!(g2.as_ref().map(vals), Some(vec![5.0, 3.0]));
+    }
+
+    fn kind_msg<T>(r: VResult<T>) -> (ErrorKind, String) {
+        match r {
+            Ok(_) => panic!("expected an error"),
+            Err(e) => (e.kind, e.message.to_string()),
+        }
+    }
+
+    #[test]
+    fn errors() {
+        let z = t(vec![0.0; 3], &[3]);
+        let s = t(vec![1.0, 2.0], &[2]);
+        let (k, m) = kind_msg(scatter_reduce(&z, 0, &ints(&[0, 3], &[2]), &s, "sum", true));
+        assert_eq!(k, ErrorKind::IndexError);
+        assert!(m.contains("index 3") && m.contains("size 3"), "{m}");
+        let (k, m) = kind_msg(scatter_reduce(&z, 0, &ints(&[-1, 0], &[2]), &s, "sum", true));
+        assert_eq!(k, ErrorKind::IndexError);
+        assert!(m.contains("index -1"), "{m}");
+        let (k, m) = kind_msg(scatter_reduce(&z, 0, &ints(&[0, 1], &[2]), &s, "max", true));
+        assert_eq!(k, ErrorKind::ValueError);
+        assert!(m.contains("'max'"), "{m}");
+        let (k, _) = kind_msg(scatter_reduce(&z, 0, &t(vec![0.0, 1.0], &[2]), &s, "sum", true));
+        assert_eq!(k, ErrorKind::TypeError);
+        let (k, _) = kind_msg(scatter_reduce(&z, 1, &ints(&[0, 1], &[2]), &s, "sum", true));
+        assert_eq!(k, ErrorKind::IndexError);
+        let (k, _) = kind_msg(scatter_reduce(&z, 0, &ints(&[0, 1, 2], &[3]), &s, "sum", true));
+        assert_eq!(k, ErrorKind::ShapeError);
+        let (k, _) = kind_msg(scatter_reduce(
+            &z,
+            0,
+            &ints(&[0, 1], &[1, 2]),
+            &t(vec![1.0, 2.0], &[1, 2]),
+            "sum",
+            true,
+        ));
+        assert_eq!(k, ErrorKind::ShapeError);
+        let m2 = t(vec![0.0; 4], &[2, 2]);
+        let (k, _) = kind_msg(scatter_reduce(
+            &m2,
+            0,
+            &ints(&[0, 1, 0], &[1, 3]),
+            &t(vec![1.0; 3], &[1, 3]),
+            "sum",
+            true,
+        ));
+        assert_eq!(k, ErrorKind::ShapeError);
+        let b = Tensor::from_vec(vec![true, false, true], vec![3]);
+        let (k, _) = kind_msg(scatter_reduce(
+            &b,
+            0,
+            &ints(&[0], &[1]),
+            &Tensor::from_vec(vec![true], vec![1]),
+            "sum",
+            true,
+        ));
+        assert_eq!(k, ErrorKind::TypeError);
+    }
 }
