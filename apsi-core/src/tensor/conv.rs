@@ -845,7 +845,10 @@ mod tests {
         out
     }
 
-    const POOLS: [([usize; 4], (usize, usize), (usize, usize), (usize, usize)); 4] = [
+    /// Input shape, kernel, stride, padding.
+    type PoolCase = ([usize; 4], (usize, usize), (usize, usize), (usize, usize));
+
+    const POOLS: [PoolCase; 4] = [
         ([2, 3, 5, 6], (2, 2), (2, 2), (0, 0)),
         ([1, 2, 7, 5], (3, 2), (2, 1), (1, 1)),
         ([2, 1, 4, 4], (3, 3), (1, 1), (1, 1)),

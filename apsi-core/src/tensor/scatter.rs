@@ -482,6 +482,7 @@ mod tests {
     }
 
     /// PyTorch's semantics by their definition, for 2-D tensors.
+    #[allow(clippy::too_many_arguments)]
     fn naive(
         x: &[f64],
         xs: [usize; 2],
@@ -684,7 +685,7 @@ mod tests {
         let s = leaf(&t(vec![3.0, 5.0], &[2]));
         let r = ok(scatter_reduce(&x, 0, &ints(&[0, 0], &[2]), &s, "prod", true));
         let loss = ok(reduce(&r, &[0], false, RKind::Sum));
-        let gx = ok(backward(&loss, &[x.clone()], true)).pop().flatten();
+        let gx = ok(backward(&loss, std::slice::from_ref(&x), true)).pop().flatten();
         let gx = gx.unwrap_or_else(|| panic!("no gradient"));
         assert_eq!(vals(&gx), vec![15.0]);
         let l2 = ok(reduce(&gx, &[0], false, RKind::Sum));
