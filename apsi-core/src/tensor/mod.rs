@@ -6,7 +6,9 @@
 //!   stand-ins. Buffers are behind a lock (see the module docs for the rule
 //!   that keeps writes through views from several threads safe).
 //! - [`arith`], [`reduce`], [`shape`], [`index`], [`matmul`], [`fused`],
-//!   [`wrapping`]: the operations; [`inplace`]: `x op= y` written into `x`; [`kernels`]: broadcasting loops (rayon when large).
+//!   [`wrapping`]: the operations; [`conv`] (`conv2d`, `max_pool2d`) and
+//!   [`scatter`] (`scatter_reduce`): the differentiable operations of the
+//!   `layers` module; [`inplace`]: `x op= y` written into `x`; [`kernels`]: broadcasting loops (rayon when large).
 //! - [`autodiff`]: the tape and vector-Jacobian rules; [`api`]: the prelude
 //!   functions (`tensor`, `zeros`, …, `grad`, `value_and_grad`).
 //! - [`object`]: tensors as Apsi values (`Value::Object`), their methods and
