@@ -14,6 +14,7 @@ pub const FEATURES: &[(&str, bool)] = &[
     ("python", cfg!(feature = "python")),
     ("math", cfg!(feature = "math")),
     ("random", cfg!(feature = "random")),
+    ("layers", cfg!(feature = "layers")),
 ];
 
 /// The `use` modules that are cargo features, and whether this build has each.
@@ -25,13 +26,11 @@ const MODULE_FEATURES: &[(&str, bool)] = &[
     ("python", cfg!(feature = "python")),
     ("math", cfg!(feature = "math")),
     ("random", cfg!(feature = "random")),
+    ("layers", cfg!(feature = "layers")),
 ];
 
 /// Modules the design names that no build of this release has yet.
-const NOT_YET: &[(&str, &str)] = &[
-    ("gpu", "GPU tensors and `@gpu` kernels"),
-    ("layers", "neural-network layers"),
-];
+const NOT_YET: &[(&str, &str)] = &[("gpu", "GPU tensors and `@gpu` kernels")];
 
 /// Apsi's modules that this binary does not have, with what a `use` of
 /// each is told: a left-out feature names the rebuild that adds it; a
@@ -74,6 +73,8 @@ pub fn compiled_in() -> Vec<ModuleDescriptor> {
     out.push(apsi_math::module());
     #[cfg(feature = "random")]
     out.push(apsi_random::module());
+    #[cfg(feature = "layers")]
+    out.push(apsi_layers::module());
     out
 }
 
@@ -83,6 +84,8 @@ pub fn grant(allowed: &[String]) {
     let _has = |cap: &str| allowed.iter().any(|a| a == cap || a == "all");
     #[cfg(feature = "python")]
     apsi_python::allow(_has("python"));
+    #[cfg(feature = "layers")]
+    apsi_layers::allow(_has("python"));
 }
 
 #[cfg(test)]

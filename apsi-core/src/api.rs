@@ -119,19 +119,22 @@ pub fn record_type(name: &str, fields: &[(&str, &str)]) -> Arc<StructType> {
 
 /// Tensors: the type, its storage and dtypes, and the kernels modules call.
 pub mod tensor {
-    pub use crate::tensor::arith::{binary, Arg};
-    pub use crate::tensor::autodiff::{record, Op};
+    pub use crate::tensor::arith::{binary, compare, extremum, softplus, unary, where_, Arg, UFn};
+    pub use crate::tensor::autodiff::{backward, leaf, record, Op};
     pub use crate::tensor::codec::{self, bulk};
     pub use crate::tensor::conv::{conv2d, max_pool2d};
     pub use crate::tensor::dtype::{as_dtype, dtype_value, DType, Kind};
+    pub use crate::tensor::fused::softmax;
     pub use crate::tensor::index::set as set_index;
+    pub use crate::tensor::index::{index_add, index_select};
     pub use crate::tensor::layout::{check_alloc, row_major_strides, shape_str, Layout};
     pub use crate::tensor::mapped::MappedStorage;
     pub use crate::tensor::matmul::matmul;
     pub use crate::tensor::object::result_value;
-    pub use crate::tensor::random::mix;
+    pub use crate::tensor::random::{mix, normal, uniform};
+    pub use crate::tensor::reduce::{reduce, RKind};
     pub use crate::tensor::scatter::scatter_reduce;
-    pub use crate::tensor::shape::{concat, stack};
+    pub use crate::tensor::shape::{concat, permute, reshape, stack};
     pub use crate::tensor::storage::{Buffer, Scalar, Storage};
     pub use crate::tensor::{as_tensor, tensor_value, Tensor};
     pub use crate::with_dtype;

@@ -15,6 +15,18 @@ use crate::syntax::ast::*;
 /// The capabilities the Guard knows, with their flags, in flag order.
 pub const CAPABILITIES: &[(&str, &str)] = &[("python", "--allow-python"), ("net", "--allow-net")];
 
+/// What a `backend="torch"` argument is called in the Guard's labels.
+const TORCH_BACKEND: &str = "`backend=\"torch\"`";
+
+/// Whether the PyTorch backend of `use layers` is installed (a `torch` or
+/// `torch-cuda` package, or `APSI_TORCH_PYTHON` naming an interpreter).
+fn torch_backend_present() -> bool {
+    if std::env::var_os("APSI_TORCH_PYTHON").is_some_and(|p| !p.is_empty()) {
+        return true;
+    }
+    super::resolve::default_packages_dir().is_some_and(|d| d.join("torch").exists() || d.join("torch-cuda").exists())
+}
+
 /// One use of a capability.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CapabilityUse {
@@ -94,7 +106,7 @@ impl<'a> Visitor<'a> for Scan<'_> {
                     Arg::Keyword(k, v)
                         if k.name == "backend" && matches!(&v.kind, ExprKind::Str(s) if s == "torch") =>
                     {
-                        self.add("python", v.span, "`backend=\"torch\"`".to_string());
+                        self.add("python", v.span, TORCH_BACKEND.to_string());
                     }
                     Arg::Positional(v) | Arg::Keyword(_, v) if reader && url_literal(v) => {
                         self.add("net", v.span, "a network address".to_string());
@@ -158,6 +170,12 @@ pub fn permission_error(uses: &[CapabilityUse], env: &CheckEnv, program: Option<
         "the Guard checks every function, called or not, before anything runs; these flags let it {}",
         what.join(" and ")
     ));
+    if missing.iter().any(|u| u.what == TORCH_BACKEND) && !torch_backend_present() {
+        d = d.note(
+            "`backend=\"torch\"` also needs the PyTorch backend package, which is not installed: \
+             apsi pkg install torch (apsi pkg install torch-cuda for NVIDIA GPUs)",
+        );
+    }
     let flags = flags.join(" ");
     let help = match program {
         Some(program) => {

@@ -334,6 +334,8 @@ pub enum UFn {
     Ceil,
     Round,
     Sign,
+    /// the error function (PyTorch's `erf`; `gelu` uses it)
+    Erf,
 }
 
 impl UFn {
@@ -353,6 +355,7 @@ impl UFn {
             "ceil" => UFn::Ceil,
             "round" => UFn::Round,
             "sign" => UFn::Sign,
+            "erf" => UFn::Erf,
             _ => return None,
         })
     }
@@ -373,6 +376,7 @@ impl UFn {
             UFn::Ceil => "ceil",
             UFn::Round => "round",
             UFn::Sign => "sign",
+            UFn::Erf => "erf",
         }
     }
     /// Keeps an integer dtype (the others turn ints into f64).
@@ -399,6 +403,7 @@ impl UFn {
             UFn::Ceil => x.ceil(),
             UFn::Round => x.round_even(),
             UFn::Sign => x.sign(),
+            UFn::Erf => x.erf(),
         }
     }
 }

@@ -526,6 +526,10 @@ fn direct_unary_vjp_in<T: super::real::Real>(f: UFn, x: &Tensor, out: &Tensor, g
         UFn::Tan => zip::<T, T>(g, out, |g, o| g * (o * o + T::ONE)),
         UFn::Tanh => zip::<T, T>(g, out, |g, o| g * -(o * o - T::ONE)),
         UFn::Sigmoid => zip::<T, T>(g, out, |g, o| g * (o * -(o - T::ONE))),
+        UFn::Erf => {
+            let k = T::from_f64(std::f64::consts::FRAC_2_SQRT_PI);
+            zip::<T, T>(g, x, move |g, x| g * (k * (-(x * x)).exp()))
+        }
         _ => return None,
     })
 }
@@ -560,6 +564,10 @@ fn unary_vjp(f: UFn, x: &Tensor, out: &Tensor, g: &Tensor) -> VResult<Tensor> {
             &bin(Mul, out, &scal(Sub, out, 1.0).and_then(|t| unary(UFn::Neg, &t))?)?,
         ),
         UFn::Floor | UFn::Ceil | UFn::Round | UFn::Sign => zeros_like(x),
+        UFn::Erf => {
+            let e = unary(UFn::Exp, &unary(UFn::Neg, &bin(Mul, x, x)?)?)?;
+            bin(Mul, g, &scal(Mul, &e, std::f64::consts::FRAC_2_SQRT_PI)?)
+        }
     }
 }
 

@@ -23,6 +23,7 @@ pub trait Real:
     fn cos(self) -> Self;
     fn tan(self) -> Self;
     fn tanh(self) -> Self;
+    fn erf(self) -> Self;
     fn floor(self) -> Self;
     fn ceil(self) -> Self;
     fn round_even(self) -> Self;
@@ -91,7 +92,7 @@ pub trait Real:
 }
 
 macro_rules! real_impl {
-    ($t:ty) => {
+    ($t:ty, $erf:path) => {
         impl Real for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
@@ -129,6 +130,10 @@ macro_rules! real_impl {
                 <$t>::tanh(self)
             }
             #[inline(always)]
+            fn erf(self) -> Self {
+                $erf(self)
+            }
+            #[inline(always)]
             fn floor(self) -> Self {
                 <$t>::floor(self)
             }
@@ -164,5 +169,5 @@ macro_rules! real_impl {
     };
 }
 
-real_impl!(f64);
-real_impl!(f32);
+real_impl!(f64, libm::erf);
+real_impl!(f32, libm::erff);

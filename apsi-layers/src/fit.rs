@@ -1,0 +1,668 @@
+//! `fit`, `predict` and `evaluate` (LAYERS.md §5) on the cpu backend:
+//! batches cut from `(X, y)` or taken from a Dataset, forward in training
+//! mode, the loss, every parameter's gradient from the core's autodiff, one
+//! optimizer step; a `History` of the epochs.
+//!
+//! Determinism: batch order and Dropout masks come from `fit`'s own
+//! generator (`seed=`), and every kernel used gives the same bits whatever
+//! the thread count, so a seed gives the same weights with 1 or 2 threads.
+
+use crate::backend::{self, Backend};
+use crate::layer::{forward_value, tensor_arg};
+use crate::loss::LossArg;
+use crate::model::{collect, expect_model, Swap};
+use crate::ops;
+use crate::optim::{default_adam, optimizer_of};
+use crate::progress::Progress;
+use crate::train::{FitRng, Mode, Rng};
+use apsi_core::api::tensor::{backward, concat, leaf, shape_str, tensor_value, uniform, DType, Tensor};
+use apsi_core::api::{
+    err, hash_key, iterate, record_type, Args, Caller, DictMap, ErrorKind, Kwargs, StructType, VResult, Value,
+};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+/// The training data: tensors cut into batches, or batches as they come.
+pub enum Data {
+    Arrays(Tensor, Tensor),
+    Batches(Value),
+}
+
+fn data_arg(c: &mut dyn Caller, who: &str, what: &str, v: &Value) -> VResult<Data> {
+    if let Value::Tuple(t) = v {
+        if t.0.len() == 2 {
+            let x = tensor_arg(c, who, &t.0[0])?;
+            let y = tensor_arg(c, who, &t.0[1])?;
+            if x.ndim() == 0 || y.ndim() == 0 || x.shape()[0] != y.shape()[0] {
+                return Err(err(
+                    ErrorKind::ShapeError,
+                    format!(
+                        "{who}: {what} X {} and y {} need equal first axes (one row of y per row of X)",
+                        shape_str(x.shape()),
+                        shape_str(y.shape())
+                    ),
+                ));
+            }
+            return Ok(Data::Arrays(x, y));
+        }
+    }
+    match v {
+        Value::Object(_) | Value::List(_) => Ok(Data::Batches(v.clone())),
+        other => Err(err(
+            ErrorKind::TypeError,
+            format!(
+                "{who}: {what} must be a tuple (X, y) of tensors or a Dataset of (xb, yb) batches, not {}",
+                other.type_name()
+            ),
+        )),
+    }
+}
+
+/// One `(xb, yb)` pair of a Dataset.
+fn pair_of(c: &mut dyn Caller, who: &str, v: &Value) -> VResult<(Tensor, Tensor)> {
+    match v {
+        Value::Tuple(t) if t.0.len() == 2 => Ok((tensor_arg(c, who, &t.0[0])?, tensor_arg(c, who, &t.0[1])?)),
+        Value::List(l) if l.items.read().len() == 2 => {
+            let items = l.items.read().clone();
+            Ok((tensor_arg(c, who, &items[0])?, tensor_arg(c, who, &items[1])?))
+        }
+        other => Err(err(
+            ErrorKind::TypeError,
+            format!(
+                "{who}: each batch of a Dataset must be a pair (xb, yb), found {}",
+                other.type_name()
+            ),
+        )),
+    }
+}
+
+/// The batches of one pass: index lists into arrays, or a Dataset's pairs.
+fn batches(
+    c: &mut dyn Caller,
+    who: &str,
+    d: &Data,
+    batch: usize,
+    order: Option<&[usize]>,
+) -> VResult<Vec<(Tensor, Tensor)>> {
+    match d {
+        Data::Arrays(x, y) => {
+            let n = x.shape()[0];
+            let idx: Vec<usize> = match order {
+                Some(o) => o.to_vec(),
+                None => (0..n).collect(),
+            };
+            let mut out = Vec::with_capacity(n.div_ceil(batch.max(1)));
+            for chunk in idx.chunks(batch.max(1)) {
+                let contiguous = chunk.windows(2).all(|w| w[1] == w[0] + 1);
+                if contiguous && chunk.len() == n {
+                    out.push((ops::detach(x), ops::detach(y)));
+                } else {
+                    out.push((
+                        ops::take_rows(&ops::detach(x), chunk)?,
+                        ops::take_rows(&ops::detach(y), chunk)?,
+                    ));
+                }
+            }
+            Ok(out)
+        }
+        Data::Batches(v) => iterate(c, v)?.iter().map(|b| pair_of(c, who, b)).collect(),
+    }
+}
+
+// ---- metrics
+
+/// Correct answers (or summed errors) and how many were counted.
+#[derive(Default, Clone, Copy)]
+struct Tally {
+    sum: f64,
+    count: f64,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Metric {
+    Accuracy,
+    Mae,
+    Mse,
+}
+
+fn metric_of(who: &str, v: &Value) -> VResult<Metric> {
+    match v {
+        Value::Str(s) => match s.as_str() {
+            "accuracy" => Ok(Metric::Accuracy),
+            "mae" => Ok(Metric::Mae),
+            "mse" => Ok(Metric::Mse),
+            other => Err(err(
+                ErrorKind::ValueError,
+                format!("{who}: unknown metric \"{other}\" (expected \"accuracy\", \"mae\" or \"mse\")"),
+            )),
+        },
+        other => Err(err(
+            ErrorKind::TypeError,
+            format!(
+                "{who}: metrics are names such as \"accuracy\", not {}",
+                other.type_name()
+            ),
+        )),
+    }
+}
+
+fn metric_name(m: Metric) -> &'static str {
+    match m {
+        Metric::Accuracy => "accuracy",
+        Metric::Mae => "mae",
+        Metric::Mse => "mse",
+    }
+}
+
+fn metrics_arg(who: &str, v: Option<&Value>, default: &[Metric]) -> VResult<Vec<Metric>> {
+    match v {
+        None | Some(Value::None) => Ok(default.to_vec()),
+        Some(Value::List(l)) => l.items.read().iter().map(|m| metric_of(who, m)).collect(),
+        Some(Value::Tuple(t)) => t.0.iter().map(|m| metric_of(who, m)).collect(),
+        Some(s @ Value::Str(_)) => Ok(vec![metric_of(who, s)?]),
+        Some(other) => Err(err(
+            ErrorKind::TypeError,
+            format!("{who}: metrics must be a list of names, not {}", other.type_name()),
+        )),
+    }
+}
+
+fn tally(m: Metric, pred: &Tensor, target: &Tensor) -> VResult<Tally> {
+    let p = ops::values(pred);
+    let shape = pred.shape();
+    let last = shape.last().copied().unwrap_or(1);
+    match m {
+        Metric::Accuracy => {
+            let classes_form = last > 1 && target.shape() == &shape[..shape.len() - 1];
+            if classes_form {
+                let labels = ops::int_values("accuracy", "labels", target)?;
+                let mut right = 0usize;
+                for (r, &lab) in labels.iter().enumerate() {
+                    let row = &p[r * last..(r + 1) * last];
+                    let mut best = 0;
+                    for (k, &v) in row.iter().enumerate() {
+                        if v > row[best] {
+                            best = k;
+                        }
+                    }
+                    right += (best as i64 == lab) as usize;
+                }
+                Ok(Tally {
+                    sum: right as f64,
+                    count: labels.len() as f64,
+                })
+            } else {
+                let t = ops::values(target);
+                if t.len() != p.len() {
+                    return Err(err(
+                        ErrorKind::ShapeError,
+                        format!(
+                            "accuracy: prediction {} and target {} do not match (labels of shape {} for classes, or a target of the prediction's shape)",
+                            shape_str(shape),
+                            shape_str(target.shape()),
+                            shape_str(&shape[..shape.len().saturating_sub(1)])
+                        ),
+                    ));
+                }
+                let right = p.iter().zip(&t).filter(|(a, b)| (**a >= 0.5) == (**b >= 0.5)).count();
+                Ok(Tally {
+                    sum: right as f64,
+                    count: p.len() as f64,
+                })
+            }
+        }
+        Metric::Mae | Metric::Mse => {
+            let t = ops::values(target);
+            if t.len() != p.len() {
+                return Err(err(
+                    ErrorKind::ShapeError,
+                    format!(
+                        "{}: prediction {} and target {} differ",
+                        metric_name(m),
+                        shape_str(shape),
+                        shape_str(target.shape())
+                    ),
+                ));
+            }
+            let sum = p
+                .iter()
+                .zip(&t)
+                .map(|(a, b)| {
+                    if m == Metric::Mae {
+                        (a - b).abs()
+                    } else {
+                        (a - b) * (a - b)
+                    }
+                })
+                .sum();
+            Ok(Tally {
+                sum,
+                count: p.len() as f64,
+            })
+        }
+    }
+}
+
+// ---- History
+
+fn history_type() -> Arc<StructType> {
+    static T: OnceLock<Arc<StructType>> = OnceLock::new();
+    T.get_or_init(|| {
+        record_type(
+            "History",
+            &[
+                ("loss", "list"),
+                ("val_loss", "list"),
+                ("metrics", "dict"),
+                ("seconds", "list"),
+                ("rows_per_s", "list"),
+                ("backend", "str"),
+                ("device", "str"),
+                ("precision", "str"),
+            ],
+        )
+    })
+    .clone()
+}
+
+fn floats(v: &[f64]) -> Value {
+    Value::list(v.iter().map(|&x| Value::Float(x)).collect())
+}
+
+fn dict_of(pairs: Vec<(String, Value)>) -> VResult<Value> {
+    let d = Value::dict(DictMap::new());
+    if let Value::Dict(o) = &d {
+        let mut w = o.map.write();
+        for (k, v) in pairs {
+            let key = Value::str(k);
+            w.insert(hash_key(&key)?, v);
+        }
+    }
+    Ok(d)
+}
+
+// ---- common arguments
+
+fn device_arg(who: &str, v: Option<&Value>) -> VResult<String> {
+    match v {
+        None | Some(Value::None) => Ok("auto".into()),
+        Some(Value::Str(s)) => Ok(s.as_str().to_string()),
+        Some(other) => Err(err(
+            ErrorKind::TypeError,
+            format!(
+                "{who}: device must be a name such as \"cpu\" or \"auto\", not {}",
+                other.type_name()
+            ),
+        )),
+    }
+}
+
+/// The dtype computations run in, and its name for `History.precision`.
+fn precision_arg(who: &str, v: Option<&Value>, model_dtype: DType) -> VResult<(DType, String)> {
+    let name = match v {
+        None | Some(Value::None) => {
+            return Ok((
+                model_dtype,
+                if model_dtype == DType::F64 { "fp64" } else { "fp32" }.into(),
+            ))
+        }
+        Some(Value::Str(s)) => s.as_str().to_string(),
+        Some(other) => {
+            return Err(err(
+                ErrorKind::TypeError,
+                format!(
+                    "{who}: precision must be a name such as \"fp32\", not {}",
+                    other.type_name()
+                ),
+            ))
+        }
+    };
+    match name.as_str() {
+        "fp32" if model_dtype == DType::F32 => Ok((DType::F32, name)),
+        "fp64" if model_dtype == DType::F64 => Ok((DType::F64, name)),
+        "fp32" | "fp64" | "tf32" | "bf16" | "fp16" => Err(err(
+            ErrorKind::NotImplementedError,
+            format!(
+                "{who}: precision=\"{name}\" for a model of {} parameters is not supported on the cpu backend of apsi-layers {} yet (precision=none computes in the model's dtype)",
+                model_dtype.name(),
+                crate::VERSION
+            ),
+        )),
+        other => Err(err(
+            ErrorKind::ValueError,
+            format!("{who}: unknown precision \"{other}\" (expected \"fp64\", \"fp32\", \"tf32\", \"bf16\" or \"fp16\")"),
+        )),
+    }
+}
+
+fn model_dtype(m: &Value) -> VResult<DType> {
+    let ps = collect(m)?;
+    match ps.first() {
+        Some(p) => Ok(p.get()?.dtype),
+        None => Ok(DType::F32),
+    }
+}
+
+fn check_cpu_device(who: &str, device: &str) -> VResult<()> {
+    if device == "auto" || device == "cpu" {
+        Ok(())
+    } else {
+        Err(err(
+            ErrorKind::ValueError,
+            format!("{who}: the cpu backend runs on device \"cpu\" (or \"auto\"), not \"{device}\"; backend=\"torch\" runs on GPUs"),
+        ))
+    }
+}
+
+// ---- fit
+
+const FIT_PARAMS: &[&str] = &[
+    "model",
+    "data",
+    "loss",
+    "optimizer",
+    "epochs",
+    "batch",
+    "shuffle",
+    "validation",
+    "metrics",
+    "seed",
+    "backend",
+    "device",
+    "precision",
+    "compile",
+    "progress",
+];
+
+pub fn f_fit(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = Args::new("fit", args, kw, 2, FIT_PARAMS)?;
+    let model = expect_model("fit", a.req(0)?)?.clone();
+    let backend = backend::resolve("fit", a.opt(10))?;
+    let loss = LossArg::from_value("fit", a.opt(2))?;
+    if backend == Backend::Torch {
+        return backend::torch_unavailable("fit");
+    }
+    let data = data_arg(c, "fit", "data", a.req(1)?)?;
+    if matches!(data, Data::Batches(_)) && (a.opt(5).is_some() || a.opt(6).is_some()) {
+        return Err(err(
+            ErrorKind::TypeError,
+            "fit: batch= and shuffle= apply to (X, y) tensors; a Dataset's batches are used as they come (set batch size and shuffling on the Dataset)",
+        ));
+    }
+    let opt_value = match a.opt(3) {
+        Some(v) => v.clone(),
+        None => default_adam(),
+    };
+    let opt = optimizer_of(&opt_value).ok_or_else(|| {
+        err(
+            ErrorKind::TypeError,
+            format!(
+                "fit: optimizer must be SGD(…), Adam(…) or AdamW(…), not {}",
+                opt_value.type_name()
+            ),
+        )
+    })?;
+    let epochs = a.int_or(4, 1)?;
+    if epochs < 0 {
+        return Err(err(
+            ErrorKind::ValueError,
+            format!("fit: epochs must be >= 0, not {epochs}"),
+        ));
+    }
+    let batch = a.int_or(5, 32)?;
+    if batch < 1 {
+        return Err(err(
+            ErrorKind::ValueError,
+            format!("fit: batch must be >= 1, not {batch}"),
+        ));
+    }
+    let shuffle = a.bool_or(6, true)?;
+    let validation = match a.opt(7) {
+        Some(v) => Some(data_arg(c, "fit", "validation", v)?),
+        None => None,
+    };
+    let metrics = metrics_arg("fit", a.opt(8), &[])?;
+    let seed = match a.opt(9) {
+        Some(Value::Int(s)) => *s as u64,
+        Some(other) => return Err(a.wrong(9, "an int", other)),
+        None => (uniform(1)[0] * 9_007_199_254_740_992.0) as u64,
+    };
+    let device = device_arg("fit", a.opt(11))?;
+    check_cpu_device("fit", &device)?;
+    let mdt = model_dtype(&model)?;
+    let (_dtype, precision) = precision_arg("fit", a.opt(12), mdt)?;
+    let progress = Progress::from_arg("fit", a.opt(14))?;
+
+    let params = collect(&model)?;
+    if params.is_empty() {
+        return Err(err(ErrorKind::ValueError, "fit: the model has no parameters to train"));
+    }
+    let mut rng = Rng::new(seed);
+    let rows_total = match &data {
+        Data::Arrays(x, _) => Some(x.shape()[0]),
+        Data::Batches(_) => None,
+    };
+    let (mut h_loss, mut h_val, mut h_sec, mut h_rps) = (vec![], vec![], vec![], vec![]);
+    let mut h_metrics: Vec<(String, Vec<f64>)> = Vec::new();
+    for m in &metrics {
+        h_metrics.push((metric_name(*m).to_string(), vec![]));
+    }
+    if validation.is_some() {
+        for m in &metrics {
+            h_metrics.push((format!("val_{}", metric_name(*m)), vec![]));
+        }
+    }
+    let mut bar = progress.start(epochs as usize, rows_total.map(|n| n.div_ceil(batch as usize)));
+    for epoch in 0..epochs as usize {
+        let t0 = Instant::now();
+        let order = match &data {
+            Data::Arrays(x, _) => {
+                let mut o: Vec<usize> = (0..x.shape()[0]).collect();
+                if shuffle {
+                    rng.shuffle(&mut o);
+                }
+                Some(o)
+            }
+            Data::Batches(_) => None,
+        };
+        let bs = batches(c, "fit", &data, batch as usize, order.as_deref())?;
+        bar.epoch(epoch, bs.len());
+        let (mut loss_sum, mut rows) = (0.0, 0usize);
+        let mut tallies = vec![Tally::default(); metrics.len()];
+        for (k, (xb, yb)) in bs.iter().enumerate() {
+            let current: Vec<Tensor> = params.iter().map(|p| p.get()).collect::<VResult<_>>()?;
+            let leaves: Vec<Tensor> = current.iter().map(leaf).collect();
+            let (loss_t, pred) = {
+                let _swap = Swap::new(&params, &leaves)?;
+                let _mode = Mode::training();
+                let _fit_rng = FitRng::install(&mut rng);
+                let pred = forward_value(c, &model, xb.clone(), None)?;
+                let l = loss.compute(c, &pred, yb)?;
+                (l, pred)
+            };
+            let n = xb.shape().first().copied().unwrap_or(1);
+            let lv = loss_t.first_f64();
+            let grads = backward(&loss_t, &leaves, false)?;
+            opt.step(&current, &grads)?;
+            loss_sum += lv * n as f64;
+            rows += n;
+            for (m, t) in metrics.iter().zip(tallies.iter_mut()) {
+                let s = tally(*m, &ops::detach(&pred), yb)?;
+                t.sum += s.sum;
+                t.count += s.count;
+            }
+            bar.step(k + 1, loss_sum / rows.max(1) as f64, rows, t0.elapsed().as_secs_f64());
+        }
+        opt.end_epoch();
+        let secs = t0.elapsed().as_secs_f64();
+        let epoch_loss = loss_sum / rows.max(1) as f64;
+        h_loss.push(epoch_loss);
+        h_sec.push(secs);
+        h_rps.push(if secs > 0.0 { rows as f64 / secs } else { 0.0 });
+        for (i, t) in tallies.iter().enumerate() {
+            h_metrics[i].1.push(t.sum / t.count.max(1.0));
+        }
+        let mut val_text = String::new();
+        if let Some(v) = &validation {
+            let (vl, vt) = score(c, &model, v, Some(&loss), &metrics, 256)?;
+            let vl = vl.unwrap_or(f64::NAN);
+            h_val.push(vl);
+            val_text = format!("  val_loss {vl:.4}");
+            for (i, t) in vt.iter().enumerate() {
+                let x = t.sum / t.count.max(1.0);
+                h_metrics[metrics.len() + i].1.push(x);
+                val_text.push_str(&format!("  val_{} {x:.4}", metric_name(metrics[i])));
+            }
+        }
+        bar.end_epoch(epoch, epoch_loss, &val_text, secs);
+    }
+    bar.finish();
+    let metrics_dict = dict_of(h_metrics.into_iter().map(|(k, v)| (k, floats(&v))).collect())?;
+    let fields = vec![
+        floats(&h_loss),
+        floats(&h_val),
+        metrics_dict,
+        floats(&h_sec),
+        floats(&h_rps),
+        Value::str("cpu"),
+        Value::str("cpu"),
+        Value::str(precision),
+    ];
+    c.call(&Value::StructType(history_type()), &fields, &[])
+}
+
+/// Runs `model` over `data` in inference mode: the loss (when asked) and
+/// metric tallies.
+fn score(
+    c: &mut dyn Caller,
+    model: &Value,
+    data: &Data,
+    loss: Option<&LossArg>,
+    metrics: &[Metric],
+    batch: usize,
+) -> VResult<(Option<f64>, Vec<Tally>)> {
+    let _mode = Mode::inference();
+    let bs = batches(c, "evaluate", data, batch, None)?;
+    let (mut loss_sum, mut rows) = (0.0, 0usize);
+    let mut tallies = vec![Tally::default(); metrics.len()];
+    for (xb, yb) in &bs {
+        let pred = ops::detach(&forward_value(c, model, xb.clone(), None)?);
+        let n = xb.shape().first().copied().unwrap_or(1);
+        if let Some(l) = loss {
+            loss_sum += l.compute(c, &pred, yb)?.first_f64() * n as f64;
+        }
+        rows += n;
+        for (m, t) in metrics.iter().zip(tallies.iter_mut()) {
+            let s = tally(*m, &pred, yb)?;
+            t.sum += s.sum;
+            t.count += s.count;
+        }
+    }
+    Ok((loss.map(|_| loss_sum / rows.max(1) as f64), tallies))
+}
+
+pub fn f_evaluate(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = Args::new(
+        "evaluate",
+        args,
+        kw,
+        2,
+        &[
+            "model",
+            "data",
+            "metrics",
+            "loss",
+            "batch",
+            "backend",
+            "device",
+            "precision",
+        ],
+    )?;
+    let model = expect_model("evaluate", a.req(0)?)?.clone();
+    if backend::resolve("evaluate", a.opt(5))? == Backend::Torch {
+        return backend::torch_unavailable("evaluate");
+    }
+    let data = data_arg(c, "evaluate", "data", a.req(1)?)?;
+    let metrics = metrics_arg("evaluate", a.opt(2), &[Metric::Accuracy])?;
+    let loss = match a.opt(3) {
+        Some(v) => Some(LossArg::from_value("evaluate", Some(v))?),
+        None => None,
+    };
+    let batch = a.int_or(4, 256)?.max(1) as usize;
+    check_cpu_device("evaluate", &device_arg("evaluate", a.opt(6))?)?;
+    precision_arg("evaluate", a.opt(7), model_dtype(&model)?)?;
+    let (l, tallies) = score(c, &model, &data, loss.as_ref(), &metrics, batch)?;
+    let mut pairs: Vec<(String, Value)> = metrics
+        .iter()
+        .zip(&tallies)
+        .map(|(m, t)| (metric_name(*m).to_string(), Value::Float(t.sum / t.count.max(1.0))))
+        .collect();
+    if let Some(l) = l {
+        pairs.push(("loss".to_string(), Value::Float(l)));
+    }
+    dict_of(pairs)
+}
+
+pub fn f_predict(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let a = Args::new(
+        "predict",
+        args,
+        kw,
+        2,
+        &["model", "x", "batch", "backend", "device", "precision"],
+    )?;
+    let model = expect_model("predict", a.req(0)?)?.clone();
+    if backend::resolve("predict", a.opt(3))? == Backend::Torch {
+        return backend::torch_unavailable("predict");
+    }
+    let batch = a.int_or(2, 256)?;
+    if batch < 1 {
+        return Err(err(
+            ErrorKind::ValueError,
+            format!("predict: batch must be >= 1, not {batch}"),
+        ));
+    }
+    check_cpu_device("predict", &device_arg("predict", a.opt(4))?)?;
+    precision_arg("predict", a.opt(5), model_dtype(&model)?)?;
+    let xv = a.req(1)?;
+    let _mode = Mode::inference();
+    let inputs: Vec<Tensor> = match apsi_core::api::tensor::as_tensor(xv) {
+        Some(x) => {
+            if x.ndim() == 0 {
+                return Err(err(
+                    ErrorKind::ShapeError,
+                    "predict: x must have a first (batch) axis, got a 0-d tensor",
+                ));
+            }
+            let n = x.shape()[0];
+            let x = ops::detach(&x);
+            if n <= batch as usize {
+                vec![x]
+            } else {
+                let idx: Vec<usize> = (0..n).collect();
+                idx.chunks(batch as usize)
+                    .map(|ch| ops::take_rows(&x, ch))
+                    .collect::<VResult<_>>()?
+            }
+        }
+        None => iterate(c, xv)?
+            .iter()
+            .map(|b| match b {
+                Value::Tuple(t) if !t.0.is_empty() => tensor_arg(c, "predict", &t.0[0]),
+                other => tensor_arg(c, "predict", other),
+            })
+            .collect::<VResult<_>>()?,
+    };
+    let mut outs = Vec::with_capacity(inputs.len());
+    for x in inputs {
+        outs.push(ops::detach(&forward_value(c, &model, x, None)?));
+    }
+    let y = match outs.len() {
+        0 => return Err(err(ErrorKind::ValueError, "predict: no input rows")),
+        1 => outs
+            .pop()
+            .unwrap_or_else(|| Tensor::from_vec(Vec::<f32>::new(), vec![0])),
+        _ => concat(&outs, 0)?,
+    };
+    Ok(tensor_value(y))
+}
