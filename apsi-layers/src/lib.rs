@@ -72,7 +72,7 @@ pub fn exported(name: &str) -> Value {
 
 /// The `layers` module, ready to install into a runtime.
 pub fn module() -> ModuleDescriptor {
-    ModuleBuilder::new("layers", VERSION, "^2.8")
+    ModuleBuilder::new("layers", VERSION, "^2.9")
         .function("Dense", construct::f_dense)
         .function("Conv2d", construct::f_conv2d)
         .function("MaxPool2d", construct::f_maxpool2d)

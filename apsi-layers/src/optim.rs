@@ -619,3 +619,135 @@ pub fn default_adam() -> Value {
         None,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-12
+    }
+
+    #[test]
+    fn cosine_and_step_schedules_follow_pytorch() {
+        let c = Schedule::Cosine {
+            total: 4,
+            min_lr: 0.0,
+            warmup: 0,
+            per_step: false,
+        };
+        let got: Vec<f64> = (0..6).map(|k| c.lr(0.1, k)).collect();
+        let want = [0.1, 0.0853553390593274, 0.05, 0.014644660940672627, 0.0, 0.0];
+        for (g, w) in got.iter().zip(want) {
+            assert!(close(*g, w), "{got:?}");
+        }
+        let w = Schedule::Cosine {
+            total: 6,
+            min_lr: 0.0,
+            warmup: 2,
+            per_step: true,
+        };
+        assert!(close(w.lr(0.1, 0), 0.05) && close(w.lr(0.1, 1), 0.1) && close(w.lr(0.1, 2), 0.1));
+        let s = Schedule::Step {
+            every: 2,
+            gamma: 0.5,
+            per_step: false,
+        };
+        let got: Vec<f64> = (0..6).map(|k| s.lr(1.0, k)).collect();
+        assert_eq!(got, [1.0, 1.0, 0.5, 0.5, 0.25, 0.25]);
+    }
+
+    fn opt(algo: Algo, lr: f64, wd: f64) -> Optimizer {
+        Optimizer {
+            algo,
+            lr,
+            weight_decay: wd,
+            schedule: None,
+            state: Mutex::new(State {
+                steps: 0,
+                epochs: 0,
+                slots: Vec::new(),
+            }),
+        }
+    }
+
+    #[test]
+    fn adam_steps_equal_the_textbook_formula_in_f64() {
+        let o = opt(
+            Algo::Adam {
+                b1: 0.9,
+                b2: 0.999,
+                eps: 1e-8,
+            },
+            0.1,
+            0.0,
+        );
+        let p = Tensor::from_vec(vec![1.0f64, -2.0], vec![2]);
+        let grads = [[0.5, -1.0], [0.25, 3.0]];
+        let (mut m, mut v, mut w) = ([0.0f64; 2], [0.0f64; 2], [1.0f64, -2.0]);
+        for (t, g) in grads.iter().enumerate() {
+            o.step(&[p.clone()], &[Some(Tensor::from_vec(g.to_vec(), vec![2]))])
+                .unwrap();
+            let t = (t + 1) as i32;
+            for k in 0..2 {
+                m[k] = 0.9 * m[k] + 0.1 * g[k];
+                v[k] = 0.999 * v[k] + 0.001 * g[k] * g[k];
+                let mh = m[k] / (1.0 - 0.9f64.powi(t));
+                let vh = v[k] / (1.0 - 0.999f64.powi(t));
+                w[k] -= 0.1 * mh / (vh.sqrt() + 1e-8);
+            }
+        }
+        let got: Vec<f64> = p.to_vec();
+        for k in 0..2 {
+            assert!((got[k] - w[k]).abs() < 1e-12, "{got:?} {w:?}");
+        }
+        assert_eq!(o.steps(), 2);
+    }
+
+    #[test]
+    fn sgd_momentum_and_nesterov_and_weight_decay() {
+        let o = opt(
+            Algo::Sgd {
+                momentum: 0.9,
+                nesterov: true,
+            },
+            0.1,
+            0.01,
+        );
+        let p = Tensor::from_vec(vec![1.0f64], vec![1]);
+        let (mut w, mut b) = (1.0f64, 0.0f64);
+        for t in 0..3 {
+            let g = 0.5 * (t as f64 + 1.0);
+            o.step(&[p.clone()], &[Some(Tensor::from_vec(vec![g], vec![1]))])
+                .unwrap();
+            let d = g + 0.01 * w;
+            b = if t == 0 { d } else { 0.9 * b + d };
+            w -= 0.1 * (d + 0.9 * b);
+        }
+        assert!(close(p.to_vec::<f64>()[0], w));
+        // a gradient that is missing leaves the parameter alone
+        o.step(&[p.clone()], &[None]).unwrap();
+        assert!(close(p.to_vec::<f64>()[0], w));
+    }
+
+    #[test]
+    fn f32_parameters_update_in_f32() {
+        let o = opt(
+            Algo::AdamW {
+                b1: 0.9,
+                b2: 0.999,
+                eps: 1e-8,
+            },
+            0.01,
+            0.1,
+        );
+        let p = Tensor::from_vec(vec![0.3f32, 0.7], vec![2]);
+        o.step(&[p.clone()], &[Some(Tensor::from_vec(vec![1.0f32, -1.0], vec![2]))])
+            .unwrap();
+        assert_eq!(p.dtype, DType::F32);
+        let got: Vec<f32> = p.to_vec();
+        // first Adam step moves each weight by lr·sign(g), after the decay
+        assert!((got[0] - (0.3 * (1.0 - 0.001) - 0.01)).abs() < 1e-6, "{got:?}");
+        assert!((got[1] - (0.7 * (1.0 - 0.001) + 0.01)).abs() < 1e-6, "{got:?}");
+    }
+}

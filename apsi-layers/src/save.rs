@@ -476,3 +476,67 @@ pub fn f_load_model(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
     load_into(&m, &file, path, true)?;
     Ok(m)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(tag: &str) -> String {
+        let d = std::env::temp_dir().join(format!("apsi-layers-save-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d.join("t.safetensors").to_string_lossy().to_string()
+    }
+
+    #[test]
+    fn encoded_files_have_the_safetensors_layout_and_read_back() {
+        let a = Tensor::from_vec(vec![1.5f32, -2.0, 3.25, 0.0, 7.0, 8.0], vec![2, 3]);
+        let b = Tensor::from_vec(vec![0.1f64, 0.2], vec![2]);
+        let c = Tensor::from_vec(Vec::<f32>::new(), vec![0, 4]);
+        let bytes = encode(
+            &[("w".into(), a.clone()), ("b".into(), b.clone()), ("e".into(), c)],
+            &[("format", "pt".into())],
+        )
+        .unwrap();
+        let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+        assert_eq!(n % 8, 0);
+        assert_eq!(bytes.len(), 8 + n + 6 * 4 + 2 * 8);
+        let path = temp("rt");
+        write_atomic("test", &path, &bytes).unwrap();
+        let f = read("test", &path).unwrap();
+        assert_eq!(f.metadata.get("format").and_then(Json::as_str), Some("pt"));
+        let get = |k: &str| f.tensors.iter().find(|(n, _)| n == k).map(|(_, t)| t.clone()).unwrap();
+        assert_eq!(get("w").to_vec::<f32>(), a.to_vec::<f32>());
+        assert_eq!(get("w").shape(), &[2, 3]);
+        assert_eq!(get("b").to_vec::<f64>(), b.to_vec::<f64>());
+        assert_eq!(get("e").shape(), &[0, 4]);
+    }
+
+    #[test]
+    fn no_damage_to_a_file_makes_reading_panic() {
+        let a = Tensor::from_vec((0..24).map(|i| i as f32).collect::<Vec<_>>(), vec![4, 6]);
+        let bytes = encode(&[("a".into(), a)], &[("format", "pt".into())]).unwrap();
+        let path = temp("fuzz");
+        let mut state = 0x1234_5678u64;
+        for round in 0..400 {
+            let mut b = bytes.clone();
+            state = apsi_core::api::tensor::mix(state.wrapping_add(round));
+            match round % 4 {
+                0 => b.truncate((state as usize) % (bytes.len() + 1)),
+                1 => {
+                    let i = (state as usize) % b.len();
+                    b[i] ^= (state >> 32) as u8 | 1;
+                }
+                2 => {
+                    // a header length past the end, or huge
+                    b[..8].copy_from_slice(&(state >> (round % 64)).to_le_bytes());
+                }
+                _ => {
+                    let i = 8 + (state as usize) % (b.len() - 8);
+                    b[i] = b"{}[]\":,0123456789e-"[(state >> 40) as usize % 19];
+                }
+            }
+            std::fs::write(&path, &b).unwrap();
+            let _ = read("fuzz", &path);
+        }
+    }
+}

@@ -153,3 +153,65 @@ pub fn f_training(_c: &mut dyn Caller, args: &[Value], kw: apsi_core::api::Kwarg
     apsi_core::api::Args::new("training", args, kw, 0, &[])?;
     Ok(apsi_core::api::object(TrainingCtx(parking_lot::Mutex::new(Vec::new()))))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_generator_is_a_fixed_function_of_its_seed() {
+        let (mut a, mut b, mut c) = (Rng::new(7), Rng::new(7), Rng::new(8));
+        let xs: Vec<u64> = (0..5).map(|_| a.next_u64()).collect();
+        let ys: Vec<u64> = (0..5).map(|_| b.next_u64()).collect();
+        let zs: Vec<u64> = (0..5).map(|_| c.next_u64()).collect();
+        assert_eq!(xs, ys);
+        assert_ne!(xs, zs);
+        for _ in 0..1000 {
+            let u = a.uniform();
+            assert!((0.0..1.0).contains(&u));
+            assert!(a.below(3) < 3);
+        }
+    }
+
+    #[test]
+    fn a_shuffle_is_a_permutation_and_moves_things() {
+        let mut g = Rng::new(1);
+        let mut v: Vec<usize> = (0..100).collect();
+        g.shuffle(&mut v);
+        let mut s = v.clone();
+        s.sort_unstable();
+        assert_eq!(s, (0..100).collect::<Vec<_>>());
+        assert_ne!(v, s);
+        let mut empty: Vec<usize> = vec![];
+        g.shuffle(&mut empty);
+    }
+
+    #[test]
+    fn modes_nest_and_restore() {
+        assert!(!training());
+        {
+            let _t = Mode::training();
+            assert!(training());
+            {
+                let _i = Mode::inference();
+                assert!(!training());
+            }
+            assert!(training());
+        }
+        assert!(!training());
+    }
+
+    #[test]
+    fn dropout_draws_from_the_fit_generator_while_one_is_installed() {
+        let mut g = Rng::new(3);
+        let first = {
+            let _r = FitRng::install(&mut g);
+            dropout_uniform(4)
+        };
+        let mut h = Rng::new(3);
+        let expect: Vec<f64> = (0..4).map(|_| h.uniform()).collect();
+        assert_eq!(first, expect);
+        // the state it reached was written back
+        assert_eq!(g.0, h.0);
+    }
+}
