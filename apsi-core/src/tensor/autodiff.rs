@@ -71,6 +71,16 @@ pub enum Op {
     LogAddExp(Tensor, Tensor),
     /// `softplus`: x, beta, threshold
     Softplus(Tensor, f64, f64),
+    /// `lstm_seq` (lstm.rs): the whole recurrence as one node; xw (N, T,
+    /// 4H) and w_hh (4H, H) in the computing dtype, the forward pass's
+    /// activations, and whether the result holds every step. Its rule is
+    /// first-order only.
+    LstmSeq {
+        xw: Tensor,
+        w_hh: Tensor,
+        saved: super::lstm::LstmSaved,
+        return_sequences: bool,
+    },
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -121,6 +131,7 @@ fn inputs(op: &Op) -> Vec<&Tensor> {
         Op::Pow(a, b, _) | Op::Select(a, b, _) => vec![a, b],
         Op::Where(_, a, b) => vec![a, b],
         Op::Concat(parts, _, _) => parts.iter().collect(),
+        Op::LstmSeq { xw, w_hh, .. } => vec![xw, w_hh],
     }
 }
 
@@ -450,13 +461,19 @@ fn vjp(op: &Op, g: &Tensor, need: &[bool]) -> VResult<Vec<Option<Tensor>>> {
                 where_(&linear, &Arg::T(g.clone()), &Arg::T(bin(Mul, g, &s)?))
             })?]
         }
+        Op::LstmSeq {
+            xw,
+            w_hh,
+            saved,
+            return_sequences,
+        } => super::lstm::vjp(xw, w_hh, saved, *return_sequences, g, need)?,
     })
 }
 
 /// Whether a rule may compute a cotangent with plain kernels instead of
 /// recorded operations: nothing is being recorded (a first-order backward
 /// pass), or none of `ts` is traced.
-fn untraced(ts: &[&Tensor]) -> bool {
+pub(super) fn untraced(ts: &[&Tensor]) -> bool {
     PAUSED.with(|p| p.get()) || ts.iter().all(|t| t.node.is_none())
 }
 
