@@ -78,7 +78,7 @@ pub enum Op {
     LstmSeq {
         xw: Tensor,
         w_hh: Tensor,
-        saved: super::lstm::LstmSaved,
+        saved: Box<super::lstm::LstmSaved>,
         return_sequences: bool,
     },
 }

@@ -194,7 +194,7 @@ fn gemm<T: Elem>(
 }
 
 /// The forward pass: the result and, when `keep`, what the backward needs.
-fn run<T: Elem>(x: &Tensor, w: &Tensor, dm: Dims, seq: bool, keep: bool) -> (Tensor, Option<LstmSaved>) {
+fn run<T: Elem>(x: &Tensor, w: &Tensor, dm: Dims, seq: bool, keep: bool) -> (Tensor, Option<Box<LstmSaved>>) {
     let Dims { n, t: tt, h: hh } = dm;
     let g4 = 4 * hh;
     let mut gates = vec![T::ZERO; n * tt * g4];
@@ -267,11 +267,13 @@ fn run<T: Elem>(x: &Tensor, w: &Tensor, dm: Dims, seq: bool, keep: bool) -> (Ten
         });
         Tensor::from_vec(last, vec![n, hh])
     };
-    let saved = keep.then(|| LstmSaved {
-        gates: Tensor::from_vec(gates, vec![n, tt, g4]),
-        c: Tensor::from_vec(c, vec![n, tt, hh]),
-        tanh_c: Tensor::from_vec(tc, vec![n, tt, hh]),
-        h: h_all,
+    let saved = keep.then(|| {
+        Box::new(LstmSaved {
+            gates: Tensor::from_vec(gates, vec![n, tt, g4]),
+            c: Tensor::from_vec(c, vec![n, tt, hh]),
+            tanh_c: Tensor::from_vec(tc, vec![n, tt, hh]),
+            h: h_all,
+        })
     });
     (out, saved)
 }
