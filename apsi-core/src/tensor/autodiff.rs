@@ -73,8 +73,7 @@ pub enum Op {
     Softplus(Tensor, f64, f64),
     /// `lstm_seq` (lstm.rs): the whole recurrence as one node; xw (N, T,
     /// 4H) and w_hh (4H, H) in the computing dtype, the forward pass's
-    /// activations, and whether the result holds every step. Its rule is
-    /// first-order only.
+    /// activations, and whether the result holds every step.
     LstmSeq {
         xw: Tensor,
         w_hh: Tensor,

@@ -20,9 +20,11 @@
 //! f32 inputs are computed in f32 (f32 accumulation, as PyTorch on the CPU).
 //!
 //! The backward pass ([`vjp`]) is backpropagation through time on the saved
-//! activations, with plain loops and the same GEMM. It is first-order only:
-//! a second derivative through `lstm_seq` (`grad` of `grad`) raises
-//! NotImplementedError rather than returning a gradient that ignores it.
+//! activations, with plain loops and the same GEMM. When the backward pass
+//! is itself recorded (`grad` of `grad`), the rule instead recomputes the
+//! recurrence step by step with recorded tensor operations and
+//! backpropagates through those, so a second derivative is right (and
+//! slow: a dozen tape nodes per step, as an LSTM composed of small ops).
 
 use super::arith::Arg;
 use super::autodiff::{record, untraced, Op};
@@ -35,6 +37,7 @@ use super::vmath::{self, VElem, VFn};
 use crate::error::ErrorKind;
 use crate::value::{err, VResult};
 use std::mem::MaybeUninit;
+use std::sync::Arc;
 
 /// What the backward pass keeps from the forward pass, row-major in the
 /// computing dtype.
@@ -279,8 +282,9 @@ fn run<T: Elem>(x: &Tensor, w: &Tensor, dm: Dims, seq: bool, keep: bool) -> (Ten
 }
 
 /// The cotangents of `xw` and `w_hh` (those `need` asks for) given the
-/// cotangent `g` of the result: backpropagation through time. First-order
-/// only: NotImplementedError when the backward pass is itself recorded.
+/// cotangent `g` of the result: backpropagation through time, on plain
+/// loops for a first-order pass, in recorded operations ([`vjp_recorded`])
+/// when the backward pass is itself recorded.
 pub(super) fn vjp(
     xw: &Tensor,
     w_hh: &Tensor,
@@ -294,12 +298,6 @@ pub(super) fn vjp(
     if !need_x && !need_w {
         return Ok(vec![None, None]);
     }
-    if !untraced(&[g, xw, w_hh]) {
-        return Err(err(
-            ErrorKind::NotImplementedError,
-            "lstm_seq: a second derivative (grad of grad) through the LSTM recurrence is not supported",
-        ));
-    }
     let dm = dims(xw.shape(), w_hh.shape())?;
     let want: Vec<usize> = if seq { vec![dm.n, dm.t, dm.h] } else { vec![dm.n, dm.h] };
     if g.shape() != want.as_slice() {
@@ -309,11 +307,105 @@ pub(super) fn vjp(
             shape_str(g.shape())
         )));
     }
+    if !untraced(&[g, xw, w_hh]) {
+        return vjp_recorded(xw, w_hh, seq, g, dm, need_x, need_w);
+    }
     let (dx, dw) = match xw.dtype {
         DType::F64 => back::<f64>(w_hh, saved, seq, g, dm, need_w),
         _ => back::<f32>(w_hh, saved, seq, g, dm, need_w),
     };
     Ok(vec![need_x.then_some(dx), dw])
+}
+
+/// [`vjp`] in recorded operations (the backward pass of `grad` of `grad`):
+/// the forward pass recomputed from the traced operands, then
+/// backpropagation through time, so that the cotangents depend on xw, w_hh
+/// and g as an outer `grad` needs. The same arithmetic as [`back`], term for
+/// term.
+fn vjp_recorded(
+    xw: &Tensor,
+    w_hh: &Tensor,
+    seq: bool,
+    g: &Tensor,
+    dm: Dims,
+    need_x: bool,
+    need_w: bool,
+) -> VResult<Vec<Option<Tensor>>> {
+    use super::arith::{unary, UFn};
+    use super::autodiff::bin;
+    use super::index::index_select;
+    use super::matmul::matmul;
+    use super::shape::{concat, permute, reshape, stack};
+    use crate::syntax::ast::BinOp::{Add, Mul, Sub};
+    let Dims { n, t: tt, h: hh } = dm;
+    let d = xw.dtype;
+    let g = Arg::T(g.clone()).to_tensor(d)?;
+    let one = Tensor::full(vec![], 1.0, d)?;
+    let zeros = Tensor::full(vec![n, hh], 0.0, d)?;
+    // Gate k's columns of an (N, 4H) tensor; step s of an (N, T, width) one.
+    let cols = |t: &Tensor, k: usize| index_select(t, 1, &(k * hh..(k + 1) * hh).collect::<Arc<[usize]>>());
+    let step = |t: &Tensor, s: usize, width: usize| reshape(&index_select(t, 1, &Arc::from([s]))?, vec![n, width]);
+    let mul = |a: &Tensor, b: &Tensor| bin(Mul, a, b);
+    let one_minus = |a: &Tensor| bin(Sub, &one, a);
+    let wt = permute(w_hh, &[1, 0])?;
+    // hs[t], cs[t]: h and c before step t.
+    let (mut hs, mut cs, mut acts) = (vec![zeros.clone()], vec![zeros.clone()], Vec::new());
+    for t in 0..tt {
+        let gates = bin(Add, &step(xw, t, 4 * hh)?, &matmul(&hs[t], &wt)?)?;
+        let i = unary(UFn::Sigmoid, &cols(&gates, 0)?)?;
+        let f = unary(UFn::Sigmoid, &cols(&gates, 1)?)?;
+        let gg = unary(UFn::Tanh, &cols(&gates, 2)?)?;
+        let o = unary(UFn::Sigmoid, &cols(&gates, 3)?)?;
+        let c = bin(Add, &mul(&f, &cs[t])?, &mul(&i, &gg)?)?;
+        let th = unary(UFn::Tanh, &c)?;
+        hs.push(mul(&o, &th)?);
+        cs.push(c);
+        acts.push([i, f, gg, o, th]);
+    }
+    let (mut dh_next, mut dc_next) = (zeros.clone(), zeros.clone());
+    let mut dgs: Vec<Tensor> = Vec::with_capacity(tt);
+    let mut dw: Option<Tensor> = None;
+    for t in (0..tt).rev() {
+        let go = if seq {
+            step(&g, t, hh)?
+        } else if t + 1 == tt {
+            g.clone()
+        } else {
+            zeros.clone()
+        };
+        let dh = bin(Add, &go, &dh_next)?;
+        let [i, f, gg, o, th] = &acts[t];
+        let dc = bin(Add, &mul(&mul(&dh, o)?, &one_minus(&mul(th, th)?)?)?, &dc_next)?;
+        let di = mul(&mul(&mul(&dc, gg)?, i)?, &one_minus(i)?)?;
+        let df = mul(&mul(&mul(&dc, &cs[t])?, f)?, &one_minus(f)?)?;
+        let dg = mul(&mul(&dc, i)?, &one_minus(&mul(gg, gg)?)?)?;
+        let d_o = mul(&mul(&mul(&dh, th)?, o)?, &one_minus(o)?)?;
+        let dgt = concat(&[di, df, dg, d_o], 1)?;
+        dc_next = mul(&dc, f)?;
+        dh_next = matmul(&dgt, w_hh)?;
+        if need_w && t > 0 {
+            let p = matmul(&permute(&dgt, &[1, 0])?, &hs[t])?;
+            dw = Some(match dw {
+                Some(acc) => bin(Add, &acc, &p)?,
+                None => p,
+            });
+        }
+        dgs.push(dgt);
+    }
+    dgs.reverse();
+    let dx = if !need_x {
+        None
+    } else if tt == 0 {
+        Some(Tensor::full(vec![n, 0, 4 * hh], 0.0, d)?)
+    } else {
+        Some(stack(&dgs, 1)?)
+    };
+    let dw = match (need_w, dw) {
+        (false, _) => None,
+        (true, Some(w)) => Some(w),
+        (true, None) => Some(Tensor::full(vec![4 * hh, hh], 0.0, d)?),
+    };
+    Ok(vec![dx, dw])
 }
 
 fn back<T: Elem>(w: &Tensor, s: &LstmSaved, seq: bool, g: &Tensor, dm: Dims, need_w: bool) -> (Tensor, Option<Tensor>) {
@@ -676,16 +768,54 @@ mod tests {
     }
 
     #[test]
-    fn a_second_derivative_is_refused() {
-        let (n, tt, hh) = (2, 3, 2);
+    fn the_recorded_rule_matches_the_fast_one_and_gives_second_derivatives() {
+        let (n, tt, hh) = (2, 4, 3);
         let (xv, wv) = inputs(n, tt, hh, 6);
-        let lx = leaf(&Tensor::from_vec(xv, vec![n, tt, 4 * hh]));
-        let lw = leaf(&Tensor::from_vec(wv, vec![4 * hh, hh]));
-        let out = ok(lstm_seq(&lx, &lw, false));
-        let loss = ok(reduce(&out, &[0, 1], false, RKind::Sum));
-        match backward(&loss, &[lx, lw], true) {
-            Err(e) => assert_eq!(e.kind, ErrorKind::NotImplementedError),
-            Ok(_) => panic!("a recorded backward pass through lstm_seq must be refused"),
+        let v = randv(n * tt * 4 * hh, 8, -1.0, 1.0);
+        for seq in [true, false] {
+            let x = Tensor::from_vec(xv.clone(), vec![n, tt, 4 * hh]);
+            let w = Tensor::from_vec(wv.clone(), vec![4 * hh, hh]);
+            let (_, fx, fw) = loss_and_grads(&x, &w, seq);
+            // s(x, w) = sum(v * d loss / d xw), through a recorded backward pass.
+            let s_and_grads = |ws: &[f64], record: bool| -> (f64, Tensor, Tensor, Option<Tensor>) {
+                let (lx, lw) = (leaf(&x), leaf(&Tensor::from_vec(ws.to_vec(), vec![4 * hh, hh])));
+                let out = ok(lstm_seq(&lx, &lw, seq));
+                let weights = Tensor::from_vec(randv(out.size(), 99, 0.5, 1.5), out.shape().to_vec());
+                let weighted = ok(binary(BinOp::Mul, &Arg::T(out), &Arg::T(weights)));
+                let all: Vec<usize> = (0..weighted.ndim()).collect();
+                let loss = ok(reduce(&weighted, &all, false, RKind::Sum));
+                let mut gs = ok(backward(&loss, &[lx, lw.clone()], record));
+                let gw = gs.pop().flatten().expect("d w_hh");
+                let gx = gs.pop().flatten().expect("d xw");
+                let vt = Tensor::from_vec(v.clone(), vec![n, tt, 4 * hh]);
+                let sv = ok(reduce(
+                    &ok(binary(BinOp::Mul, &Arg::T(gx.clone()), &Arg::T(vt))),
+                    &[0, 1, 2],
+                    false,
+                    RKind::Sum,
+                ));
+                let second = if record {
+                    ok(backward(&sv, &[lw], false)).pop().flatten()
+                } else {
+                    None
+                };
+                (sv.to_vec::<f64>()[0], gx, gw, second)
+            };
+            let (_, rx, rw, second) = s_and_grads(&wv, true);
+            close(&rx.to_vec::<f64>(), &fx.to_vec::<f64>(), 1e-12, "recorded d xw");
+            close(&rw.to_vec::<f64>(), &fw.to_vec::<f64>(), 1e-12, "recorded d w_hh");
+            // d s / d w_hh against central differences of the fast first-order rule.
+            let second = second.expect("a second derivative").to_vec::<f64>();
+            let eps = 1e-6;
+            let fd: Vec<f64> = (0..wv.len())
+                .map(|k| {
+                    let (mut p, mut m) = (wv.clone(), wv.clone());
+                    p[k] += eps;
+                    m[k] -= eps;
+                    (s_and_grads(&p, false).0 - s_and_grads(&m, false).0) / (2.0 * eps)
+                })
+                .collect();
+            close(&second, &fd, 1e-6, &format!("second derivative (sequences {seq})"));
         }
     }
 
