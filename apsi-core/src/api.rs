@@ -128,6 +128,7 @@ pub mod tensor {
     pub use crate::tensor::index::set as set_index;
     pub use crate::tensor::index::{index_add, index_select};
     pub use crate::tensor::layout::{check_alloc, row_major_strides, shape_str, Layout};
+    pub use crate::tensor::lstm::lstm_seq;
     pub use crate::tensor::mapped::MappedStorage;
     pub use crate::tensor::matmul::matmul;
     pub use crate::tensor::object::result_value;

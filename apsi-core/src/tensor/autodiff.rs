@@ -93,6 +93,15 @@ pub enum Op {
         include_self: bool,
         out: Tensor,
     },
+    /// `lstm_seq` (lstm.rs): the whole recurrence as one node; xw (N, T,
+    /// 4H) and w_hh (4H, H) in the computing dtype, the forward pass's
+    /// activations, and whether the result holds every step.
+    LstmSeq {
+        xw: Tensor,
+        w_hh: Tensor,
+        saved: Box<super::lstm::LstmSaved>,
+        return_sequences: bool,
+    },
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -150,6 +159,7 @@ fn inputs(op: &Op) -> Vec<&Tensor> {
         }
         Op::Im2col(a, _) | Op::Col2im(a, _) => vec![a],
         Op::ScatterReduce { x, src, .. } => vec![x, src],
+        Op::LstmSeq { xw, w_hh, .. } => vec![xw, w_hh],
     }
 }
 
@@ -490,13 +500,19 @@ fn vjp(op: &Op, g: &Tensor, need: &[bool]) -> VResult<Vec<Option<Tensor>>> {
             include_self,
             out,
         } => super::scatter::vjp(x, src, targets, *reduce, *include_self, out, g, need)?,
+        Op::LstmSeq {
+            xw,
+            w_hh,
+            saved,
+            return_sequences,
+        } => super::lstm::vjp(xw, w_hh, saved, *return_sequences, g, need)?,
     })
 }
 
 /// Whether a rule may compute a cotangent with plain kernels instead of
 /// recorded operations: nothing is being recorded (a first-order backward
 /// pass), or none of `ts` is traced.
-fn untraced(ts: &[&Tensor]) -> bool {
+pub(super) fn untraced(ts: &[&Tensor]) -> bool {
     PAUSED.with(|p| p.get()) || ts.iter().all(|t| t.node.is_none())
 }
 

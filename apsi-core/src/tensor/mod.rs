@@ -31,6 +31,7 @@ pub mod index;
 pub mod inplace;
 pub mod kernels;
 pub mod layout;
+pub mod lstm;
 pub mod mapped;
 pub mod matmul;
 pub mod object;
