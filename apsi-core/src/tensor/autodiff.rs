@@ -622,6 +622,20 @@ fn matmul_vjp(a: &Tensor, b: &Tensor, g: &Tensor, need: &[bool]) -> VResult<Vec<
             reshape(&ga, a.shape().to_vec())
         })?,
         want(need, 1, || {
+            // A 2-D weight used by a batch of matrices: its gradient is one
+            // product over all their rows, `(k, B·m) @ (B·m, n)`, not B
+            // products summed afterwards.
+            if b2.ndim() == 2 && a2.ndim() > 2 {
+                let k = a2.shape()[a2.ndim() - 1];
+                let rows = a2.size() / k.max(1);
+                let n = g2.shape()[g2.ndim() - 1];
+                if g2.size() == rows * n && a2.shape()[..a2.ndim() - 1] == g2.shape()[..g2.ndim() - 1] {
+                    let af = reshape(&a2, vec![rows, k])?;
+                    let gf = reshape(&g2, vec![rows, n])?;
+                    let gb = matmul(&swap_last(&af)?, &gf)?;
+                    return reshape(&gb, b.shape().to_vec());
+                }
+            }
             let gb = sum_to(&matmul(&swap_last(&a2)?, &g2)?, b2.shape())?;
             reshape(&gb, b.shape().to_vec())
         })?,

@@ -57,14 +57,22 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> VResult<Tensor> {
     out_shape.push(n);
     // The result must be allocatable (this also keeps `batch * m * n` below from overflowing).
     super::layout::checked_size(&out_shape)?;
+    // A stack of matrices times one matrix (`(B, m, k) @ (k, n)`, a layer's
+    // weight applied to a batch of sequences) is one `(B·m, k) @ (k, n)`
+    // product when the stack's rows lie evenly spaced: one well-shaped GEMM
+    // instead of B small ones.
+    let (xl, batch_run, m_run) = match merged_rows(&xl, &yl, &batch) {
+        Some(rows) => (rows, Vec::new(), batch.iter().product::<usize>() * m),
+        None => (xl, batch.clone(), m),
+    };
     let mut r = match d {
-        DType::F64 => run::<f64>(&xl, &yl, &batch, m, k, n, out_shape.clone()),
-        DType::F32 => run::<f32>(&xl, &yl, &batch, m, k, n, out_shape.clone()),
+        DType::F64 => run::<f64>(&xl, &yl, &batch_run, m_run, k, n, out_shape.clone()),
+        DType::F32 => run::<f32>(&xl, &yl, &batch_run, m_run, k, n, out_shape.clone()),
         DType::F16 | DType::BF16 => {
             let (xf, yf) = (xl.astype(DType::F32)?, yl.astype(DType::F32)?);
-            run::<f32>(&xf, &yf, &batch, m, k, n, out_shape.clone()).astype(d)?
+            run::<f32>(&xf, &yf, &batch_run, m_run, k, n, out_shape.clone()).astype(d)?
         }
-        _ if d.kind() != Kind::Float => run_int(&xl, &yl, &batch, m, k, n, out_shape.clone())
+        _ if d.kind() != Kind::Float => run_int(&xl, &yl, &batch_run, m_run, k, n, out_shape.clone())
             .cast(if d == DType::Bool { DType::Bool } else { d })?,
         _ if d.is_narrow() => return super::codec::narrow::matmul(&x, &y),
         other => {
@@ -89,6 +97,28 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> VResult<Tensor> {
         r.node = record(Op::Matmul(xa, yb), &r);
     }
     Ok(r)
+}
+
+/// `x` (batch dims, m, k) as one `(B·m, k)` matrix view, when `y` has no
+/// batch dims of its own and x's batch and row axes step through storage
+/// evenly (each axis' stride is the next one's times its length).
+fn merged_rows(x: &Tensor, y: &Tensor, batch: &[usize]) -> Option<Tensor> {
+    let (xs, st) = (&x.layout.shape, &x.layout.strides);
+    if batch.is_empty() || y.ndim() != 2 || xs.len() != batch.len() + 2 {
+        return None;
+    }
+    let rows = xs.len() - 1; // axes 0..rows are merged, axis `rows` is k
+    for i in 0..rows - 1 {
+        if xs[i] != 1 && st[i] != st[i + 1] * xs[i + 1] as isize {
+            return None;
+        }
+    }
+    let total: usize = xs[..rows].iter().product();
+    Some(x.view(Layout {
+        shape: vec![total, xs[rows]],
+        strides: vec![st[rows - 1], st[rows]],
+        offset: x.layout.offset,
+    }))
 }
 
 /// Storage offsets of each batch matrix of `t` broadcast over `batch`.
