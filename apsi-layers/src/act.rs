@@ -78,14 +78,14 @@ impl Act {
 /// `gelu(x)`: `0.5·x·(1 + erf(x/√2))`, or with `approximate`
 /// `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))` (PyTorch's two forms).
 pub fn gelu(x: &Tensor, approximate: bool) -> VResult<Tensor> {
-    let inner = if approximate {
-        let x3 = ops::mul(&ops::mul(x, x)?, x)?;
-        let s = ops::add(x, &ops::scalar(BinOp::Mul, &x3, 0.044715)?)?;
-        let k = (2.0 / std::f64::consts::PI).sqrt();
-        ops::unary(UFn::Tanh, &ops::scalar(BinOp::Mul, &s, k)?)?
-    } else {
-        ops::erf(&ops::scalar(BinOp::Mul, x, std::f64::consts::FRAC_1_SQRT_2)?)?
-    };
+    if !approximate {
+        // One fused pass forward and backward (apsi-core's UFn::Gelu).
+        return ops::unary(UFn::Gelu, x);
+    }
+    let x3 = ops::mul(&ops::mul(x, x)?, x)?;
+    let s = ops::add(x, &ops::scalar(BinOp::Mul, &x3, 0.044715)?)?;
+    let k = (2.0 / std::f64::consts::PI).sqrt();
+    let inner = ops::unary(UFn::Tanh, &ops::scalar(BinOp::Mul, &s, k)?)?;
     let one_plus = ops::scalar(BinOp::Add, &inner, 1.0)?;
     ops::scalar(BinOp::Mul, &ops::mul(x, &one_plus)?, 0.5)
 }

@@ -170,9 +170,6 @@ pub fn write_f64(dst: &Tensor, vals: &[f64]) -> VResult<()> {
         _ => Err(err(ErrorKind::TypeError, "layers: parameters are f32 or f64 tensors")),
     })
 }
-pub fn erf(x: &Tensor) -> VResult<Tensor> {
-    t::unary(UFn::Erf, x)
-}
 /// `log(1 + e^x)` (the core's softplus: linear past 20, as PyTorch's).
 pub fn softplus(x: &Tensor) -> VResult<Tensor> {
     t::softplus(x, 1.0, 20.0)

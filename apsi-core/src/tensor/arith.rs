@@ -334,8 +334,11 @@ pub enum UFn {
     Ceil,
     Round,
     Sign,
-    /// the error function (PyTorch's `erf`; `gelu` uses it)
+    /// the error function (PyTorch's `erf`)
     Erf,
+    /// PyTorch's exact `gelu`, `x/2 · (1 + erf(x/√2))`, in one pass (a
+    /// layer's activation; no prelude name)
+    Gelu,
 }
 
 impl UFn {
@@ -377,6 +380,7 @@ impl UFn {
             UFn::Round => "round",
             UFn::Sign => "sign",
             UFn::Erf => "erf",
+            UFn::Gelu => "gelu",
         }
     }
     /// Keeps an integer dtype (the others turn ints into f64).
@@ -404,8 +408,21 @@ impl UFn {
             UFn::Round => x.round_even(),
             UFn::Sign => x.sign(),
             UFn::Erf => x.erf(),
+            UFn::Gelu => gelu(x),
         }
     }
+}
+
+/// `f` (computed in f64, rounded to f32) over a float32 tensor's elements.
+pub(super) fn vmath_f32(f: VFn, x: &Tensor) -> Tensor {
+    map_chunks::<f32, f32>(x, |s, d| vmath::apply(f, s, d))
+}
+
+/// PyTorch's exact gelu, in its order of operations (`x · 0.5 · (1 + erf(x · √½))`).
+#[inline(always)]
+pub(super) fn gelu<T: Real>(x: T) -> T {
+    let half = T::from_f64(0.5);
+    x * half * (T::ONE + (x * T::from_f64(std::f64::consts::FRAC_1_SQRT_2)).erf())
 }
 
 /// `f` over a float tensor, one monomorphic loop per function (a `match`
@@ -434,6 +451,9 @@ pub fn unary(f: UFn, x: &Tensor) -> VResult<Tensor> {
         UFn::Log => Some(VFn::Log),
         UFn::Log1p => Some(VFn::Log1p),
         UFn::Sigmoid => Some(VFn::Sigmoid),
+        // float64 keeps libm's erf; the narrower formats take the
+        // vectorised form, accurate to float32
+        UFn::Gelu if matches!(x.dtype, DType::F32 | DType::F16 | DType::BF16) => Some(VFn::GeluF32),
         _ => None,
     };
     let mut r = match (x.dtype, vf) {

@@ -523,6 +523,11 @@ fn direct_unary_vjp(f: UFn, x: &Tensor, out: &Tensor, g: &Tensor) -> Option<VRes
     if !untraced(&[g, x, out]) || g.dtype != x.dtype || g.shape() != x.shape() {
         return None;
     }
+    if f == UFn::Gelu && g.dtype == DType::F32 {
+        // The vectorised derivative (accurate to float32), then the product.
+        let d = super::arith::vmath_f32(super::vmath::VFn::GeluGradF32, &detach(x));
+        return Some(bin(BinOp::Mul, g, &d));
+    }
     match g.dtype {
         DType::F64 => direct_unary_vjp_in::<f64>(f, &detach(x), &detach(out), g),
         DType::F32 => direct_unary_vjp_in::<f32>(f, &detach(x), &detach(out), g),
@@ -545,6 +550,19 @@ fn direct_unary_vjp_in<T: super::real::Real>(f: UFn, x: &Tensor, out: &Tensor, g
         UFn::Erf => {
             let k = T::from_f64(std::f64::consts::FRAC_2_SQRT_PI);
             zip::<T, T>(g, x, move |g, x| g * (k * (-(x * x)).exp()))
+        }
+        UFn::Gelu => {
+            // Φ(x) + x·φ(x), PyTorch's GeluBackward (exact) term for term.
+            let (half, r2, k) = (
+                T::from_f64(0.5),
+                T::from_f64(std::f64::consts::FRAC_1_SQRT_2),
+                T::from_f64(std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2 * 0.5),
+            );
+            zip::<T, T>(g, x, move |g, x| {
+                let cdf = half * (T::ONE + (x * r2).erf());
+                let pdf = (-half * x * x).exp() * k;
+                g * (cdf + x * pdf)
+            })
         }
         _ => return None,
     })
@@ -583,6 +601,24 @@ fn unary_vjp(f: UFn, x: &Tensor, out: &Tensor, g: &Tensor) -> VResult<Tensor> {
         UFn::Erf => {
             let e = unary(UFn::Exp, &unary(UFn::Neg, &bin(Mul, x, x)?)?)?;
             bin(Mul, g, &scal(Mul, &e, std::f64::consts::FRAC_2_SQRT_PI)?)
+        }
+        UFn::Gelu => {
+            // Φ(x) + x·φ(x) in recorded operations (a second derivative).
+            let cdf = scal(
+                Mul,
+                &scal(
+                    Add,
+                    &unary(UFn::Erf, &scal(Mul, x, std::f64::consts::FRAC_1_SQRT_2)?)?,
+                    1.0,
+                )?,
+                0.5,
+            )?;
+            let pdf = scal(
+                Mul,
+                &unary(UFn::Exp, &scal(Mul, &bin(Mul, x, x)?, -0.5)?)?,
+                std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2 * 0.5,
+            )?;
+            bin(Mul, g, &bin(Add, &cdf, &bin(Mul, x, &pdf)?)?)
         }
     }
 }

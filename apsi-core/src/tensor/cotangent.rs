@@ -190,8 +190,10 @@ pub fn vjp(op: &Op, g: &Cot, need: &[bool]) -> Option<VResult<Vec<Option<Cot>>>>
                 un(Un::Neg, &bin(Bin::Div, &bin(Bin::Mul, &g, &a), &bin(Bin::Mul, &b, &b)))
             }),
         ],
-        // erf's rule needs exp, which the expressions do not have: eager.
-        Op::Unary(f, x, out) if same(x) && same(out) && *f != UFn::Erf => vec![pick(0, &|| unary(*f, &g, x, out))],
+        // erf's and gelu's rules need exp and erf, which the expressions do not have: eager.
+        Op::Unary(f, x, out) if same(x) && same(out) && !matches!(f, UFn::Erf | UFn::Gelu) => {
+            vec![pick(0, &|| unary(*f, &g, x, out))]
+        }
         Op::Select(a, b, out) if ok(&[a, b]) && fits(a) && fits(b) && same(out) => {
             let (la, lb, lo) = (leaf(a), leaf(b), leaf(out));
             let share = |this: &Rc<Expr>, other: &Rc<Expr>| {
@@ -242,7 +244,7 @@ fn unary(f: UFn, g: &Rc<Expr>, x: &Tensor, out: &Tensor) -> Rc<Expr> {
         }
         UFn::Floor | UFn::Ceil | UFn::Round | UFn::Sign => konst(g, 0.0),
         // Never reached: `vjp` sends erf to the eager rule (above).
-        UFn::Erf => konst(g, f64::NAN),
+        UFn::Erf | UFn::Gelu => konst(g, f64::NAN),
     }
 }
 
