@@ -598,7 +598,7 @@ pub fn f_torch_module(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult
     let path = match a.opt(1) {
         None => "model".to_string(),
         Some(Value::Str(s)) => s.as_str().to_string(),
-        Some(other) => return Err(a.wrong(1, "a str (the path without .py)", other)),
+        Some(other) => return Err(a.wrong(1, "a str (the path of the files, .py added)", other)),
     };
     let stem = stem(&path)?;
     // The model must translate before its parameters are looked at, so a
