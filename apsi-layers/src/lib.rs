@@ -10,13 +10,15 @@
 //! - [`model`]: parameters of whole models, by order and name.
 //! - [`loss`], [`optim`]: losses; optimizers and schedules.
 //! - [`fit`], [`train`], [`progress`], [`backend`]: training.
-//! - [`save`]: safetensors files.
+//! - [`save`]: safetensors files; [`export`]: `torch_module` (the model as
+//!   PyTorch source beside its safetensors weights).
 //! - [`ops`]: the tensor operations layers are written with.
 
 pub mod act;
 pub mod attention;
 pub mod backend;
 pub mod construct;
+pub mod export;
 pub mod fit;
 pub mod graph;
 pub mod layer;
@@ -112,5 +114,6 @@ pub fn module() -> ModuleDescriptor {
         .function("save_model", save::f_save_model)
         .function("load_model", save::f_load_model)
         .function("load_weights", save::f_load_weights)
+        .function("torch_module", export::f_torch_module)
         .build()
 }

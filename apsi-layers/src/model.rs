@@ -237,7 +237,7 @@ pub fn f_num_params(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<
 }
 
 /// A list of tensors, each checked against the model's parameter shapes.
-fn tensor_list(c: &mut dyn Caller, who: &str, v: &Value, ps: &[Param]) -> VResult<Vec<Tensor>> {
+pub fn tensor_list(c: &mut dyn Caller, who: &str, v: &Value, ps: &[Param]) -> VResult<Vec<Tensor>> {
     let items: Vec<Value> = match v {
         Value::List(l) => l.items.read().clone(),
         Value::Tuple(t) => t.0.to_vec(),

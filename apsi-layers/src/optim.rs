@@ -686,7 +686,7 @@ mod tests {
         let grads = [[0.5, -1.0], [0.25, 3.0]];
         let (mut m, mut v, mut w) = ([0.0f64; 2], [0.0f64; 2], [1.0f64, -2.0]);
         for (t, g) in grads.iter().enumerate() {
-            o.step(&[p.clone()], &[Some(Tensor::from_vec(g.to_vec(), vec![2]))])
+            o.step(std::slice::from_ref(&p), &[Some(Tensor::from_vec(g.to_vec(), vec![2]))])
                 .unwrap();
             let t = (t + 1) as i32;
             for k in 0..2 {
@@ -718,7 +718,7 @@ mod tests {
         let (mut w, mut b) = (1.0f64, 0.0f64);
         for t in 0..3 {
             let g = 0.5 * (t as f64 + 1.0);
-            o.step(&[p.clone()], &[Some(Tensor::from_vec(vec![g], vec![1]))])
+            o.step(std::slice::from_ref(&p), &[Some(Tensor::from_vec(vec![g], vec![1]))])
                 .unwrap();
             let d = g + 0.01 * w;
             b = if t == 0 { d } else { 0.9 * b + d };
@@ -726,7 +726,7 @@ mod tests {
         }
         assert!(close(p.to_vec::<f64>()[0], w));
         // a gradient that is missing leaves the parameter alone
-        o.step(&[p.clone()], &[None]).unwrap();
+        o.step(std::slice::from_ref(&p), &[None]).unwrap();
         assert!(close(p.to_vec::<f64>()[0], w));
     }
 
@@ -742,8 +742,11 @@ mod tests {
             0.1,
         );
         let p = Tensor::from_vec(vec![0.3f32, 0.7], vec![2]);
-        o.step(&[p.clone()], &[Some(Tensor::from_vec(vec![1.0f32, -1.0], vec![2]))])
-            .unwrap();
+        o.step(
+            std::slice::from_ref(&p),
+            &[Some(Tensor::from_vec(vec![1.0f32, -1.0], vec![2]))],
+        )
+        .unwrap();
         assert_eq!(p.dtype, DType::F32);
         let got: Vec<f32> = p.to_vec();
         // first Adam step moves each weight by lr·sign(g), after the decay

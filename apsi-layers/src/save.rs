@@ -233,7 +233,7 @@ fn bytes_of(t: &Tensor) -> VResult<Vec<u8>> {
 }
 
 /// Writes `bytes` to `path` through a temporary file and a rename.
-fn write_atomic(who: &str, path: &str, bytes: &[u8]) -> VResult<()> {
+pub fn write_atomic(who: &str, path: &str, bytes: &[u8]) -> VResult<()> {
     let p = Path::new(path);
     let dir = p
         .parent()

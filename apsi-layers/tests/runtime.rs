@@ -256,3 +256,121 @@ fn fit_writes_nothing_to_standard_output() {
     );
     assert_eq!(out, "");
 }
+
+#[test]
+fn torch_module_writes_python_and_weights_that_load_back() {
+    let d = temp_dir("torch-module");
+    let stem = d.join("net").to_string_lossy().to_string();
+    let src = format!(
+        "use layers\n\
+seed(4)\n\
+arch = lambda: Sequential([Embedding(6, 4), LSTM(4, 5, return_sequences=true), Residual(Sequential([LayerNorm(5), Dense(5, 5, activation=gelu)])), MultiHeadAttention(5, 1, causal=true), Flatten(), Dense(15, 2, dtype=f64), softmax])\n\
+m = arch()\n\
+x = tensor([[1, 2, 3], [5, 0, 4]])\n\
+print(torch_module(m, \"{stem}\") == \"{stem}.py\")\n\
+m2 = arch()\n\
+load_weights(m2, \"{stem}.safetensors\")\n\
+print((m2(x) == m(x)).all(), (load_model(\"{stem}.safetensors\")(x) == m(x)).all())\n\
+doubled = [p * 2 for p in params(m)]\n\
+print(torch_module(m, \"{stem}2.py\", params=doubled))\n\
+load_weights(m2, \"{stem}2.safetensors\")\n\
+print(all([(a == b).all() for a, b in zip(params(m2), doubled)]), all([(a == b).all() for a, b in zip(params(m2), params(m))]))\n"
+    );
+    let out = run_ok("torch_module", &src);
+    assert_eq!(out, format!("true\ntrue true\n{stem}2.py\ntrue false\n"));
+    let py = std::fs::read_to_string(format!("{stem}.py")).expect("the .py file");
+    assert!(py.contains("WEIGHTS = _beside(\"net.safetensors\")"), "{py}");
+    assert!(py.contains("def build():") && py.contains("def load(weights=WEIGHTS, device=\"cpu\"):"));
+    for class in [
+        "class Embedding(nn.Embedding)",
+        "class LSTM(nn.LSTM)",
+        "class Residual(nn.Module)",
+        "class LayerNorm(nn.LayerNorm)",
+        "class Dense(nn.Linear)",
+        "class GELU(nn.GELU)",
+        "class MultiHeadAttention(nn.MultiheadAttention)",
+        "class Flatten(nn.Flatten)",
+        "class Softmax(nn.Softmax)",
+        "class Sequential(nn.Sequential)",
+    ] {
+        assert!(py.contains(class), "{class} missing:\n{py}");
+    }
+    assert!(!py.contains("class Conv2d"), "{py}");
+    assert!(py.contains(
+        "    return Sequential(\n        Embedding(6, 4),\n        LSTM(4, 5, return_sequences=True),\n        Residual(Sequential(\n            LayerNorm(5),\n            Dense(5, 5, activation=GELU()),\n        )),\n        MultiHeadAttention(5, 1, causal=True),\n        Flatten(),\n        Dense(15, 2, dtype=torch.float64),\n        Softmax(),\n    )\n"
+    ), "{py}");
+    // no temporary files are left beside them
+    let mut names: Vec<String> = std::fs::read_dir(&d)
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().to_string())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["net.py", "net.safetensors", "net2.py", "net2.safetensors"]);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn torch_module_refuses_what_pytorch_cannot_run_and_writes_nothing() {
+    let d = temp_dir("torch-module-errors");
+    let stem = d.join("bad").to_string_lossy().to_string();
+    let cases: &[(&str, &str)] = &[
+        (
+            "torch_module(Sequential([Dense(2, 2), lambda x: x * 2]), P)",
+            "NotImplementedError: torch_module supports the layers, Sequential and Residual, and the functions relu, gelu, tanh, sigmoid and softmax in a Sequential; layer 1 is the function <lambda>",
+        ),
+        (
+            "def relu(x):\n    return x\ntorch_module(Sequential([Dense(2, 2), Residual(relu)]), P)",
+            "NotImplementedError: torch_module supports the layers, Sequential and Residual, and the functions relu, gelu, tanh, sigmoid and softmax in a Sequential; layer 1.inner is the function relu",
+        ),
+        (
+            "struct Net:\n    d: Dense\n    def forward(self, x):\n        return self.d(x)\ntorch_module(Sequential([Net(Dense(2, 2))]), P)",
+            "NotImplementedError: torch_module supports the layers, Sequential and Residual; layer 0 is a Net, which defines its own forward",
+        ),
+        (
+            "torch_module(Dense(2, 3), P, params=[zeros((3, 2))])",
+            "ValueError: torch_module(): the model has 2 parameters, 1 tensors were given",
+        ),
+        (
+            "torch_module(Dense(2, 3), P, params=[zeros((2, 3)), zeros((3,))])",
+            "ShapeError: torch_module(): 'weight' is (3, 2) in the model but the tensor given is (2, 3)",
+        ),
+        ("torch_module(Dense(2, 3), 7)", "TypeError"),
+        ("torch_module(Dense(2, 3), P + \"/\")", "ValueError: torch_module: path must name a file"),
+        (
+            "torch_module([Dense(2, 3)], P)",
+            "TypeError: torch_module() needs a model (a layer, a Sequential, or a struct with forward(self, x)), not list",
+        ),
+    ];
+    for (code, want) in cases {
+        let src = format!("use layers\nP = \"{stem}\"\n{code}\n");
+        let e = error_of("torch_module_err", &src);
+        assert!(e.contains(want), "{code}:\n{e}\nshould contain: {want}");
+    }
+    let e = error_of(
+        "torch_module_missing_dir",
+        &format!(
+            "use layers\ntorch_module(Dense(2, 3), \"{}\")\n",
+            d.join("no/such/dir/m").display()
+        ),
+    );
+    assert!(e.contains("IOError: torch_module: cannot write"), "{e}");
+    assert_eq!(
+        std::fs::read_dir(&d).expect("dir").count(),
+        0,
+        "a refused model wrote files"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The error a user meets exporting a struct model, as rendered (pinned).
+#[test]
+fn torch_module_of_a_struct_model_is_not_implemented() {
+    let e = error_of(
+        "struct_model",
+        "use layers\n\
+struct Net:\n    body: Sequential\n    head: Dense\n\n    def forward(self, x):\n        return self.head(self.body(x))\n\n\
+net = Net(Sequential([Dense(4, 8, activation=relu)]), Dense(8, 2))\n\
+torch_module(net, \"net\")\n",
+    );
+    insta::assert_snapshot!(e);
+}
