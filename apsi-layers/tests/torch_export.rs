@@ -15,7 +15,8 @@ use apsi_testkit::Program;
 use std::path::Path;
 use std::process::Command;
 
-/// The Python to use, or `None` (with a line saying why) to skip.
+/// The Python to use, or `None` (with a line saying why) to skip when
+/// `APSI_TORCH_PYTHON` is not set.
 fn torch_python() -> Option<String> {
     let py = match std::env::var("APSI_TORCH_PYTHON") {
         Ok(p) if !p.is_empty() => p,
@@ -31,18 +32,16 @@ fn torch_python() -> Option<String> {
         .output()
     {
         Ok(o) if o.status.success() => Some(py),
+        // Named but unusable: a failure, not a skip (CI names it after
+        // installing PyTorch, and a broken install must not pass).
         Ok(o) => {
             let why = String::from_utf8_lossy(&o.stderr);
-            eprintln!(
-                "skipped: APSI_TORCH_PYTHON={py} cannot import torch and safetensors: {}",
+            panic!(
+                "APSI_TORCH_PYTHON={py} cannot import torch and safetensors: {}",
                 why.trim().lines().last().unwrap_or("")
             );
-            None
         }
-        Err(e) => {
-            eprintln!("skipped: APSI_TORCH_PYTHON={py} does not run: {e}");
-            None
-        }
+        Err(e) => panic!("APSI_TORCH_PYTHON={py} does not run: {e}"),
     }
 }
 

@@ -413,9 +413,9 @@ impl UFn {
     }
 }
 
-/// `f` (computed in f64, rounded to f32) over a float32 tensor's elements.
-pub(super) fn vmath_f32(f: VFn, x: &Tensor) -> Tensor {
-    map_chunks::<f32, f32>(x, |s, d| vmath::apply(f, s, d))
+/// gelu or its derivative over a float32 tensor's elements (gelu.rs).
+pub(super) fn gelu_f32(f: super::gelu::Gelu, x: &Tensor) -> Tensor {
+    map_chunks::<f32, f32>(x, |s, d| super::gelu::apply(f, s, d))
 }
 
 /// PyTorch's exact gelu, in its order of operations (`x · 0.5 · (1 + erf(x · √½))`).
@@ -451,11 +451,21 @@ pub fn unary(f: UFn, x: &Tensor) -> VResult<Tensor> {
         UFn::Log => Some(VFn::Log),
         UFn::Log1p => Some(VFn::Log1p),
         UFn::Sigmoid => Some(VFn::Sigmoid),
-        // float64 keeps libm's erf; the narrower formats take the
-        // vectorised form, accurate to float32
-        UFn::Gelu if matches!(x.dtype, DType::F32 | DType::F16 | DType::BF16) => Some(VFn::GeluF32),
         _ => None,
     };
+    // float64 keeps libm's erf; the narrower formats compute in float32,
+    // vectorised (gelu.rs).
+    if f == UFn::Gelu && matches!(x.dtype, DType::F32 | DType::F16 | DType::BF16) {
+        let mut r = if x.dtype == DType::F32 {
+            gelu_f32(super::gelu::Gelu::Value, x)
+        } else {
+            gelu_f32(super::gelu::Gelu::Value, &x.astype(DType::F32)?).astype(x.dtype)?
+        };
+        if x.node.is_some() {
+            r.node = record(Op::Unary(f, x.clone(), r.clone()), &r);
+        }
+        return Ok(r);
+    }
     let mut r = match (x.dtype, vf) {
         (DType::F64, Some(vf)) => map_chunks::<f64, f64>(x, |s, d| vmath::apply(vf, s, d)),
         (DType::F32, Some(vf)) => map_chunks::<f32, f32>(x, |s, d| vmath::apply(vf, s, d)),

@@ -525,7 +525,7 @@ fn direct_unary_vjp(f: UFn, x: &Tensor, out: &Tensor, g: &Tensor) -> Option<VRes
     }
     if f == UFn::Gelu && g.dtype == DType::F32 {
         // The vectorised derivative (accurate to float32), then the product.
-        let d = super::arith::vmath_f32(super::vmath::VFn::GeluGradF32, &detach(x));
+        let d = super::arith::gelu_f32(super::gelu::Gelu::Derivative, &detach(x));
         return Some(bin(BinOp::Mul, g, &d));
     }
     match g.dtype {

@@ -103,14 +103,18 @@ fn sigmoid_f32(x: f32) -> f32 {
     const C1: f32 = 0.693_359_4;
     const C2: f32 = -2.121_944_4e-4;
     let a = (-x.abs()).max(-87.3);
-    let k = (a * LOG2E + ROUND) - ROUND;
+    // t holds k in its low mantissa bits (a in [-87.3, 0]: k in [-126, 0]).
+    let t = a * LOG2E + ROUND;
+    let k = t - ROUND;
     let r = (-k).mul_add(C2, (-k).mul_add(C1, a));
     let mut p = 1.987_569_1e-4f32;
     for c in [1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 0.166_666_65, 0.5] {
         p = p.mul_add(r, c);
     }
     let e = (p * r).mul_add(r, r) + 1.0;
-    let scale = f32::from_bits((((k as i32) + 127) as u32) << 23);
+    // 2^k from t's bits by an integer add and shift, which vectorise (a
+    // float-to-int `as` saturates and stays scalar).
+    let scale = f32::from_bits(t.to_bits().wrapping_add(127) << 23);
     let e = e * scale;
     let d = 1.0 + e;
     let s = if x >= 0.0 { 1.0 / d } else { e / d };

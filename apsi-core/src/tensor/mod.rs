@@ -26,6 +26,7 @@ pub mod core;
 pub mod cotangent;
 pub mod dtype;
 pub mod fused;
+pub mod gelu;
 pub mod gemv;
 pub mod index;
 pub mod inplace;

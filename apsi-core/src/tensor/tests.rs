@@ -1001,8 +1001,8 @@ fn fused_gelu_values_and_derivatives() {
         let fd = (d1(v + h) - d1(v - h)) / (2.0 * h);
         assert!((gg[i] - fd).abs() < 1e-6, "gelu''({v}) = {}, differences {fd}", gg[i]);
     }
-    // float32 takes the vectorised form: within 2.5e-7 relative of the
-    // float64 values (about 2 ulp), in the left tail too, for gelu and for
+    // float32 takes the vectorised form (gelu.rs): within 6e-7 relative of
+    // the float64 values (about 5 ulp), in the left tail too, for gelu and for
     // its derivative; the infinities and NaN as the formula gives them.
     let dense: Vec<f64> = (-24_000..=24_000).map(|i| i as f64 * 5e-4).collect();
     let x32 = ok(Tensor::from_vec(dense.clone(), vec![dense.len()]).astype(super::dtype::DType::F32));
@@ -1026,7 +1026,7 @@ fn fused_gelu_values_and_derivatives() {
         let cdf = 0.5 * libm::erfc(-v * std::f64::consts::FRAC_1_SQRT_2);
         let want = v * cdf;
         assert!(
-            (y32[i] - want).abs() <= 2.5e-7 * want.abs() + 1e-44,
+            (y32[i] - want).abs() <= 6e-7 * want.abs() + 1.2e-38,
             "f32 gelu({v}) = {}, want {want}",
             y32[i]
         );
@@ -1034,7 +1034,7 @@ fn fused_gelu_values_and_derivatives() {
         // their magnitudes.
         let (dwant, terms) = (dgelu(*v), cdf + (v * v * -0.5).exp() * v.abs() * 0.4);
         assert!(
-            (g32[i] - dwant).abs() <= 2.5e-7 * terms + 1e-44,
+            (g32[i] - dwant).abs() <= 6e-7 * terms + 1.2e-38,
             "f32 gelu'({v}) = {}, want {dwant}",
             g32[i]
         );

@@ -209,68 +209,6 @@ fn sigmoid_exact(x: f64) -> f64 {
     }
 }
 
-/// Numerical Recipes' Chebyshev fit of `erfc` (`erfcc`, section 6.2):
-/// `erfc(z) = t·exp(-z² + P(t))`, `t = 1/(1 + z/2)`, z ≥ 0, with a
-/// fractional error below 1.2e-7 for every z. P's coefficients, highest
-/// first.
-const ERFC_P: [f64; 10] = [
-    0.170_872_77,
-    -0.822_152_23,
-    1.488_515_87,
-    -1.135_203_98,
-    0.278_868_07,
-    -0.186_288_06,
-    0.096_784_18,
-    0.374_091_96,
-    1.000_023_68,
-    -1.265_512_23,
-];
-
-/// Φ(x), the standard normal distribution function, as `erfc(-x/√2)/2`
-/// within 1.2e-7 relative everywhere (also in the left tail, where `1 +
-/// erf` would cancel): accurate for a float32 result, not for float64.
-#[inline(always)]
-fn normal_cdf_f32(x: f64) -> f64 {
-    let v = -x * std::f64::consts::FRAC_1_SQRT_2;
-    let z = v.abs();
-    let t = 1.0 / (1.0 + 0.5 * z);
-    let mut p = ERFC_P[0];
-    for &c in &ERFC_P[1..] {
-        p = p.mul_add(t, c);
-    }
-    let tail = t * exp_ordinary(p - z * z);
-    0.5 * if v >= 0.0 { tail } else { 2.0 - tail }
-}
-
-/// PyTorch's exact `gelu`, `x·Φ(x)`, for float32 results (within about 2
-/// ulp of float32; the float64 path is libm's `erf`).
-#[inline(always)]
-fn gelu_f32_ordinary(x: f64) -> f64 {
-    x * normal_cdf_f32(x)
-}
-
-/// gelu's derivative `Φ(x) + x·φ(x)` for float32 results.
-#[inline(always)]
-fn gelu_grad_f32_ordinary(x: f64) -> f64 {
-    const INV_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
-    normal_cdf_f32(x) + x * (exp_ordinary(-0.5 * x * x) * INV_SQRT_2PI)
-}
-
-#[inline(always)]
-fn finite(x: f64) -> bool {
-    x.is_finite()
-}
-
-/// gelu and its derivative from libm's `erf` (the infinities and NaN).
-fn gelu_exact(x: f64) -> f64 {
-    x * 0.5 * (1.0 + <f64 as super::real::Real>::erf(x * std::f64::consts::FRAC_1_SQRT_2))
-}
-
-fn gelu_grad_exact(x: f64) -> f64 {
-    let cdf = 0.5 * (1.0 + <f64 as super::real::Real>::erf(x * std::f64::consts::FRAC_1_SQRT_2));
-    cdf + x * ((-0.5 * x * x).exp() * 0.398_942_280_401_432_7)
-}
-
 /// One of the functions this module computes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum VFn {
@@ -278,10 +216,6 @@ pub enum VFn {
     Log,
     Log1p,
     Sigmoid,
-    /// exact gelu, accurate to float32 (for f32, f16 and bf16 results)
-    GeluF32,
-    /// gelu's derivative, accurate to float32
-    GeluGradF32,
 }
 
 impl VFn {
@@ -292,8 +226,6 @@ impl VFn {
             VFn::Log => log_ordinary(x),
             VFn::Log1p => log1p_ordinary(x),
             VFn::Sigmoid => sigmoid_ordinary(x),
-            VFn::GeluF32 => gelu_f32_ordinary(x),
-            VFn::GeluGradF32 => gelu_grad_f32_ordinary(x),
         }
     }
     #[inline(always)]
@@ -303,7 +235,6 @@ impl VFn {
             VFn::Log => log_is_ordinary(x),
             VFn::Log1p => log1p_is_ordinary(x),
             VFn::Sigmoid => sigmoid_is_ordinary(x),
-            VFn::GeluF32 | VFn::GeluGradF32 => finite(x),
         }
     }
     fn exact(self, x: f64) -> f64 {
@@ -312,8 +243,6 @@ impl VFn {
             VFn::Log => x.ln(),
             VFn::Log1p => x.ln_1p(),
             VFn::Sigmoid => sigmoid_exact(x),
-            VFn::GeluF32 => gelu_exact(x),
-            VFn::GeluGradF32 => gelu_grad_exact(x),
         }
     }
 }
@@ -386,8 +315,6 @@ fn apply_plain<T: VElem>(f: VFn, src: &[T], dst: &mut [MaybeUninit<T>]) {
         VFn::Log => run(src, dst, log_ordinary, log_is_ordinary, VFn::Log),
         VFn::Log1p => run(src, dst, log1p_ordinary, log1p_is_ordinary, VFn::Log1p),
         VFn::Sigmoid => run(src, dst, sigmoid_ordinary, sigmoid_is_ordinary, VFn::Sigmoid),
-        VFn::GeluF32 => run(src, dst, gelu_f32_ordinary, finite, VFn::GeluF32),
-        VFn::GeluGradF32 => run(src, dst, gelu_grad_f32_ordinary, finite, VFn::GeluGradF32),
     }
 }
 
@@ -402,10 +329,14 @@ fn run<T: VElem>(
     for (o, &x) in dst.iter_mut().zip(src) {
         o.write(T::from_f64(fast(x.to_f64())));
     }
-    for (o, &x) in dst.iter_mut().zip(src) {
-        let v = x.to_f64();
-        if !ordinary(v) {
-            o.write(T::from_f64(f.exact(v)));
+    // The rare inputs: first one vectorised test of the whole slice (a
+    // branch per element in the fix-up scan cost as much as the function).
+    if src.iter().fold(false, |any, &x| any | !ordinary(x.to_f64())) {
+        for (o, &x) in dst.iter_mut().zip(src) {
+            let v = x.to_f64();
+            if !ordinary(v) {
+                o.write(T::from_f64(f.exact(v)));
+            }
         }
     }
 }
