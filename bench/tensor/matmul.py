@@ -105,6 +105,8 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--reps", type=int, default=5, help="measurements per product in each process")
     a = ap.parse_args()
+    if subprocess.run([a.python, "-c", "import numpy"], capture_output=True).returncode != 0:
+        sys.exit(f"{a.python} cannot import numpy: install it, or pass --python a Python that has it")
     sizes = [int(s) for s in a.sizes.split(",")]
     threads = [int(t) for t in a.threads.split(",")]
     dtypes = a.dtypes.split(",")
