@@ -1,10 +1,10 @@
 //! The system OpenBLAS through its C interface (`cblas_sgemm`/`cblas_dgemm`),
 //! one of `matmul`'s two backends when the crate is built with the `blas`
 //! feature and `libopenblas.so.0` is installed (Debian: `libopenblas0`);
-//! loaded at the first product that [`super::matmul::choose`] gives it (on
-//! CPUs without AVX-512, and tiny products), the `gemm` crate running when
-//! it is not there. Its thread count follows the program's (`set_threads`,
-//! `--threads`).
+//! loaded at the first product that [`super::matmul::choose`] gives it (the
+//! largest without AVX-512, tiny ones with it), the `gemm` crate running when
+//! it is not there. Its thread count is the product's (matmul's `run`:
+//! bounded by `set_threads`/`--threads`).
 //!
 //! Only matrices whose rows or columns are unit-strided can be handed to
 //! BLAS as they are; [`operand`] says how, and the `gemm` crate multiplies the others.
@@ -153,6 +153,7 @@ pub trait Gemm: Copy {
         b: *const Self,
         fb: Operand,
         c: *mut Self,
+        threads: usize,
     ) -> bool;
 }
 
@@ -176,9 +177,10 @@ macro_rules! gemm_impl {
                 b: *const $t,
                 fb: Operand,
                 c: *mut $t,
+                threads: usize,
             ) -> bool {
                 let Some(blas) = blas() else { return false };
-                follow_threads(blas);
+                use_threads(blas, threads);
                 let ldc = n.max(1) as c_int;
                 let (m, n, k) = (m as c_int, n as c_int, k as c_int);
                 (blas.$f)(
@@ -208,11 +210,13 @@ gemm_impl!(f64, dgemm);
 /// The thread count last given to OpenBLAS (0: never).
 static BLAS_THREADS: AtomicUsize = AtomicUsize::new(0);
 
-/// Keeps OpenBLAS's pool at the program's thread count. BLAS runs on its own
+/// Gives OpenBLAS's pool the product's thread count (matmul's: 1 under
+/// [`super::matmul::PAR_WORK`] multiply-adds, else `min(--threads, rayon's
+/// pool)`), telling the library only when it changes. BLAS runs on its own
 /// threads while the caller waits (rayon's workers are idle then), so the
 /// two pools do not compete.
-fn follow_threads(blas: &Blas) {
-    let want = crate::par::threads().clamp(1, 1024);
+fn use_threads(blas: &Blas, threads: usize) {
+    let want = threads.clamp(1, 1024);
     if BLAS_THREADS.swap(want, Ordering::Relaxed) != want {
         if let Some(set) = blas.set_threads {
             // SAFETY: a plain setter of the library's thread count.
@@ -254,12 +258,12 @@ mod tests {
         let b = [5.0f64, 6.0, 7.0, 8.0];
         let mut c = [0.0f64; 4];
         let nt = Operand { trans: false, ld: 2 };
-        assert!(unsafe { f64::gemm(2, 2, 2, a.as_ptr(), nt, b.as_ptr(), nt, c.as_mut_ptr()) });
+        assert!(unsafe { f64::gemm(2, 2, 2, a.as_ptr(), nt, b.as_ptr(), nt, c.as_mut_ptr(), 1) });
         assert_eq!(c, [19.0, 22.0, 43.0, 50.0]);
         let t = Operand { trans: true, ld: 2 };
         let mut d = [0.0f32; 4];
         let (af, bf) = (a.map(|x| x as f32), b.map(|x| x as f32));
-        assert!(unsafe { f32::gemm(2, 2, 2, af.as_ptr(), nt, bf.as_ptr(), t, d.as_mut_ptr()) });
+        assert!(unsafe { f32::gemm(2, 2, 2, af.as_ptr(), nt, bf.as_ptr(), t, d.as_mut_ptr(), 2) });
         assert_eq!(d, [17.0, 23.0, 39.0, 53.0]);
     }
 }

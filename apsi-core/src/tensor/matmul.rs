@@ -145,28 +145,33 @@ fn run<T: Scalar + Default + Kernel + Real>(
     shape: Vec<usize>,
 ) -> Tensor {
     let nb: usize = batch.iter().product();
-    let mut out = vec![T::default(); nb * m * n];
+    let len = nb * m * n;
+    // The result is written in place by the kernels below (each writes all
+    // of its m * n elements: BLAS with beta = 0, the crate without reading
+    // dst, gemv every row), so it is not zeroed first: that pass cost 3-5%
+    // of a 32x32 to 128x128 product.
+    let mut out: Vec<T> = Vec::with_capacity(len);
+    let base = out.as_mut_ptr();
     x.with_slice::<T, _>(|sx, lx| {
         y.with_slice::<T, _>(|sy, ly| {
-            let ox = batch_offsets(lx, batch);
-            let oy = batch_offsets(ly, batch);
             let (xr, xc) = (lx.strides[lx.shape.len() - 2], lx.strides[lx.shape.len() - 1]);
             let (yr, yc) = (ly.strides[ly.shape.len() - 2], ly.strides[ly.shape.len() - 1]);
             // Bounded by the program's thread count (`set_threads`, `--threads`).
-            let threads = if m.saturating_mul(n).saturating_mul(k) >= 1 << 18 {
+            let threads = if m.saturating_mul(n).saturating_mul(k) >= PAR_WORK {
                 rayon::current_num_threads().min(crate::par::threads())
             } else {
                 1
             };
-            for (bi, (&px, &py)) in ox.iter().zip(&oy).enumerate() {
+            let product = |bi: usize, px: usize, py: usize| {
                 if m == 0 || n == 0 {
-                    continue;
+                    return;
                 }
-                let Some(dst) = out.get_mut(bi * m * n..(bi + 1) * m * n) else {
-                    continue;
-                };
+                // SAFETY: bi < nb, so dst's m * n elements lie inside out's capacity.
+                let dst = unsafe { base.add(bi * m * n) };
                 if k == 0 {
-                    continue;
+                    // SAFETY: as above; all-zero bits are 0.0 in f32 and f64.
+                    unsafe { std::ptr::write_bytes(dst, 0, m * n) };
+                    return;
                 }
                 let (pa, pb) = (sx.as_ptr().wrapping_add(px), sy.as_ptr().wrapping_add(py));
                 // A vector on either side: stream the matrix (gemv.rs).
@@ -195,19 +200,34 @@ fn run<T: Scalar + Default + Kernel + Real>(
                             xc,
                         )
                     };
-                    if unsafe { gemv(rows, k, a, v, sv, dst.as_mut_ptr(), threads) } {
-                        continue;
+                    if unsafe { gemv(rows, k, a, v, sv, dst, threads) } {
+                        return;
                     }
                 }
                 // SAFETY: the layouts of x and y address only elements inside
                 // their storage slices (offset + strides within bounds, checked
                 // when the views were made); dst has m*n elements, row-major.
-                unsafe { T::kernel(m, n, k, pa, (xr, xc), pb, (yr, yc), dst.as_mut_ptr(), threads) };
+                unsafe { T::kernel(m, n, k, pa, (xr, xc), pb, (yr, yc), dst, threads) };
+            };
+            if batch.is_empty() {
+                product(0, lx.offset, ly.offset);
+            } else {
+                let ox = batch_offsets(lx, batch);
+                let oy = batch_offsets(ly, batch);
+                for (bi, (&px, &py)) in ox.iter().zip(&oy).enumerate() {
+                    product(bi, px, py);
+                }
             }
         })
     });
+    // SAFETY: every product above wrote its m * n elements (nb of them).
+    unsafe { out.set_len(len) };
     Tensor::from_vec(out, shape)
 }
+
+/// Products of at least this many multiply-adds (64^3) run on
+/// `min(--threads, rayon's pool)` threads, smaller ones on one.
+pub const PAR_WORK: usize = 1 << 18;
 
 /// Which library multiplies one f32/f64 product.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -219,13 +239,24 @@ pub enum Backend {
     OpenBlas,
 }
 
-/// Products below this many multiply-adds (16 x 16 x 16) go to OpenBLAS where it is there: the `gemm`
-/// crate's set-up costs more than such a product (in one process on the AVX-512 machine, gemm crate
-/// against OpenBLAS: 4^3 0.3x, 8^3 0.5x (f32) to 1.0x (f64), 16^3 1.04x to 1.9x, 32^3 and up 1.5x to
-/// 5x; see docs/ARCHITECTURE.md, "Matmul").
-pub const SMALL: usize = 16 * 16 * 16;
+/// Products below this many multiply-adds (16 x 16 x 16) go to OpenBLAS where it is there on a CPU
+/// with AVX-512: the `gemm` crate's set-up costs more than such a product (in one process on the
+/// AVX-512 machine, gemm crate against OpenBLAS: 4^3 0.3x, 8^3 0.5x (f32) to 1.0x (f64), 16^3 1.04x to
+/// 1.9x, 32^3 and up 1.5x to 5x; see docs/ARCHITECTURE.md, "Matmul").
+pub const SMALL: u64 = 16 * 16 * 16;
 
-/// The backend for an `m x k @ k x n` product, from what the CPU has and what the user forced.
+/// Without AVX-512, f32 products of at least this many multiply-adds (between 1024^3 and 1536^3) go
+/// to OpenBLAS and smaller ones to the `gemm` crate's AVX2 kernels, which were faster from 2^3 to
+/// 1024^3 (1.0x to 1.36x on one thread against OpenBLAS 0.3.21's Zen kernels, AMD EPYC; at 1536 and
+/// 2048 0.91-0.93x; bench/tensor/README.md).
+pub const AVX2_LARGE_F32: u64 = 1 << 31;
+/// As [`AVX2_LARGE_F32`] for f64 (the crate: 1.03x to 1.23x up to 1536^3, 0.91x at 2048^3).
+pub const AVX2_LARGE_F64: u64 = 1 << 33;
+
+/// The backend for an `m x k @ k x n` product of `elem`-byte floats, from what the CPU has and what
+/// the user forced. It depends on the sizes and the CPU, never on the thread count, so a product
+/// gives the same bits on 1 and 2 threads (each library splits a product between threads by rows
+/// and columns, never along k: `same_bits_on_1_and_2_threads`).
 ///
 /// - `APSI_MATMUL=gemm` or `=openblas` ([`forced`]) wins (for measuring one against the other).
 /// - With AVX-512F the `gemm` crate's AVX-512 kernels run about twice as fast as OpenBLAS's AVX2
@@ -233,15 +264,22 @@ pub const SMALL: usize = 16 * 16 * 16;
 ///   reference machine, for NumPy too), and about as fast as OpenBLAS's own AVX-512 (SkylakeX)
 ///   kernels; so they run every product of at least [`SMALL`] multiply-adds, whatever OpenBLAS's
 ///   settings.
-/// - Without AVX-512 both libraries run AVX2 kernels; OpenBLAS, NumPy's own library, is kept.
+/// - Without AVX-512 both libraries run AVX2 kernels: the crate has less set-up per call and won up
+///   to about 1024^3 (f32) and 1536^3 (f64); OpenBLAS's larger blocks won above
+///   ([`AVX2_LARGE_F32`], [`AVX2_LARGE_F64`]).
 /// - Whatever is chosen, `OpenBlas` falls back to the `gemm` crate when no OpenBLAS can be loaded
 ///   or an operand has no unit-strided axis.
-pub fn choose(m: usize, n: usize, k: usize, avx512: bool, forced: Option<Backend>) -> Backend {
+pub fn choose(m: usize, n: usize, k: usize, elem: usize, avx512: bool, forced: Option<Backend>) -> Backend {
     if let Some(b) = forced {
         return b;
     }
-    let work = m.saturating_mul(n).saturating_mul(k);
-    if avx512 && work >= SMALL {
+    let work = (m as u64).saturating_mul(n as u64).saturating_mul(k as u64);
+    let gemm = if avx512 {
+        work >= SMALL
+    } else {
+        work < if elem <= 4 { AVX2_LARGE_F32 } else { AVX2_LARGE_F64 }
+    };
+    if gemm {
         Backend::Gemm
     } else {
         Backend::OpenBlas
@@ -293,7 +331,7 @@ pub trait Kernel: Sized + Copy + 'static {
         threads: usize,
     ) {
         Self::kernel_on(
-            choose(m, n, k, has_avx512(), forced()),
+            choose(m, n, k, std::mem::size_of::<Self>(), has_avx512(), forced()),
             m,
             n,
             k,
@@ -348,7 +386,7 @@ macro_rules! kernel_impl {
                         operand(k, n, sb.0, sb.1),
                         i32::try_from(n).is_ok(),
                     ) {
-                        if <$t as Gemm>::gemm(m, n, k, a, fa, b, fb, dst) {
+                        if <$t as Gemm>::gemm(m, n, k, a, fa, b, fb, dst, threads) {
                             return;
                         }
                     }
@@ -586,17 +624,90 @@ mod tests {
         }
     }
 
+    /// The bits of one product on `be` with `threads` threads (row-major a, transposed b).
+    fn bits_of<T: Kernel + Default + Copy>(
+        be: Backend,
+        (m, k, n): (usize, usize, usize),
+        threads: usize,
+        conv: fn(f64) -> T,
+        bits: fn(T) -> u64,
+    ) -> Vec<u64> {
+        let mut rng = Rng(0x5eed ^ (m * 31 + k * 7 + n) as u64);
+        let a: Vec<T> = (0..m * k).map(|_| conv(rng.next())).collect();
+        let b: Vec<T> = (0..k * n).map(|_| conv(rng.next())).collect();
+        let mut c = vec![T::default(); m * n];
+        // SAFETY: a is m x k row-major, b is k x n column-major; c has m * n elements.
+        unsafe {
+            T::kernel_on(
+                be,
+                m,
+                n,
+                k,
+                a.as_ptr(),
+                (k as isize, 1),
+                b.as_ptr(),
+                (1, k as isize),
+                c.as_mut_ptr(),
+                threads,
+            )
+        };
+        c.into_iter().map(bits).collect()
+    }
+
+    #[test]
+    fn same_bits_on_1_and_2_threads() {
+        // Every size where a second thread joins, the inner dimension on both sides of the
+        // libraries' depth blocks (OpenBLAS's single- and multi-threaded drivers split k
+        // between 256 and 768 differently when their block sizes differ).
+        let sizes = [
+            (64, 64, 64),
+            (96, 300, 80),
+            (128, 400, 128),
+            (256, 600, 256),
+            (200, 1000, 300),
+        ];
+        for be in [Backend::Gemm, Backend::OpenBlas] {
+            for &s in &sizes {
+                let one = bits_of::<f64>(be, s, 1, |x| x, f64::to_bits);
+                assert!(
+                    one == bits_of::<f64>(be, s, 2, |x| x, f64::to_bits),
+                    "{be:?} f64 {s:?}: 1 and 2 threads differ"
+                );
+                let one = bits_of::<f32>(be, s, 1, |x| x as f32, |x| x.to_bits() as u64);
+                assert!(
+                    one == bits_of::<f32>(be, s, 2, |x| x as f32, |x| x.to_bits() as u64),
+                    "{be:?} f32 {s:?}: 1 and 2 threads differ"
+                );
+            }
+        }
+    }
+
     #[test]
     fn backend_choice() {
         let small = 15;
-        assert_eq!(choose(512, 512, 512, true, None), Backend::Gemm);
-        assert_eq!(choose(16, 16, 16, true, None), Backend::Gemm);
-        assert_eq!(choose(1, 4096, 1, true, None), Backend::Gemm);
-        assert_eq!(choose(small, small, small, true, None), Backend::OpenBlas);
-        assert_eq!(choose(512, 512, 512, false, None), Backend::OpenBlas);
-        assert_eq!(choose(usize::MAX, usize::MAX, 2, true, None), Backend::Gemm);
-        assert_eq!(choose(512, 512, 512, true, Some(Backend::OpenBlas)), Backend::OpenBlas);
-        assert_eq!(choose(2, 2, 2, false, Some(Backend::Gemm)), Backend::Gemm);
+        assert_eq!(choose(512, 512, 512, 8, true, None), Backend::Gemm);
+        assert_eq!(choose(16, 16, 16, 4, true, None), Backend::Gemm);
+        assert_eq!(choose(1, 4096, 1, 8, true, None), Backend::Gemm);
+        assert_eq!(choose(small, small, small, 8, true, None), Backend::OpenBlas);
+        assert_eq!(choose(usize::MAX, usize::MAX, 2, 8, true, None), Backend::Gemm);
+        // Without AVX-512: the crate up to 1024^3 (f32) / 1536^3 (f64), OpenBLAS above.
+        for (s, f32_be, f64_be) in [
+            (2, Backend::Gemm, Backend::Gemm),
+            (small, Backend::Gemm, Backend::Gemm),
+            (256, Backend::Gemm, Backend::Gemm),
+            (1024, Backend::Gemm, Backend::Gemm),
+            (1536, Backend::OpenBlas, Backend::Gemm),
+            (2048, Backend::OpenBlas, Backend::OpenBlas),
+        ] {
+            assert_eq!(choose(s, s, s, 4, false, None), f32_be, "f32 {s}");
+            assert_eq!(choose(s, s, s, 8, false, None), f64_be, "f64 {s}");
+        }
+        assert_eq!(choose(usize::MAX, usize::MAX, 2, 4, false, None), Backend::OpenBlas);
+        assert_eq!(
+            choose(512, 512, 512, 8, true, Some(Backend::OpenBlas)),
+            Backend::OpenBlas
+        );
+        assert_eq!(choose(2, 2, 2, 8, false, Some(Backend::Gemm)), Backend::Gemm);
     }
 
     #[test]

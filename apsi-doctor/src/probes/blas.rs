@@ -2,8 +2,10 @@
 //! (`apsi_core::tensor::matmul::choose`): with AVX-512F the built-in `gemm`
 //! crate's AVX-512 kernels take every product of at least 16^3
 //! multiply-adds; the system OpenBLAS (loaded the way the core loads it:
-//! `$APSI_BLAS_LIB`, else `libopenblas.so.0`) takes the rest, or everything
-//! without AVX-512; `APSI_MATMUL=gemm|openblas` forces one. Reports
+//! `$APSI_BLAS_LIB`, else `libopenblas.so.0`) takes the rest; without
+//! AVX-512 the crate's AVX2 kernels take products under 2^31 (f32) or 2^33
+//! (f64) multiply-adds and OpenBLAS the larger ones (the "large products"
+//! reported); `APSI_MATMUL=gemm|openblas` forces one. Reports
 //! OpenBLAS's build and thread count too.
 
 use crate::check::Check;
@@ -27,8 +29,8 @@ fn backend_named(v: &str) -> Option<&'static str> {
     }
 }
 
-/// Which library runs products of at least 16^3 multiply-adds: `"gemm"` or
-/// `"openblas"` (the core's rule, see the module docs).
+/// Which library runs the largest products: `"gemm"` or `"openblas"` (the
+/// core's rule, see the module docs).
 fn large_products(avx512: bool, forced: Option<&'static str>) -> &'static str {
     forced.unwrap_or(if avx512 { "gemm" } else { "openblas" })
 }
@@ -93,7 +95,7 @@ fn probe_with(blas_feature: bool, apsi_threads: usize, avx512: bool, forced: Opt
                 format!("matmul uses the built-in gemm crate's AVX-512 kernels from 16x16x16 up and {} below, {apsi_threads} threads", short.join(" "))
             }
             (_, true) => format!("matmul uses {blas} for every product (APSI_MATMUL=openblas), {apsi_threads} threads"),
-            _ => format!("matmul uses {blas} (no AVX-512 here), {apsi_threads} threads"),
+            _ => format!("matmul uses the built-in gemm crate's AVX2 kernels below 2^31 (f32) or 2^33 (f64) multiply-adds and {blas} above (no AVX-512 here), {apsi_threads} threads"),
         };
         return Check::ok("gemm", summary)
             .detail(
