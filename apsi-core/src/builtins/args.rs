@@ -111,7 +111,7 @@ impl<'a> Args<'a> {
         })
     }
 
-    fn param(&self, i: usize) -> &'static str {
+    pub fn param(&self, i: usize) -> &'static str {
         self.params.get(i).copied().unwrap_or("argument")
     }
 

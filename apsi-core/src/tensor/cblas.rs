@@ -10,7 +10,6 @@
 //! BLAS as they are; [`operand`] says how, and the `gemm` crate multiplies the others.
 
 use std::os::raw::c_int;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 const ROW_MAJOR: c_int = 101;
 const NO_TRANS: c_int = 111;
@@ -180,7 +179,11 @@ macro_rules! gemm_impl {
                 threads: usize,
             ) -> bool {
                 let Some(blas) = blas() else { return false };
-                use_threads(blas, threads);
+                // The thread count and the product under one lock: the
+                // count is the library's global state, and its bits depend
+                // on it (seen with concurrent callers), so no other
+                // caller's count may slip in between.
+                let _held = use_threads(blas, threads);
                 let ldc = n.max(1) as c_int;
                 let (m, n, k) = (m as c_int, n as c_int, k as c_int);
                 (blas.$f)(
@@ -207,22 +210,27 @@ macro_rules! gemm_impl {
 gemm_impl!(f32, sgemm);
 gemm_impl!(f64, dgemm);
 
-/// The thread count last given to OpenBLAS (0: never).
-static BLAS_THREADS: AtomicUsize = AtomicUsize::new(0);
+/// The thread count last given to OpenBLAS (0: never), locked for the
+/// length of each product.
+static BLAS_THREADS: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
 
 /// Gives OpenBLAS's pool the product's thread count (matmul's: 1 under
 /// [`super::matmul::PAR_WORK`] multiply-adds, else `min(--threads, rayon's
-/// pool)`), telling the library only when it changes. BLAS runs on its own
-/// threads while the caller waits (rayon's workers are idle then), so the
-/// two pools do not compete.
-fn use_threads(blas: &Blas, threads: usize) {
+/// pool)`), telling the library only when it changes, and returns the lock
+/// the caller holds while the product runs (products through OpenBLAS run
+/// one at a time). BLAS runs on its own threads while the caller waits
+/// (rayon's workers are idle then), so the two pools do not compete.
+fn use_threads(blas: &Blas, threads: usize) -> std::sync::MutexGuard<'static, usize> {
     let want = threads.clamp(1, 1024);
-    if BLAS_THREADS.swap(want, Ordering::Relaxed) != want {
+    let mut current = BLAS_THREADS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if *current != want {
         if let Some(set) = blas.set_threads {
             // SAFETY: a plain setter of the library's thread count.
             unsafe { set(want as c_int) };
         }
+        *current = want;
     }
+    current
 }
 
 #[cfg(test)]

@@ -85,12 +85,20 @@ impl DType {
         }
     }
 
-    /// A dtype by canonical name or alias (`fp8` is `fp8_e4m3`, `bf8` is `fp8_e5m2`, `fp4` is `fp4_e2m1`).
+    /// A dtype by canonical name or alias (`fp8` is `fp8_e4m3`, `bf8` is `fp8_e5m2`, `fp4` is `fp4_e2m1`),
+    /// or by NumPy's and PyTorch's spelling as a string (`x.astype("float32")`; `float32` is not a
+    /// prelude name: docs/LANGUAGE.md, "Dtype names").
     pub fn from_name(s: &str) -> Option<DType> {
         Some(match s {
             "fp8" => DType::Fp8E4M3,
             "bf8" => DType::Fp8E5M2,
             "fp4" => DType::Fp4E2M1,
+            "float64" => DType::F64,
+            "float32" => DType::F32,
+            "float16" => DType::F16,
+            "bfloat16" => DType::BF16,
+            "int64" => DType::I64,
+            "int32" => DType::I32,
             _ => return ALL.iter().copied().find(|d| d.name() == s),
         })
     }
@@ -297,6 +305,9 @@ mod tests {
         assert_eq!(DType::from_name("fp8").map(|d| d.name()), Some("fp8_e4m3"));
         assert_eq!(DType::from_name("bf8").map(|d| d.name()), Some("fp8_e5m2"));
         assert_eq!(DType::from_name("nope"), None);
+        assert_eq!(DType::from_name("float32"), Some(DType::F32));
+        assert_eq!(DType::from_name("bfloat16"), Some(DType::BF16));
+        assert_eq!(DType::from_name("int64"), Some(DType::I64));
     }
 
     #[test]

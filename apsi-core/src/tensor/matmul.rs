@@ -245,18 +245,12 @@ pub enum Backend {
 /// 1.9x, 32^3 and up 1.5x to 5x; see docs/ARCHITECTURE.md, "Matmul").
 pub const SMALL: u64 = 16 * 16 * 16;
 
-/// Without AVX-512, f32 products of at least this many multiply-adds (between 1024^3 and 1536^3) go
-/// to OpenBLAS and smaller ones to the `gemm` crate's AVX2 kernels, which were faster from 2^3 to
-/// 1024^3 (1.0x to 1.36x on one thread against OpenBLAS 0.3.21's Zen kernels, AMD EPYC; at 1536 and
-/// 2048 0.91-0.93x; bench/tensor/README.md).
-pub const AVX2_LARGE_F32: u64 = 1 << 31;
-/// As [`AVX2_LARGE_F32`] for f64 (the crate: 1.03x to 1.23x up to 1536^3, 0.91x at 2048^3).
-pub const AVX2_LARGE_F64: u64 = 1 << 33;
-
 /// The backend for an `m x k @ k x n` product of `elem`-byte floats, from what the CPU has and what
-/// the user forced. It depends on the sizes and the CPU, never on the thread count, so a product
-/// gives the same bits on 1 and 2 threads (each library splits a product between threads by rows
-/// and columns, never along k: `same_bits_on_1_and_2_threads`).
+/// the user forced. It depends on the sizes and the CPU, never on the thread count; and OpenBLAS
+/// only gets products too small for a second thread ([`PAR_WORK`]), because its bits change with
+/// its thread count (OpenBLAS 0.3.21, f64 96x300x80), while the crate splits a product between
+/// threads by rows and columns, never along k. So a product gives the same bits on 1 and 2 threads
+/// (`same_bits_on_1_and_2_threads`, `openblas_never_gets_a_threaded_product`).
 ///
 /// - `APSI_MATMUL=gemm` or `=openblas` ([`forced`]) wins (for measuring one against the other).
 /// - With AVX-512F the `gemm` crate's AVX-512 kernels run about twice as fast as OpenBLAS's AVX2
@@ -265,8 +259,9 @@ pub const AVX2_LARGE_F64: u64 = 1 << 33;
 ///   kernels; so they run every product of at least [`SMALL`] multiply-adds, whatever OpenBLAS's
 ///   settings.
 /// - Without AVX-512 both libraries run AVX2 kernels: the crate has less set-up per call and won up
-///   to about 1024^3 (f32) and 1536^3 (f64); OpenBLAS's larger blocks won above
-///   ([`AVX2_LARGE_F32`], [`AVX2_LARGE_F64`]).
+///   to about 1024^3 (f32) and 1536^3 (f64) on one thread (1.0x to 1.36x against OpenBLAS 0.3.21's
+///   Zen kernels, AMD EPYC; 0.91-0.93x at 2048^3: bench/tensor/README.md), and it runs every
+///   product (OpenBLAS above would make the bits depend on the thread count).
 /// - Whatever is chosen, `OpenBlas` falls back to the `gemm` crate when no OpenBLAS can be loaded
 ///   or an operand has no unit-strided axis.
 pub fn choose(m: usize, n: usize, k: usize, elem: usize, avx512: bool, forced: Option<Backend>) -> Backend {
@@ -274,11 +269,8 @@ pub fn choose(m: usize, n: usize, k: usize, elem: usize, avx512: bool, forced: O
         return b;
     }
     let work = (m as u64).saturating_mul(n as u64).saturating_mul(k as u64);
-    let gemm = if avx512 {
-        work >= SMALL
-    } else {
-        work < if elem <= 4 { AVX2_LARGE_F32 } else { AVX2_LARGE_F64 }
-    };
+    let _ = elem;
+    let gemm = !avx512 || work >= SMALL;
     if gemm {
         Backend::Gemm
     } else {
@@ -666,7 +658,7 @@ mod tests {
             (256, 600, 256),
             (200, 1000, 300),
         ];
-        for be in [Backend::Gemm, Backend::OpenBlas] {
+        for be in [Backend::Gemm] {
             for &s in &sizes {
                 let one = bits_of::<f64>(be, s, 1, |x| x, f64::to_bits);
                 assert!(
@@ -682,6 +674,25 @@ mod tests {
         }
     }
 
+    /// OpenBLAS's bits depend on its thread count, so it only ever gets
+    /// products that run on one thread.
+    #[test]
+    fn openblas_never_gets_a_threaded_product() {
+        for avx512 in [false, true] {
+            for m in [1usize, 2, 7, 16, 33, 64, 128, 512, 2048] {
+                for k in [1usize, 3, 16, 64, 300, 1024] {
+                    for n in [1usize, 5, 16, 80, 256, 2048] {
+                        for elem in [4, 8] {
+                            if choose(m, n, k, elem, avx512, None) == Backend::OpenBlas {
+                                assert!((m * n * k) < PAR_WORK as usize, "{m}x{k}x{n} avx512={avx512}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn backend_choice() {
         let small = 15;
@@ -690,19 +701,12 @@ mod tests {
         assert_eq!(choose(1, 4096, 1, 8, true, None), Backend::Gemm);
         assert_eq!(choose(small, small, small, 8, true, None), Backend::OpenBlas);
         assert_eq!(choose(usize::MAX, usize::MAX, 2, 8, true, None), Backend::Gemm);
-        // Without AVX-512: the crate up to 1024^3 (f32) / 1536^3 (f64), OpenBLAS above.
-        for (s, f32_be, f64_be) in [
-            (2, Backend::Gemm, Backend::Gemm),
-            (small, Backend::Gemm, Backend::Gemm),
-            (256, Backend::Gemm, Backend::Gemm),
-            (1024, Backend::Gemm, Backend::Gemm),
-            (1536, Backend::OpenBlas, Backend::Gemm),
-            (2048, Backend::OpenBlas, Backend::OpenBlas),
-        ] {
-            assert_eq!(choose(s, s, s, 4, false, None), f32_be, "f32 {s}");
-            assert_eq!(choose(s, s, s, 8, false, None), f64_be, "f64 {s}");
+        // Without AVX-512: the crate for every product.
+        for s in [2, small, 256, 1024, 1536, 2048] {
+            assert_eq!(choose(s, s, s, 4, false, None), Backend::Gemm, "f32 {s}");
+            assert_eq!(choose(s, s, s, 8, false, None), Backend::Gemm, "f64 {s}");
         }
-        assert_eq!(choose(usize::MAX, usize::MAX, 2, 4, false, None), Backend::OpenBlas);
+        assert_eq!(choose(usize::MAX, usize::MAX, 2, 4, false, None), Backend::Gemm);
         assert_eq!(
             choose(512, 512, 512, 8, true, Some(Backend::OpenBlas)),
             Backend::OpenBlas

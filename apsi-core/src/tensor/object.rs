@@ -104,7 +104,19 @@ impl Args<'_> {
             None => Ok(None),
             Some(v) => match as_dtype(v) {
                 Some(d) => Ok(Some(d)),
-                None => Err(self.wrong(i, "a dtype (f64, f32, i64, …)", v)),
+                None => Err(match v {
+                    // A string names a dtype or nothing: say which string.
+                    Value::Str(s) => err(
+                        ErrorKind::TypeError,
+                        format!(
+                            "{}() argument '{}' must be a dtype; '{}' names none (f64, f32, f16, bf16, i64, i32, bool, the formats, or NumPy's 'float32', 'int64', …)",
+                            self.name,
+                            self.param(i),
+                            s.as_str()
+                        ),
+                    ),
+                    _ => self.wrong(i, "a dtype (f64, f32, i64, …)", v),
+                }),
             },
         }
     }

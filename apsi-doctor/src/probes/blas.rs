@@ -3,9 +3,9 @@
 //! crate's AVX-512 kernels take every product of at least 16^3
 //! multiply-adds; the system OpenBLAS (loaded the way the core loads it:
 //! `$APSI_BLAS_LIB`, else `libopenblas.so.0`) takes the rest; without
-//! AVX-512 the crate's AVX2 kernels take products under 2^31 (f32) or 2^33
-//! (f64) multiply-adds and OpenBLAS the larger ones (the "large products"
-//! reported); `APSI_MATMUL=gemm|openblas` forces one. Reports
+//! AVX-512 the crate's AVX2 kernels take every product (OpenBLAS's bits
+//! depend on its thread count, so it only gets one-thread products);
+//! `APSI_MATMUL=gemm|openblas` forces one. Reports
 //! OpenBLAS's build and thread count too.
 
 use crate::check::Check;
@@ -95,7 +95,7 @@ fn probe_with(blas_feature: bool, apsi_threads: usize, avx512: bool, forced: Opt
                 format!("matmul uses the built-in gemm crate's AVX-512 kernels from 16x16x16 up and {} below, {apsi_threads} threads", short.join(" "))
             }
             (_, true) => format!("matmul uses {blas} for every product (APSI_MATMUL=openblas), {apsi_threads} threads"),
-            _ => format!("matmul uses the built-in gemm crate's AVX2 kernels below 2^31 (f32) or 2^33 (f64) multiply-adds and {blas} above (no AVX-512 here), {apsi_threads} threads"),
+            _ => format!("matmul uses the built-in gemm crate's AVX2 kernels for every product (no AVX-512 here; {blas} is not needed), {apsi_threads} threads"),
         };
         return Check::ok("gemm", summary)
             .detail(
