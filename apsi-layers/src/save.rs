@@ -433,7 +433,15 @@ fn load_into(m: &Value, file: &File, path: &str, strict: bool) -> VResult<()> {
         plan.push((cur, t.clone()));
     }
     if strict {
-        if let Some((n, _)) = file.tensors.iter().find(|(n, _)| !params.iter().any(|p| p.name == *n)) {
+        // The first by name (not the header's order, which serde_json
+        // keeps or sorts depending on a feature another crate may enable).
+        let unknown = file
+            .tensors
+            .iter()
+            .map(|(n, _)| n)
+            .filter(|n| !params.iter().any(|p| p.name == **n))
+            .min();
+        if let Some(n) = unknown {
             return Err(err(
                 ErrorKind::ValueError,
                 format!("load_weights: {path} has a tensor '{n}' that no parameter of the model takes (strict=false ignores it)"),

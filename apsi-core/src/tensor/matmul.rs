@@ -684,7 +684,7 @@ mod tests {
                     for n in [1usize, 5, 16, 80, 256, 2048] {
                         for elem in [4, 8] {
                             if choose(m, n, k, elem, avx512, None) == Backend::OpenBlas {
-                                assert!((m * n * k) < PAR_WORK as usize, "{m}x{k}x{n} avx512={avx512}");
+                                assert!((m * n * k) < PAR_WORK, "{m}x{k}x{n} avx512={avx512}");
                             }
                         }
                     }
