@@ -477,20 +477,8 @@ def load(weights=WEIGHTS, device="cpu"):
 }
 
 fn class_name(k: &Kind) -> &'static str {
-    match k {
-        Kind::Dense { .. } => "Dense",
-        Kind::Conv2d { .. } => "Conv2d",
-        Kind::MaxPool2d { .. } => "MaxPool2d",
-        Kind::Flatten => "Flatten",
-        Kind::Dropout { .. } => "Dropout",
-        Kind::Embedding { .. } => "Embedding",
-        Kind::PositionEmbedding { .. } => "PositionEmbedding",
-        Kind::LayerNorm { .. } => "LayerNorm",
-        Kind::Lstm { .. } => "LSTM",
-        Kind::Attention { .. } => "MultiHeadAttention",
-        Kind::Residual(_) => "Residual",
-        Kind::Sequential(_) => "Sequential",
-    }
+    // The Python classes carry the layers' own names.
+    k.name()
 }
 
 /// `Name(args…)`, with `dtype=torch.float64` for an f64 layer.

@@ -96,9 +96,10 @@ fn pair_str(given: &Value) -> String {
     repr_of(given)
 }
 
-impl Layer {
-    pub fn type_name(&self) -> &'static str {
-        match &self.kind {
+impl Kind {
+    /// The layer type's name, as the program spells its constructor.
+    pub fn name(&self) -> &'static str {
+        match self {
             Kind::Dense { .. } => "Dense",
             Kind::Conv2d { .. } => "Conv2d",
             Kind::MaxPool2d { .. } => "MaxPool2d",
@@ -112,6 +113,12 @@ impl Layer {
             Kind::Residual(_) => "Residual",
             Kind::Sequential(_) => "Sequential",
         }
+    }
+}
+
+impl Layer {
+    pub fn type_name(&self) -> &'static str {
+        self.kind.name()
     }
 
     /// The names of this layer's own parameters (PyTorch's).

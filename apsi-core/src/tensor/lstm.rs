@@ -558,6 +558,7 @@ fn back<T: Elem>(w: &Tensor, s: &LstmSaved, seq: bool, g: &Tensor, dm: Dims, nee
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::{ok, randv};
     use super::lstm_seq;
     use crate::error::ErrorKind;
     use crate::syntax::ast::BinOp;
@@ -567,24 +568,6 @@ mod tests {
     use crate::tensor::dtype::DType;
     use crate::tensor::reduce::{reduce, RKind};
     use crate::value::VResult;
-
-    fn ok<T>(r: VResult<T>) -> T {
-        match r {
-            Ok(v) => v,
-            Err(e) => panic!("unexpected error {}: {}", e.kind, e.message),
-        }
-    }
-
-    /// Deterministic pseudo-random numbers in [lo, hi).
-    fn randv(n: usize, seed: u64, lo: f64, hi: f64) -> Vec<f64> {
-        let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        (0..n)
-            .map(|_| {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                lo + (hi - lo) * ((s >> 11) as f64 / (1u64 << 53) as f64)
-            })
-            .collect()
-    }
 
     fn sigmoid(x: f64) -> f64 {
         1.0 / (1.0 + (-x).exp())

@@ -51,4 +51,6 @@ pub use api::register;
 pub use object::{as_tensor, tensor_value};
 
 #[cfg(test)]
+mod test_support;
+#[cfg(test)]
 mod tests;

@@ -408,24 +408,8 @@ pub(super) fn vjp(
 mod tests {
     use super::super::autodiff::{backward, leaf};
     use super::super::reduce::{reduce, RKind};
+    use super::super::test_support::{ok, randv};
     use super::*;
-
-    fn ok<T>(r: VResult<T>) -> T {
-        match r {
-            Ok(v) => v,
-            Err(e) => panic!("unexpected error {}: {}", e.kind, e.message),
-        }
-    }
-
-    fn randv(n: usize, seed: u64, lo: f64, hi: f64) -> Vec<f64> {
-        let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        (0..n)
-            .map(|_| {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                lo + (hi - lo) * ((s >> 11) as f64 / (1u64 << 53) as f64)
-            })
-            .collect()
-    }
 
     fn t(v: Vec<f64>, shape: &[usize]) -> Tensor {
         Tensor::from_vec(v, shape.to_vec())

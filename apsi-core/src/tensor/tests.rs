@@ -5,6 +5,7 @@
 use super::arith::Arg;
 use super::core::Tensor;
 use super::object::{as_tensor, tensor_value};
+use super::test_support::{ok, randv};
 use crate::ops::NoCaller;
 use crate::syntax::ast::BinOp;
 use crate::value::{Caller, VResult, Value};
@@ -33,24 +34,6 @@ fn t(v: Vec<f64>, shape: Vec<usize>) -> Value {
 
 fn bin(op: BinOp, a: &Value, b: &Value) -> VResult<Value> {
     crate::ops::binary(op, a, b)
-}
-
-/// Deterministic pseudo-random numbers in [lo, hi).
-fn randv(n: usize, seed: u64, lo: f64, hi: f64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    (0..n)
-        .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            lo + (hi - lo) * ((s >> 11) as f64 / (1u64 << 53) as f64)
-        })
-        .collect()
-}
-
-fn ok<T>(r: VResult<T>) -> T {
-    match r {
-        Ok(v) => v,
-        Err(e) => panic!("unexpected error {}: {}", e.kind, e.message),
-    }
 }
 
 fn to_tensor(v: &Value) -> Tensor {
