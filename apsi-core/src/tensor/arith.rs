@@ -425,6 +425,16 @@ pub(super) fn gelu<T: Real>(x: T) -> T {
     x * half * (T::ONE + (x * T::from_f64(std::f64::consts::FRAC_1_SQRT_2)).erf())
 }
 
+/// gelu's derivative `Φ(x) + x·φ(x)`, PyTorch's GeluBackward (exact) term for term.
+#[inline(always)]
+pub(super) fn gelu_grad<T: Real>(x: T) -> T {
+    let half = T::from_f64(0.5);
+    let k = T::from_f64(std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2 * 0.5);
+    let cdf = half * (T::ONE + (x * T::from_f64(std::f64::consts::FRAC_1_SQRT_2)).erf());
+    let pdf = (-half * x * x).exp() * k;
+    cdf + x * pdf
+}
+
 /// `f` over a float tensor, one monomorphic loop per function (a `match`
 /// inside the element loop keeps it from vectorising: `abs` cost five
 /// times NumPy's).

@@ -551,19 +551,7 @@ fn direct_unary_vjp_in<T: super::real::Real>(f: UFn, x: &Tensor, out: &Tensor, g
             let k = T::from_f64(std::f64::consts::FRAC_2_SQRT_PI);
             zip::<T, T>(g, x, move |g, x| g * (k * (-(x * x)).exp()))
         }
-        UFn::Gelu => {
-            // Φ(x) + x·φ(x), PyTorch's GeluBackward (exact) term for term.
-            let (half, r2, k) = (
-                T::from_f64(0.5),
-                T::from_f64(std::f64::consts::FRAC_1_SQRT_2),
-                T::from_f64(std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2 * 0.5),
-            );
-            zip::<T, T>(g, x, move |g, x| {
-                let cdf = half * (T::ONE + (x * r2).erf());
-                let pdf = (-half * x * x).exp() * k;
-                g * (cdf + x * pdf)
-            })
-        }
+        UFn::Gelu => zip::<T, T>(g, x, |g, x| g * super::arith::gelu_grad(x)),
         _ => return None,
     })
 }

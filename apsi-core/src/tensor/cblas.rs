@@ -1,8 +1,8 @@
 //! The system OpenBLAS through its C interface (`cblas_sgemm`/`cblas_dgemm`),
 //! one of `matmul`'s two backends when the crate is built with the `blas`
 //! feature and `libopenblas.so.0` is installed (Debian: `libopenblas0`);
-//! loaded at the first product that [`super::matmul::choose`] gives it (the
-//! largest without AVX-512, tiny ones with it), the `gemm` crate running when
+//! loaded at the first product that [`super::matmul::choose`] gives it (tiny
+//! ones on a CPU with AVX-512, or all under `APSI_MATMUL=openblas`), the `gemm` crate running when
 //! it is not there. Its thread count is the product's (matmul's `run`:
 //! bounded by `set_threads`/`--threads`).
 //!
@@ -181,8 +181,7 @@ macro_rules! gemm_impl {
                 let Some(blas) = blas() else { return false };
                 // The thread count and the product under one lock: the
                 // count is the library's global state, and its bits depend
-                // on it (seen with concurrent callers), so no other
-                // caller's count may slip in between.
+                // on it, so no other caller's count may slip in between.
                 let _held = use_threads(blas, threads);
                 let ldc = n.max(1) as c_int;
                 let (m, n, k) = (m as c_int, n as c_int, k as c_int);

@@ -55,14 +55,8 @@ fn exp_minus_square(h: f32, l: f32, p: f32) -> f32 {
     let k = t - ROUND;
     // r = (p - h - l) - k ln 2; -k·C1 - h is exact (the two nearly cancel).
     let r = ((-k).mul_add(C1, -h) + p) - l + (-k) * C2;
-    let mut q = 1.987_569_1e-4f32;
-    for c in [1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 0.166_666_65, 0.5] {
-        q = q.mul_add(r, c);
-    }
-    let e = (q * r).mul_add(r, r) + 1.0;
-    // 2^k from t's bits by an integer add and shift, which vectorise (a
-    // float-to-int `as` saturates and stays scalar).
-    let scale = f32::from_bits(t.to_bits().wrapping_add(127) << 23);
+    let e = super::vmath::expf_reduced(r);
+    let scale = super::vmath::pow2_of_rounded(t);
     if rough < -87.3 {
         0.0
     } else {
@@ -104,17 +98,14 @@ fn is_ordinary(x: f32) -> bool {
     x.abs() < ORDINARY
 }
 
-/// The scalar formulas in f64 (libm's `erf`), for the inputs outside the
-/// ordinary range.
+/// The scalar formulas in f64 (libm's `erf`, as the float64 path computes
+/// them), for the inputs outside the ordinary range.
 fn gelu_exact(x: f32) -> f32 {
-    let x = x as f64;
-    (x * 0.5 * (1.0 + <f64 as super::real::Real>::erf(x * std::f64::consts::FRAC_1_SQRT_2))) as f32
+    super::arith::gelu(x as f64) as f32
 }
 
 fn gelu_grad_exact(x: f32) -> f32 {
-    let x = x as f64;
-    let cdf = 0.5 * (1.0 + <f64 as super::real::Real>::erf(x * std::f64::consts::FRAC_1_SQRT_2));
-    (cdf + x * ((-0.5 * x * x).exp() * 0.398_942_280_401_432_7)) as f32
+    super::arith::gelu_grad(x as f64) as f32
 }
 
 /// Which of the two functions.

@@ -107,14 +107,8 @@ fn sigmoid_f32(x: f32) -> f32 {
     let t = a * LOG2E + ROUND;
     let k = t - ROUND;
     let r = (-k).mul_add(C2, (-k).mul_add(C1, a));
-    let mut p = 1.987_569_1e-4f32;
-    for c in [1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 0.166_666_65, 0.5] {
-        p = p.mul_add(r, c);
-    }
-    let e = (p * r).mul_add(r, r) + 1.0;
-    // 2^k from t's bits by an integer add and shift, which vectorise (a
-    // float-to-int `as` saturates and stays scalar).
-    let scale = f32::from_bits(t.to_bits().wrapping_add(127) << 23);
+    let e = super::vmath::expf_reduced(r);
+    let scale = super::vmath::pow2_of_rounded(t);
     let e = e * scale;
     let d = 1.0 + e;
     let s = if x >= 0.0 { 1.0 / d } else { e / d };

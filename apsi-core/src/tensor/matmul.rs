@@ -245,7 +245,7 @@ pub enum Backend {
 /// 1.9x, 32^3 and up 1.5x to 5x; see docs/ARCHITECTURE.md, "Matmul").
 pub const SMALL: u64 = 16 * 16 * 16;
 
-/// The backend for an `m x k @ k x n` product of `elem`-byte floats, from what the CPU has and what
+/// The backend for an `m x k @ k x n` product, from what the CPU has and what
 /// the user forced. It depends on the sizes and the CPU, never on the thread count; and OpenBLAS
 /// only gets products too small for a second thread ([`PAR_WORK`]), because its bits change with
 /// its thread count (OpenBLAS 0.3.21, f64 96x300x80), while the crate splits a product between
@@ -264,12 +264,11 @@ pub const SMALL: u64 = 16 * 16 * 16;
 ///   product (OpenBLAS above would make the bits depend on the thread count).
 /// - Whatever is chosen, `OpenBlas` falls back to the `gemm` crate when no OpenBLAS can be loaded
 ///   or an operand has no unit-strided axis.
-pub fn choose(m: usize, n: usize, k: usize, elem: usize, avx512: bool, forced: Option<Backend>) -> Backend {
+pub fn choose(m: usize, n: usize, k: usize, avx512: bool, forced: Option<Backend>) -> Backend {
     if let Some(b) = forced {
         return b;
     }
     let work = (m as u64).saturating_mul(n as u64).saturating_mul(k as u64);
-    let _ = elem;
     let gemm = !avx512 || work >= SMALL;
     if gemm {
         Backend::Gemm
@@ -323,7 +322,7 @@ pub trait Kernel: Sized + Copy + 'static {
         threads: usize,
     ) {
         Self::kernel_on(
-            choose(m, n, k, std::mem::size_of::<Self>(), has_avx512(), forced()),
+            choose(m, n, k, has_avx512(), forced()),
             m,
             n,
             k,
@@ -682,10 +681,8 @@ mod tests {
             for m in [1usize, 2, 7, 16, 33, 64, 128, 512, 2048] {
                 for k in [1usize, 3, 16, 64, 300, 1024] {
                     for n in [1usize, 5, 16, 80, 256, 2048] {
-                        for elem in [4, 8] {
-                            if choose(m, n, k, elem, avx512, None) == Backend::OpenBlas {
-                                assert!((m * n * k) < PAR_WORK, "{m}x{k}x{n} avx512={avx512}");
-                            }
+                        if choose(m, n, k, avx512, None) == Backend::OpenBlas {
+                            assert!((m * n * k) < PAR_WORK, "{m}x{k}x{n} avx512={avx512}");
                         }
                     }
                 }
@@ -696,22 +693,18 @@ mod tests {
     #[test]
     fn backend_choice() {
         let small = 15;
-        assert_eq!(choose(512, 512, 512, 8, true, None), Backend::Gemm);
-        assert_eq!(choose(16, 16, 16, 4, true, None), Backend::Gemm);
-        assert_eq!(choose(1, 4096, 1, 8, true, None), Backend::Gemm);
-        assert_eq!(choose(small, small, small, 8, true, None), Backend::OpenBlas);
-        assert_eq!(choose(usize::MAX, usize::MAX, 2, 8, true, None), Backend::Gemm);
+        assert_eq!(choose(512, 512, 512, true, None), Backend::Gemm);
+        assert_eq!(choose(16, 16, 16, true, None), Backend::Gemm);
+        assert_eq!(choose(1, 4096, 1, true, None), Backend::Gemm);
+        assert_eq!(choose(small, small, small, true, None), Backend::OpenBlas);
+        assert_eq!(choose(usize::MAX, usize::MAX, 2, true, None), Backend::Gemm);
         // Without AVX-512: the crate for every product.
         for s in [2, small, 256, 1024, 1536, 2048] {
-            assert_eq!(choose(s, s, s, 4, false, None), Backend::Gemm, "f32 {s}");
-            assert_eq!(choose(s, s, s, 8, false, None), Backend::Gemm, "f64 {s}");
+            assert_eq!(choose(s, s, s, false, None), Backend::Gemm, "{s}");
         }
-        assert_eq!(choose(usize::MAX, usize::MAX, 2, 4, false, None), Backend::Gemm);
-        assert_eq!(
-            choose(512, 512, 512, 8, true, Some(Backend::OpenBlas)),
-            Backend::OpenBlas
-        );
-        assert_eq!(choose(2, 2, 2, 8, false, Some(Backend::Gemm)), Backend::Gemm);
+        assert_eq!(choose(usize::MAX, usize::MAX, 2, false, None), Backend::Gemm);
+        assert_eq!(choose(512, 512, 512, true, Some(Backend::OpenBlas)), Backend::OpenBlas);
+        assert_eq!(choose(2, 2, 2, false, Some(Backend::Gemm)), Backend::Gemm);
     }
 
     #[test]

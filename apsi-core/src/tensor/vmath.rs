@@ -209,6 +209,26 @@ fn sigmoid_exact(x: f64) -> f64 {
     }
 }
 
+/// `exp(r)` for a float32 reduced argument (|r| ≤ ln2/2): Cephes' `expf`
+/// polynomial (degree 5, within 2 ulp). Shared by the float32 kernels
+/// (lstm.rs's sigmoid, gelu.rs).
+#[inline(always)]
+pub(super) fn expf_reduced(r: f32) -> f32 {
+    let mut p = 1.987_569_1e-4f32;
+    for c in [1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 0.166_666_65, 0.5] {
+        p = p.mul_add(r, c);
+    }
+    (p * r).mul_add(r, r) + 1.0
+}
+
+/// 2^k for `t = a·log2(e) + 1.5·2^23` (k = t - 1.5·2^23 in [-126, 127]),
+/// from t's low mantissa bits by an integer add and shift, which vectorise
+/// (a float-to-int `as` saturates and stays scalar).
+#[inline(always)]
+pub(super) fn pow2_of_rounded(t: f32) -> f32 {
+    f32::from_bits(t.to_bits().wrapping_add(127) << 23)
+}
+
 /// One of the functions this module computes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum VFn {
