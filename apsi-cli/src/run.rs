@@ -60,6 +60,9 @@ pub fn run_file(opts: &RunOptions) -> u8 {
 /// from `apsi build`: no loading, checking or compiling).
 pub fn run_program(opts: &RunOptions, app: Option<crate::build::App>) -> u8 {
     let start = Instant::now();
+    // One runtime runs in this process: while only its thread runs Apsi
+    // code, reference counts need no locked instructions (`solo.rs`).
+    apsi_core::value::solo::allow();
     if let Some(f) = &opts.native_ir {
         // Read by apsi-native when it compiles a function (before any thread starts).
         std::env::set_var("APSI_NATIVE_IR", f);

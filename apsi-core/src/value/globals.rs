@@ -35,12 +35,12 @@ impl GlobalSlot {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn get(&self) -> Option<Value> {
         if self.is_const {
-            self.konst.get().cloned()
+            self.konst.get().map(Value::dup_words)
         } else {
-            self.var.read().clone()
+            self.var.read().as_ref().map(Value::dup_words)
         }
     }
 

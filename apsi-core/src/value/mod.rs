@@ -25,6 +25,7 @@ pub mod generator;
 pub mod globals;
 pub mod ic;
 pub mod reentry;
+pub mod solo;
 pub mod sources;
 mod strref;
 pub mod tasks;
@@ -89,13 +90,166 @@ pub enum Value {
     Set(Arc<SetObj>),
 }
 
-const _: () = assert!(std::mem::size_of::<Value>() == 16);
+const _: () = assert!(
+    std::mem::size_of::<Value>() == 16
+        && std::mem::align_of::<Value>() == 8
+        && std::mem::size_of::<crate::error::ErrorKind>() == 1
+);
 // A string's count and cached hash share what a `usize` count took.
 const _: () = assert!(std::mem::size_of::<StrObj>() <= std::mem::size_of::<StrData>() + std::mem::size_of::<usize>());
 
 fn _assert_send_sync() {
     fn is<T: Send + Sync>() {}
     is::<Value>();
+}
+
+impl Value {
+    /// Add one reference to what this value owns (nothing for a scalar),
+    /// as `clone` does, without building the copy: the caller then copies
+    /// the value's two words itself (`vm/exec.rs`, `dup`), so no 16-byte
+    /// temporary written by parts is read back whole (a store-forwarding
+    /// stall on every copy of a string, list or struct).
+    #[inline(always)]
+    pub fn retain(&self) {
+        if solo::on() {
+            if let Some(c) = self.count() {
+                solo::inc(c);
+            }
+            return;
+        }
+        match self {
+            Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Unbound | Value::Kind(_) => {}
+            Value::Str(s) => std::mem::forget(s.clone()),
+            Value::List(a) => std::mem::forget(a.clone()),
+            Value::Tuple(a) => std::mem::forget(a.clone()),
+            Value::Dict(a) => std::mem::forget(a.clone()),
+            Value::Range(a) => std::mem::forget(a.clone()),
+            Value::Slice(a) => std::mem::forget(a.clone()),
+            Value::Func(a) => std::mem::forget(a.clone()),
+            Value::Native(a) => std::mem::forget(a.clone()),
+            Value::BoundMethod(a) => std::mem::forget(a.clone()),
+            Value::StructType(a) => std::mem::forget(a.clone()),
+            Value::Struct(a) => std::mem::forget(a.clone()),
+            Value::Error(a) => std::mem::forget(a.clone()),
+            Value::Module(a) => std::mem::forget(a.clone()),
+            Value::Object(a) => std::mem::forget(a.clone()),
+            Value::Bytes(a) => std::mem::forget(a.clone()),
+            Value::Set(a) => std::mem::forget(a.clone()),
+        }
+    }
+
+    /// The reference count of what this value owns, if it owns something.
+    #[inline(always)]
+    fn count(&self) -> Option<&std::sync::atomic::AtomicUsize> {
+        use solo::arc_count;
+        Some(match self {
+            Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Unbound | Value::Kind(_) => {
+                return None
+            }
+            Value::Str(s) => s.count(),
+            Value::List(a) => arc_count(a),
+            Value::Tuple(a) => arc_count(a),
+            Value::Dict(a) => arc_count(a),
+            Value::Range(a) => arc_count(a),
+            Value::Slice(a) => arc_count(a),
+            Value::Func(a) => arc_count(a),
+            Value::Native(a) => arc_count(a),
+            Value::BoundMethod(a) => arc_count(a),
+            Value::StructType(a) => arc_count(a),
+            Value::Struct(a) => arc_count(a),
+            Value::Error(a) => arc_count(a),
+            Value::Module(a) => arc_count(a),
+            Value::Object(a) => arc_count(a),
+            Value::Bytes(a) => arc_count(a),
+            Value::Set(a) => arc_count(a),
+        })
+    }
+
+    /// In solo mode (`solo.rs`), give up this value's reference with a
+    /// plain store when it is not the last one, and say so: the caller then
+    /// overwrites the value without dropping it. `false` (nothing changed)
+    /// otherwise: the caller drops the value the usual way.
+    #[inline(always)]
+    pub fn release_solo(&self) -> bool {
+        solo::on() && self.count().is_some_and(solo::dec)
+    }
+
+    /// A copy of this value as its parts ([`Words`]: the tag byte, the
+    /// byte after it, which holds a `bool` or an error kind, and the word
+    /// at offset 8, which holds a number or a pointer): the count is raised
+    /// in place (`retain`) and each part is read on its own, with at most
+    /// the size it was written with (volatile, so LLVM does not merge them
+    /// into one 16-byte load, which stalls on store forwarding when the
+    /// value was just written by parts). `clone` is out of line and returns
+    /// its copy through memory written by parts, which a store into a
+    /// register then read back whole: a stall on every `Move`, field read
+    /// or global read in the dispatch loop (`vm/exec.rs`, which stores the
+    /// parts with `set_words`).
+    #[inline(always)]
+    pub fn words(&self) -> Words {
+        self.retain();
+        // SAFETY: `Value` is 16 bytes, 8-aligned (asserted above), every
+        // variant's data lies in byte 1 or in the word at offset 8
+        // (`key_tests::words_copy_every_kind_of_value`), and parts that
+        // are padding are read as `MaybeUninit`.
+        unsafe {
+            let p = self as *const Value as *const u8;
+            Words {
+                tag: std::ptr::read_volatile(p),
+                b1: std::ptr::read_volatile(p.add(1) as *const std::mem::MaybeUninit<u8>),
+                ptr: std::ptr::read_volatile(p.add(8) as *const std::mem::MaybeUninit<u64>),
+            }
+        }
+    }
+
+    /// A copy made through `words`, for callers that need a `Value`.
+    #[inline(always)]
+    pub fn dup_words(&self) -> Value {
+        self.words().into_value()
+    }
+}
+
+/// An owned value held as its parts (`Value::words`): the count for it
+/// has been raised, so it must become a `Value` again (`into_value`, or
+/// `write_to` a slot) or the reference leaks.
+pub struct Words {
+    tag: u8,
+    b1: std::mem::MaybeUninit<u8>,
+    ptr: std::mem::MaybeUninit<u64>,
+}
+
+impl Words {
+    #[inline(always)]
+    pub fn into_value(self) -> Value {
+        let mut v = std::mem::MaybeUninit::<Value>::uninit();
+        // SAFETY: the parts are a whole `Value`'s (the other bytes are
+        // padding), and the count raised for them makes this a second
+        // owner, as `clone` would.
+        unsafe {
+            let p = v.as_mut_ptr() as *mut u8;
+            p.write(self.tag);
+            (p.add(1) as *mut std::mem::MaybeUninit<u8>).write(self.b1);
+            (p.add(8) as *mut std::mem::MaybeUninit<u64>).write(self.ptr);
+            v.assume_init()
+        }
+    }
+
+    /// Write the parts into `slot`, whose old value the caller has already
+    /// given up (dropped, released by solo counting, or a scalar): two
+    /// byte stores and an 8-byte store.
+    ///
+    /// # Safety
+    /// `slot`'s old value must own nothing any more.
+    #[inline(always)]
+    pub unsafe fn write_to(self, slot: &mut Value) {
+        // SAFETY: as for `into_value`; the caller gave up the old value.
+        unsafe {
+            let p = slot as *mut Value as *mut u8;
+            std::ptr::write_volatile(p, self.tag);
+            std::ptr::write_volatile(p.add(1) as *mut std::mem::MaybeUninit<u8>, self.b1);
+            std::ptr::write_volatile(p.add(8) as *mut std::mem::MaybeUninit<u64>, self.ptr);
+        }
+    }
 }
 
 impl Value {
@@ -1180,6 +1334,55 @@ pub struct ObjBox(pub Box<dyn ApsiObject>);
 
 #[cfg(test)]
 mod key_tests {
+    #[test]
+    fn words_copy_every_kind_of_value() {
+        // `Value::words` reads a counted value as its tag byte and the
+        // pointer at offset 8.
+        let l = std::sync::Arc::new(super::ListObj::new(vec![Value::Int(7)]));
+        let v = Value::List(l.clone());
+        // SAFETY: reading the second word of a 16-byte value.
+        let ptr = unsafe { *((&v as *const Value as *const u64).add(1)) };
+        assert_eq!(ptr, unsafe {
+            *(&l as *const std::sync::Arc<super::ListObj> as *const u64)
+        });
+        let w = v.words();
+        assert_eq!(std::sync::Arc::strong_count(&l), 3);
+        let v2 = w.into_value();
+        assert!(matches!(&v2, Value::List(x) if std::sync::Arc::ptr_eq(x, &l)));
+        let text = |v: &Value| match v {
+            Value::Str(s) => s.as_str().to_string(),
+            _ => panic!("not a string"),
+        };
+        let s = Value::str("a longer string than inline");
+        let s2 = s.dup_words();
+        assert_eq!(text(&s), text(&s2));
+        let mut slot = Value::Int(3);
+        // SAFETY: the slot holds a scalar, which owns nothing.
+        unsafe { s.words().write_to(&mut slot) };
+        assert_eq!(text(&slot), text(&s));
+        drop((v, v2, slot, s, s2));
+        assert_eq!(std::sync::Arc::strong_count(&l), 1);
+        // Every variant whose data sits in byte 1 or at offset 8.
+        let samples = [
+            Value::None,
+            Value::Bool(true),
+            Value::Bool(false),
+            Value::Int(-5),
+            Value::Float(2.5),
+            Value::Kind(crate::error::ErrorKind::ValueError),
+            Value::Kind(crate::error::ErrorKind::KeyError),
+            Value::Tuple(std::sync::Arc::new(super::TupleObj(vec![Value::Int(1)].into()))),
+        ];
+        for v in &samples {
+            let c = v.dup_words();
+            assert_eq!(format!("{c:?}"), format!("{v:?}"));
+            let mut slot = Value::None;
+            // SAFETY: `none` owns nothing.
+            unsafe { v.words().write_to(&mut slot) };
+            assert_eq!(format!("{slot:?}"), format!("{v:?}"));
+        }
+    }
+
     use super::{DictMap, HashKey, Value};
 
     #[test]

@@ -25,10 +25,10 @@ use std::ops::Deref;
 use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicUsize, Ordering};
 
-/// The count of an immortal string.
-const IMMORTAL: usize = 1 << (usize::BITS - 2);
-/// The most references a mortal string may have.
-const MAX_COUNT: usize = IMMORTAL >> 1;
+/// The count of an immortal string (`IMMORTAL`) and the most references a
+/// mortal string may have (`MAX_COUNT`): the same bounds solo counting
+/// (`solo.rs`) keeps.
+use super::solo::{IMMORTAL, MAX_COUNT};
 
 struct Inner {
     count: AtomicUsize,
@@ -115,6 +115,12 @@ impl StrRef {
         // SAFETY: the pointee lives while any handle to it exists (the
         // count invariant), and this handle exists.
         unsafe { self.ptr.as_ref() }
+    }
+
+    /// The reference count, for solo counting (`solo.rs`).
+    #[inline(always)]
+    pub(crate) fn count(&self) -> &AtomicUsize {
+        &self.inner().count
     }
 
     /// Whether two handles name one string object.

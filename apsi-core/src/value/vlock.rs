@@ -36,7 +36,9 @@ impl Participant {
     /// Register one more thread that runs Apsi code. Call it on the thread
     /// that starts the new one, before the new thread starts.
     pub fn new() -> Participant {
-        PARTICIPANTS.fetch_add(1, Ordering::AcqRel);
+        if PARTICIPANTS.fetch_add(1, Ordering::AcqRel) >= 1 {
+            super::solo::end();
+        }
         Participant(())
     }
 }
@@ -51,6 +53,11 @@ impl Drop for Participant {
     fn drop(&mut self) {
         PARTICIPANTS.fetch_sub(1, Ordering::Release);
     }
+}
+
+/// How many threads hold a participant now.
+pub(crate) fn participants() -> usize {
+    PARTICIPANTS.load(Ordering::Acquire)
 }
 
 /// Are other threads running Apsi code now?

@@ -142,11 +142,10 @@ fn fits_with_self(c: &Closure, n: usize) -> bool {
     n < np && n + 1 + nd >= np
 }
 
-/// Store into a register; a scalar being overwritten needs no drop.
-#[inline(always)]
 /// For an `Instr::MulT { a: t, .. }` just before `pc`: the `Add` reading `t`
 /// as (instructions to skip, its destination, its other operand's register,
 /// the load that fills that register first, if any).
+#[inline(always)]
 fn mul_add_partner(instrs: &[Instr], pc: usize, t: Reg) -> Option<(usize, Reg, Reg, Option<Instr>)> {
     match *instrs.get(pc)? {
         Instr::Add { a, b, c } if b == t && c != t => Some((1, a, c, None)),
@@ -158,6 +157,8 @@ fn mul_add_partner(instrs: &[Instr], pc: usize, t: Reg) -> Option<(usize, Reg, R
     }
 }
 
+/// Store into a register; a scalar being overwritten needs no drop.
+#[inline(always)]
 fn setv(slot: &mut Value, v: Value) {
     if matches!(
         slot,
@@ -165,9 +166,31 @@ fn setv(slot: &mut Value, v: Value) {
     ) {
         // SAFETY: the old value owns nothing, so skipping its drop leaks nothing.
         unsafe { std::ptr::write(slot, v) }
+    } else if slot.release_solo() {
+        // SAFETY: solo counting gave up the old value's reference (not its
+        // last), so overwriting it without a drop is right. No call comes
+        // between, so `v` stays in registers.
+        unsafe { std::ptr::write(slot, v) }
     } else {
         *slot = v;
     }
+}
+
+/// Store a value held as its words (`Value::words`) into a register, as
+/// two 8-byte stores: nothing goes through a 16-byte temporary.
+#[inline(always)]
+fn set_words(slot: &mut Value, w: Words) {
+    if !matches!(
+        slot,
+        Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Unbound
+    ) && !slot.release_solo()
+    {
+        // SAFETY: the old value is dropped here and overwritten next.
+        unsafe { std::ptr::drop_in_place(slot) }
+    }
+    // SAFETY: the old value owns nothing any more (a scalar, released, or
+    // dropped just above).
+    unsafe { w.write_to(slot) }
 }
 
 /// Copy a register; scalars are copied without touching a refcount.
@@ -185,7 +208,7 @@ fn dup(v: &Value) -> Value {
             Value::Float(f) => Value::Float(std::ptr::read_volatile(f)),
             Value::Bool(b) => Value::Bool(std::ptr::read_volatile(b)),
             Value::None => Value::None,
-            other => other.clone(),
+            other => other.dup_words(),
         }
     }
 }
@@ -212,10 +235,7 @@ fn copy_to(dst: &mut Value, src: &Value) {
         Value::Float(f) => setv(dst, Value::Float(unsafe { std::ptr::read_volatile(f) })),
         Value::Bool(b) => setv(dst, Value::Bool(unsafe { std::ptr::read_volatile(b) })),
         Value::None => setv(dst, Value::None),
-        other => {
-            let v = other.clone();
-            setv(dst, v)
-        }
+        other => set_words(dst, other.words()),
     }
 }
 
@@ -236,7 +256,7 @@ fn copy_item(dst: &mut Value, src: &Value) {
         // valid second value, and `dst` holds nothing that needs a drop.
         unsafe { std::ptr::copy_nonoverlapping(src, dst, 1) }
     } else {
-        *dst = src.clone();
+        set_words(dst, src.words());
     }
 }
 
@@ -1399,9 +1419,9 @@ impl Executor {
                             let n = items.len() as i64;
                             let j = if *i < 0 { *i + n } else { *i };
                             if j >= 0 && j < n {
-                                let v = items[j as usize].clone();
+                                let w = items[j as usize].words();
                                 drop(items);
-                                setv(r!(a), v);
+                                set_words(r!(a), w);
                                 continue;
                             }
                         }
@@ -1432,9 +1452,9 @@ impl Executor {
                                     continue;
                                 }
                                 Some(v) => {
-                                    let v = v.clone();
+                                    let w = v.words();
                                     drop(g);
-                                    setv(r!(a), v);
+                                    set_words(r!(a), w);
                                     continue;
                                 }
                                 None => {}
@@ -1513,9 +1533,9 @@ impl Executor {
                             if let Some(i) = code.ic_at(pc!() - 1).and_then(|ic| ic.field(s.ty.layout)) {
                                 let f = s.fields.read();
                                 if let Some(v) = f.get(i) {
-                                    let v = dup(v);
+                                    let w = v.words();
                                     drop(f);
-                                    setv(r!(a), v);
+                                    set_words(r!(a), w);
                                     continue;
                                 }
                             }
@@ -1654,9 +1674,15 @@ impl Executor {
                                 }
                                 continue;
                             }
+                            // The item goes from the container to the
+                            // register as two words (`Value::dup_words`),
+                            // never through an `Option` in memory.
                             let item = match &*r!(a) {
-                                Value::List(l) => Some(l.items.read().get(i as usize).map(dup)),
-                                Value::Tuple(t) => Some(t.0.get(i as usize).map(dup)),
+                                Value::List(l) => {
+                                    let g = l.items.read();
+                                    Some(g.get(i as usize).map(Value::dup_words))
+                                }
+                                Value::Tuple(t) => Some(t.0.get(i as usize).map(Value::dup_words)),
                                 _ => None,
                             };
                             match item {

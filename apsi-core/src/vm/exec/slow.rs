@@ -97,20 +97,22 @@ fn const_cached(t: &StructType, name: &str, ic: Option<&AttrCache>, on_type: boo
 
 /// The value a cache word names on the struct type `t` itself: its
 /// constant, method or static method `i` (`None` for any other word).
+#[inline]
 pub(super) fn type_attr_hit(t: &StructType, hit: Option<Hit>) -> Option<Value> {
     match hit? {
-        Hit::Const(i) => t.consts.read().get_index(i).map(|(_, v)| v.clone()),
-        Hit::Method(i) => t.methods.get_index(i).map(|(_, v)| v.clone()),
-        Hit::Static(i) => t.statics.get_index(i).map(|(_, v)| v.clone()),
+        Hit::Const(i) => t.consts.read().get_index(i).map(|(_, v)| v.dup_words()),
+        Hit::Method(i) => t.methods.get_index(i).map(|(_, v)| v.dup_words()),
+        Hit::Static(i) => t.statics.get_index(i).map(|(_, v)| v.dup_words()),
         _ => None,
     }
 }
 
 /// `module.name` when the instruction's cache knows the module: the
 /// attribute at the cached index (attributes are only ever added).
+#[inline]
 pub(super) fn module_attr_hit(m: &ModuleObj, ic: Option<&AttrCache>) -> Option<Value> {
     match ic?.get(m.id)? {
-        Hit::Static(i) => m.attrs.read().get_index(i).map(|(_, v)| v.clone()),
+        Hit::Static(i) => m.attrs.read().get_index(i).map(|(_, v)| v.dup_words()),
         _ => None,
     }
 }
