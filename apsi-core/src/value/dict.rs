@@ -54,10 +54,7 @@ fn hash_key(k: &HashKey) -> u64 {
         Value::Bool(b) => *b as u64,
         Value::Float(f) if f.fract() == 0.0 && *f >= -9.2e18 && *f <= 9.2e18 => hash_int(*f as i64),
         // The string's cached hash (computed once per string object).
-        Value::Str(s) => {
-            let m = (s.hash32() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            m ^ (m >> 32)
-        }
+        Value::Str(s) => hash_str(s),
         _ => {
             let mut h = rustc_hash::FxHasher::default();
             k.hash(&mut h);
@@ -65,6 +62,13 @@ fn hash_key(k: &HashKey) -> u64 {
             m ^ (m >> 32)
         }
     }
+}
+
+/// A string key's hash, from the string's cached hash.
+#[inline(always)]
+fn hash_str(s: &super::StrObj) -> u64 {
+    let m = (s.hash32() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    m ^ (m >> 32)
 }
 
 #[inline(always)]
@@ -157,6 +161,29 @@ impl DictMap {
         })
         .and_then(|ix| self.entries.get(ix))
         .map(|e| &e.value)
+    }
+
+    /// `get` for a string key, without building a `HashKey`: the string's
+    /// cached hash, then identity or equal bytes (only a string equals a
+    /// string).
+    #[inline]
+    pub fn get_str(&self, s: &super::StrRef) -> Option<&Value> {
+        self.find_str(s).and_then(|ix| self.entries.get(ix)).map(|e| &e.value)
+    }
+
+    /// `get_mut` for a string key already in the dict (see `get_str`).
+    #[inline]
+    pub fn get_mut_str(&mut self, s: &super::StrRef) -> Option<&mut Value> {
+        let ix = self.find_str(s)?;
+        self.entries.get_mut(ix).map(|e| &mut e.value)
+    }
+
+    #[inline(always)]
+    fn find_str(&self, s: &super::StrRef) -> Option<usize> {
+        self.find(hash_str(s), |k| match k.value() {
+            Value::Str(t) => super::StrRef::ptr_eq(t, s) || t.as_str() == s.as_str(),
+            _ => false,
+        })
     }
 
     pub fn get_mut(&mut self, key: &HashKey) -> Option<&mut Value> {

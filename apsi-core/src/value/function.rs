@@ -21,6 +21,16 @@ impl Cell {
     pub fn get(&self) -> Value {
         self.0.read().clone()
     }
+    /// The cell's value as its parts (`Value::words`), or `None` while it
+    /// is unbound: the dispatch loop's read, with no `Value` temporary.
+    #[inline(always)]
+    pub fn bound_words(&self) -> Option<crate::value::Words> {
+        let g = self.0.read();
+        match &*g {
+            Value::Unbound => None,
+            v => Some(v.words()),
+        }
+    }
     #[inline]
     pub fn set(&self, v: Value) {
         *self.0.write() = v;

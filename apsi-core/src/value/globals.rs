@@ -35,6 +35,13 @@ impl GlobalSlot {
         }
     }
 
+    /// A variable slot's value as its parts (`Value::words`), for the
+    /// dispatch loop (no `Value` temporary).
+    #[inline(always)]
+    pub fn get_words(&self) -> Option<super::Words> {
+        self.var.read().as_ref().map(Value::words)
+    }
+
     #[inline(always)]
     pub fn get(&self) -> Option<Value> {
         if self.is_const {

@@ -97,6 +97,20 @@ fn arc_layout_holds() -> bool {
     first == 2 && second == 1 && Arc::strong_count(&a) == 1 && *a == MARK
 }
 
+/// A new handle to `a`'s object: in solo mode the count is raised with a
+/// plain load and store, otherwise as `Arc::clone` does.
+#[inline(always)]
+pub fn clone_arc<T>(a: &Arc<T>) -> Arc<T> {
+    if on() {
+        inc(arc_count(a));
+        // SAFETY: the count was raised for this second handle, which is a
+        // bitwise copy of the first (what `Arc::clone` returns).
+        unsafe { std::ptr::read(a) }
+    } else {
+        a.clone()
+    }
+}
+
 /// One more reference, counted with a plain load and store (solo mode).
 #[inline(always)]
 pub(crate) fn inc(c: &AtomicUsize) {

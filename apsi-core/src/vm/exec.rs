@@ -1067,8 +1067,8 @@ impl Executor {
                                     copy_to(r!(a), v);
                                     continue;
                                 }
-                            } else if let Some(v) = slot.get() {
-                                setv(r!(a), v);
+                            } else if let Some(w) = slot.get_words() {
+                                set_words(r!(a), w);
                                 continue;
                             }
                         }
@@ -1285,9 +1285,8 @@ impl Executor {
                         // SAFETY: this loop runs the top frame; its closure is alive.
                         let clo = unsafe { &*self.frames.last().unwrap_unchecked().clo };
                         if let Some(cell) = clo.free.get(c as usize) {
-                            let v = cell.get();
-                            if !matches!(v, Value::Unbound) {
-                                setv(r!(a), v);
+                            if let Some(w) = cell.bound_words() {
+                                set_words(r!(a), w);
                                 continue;
                             }
                         }
@@ -1296,9 +1295,8 @@ impl Executor {
                         // SAFETY: as above.
                         let cb = unsafe { self.frames.last().unwrap_unchecked() }.cell_base as usize;
                         if let Some(cell) = self.cells.get(cb + c as usize) {
-                            let v = cell.get();
-                            if !matches!(v, Value::Unbound) {
-                                setv(r!(a), v);
+                            if let Some(w) = cell.bound_words() {
+                                set_words(r!(a), w);
                                 continue;
                             }
                         }
@@ -1434,6 +1432,16 @@ impl Executor {
                                 continue;
                             }
                         }
+                        // `d["beta"]`: the string's cached hash, no `HashKey`.
+                        (Value::Dict(d), Value::Str(k)) => {
+                            let g = d.map.read();
+                            if let Some(v) = g.get_str(k) {
+                                let w = v.words();
+                                drop(g);
+                                set_words(r!(a), w);
+                                continue;
+                            }
+                        }
                         (Value::Dict(d), Value::Int(i)) => {
                             // Scalars are copied out by their payload (no
                             // generic Option<Value> shuffle); the guard is
@@ -1475,6 +1483,24 @@ impl Executor {
                         (Value::Dict(d), Value::Int(i)) => {
                             d.map.write().insert_int(*i, dup(r!(c)));
                             continue;
+                        }
+                        // `d["k"] = v` for a key already there: replaced in
+                        // place (a new key goes the general way).
+                        (Value::Dict(d), Value::Str(k)) => {
+                            let v = dup(r!(c));
+                            let mut g = d.map.write();
+                            match g.get_mut_str(k) {
+                                Some(slot) => {
+                                    let old = std::mem::replace(slot, v);
+                                    drop(g);
+                                    drop(old);
+                                    continue;
+                                }
+                                None => {
+                                    drop(g);
+                                    drop(v);
+                                }
+                            }
                         }
                         _ => {}
                     },
@@ -1579,7 +1605,7 @@ impl Executor {
                                     if takes_positional(c, n as usize + 1) {
                                         let clo = Arc::as_ptr(c);
                                         let callee: *const Code = &*c.proto.code;
-                                        let f = Value::Func(c.clone());
+                                        let f = Value::Func(crate::value::solo::clone_arc(c));
                                         setv(r!(a), f);
                                         push_and_enter!(clo, callee, base + a as usize, n as usize + 1)
                                     }
@@ -1593,7 +1619,7 @@ impl Executor {
                                     if takes_positional(c, n as usize) {
                                         let clo = Arc::as_ptr(c);
                                         let callee: *const Code = &*c.proto.code;
-                                        let f = Value::Func(c.clone());
+                                        let f = Value::Func(crate::value::solo::clone_arc(c));
                                         for j in 0..n as usize {
                                             let v = take(r!(a as usize + 2 + j));
                                             setv(r!(a as usize + 1 + j), v);
@@ -1680,14 +1706,14 @@ impl Executor {
                             let item = match &*r!(a) {
                                 Value::List(l) => {
                                     let g = l.items.read();
-                                    Some(g.get(i as usize).map(Value::dup_words))
+                                    Some(g.get(i as usize).map(Value::words))
                                 }
-                                Value::Tuple(t) => Some(t.0.get(i as usize).map(Value::dup_words)),
+                                Value::Tuple(t) => Some(t.0.get(i as usize).map(Value::words)),
                                 _ => None,
                             };
                             match item {
-                                Some(Some(v)) => {
-                                    setv(r!(b), v);
+                                Some(Some(w)) => {
+                                    set_words(r!(b), w);
                                     setv(r!(a as usize + 1), Value::Int(i + 1));
                                     skip_jmp!();
                                     continue;

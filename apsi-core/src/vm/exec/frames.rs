@@ -83,7 +83,7 @@ impl Executor {
     ) -> Option<VResult<()>> {
         // SAFETY: the caller's registers are live until the stack grows,
         // and the copies are taken before that.
-        let (x, y) = unsafe { ((*x).clone(), (*y).clone()) };
+        let (x, y) = unsafe { ((*x).dup_words(), (*y).dup_words()) };
         let Value::Struct(s) = &x else { return None };
         let (i, ret) = match ic.get(s.ty.id)? {
             Hit::Method(i) => (i, Ret::Op),
@@ -160,7 +160,7 @@ impl Executor {
         if !c.proto.simple || c.proto.nparams as usize != N {
             return None;
         }
-        Some(self.push_closure_frame(c.clone(), args.map(Value::clone), ret))
+        Some(self.push_closure_frame(crate::value::solo::clone_arc(c), args.map(Value::dup_words), ret))
     }
 
     /// Push `c` (checked by the caller to be plain and to take `N`
