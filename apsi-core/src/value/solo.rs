@@ -7,9 +7,9 @@
 //! later loads from starting early: on object programs (deltablue,
 //! richards) a tenth of the run went to counting. While only one thread
 //! runs Apsi code nobody else can touch a count, so the dispatch loop's
-//! copies (`Value::retain`, through `dup_words`) and overwrites
-//! (`release_in_place`, through `setv`) change counts with a plain load
-//! and store instead.
+//! copies (`Value::retain`, through `Value::words`) and overwrites
+//! (`Value::release_solo`, through `setv` and `set_words`) change counts
+//! with a plain load and store instead.
 //!
 //! Why this is sound:
 //! - Solo counting is only ever switched on by a program's entry point
