@@ -105,36 +105,18 @@ fn _assert_send_sync() {
 
 impl Value {
     /// Add one reference to what this value owns (nothing for a scalar),
-    /// as `clone` does, without building the copy: the caller then copies
-    /// the value's two words itself (`vm/exec.rs`, `dup`), so no 16-byte
-    /// temporary written by parts is read back whole (a store-forwarding
-    /// stall on every copy of a string, list or struct).
+    /// as `clone` does, without building the copy: the caller copies the
+    /// value's parts itself (`words`). In solo mode (`solo.rs`) with a
+    /// plain load and store; otherwise through `clone`, whose copy is
+    /// never read back.
     #[inline(always)]
     pub fn retain(&self) {
         if solo::on() {
             if let Some(c) = self.count() {
                 solo::inc(c);
             }
-            return;
-        }
-        match self {
-            Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Unbound | Value::Kind(_) => {}
-            Value::Str(s) => std::mem::forget(s.clone()),
-            Value::List(a) => std::mem::forget(a.clone()),
-            Value::Tuple(a) => std::mem::forget(a.clone()),
-            Value::Dict(a) => std::mem::forget(a.clone()),
-            Value::Range(a) => std::mem::forget(a.clone()),
-            Value::Slice(a) => std::mem::forget(a.clone()),
-            Value::Func(a) => std::mem::forget(a.clone()),
-            Value::Native(a) => std::mem::forget(a.clone()),
-            Value::BoundMethod(a) => std::mem::forget(a.clone()),
-            Value::StructType(a) => std::mem::forget(a.clone()),
-            Value::Struct(a) => std::mem::forget(a.clone()),
-            Value::Error(a) => std::mem::forget(a.clone()),
-            Value::Module(a) => std::mem::forget(a.clone()),
-            Value::Object(a) => std::mem::forget(a.clone()),
-            Value::Bytes(a) => std::mem::forget(a.clone()),
-            Value::Set(a) => std::mem::forget(a.clone()),
+        } else {
+            std::mem::forget(self.clone());
         }
     }
 
@@ -1336,8 +1318,7 @@ pub struct ObjBox(pub Box<dyn ApsiObject>);
 mod key_tests {
     #[test]
     fn words_copy_every_kind_of_value() {
-        // `Value::words` reads a counted value as its tag byte and the
-        // pointer at offset 8.
+        // `Value::words` reads a counted value's pointer at offset 8.
         let l = std::sync::Arc::new(super::ListObj::new(vec![Value::Int(7)]));
         let v = Value::List(l.clone());
         // SAFETY: reading the second word of a 16-byte value.

@@ -157,13 +157,19 @@ fn mul_add_partner(instrs: &[Instr], pc: usize, t: Reg) -> Option<(usize, Reg, R
     }
 }
 
+/// Does a register hold nothing that needs a drop (a scalar or unbound)?
+#[inline(always)]
+fn holds_nothing(slot: &Value) -> bool {
+    matches!(
+        slot,
+        Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Unbound
+    )
+}
+
 /// Store into a register; a scalar being overwritten needs no drop.
 #[inline(always)]
 fn setv(slot: &mut Value, v: Value) {
-    if matches!(
-        slot,
-        Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Unbound
-    ) {
+    if holds_nothing(slot) {
         // SAFETY: the old value owns nothing, so skipping its drop leaks nothing.
         unsafe { std::ptr::write(slot, v) }
     } else if slot.release_solo() {
@@ -176,15 +182,11 @@ fn setv(slot: &mut Value, v: Value) {
     }
 }
 
-/// Store a value held as its words (`Value::words`) into a register, as
-/// two 8-byte stores: nothing goes through a 16-byte temporary.
+/// Store a value held as its parts (`Value::words`) into a register, part
+/// by part: nothing goes through a 16-byte temporary.
 #[inline(always)]
 fn set_words(slot: &mut Value, w: Words) {
-    if !matches!(
-        slot,
-        Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Unbound
-    ) && !slot.release_solo()
-    {
+    if !holds_nothing(slot) && !slot.release_solo() {
         // SAFETY: the old value is dropped here and overwritten next.
         unsafe { std::ptr::drop_in_place(slot) }
     }
@@ -246,10 +248,7 @@ fn copy_to(dst: &mut Value, src: &Value) {
 #[inline(always)]
 fn copy_item(dst: &mut Value, src: &Value) {
     if matches!(src, Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_)) {
-        if !matches!(
-            dst,
-            Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Unbound
-        ) {
+        if !holds_nothing(dst) {
             *dst = Value::None;
         }
         // SAFETY: `src` owns nothing (a scalar), so a bitwise copy is a
@@ -1487,19 +1486,12 @@ impl Executor {
                         // `d["k"] = v` for a key already there: replaced in
                         // place (a new key goes the general way).
                         (Value::Dict(d), Value::Str(k)) => {
-                            let v = dup(r!(c));
                             let mut g = d.map.write();
-                            match g.get_mut_str(k) {
-                                Some(slot) => {
-                                    let old = std::mem::replace(slot, v);
-                                    drop(g);
-                                    drop(old);
-                                    continue;
-                                }
-                                None => {
-                                    drop(g);
-                                    drop(v);
-                                }
+                            if let Some(slot) = g.get_mut_str(k) {
+                                let old = std::mem::replace(slot, dup(r!(c)));
+                                drop(g);
+                                drop(old);
+                                continue;
                             }
                         }
                         _ => {}
@@ -1701,8 +1693,7 @@ impl Executor {
                                 continue;
                             }
                             // The item goes from the container to the
-                            // register as two words (`Value::dup_words`),
-                            // never through an `Option` in memory.
+                            // register as its parts (`Value::words`).
                             let item = match &*r!(a) {
                                 Value::List(l) => {
                                     let g = l.items.read();
