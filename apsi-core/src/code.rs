@@ -188,6 +188,14 @@ pub enum Instr {
         k: u16,
         n: u16,
     },
+    /// `a = super().name(a+2 ..= a+1+n)` in a method of a struct, with that
+    /// method's `self` in `a+1`; constant `k` is the pair `(struct, name)`.
+    /// Cached by the receiver's type (`Hit::Super`): no `super` object is made.
+    CallSuper {
+        a: Reg,
+        k: u16,
+        n: u16,
+    },
     Return {
         a: Reg,
     },

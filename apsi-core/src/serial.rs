@@ -348,6 +348,7 @@ instr_codec! {
     CallGlobal { a, g, n },
     AppendTo { a, b, c, mv },
     CallMethod { a, k, n },
+    CallSuper { a, k, n },
     Return { a },
     ReturnParams { a, n },
     ReturnNone {},
@@ -410,6 +411,7 @@ fn check_instr(i: &Instr, c: &Code) -> DResult<()> {
         Instr::CallK { k, .. }
         | Instr::CallKw { k, .. }
         | Instr::CallMethod { k, .. }
+        | Instr::CallSuper { k, .. }
         | Instr::GetAttr { k, .. }
         | Instr::SetAttr { k, .. }
         | Instr::UnpackRegs { k, .. }

@@ -257,7 +257,9 @@ impl Analyzer {
         b.by_use |= by_use;
     }
 
-    /// `onceable`: a `def`/`struct` statement (write-once at top level).
+    /// `onceable`: a `def`/`struct` statement or a plain `name = value`
+    /// (write-once at top level, outside compound statements, when it is the
+    /// name's only binding in the module).
     fn bind_kind(&mut self, name: &str, binder: Binder, onceable: bool) {
         let cur = self.cur;
         self.note(cur, name, binder);
@@ -306,7 +308,12 @@ impl Analyzer {
             StmtKind::Assign { targets, value } => {
                 self.expr(value);
                 for t in targets {
-                    self.target(t);
+                    // `N = 100`, `Collection = list` at the top of a module:
+                    // write-once when it is the name's only binding.
+                    match &t.kind {
+                        ExprKind::Name(n) => self.bind_kind(n, Binder::Plain, true),
+                        _ => self.target(t),
+                    }
                 }
             }
             StmtKind::AugAssign { target, value, .. } => {
@@ -993,6 +1000,18 @@ mod tests {
         let (_, t) = table("if true:\n    def f():\n        pass\ndef g():\n    pass\n");
         assert!(!t.module_once.contains("f"));
         assert!(t.module_once.contains("g"));
+    }
+
+    #[test]
+    fn a_single_top_level_assignment_is_write_once() {
+        let src = "N = 100\nC = list\na, b = 1, 2\nM = 1\nM += 1\nif true:\n    K = 1\nfor i in range(2):\n    pass\nx = y = 3\nD = 1\ndel D\n";
+        let (_, t) = table(src);
+        for n in ["N", "C", "x", "y"] {
+            assert!(t.module_once.contains(n), "{n}");
+        }
+        for n in ["a", "b", "M", "K", "i", "D"] {
+            assert!(!t.module_once.contains(n), "{n}");
+        }
     }
 
     #[test]

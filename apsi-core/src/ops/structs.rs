@@ -135,6 +135,7 @@ pub(crate) fn make_struct_type(sp: &StructProto, vals: Vec<Value>) -> VResult<Va
         _ => None,
     };
     let cmp_methods = CMP_METHODS.map(|name| methods.get(name).cloned());
+    let item_methods = crate::value::ITEM_METHODS.map(|name| methods.get(name).cloned());
     let always_true = crate::value::always_true(&methods);
     let id = StructType::new_id();
     let layout = match &parent {
@@ -146,6 +147,7 @@ pub(crate) fn make_struct_type(sp: &StructProto, vals: Vec<Value>) -> VResult<Va
         layout,
         simple_init,
         cmp_methods,
+        item_methods,
         always_true,
         name: sp.name.clone(),
         fields,
@@ -443,10 +445,57 @@ pub(crate) fn super_method(v: &Value, name: &str) -> Option<(Value, Value)> {
     Some((m.clone(), sup.receiver.clone()))
 }
 
+/// `super().name(…)` in a method of `owner`, on an instance of `ty`, for the
+/// call-site cache (`Hit::Super`, read back by [`super_target`]): the
+/// method `name` of `owner`'s parent, as how many parents up from `ty` that
+/// parent is and the method's index there; or [`SUPER_ROOT_INIT`] for
+/// `super().__init__()` without arguments in a root struct that is not an
+/// error kind (the implicit `__init__`, which does nothing then). `None`
+/// for everything else (the full lookup runs each time).
+pub(crate) fn super_slot(ty: &Arc<StructType>, owner: &str, name: &str, nargs: usize) -> Option<usize> {
+    let mut t: &Arc<StructType> = ty;
+    let mut depth = 0usize;
+    while t.name != owner {
+        t = t.parent.as_ref()?;
+        depth += 1;
+    }
+    let Some(p) = &t.parent else {
+        let root_init = name == "__init__" && nargs == 0 && t.error_kind.is_none();
+        return root_init.then_some(SUPER_ROOT_INIT);
+    };
+    let i = p.methods.get_index_of(name)?;
+    (depth < SUPER_MAX_DEPTH && i < SUPER_INDEX).then_some(((depth + 1) << SUPER_SHIFT) | i)
+}
+
+/// The `Hit::Super` entry of a root struct's implicit `super().__init__()`.
+pub(crate) const SUPER_ROOT_INIT: usize = SUPER_INDEX;
+const SUPER_SHIFT: u32 = 20;
+const SUPER_INDEX: usize = (1 << SUPER_SHIFT) - 1;
+const SUPER_MAX_DEPTH: usize = 255;
+
+/// The method a [`super_slot`] entry names, found from the receiver's type.
+#[inline]
+pub(crate) fn super_target(ty: &StructType, slot: usize) -> Option<&Value> {
+    let mut t = ty;
+    for _ in 0..slot >> SUPER_SHIFT {
+        t = t.parent.as_deref()?;
+    }
+    t.methods.get_index(slot & SUPER_INDEX).map(|(_, m)| m)
+}
+
+/// `super()` in a method of the struct named `owner`, with `recv` its `self`.
+pub(crate) fn make_super(recv: &Value, owner: &str) -> VResult<Value> {
+    super_of_named(recv, owner)
+}
+
 fn super_of(_c: &mut dyn Caller, args: &[Value], _kw: Kwargs) -> VResult<Value> {
     let (Some(recv), Some(Value::Str(owner))) = (args.first(), args.get(1)) else {
         return Err(type_err("super() needs a method's self"));
     };
+    super_of_named(recv, owner.as_str())
+}
+
+fn super_of_named(recv: &Value, owner: &str) -> VResult<Value> {
     let ty = match recv {
         Value::Struct(s) => s.ty.clone(),
         Value::Error(e) => match &e.payload {
@@ -457,13 +506,13 @@ fn super_of(_c: &mut dyn Caller, args: &[Value], _kw: Kwargs) -> VResult<Value> 
             return Err(type_err(format!(
                 "super(): the first argument of the method is a {}, not an instance of '{}'",
                 recv.type_name(),
-                owner.as_str()
+                owner
             )))
         }
     };
     let mut t = Some(ty);
     while let Some(cur) = t {
-        if cur.name == owner.as_str() {
+        if cur.name == owner {
             let recv = match recv {
                 Value::Error(e) => e.payload.clone().unwrap_or(Value::None),
                 other => other.clone(),
@@ -475,7 +524,7 @@ fn super_of(_c: &mut dyn Caller, args: &[Value], _kw: Kwargs) -> VResult<Value> 
         }
         t = cur.parent.clone();
     }
-    Err(type_err(format!("super(): the instance is not a '{}'", owner.as_str())))
+    Err(type_err(format!("super(): the instance is not a '{}'", owner)))
 }
 
 /// The native `super_of(self, "Struct")` that `super()` compiles to.

@@ -40,6 +40,13 @@ pub enum Hit {
     /// On the struct type or an instance: the `i`-th of its constants
     /// (neither a field nor any kind of method).
     Const(usize),
+    /// On a built-in receiver (keyed by `builtins::method_slots::receiver_key`):
+    /// the `i`-th of that type's methods.
+    Builtin(usize),
+    /// At a `super().name(…)` site, on an instance of the type: what
+    /// `ops::structs::super_slot` found (a method of an ancestor, by depth
+    /// and index, or the implicit `__init__` of a root struct).
+    Super(usize),
 }
 
 const SHIFT: u32 = 29;
@@ -49,6 +56,8 @@ const METHOD: u32 = 2;
 const STATIC: u32 = 3;
 const CONST: u32 = 4;
 const METHOD_INPLACE: u32 = 5;
+const BUILTIN: u32 = 6;
+const SUPER: u32 = 7;
 
 /// How many struct types one instruction remembers (a polymorphic cache:
 /// `t.run()` over a list of four kinds of task stays a hit).
@@ -69,6 +78,8 @@ fn decode(w: u64) -> Option<Hit> {
         STATIC => Some(Hit::Static(i)),
         CONST => Some(Hit::Const(i)),
         METHOD_INPLACE => Some(Hit::MethodInplace(i)),
+        BUILTIN => Some(Hit::Builtin(i)),
+        SUPER => Some(Hit::Super(i)),
         _ => None,
     }
 }
@@ -97,7 +108,20 @@ impl AttrCache {
         self.index_of(ty, METHOD)
     }
 
-    /// The index of an entry of `kind` (`FIELD` or `METHOD`) for `ty`.
+    /// `Some(i)` when the cache says the name is built-in method `i` of
+    /// the receiver type `key`.
+    #[inline(always)]
+    pub fn builtin(&self, key: u32) -> Option<usize> {
+        self.index_of(key, BUILTIN)
+    }
+
+    /// `Some(x)` when the cache holds a `super().name` entry for type `ty`.
+    #[inline(always)]
+    pub fn super_slot(&self, ty: u32) -> Option<usize> {
+        self.index_of(ty, SUPER)
+    }
+
+    /// The index of an entry of `kind` (`FIELD`, `METHOD`, `BUILTIN`) for `ty`.
     #[inline(always)]
     fn index_of(&self, ty: u32, kind: u32) -> Option<usize> {
         let w = self.0[0].load(Ordering::Relaxed);
@@ -105,7 +129,9 @@ impl AttrCache {
             return Some((w as u32 & INDEX) as usize);
         }
         match (self.get_other(ty)?, kind) {
-            (Hit::Field(i), FIELD) | (Hit::Method(i), METHOD) => Some(i),
+            (Hit::Field(i), FIELD) | (Hit::Method(i), METHOD) | (Hit::Builtin(i), BUILTIN) | (Hit::Super(i), SUPER) => {
+                Some(i)
+            }
             _ => None,
         }
     }
@@ -132,6 +158,8 @@ impl AttrCache {
             Hit::Static(i) => (STATIC, i),
             Hit::Const(i) => (CONST, i),
             Hit::MethodInplace(i) => (METHOD_INPLACE, i),
+            Hit::Builtin(i) => (BUILTIN, i),
+            Hit::Super(i) => (SUPER, i),
         };
         if ty == 0 || i > INDEX as usize {
             return;

@@ -14,6 +14,7 @@ use crate::error::ErrorKind;
 use crate::syntax::ast::BinOp;
 use indexmap::IndexMap;
 use parking_lot::{Mutex, RwLock};
+use smallvec::SmallVec;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
@@ -286,7 +287,11 @@ impl Value {
         Value::List(Arc::new(ListObj::new(items)))
     }
     pub fn tuple(items: Vec<Value>) -> Value {
-        Value::Tuple(Arc::new(TupleObj(items.into_boxed_slice())))
+        Value::Tuple(Arc::new(TupleObj(SmallVec::from_vec(items))))
+    }
+    /// A tuple of items collected without a `Vec` in between.
+    pub fn tuple_small(items: SmallVec<[Value; 3]>) -> Value {
+        Value::Tuple(Arc::new(TupleObj(items)))
     }
     pub fn dict(map: DictMap) -> Value {
         Value::Dict(Arc::new(DictObj { map: VLock::new(map) }))
@@ -650,8 +655,9 @@ impl ListObj {
     }
 }
 
-/// An immutable tuple.
-pub struct TupleObj(pub Box<[Value]>);
+/// An immutable tuple. Up to three items sit in the tuple's own
+/// allocation (pairs and triples are most tuples a program builds).
+pub struct TupleObj(pub SmallVec<[Value; 3]>);
 
 /// An immutable byte string.
 pub struct BytesObj(pub Box<[u8]>);
@@ -976,6 +982,9 @@ pub struct StructType {
     /// (in that order, own or inherited), found once: a comparison on an
     /// instance looks no name up.
     pub cmp_methods: [Option<Value>; 6],
+    /// `__getitem__` and `__setitem__` (own or inherited), found once for
+    /// `x[i]` and `x[i] = v` on an instance.
+    pub item_methods: [Option<Value>; 2],
     /// Neither `__bool__` nor `__len__` (own or inherited): every instance
     /// is true, known without a name lookup (`if node.left:`).
     pub always_true: bool,
@@ -1000,6 +1009,9 @@ pub fn cmp_method_index(op: crate::syntax::ast::CmpOp) -> Option<usize> {
 pub fn always_true(methods: &IndexMap<Arc<str>, Value, FxBuild>) -> bool {
     !methods.contains_key("__bool__") && !methods.contains_key("__len__")
 }
+
+/// The names of [`StructType::item_methods`], in order.
+pub const ITEM_METHODS: [&str; 2] = ["__getitem__", "__setitem__"];
 
 /// The names of [`StructType::cmp_methods`], in order.
 pub const CMP_METHODS: [&str; 6] = ["__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"];
@@ -1032,6 +1044,7 @@ impl StructType {
     ) -> StructType {
         let id = StructType::new_id();
         let cmp_methods = CMP_METHODS.map(|n| methods.get(n).cloned());
+        let item_methods = ITEM_METHODS.map(|n| methods.get(n).cloned());
         let always_true = always_true(&methods);
         StructType {
             id,
@@ -1047,6 +1060,7 @@ impl StructType {
             hash_mode: HashMode::Identity,
             simple_init: None,
             cmp_methods,
+            item_methods,
             always_true,
         }
     }
@@ -1054,7 +1068,11 @@ impl StructType {
     pub fn new_id() -> u32 {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        u32::try_from(n).unwrap_or(0)
+        // The top of the range keys built-in receivers' method caches.
+        u32::try_from(n)
+            .ok()
+            .filter(|&i| i < crate::builtins::method_slots::FIRST_KEY)
+            .unwrap_or(0)
     }
     pub fn field_index(&self, name: &str) -> Option<usize> {
         self.fields.iter().position(|f| &*f.name == name)
@@ -1352,7 +1370,7 @@ mod key_tests {
             Value::Float(2.5),
             Value::Kind(crate::error::ErrorKind::ValueError),
             Value::Kind(crate::error::ErrorKind::KeyError),
-            Value::Tuple(std::sync::Arc::new(super::TupleObj(vec![Value::Int(1)].into()))),
+            Value::Tuple(std::sync::Arc::new(super::TupleObj(smallvec::smallvec![Value::Int(1)]))),
         ];
         for v in &samples {
             let c = v.dup_words();

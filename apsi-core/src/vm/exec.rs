@@ -480,7 +480,10 @@ impl Executor {
         // lambda): no argument vector, no binding.
         if let (Value::Func(c), true) = (f, kwargs.is_empty()) {
             if c.proto.simple && args.len() == c.proto.nparams as usize {
-                let r = match self.enter_closure(fpos, c.clone(), args.iter().cloned()) {
+                // Copied by parts (`Value::dup_words`): a whole-value copy
+                // stalls on the store that just wrote the argument.
+                let c = crate::value::solo::clone_arc(c);
+                let r = match self.enter_closure(fpos, c, args.iter().map(Value::dup_words)) {
                     Ok(()) => self.run(depth),
                     Err(e) => return Err(e),
                 };
@@ -850,6 +853,22 @@ impl Executor {
                     enter!(top.code, top.base as usize, top.pc as usize)
                 }};
             }
+            // `x == y`, `x < y`… on a struct `x` with a plain Apsi method
+            // for it (`__eq__`…): its frame is pushed here (`push_cmp_frame`),
+            // its result lands as `slow`'s `Cmp`/`CmpJmp` would put it.
+            macro_rules! cmp_frame {
+                ($op:expr, $x:expr, $y:expr) => {
+                    if let Value::Struct(_) = &*r!($x) {
+                        let (x, y) = (r!($x).dup_words(), r!($y).dup_words());
+                        save_pc!();
+                        match self.push_cmp_frame($op, &x, &y) {
+                            Some(Ok(())) => reenter_top!(),
+                            Some(Err(e)) => throw!(e),
+                            None => {}
+                        }
+                    }
+                };
+            }
             // `x op y` on a struct `x` whose operator method the
             // instruction's cache knows: push the method's frame here.
             macro_rules! struct_op {
@@ -1164,6 +1183,7 @@ impl Executor {
                             setv(r!(a), Value::Bool(v));
                             continue;
                         }
+                        cmp_frame!(op, b, c);
                         if let CmpOp::In | CmpOp::NotIn = op {
                             if let Some(found) = int_in(r!(b), r!(c)) {
                                 setv(r!(a), Value::Bool(found == (op == CmpOp::In)));
@@ -1183,6 +1203,7 @@ impl Executor {
                                 jump_if!((found == (op == CmpOp::In)) == jt)
                             }
                         }
+                        cmp_frame!(op, a, b);
                     }
                     Instr::CmpJmpI { op, a, v, jt } => match &*r!(a) {
                         Value::Int(x) => jump_if!(cmp_int(op, *x, v as i64) == jt),
@@ -1370,6 +1391,15 @@ impl Executor {
                                     None => {}
                                 }
                             }
+                            // A built-in under a global name (`Collection = list`).
+                            Some(Value::Native(nf)) if n <= 3 => {
+                                let nf: *const NativeFn = Arc::as_ptr(nf);
+                                save_pc!();
+                                // SAFETY: as for `CallK`: the global slot, alive
+                                // with this code, owns the function.
+                                let res = self.call_native_small(unsafe { &*nf }, base + a as usize, n as usize);
+                                native_result!(res, a)
+                            }
                             _ => {}
                         }
                     }
@@ -1411,6 +1441,19 @@ impl Executor {
                     }
                     Instr::ReturnParams { a, n } => return_fast!(a, n as usize),
                     Instr::GetIndex { a, b, c } => match (&*r!(b), &*r!(c)) {
+                        // `x[i]` with a plain Apsi `__getitem__`: its frame is
+                        // pushed here; its value goes to `a` (`Ret::Op`).
+                        (Value::Struct(s), _) if s.ty.item_methods[0].is_some() => {
+                            let (x, i) = (r!(b).dup_words(), r!(c).dup_words());
+                            if let Some(m) = &s.ty.item_methods[0] {
+                                save_pc!();
+                                match self.push_method_frame(m, [&x, &i], Ret::Op) {
+                                    Some(Ok(())) => reenter_top!(),
+                                    Some(Err(e)) => throw!(e),
+                                    None => {}
+                                }
+                            }
+                        }
                         (Value::List(l), Value::Int(i)) => {
                             let items = l.items.read();
                             let n = items.len() as i64;
@@ -1629,6 +1672,67 @@ impl Executor {
                                 let res = self.call_native_small(&nf, base + a as usize + 1, n as usize);
                                 native_result!(res, a)
                             }
+                        } else if let Some(key) = crate::builtins::method_slots::receiver_key(&*r!(a as usize + 1)) {
+                            // `xs.append(v)`, `d.get(k)`: a built-in method the
+                            // site's cache names, called without its name.
+                            if n <= 3 {
+                                if let Some(fp) = code
+                                    .ic_at(pc!() - 1)
+                                    .and_then(|ic| ic.builtin(key))
+                                    .and_then(|i| crate::builtins::method_slots::method_at(key, i))
+                                {
+                                    save_pc!();
+                                    let res = self.call_builtin_method(fp, base + a as usize + 1, n as usize);
+                                    native_result!(res, a)
+                                }
+                            }
+                        }
+                    }
+                    // `for i in range(a, b, c):` over ints; a zero step, floats
+                    // and objects with `__index__` go to `slow`.
+                    Instr::ForRangePrep { a, b } => {
+                        if let (Value::Int(start), Value::Int(stop), Value::Int(step)) =
+                            (&*r!(a), &*r!(a as usize + 1), &*r!(a as usize + 2))
+                        {
+                            let (start, stop, step) = (*start, *stop, *step);
+                            if step != 0 {
+                                if (step > 0 && start < stop) || (step < 0 && start > stop) {
+                                    setv(r!(b), Value::Int(start));
+                                    skip_jmp!();
+                                } else {
+                                    follow_jmp!();
+                                }
+                                continue;
+                            }
+                        }
+                    }
+                    Instr::BuildTuple { a, b, n } => {
+                        if n != u16::MAX {
+                            let items: SmallVec<[Value; 3]> =
+                                (0..n as usize).map(|i| take(r!(b as usize + i))).collect();
+                            setv(r!(a), Value::tuple_small(items));
+                            continue;
+                        }
+                    }
+                    Instr::CallSuper { a, n, .. } => {
+                        // `super().m(args…)`: `self` sits where the receiver
+                        // goes; the site's cache names the ancestor's method.
+                        if let Value::Struct(s) = &*r!(a as usize + 1) {
+                            if let Some(slot) = code.ic_at(pc!() - 1).and_then(|ic| ic.super_slot(s.ty.id)) {
+                                if slot == ops::structs::SUPER_ROOT_INIT {
+                                    setv(r!(a), Value::None);
+                                    continue;
+                                }
+                                if let Some(Value::Func(c)) = ops::structs::super_target(&s.ty, slot) {
+                                    if takes_positional(c, n as usize + 1) {
+                                        let clo = Arc::as_ptr(c);
+                                        let callee: *const Code = &*c.proto.code;
+                                        let f = Value::Func(crate::value::solo::clone_arc(c));
+                                        setv(r!(a), f);
+                                        push_and_enter!(clo, callee, base + a as usize, n as usize + 1)
+                                    }
+                                }
+                            }
                         }
                     }
                     Instr::AppendTo { a, b, c, mv } => {
@@ -1816,14 +1920,12 @@ impl Executor {
                     | Instr::MakeCell { .. }
                     | Instr::CallEx { .. }
                     | Instr::BuildList { .. }
-                    | Instr::BuildTuple { .. }
                     | Instr::BuildDict { .. }
                     | Instr::ListExtend { .. }
                     | Instr::DictSet { .. }
                     | Instr::DictUpdate { .. }
                     | Instr::BuildSlice { .. }
                     | Instr::BuildRange { .. }
-                    | Instr::ForRangePrep { .. }
                     | Instr::UnpackEx { .. }
                     | Instr::MakeFunc { .. }
                     | Instr::MakeStruct { .. }
@@ -2067,6 +2169,28 @@ impl Executor {
         }
         flush_before(&self.shared, nf);
         nf.call(self, &args[..n.min(3)], &[])
+    }
+
+    /// A built-in method with its receiver at `recv` and `n` (at most 3)
+    /// arguments above it, moved out of the registers as `slow` does.
+    #[inline(never)]
+    fn call_builtin_method(&mut self, fp: NativeFnPtr, recv: usize, n: usize) -> VResult<Value> {
+        let mut args: [Value; 4] = [Value::None, Value::None, Value::None, Value::None];
+        for (i, a) in args.iter_mut().enumerate().take(n + 1) {
+            if let Some(s) = self.stack.get_mut(recv + i) {
+                *a = take(s);
+            }
+        }
+        let res = fp(self, &args[..(n + 1).min(4)], &[]);
+        // Scalars need no drop; only the rest go through `drop_in_place`.
+        for a in args {
+            if holds_nothing(&a) {
+                std::mem::forget(a);
+            } else {
+                drop(a);
+            }
+        }
+        res
     }
 
     pub(crate) fn native_enter(&mut self) -> VResult<()> {

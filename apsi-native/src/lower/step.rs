@@ -390,6 +390,7 @@ impl FnLower<'_> {
             Instr::BuildRange { .. } => return Err(self.bad("a range value (native code runs for loops over range())")),
             Instr::UnpackEx { .. } => return Err(self.bad("starred unpacking")),
             Instr::MakeStruct { .. } | Instr::StructConst { .. } => return Err(self.bad("a struct")),
+            Instr::CallSuper { .. } => return Err(self.bad("super()")),
             Instr::Raise { .. } | Instr::Reraise { .. } => return Err(self.bad("raise")),
             Instr::AssertFail { .. } => return Err(self.bad("assert")),
             Instr::PushHandler { .. } | Instr::PopHandler | Instr::ExcMatch { .. } => {

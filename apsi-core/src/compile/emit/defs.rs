@@ -126,6 +126,23 @@ impl<'a, 'e> Compiler<'a, 'e> {
         self.store_name(&sd.name.name, r, sd.name.span)
     }
 
+    /// The struct and the name of `self` of the method being compiled (or
+    /// the one a nested function is inside).
+    pub(super) fn method_context(&self) -> Option<(String, String)> {
+        self.fs.iter().rev().find_map(|f| f.method_of.clone())
+    }
+
+    /// Is `e` a `super()` that `super_call` would compile (inside a method)?
+    pub(super) fn is_super_call(&mut self, e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::Call { func, args } if args.is_empty() => {
+                matches!(&func.kind, ExprKind::Name(n) if n == "super" && self.resolve(n) == Binding::Global)
+                    && self.method_context().is_some()
+            }
+            _ => false,
+        }
+    }
+
     /// `super()` inside a method: `super_of(self, "Struct")`.
     pub(super) fn super_call(&mut self, dst: Reg, span: Span) -> CResult<()> {
         let ctx = self.fs.iter().rev().find_map(|f| f.method_of.clone());

@@ -563,10 +563,19 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 Plain,
                 Global(u16),
                 Method(u16),
+                Super(u16),
                 Const(u16),
             }
             let mut kind = Kind::Plain;
             match &func.kind {
+                // `super().name(args…)`: `self` is the receiver (`CallSuper`).
+                ExprKind::Attribute { value, attr } if !has_kw && self.is_super_call(value) => {
+                    let recv = self.alloc()?;
+                    let (owner, self_name) = self.method_context().unwrap_or_default();
+                    self.load_name(&self_name, recv, value.span)?;
+                    let pair = Value::tuple(vec![Value::str(owner), Value::str(attr.name.as_str())]);
+                    kind = Kind::Super(self.konst16(pair)?);
+                }
                 ExprKind::Attribute { value, attr } if !has_kw => {
                     let recv = self.alloc()?;
                     self.expr_to(value, recv)?;
@@ -616,6 +625,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
                     Kind::Plain => Instr::Call { a: f, n },
                     Kind::Global(g) => Instr::CallGlobal { a: f, g, n },
                     Kind::Method(k) => Instr::CallMethod { a: f, k, n },
+                    Kind::Super(k) => Instr::CallSuper { a: f, k, n },
                     Kind::Const(k) => Instr::CallK { a: f, k, n },
                 };
                 self.emit_at(ins, span);

@@ -267,6 +267,7 @@ impl<'a> FnState<'a> {
                 Instr::GetAttr { .. }
                     | Instr::SetAttr { .. }
                     | Instr::CallMethod { .. }
+                    | Instr::CallSuper { .. }
                     | Instr::Add { .. }
                     | Instr::Sub { .. }
                     | Instr::Mul { .. }

@@ -659,6 +659,13 @@ impl Executor {
                 }
                 if !matches!(&*r!(recv_reg), Value::Struct(_) | Value::Object(_) | Value::Module(_)) {
                     if let Some(fp) = crate::builtins::method(r!(recv_reg), name) {
+                        // The next call here skips the lookup (`run`'s `CallMethod`).
+                        if let (Some((key, i)), Some(ic)) = (
+                            crate::builtins::method_slots::slot_of(r!(recv_reg), name),
+                            code.ic_at(pc - 1),
+                        ) {
+                            ic.set(key, Hit::Builtin(i));
+                        }
                         save_pc!();
                         let args: Args = (0..=n as usize).map(|i| take(r!(recv_reg + i))).collect();
                         let res = fp(self, &args, &[]);
@@ -671,6 +678,36 @@ impl Executor {
                     }
                 }
                 let f = tri!(ops::get_attr(r!(recv_reg), name));
+                setv(r!(a), f);
+                for i in 0..n as usize {
+                    let v = take(r!(recv_reg + 1 + i));
+                    setv(r!(recv_reg + i), v);
+                }
+                do_call!(a, n)
+            }
+            Instr::CallSuper { a, k, n } => {
+                let (owner, name) = match code.consts.get(k as usize) {
+                    Some(Value::Tuple(t)) => match (t.0.first(), t.0.get(1)) {
+                        (Some(Value::Str(o)), Some(Value::Str(m))) => (o.as_str(), m.as_str()),
+                        _ => throw!(err(ErrorKind::Error, "internal error: bad super() call")),
+                    },
+                    _ => throw!(err(ErrorKind::Error, "internal error: bad super() call")),
+                };
+                let recv_reg = a as usize + 1;
+                if let (Value::Struct(s), Some(ic)) = (&*r!(recv_reg), code.ic_at(pc - 1)) {
+                    if let Some(slot) = ops::structs::super_slot(&s.ty, owner, name, n as usize) {
+                        ic.set(s.ty.id, Hit::Super(slot));
+                    }
+                }
+                // The full lookup: what `super()` and then `.name(…)` do.
+                let sup = tri!(ops::structs::make_super(r!(recv_reg), owner));
+                if let Some((m, recv)) = ops::structs::super_method(&sup, name) {
+                    setv(r!(recv_reg), recv);
+                    setv(r!(a), m);
+                    do_call!(a, n + 1);
+                    exit!(Flow::Next);
+                }
+                let f = tri!(ops::get_attr(&sup, name));
                 setv(r!(a), f);
                 for i in 0..n as usize {
                     let v = take(r!(recv_reg + 1 + i));
@@ -758,7 +795,7 @@ impl Executor {
                         // `__getitem__` as a plain Apsi function: its frame
                         // is pushed here; its value goes to `a` (`Ret::Op`).
                         let (x, i) = (dup(r!(b)), dup(r!(c)));
-                        if let Some(m) = s.ty.method("__getitem__") {
+                        if let Some(m) = &s.ty.item_methods[0] {
                             save_pc!();
                             match self.push_method_frame(m, [&x, &i], Ret::Op) {
                                 Some(Ok(())) => exit!(Flow::Reload),
@@ -792,7 +829,7 @@ impl Executor {
                 if let Value::Struct(s) = &*r!(a) {
                     // `__setitem__` as a plain Apsi function: a frame whose value is dropped.
                     let (x, i) = (dup(r!(a)), dup(r!(b)));
-                    if let Some(m) = s.ty.method("__setitem__") {
+                    if let Some(m) = &s.ty.item_methods[1] {
                         save_pc!();
                         match self.push_method_frame(m, [&x, &i, &v], Ret::Discard) {
                             Some(Ok(())) => exit!(Flow::Reload),
@@ -817,8 +854,8 @@ impl Executor {
                     };
                     setv(r!(a), v);
                 } else {
-                    let items: Vec<Value> = (0..n as usize).map(|i| take(r!(b as usize + i))).collect();
-                    setv(r!(a), Value::tuple(items));
+                    let items: SmallVec<[Value; 3]> = (0..n as usize).map(|i| take(r!(b as usize + i))).collect();
+                    setv(r!(a), Value::tuple_small(items));
                 }
             }
             Instr::BuildDict { a, b, n } => {
