@@ -29,6 +29,10 @@ const BYTES: u32 = FIRST_KEY + 4;
 const SET: u32 = FIRST_KEY + 5;
 const KINDS: usize = 6;
 
+/// `xs.append(v)`'s key and number: the dispatch loop pushes in place.
+pub const LIST_APPEND: (u32, usize) = (LIST, 0);
+const _: () = assert!(matches!(lists::LIST_NAMES[0].as_bytes(), b"append"));
+
 /// The cache key of a built-in receiver's type, `None` for any other value.
 #[inline(always)]
 pub fn receiver_key(v: &Value) -> Option<u32> {

@@ -301,6 +301,19 @@ fn int_in(item: &Value, container: &Value) -> Option<bool> {
     match container {
         Value::List(l) => ops::int_among_ints(item, &l.items.read()),
         Value::Tuple(t) => ops::int_among_ints(item, &t.0),
+        // An int or a string among a dict's keys or a set's members: found
+        // by hash without building a key (what `d[k]` does).
+        Value::Dict(d) => key_in(item, &d.map.read()),
+        Value::Set(s) => key_in(item, &s.map.read()),
+        _ => None,
+    }
+}
+
+#[inline(always)]
+fn key_in(item: &Value, map: &DictMap) -> Option<bool> {
+    match item {
+        Value::Int(i) => Some(map.get_int(*i).is_some()),
+        Value::Str(s) => Some(map.get_str(s).is_some()),
         _ => None,
     }
 }
@@ -1260,7 +1273,7 @@ impl Executor {
                     },
                     // `for x in xs:` over a list or tuple: walked in place by `ForNext`.
                     Instr::ForPrep { a } => {
-                        if let Value::List(_) | Value::Tuple(_) = &*r!(a) {
+                        if let Value::List(_) | Value::Tuple(_) | Value::Range(_) = &*r!(a) {
                             setv(r!(a as usize + 1), Value::Int(0));
                             continue;
                         }
@@ -1591,13 +1604,34 @@ impl Executor {
                     // inline cache (`value/ic.rs`); `slow` fills it on a miss.
                     Instr::GetAttr { a, b, .. } => match &*r!(b) {
                         Value::Struct(s) => {
-                            if let Some(i) = code.ic_at(pc!() - 1).and_then(|ic| ic.field(s.ty.layout)) {
-                                let f = s.fields.read();
-                                if let Some(v) = f.get(i) {
-                                    let w = v.words();
-                                    drop(f);
-                                    set_words(r!(a), w);
-                                    continue;
+                            if let Some(ic) = code.ic_at(pc!() - 1) {
+                                if let Some(i) = ic.field(s.ty.layout) {
+                                    let f = s.fields.read();
+                                    if let Some(v) = f.get(i) {
+                                        let w = v.words();
+                                        drop(f);
+                                        set_words(r!(a), w);
+                                        continue;
+                                    }
+                                } else {
+                                    let v = match ic.get(s.ty.id) {
+                                        // `self.RATE`: a constant of the instance's type.
+                                        Some(Hit::Const(i)) => {
+                                            s.ty.consts.read().get_index(i).map(|(_, v)| v.dup_words())
+                                        }
+                                        // `obj.m` as a value: a bound method.
+                                        Some(Hit::Method(i)) => s.ty.methods.get_index(i).map(|(_, m)| {
+                                            Value::BoundMethod(Arc::new(BoundMethod {
+                                                receiver: r!(b).dup_words(),
+                                                func: m.dup_words(),
+                                            }))
+                                        }),
+                                        _ => None,
+                                    };
+                                    if let Some(v) = v {
+                                        setv(r!(a), v);
+                                        continue;
+                                    }
                                 }
                             }
                         }
@@ -1675,6 +1709,18 @@ impl Executor {
                         } else if let Some(key) = crate::builtins::method_slots::receiver_key(&*r!(a as usize + 1)) {
                             // `xs.append(v)`, `d.get(k)`: a built-in method the
                             // site's cache names, called without its name.
+                            if let (Some(i), Value::List(l), 1) = (
+                                code.ic_at(pc!() - 1).and_then(|ic| ic.builtin(key)),
+                                &*r!(a as usize + 1),
+                                n,
+                            ) {
+                                if (key, i) == crate::builtins::method_slots::LIST_APPEND {
+                                    let v = take(r!(a as usize + 2));
+                                    l.items.write().push(v);
+                                    setv(r!(a), Value::None);
+                                    continue;
+                                }
+                            }
                             if n <= 3 {
                                 if let Some(fp) = code
                                     .ic_at(pc!() - 1)
@@ -1705,6 +1751,11 @@ impl Executor {
                                 continue;
                             }
                         }
+                    }
+                    Instr::BuildList { a, b, n } => {
+                        let items: Vec<Value> = (0..n as usize).map(|i| take(r!(b as usize + i))).collect();
+                        setv(r!(a), Value::list(items));
+                        continue;
                     }
                     Instr::BuildTuple { a, b, n } => {
                         if n != u16::MAX {
@@ -1804,6 +1855,21 @@ impl Executor {
                                     Some(g.get(i as usize).map(Value::words))
                                 }
                                 Value::Tuple(t) => Some(t.0.get(i as usize).map(Value::words)),
+                                // A range value (`[f(x) for x in range(n)]`,
+                                // `for i in RANGE`): the i-th element while it
+                                // has not reached `stop`; overflow ends it.
+                                Value::Range(rg) => {
+                                    let x = i.checked_mul(rg.step).and_then(|d| rg.start.checked_add(d));
+                                    match x {
+                                        Some(x) if (rg.step > 0 && x < rg.stop) || (rg.step < 0 && x > rg.stop) => {
+                                            setv(r!(b), Value::Int(x));
+                                            setv(r!(a as usize + 1), Value::Int(i + 1));
+                                            skip_jmp!();
+                                        }
+                                        _ => follow_jmp!(),
+                                    }
+                                    continue;
+                                }
                                 _ => None,
                             };
                             match item {
@@ -1919,7 +1985,6 @@ impl Executor {
                     | Instr::SetFree { .. }
                     | Instr::MakeCell { .. }
                     | Instr::CallEx { .. }
-                    | Instr::BuildList { .. }
                     | Instr::BuildDict { .. }
                     | Instr::ListExtend { .. }
                     | Instr::DictSet { .. }

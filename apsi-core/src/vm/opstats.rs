@@ -14,6 +14,8 @@ struct Table {
 }
 
 thread_local! {
+    /// Slow-path entries by site: (code name, byte offset, instruction) -> count.
+    static SITES: RefCell<std::collections::HashMap<(String, u32, String), u64>> = RefCell::new(Default::default());
     static TABLE: RefCell<Table> = RefCell::new(Table { counts: vec![[0; 2]; 256], names: vec![""; 256] });
 }
 
@@ -38,6 +40,16 @@ pub fn count(ins: &Instr, slow: bool) {
     });
 }
 
+/// Count one slow-path entry by its site (`APSI_OPSTATS=sites` prints the
+/// busiest: the function, the source offset and the instruction).
+pub fn count_site(code: &crate::code::Code, pc: usize, ins: &Instr) {
+    if std::env::var_os("APSI_OPSTATS").is_none_or(|v| v != "sites") {
+        return;
+    }
+    let key = (code.name.to_string(), code.span_at(pc).start, format!("{ins:?}"));
+    SITES.with(|s| *s.borrow_mut().entry(key).or_insert(0) += 1);
+}
+
 /// Print the table to stderr when `APSI_OPSTATS` is set.
 pub fn dump_if_asked() {
     if std::env::var_os("APSI_OPSTATS").is_none() {
@@ -53,6 +65,14 @@ pub fn dump_if_asked() {
         eprintln!("{:>12} {:>12}  instruction", "run", "slow path");
         for (run, slow, name) in rows {
             eprintln!("{run:>12} {slow:>12}  {name}");
+        }
+    });
+    SITES.with(|s| {
+        let s = s.borrow();
+        let mut rows: Vec<_> = s.iter().collect();
+        rows.sort_by_key(|r| std::cmp::Reverse(*r.1));
+        for ((name, at, ins), n) in rows.into_iter().take(25) {
+            eprintln!("{n:>12}  {name} @{at}  {ins}");
         }
     });
 }

@@ -272,6 +272,8 @@ impl Executor {
 
         #[cfg(feature = "opstats")]
         crate::vm::opstats::count(&ins, true);
+        #[cfg(feature = "opstats")]
+        crate::vm::opstats::count_site(code, pc.saturating_sub(1), &ins);
         match ins {
             Instr::Nop => {}
             Instr::Move { a, b } => {
@@ -610,6 +612,10 @@ impl Executor {
                 // `xs.append(v)`: the hottest list method, done in place.
                 if n == 1 && name == "append" {
                     if let Value::List(l) = &*r!(recv_reg) {
+                        if let Some(ic) = code.ic_at(pc - 1) {
+                            let (key, i) = crate::builtins::method_slots::LIST_APPEND;
+                            ic.set(key, Hit::Builtin(i));
+                        }
                         let v = take(r!(recv_reg + 1));
                         l.items.write().push(v);
                         setv(r!(a), Value::None);
@@ -741,9 +747,22 @@ impl Executor {
                             }
                             s.fields.read().get(i).cloned().unwrap_or(Value::None)
                         }
-                        None => match const_cached(&s.ty, name, code.ic_at(pc - 1), false) {
-                            Some(v) => v,
-                            None => tri!(ops::get_attr(r!(b), name)),
+                        None => match s.ty.methods.get_full(name) {
+                            // `obj.m` as a value (`f = obj.m`, `obj.m(k=v)`):
+                            // a bound method; the next read here is `run`'s.
+                            Some((i, _, m)) => {
+                                if let Some(ic) = code.ic_at(pc - 1) {
+                                    ic.set(s.ty.id, Hit::Method(i));
+                                }
+                                Value::BoundMethod(Arc::new(BoundMethod {
+                                    receiver: dup(r!(b)),
+                                    func: m.clone(),
+                                }))
+                            }
+                            None => match const_cached(&s.ty, name, code.ic_at(pc - 1), false) {
+                                Some(v) => v,
+                                None => tri!(ops::get_attr(r!(b), name)),
+                            },
                         },
                     },
                     Value::StructType(t) => match const_cached(t, name, code.ic_at(pc - 1), true) {
