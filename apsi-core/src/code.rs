@@ -363,6 +363,11 @@ pub enum Instr {
         b: Reg,
         c: Reg,
     },
+    /// `a = len(b)` with the prelude's `len`.
+    Len {
+        a: Reg,
+        b: Reg,
+    },
     /// `a = str(b)`
     ToStr {
         a: Reg,

@@ -349,6 +349,7 @@ instr_codec! {
     AppendTo { a, b, c, mv },
     CallMethod { a, k, n },
     CallSuper { a, k, n },
+    Len { a, b },
     Return { a },
     ReturnParams { a, n },
     ReturnNone {},

@@ -96,9 +96,25 @@ pub(crate) fn call(
         }
         other => return Err(l.bad(format!("calling a {}", other.type_name()))),
     };
+    call_named(l, st, dst, &name, args, kw)
+}
+
+/// A call of the built-in `name` (`len`, `sqrt`, `zeros`…), its arguments'
+/// types known. Also what the interpreter's `Len` instruction lowers to.
+pub(crate) fn call_named(
+    l: &mut FnLower,
+    st: &mut [T],
+    dst: usize,
+    name: &str,
+    args: &[usize],
+    kw: &[(String, usize)],
+) -> R<()> {
+    if any_unknown(l, st, args) {
+        return unknown(st, dst);
+    }
     if let Some((k, _)) = kw
         .iter()
-        .find(|(k, _)| !(k == "dtype" && matches!(name.as_str(), "zeros" | "ones")))
+        .find(|(k, _)| !(k == "dtype" && matches!(name, "zeros" | "ones")))
     {
         return Err(l.bad(format!("the keyword argument {k}= of {name}()")));
     }
@@ -112,7 +128,7 @@ pub(crate) fn call(
         Ok(())
     };
     let math1 = |mf: MathFn| Some(mf);
-    let unary_float = match name.as_str() {
+    let unary_float = match name {
         "sqrt" => math1(MathFn::Sqrt),
         "exp" => math1(MathFn::Exp),
         "log" => math1(MathFn::Log),
@@ -135,7 +151,7 @@ pub(crate) fn call(
         l.set(st, dst, T::Float, &[d]);
         return Ok(());
     }
-    match name.as_str() {
+    match name {
         "len" => {
             arity(l, 1)?;
             let (t, v) = l.get(st, args[0])?;
@@ -235,7 +251,7 @@ pub(crate) fn call(
             arity(l, 2)?;
             let (ta, _) = l.get(st, args[0])?;
             let (tb, _) = l.get(st, args[1])?;
-            let py = matches!(name.as_str(), "min" | "max");
+            let py = matches!(name, "min" | "max");
             let is_max = name.ends_with("ax") || name == "maximum";
             if matches!(ta, T::Int | T::Bool) && matches!(tb, T::Int | T::Bool) && py {
                 let x = l.scalar_as(st, args[0], &T::Int)?;
@@ -358,7 +374,7 @@ pub(crate) fn call(
         }
         "wrapping_add" | "wrapping_sub" | "wrapping_mul" | "wrapping_shl" | "shr_u" => {
             arity(l, 2)?;
-            let (op, params) = match name.as_str() {
+            let (op, params) = match name {
                 "wrapping_add" => (IntOp::WrapAdd, ["a", "b"]),
                 "wrapping_sub" => (IntOp::WrapSub, ["a", "b"]),
                 "wrapping_mul" => (IntOp::WrapMul, ["a", "b"]),

@@ -1277,6 +1277,11 @@ impl Executor {
                             setv(r!(a as usize + 1), Value::Int(0));
                             continue;
                         }
+                        // A generator (`yield from`'s `GetIter` made it) is pulled as it is.
+                        if crate::value::generator::GenObj::of(r!(a)).is_some() {
+                            setv(r!(a as usize + 1), Value::Int(0));
+                            continue;
+                        }
                     }
                     // A comprehension's append.
                     Instr::ListAppend { a, b } => {
@@ -1526,6 +1531,19 @@ impl Executor {
                         _ => {}
                     },
                     Instr::SetIndex { a, b, c } => match (&*r!(a), &*r!(b)) {
+                        // `x[i] = v` with a plain Apsi `__setitem__`: a frame
+                        // whose value is dropped (`Ret::Discard`).
+                        (Value::Struct(s), _) if s.ty.item_methods[1].is_some() => {
+                            let (x, i, v) = (r!(a).dup_words(), r!(b).dup_words(), r!(c).dup_words());
+                            if let Some(m) = &s.ty.item_methods[1] {
+                                save_pc!();
+                                match self.push_method_frame(m, [&x, &i, &v], Ret::Discard) {
+                                    Some(Ok(())) => reenter_top!(),
+                                    Some(Err(e)) => throw!(e),
+                                    None => {}
+                                }
+                            }
+                        }
                         (Value::List(l), Value::Int(i)) => {
                             let mut items = l.items.write();
                             let n = items.len() as i64;
@@ -1791,6 +1809,20 @@ impl Executor {
                             let v = if mv { take(r!(c)) } else { dup(r!(c)) };
                             l.items.write().push(v);
                             setv(r!(a), Value::None);
+                            continue;
+                        }
+                    }
+                    Instr::Len { a, b } => {
+                        let n = match &*r!(b) {
+                            Value::List(l) => Some(l.items.read().len()),
+                            Value::Tuple(t) => Some(t.0.len()),
+                            Value::Dict(d) => Some(d.map.read().len()),
+                            Value::Set(s) => Some(s.map.read().len()),
+                            Value::Str(s) => Some(s.char_len()),
+                            _ => None,
+                        };
+                        if let Some(n) = n {
+                            setv(r!(a), Value::Int(n as i64));
                             continue;
                         }
                     }

@@ -479,13 +479,18 @@ impl<'a, 'e> Compiler<'a, 'e> {
         if self.dict_zip_call(func, args, dst, span)? {
             return Ok(());
         }
-        // `str(x)` of the prelude's `str` is one instruction.
+        // `str(x)` and `len(x)` of the prelude are one instruction each.
         if let (ExprKind::Name(n), [Arg::Positional(x)]) = (&func.kind, args) {
-            if n == "str" && self.resolve(n) == Binding::Global {
+            if (n == "str" || n == "len") && self.resolve(n) == Binding::Global {
                 if let GlobalRef::Const(Value::Native(f)) = self.env.resolve(n) {
-                    if &*f.name == "str" {
+                    if &*f.name == n.as_str() {
                         let r = self.expr_reg(x)?;
-                        self.emit_at(Instr::ToStr { a: dst, b: r }, span);
+                        let ins = if n == "str" {
+                            Instr::ToStr { a: dst, b: r }
+                        } else {
+                            Instr::Len { a: dst, b: r }
+                        };
+                        self.emit_at(ins, span);
                         return Ok(());
                     }
                 }

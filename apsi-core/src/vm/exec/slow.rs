@@ -1245,6 +1245,15 @@ impl Executor {
                 };
                 setv(r!(a), Value::Bool(m));
             }
+            // `len(x)` of what `run` does not count itself: a non-ASCII
+            // string, a struct's `__len__`, a tensor, a module object.
+            Instr::Len { a, b } => {
+                let v = dup(r!(b));
+                save_pc!();
+                let n = ops::len_with(self, &v);
+                refresh!();
+                setv(r!(a), Value::Int(tri!(n)));
+            }
             Instr::ToStr { a, b } => {
                 let v = match &*r!(b) {
                     Value::Str(_) => dup(r!(b)),
