@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 
 /// The first of the ids kept for built-in receivers (`StructType::new_id`
 /// stops below it).
-pub const FIRST_KEY: u32 = u32::MAX - 15;
+pub const FIRST_KEY: u32 = crate::value::ic::FIRST_RECEIVER_KEY;
 
 const STR: u32 = FIRST_KEY;
 const LIST: u32 = FIRST_KEY + 1;

@@ -59,6 +59,10 @@ const METHOD_INPLACE: u32 = 5;
 const BUILTIN: u32 = 6;
 const SUPER: u32 = 7;
 
+/// The first of the ids kept for built-in receivers' method caches
+/// (`builtins::method_slots`); `StructType::new_id` stops below it.
+pub const FIRST_RECEIVER_KEY: u32 = u32::MAX - 15;
+
 /// How many struct types one instruction remembers (a polymorphic cache:
 /// `t.run()` over a list of four kinds of task stays a hit).
 pub const WAYS: usize = 4;

@@ -1071,7 +1071,7 @@ impl StructType {
         // The top of the range keys built-in receivers' method caches.
         u32::try_from(n)
             .ok()
-            .filter(|&i| i < crate::builtins::method_slots::FIRST_KEY)
+            .filter(|&i| i < ic::FIRST_RECEIVER_KEY)
             .unwrap_or(0)
     }
     pub fn field_index(&self, name: &str) -> Option<usize> {
