@@ -47,7 +47,8 @@ pub fn receiver_key(v: &Value) -> Option<u32> {
     })
 }
 
-fn names(key: u32) -> &'static [&'static str] {
+/// The method names of the built-in type `key` (its numbering).
+pub(crate) fn names(key: u32) -> &'static [&'static str] {
     match key {
         STR => strs::NAMES,
         LIST => lists::LIST_NAMES,
@@ -59,7 +60,8 @@ fn names(key: u32) -> &'static [&'static str] {
     }
 }
 
-fn lookup(key: u32, name: &str) -> Option<NativeFnPtr> {
+/// The method `name` of the built-in type `key`, by its name.
+pub(crate) fn lookup(key: u32, name: &str) -> Option<NativeFnPtr> {
     match key {
         STR => strs::method(name),
         LIST => lists::list_method(name),

@@ -147,28 +147,14 @@ pub fn prelude() -> ModuleDescriptor {
 /// tuple); it takes the receiver as `args[0]`.
 pub fn method(receiver: &Value, name: &str) -> Option<NativeFnPtr> {
     match receiver {
-        Value::Str(_) => strs::method(name),
-        Value::List(_) => lists::list_method(name),
-        Value::Tuple(_) => lists::tuple_method(name),
-        Value::Dict(_) => dicts::method(name),
-        Value::Bytes(_) => bytes::method(name),
         Value::Native(f) if type_token_name(f).as_deref() == Some("bytes") => bytes::type_method(name),
-        Value::Set(_) => sets::method(name),
-        _ => None,
+        _ => method_slots::lookup(method_slots::receiver_key(receiver)?, name),
     }
 }
 
 /// The method names of a built-in receiver (for "did you mean" hints).
 pub fn method_names(receiver: &Value) -> &'static [&'static str] {
-    match receiver {
-        Value::Str(_) => strs::NAMES,
-        Value::List(_) => lists::LIST_NAMES,
-        Value::Tuple(_) => lists::TUPLE_NAMES,
-        Value::Dict(_) => dicts::NAMES,
-        Value::Bytes(_) => bytes::NAMES,
-        Value::Set(_) => sets::NAMES,
-        _ => &[],
-    }
+    method_slots::receiver_key(receiver).map_or(&[], method_slots::names)
 }
 
 #[cfg(test)]

@@ -452,11 +452,11 @@ pub(crate) fn super_method(v: &Value, name: &str) -> Option<(Value, Value)> {
 /// `super().__init__()` without arguments in a root struct that is not an
 /// error kind (the implicit `__init__`, which does nothing then). `None`
 /// for everything else (the full lookup runs each time).
-pub(crate) fn super_slot(ty: &Arc<StructType>, owner: &str, name: &str, nargs: usize) -> Option<usize> {
-    let mut t: &Arc<StructType> = ty;
+pub(crate) fn super_slot(ty: &StructType, owner: &str, name: &str, nargs: usize) -> Option<usize> {
+    let mut t = ty;
     let mut depth = 0usize;
     while t.name != owner {
-        t = t.parent.as_ref()?;
+        t = t.parent.as_deref()?;
         depth += 1;
     }
     let Some(p) = &t.parent else {
@@ -483,19 +483,15 @@ pub(crate) fn super_target(ty: &StructType, slot: usize) -> Option<&Value> {
     t.methods.get_index(slot & SUPER_INDEX).map(|(_, m)| m)
 }
 
-/// `super()` in a method of the struct named `owner`, with `recv` its `self`.
-pub(crate) fn make_super(recv: &Value, owner: &str) -> VResult<Value> {
-    super_of_named(recv, owner)
-}
-
 fn super_of(_c: &mut dyn Caller, args: &[Value], _kw: Kwargs) -> VResult<Value> {
     let (Some(recv), Some(Value::Str(owner))) = (args.first(), args.get(1)) else {
         return Err(type_err("super() needs a method's self"));
     };
-    super_of_named(recv, owner.as_str())
+    make_super(recv, owner.as_str())
 }
 
-fn super_of_named(recv: &Value, owner: &str) -> VResult<Value> {
+/// `super()` in a method of the struct named `owner`, with `recv` its `self`.
+pub(crate) fn make_super(recv: &Value, owner: &str) -> VResult<Value> {
     let ty = match recv {
         Value::Struct(s) => s.ty.clone(),
         Value::Error(e) => match &e.payload {

@@ -125,7 +125,7 @@ impl AttrCache {
         self.index_of(ty, SUPER)
     }
 
-    /// The index of an entry of `kind` (`FIELD`, `METHOD`, `BUILTIN`) for `ty`.
+    /// The index of an entry of `kind` (`FIELD`, `METHOD`, `BUILTIN`, `SUPER`) for `ty`.
     #[inline(always)]
     fn index_of(&self, ty: u32, kind: u32) -> Option<usize> {
         let w = self.0[0].load(Ordering::Relaxed);

@@ -689,6 +689,14 @@ pub struct RangeObj {
 }
 
 impl RangeObj {
+    /// The `i`-th element (`i >= 0`) while it has not reached `stop`, for a
+    /// loop stepping through the range (no length division per step;
+    /// overflow ends the range).
+    #[inline(always)]
+    pub fn item(&self, i: i64) -> Option<i64> {
+        let x = i.checked_mul(self.step).and_then(|d| self.start.checked_add(d))?;
+        ((self.step > 0 && x < self.stop) || (self.step < 0 && x > self.stop)).then_some(x)
+    }
     pub fn len(&self) -> i64 {
         let (start, stop, step) = (self.start as i128, self.stop as i128, self.step as i128);
         let n = if step > 0 {

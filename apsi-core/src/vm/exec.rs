@@ -1461,9 +1461,9 @@ impl Executor {
                     Instr::GetIndex { a, b, c } => match (&*r!(b), &*r!(c)) {
                         // `x[i]` with a plain Apsi `__getitem__`: its frame is
                         // pushed here; its value goes to `a` (`Ret::Op`).
-                        (Value::Struct(s), _) if s.ty.item_methods[0].is_some() => {
-                            let (x, i) = (r!(b).dup_words(), r!(c).dup_words());
+                        (Value::Struct(s), _) => {
                             if let Some(m) = &s.ty.item_methods[0] {
+                                let (x, i) = (r!(b).dup_words(), r!(c).dup_words());
                                 save_pc!();
                                 match self.push_method_frame(m, [&x, &i], Ret::Op) {
                                     Some(Ok(())) => reenter_top!(),
@@ -1533,9 +1533,9 @@ impl Executor {
                     Instr::SetIndex { a, b, c } => match (&*r!(a), &*r!(b)) {
                         // `x[i] = v` with a plain Apsi `__setitem__`: a frame
                         // whose value is dropped (`Ret::Discard`).
-                        (Value::Struct(s), _) if s.ty.item_methods[1].is_some() => {
-                            let (x, i, v) = (r!(a).dup_words(), r!(b).dup_words(), r!(c).dup_words());
+                        (Value::Struct(s), _) => {
                             if let Some(m) = &s.ty.item_methods[1] {
+                                let (x, i, v) = (r!(a).dup_words(), r!(b).dup_words(), r!(c).dup_words());
                                 save_pc!();
                                 match self.push_method_frame(m, [&x, &i, &v], Ret::Discard) {
                                     Some(Ok(())) => reenter_top!(),
@@ -1727,24 +1727,16 @@ impl Executor {
                         } else if let Some(key) = crate::builtins::method_slots::receiver_key(&*r!(a as usize + 1)) {
                             // `xs.append(v)`, `d.get(k)`: a built-in method the
                             // site's cache names, called without its name.
-                            if let (Some(i), Value::List(l), 1) = (
-                                code.ic_at(pc!() - 1).and_then(|ic| ic.builtin(key)),
-                                &*r!(a as usize + 1),
-                                n,
-                            ) {
-                                if (key, i) == crate::builtins::method_slots::LIST_APPEND {
-                                    let v = take(r!(a as usize + 2));
-                                    l.items.write().push(v);
-                                    setv(r!(a), Value::None);
-                                    continue;
+                            if let Some(i) = code.ic_at(pc!() - 1).and_then(|ic| ic.builtin(key)) {
+                                if let (Value::List(l), 1) = (&*r!(a as usize + 1), n) {
+                                    if (key, i) == crate::builtins::method_slots::LIST_APPEND {
+                                        let v = take(r!(a as usize + 2));
+                                        l.items.write().push(v);
+                                        setv(r!(a), Value::None);
+                                        continue;
+                                    }
                                 }
-                            }
-                            if n <= 3 {
-                                if let Some(fp) = code
-                                    .ic_at(pc!() - 1)
-                                    .and_then(|ic| ic.builtin(key))
-                                    .and_then(|i| crate::builtins::method_slots::method_at(key, i))
-                                {
+                                if let (Some(fp), true) = (crate::builtins::method_slots::method_at(key, i), n <= 3) {
                                     save_pc!();
                                     let res = self.call_builtin_method(fp, base + a as usize + 1, n as usize);
                                     native_result!(res, a)
@@ -1888,17 +1880,15 @@ impl Executor {
                                 }
                                 Value::Tuple(t) => Some(t.0.get(i as usize).map(Value::words)),
                                 // A range value (`[f(x) for x in range(n)]`,
-                                // `for i in RANGE`): the i-th element while it
-                                // has not reached `stop`; overflow ends it.
+                                // `for i in RANGE`).
                                 Value::Range(rg) => {
-                                    let x = i.checked_mul(rg.step).and_then(|d| rg.start.checked_add(d));
-                                    match x {
-                                        Some(x) if (rg.step > 0 && x < rg.stop) || (rg.step < 0 && x > rg.stop) => {
+                                    match rg.item(i) {
+                                        Some(x) => {
                                             setv(r!(b), Value::Int(x));
                                             setv(r!(a as usize + 1), Value::Int(i + 1));
                                             skip_jmp!();
                                         }
-                                        _ => follow_jmp!(),
+                                        None => follow_jmp!(),
                                     }
                                     continue;
                                 }

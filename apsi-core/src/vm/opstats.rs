@@ -43,7 +43,8 @@ pub fn count(ins: &Instr, slow: bool) {
 /// Count one slow-path entry by its site (`APSI_OPSTATS=sites` prints the
 /// busiest: the function, the source offset and the instruction).
 pub fn count_site(code: &crate::code::Code, pc: usize, ins: &Instr) {
-    if std::env::var_os("APSI_OPSTATS").is_none_or(|v| v != "sites") {
+    static ASKED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if !*ASKED.get_or_init(|| std::env::var_os("APSI_OPSTATS").is_some_and(|v| v == "sites")) {
         return;
     }
     let key = (code.name.to_string(), code.span_at(pc).start, format!("{ins:?}"));

@@ -145,8 +145,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
 
     /// `super()` inside a method: `super_of(self, "Struct")`.
     pub(super) fn super_call(&mut self, dst: Reg, span: Span) -> CResult<()> {
-        let ctx = self.fs.iter().rev().find_map(|f| f.method_of.clone());
-        let Some((sname, self_name)) = ctx else {
+        let Some((sname, self_name)) = self.method_context() else {
             return Err(Box::new(
                 Diagnostic::new(ErrorKind::SyntaxError, "super() is only valid inside a method of a struct")
                     .at(span)

@@ -228,21 +228,6 @@ impl Executor {
                 tri!(res)
             }};
         }
-        // `x op y`, a comparison on a struct `x` with a plain Apsi method
-        // for it: the method runs as a frame on this loop (`frames.rs`).
-        macro_rules! cmp_frame {
-            ($op:expr, $x:expr, $y:expr) => {
-                if let Value::Struct(_) = &*r!($x) {
-                    let (x, y) = (dup(r!($x)), dup(r!($y)));
-                    save_pc!();
-                    match self.push_cmp_frame($op, &x, &y) {
-                        Some(Ok(())) => exit!(Flow::Reload),
-                        Some(Err(e)) => throw!(e),
-                        None => {}
-                    }
-                }
-            };
-        }
         // Call `f` with the collected arguments; its result lands in `a`.
         macro_rules! call_with {
             ($a:expr, $f:expr, $pos:expr, $kw:expr) => {{
@@ -451,8 +436,9 @@ impl Executor {
                 };
                 setv(r!(a), v);
             }
+            // (A struct's plain comparison method was pushed as a frame by
+            // `run`, which tries that before coming here.)
             Instr::Cmp { op, a, b, c } => {
-                cmp_frame!(op, b, c);
                 let v = match cmp_fast(op, r!(b), r!(c)) {
                     Some(v) => Value::Bool(v),
                     // Objects (tensors) may compare elementwise.
@@ -462,7 +448,6 @@ impl Executor {
                 setv(r!(a), v);
             }
             Instr::CmpJmp { op, a, b, jt } => {
-                cmp_frame!(op, a, b);
                 let v = match cmp_fast(op, r!(a), r!(b)) {
                     Some(v) => v,
                     None => tri!(compare(op, r!(a), r!(b))),
@@ -747,23 +732,17 @@ impl Executor {
                             }
                             s.fields.read().get(i).cloned().unwrap_or(Value::None)
                         }
-                        None => match s.ty.methods.get_full(name) {
+                        None => {
                             // `obj.m` as a value (`f = obj.m`, `obj.m(k=v)`):
-                            // a bound method; the next read here is `run`'s.
-                            Some((i, _, m)) => {
-                                if let Some(ic) = code.ic_at(pc - 1) {
-                                    ic.set(s.ty.id, Hit::Method(i));
-                                }
-                                Value::BoundMethod(Arc::new(BoundMethod {
-                                    receiver: dup(r!(b)),
-                                    func: m.clone(),
-                                }))
+                            // `get_attr` binds it; the next read here is `run`'s.
+                            if let (Some(i), Some(ic)) = (s.ty.methods.get_index_of(name), code.ic_at(pc - 1)) {
+                                ic.set(s.ty.id, Hit::Method(i));
                             }
-                            None => match const_cached(&s.ty, name, code.ic_at(pc - 1), false) {
+                            match const_cached(&s.ty, name, code.ic_at(pc - 1), false) {
                                 Some(v) => v,
                                 None => tri!(ops::get_attr(r!(b), name)),
-                            },
-                        },
+                            }
+                        }
                     },
                     Value::StructType(t) => match const_cached(t, name, code.ic_at(pc - 1), true) {
                         Some(v) => v,
@@ -810,18 +789,10 @@ impl Executor {
                             None => tri!(ops::get_index(r!(b), r!(c))),
                         }
                     }
-                    (Value::Struct(s), _) => {
-                        // `__getitem__` as a plain Apsi function: its frame
-                        // is pushed here; its value goes to `a` (`Ret::Op`).
+                    (Value::Struct(_), _) => {
+                        // (A plain Apsi `__getitem__` was pushed as a frame
+                        // by `run`; this is any other one.)
                         let (x, i) = (dup(r!(b)), dup(r!(c)));
-                        if let Some(m) = &s.ty.item_methods[0] {
-                            save_pc!();
-                            match self.push_method_frame(m, [&x, &i], Ret::Op) {
-                                Some(Ok(())) => exit!(Flow::Reload),
-                                Some(Err(e)) => throw!(e),
-                                None => {}
-                            }
-                        }
                         let r = ops::get_index(&x, &i);
                         refresh!();
                         tri!(r)
@@ -845,17 +816,10 @@ impl Executor {
                     d.map.write().insert_int(*i, v);
                     exit!(Flow::Next);
                 }
-                if let Value::Struct(s) = &*r!(a) {
-                    // `__setitem__` as a plain Apsi function: a frame whose value is dropped.
+                if let Value::Struct(_) = &*r!(a) {
+                    // (A plain Apsi `__setitem__` was pushed as a frame by
+                    // `run`; this is any other one.)
                     let (x, i) = (dup(r!(a)), dup(r!(b)));
-                    if let Some(m) = &s.ty.item_methods[1] {
-                        save_pc!();
-                        match self.push_method_frame(m, [&x, &i, &v], Ret::Discard) {
-                            Some(Ok(())) => exit!(Flow::Reload),
-                            Some(Err(e)) => throw!(e),
-                            None => {}
-                        }
-                    }
                     tri!(ops::set_index(&x, &i, v));
                     exit!(Flow::Next);
                 }
@@ -1025,16 +989,7 @@ impl Executor {
                 let item = match &*r!(a) {
                     Value::List(l) => l.items.read().get(i as usize).cloned(),
                     Value::Tuple(t) => t.0.get(i as usize).cloned(),
-                    Value::Range(rg) => {
-                        // The i-th element, in range while it has not reached `stop`
-                        // (no length division per step; overflow ends the range).
-                        match i.checked_mul(rg.step).and_then(|d| rg.start.checked_add(d)) {
-                            Some(x) if (rg.step > 0 && x < rg.stop) || (rg.step < 0 && x > rg.stop) => {
-                                Some(Value::Int(x))
-                            }
-                            _ => None,
-                        }
-                    }
+                    Value::Range(rg) => rg.item(i).map(Value::Int),
                     Value::Str(s) => s.as_str().as_bytes().get(i as usize).map(|&c| Value::char(c as char)),
                     _ => None,
                 };
