@@ -3,12 +3,56 @@
 //! its `# expect:` lines (the conformance format: `# expect-error: KIND`,
 //! `# expect-stderr: TEXT`, `# expect-exit: N`, `# args: …` for `apsi run`'s
 //! options, `# argv: …` for the program's own arguments after the file).
+//! Two more for the examples: `# expect-glob: TEXT` is an output line where
+//! `*` stands for any run of characters (a measured time or rate), and
+//! `# expect-file: PATH` names a file the program must write (removed before
+//! the run, so an old copy does not count).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// One expected line of standard output.
+#[derive(Debug)]
+enum Line {
+    Exact(String),
+    Glob(String),
+}
+
+impl Line {
+    fn matches(&self, got: &str) -> bool {
+        match self {
+            Line::Exact(e) => e == got,
+            Line::Glob(g) => glob_match(g, got),
+        }
+    }
+    fn text(&self) -> &str {
+        match self {
+            Line::Exact(t) | Line::Glob(t) => t,
+        }
+    }
+}
+
+/// `*` matches any run of characters; everything else matches itself.
+fn glob_match(pattern: &str, text: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or("");
+    let Some(mut rest) = text.strip_prefix(first) else { return false };
+    let parts: Vec<&str> = parts.collect();
+    for (i, part) in parts.iter().enumerate() {
+        if i + 1 == parts.len() {
+            return rest.len() >= part.len() && rest.ends_with(part);
+        }
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.is_empty()
+}
+
 struct Expect {
-    out: Vec<String>,
+    out: Vec<Line>,
+    files: Vec<String>,
     error: Option<String>,
     stderr: Vec<String>,
     exit: i32,
@@ -19,6 +63,7 @@ struct Expect {
 fn parse_expect(text: &str) -> Expect {
     let mut e = Expect {
         out: vec![],
+        files: vec![],
         error: None,
         stderr: vec![],
         exit: -1,
@@ -33,7 +78,11 @@ fn parse_expect(text: &str) -> Expect {
                 .map(|r| r.strip_prefix(' ').unwrap_or(r).to_string())
         };
         if let Some(v) = take("expect:") {
-            e.out.push(v);
+            e.out.push(Line::Exact(v));
+        } else if let Some(v) = take("expect-glob:") {
+            e.out.push(Line::Glob(v));
+        } else if let Some(v) = take("expect-file:") {
+            e.files.push(v.trim().to_string());
         } else if let Some(v) = take("expect-error:") {
             e.error = Some(v.trim().to_string());
         } else if let Some(v) = take("expect-stderr:") {
@@ -79,6 +128,10 @@ fn run_dir(rel: &str) {
         let text = std::fs::read_to_string(f).unwrap();
         let e = parse_expect(&text);
         let home = tempdir();
+        let dir = f.parent().unwrap();
+        for file in &e.files {
+            let _ = std::fs::remove_file(dir.join(file));
+        }
         let out = Command::new(env!("CARGO_BIN_EXE_apsi"))
             .arg("run")
             .args(&e.args)
@@ -93,12 +146,20 @@ fn run_dir(rel: &str) {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let got: Vec<&str> = stdout.lines().collect();
         let mut problems = Vec::new();
-        if got != e.out {
+        let same = got.len() == e.out.len() && e.out.iter().zip(&got).all(|(e, g)| e.matches(g));
+        if !same {
+            let want: Vec<&str> = e.out.iter().map(Line::text).collect();
             problems.push(format!(
                 "stdout differs:\n--- expected\n{}\n--- got\n{}",
-                e.out.join("\n"),
+                want.join("\n"),
                 got.join("\n")
             ));
+        }
+        for file in &e.files {
+            let written = std::fs::metadata(dir.join(file)).map(|m| m.len()).unwrap_or(0);
+            if written == 0 {
+                problems.push(format!("{file} was not written"));
+            }
         }
         let code = out.status.code().unwrap_or(-1);
         if code != e.exit {
@@ -143,6 +204,18 @@ fn tempdir() -> PathBuf {
     ));
     std::fs::create_dir_all(&p).unwrap();
     p
+}
+
+#[test]
+fn glob_lines_match_any_run_of_characters() {
+    assert!(glob_match("a * b", "a 12.5 b"));
+    assert!(glob_match("*", ""));
+    assert!(glob_match("x*y*z", "x1y2z"));
+    assert!(!glob_match("x*y*z", "x1y2"));
+    assert!(!glob_match("rate *", "speed 3"));
+    assert!(!glob_match("exact", "exact!"));
+    assert!(glob_match("ab*ab", "abab"));
+    assert!(!glob_match("ab*ab", "ab"));
 }
 
 #[test]
