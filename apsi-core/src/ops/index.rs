@@ -22,8 +22,9 @@ fn as_index(container: &str, idx: &Value) -> VResult<i64> {
 
 /// Resolves a possibly negative index against `len`.
 fn resolve(container: &str, i: i64, len: usize) -> VResult<usize> {
-    let n = len as i64;
-    let j = if i < 0 { i + n } else { i };
+    // In 128 bits: a range may have more than `i64::MAX` items.
+    let n = len as i128;
+    let j = if i < 0 { i as i128 + n } else { i as i128 };
     if j < 0 || j >= n {
         return Err(err(
             ErrorKind::IndexError,
@@ -48,16 +49,25 @@ fn slice_part(v: &Value) -> VResult<Option<i64>> {
 /// Python's `slice.indices(len)`: the concrete `(start, stop, step)` and the
 /// number of selected elements. A zero step is a `ValueError`.
 pub fn slice_indices(s: &SliceObj, len: usize) -> VResult<(i64, i64, i64, usize)> {
-    let step = slice_part(&s.step)?.unwrap_or(1);
+    let (start, stop, step, count) = slice_bounds(s, len as i128)?;
+    // A container's length fits in an i64, so its bounds do (they lie in
+    // -1..=len), and the step is a slice part (an i64).
+    Ok((start as i64, stop as i64, step as i64, count as usize))
+}
+
+/// `slice_indices` for `n` items, in 128 bits: a range may have more than
+/// `i64::MAX` items, and no bound or step can overflow on the way.
+fn slice_bounds(s: &SliceObj, n: i128) -> VResult<(i128, i128, i128, i128)> {
+    let step = slice_part(&s.step)?.unwrap_or(1) as i128;
     if step == 0 {
         return Err(err(ErrorKind::ValueError, "slice step cannot be zero"));
     }
-    let n = len as i64;
-    let clamp = |v: Option<i64>, default: i64| -> i64 {
+    let clamp = |v: Option<i64>, default: i128| -> i128 {
         match v {
             None => default,
             Some(i) => {
-                let i = if i < 0 { i.saturating_add(n) } else { i };
+                let i = i as i128;
+                let i = if i < 0 { i + n } else { i };
                 if step > 0 {
                     i.clamp(0, n)
                 } else {
@@ -73,12 +83,12 @@ pub fn slice_indices(s: &SliceObj, len: usize) -> VResult<(i64, i64, i64, usize)
     };
     let count = if step > 0 {
         if stop > start {
-            ((stop - start - 1) / step + 1) as usize
+            (stop - start - 1) / step + 1
         } else {
             0
         }
     } else if start > stop {
-        ((start - stop - 1) / (-step) + 1) as usize
+        (start - stop - 1) / (-step) + 1
     } else {
         0
     };
@@ -150,22 +160,24 @@ pub fn get_index(obj: &Value, idx: &Value) -> VResult<Value> {
             Ok(Value::char(c))
         }
         Value::Range(r) => {
-            let len = usize::try_from(r.len()).unwrap_or(0);
+            // Exact: a range over all the 64-bit ints has 2**64 - 1 items.
+            let wide = r.len_wide();
             if let Value::Slice(s) = idx {
-                let (start, _, step, count) = slice_indices(s, len)?;
+                let (start, _, step, count) = slice_bounds(s, wide)?;
                 let fit = |v: i128| {
                     i64::try_from(v)
                         .map_err(|_| err(ErrorKind::OverflowError, "range slice does not fit in 64-bit ints"))
                 };
-                let new_start = r.start as i128 + start as i128 * r.step as i128;
-                let new_step = r.step as i128 * step as i128;
-                let new_stop = new_start + count as i128 * new_step;
+                let new_start = r.start as i128 + start * r.step as i128;
+                let new_step = r.step as i128 * step;
+                let new_stop = new_start + count * new_step;
                 return Ok(Value::Range(Arc::new(RangeObj {
                     start: fit(new_start)?,
                     stop: fit(new_stop)?,
                     step: fit(new_step)?,
                 })));
             }
+            let len = usize::try_from(wide).unwrap_or(usize::MAX);
             let j = resolve("range object", as_index("range", idx)?, len)?;
             // In range, so it fits; the product alone may not (i128).
             Ok(Value::Int((r.start as i128 + j as i128 * r.step as i128) as i64))

@@ -226,7 +226,12 @@ pub fn len(v: &Value) -> VResult<i64> {
         Value::Tuple(t) => Ok(t.0.len() as i64),
         Value::Dict(d) => Ok(d.map.read().len() as i64),
         Value::Set(s) => Ok(s.map.read().len() as i64),
-        Value::Range(r) => Ok(r.len()),
+        Value::Range(r) => i64::try_from(r.len_wide()).map_err(|_| {
+            err(
+                ErrorKind::OverflowError,
+                "range has more than 2**63 - 1 items: too many for len()",
+            )
+        }),
         Value::Bytes(b) => Ok(b.0.len() as i64),
         Value::Object(o) if o.0.protocols().len => o.0.len(v),
         Value::Object(_) => match call_dunder(v, "__len__", &[]) {

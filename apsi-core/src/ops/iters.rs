@@ -343,7 +343,7 @@ pub fn get_iter(c: &mut dyn Caller, v: &Value) -> VResult<Value> {
         Value::Struct(s) => {
             // Looked up on the type, as Python does, and called with the
             // instance (no bound method is made).
-            if let Some(f) = s.ty.methods.get("__iter__") {
+            if let Some(f) = &s.ty.iter_method {
                 // A generator method (the usual `__iter__`): calling it
                 // runs nothing, so no call is needed to make the generator.
                 if let Value::Func(clo) = f {

@@ -136,6 +136,7 @@ pub(crate) fn make_struct_type(sp: &StructProto, vals: Vec<Value>) -> VResult<Va
     };
     let cmp_methods = CMP_METHODS.map(|name| methods.get(name).cloned());
     let item_methods = crate::value::ITEM_METHODS.map(|name| methods.get(name).cloned());
+    let iter_method = methods.get("__iter__").cloned();
     let always_true = crate::value::always_true(&methods);
     let id = StructType::new_id();
     let layout = match &parent {
@@ -148,6 +149,7 @@ pub(crate) fn make_struct_type(sp: &StructProto, vals: Vec<Value>) -> VResult<Va
         simple_init,
         cmp_methods,
         item_methods,
+        iter_method,
         always_true,
         name: sp.name.clone(),
         fields,

@@ -697,9 +697,22 @@ impl RangeObj {
         let x = i.checked_mul(self.step).and_then(|d| self.start.checked_add(d))?;
         ((self.step > 0 && x < self.stop) || (self.step < 0 && x > self.stop)).then_some(x)
     }
+    /// The number of items, saturated at `i64::MAX` (a range over more
+    /// than half the 64-bit ints has more; `len_wide` is exact).
     pub fn len(&self) -> i64 {
+        // `range(n)` and `range(a, b)`: no 128-bit division (a library
+        // call of about 60 instructions) when the span fits in 64 bits.
+        if self.step == 1 {
+            if let Some(d) = self.stop.checked_sub(self.start) {
+                return d.max(0);
+            }
+        }
+        i64::try_from(self.len_wide()).unwrap_or(i64::MAX)
+    }
+    /// The exact number of items.
+    pub fn len_wide(&self) -> i128 {
         let (start, stop, step) = (self.start as i128, self.stop as i128, self.step as i128);
-        let n = if step > 0 {
+        if step > 0 {
             if stop > start {
                 (stop - start + step - 1) / step
             } else {
@@ -709,8 +722,7 @@ impl RangeObj {
             (start - stop - step - 1) / (-step)
         } else {
             0
-        };
-        n as i64
+        }
     }
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -993,6 +1005,9 @@ pub struct StructType {
     /// `__getitem__` and `__setitem__` (own or inherited), found once for
     /// `x[i]` and `x[i] = v` on an instance.
     pub item_methods: [Option<Value>; 2],
+    /// `__iter__` (own or inherited), found once for `for x in obj` and
+    /// `iter(obj)` on an instance.
+    pub iter_method: Option<Value>,
     /// Neither `__bool__` nor `__len__` (own or inherited): every instance
     /// is true, known without a name lookup (`if node.left:`).
     pub always_true: bool,
@@ -1053,6 +1068,7 @@ impl StructType {
         let id = StructType::new_id();
         let cmp_methods = CMP_METHODS.map(|n| methods.get(n).cloned());
         let item_methods = ITEM_METHODS.map(|n| methods.get(n).cloned());
+        let iter_method = methods.get("__iter__").cloned();
         let always_true = always_true(&methods);
         StructType {
             id,
@@ -1069,6 +1085,7 @@ impl StructType {
             simple_init: None,
             cmp_methods,
             item_methods,
+            iter_method,
             always_true,
         }
     }

@@ -1492,6 +1492,26 @@ impl Executor {
                                 continue;
                             }
                         }
+                        // `r[i]` on a range (`input[i]` where `input = range(n)`).
+                        (Value::Range(r), Value::Int(i)) => {
+                            // (`len` saturates: a longer range goes to `slow`.)
+                            let n = r.len();
+                            let j = if *i < 0 { *i + n } else { *i };
+                            if j >= 0 && j < n && n < i64::MAX {
+                                if let Some(x) = r.item(j) {
+                                    setv(r!(a), Value::Int(x));
+                                    continue;
+                                }
+                            }
+                        }
+                        // `xs[i:j]` on a list, tuple, string or range; an
+                        // error (a bad bound) is raised by `slow`'s own try.
+                        (Value::List(_) | Value::Tuple(_) | Value::Str(_) | Value::Range(_), Value::Slice(_)) => {
+                            if let Ok(v) = ops::get_index(r!(b), r!(c)) {
+                                setv(r!(a), v);
+                                continue;
+                            }
+                        }
                         // `d["beta"]`: the string's cached hash, no `HashKey`.
                         (Value::Dict(d), Value::Str(k)) => {
                             let g = d.map.read();
@@ -1767,6 +1787,15 @@ impl Executor {
                         setv(r!(a), Value::list(items));
                         continue;
                     }
+                    Instr::BuildSlice { a, b } => {
+                        let s = SliceObj {
+                            start: dup(r!(b)),
+                            stop: dup(r!(b as usize + 1)),
+                            step: dup(r!(b as usize + 2)),
+                        };
+                        setv(r!(a), Value::Slice(Arc::new(s)));
+                        continue;
+                    }
                     Instr::BuildTuple { a, b, n } => {
                         if n != u16::MAX {
                             let items: SmallVec<[Value; 3]> =
@@ -1811,6 +1840,8 @@ impl Executor {
                             Value::Dict(d) => Some(d.map.read().len()),
                             Value::Set(s) => Some(s.map.read().len()),
                             Value::Str(s) => Some(s.char_len()),
+                            // (`len` saturates: a longer range raises in `slow`.)
+                            Value::Range(r) => Some(r.len()).filter(|&n| n < i64::MAX).map(|n| n as usize),
                             _ => None,
                         };
                         if let Some(n) = n {
@@ -2011,7 +2042,6 @@ impl Executor {
                     | Instr::ListExtend { .. }
                     | Instr::DictSet { .. }
                     | Instr::DictUpdate { .. }
-                    | Instr::BuildSlice { .. }
                     | Instr::BuildRange { .. }
                     | Instr::UnpackEx { .. }
                     | Instr::MakeFunc { .. }
