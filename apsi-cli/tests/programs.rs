@@ -36,7 +36,9 @@ impl Line {
 fn glob_match(pattern: &str, text: &str) -> bool {
     let mut parts = pattern.split('*');
     let first = parts.next().unwrap_or("");
-    let Some(mut rest) = text.strip_prefix(first) else { return false };
+    let Some(mut rest) = text.strip_prefix(first) else {
+        return false;
+    };
     let parts: Vec<&str> = parts.collect();
     for (i, part) in parts.iter().enumerate() {
         if i + 1 == parts.len() {
