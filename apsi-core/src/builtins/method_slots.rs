@@ -13,7 +13,7 @@
 //! the `i`-th name of the type's list, so a hit calls what the full lookup
 //! would have called.
 
-use super::{bytes, dicts, lists, sets, strs};
+use super::{bytes, dicts, lists, ranges, sets, strs};
 use crate::value::{NativeFnPtr, Value};
 use std::sync::OnceLock;
 
@@ -27,7 +27,8 @@ const TUPLE: u32 = FIRST_KEY + 2;
 const DICT: u32 = FIRST_KEY + 3;
 const BYTES: u32 = FIRST_KEY + 4;
 const SET: u32 = FIRST_KEY + 5;
-const KINDS: usize = 6;
+const RANGE: u32 = FIRST_KEY + 6;
+const KINDS: usize = 7;
 
 /// `xs.append(v)`'s key and number: the dispatch loop pushes in place.
 pub const LIST_APPEND: (u32, usize) = (LIST, 0);
@@ -43,6 +44,7 @@ pub fn receiver_key(v: &Value) -> Option<u32> {
         Value::Dict(_) => DICT,
         Value::Bytes(_) => BYTES,
         Value::Set(_) => SET,
+        Value::Range(_) => RANGE,
         _ => return None,
     })
 }
@@ -56,6 +58,7 @@ pub(crate) fn names(key: u32) -> &'static [&'static str] {
         DICT => dicts::NAMES,
         BYTES => bytes::NAMES,
         SET => sets::NAMES,
+        RANGE => ranges::NAMES,
         _ => &[],
     }
 }
@@ -69,6 +72,7 @@ pub(crate) fn lookup(key: u32, name: &str) -> Option<NativeFnPtr> {
         DICT => dicts::method(name),
         BYTES => bytes::method(name),
         SET => sets::method(name),
+        RANGE => ranges::method(name),
         _ => None,
     }
 }
@@ -106,6 +110,7 @@ mod tests {
             Value::dict(Default::default()),
             Value::bytes(vec![]),
             Value::set(Default::default()),
+            Value::Range(std::sync::Arc::new(crate::value::RangeObj { start: 0, stop: 3, step: 1 })),
         ];
         for r in &receivers {
             let key = receiver_key(r).unwrap();

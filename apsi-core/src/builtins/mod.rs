@@ -15,6 +15,7 @@ mod dicts;
 mod iters;
 mod lists;
 mod math;
+mod ranges;
 pub mod method_slots;
 pub mod native_fallback;
 mod sets;

@@ -545,9 +545,22 @@ fn capitalize(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value>
     s(out)
 }
 
+/// A padding width (`center`, `ljust`, `rjust`, `zfill`): negative is 0;
+/// past the longest text `s * n` may make, an error rather than a silently
+/// shorter string.
+fn padded_width(name: &str, w: i64) -> VResult<usize> {
+    if w > 1 << 30 {
+        return Err(err(
+            ErrorKind::OverflowError,
+            format!("{name}(): width {w} is too large (at most 2**30 characters)"),
+        ));
+    }
+    Ok(w.max(0) as usize)
+}
+
 fn width_and_fill(name: &'static str, rest: &[Value], kw: Kwargs) -> VResult<(usize, char)> {
     let a = Args::new(name, rest, kw, 1, &["width", "fillchar"])?;
-    let w = a.int(0)?.clamp(0, 1 << 24) as usize;
+    let w = padded_width(name, a.int(0)?)?;
     let fill = match a.opt(1) {
         Some(v) => {
             let f = expect_str(v, name, "fillchar")?;
@@ -601,7 +614,7 @@ fn rjust(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 fn zfill(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let (t, rest) = recv(args, "zfill")?;
     let a = Args::new("zfill", rest, kw, 1, &["width"])?;
-    let w = a.int(0)?.clamp(0, 1 << 24) as usize;
+    let w = padded_width("zfill", a.int(0)?)?;
     let n = t.chars().count();
     if n >= w {
         return s(t.to_string());

@@ -127,7 +127,18 @@ pub fn get_attr(obj: &Value, name: &str) -> VResult<Value> {
             "start" => Ok(Value::Int(r.start)),
             "stop" => Ok(Value::Int(r.stop)),
             "step" => Ok(Value::Int(r.step)),
-            _ => Err(no_attr("'range' object".to_string(), name, ["start", "stop", "step"])),
+            // `r.index`, `r.count` as values: the built-in method, bound.
+            _ => match crate::builtins::method(obj, name) {
+                Some(f) => Ok(Value::BoundMethod(Arc::new(BoundMethod {
+                    receiver: obj.clone(),
+                    func: Value::Native(Arc::new(NativeFn::new(name, f))),
+                }))),
+                None => Err(no_attr(
+                    "'range' object".to_string(),
+                    name,
+                    ["start", "stop", "step", "index", "count"],
+                )),
+            },
         },
         Value::Object(o) => match o.0.get_attr(obj, name) {
             Some(r) => r,

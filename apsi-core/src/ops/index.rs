@@ -170,10 +170,25 @@ pub fn get_index(obj: &Value, idx: &Value) -> VResult<Value> {
                 };
                 let new_start = r.start as i128 + start * r.step as i128;
                 let new_step = r.step as i128 * step;
-                let new_stop = new_start + count * new_step;
+                // Any stop past the last item will do: one step past it may
+                // not fit in 64 bits when the last item nearly does not.
+                let (new_start, new_stop) = if count == 0 {
+                    let at = fit(new_start).unwrap_or(r.stop);
+                    (at, at)
+                } else {
+                    let last = new_start + (count - 1) * new_step;
+                    let past = (last + new_step).clamp(i64::MIN as i128, i64::MAX as i128);
+                    if past == last {
+                        return Err(err(
+                            ErrorKind::OverflowError,
+                            "range slice does not fit in 64-bit ints",
+                        ));
+                    }
+                    (fit(new_start)?, past as i64)
+                };
                 return Ok(Value::Range(Arc::new(RangeObj {
-                    start: fit(new_start)?,
-                    stop: fit(new_stop)?,
+                    start: new_start,
+                    stop: new_stop,
                     step: fit(new_step)?,
                 })));
             }
