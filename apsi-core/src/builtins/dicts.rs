@@ -72,6 +72,18 @@ fn items(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 
 fn get(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let (d, rest) = recv(args, "get")?;
+    // `d.get(k)` and `d.get(k, default)` with a string or int key (counting
+    // words, memo tables): the key's cached hash, no `HashKey`, no `Args`.
+    if kw.is_empty() && (1..=2).contains(&rest.len()) {
+        let found = match &rest[0] {
+            Value::Str(k) => Some(d.map.read().get_str(k).cloned()),
+            Value::Int(k) => Some(d.map.read().get_int(*k).cloned()),
+            _ => None,
+        };
+        if let Some(found) = found {
+            return Ok(found.unwrap_or_else(|| rest.get(1).cloned().unwrap_or(Value::None)));
+        }
+    }
     let a = Args::new("get", rest, kw, 1, &["key", "default"])?;
     let k = HashKey::new(a.req(0)?.clone())?;
     let found = d.map.read().get(&k).cloned();

@@ -110,7 +110,11 @@ mod tests {
             Value::dict(Default::default()),
             Value::bytes(vec![]),
             Value::set(Default::default()),
-            Value::Range(std::sync::Arc::new(crate::value::RangeObj { start: 0, stop: 3, step: 1 })),
+            Value::Range(std::sync::Arc::new(crate::value::RangeObj {
+                start: 0,
+                stop: 3,
+                step: 1,
+            })),
         ];
         for r in &receivers {
             let key = receiver_key(r).unwrap();

@@ -25,7 +25,11 @@ fn position(r: &RangeObj, x: &Value) -> Option<i64> {
         _ => return None,
     };
     let (start, stop, step) = (r.start as i128, r.stop as i128, r.step as i128);
-    let inside = if step > 0 { i >= start && i < stop } else { i <= start && i > stop };
+    let inside = if step > 0 {
+        i >= start && i < stop
+    } else {
+        i <= start && i > stop
+    };
     if !inside || (i - start) % step != 0 {
         return None;
     }

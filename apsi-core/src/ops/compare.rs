@@ -311,19 +311,61 @@ fn seq_ordered(op: CmpOp, xs: &[Value], ys: &[Value], depth: usize) -> VResult<b
 /// when `b < a`, else `Equal` (so NaN is "equal" to everything and a stable
 /// sort keeps it in place). Values that cannot be ordered raise `TypeError`.
 pub fn order(a: &Value, b: &Value) -> VResult<Ordering> {
+    order_depth(a, b, 0)
+}
+
+fn order_depth(a: &Value, b: &Value, depth: usize) -> VResult<Ordering> {
+    if depth > MAX_DEPTH {
+        return Err(too_deep());
+    }
     if let (Some(x), Some(y)) = (num(a), num(b)) {
         return Ok(num_cmp(x, y).unwrap_or(Ordering::Equal));
     }
-    if let (Value::Str(x), Value::Str(y)) = (a, b) {
-        return Ok(x.as_str().cmp(y.as_str()));
+    match (a, b) {
+        (Value::Str(x), Value::Str(y)) => return Ok(x.as_str().cmp(y.as_str())),
+        // Sequences in one pass (sorting pairs and records): not `<` both
+        // ways, which walks the common prefix twice per comparison.
+        (Value::Tuple(x), Value::Tuple(y)) => return seq_order(&x.0, &y.0, depth),
+        (Value::List(x), Value::List(y)) => {
+            let xs = x.items.read().clone();
+            let ys = y.items.read().clone();
+            return seq_order(&xs, &ys, depth);
+        }
+        _ => {}
     }
-    if ordered(CmpOp::Lt, a, b, 0)? {
+    if ordered(CmpOp::Lt, a, b, depth)? {
         Ok(Ordering::Less)
-    } else if ordered(CmpOp::Lt, b, a, 0)? {
+    } else if ordered(CmpOp::Lt, b, a, depth)? {
         Ok(Ordering::Greater)
     } else {
         Ok(Ordering::Equal)
     }
+}
+
+/// `order` of two sequences: decided at the first pair of items that are
+/// not equal (`==`), else by length, as `<` on sequences is.
+fn seq_order(xs: &[Value], ys: &[Value], depth: usize) -> VResult<Ordering> {
+    for (p, q) in xs.iter().zip(ys) {
+        // Numbers and strings are told equal or ordered in one comparison.
+        if let (Some(x), Some(y)) = (num(p), num(q)) {
+            match num_cmp(x, y) {
+                Some(Ordering::Equal) => continue,
+                Some(o) => return Ok(o),
+                // NaN: not equal, and neither side is less.
+                None => return Ok(Ordering::Equal),
+            }
+        }
+        if let (Value::Str(x), Value::Str(y)) = (p, q) {
+            match x.as_str().cmp(y.as_str()) {
+                Ordering::Equal => continue,
+                o => return Ok(o),
+            }
+        }
+        if !eq_depth(p, q, depth + 1)? {
+            return order_depth(p, q, depth + 1);
+        }
+    }
+    Ok(xs.len().cmp(&ys.len()))
 }
 
 #[cfg(test)]

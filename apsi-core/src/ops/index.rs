@@ -179,10 +179,7 @@ pub fn get_index(obj: &Value, idx: &Value) -> VResult<Value> {
                     let last = new_start + (count - 1) * new_step;
                     let past = (last + new_step).clamp(i64::MIN as i128, i64::MAX as i128);
                     if past == last {
-                        return Err(err(
-                            ErrorKind::OverflowError,
-                            "range slice does not fit in 64-bit ints",
-                        ));
+                        return Err(err(ErrorKind::OverflowError, "range slice does not fit in 64-bit ints"));
                     }
                     (fit(new_start)?, past as i64)
                 };
