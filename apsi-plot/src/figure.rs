@@ -459,9 +459,10 @@ fn m_legend(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let (h, rest) = this("legend", args)?;
     let a = Args::new("legend", rest, kw, 0, &["loc"])?;
     let loc = match a.opt(0) {
-        None => Loc::UpperRight,
+        None => Loc::Best,
         Some(Value::Str(s)) => match s.as_str() {
-            "best" | "upper right" => Loc::UpperRight,
+            "best" => Loc::Best,
+            "upper right" => Loc::UpperRight,
             "upper left" => Loc::UpperLeft,
             "lower left" => Loc::LowerLeft,
             "lower right" => Loc::LowerRight,

@@ -108,7 +108,7 @@ pub fn plot_history_into(_c: &mut dyn Caller, h: &Handle, v: &Value, kw: Kwargs)
     p.xlabel.get_or_insert_with(|| "epoch".into());
     p.ylabel.get_or_insert_with(|| "loss".into());
     p.title.get_or_insert_with(|| "loss".into());
-    p.legend.get_or_insert(Loc::UpperRight);
+    p.legend.get_or_insert(Loc::Best);
     if split {
         let p = &mut st.panels[1];
         for (name, ys) in metrics {
@@ -116,7 +116,7 @@ pub fn plot_history_into(_c: &mut dyn Caller, h: &Handle, v: &Value, kw: Kwargs)
         }
         p.xlabel = Some("epoch".into());
         p.title = Some("metrics".into());
-        p.legend = Some(Loc::LowerRight);
+        p.legend = Some(Loc::Best);
     }
     Ok(Value::None)
 }

@@ -75,6 +75,8 @@ impl Series {
 /// Where the legend goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Loc {
+    /// The corner that hides the fewest data points (matplotlib's "best").
+    Best,
     UpperRight,
     UpperLeft,
     LowerLeft,
@@ -112,10 +114,13 @@ impl Panel {
     /// The x and y ranges to draw: every finite value of every series
     /// (positive ones only on a log axis) with matplotlib's 5% margins;
     /// an image's cells exactly; a range never empty and never reaching 0
-    /// or below on a log axis.
+    /// or below on a log axis. In a panel with an image, y is drawn
+    /// negated (row r at y = -r, so row 0 is at the top), and the range
+    /// is of the negated values.
     pub fn ranges(&self) -> ((f64, f64), (f64, f64)) {
         let mut xs = Extent::new(self.xlog);
         let mut ys = Extent::new(self.ylog);
+        let flip = if self.image().is_some() { -1.0 } else { 1.0 };
         let mut x_sticky = false;
         let mut y_sticky = false;
         for s in &self.series {
@@ -124,7 +129,7 @@ impl Panel {
                     for (a, b) in x.iter().zip(y) {
                         if xs.ok(*a) && ys.ok(*b) {
                             xs.add(*a);
-                            ys.add(*b);
+                            ys.add(flip * *b);
                         }
                     }
                 }
@@ -138,8 +143,8 @@ impl Panel {
                     for i in 0..left.len() {
                         xs.add(left[i]);
                         xs.add(right[i]);
-                        ys.add(top[i]);
-                        ys.add(bottom[i]);
+                        ys.add(flip * top[i]);
+                        ys.add(flip * bottom[i]);
                     }
                     y_sticky = true;
                 }
@@ -154,9 +159,9 @@ impl Panel {
                 } => {
                     for i in 0..x.len() {
                         xs.add(x[i]);
-                        ys.add(y[i]);
+                        ys.add(flip * y[i]);
                         for v in [ylo, yhi].into_iter().flatten() {
-                            ys.add(v[i]);
+                            ys.add(flip * v[i]);
                         }
                         for v in [xlo, xhi].into_iter().flatten() {
                             xs.add(v[i]);
@@ -166,14 +171,15 @@ impl Panel {
                 Series::Image { rows, cols, .. } => {
                     xs.add(-0.5);
                     xs.add(*cols as f64 - 0.5);
-                    ys.add(-0.5);
-                    ys.add(*rows as f64 - 0.5);
+                    ys.add(0.5);
+                    ys.add(0.5 - *rows as f64);
                     x_sticky = true;
                     y_sticky = true;
                 }
             }
         }
-        (xs.finish(x_sticky), ys.finish(y_sticky))
+        let exact = flip < 0.0;
+        (xs.finish(x_sticky, exact), ys.finish(y_sticky, exact))
     }
 }
 
@@ -210,9 +216,13 @@ impl Extent {
     }
     /// The drawn range: `sticky` data (bars, images) get no margin at
     /// their ends (bars start at the axis, as matplotlib's do).
-    fn finish(self, sticky: bool) -> (f64, f64) {
+    /// `exact`: no margins at all (a panel showing an image).
+    fn finish(self, sticky: bool, exact: bool) -> (f64, f64) {
         if self.lo > self.hi {
             return if self.log { (1.0, 10.0) } else { (0.0, 1.0) };
+        }
+        if exact && self.lo < self.hi {
+            return (self.lo, self.hi);
         }
         if self.log {
             let (a, b) = (self.lo.log10(), self.hi.log10());
@@ -315,6 +325,21 @@ mod tests {
         p.series.push(line(vec![-9e299, 9e299], vec![9e299, 9e299]));
         let ((x0, x1), (y0, y1)) = p.ranges();
         assert!((x1 - x0).is_finite() && x0 < x1 && (y1 - y0).is_finite() && y0 < y1);
+    }
+
+    #[test]
+    fn an_image_fills_its_panel_row_0_on_top() {
+        let mut p = Panel::default();
+        p.series.push(Series::Image {
+            rows: 3,
+            cols: 4,
+            data: vec![0.0; 12],
+            cmap: Cmap::Viridis,
+            vmin: 0.0,
+            vmax: 1.0,
+            colorbar: true,
+        });
+        assert_eq!(p.ranges(), ((-0.5, 3.5), (-2.5, 0.5)));
     }
 
     #[test]

@@ -10,6 +10,7 @@ use plotters::coord::Shift;
 use plotters::element::{DashedPathElement, Drawable, DynElement, ErrorBar, PointCollection};
 use plotters_backend::{BackendCoord, DrawingErrorKind};
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{register_font, FontStyle};
 use std::sync::OnceLock;
 
@@ -115,14 +116,14 @@ fn draw_panel<DB: DrawingBackend>(p: &Panel, cell: &DrawingArea<DB, Shift>) -> R
         None => (area, None),
     };
     let ylo = y0;
-    match (p.xlog, p.ylog) {
+    let rows = match (p.xlog, p.ylog) {
         (false, false) => chart(p, &main, x0..x1, y0..y1, ylo)?,
         (true, false) => chart(p, &main, (x0..x1).log_scale(), y0..y1, ylo)?,
         (false, true) => chart(p, &main, x0..x1, (y0..y1).log_scale(), ylo)?,
         (true, true) => chart(p, &main, (x0..x1).log_scale(), (y0..y1).log_scale(), ylo)?,
-    }
+    };
     if let (Some(Series::Image { cmap, vmin, vmax, .. }), Some(strip)) = (bar, strip) {
-        colorbar(p, &strip, *cmap, *vmin, *vmax)?;
+        colorbar(&strip, rows, *cmap, *vmin, *vmax)?;
     }
     Ok(())
 }
@@ -159,7 +160,15 @@ fn label_count(px: u32, per: u32) -> usize {
     (px / per).clamp(2, 10) as usize
 }
 
-fn chart<DB, X, Y>(p: &Panel, area: &DrawingArea<DB, Shift>, xs: X, ys: Y, ylo: f64) -> Result<(), String>
+/// Draws one panel's axes and series; returns the plot's pixel rows
+/// (absolute), which the colour bar lines up with.
+fn chart<DB, X, Y>(
+    p: &Panel,
+    area: &DrawingArea<DB, Shift>,
+    xs: X,
+    ys: Y,
+    ylo: f64,
+) -> Result<std::ops::Range<i32>, String>
 where
     DB: DrawingBackend,
     X: AsRangedCoord<Value = f64>,
@@ -202,11 +211,11 @@ where
     };
     let nx = match &p.categories {
         Some(n) => n.len().clamp(1, 40),
-        None => label_count(w, 75),
+        None => label_count(w, 55),
     };
     let mut mesh = ch.configure_mesh();
     mesh.x_labels(nx)
-        .y_labels(label_count(h, 45))
+        .y_labels(label_count(h, 30))
         .x_label_formatter(&fx)
         .y_label_formatter(&fy)
         .label_style((FONT, TICK_PX))
@@ -380,8 +389,9 @@ where
     }
     let labelled = p.series.iter().any(|s| s.label().is_some());
     if let (Some(loc), true) = (p.legend, labelled) {
+        let loc = if loc == Loc::Best { best_corner(p, &ch, flip) } else { loc };
         let pos = match loc {
-            Loc::UpperRight => SeriesLabelPosition::UpperRight,
+            Loc::Best | Loc::UpperRight => SeriesLabelPosition::UpperRight,
             Loc::UpperLeft => SeriesLabelPosition::UpperLeft,
             Loc::LowerLeft => SeriesLabelPosition::LowerLeft,
             Loc::LowerRight => SeriesLabelPosition::LowerRight,
@@ -396,10 +406,79 @@ where
             .draw()
             .map_err(e2s)?;
     }
-    Ok(())
+    // A frame all round the plot, as matplotlib's.
+    let (px, py) = ch.plotting_area().get_pixel_range();
+    let (bx, by) = area.get_base_pixel();
+    area.draw(&Rectangle::new(
+        [(px.start - bx, py.start - by), (px.end - 1 - bx, py.end - 1 - by)],
+        RGBColor(60, 60, 60).stroke_width(1),
+    ))
+    .map_err(e2s)?;
+    Ok(py)
 }
 
 type Chart<'a, DB, X, Y> = ChartContext<'a, DB, Cartesian2d<X, Y>>;
+
+/// The legend corner covering the fewest data points (ties: upper right,
+/// upper left, lower left, lower right), for a legend box sized from
+/// the labels.
+fn best_corner<DB, X, Y>(p: &Panel, ch: &Chart<'_, DB, X, Y>, flip: bool) -> Loc
+where
+    DB: DrawingBackend,
+    X: plotters::coord::ranged1d::Ranged<ValueType = f64>,
+    Y: plotters::coord::ranged1d::Ranged<ValueType = f64>,
+{
+    let labels: Vec<&str> = p.series.iter().filter_map(|s| s.label()).collect();
+    let w = 50 + 8 * labels.iter().map(|l| l.chars().count()).max().unwrap_or(0) as i32;
+    let h = 12 + 18 * labels.len() as i32;
+    let (px, py) = ch.plotting_area().get_pixel_range();
+    let fy = |y: f64| if flip { -y } else { y };
+    let mut pts: Vec<(f64, f64)> = Vec::new();
+    for s in &p.series {
+        match s {
+            Series::Line { x, y, .. } | Series::Scatter { x, y, .. } | Series::ErrorBar { x, y, .. } => {
+                pts.extend(x.iter().zip(y).map(|(a, b)| (*a, fy(*b))));
+                if let Series::Line { x, y, .. } = s {
+                    // Midpoints too, so that a line crossing a corner counts.
+                    pts.extend(x.windows(2).zip(y.windows(2)).map(|(a, b)| ((a[0] + a[1]) / 2.0, fy((b[0] + b[1]) / 2.0))));
+                }
+            }
+            Series::Bars { left, right, bottom, top, .. } => {
+                for i in 0..left.len() {
+                    for f in [0.0, 0.25, 0.5, 0.75, 1.0] {
+                        let y = fy(bottom[i] + (top[i] - bottom[i]) * f);
+                        pts.extend([(left[i], y), ((left[i] + right[i]) / 2.0, y), (right[i], y)]);
+                    }
+                }
+            }
+            Series::Image { .. } => {}
+        }
+    }
+    let (xlog, ylog) = (p.xlog, p.ylog);
+    let pix: Vec<(i32, i32)> = pts
+        .iter()
+        .filter(|(x, y)| usable(*x, xlog) && usable(*y, ylog))
+        .map(|pt| ch.backend_coord(pt))
+        .collect();
+    let m = 8;
+    let corners = [
+        (Loc::UpperRight, px.end - m - w, py.start + m),
+        (Loc::UpperLeft, px.start + m, py.start + m),
+        (Loc::LowerLeft, px.start + m, py.end - m - h),
+        (Loc::LowerRight, px.end - m - w, py.end - m - h),
+    ];
+    let mut best = (usize::MAX, Loc::UpperRight);
+    for (loc, x0, y0) in corners {
+        let n = pix
+            .iter()
+            .filter(|(x, y)| *x >= x0 && *x <= x0 + w && *y >= y0 && *y <= y0 + h)
+            .count();
+        if n < best.0 {
+            best = (n, loc);
+        }
+    }
+    best.1
+}
 
 /// A polyline broken where a point cannot be drawn, its markers, and its
 /// legend entry.
@@ -535,50 +614,66 @@ impl<C, DB: DrawingBackend> Drawable<DB> for Glyph<C> {
     }
 }
 
+/// About `n` round tick values from `lo` to `hi` (steps of 1, 2, 2.5 or
+/// 5 times a power of ten).
+pub fn nice_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
+    let span = hi - lo;
+    if !(span > 0.0 && span.is_finite()) {
+        return vec![lo];
+    }
+    let raw = span / n.max(1) as f64;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    let first = (lo / step).ceil() * step;
+    (0..=50)
+        .map(|i| first + step * i as f64)
+        .take_while(|v| *v <= hi + step * 1e-9)
+        .map(|v| if v.abs() < step * 1e-9 { 0.0 } else { v })
+        .collect()
+}
+
 /// The colour bar beside an image: the map from `vmin` (bottom) to `vmax`
-/// (top), with tick labels at its right.
+/// (top) over the plot's pixel rows `rows`, with tick labels at its right.
 fn colorbar<DB: DrawingBackend>(
-    p: &Panel,
     strip: &DrawingArea<DB, Shift>,
+    rows: std::ops::Range<i32>,
     cmap: crate::style::Cmap,
     vmin: f64,
     vmax: f64,
 ) -> Result<(), String> {
-    let (lo, hi) = if vmax > vmin { (vmin, vmax) } else { (vmin - 0.5, vmin + 0.5) };
-    let mut ch = ChartBuilder::on(strip)
-        .margin(10)
-        .margin_left(4)
-        .margin_right(2)
-        .x_label_area_size(x_area(p))
-        .right_y_label_area_size(52)
-        .build_cartesian_2d(0.0..1.0, lo..hi)
-        .map_err(e2s)?;
-    let h = ch.plotting_area().dim_in_pixel().1;
-    let fy = |v: &f64| tick(*v);
-    ch.configure_mesh()
-        .disable_mesh()
-        .disable_x_axis()
-        .x_labels(0)
-        .y_labels(label_count(h, 45))
-        .y_label_formatter(&fy)
-        .label_style((FONT, TICK_PX))
-        .axis_style(RGBColor(60, 60, 60))
-        .draw()
-        .map_err(e2s)?;
-    let n = 256;
-    let step = (hi - lo) / n as f64;
-    ch.draw_series((0..n).map(|i| {
-        let a = lo + step * i as f64;
-        let t = (i as f64 + 0.5) / n as f64;
+    let (_, by) = strip.get_base_pixel();
+    let (top, bottom) = (rows.start - by, rows.end - 1 - by);
+    let h = bottom - top;
+    if h < 4 {
+        return Ok(());
+    }
+    let (x0, x1) = (6, 24);
+    for y in top..=bottom {
+        let t = f64::from(bottom - y) / f64::from(h);
         let c = cmap.at(if vmax > vmin { t } else { 0.5 });
-        Rectangle::new([(0.0, a), (1.0, a + step)], rgb(c).filled())
-    }))
-    .map_err(e2s)?;
-    ch.draw_series(std::iter::once(Rectangle::new(
-        [(0.0, lo), (1.0, hi)],
-        RGBColor(60, 60, 60).stroke_width(1),
-    )))
-    .map_err(e2s)?;
+        strip
+            .draw(&PathElement::new(vec![(x0, y), (x1, y)], rgb(c).stroke_width(1)))
+            .map_err(e2s)?;
+    }
+    let axis = RGBColor(60, 60, 60);
+    strip
+        .draw(&Rectangle::new([(x0, top), (x1, bottom)], axis.stroke_width(1)))
+        .map_err(e2s)?;
+    let (lo, hi) = if vmax > vmin { (vmin, vmax) } else { (vmin - 0.5, vmin + 0.5) };
+    let text = TextStyle::from((FONT, TICK_PX).into_font())
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Left, VPos::Center));
+    for v in nice_ticks(lo, hi, (h / 40).clamp(2, 8) as usize) {
+        let y = bottom - ((v - lo) / (hi - lo) * f64::from(h)).round() as i32;
+        strip
+            .draw(&PathElement::new(vec![(x1, y), (x1 + 4, y)], axis.stroke_width(1)))
+            .map_err(e2s)?;
+        strip.draw_text(&tick(v), &text, (x1 + 7, y)).map_err(e2s)?;
+    }
     Ok(())
 }
 
@@ -598,6 +693,14 @@ mod tests {
         assert_eq!(tick(0.0001), "1e-4");
         assert_eq!(tick(12345.0), "12345");
         assert_eq!(tick(1.5e-7), "1.5e-7");
+    }
+
+    #[test]
+    fn ticks_are_round() {
+        let t: Vec<String> = nice_ticks(0.0, 1.0, 5).iter().map(|v| tick(*v)).collect();
+        assert_eq!(t, ["0", "0.2", "0.4", "0.6", "0.8", "1"]);
+        assert_eq!(nice_ticks(-0.7, 1.8, 5), vec![-0.5, 0.0, 0.5, 1.0, 1.5]);
+        assert_eq!(nice_ticks(3.0, 3.0, 5), vec![3.0]);
     }
 
     #[test]
