@@ -189,16 +189,19 @@ fn m_scatter(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> 
 /// `fig.hist(x, bins=10, range=none, density=false, color=, label=)`.
 fn m_hist(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let (h, rest) = this("hist", args)?;
-    let a = Args::new("hist", rest, kw, 1, &["x", "bins", "range", "density", "color", "label"])?;
+    let a = Args::new(
+        "hist",
+        rest,
+        kw,
+        1,
+        &["x", "bins", "range", "density", "color", "label"],
+    )?;
     let x: Vec<f64> = floats("hist", "x", a.req(0)?)?
         .into_iter()
         .filter(|v| v.is_finite())
         .collect();
     if x.is_empty() {
-        return Err(err(
-            ErrorKind::ValueError,
-            "hist(): x has no finite values to count",
-        ));
+        return Err(err(ErrorKind::ValueError, "hist(): x has no finite values to count"));
     }
     let range = match a.opt(2) {
         None => None,
@@ -275,7 +278,13 @@ fn scalar_or_seq(who: &str, param: &str, v: &Value, n: usize) -> VResult<Vec<f64
 /// a list of category names.
 fn m_bar(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let (h, rest) = this("bar", args)?;
-    let a = Args::new("bar", rest, kw, 2, &["x", "height", "width", "bottom", "color", "label"])?;
+    let a = Args::new(
+        "bar",
+        rest,
+        kw,
+        2,
+        &["x", "height", "width", "bottom", "color", "label"],
+    )?;
     let xv = a.req(0)?;
     let names = strings(xv);
     let x = match &names {
@@ -694,7 +703,10 @@ impl ApsiObject for Handle {
         let st = self.state();
         match self.panel {
             Some(i) => format!("<Axes {} of a {}x{} grid>", i + 1, st.rows, st.cols),
-            None => format!("<Figure {}x{} with {}x{} panels>", st.width, st.height, st.rows, st.cols),
+            None => format!(
+                "<Figure {}x{} with {}x{} panels>",
+                st.width, st.height, st.rows, st.cols
+            ),
         }
     }
     fn get_attr(&self, this: &Value, name: &str) -> Option<VResult<Value>> {
@@ -781,6 +793,9 @@ mod tests {
         .unwrap_err();
         assert!(e.message.contains("negative"), "{}", e.message);
         let st = as_handle(&f).unwrap().state().clone();
-        assert_eq!(st.panels[0].categories.as_deref(), Some(&["a".to_string(), "b".to_string()][..]));
+        assert_eq!(
+            st.panels[0].categories.as_deref(),
+            Some(&["a".to_string(), "b".to_string()][..])
+        );
     }
 }

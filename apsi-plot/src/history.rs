@@ -35,7 +35,12 @@ pub fn looks_like_history(v: &Value) -> bool {
 fn metrics(v: &Value) -> VResult<Vec<(String, Vec<f64>)>> {
     let mut out = Vec::new();
     if let Some(Value::Dict(d)) = field(v, "metrics") {
-        let entries: Vec<(Value, Value)> = d.map.read().iter().map(|(k, v)| (k.value().clone(), v.clone())).collect();
+        let entries: Vec<(Value, Value)> = d
+            .map
+            .read()
+            .iter()
+            .map(|(k, v)| (k.value().clone(), v.clone()))
+            .collect();
         for (k, vals) in entries {
             let name = match k {
                 Value::Str(s) => s.as_str().to_string(),

@@ -183,7 +183,10 @@ mod tests {
         let e = floats("f", "x", &Value::list(vec![])).unwrap_err();
         assert!(e.message.contains("is empty"), "{}", e.message);
         let e = floats("f", "x", &Value::list(vec![Value::str("a")])).unwrap_err();
-        assert_eq!(e.message, "f() argument 'x' must be a 1-D tensor or a list of numbers, but item 0 is str");
+        assert_eq!(
+            e.message,
+            "f() argument 'x' must be a 1-D tensor or a list of numbers, but item 0 is str"
+        );
         let e = floats("f", "x", &Value::str("a")).unwrap_err();
         assert_eq!(e.kind, ErrorKind::TypeError);
     }

@@ -17,7 +17,7 @@ pub mod model;
 pub mod render;
 pub mod style;
 
-use apsi_core::api::{Args, Caller, ModuleBuilder, ModuleDescriptor, Kwargs, VResult, Value};
+use apsi_core::api::{Args, Caller, Kwargs, ModuleBuilder, ModuleDescriptor, VResult, Value};
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -47,7 +47,11 @@ fn f_subplots(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value>
 /// `plot_history(h, width=640, height=480)`: a new figure of a `fit` history.
 fn f_plot_history(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::new("plot_history", args, kw, 1, &["history", "width", "height"])?;
-    let f = figure::new_figure("plot_history", a.int_or(1, DEFAULT_SIZE.0)?, a.int_or(2, DEFAULT_SIZE.1)?)?;
+    let f = figure::new_figure(
+        "plot_history",
+        a.int_or(1, DEFAULT_SIZE.0)?,
+        a.int_or(2, DEFAULT_SIZE.1)?,
+    )?;
     if let Some(h) = figure::as_handle(&f) {
         history::plot_history_into(c, h, a.req(0)?, &[])?;
     }

@@ -320,7 +320,8 @@ mod tests {
     #[test]
     fn huge_and_non_finite_values_give_finite_ranges() {
         let mut p = Panel::default();
-        p.series.push(line(vec![-1.7e308, 1.7e308], vec![f64::NAN, f64::INFINITY]));
+        p.series
+            .push(line(vec![-1.7e308, 1.7e308], vec![f64::NAN, f64::INFINITY]));
         assert_eq!(p.ranges(), ((0.0, 1.0), (0.0, 1.0)));
         p.series.push(line(vec![-9e299, 9e299], vec![9e299, 9e299]));
         let ((x0, x1), (y0, y1)) = p.ranges();

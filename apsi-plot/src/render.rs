@@ -8,10 +8,10 @@ use crate::style::{LineStyle, Marker, Rgb};
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::element::{DashedPathElement, Drawable, DynElement, ErrorBar, PointCollection};
-use plotters_backend::{BackendCoord, DrawingErrorKind};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{register_font, FontStyle};
+use plotters_backend::{BackendCoord, DrawingErrorKind};
 use std::sync::OnceLock;
 
 static FONT_BYTES: &[u8] = include_bytes!("../fonts/DejaVuSans.ttf");
@@ -228,7 +228,8 @@ where
         mesh.y_desc(t.as_str());
     }
     if p.grid.unwrap_or(!flip) {
-        mesh.bold_line_style(RGBColor(225, 225, 225)).light_line_style(TRANSPARENT);
+        mesh.bold_line_style(RGBColor(225, 225, 225))
+            .light_line_style(TRANSPARENT);
     } else {
         mesh.disable_mesh();
     }
@@ -276,13 +277,12 @@ where
                     .draw_series(pts.into_iter().map(move |pt| Glyph::marker(pt, m, r, c)))
                     .map_err(e2s)?;
                 if let Some(l) = label {
-                    anno.label(l.as_str())
-                        .legend(move |(x, y)| Glyph {
-                            at: (x, y),
-                            line: None,
-                            marker: Some((m, r.min(6) as i32, c, 10)),
-                            swatch: None,
-                        });
+                    anno.label(l.as_str()).legend(move |(x, y)| Glyph {
+                        at: (x, y),
+                        line: None,
+                        marker: Some((m, r.min(6) as i32, c, 10)),
+                        swatch: None,
+                    });
                 }
             }
             Series::Bars {
@@ -311,8 +311,7 @@ where
                 }
                 let anno = ch.draw_series(rects).map_err(e2s)?;
                 if let Some(l) = label {
-                    anno.label(l.as_str())
-                        .legend(move |(x, y)| Glyph {
+                    anno.label(l.as_str()).legend(move |(x, y)| Glyph {
                         at: (x, y),
                         line: None,
                         marker: None,
@@ -341,9 +340,7 @@ where
                     }
                     if let (Some(lo), Some(hi)) = (elo, ehi) {
                         if ok(x[i], lo[i]) && ok(x[i], hi[i]) {
-                            bars.push(
-                                ErrorBar::new_vertical(x[i], fy(lo[i]), fy(y[i]), fy(hi[i]), bar, 8).into_dyn(),
-                            );
+                            bars.push(ErrorBar::new_vertical(x[i], fy(lo[i]), fy(y[i]), fy(hi[i]), bar, 8).into_dyn());
                         }
                     }
                     if let (Some(lo), Some(hi)) = (xlo, xhi) {
@@ -371,25 +368,31 @@ where
                 ..
             } => {
                 let span = vmax - vmin;
-                let cells = (0..*rows).flat_map(|r| (0..*cols).map(move |c| (r, c))).filter_map(|(r, c)| {
-                    let v = data[r * cols + c];
-                    if v.is_nan() {
-                        return None;
-                    }
-                    let t = if span > 0.0 { (v - vmin) / span } else { 0.5 };
-                    let (x, y) = (c as f64, -(r as f64));
-                    Some(Rectangle::new(
-                        [(x - 0.5, y + 0.5), (x + 0.5, y - 0.5)],
-                        rgb(cmap.at(t)).filled(),
-                    ))
-                });
+                let cells = (0..*rows)
+                    .flat_map(|r| (0..*cols).map(move |c| (r, c)))
+                    .filter_map(|(r, c)| {
+                        let v = data[r * cols + c];
+                        if v.is_nan() {
+                            return None;
+                        }
+                        let t = if span > 0.0 { (v - vmin) / span } else { 0.5 };
+                        let (x, y) = (c as f64, -(r as f64));
+                        Some(Rectangle::new(
+                            [(x - 0.5, y + 0.5), (x + 0.5, y - 0.5)],
+                            rgb(cmap.at(t)).filled(),
+                        ))
+                    });
                 ch.draw_series(cells).map_err(e2s)?;
             }
         }
     }
     let labelled = p.series.iter().any(|s| s.label().is_some());
     if let (Some(loc), true) = (p.legend, labelled) {
-        let loc = if loc == Loc::Best { best_corner(p, &ch, flip) } else { loc };
+        let loc = if loc == Loc::Best {
+            best_corner(p, &ch, flip)
+        } else {
+            loc
+        };
         let pos = match loc {
             Loc::Best | Loc::UpperRight => SeriesLabelPosition::UpperRight,
             Loc::UpperLeft => SeriesLabelPosition::UpperLeft,
@@ -440,10 +443,20 @@ where
                 pts.extend(x.iter().zip(y).map(|(a, b)| (*a, fy(*b))));
                 if let Series::Line { x, y, .. } = s {
                     // Midpoints too, so that a line crossing a corner counts.
-                    pts.extend(x.windows(2).zip(y.windows(2)).map(|(a, b)| ((a[0] + a[1]) / 2.0, fy((b[0] + b[1]) / 2.0))));
+                    pts.extend(
+                        x.windows(2)
+                            .zip(y.windows(2))
+                            .map(|(a, b)| ((a[0] + a[1]) / 2.0, fy((b[0] + b[1]) / 2.0))),
+                    );
                 }
             }
-            Series::Bars { left, right, bottom, top, .. } => {
+            Series::Bars {
+                left,
+                right,
+                bottom,
+                top,
+                ..
+            } => {
                 for i in 0..left.len() {
                     for f in [0.0, 0.25, 0.5, 0.75, 1.0] {
                         let y = fy(bottom[i] + (top[i] - bottom[i]) * f);
@@ -520,7 +533,10 @@ where
             .iter()
             .map(|s| DashedPathElement::new(s.clone().into_iter(), d, gap, st).into_dyn())
             .collect(),
-        (_, None) => segs.iter().map(|s| PathElement::new(s.clone(), st).into_dyn()).collect(),
+        (_, None) => segs
+            .iter()
+            .map(|s| PathElement::new(s.clone(), st).into_dyn())
+            .collect(),
     };
     let anno = ch.draw_series(lines).map_err(e2s)?;
     let c = st.color;
@@ -663,7 +679,11 @@ fn colorbar<DB: DrawingBackend>(
     strip
         .draw(&Rectangle::new([(x0, top), (x1, bottom)], axis.stroke_width(1)))
         .map_err(e2s)?;
-    let (lo, hi) = if vmax > vmin { (vmin, vmax) } else { (vmin - 0.5, vmin + 0.5) };
+    let (lo, hi) = if vmax > vmin {
+        (vmin, vmax)
+    } else {
+        (vmin - 0.5, vmin + 0.5)
+    };
     let text = TextStyle::from((FONT, TICK_PX).into_font())
         .color(&BLACK)
         .pos(Pos::new(HPos::Left, VPos::Center));

@@ -176,7 +176,14 @@ pub fn cmap(who: &str, v: Option<&Value>) -> VResult<Cmap> {
     let s = match v {
         None | Some(Value::None) => return Ok(Cmap::Viridis),
         Some(Value::Str(s)) => s.as_str().to_string(),
-        Some(other) => return Err(crate::input::wrong(who, "cmap", "a colour map name such as \"viridis\"", other)),
+        Some(other) => {
+            return Err(crate::input::wrong(
+                who,
+                "cmap",
+                "a colour map name such as \"viridis\"",
+                other,
+            ))
+        }
     };
     Ok(match s.as_str() {
         "viridis" => Cmap::Viridis,

@@ -35,50 +35,106 @@ fn awkward_data_draws_without_panicking() {
     let nan = f64::NAN;
     let inf = f64::INFINITY;
     let cases: Vec<(&str, Box<dyn Fn(&Value)>)> = vec![
-        ("all equal", Box::new(|f| {
-            ok(f, "plot", &[nums(&[2.0, 2.0, 2.0]), nums(&[5.0, 5.0, 5.0])], &[]);
-        })),
-        ("one point", Box::new(|f| {
-            ok(f, "scatter", &[nums(&[0.0]), nums(&[0.0])], &[]);
-        })),
-        ("nan and inf", Box::new(move |f| {
-            ok(f, "plot", &[nums(&[1.0, 2.0, 3.0, 4.0]), nums(&[1.0, nan, inf, 2.0])], &[]);
-            ok(f, "scatter", &[nums(&[nan]), nums(&[nan])], &[]);
-        })),
-        ("only nan", Box::new(move |f| {
-            ok(f, "plot", &[nums(&[nan, nan])], &[("label", s("x"))]);
-            ok(f, "legend", &[], &[]);
-        })),
-        ("log of non-positive", Box::new(|f| {
-            ok(f, "plot", &[nums(&[-1.0, 0.0, 1.0]), nums(&[0.0, -5.0, 0.0])], &[]);
-            ok(f, "xscale", &[s("log")], &[]);
-            ok(f, "yscale", &[s("log")], &[]);
-        })),
-        ("log bars", Box::new(|f| {
-            ok(f, "hist", &[nums(&[1.0, 1.0, 2.0, 3.0, 3.0, 3.0])], &[]);
-            ok(f, "yscale", &[s("log")], &[]);
-        })),
-        ("huge values", Box::new(|f| {
-            ok(f, "plot", &[nums(&[-1.7e308, 0.0, 1.7e308]), nums(&[1e299, -1e299, 1e-300])], &[]);
-        })),
-        ("constant image", Box::new(|f| {
-            ok(f, "imshow", &[Value::list(vec![nums(&[3.0])])], &[]);
-        })),
-        ("image of nan", Box::new(move |f| {
-            ok(f, "imshow", &[Value::list(vec![nums(&[nan, inf]), nums(&[-inf, 1.0])])], &[]);
-        })),
-        ("hist of one value", Box::new(|f| {
-            ok(f, "hist", &[nums(&[4.0, 4.0])], &[("bins", Value::Int(1))]);
-        })),
-        ("zero-height bars", Box::new(|f| {
-            ok(f, "bar", &[nums(&[0.0, 1.0]), nums(&[0.0, 0.0])], &[]);
-        })),
-        ("long labels", Box::new(|f| {
-            ok(f, "plot", &[nums(&[1e-9, 2e-9]), nums(&[123456789.0, 123456790.0])], &[]);
-            ok(f, "title", &[s(&"a very long title ".repeat(20))], &[]);
-            ok(f, "xlabel", &[s("x")], &[]);
-            ok(f, "ylabel", &[s("y")], &[]);
-        })),
+        (
+            "all equal",
+            Box::new(|f| {
+                ok(f, "plot", &[nums(&[2.0, 2.0, 2.0]), nums(&[5.0, 5.0, 5.0])], &[]);
+            }),
+        ),
+        (
+            "one point",
+            Box::new(|f| {
+                ok(f, "scatter", &[nums(&[0.0]), nums(&[0.0])], &[]);
+            }),
+        ),
+        (
+            "nan and inf",
+            Box::new(move |f| {
+                ok(
+                    f,
+                    "plot",
+                    &[nums(&[1.0, 2.0, 3.0, 4.0]), nums(&[1.0, nan, inf, 2.0])],
+                    &[],
+                );
+                ok(f, "scatter", &[nums(&[nan]), nums(&[nan])], &[]);
+            }),
+        ),
+        (
+            "only nan",
+            Box::new(move |f| {
+                ok(f, "plot", &[nums(&[nan, nan])], &[("label", s("x"))]);
+                ok(f, "legend", &[], &[]);
+            }),
+        ),
+        (
+            "log of non-positive",
+            Box::new(|f| {
+                ok(f, "plot", &[nums(&[-1.0, 0.0, 1.0]), nums(&[0.0, -5.0, 0.0])], &[]);
+                ok(f, "xscale", &[s("log")], &[]);
+                ok(f, "yscale", &[s("log")], &[]);
+            }),
+        ),
+        (
+            "log bars",
+            Box::new(|f| {
+                ok(f, "hist", &[nums(&[1.0, 1.0, 2.0, 3.0, 3.0, 3.0])], &[]);
+                ok(f, "yscale", &[s("log")], &[]);
+            }),
+        ),
+        (
+            "huge values",
+            Box::new(|f| {
+                ok(
+                    f,
+                    "plot",
+                    &[nums(&[-1.7e308, 0.0, 1.7e308]), nums(&[1e299, -1e299, 1e-300])],
+                    &[],
+                );
+            }),
+        ),
+        (
+            "constant image",
+            Box::new(|f| {
+                ok(f, "imshow", &[Value::list(vec![nums(&[3.0])])], &[]);
+            }),
+        ),
+        (
+            "image of nan",
+            Box::new(move |f| {
+                ok(
+                    f,
+                    "imshow",
+                    &[Value::list(vec![nums(&[nan, inf]), nums(&[-inf, 1.0])])],
+                    &[],
+                );
+            }),
+        ),
+        (
+            "hist of one value",
+            Box::new(|f| {
+                ok(f, "hist", &[nums(&[4.0, 4.0])], &[("bins", Value::Int(1))]);
+            }),
+        ),
+        (
+            "zero-height bars",
+            Box::new(|f| {
+                ok(f, "bar", &[nums(&[0.0, 1.0]), nums(&[0.0, 0.0])], &[]);
+            }),
+        ),
+        (
+            "long labels",
+            Box::new(|f| {
+                ok(
+                    f,
+                    "plot",
+                    &[nums(&[1e-9, 2e-9]), nums(&[123456789.0, 123456790.0])],
+                    &[],
+                );
+                ok(f, "title", &[s(&"a very long title ".repeat(20))], &[]);
+                ok(f, "xlabel", &[s("x")], &[]);
+                ok(f, "ylabel", &[s("y")], &[]);
+            }),
+        ),
         ("empty", Box::new(|_| {})),
     ];
     for (name, build) in &cases {
@@ -115,10 +171,18 @@ fn errors_are_apsi_errors() {
     let e = call(&f, "plot", &[nums(&[1.0])], &[("color", s("chartreuse-ish"))]).unwrap_err();
     assert_eq!(e.kind, ErrorKind::ValueError);
     let e = call(&f, "imshow", &[nums(&[1.0])], &[("cmap", s("jet"))]).unwrap_err();
-    assert!(e.message.contains("must be a 2-D tensor or a list of lists"), "{}", e.message);
+    assert!(
+        e.message.contains("must be a 2-D tensor or a list of lists"),
+        "{}",
+        e.message
+    );
     let e = call(&f, "save", &[s("/no/such/dir/x.png")], &[]).unwrap_err();
     assert_eq!(e.kind, ErrorKind::IOError);
-    assert!(e.message.starts_with("save(): cannot write \"/no/such/dir/x.png\""), "{}", e.message);
+    assert!(
+        e.message.starts_with("save(): cannot write \"/no/such/dir/x.png\""),
+        "{}",
+        e.message
+    );
     let e = call(&f, "save", &[s("noext")], &[]).unwrap_err();
     assert_eq!(
         e.message,

@@ -52,12 +52,10 @@ fn check(name: &str, fig: &Value) {
     if std::env::var_os("APSI_PLOT_BLESS").is_some() {
         std::fs::write(&path, &png).unwrap();
     }
-    let want = decode(&std::fs::read(&path).unwrap_or_else(|_| {
-        panic!(
-            "no reference image {} (APSI_PLOT_BLESS=1 writes it)",
-            path.display()
-        )
-    }));
+    let want = decode(
+        &std::fs::read(&path)
+            .unwrap_or_else(|_| panic!("no reference image {} (APSI_PLOT_BLESS=1 writes it)", path.display())),
+    );
     assert_eq!(got.dimensions(), want.dimensions(), "{name}: size");
     let (mean, share) = difference(&got, &want);
     assert!(
@@ -129,7 +127,12 @@ fn lines_with_legend_title_and_labels() {
         &fig,
         "plot",
         &[nums(&xs), f(|x| 0.5 * (x / 2.0).sin())],
-        &[("label", s("dotted, markers")), ("linestyle", s(":")), ("marker", s("o")), ("color", s("k"))],
+        &[
+            ("label", s("dotted, markers")),
+            ("linestyle", s(":")),
+            ("marker", s("o")),
+            ("color", s("k")),
+        ],
     );
     ok(&fig, "title", &[s("Trigonometry")], &[]);
     ok(&fig, "xlabel", &[s("angle (radians)")], &[]);
@@ -142,7 +145,10 @@ fn lines_with_legend_title_and_labels() {
 fn scatter() {
     let fig = figure(480, 400);
     let mut r = Lcg(7);
-    for (i, (marker, label)) in [("o", "circles"), ("^", "triangles"), ("s", "squares")].iter().enumerate() {
+    for (i, (marker, label)) in [("o", "circles"), ("^", "triangles"), ("s", "squares")]
+        .iter()
+        .enumerate()
+    {
         let x: Vec<f64> = (0..40).map(|_| r.normal() + 3.0 * i as f64).collect();
         let y: Vec<f64> = (0..40).map(|_| r.normal() + i as f64).collect();
         ok(
@@ -163,8 +169,18 @@ fn histogram() {
     let mut r = Lcg(11);
     let a: Vec<f64> = (0..2000).map(|_| r.normal()).collect();
     let b: Vec<f64> = (0..2000).map(|_| 0.7 * r.normal() + 2.0).collect();
-    ok(&fig, "hist", &[nums(&a)], &[("bins", Value::Int(30)), ("label", s("N(0, 1)"))]);
-    ok(&fig, "hist", &[nums(&b)], &[("bins", Value::Int(30)), ("label", s("N(2, 0.7)"))]);
+    ok(
+        &fig,
+        "hist",
+        &[nums(&a)],
+        &[("bins", Value::Int(30)), ("label", s("N(0, 1)"))],
+    );
+    ok(
+        &fig,
+        "hist",
+        &[nums(&b)],
+        &[("bins", Value::Int(30)), ("label", s("N(2, 0.7)"))],
+    );
     ok(&fig, "title", &[s("Histograms")], &[]);
     ok(&fig, "xlabel", &[s("x")], &[]);
     ok(&fig, "ylabel", &[s("count")], &[]);
@@ -176,7 +192,12 @@ fn histogram() {
 fn bars_by_category() {
     let fig = figure(480, 360);
     let cats = Value::list(["apples", "pears", "plums", "figs"].iter().map(|c| s(c)).collect());
-    ok(&fig, "bar", &[cats, nums(&[12.0, 7.5, 3.0, 9.0])], &[("label", s("2025"))]);
+    ok(
+        &fig,
+        "bar",
+        &[cats, nums(&[12.0, 7.5, 3.0, 9.0])],
+        &[("label", s("2025"))],
+    );
     ok(&fig, "title", &[s("Fruit sold")], &[]);
     ok(&fig, "ylabel", &[s("tonnes")], &[]);
     ok(&fig, "legend", &[], &[]);
@@ -195,8 +216,22 @@ fn error_bars() {
         &[nums(&x), nums(&y)],
         &[("yerr", nums(&e)), ("label", s("measured")), ("linestyle", s(""))],
     );
-    ok(&fig, "plot", &[nums(&x), nums(&x.iter().map(|v| 2.0 + 0.6 * v).collect::<Vec<_>>())], &[("label", s("model"))]);
-    ok(&fig, "errorbar", &[nums(&[4.5]), nums(&[1.0])], &[("xerr", Value::Float(1.5)), ("yerr", Value::Float(0.5)), ("color", s("red"))]);
+    ok(
+        &fig,
+        "plot",
+        &[nums(&x), nums(&x.iter().map(|v| 2.0 + 0.6 * v).collect::<Vec<_>>())],
+        &[("label", s("model"))],
+    );
+    ok(
+        &fig,
+        "errorbar",
+        &[nums(&[4.5]), nums(&[1.0])],
+        &[
+            ("xerr", Value::Float(1.5)),
+            ("yerr", Value::Float(0.5)),
+            ("color", s("red")),
+        ],
+    );
     ok(&fig, "title", &[s("Error bars")], &[]);
     ok(&fig, "legend", &[], &[("loc", s("upper left"))]);
     check("errorbar", &fig);
@@ -228,7 +263,12 @@ fn a_grid_of_subplots() {
     ok(&fig, "suptitle", &[s("Four panels")], &[]);
     let xs = linspace(0.0, 10.0, 50);
     let a = ok(&fig, "subplot", &[Value::Int(2), Value::Int(2), Value::Int(1)], &[]);
-    ok(&a, "plot", &[nums(&xs), nums(&xs.iter().map(|x| x.sqrt()).collect::<Vec<_>>())], &[]);
+    ok(
+        &a,
+        "plot",
+        &[nums(&xs), nums(&xs.iter().map(|x| x.sqrt()).collect::<Vec<_>>())],
+        &[],
+    );
     ok(&a, "title", &[s("sqrt")], &[]);
     let b = ok(&fig, "subplot", &[Value::Int(2), Value::Int(2), Value::Int(2)], &[]);
     let mut r = Lcg(3);
@@ -237,10 +277,20 @@ fn a_grid_of_subplots() {
     ok(&b, "title", &[s("uniform")], &[]);
     ok(&fig, "subplot", &[Value::Int(2), Value::Int(2), Value::Int(3)], &[]);
     let n: Vec<f64> = (0..500).map(|_| r.normal()).collect();
-    ok(&fig, "hist", &[nums(&n)], &[("bins", Value::Int(15)), ("color", s("C2"))]);
+    ok(
+        &fig,
+        "hist",
+        &[nums(&n)],
+        &[("bins", Value::Int(15)), ("color", s("C2"))],
+    );
     ok(&fig, "title", &[s("normal")], &[]);
     let d = ok(&fig, "subplot", &[Value::Int(2), Value::Int(2), Value::Int(4)], &[]);
-    ok(&d, "bar", &[nums(&[1.0, 2.0, 3.0]), nums(&[3.0, 1.0, 2.0])], &[("color", s("C3"))]);
+    ok(
+        &d,
+        "bar",
+        &[nums(&[1.0, 2.0, 3.0]), nums(&[3.0, 1.0, 2.0])],
+        &[("color", s("C3"))],
+    );
     ok(&d, "title", &[s("bars")], &[]);
     check("subplots", &fig);
 }
@@ -250,13 +300,23 @@ fn log_axes() {
     let fig = figure(800, 360);
     let xs = linspace(0.0, 10.0, 50);
     let a = ok(&fig, "subplot", &[Value::Int(1), Value::Int(2), Value::Int(1)], &[]);
-    ok(&a, "plot", &[nums(&xs), nums(&xs.iter().map(|x| x.exp()).collect::<Vec<_>>())], &[("label", s("exp(x)"))]);
+    ok(
+        &a,
+        "plot",
+        &[nums(&xs), nums(&xs.iter().map(|x| x.exp()).collect::<Vec<_>>())],
+        &[("label", s("exp(x)"))],
+    );
     ok(&a, "yscale", &[s("log")], &[]);
     ok(&a, "title", &[s("semilog y")], &[]);
     ok(&a, "legend", &[], &[("loc", s("upper left"))]);
     let b = ok(&fig, "subplot", &[Value::Int(1), Value::Int(2), Value::Int(2)], &[]);
     let ps: Vec<f64> = (0..30).map(|i| 10f64.powf(i as f64 / 10.0)).collect();
-    ok(&b, "plot", &[nums(&ps), nums(&ps.iter().map(|x| x * x).collect::<Vec<_>>())], &[("marker", s("o"))]);
+    ok(
+        &b,
+        "plot",
+        &[nums(&ps), nums(&ps.iter().map(|x| x * x).collect::<Vec<_>>())],
+        &[("marker", s("o"))],
+    );
     ok(&b, "xscale", &[s("log")], &[]);
     ok(&b, "yscale", &[s("log")], &[]);
     ok(&b, "title", &[s("log-log: x^2")], &[]);
@@ -269,7 +329,11 @@ fn a_training_history() {
     // What `use layers`' fit returns, read by field name: here a dict with
     // the same fields (the e2e test feeds a real History).
     let loss: Vec<f64> = (1..=12).map(|e| 1.0 / f64::from(e).sqrt()).collect();
-    let val: Vec<f64> = loss.iter().enumerate().map(|(i, l)| l + 0.05 + 0.01 * i as f64).collect();
+    let val: Vec<f64> = loss
+        .iter()
+        .enumerate()
+        .map(|(i, l)| l + 0.05 + 0.01 * i as f64)
+        .collect();
     let acc: Vec<f64> = (1..=12).map(|e| 1.0 - 0.5 / f64::from(e)).collect();
     let d = apsi_core::api::DictMap::new();
     let h = Value::dict(d);

@@ -18,10 +18,10 @@ pub fn figure(w: i64, h: i64) -> Value {
 /// `recv.method(*args, **kw)`.
 pub fn call(recv: &Value, method: &str, args: &[Value], kw: &[(&str, Value)]) -> VResult<Value> {
     let bound = match recv {
-        Value::Object(o) => o
-            .0
-            .get_attr(recv, method)
-            .unwrap_or_else(|| panic!("no method {method}"))?,
+        Value::Object(o) => {
+            o.0.get_attr(recv, method)
+                .unwrap_or_else(|| panic!("no method {method}"))?
+        }
         other => panic!("not an object: {}", other.type_name()),
     };
     let kw: Vec<(Arc<str>, Value)> = kw.iter().map(|(k, v)| (Arc::from(*k), v.clone())).collect();
@@ -49,7 +49,10 @@ pub struct Lcg(pub u64);
 
 impl Lcg {
     pub fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (self.0 >> 11) as f64 / (1u64 << 53) as f64
     }
     /// About normal (the sum of 12 uniforms, less 6).
