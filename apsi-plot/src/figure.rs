@@ -229,7 +229,7 @@ fn m_hist(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
         }
         Some(v @ (Value::List(_) | Value::Tuple(_))) => {
             let e = floats("hist", "bins", v)?;
-            if e.len() < 2 || e.windows(2).any(|w| !(w[0] < w[1])) || e.iter().any(|v| !v.is_finite()) {
+            if e.len() < 2 || e.iter().any(|v| !v.is_finite()) || e.windows(2).any(|w| w[0] >= w[1]) {
                 return Err(err(
                     ErrorKind::ValueError,
                     "hist(): bins given as edges must be at least 2 finite, increasing numbers",

@@ -531,7 +531,7 @@ where
         (LineStyle::None, _) => Vec::new(),
         (_, Some(d)) => segs
             .iter()
-            .map(|s| DashedPathElement::new(s.clone().into_iter(), d, gap, st).into_dyn())
+            .map(|s| DashedPathElement::new(s.clone(), d, gap, st).into_dyn())
             .collect(),
         (_, None) => segs
             .iter()

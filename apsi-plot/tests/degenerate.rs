@@ -9,6 +9,9 @@ use common::*;
 use apsi_core::api::{ErrorKind, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+/// Draws something into a figure.
+type Build = Box<dyn Fn(&Value)>;
+
 static PANICS: AtomicUsize = AtomicUsize::new(0);
 
 fn count_panics() {
@@ -34,7 +37,7 @@ fn awkward_data_draws_without_panicking() {
     count_panics();
     let nan = f64::NAN;
     let inf = f64::INFINITY;
-    let cases: Vec<(&str, Box<dyn Fn(&Value)>)> = vec![
+    let cases: Vec<(&str, Build)> = vec![
         (
             "all equal",
             Box::new(|f| {

@@ -98,6 +98,7 @@ fn the_comparison_can_fail() {
 }
 
 #[test]
+#[allow(clippy::approx_constant)] // 6.28, as the issue's example has it
 fn the_issue_example() {
     // fig = figure(640, 480); xs = linspace(0.0, 6.28, 100)
     // fig.plot(xs, sin(xs), label="sin"); fig.title("sine")
@@ -114,7 +115,7 @@ fn the_issue_example() {
 #[test]
 fn lines_with_legend_title_and_labels() {
     let fig = figure(640, 480);
-    let xs = linspace(0.0, 6.28, 60);
+    let xs = linspace(0.0, std::f64::consts::TAU, 60);
     let f = |g: fn(f64) -> f64| nums(&xs.iter().map(|x| g(*x)).collect::<Vec<_>>());
     ok(&fig, "plot", &[nums(&xs), f(f64::sin)], &[("label", s("sin(x)"))]);
     ok(
@@ -127,12 +128,17 @@ fn lines_with_legend_title_and_labels() {
         &fig,
         "plot",
         &[nums(&xs), f(|x| 0.5 * (x / 2.0).sin())],
+        &[("label", s("dotted")), ("linestyle", s(":")), ("color", s("k"))],
+    );
+    let some: Vec<f64> = xs.iter().step_by(6).copied().collect();
+    ok(
+        &fig,
+        "plot",
         &[
-            ("label", s("dotted, markers")),
-            ("linestyle", s(":")),
-            ("marker", s("o")),
-            ("color", s("k")),
+            nums(&some),
+            nums(&some.iter().map(|x| -0.5 * (x / 2.0).sin()).collect::<Vec<_>>()),
         ],
+        &[("label", s("markers only")), ("linestyle", s("")), ("marker", s("s"))],
     );
     ok(&fig, "title", &[s("Trigonometry")], &[]);
     ok(&fig, "xlabel", &[s("angle (radians)")], &[]);
