@@ -280,6 +280,7 @@ where
                     anno.label(l.as_str()).legend(move |(x, y)| Glyph {
                         at: (x, y),
                         line: None,
+                        dash: None,
                         marker: Some((m, r.min(6) as i32, c, 10)),
                         swatch: None,
                     });
@@ -314,6 +315,7 @@ where
                     anno.label(l.as_str()).legend(move |(x, y)| Glyph {
                         at: (x, y),
                         line: None,
+                        dash: None,
                         marker: None,
                         swatch: Some(c),
                     });
@@ -547,6 +549,7 @@ where
             // A short line (none for points only) with the marker in its middle.
             at: (x, y),
             line: (!no_line).then_some(st),
+            dash: dash.map(|d| (d as i32, gap as i32)),
             marker: marker.map(|m| (m, r.min(5) as i32, color, 10)),
             swatch: None,
         });
@@ -565,8 +568,10 @@ where
 /// that borrows its buffer, so markers are one element of our own.)
 struct Glyph<C> {
     at: C,
-    /// A 20-px line from the point rightwards.
+    /// A 20-px line from the point rightwards, dashed when `dash` gives
+    /// (dash, gap) lengths.
     line: Option<ShapeStyle>,
+    dash: Option<(i32, i32)>,
     /// A marker: shape, radius in pixels, colour, x offset in pixels.
     marker: Option<(Marker, i32, RGBColor, i32)>,
     /// A filled 16x10 rectangle right of the point.
@@ -578,6 +583,7 @@ impl<C> Glyph<C> {
         Glyph {
             at,
             line: None,
+            dash: None,
             marker: Some((m, r as i32, c, 0)),
             swatch: None,
         }
@@ -601,7 +607,16 @@ impl<C, DB: DrawingBackend> Drawable<DB> for Glyph<C> {
     ) -> Result<(), DrawingErrorKind<DB::ErrorType>> {
         let Some((x, y)) = pos.next() else { return Ok(()) };
         if let Some(st) = &self.line {
-            b.draw_line((x, y), (x + 20, y), st)?;
+            match self.dash {
+                Some((d, g)) if d > 0 => {
+                    let mut a = 0;
+                    while a < 20 {
+                        b.draw_line((x + a, y), (x + (a + d).min(20), y), st)?;
+                        a += d + g.max(1);
+                    }
+                }
+                _ => b.draw_line((x, y), (x + 20, y), st)?,
+            }
         }
         if let Some(c) = self.swatch {
             b.draw_rect((x + 2, y - 5), (x + 18, y + 5), &c, true)?;
