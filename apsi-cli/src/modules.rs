@@ -15,6 +15,7 @@ pub const FEATURES: &[(&str, bool)] = &[
     ("math", cfg!(feature = "math")),
     ("random", cfg!(feature = "random")),
     ("layers", cfg!(feature = "layers")),
+    ("plot", cfg!(feature = "plot")),
 ];
 
 /// The `use` modules that are cargo features, and whether this build has each.
@@ -27,6 +28,7 @@ const MODULE_FEATURES: &[(&str, bool)] = &[
     ("math", cfg!(feature = "math")),
     ("random", cfg!(feature = "random")),
     ("layers", cfg!(feature = "layers")),
+    ("plot", cfg!(feature = "plot")),
 ];
 
 /// Modules the design names that no build of this release has yet.
@@ -75,6 +77,8 @@ pub fn compiled_in() -> Vec<ModuleDescriptor> {
     out.push(apsi_random::module());
     #[cfg(feature = "layers")]
     out.push(apsi_layers::module());
+    #[cfg(feature = "plot")]
+    out.push(apsi_plot::module());
     out
 }
 

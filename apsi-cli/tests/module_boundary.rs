@@ -15,6 +15,7 @@ const MODULE_CRATES: &[&str] = &[
     "apsi-native",
     "apsi-math",
     "apsi-random",
+    "apsi-plot",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
