@@ -15,6 +15,7 @@ pub const FEATURES: &[(&str, bool)] = &[
     ("math", cfg!(feature = "math")),
     ("random", cfg!(feature = "random")),
     ("layers", cfg!(feature = "layers")),
+    ("kernel", cfg!(feature = "kernel")),
 ];
 
 /// The `use` modules that are cargo features, and whether this build has each.
