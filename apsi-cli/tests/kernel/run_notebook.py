@@ -144,6 +144,30 @@ def check_interrupt():
         assert content["status"] == "ok" and text == "true\n", (content, seen)
         print("ok: interrupt_request stops a for loop; the session goes on")
 
+        # 3. `except Error` lets KeyboardInterrupt through (as Python's
+        # `except Exception`); `except KeyboardInterrupt` catches it.
+        msg_id = kc.execute("try:\n    while true:\n        n = n + 1\nexcept Error:\n    print('swallowed')\n")
+        time.sleep(1.0)
+        km.interrupt_kernel()
+        content = shell_reply(kc, msg_id, 30)
+        assert content["status"] == "error" and content["ename"] == "KeyboardInterrupt", content
+        seen = []
+        msg_id = kc.execute("try:\n    while true:\n        n = n + 1\nexcept KeyboardInterrupt:\n    print('stopped')\n")
+        time.sleep(1.0)
+        km.interrupt_kernel()
+        content = shell_reply(kc, msg_id, 30)
+        assert content["status"] == "ok", content
+        while True:
+            m = kc.get_iopub_msg(timeout=10)
+            if m["parent_header"].get("msg_id") != msg_id:
+                continue
+            seen.append(m)
+            if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+                break
+        text = "".join(m["content"].get("text", "") for m in seen if m["msg_type"] == "stream")
+        assert text == "stopped\n", seen
+        print("ok: except Error lets KeyboardInterrupt through; except KeyboardInterrupt catches it")
+
         # The heartbeat answered all along.
         assert kc.is_alive()
     finally:
