@@ -114,6 +114,7 @@ fn serve(connection_file: &std::path::Path) -> u8 {
             return 1;
         }
     };
+    watch_parent();
     let io = kernel.io();
     let _ = IO.set(io.clone());
     let out = apsi_kernel::StreamWriter::new(move |text| io.stdout(text));
@@ -131,6 +132,29 @@ fn serve(connection_file: &std::path::Path) -> u8 {
         None => 0,
     }
 }
+
+/// Ends the kernel when the process that started it (Jupyter) is gone, so
+/// a killed server leaves no kernel behind (as ipykernel's parent poller).
+#[cfg(unix)]
+fn watch_parent() {
+    // SAFETY: getppid has no preconditions.
+    let parent = unsafe { libc::getppid() };
+    if parent <= 1 {
+        return;
+    }
+    let _ = std::thread::Builder::new()
+        .name("apsi-kernel-parent".into())
+        .stack_size(64 * 1024)
+        .spawn(move || loop {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            // SAFETY: as above.
+            if unsafe { libc::getppid() } != parent {
+                std::process::exit(0);
+            }
+        });
+}
+#[cfg(not(unix))]
+fn watch_parent() {}
 
 /// The module that binds `display` in the kernel runtime's prelude.
 fn display_module() -> ModuleDescriptor {

@@ -117,7 +117,7 @@ fn error_parts(e: &ErrorReport) -> (ErrorOutput, ReplyError) {
 }
 
 enum Job {
-    Execute(JupyterMessage),
+    Execute(Box<JupyterMessage>),
     Shutdown,
 }
 
@@ -171,6 +171,14 @@ pub(crate) fn read_connection_file(path: &Path) -> Result<ConnectionInfo, String
 /// (signature, framing, JSON) is said on stderr and skipped.
 fn fatal(e: &RuntimeError) -> bool {
     matches!(e, RuntimeError::ZmqError(_) | RuntimeError::IoError(_))
+}
+
+/// What was wrong with a message that was skipped.
+fn describe(e: &RuntimeError) -> String {
+    match e {
+        RuntimeError::VerifyError(_) => "its signature does not match the connection file's key".to_string(),
+        other => other.to_string(),
+    }
 }
 
 impl Kernel {
@@ -233,12 +241,12 @@ impl Kernel {
                         break;
                     }
                     Err(e) => {
-                        eprintln!("apsi kernel: ignored a bad message on shell: {e}");
+                        eprintln!("apsi kernel: ignored a bad message on shell: {}", describe(&e));
                         continue;
                     }
                 };
                 if let JupyterMessageContent::ExecuteRequest(_) = &msg.content {
-                    if jobs_c.send(Job::Execute(msg)).is_err() {
+                    if jobs_c.send(Job::Execute(Box::new(msg))).is_err() {
                         break;
                     }
                     continue;
@@ -272,7 +280,7 @@ impl Kernel {
                         break;
                     }
                     Err(e) => {
-                        eprintln!("apsi kernel: ignored a bad message on control: {e}");
+                        eprintln!("apsi kernel: ignored a bad message on control: {}", describe(&e));
                         continue;
                     }
                 };
@@ -330,7 +338,7 @@ impl Kernel {
         let mut exit = None;
         while let Ok(job) = self.jobs.recv() {
             let msg = match job {
-                Job::Execute(m) => m,
+                Job::Execute(m) => *m,
                 Job::Shutdown => break,
             };
             let JupyterMessageContent::ExecuteRequest(req) = &msg.content else {

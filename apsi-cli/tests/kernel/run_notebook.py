@@ -18,6 +18,7 @@ failure.
 """
 
 import base64
+import json
 import sys
 import time
 
@@ -77,6 +78,10 @@ def check_notebook(path):
     assert "time: " in stdout(outs), outs
     assert result(outs).data["text/plain"] == "499999500000", outs
     print("ok: the :time magic")
+
+    outs = outputs_of(nb, "tour-bench")
+    assert " runs: best " in stdout(outs) and "median" in stdout(outs), outs
+    print("ok: the :bench magic")
 
     outs = outputs_of(nb, "raises-exception")
     errors = [o for o in outs if o.output_type == "error"]
@@ -167,6 +172,28 @@ def check_interrupt():
         text = "".join(m["content"].get("text", "") for m in seen if m["msg_type"] == "stream")
         assert text == "stopped\n", seen
         print("ok: except Error lets KeyboardInterrupt through; except KeyboardInterrupt catches it")
+
+        # 4. Malformed messages (bad signature, missing frames, signed JSON
+        # junk) are skipped; the kernel keeps answering.
+        import zmq
+
+        info = km.get_connection_info()
+        raw = zmq.Context.instance().socket(zmq.DEALER)
+        raw.linger = 0
+        raw.connect(f"tcp://{info['ip']}:{info['shell_port']}")
+        raw.send_multipart([b"garbage"])
+        raw.send_multipart([b"<IDS|MSG>"])
+        raw.send_multipart([b"<IDS|MSG>", b"00" * 32, b"{}", b"{}", b"{}", b"{}"])
+        header = json.dumps(kc.session.msg_header("execute_request"), default=str).encode()
+        parts = [header, b"{}", b"{}", b"{not json"]
+        raw.send_multipart([b"<IDS|MSG>", kc.session.sign(parts)] + parts)
+        time.sleep(0.5)
+        raw.close()
+        info_reply = shell_reply(kc, kc.kernel_info(), 10)
+        assert info_reply["language_info"]["name"] == "apsi", info_reply
+        content, _ = run(kc, "n > 0")
+        assert content["status"] == "ok", content
+        print("ok: malformed messages are skipped; the kernel goes on")
 
         # The heartbeat answered all along.
         assert kc.is_alive()
