@@ -5,7 +5,10 @@
 //! already under way (a large `matmul`) finishes first.
 //!
 //! The flag is process-wide (one interpreter runs per process); the first
-//! thread that sees it clears it, so one request raises one error.
+//! thread that sees it clears it, so one request raises one error. (So it
+//! has no unit test here, where tests run programs on parallel threads:
+//! `apsi-cli/tests/kernel_e2e.rs` interrupts `while` and `for` loops of a
+//! real kernel.)
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -37,21 +40,4 @@ pub(crate) fn take() -> Option<crate::value::Exc> {
     REQUESTED
         .swap(false, Ordering::Relaxed)
         .then(|| crate::value::err(crate::error::ErrorKind::KeyboardInterrupt, "the run was interrupted"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn one_request_raises_once() {
-        clear();
-        assert!(take().is_none());
-        request();
-        assert!(pending());
-        let e = take().expect("a request was pending");
-        assert_eq!(e.kind, crate::error::ErrorKind::KeyboardInterrupt);
-        assert!(!pending());
-        assert!(take().is_none());
-    }
 }
