@@ -188,10 +188,10 @@ fn call_method(c: &mut dyn Caller, v: &Value, name: &str) -> VResult<Option<Valu
     if !has {
         return Ok(None);
     }
-    let m = match apsi_core::ops::get_attr(v, name) {
-        Ok(m) => m,
-        Err(e) if e.kind == ErrorKind::AttributeError => return Ok(None),
-        Err(e) => return Err(e),
+    // An object that cannot answer the name (whatever error it gives) has
+    // no such method; an error of the method itself is the cell's.
+    let Ok(m) = apsi_core::ops::get_attr(v, name) else {
+        return Ok(None);
     };
     c.call(&m, &[], &[]).map(Some)
 }
