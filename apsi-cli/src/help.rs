@@ -10,6 +10,8 @@ pub fn version_text() -> String {
     #[cfg(feature = "pkg")]
     s.push_str(&format!("  apsi-pkg {}\n", apsi_pkg::VERSION));
     s.push_str(&format!("  apsi-doctor {}\n", apsi_doctor::VERSION));
+    #[cfg(feature = "kernel")]
+    s.push_str(&format!("  apsi-kernel {}\n", apsi_kernel::VERSION));
     let (on, off): (Vec<_>, Vec<_>) = crate::modules::FEATURES.iter().partition(|f| f.1);
     let names = |v: Vec<&(&str, bool)>| v.iter().map(|f| f.0).collect::<Vec<_>>().join(", ");
     s.push_str(&format!(

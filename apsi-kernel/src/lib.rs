@@ -10,6 +10,9 @@
 //! threads, so heartbeat, control (interrupt, shutdown) and `kernel_info`
 //! keep answering while a cell runs.
 
+/// This crate's version (`apsi --version` lists it).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 mod server;
 mod spec;
 mod text;
