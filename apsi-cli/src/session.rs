@@ -71,6 +71,7 @@ impl Session {
         })
     }
 
+    #[cfg_attr(not(feature = "kernel"), allow(dead_code))]
     pub fn runtime(&self) -> &Runtime {
         &self.runtime
     }
