@@ -31,6 +31,8 @@ pub enum Command {
     Pkg(Vec<String>),
     /// `apsi doctor …`: the arguments after `doctor`.
     Doctor(Vec<String>),
+    /// `apsi kernel …`: the arguments after `kernel` (a Jupyter kernel).
+    Kernel(Vec<String>),
     Version,
     Help(Option<String>),
 }
@@ -98,6 +100,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("build FILE -o OUT", "one executable with the program compiled in"),
     ("repl", "start the interactive prompt (also: apsi alone)"),
     ("pkg COMMAND …", "install and manage packages (apsi pkg --help)"),
+    (
+        "kernel install",
+        "install the Jupyter kernel; `kernel -f FILE` runs it (apsi help kernel)",
+    ),
     (
         "doctor [--json]",
         "check what this machine and build can do (apsi help doctor)",
@@ -190,6 +196,7 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         }
         "pkg" => Ok(Command::Pkg(args[1..].to_vec())),
         "doctor" => Ok(Command::Doctor(args[1..].to_vec())),
+        "kernel" => Ok(Command::Kernel(args[1..].to_vec())),
         "repl" => {
             let opts = parse_run_flags(&args[1..], false)?;
             Ok(Command::Repl(opts))
@@ -226,7 +233,7 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         other if other.ends_with(".apsi") || std::path::Path::new(other).is_file() => parse_run(args).map(Command::Run),
         other => Err(usage(
             format!("unknown command '{other}'"),
-            Some("commands are run, check, compile, build, bench, repl, pkg, doctor, help; or give a program: apsi FILE.apsi"),
+            Some("commands are run, check, compile, build, bench, repl, pkg, doctor, kernel, help; or give a program: apsi FILE.apsi"),
         )),
     }
 }
@@ -486,6 +493,10 @@ mod tests {
     fn doctor_takes_its_own_options() {
         assert_eq!(parse(&s(&["doctor", "--json"])), Ok(Command::Doctor(s(&["--json"]))));
         assert_eq!(parse(&s(&["doctor"])), Ok(Command::Doctor(vec![])));
+        assert_eq!(
+            parse(&s(&["kernel", "install", "--user"])),
+            Ok(Command::Kernel(s(&["install", "--user"])))
+        );
     }
 
     #[test]

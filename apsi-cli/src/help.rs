@@ -10,6 +10,8 @@ pub fn version_text() -> String {
     #[cfg(feature = "pkg")]
     s.push_str(&format!("  apsi-pkg {}\n", apsi_pkg::VERSION));
     s.push_str(&format!("  apsi-doctor {}\n", apsi_doctor::VERSION));
+    #[cfg(feature = "kernel")]
+    s.push_str(&format!("  apsi-kernel {}\n", apsi_kernel::VERSION));
     let (on, off): (Vec<_>, Vec<_>) = crate::modules::FEATURES.iter().partition(|f| f.1);
     let names = |v: Vec<&(&str, bool)>| v.iter().map(|f| f.0).collect::<Vec<_>>().join(", ");
     s.push_str(&format!(
@@ -115,6 +117,34 @@ Expression values are printed. Commands:
 History is kept in $APSI_HOME/history (~/.apsi/history).
 ";
 
+const KERNEL_HELP: &str = "\
+apsi kernel install [--user | --prefix DIR]
+apsi kernel -f CONNECTION_FILE
+
+A Jupyter kernel: notebooks (JupyterLab, Notebook, nbclient, VS Code) run
+Apsi cells in one runtime that keeps its names between cells.
+
+`apsi kernel install` writes the kernelspec (kernel.json and the logos) as
+`jupyter kernelspec install` lays it out:
+  --user          ~/.local/share/jupyter/kernels/apsi (the default; on
+                  macOS ~/Library/Jupyter/…; $JUPYTER_DATA_DIR when set)
+  --prefix DIR    DIR/share/jupyter/kernels/apsi (a virtual environment:
+                  --prefix \"$VIRTUAL_ENV\")
+kernel.json runs this apsi executable by its absolute path; install again
+after moving it. Jupyter starts the kernel itself with
+`apsi kernel -f CONNECTION_FILE`.
+
+In a cell: a last expression shows as the REPL shows it; a tensor also as
+an HTML table (shape and dtype in the caption, summarized past 1,000
+elements as print does); a value whose type has `_repr_html_` (returning a
+str) or `_repr_png_` (returning bytes) shows as HTML or an image.
+`display(x)` shows x that way in the middle of a cell. `:time CODE` and
+`:bench CODE` (CODE: the rest of the cell) work as in the REPL. Interrupt
+(the notebook's stop button) raises KeyboardInterrupt in the running cell
+at its next loop iteration; the kernel and its names stay. Errors show the
+text `apsi run` prints, without colour.
+";
+
 pub fn print_help(topic: Option<&str>) -> u8 {
     let text = match topic {
         None => {
@@ -124,7 +154,7 @@ pub fn print_help(topic: Option<&str>) -> u8 {
                 t.push_str(&format!("  {c:<20} {what}\n"));
             }
             t.push_str("\nOptions:\n  --version, -V        list the core and every compiled-in module with versions\n");
-            t.push_str("  --help, -h           this text\n\nMore: apsi help run | check | compile | build | bench | repl | doctor | pkg\n");
+            t.push_str("  --help, -h           this text\n\nMore: apsi help run | check | compile | build | bench | repl | kernel | doctor | pkg\n");
             t
         }
         Some("run") => RUN_HELP.to_string(),
@@ -133,12 +163,13 @@ pub fn print_help(topic: Option<&str>) -> u8 {
         Some("bench") => BENCH_HELP.to_string(),
         Some("build") => BUILD_HELP.to_string(),
         Some("repl") => REPL_HELP.to_string(),
+        Some("kernel") => KERNEL_HELP.to_string(),
         Some("doctor") => crate::doctor::HELP.to_string(),
         #[cfg(feature = "pkg")]
         Some("pkg") => crate::pkg::HELP.to_string(),
         Some(other) => {
             eprintln!(
-                "error: no help for '{other}'\n  = hint: topics are run, check, compile, build, bench, repl, doctor, pkg"
+                "error: no help for '{other}'\n  = hint: topics are run, check, compile, build, bench, repl, kernel, doctor, pkg"
             );
             return 2;
         }

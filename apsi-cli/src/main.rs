@@ -11,12 +11,15 @@ mod build;
 mod cache;
 mod doctor;
 mod help;
+#[cfg(feature = "kernel")]
+mod kernel;
 mod modules;
 mod net;
 #[cfg(feature = "pkg")]
 mod pkg;
 mod repl;
 mod run;
+mod session;
 mod signals;
 mod term;
 
@@ -51,6 +54,12 @@ fn main() -> ExitCode {
     // keeps the terminal's own Ctrl-C handling.
     if app.is_some() || argv.first().map(String::as_str) == Some("run") {
         signals::install();
+    }
+    // A Jupyter kernel: SIGINT (the notebook's interrupt) stops the running
+    // cell with KeyboardInterrupt instead of the process.
+    #[cfg(feature = "kernel")]
+    if app.is_none() && kernel::is_server(&argv) {
+        signals::install_interrupt(apsi_core::interrupt::request);
     }
     let worker = std::thread::Builder::new()
         .name("apsi-main".into())
@@ -94,6 +103,15 @@ fn dispatch(argv: &[String]) -> u8 {
         args::Command::Build { file, out, allowed } => build::build(&file, &out, &allowed),
         args::Command::Repl(opts) => repl::start(&opts),
         args::Command::Doctor(a) => doctor::main(&a),
+        #[cfg(feature = "kernel")]
+        args::Command::Kernel(a) => kernel::main(&a),
+        #[cfg(not(feature = "kernel"))]
+        args::Command::Kernel(_) => {
+            eprintln!(
+                "error: this apsi was built without the Jupyter kernel\n  = hint: rebuild with the `kernel` cargo feature"
+            );
+            2
+        }
         #[cfg(feature = "pkg")]
         args::Command::Pkg(a) => pkg::main(&a),
         #[cfg(not(feature = "pkg"))]

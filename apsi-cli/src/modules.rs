@@ -16,6 +16,7 @@ pub const FEATURES: &[(&str, bool)] = &[
     ("random", cfg!(feature = "random")),
     ("layers", cfg!(feature = "layers")),
     ("plot", cfg!(feature = "plot")),
+    ("kernel", cfg!(feature = "kernel")),
 ];
 
 /// The `use` modules that are cargo features, and whether this build has each.

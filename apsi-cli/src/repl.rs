@@ -2,17 +2,13 @@
 //! expression values printed, `:time`, `:bench`, `:help` and `:quit`.
 
 use crate::args::RunOptions;
-use crate::run::report;
-use apsi_core::check::{self, CheckEnv, ReplScope};
-use apsi_core::diagnostic::SourceMap;
-use apsi_core::driver::{RunError, Runtime, RuntimeConfig};
+use crate::session::{fmt_duration, Outcome, Session};
+use crate::term;
 use apsi_core::{format, syntax};
 use rustyline::error::ReadlineError;
 use rustyline::history::FileHistory;
 use rustyline::Editor;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 const HELP: &str = "\
 Type Apsi code; a block (a line ending in ':') continues until an empty line.
@@ -29,96 +25,35 @@ fn history_path() -> Option<PathBuf> {
     Some(home.join("history"))
 }
 
-struct Session {
-    runtime: Runtime,
-    sources: Arc<SourceMap>,
-    scope: ReplScope,
-    env: CheckEnv,
-    counter: usize,
-}
-
-impl Session {
-    /// Parse, check and run one input; print its value or its error.
-    fn eval(&mut self, code: &str, print_value: bool) -> bool {
-        self.counter += 1;
-        let name = format!("<repl:{}>", self.counter);
-        let file = self.sources.add(name, code.to_string());
-        let (ast, syntax_errors) = syntax::parse(file, code);
-        if !syntax_errors.is_empty() {
-            report(&syntax_errors, &self.sources);
-            return false;
-        }
-        let program = match check::check_source(ast, file, &self.env, &mut self.scope, self.sources.clone()) {
-            Ok(p) => p,
-            Err(check_errors) => {
-                report(&check_errors, &self.sources);
-                return false;
+/// Prints a value (when asked) or reports an error; `false` when it failed.
+fn show(session: &Session, outcome: Outcome, print_value: bool) -> bool {
+    match outcome {
+        Outcome::Value(Some(v)) => {
+            if print_value {
+                println!("{}", format::repr_of(&v));
             }
-        };
-        match self.runtime.eval_program(&program) {
-            Ok(Some(v)) => {
-                if print_value {
-                    println!("{}", format::repr_of(&v));
-                }
-                true
-            }
-            Ok(None) => true,
-            Err(RunError::Error(d)) => {
-                report(&[d], &self.sources);
-                false
-            }
-            Err(RunError::Exit(code)) => std::process::exit(code),
+            true
         }
-    }
-}
-
-fn fmt_duration(d: Duration) -> String {
-    apsi_core::measure::fmt_seconds(d.as_secs_f64())
-}
-
-fn bench(session: &mut Session, code: &str) {
-    let mut times = Vec::new();
-    let budget = Duration::from_millis(500);
-    let started = Instant::now();
-    while times.len() < 5 || (started.elapsed() < budget && times.len() < 10_000) {
-        let t = Instant::now();
-        if !session.eval(code, false) {
-            return;
+        Outcome::Value(None) => true,
+        Outcome::Failed(ds) => {
+            let text = session.render(&ds, term::stderr_color());
+            eprint!("{text}");
+            if !text.ends_with('\n') {
+                eprintln!();
+            }
+            false
         }
-        times.push(t.elapsed());
-    }
-    let secs: Vec<f64> = times.iter().map(Duration::as_secs_f64).collect();
-    if let Some(s) = apsi_core::measure::Summary::of(&secs) {
-        println!("{}", s.line());
+        Outcome::Exit(code) => std::process::exit(code),
     }
 }
 
 pub fn start(opts: &RunOptions) -> u8 {
-    let modules = crate::modules::compiled_in();
-    let mut env = crate::run::env_for(Vec::new(), &modules, &opts.allowed);
-    crate::modules::grant(&opts.allowed);
-    let config = RuntimeConfig {
-        argv: Vec::new(),
-        modules,
-        threads: opts.threads,
-        ..RuntimeConfig::default()
-    };
-    let runtime = match Runtime::new(config) {
-        Ok(r) => r,
+    let mut session = match Session::new(opts, "repl", Vec::new(), None, false) {
+        Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
             return 1;
         }
-    };
-    env.prelude = runtime.prelude_names();
-    env.source_readers = runtime.source_readers();
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let mut session = Session {
-        runtime,
-        sources: Arc::new(SourceMap::new()),
-        scope: ReplScope::new(cwd),
-        env,
-        counter: 0,
     };
     let mut editor: Editor<(), FileHistory> = match Editor::new() {
         Ok(e) => e,
@@ -160,12 +95,17 @@ pub fn start(opts: &RunOptions) -> u8 {
                     "quit" | "q" | "exit" => break,
                     "help" | "h" => println!("{HELP}"),
                     "time" if !rest.trim().is_empty() => {
-                        let t = Instant::now();
-                        if session.eval(rest.trim(), true) {
-                            println!("time: {}", fmt_duration(t.elapsed()));
+                        let (outcome, took) = session.time(rest.trim());
+                        if show(&session, outcome, true) {
+                            println!("time: {}", fmt_duration(took));
                         }
                     }
-                    "bench" if !rest.trim().is_empty() => bench(&mut session, rest.trim()),
+                    "bench" if !rest.trim().is_empty() => match session.bench(rest.trim()) {
+                        Ok(line) => println!("{line}"),
+                        Err(failed) => {
+                            show(&session, failed, false);
+                        }
+                    },
                     "time" | "bench" => println!("usage: :{name} CODE"),
                     other => println!("unknown command ':{other}' — :help lists the commands"),
                 }
@@ -181,7 +121,8 @@ pub fn start(opts: &RunOptions) -> u8 {
         }
         let code = std::mem::take(&mut buffer);
         let _ = editor.add_history_entry(code.trim_end());
-        session.eval(&code, true);
+        let outcome = session.eval(&code);
+        show(&session, outcome, true);
     }
     if let Some(h) = &history {
         let _ = editor.save_history(h);

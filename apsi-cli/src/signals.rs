@@ -68,6 +68,44 @@ pub fn install() {
     install_bus_handler();
 }
 
+/// For `apsi kernel`: blocks SIGINT in this thread (and every thread it
+/// starts) and starts a watcher that calls `on_interrupt` at each SIGINT,
+/// so an interrupt stops the running cell, not the process. SIGTERM keeps
+/// its default (Jupyter ends a kernel with it when a shutdown fails). Call
+/// before starting any other thread.
+#[cfg(unix)]
+#[cfg_attr(not(feature = "kernel"), allow(dead_code))]
+pub fn install_interrupt(on_interrupt: fn()) {
+    // SAFETY: plain libc calls on a local, initialised signal set.
+    let set = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
+            return;
+        }
+        set
+    };
+    let started = std::thread::Builder::new()
+        .name("apsi-interrupt".into())
+        .stack_size(64 * 1024)
+        .spawn(move || loop {
+            let mut sig: libc::c_int = 0;
+            // SAFETY: `set` is a valid signal set blocked in every thread.
+            if unsafe { libc::sigwait(&set, &mut sig) } == 0 {
+                on_interrupt();
+            }
+        });
+    if started.is_err() {
+        // SAFETY: as above.
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        }
+    }
+}
+#[cfg(not(unix))]
+pub fn install_interrupt(_on_interrupt: fn()) {}
+
 /// What stderr says when a SIGBUS stops the program.
 const BUS_MESSAGE: &[u8] = b"BusError: the program read memory that is no longer there (SIGBUS): a memory-mapped file \
 (load_tensor(mmap=true), open_tensor) was most likely cut short by another program while it was mapped; \

@@ -1,6 +1,9 @@
 //! The kinds of error an Apsi program can see (LANGUAGE.md §5).
 //!
-//! Every kind is a sub-kind of `Error`, so `except Error` catches all of them.
+//! Every kind but `KeyboardInterrupt` is a sub-kind of `Error`, so `except
+//! Error` catches all of them; `KeyboardInterrupt` (an interrupt of the run,
+//! see `crate::interrupt`) is caught only by its own name or a bare
+//! `except:`, as Python's `except Exception` lets it through.
 
 use std::fmt;
 
@@ -27,10 +30,11 @@ pub enum ErrorKind {
     NotImplementedError,
     PythonError,
     StopIteration,
+    KeyboardInterrupt,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 21] = [
+    pub const ALL: [ErrorKind; 22] = [
         ErrorKind::Error,
         ErrorKind::SyntaxError,
         ErrorKind::NameError,
@@ -52,6 +56,7 @@ impl ErrorKind {
         ErrorKind::NotImplementedError,
         ErrorKind::PythonError,
         ErrorKind::StopIteration,
+        ErrorKind::KeyboardInterrupt,
     ];
 
     pub fn name(self) -> &'static str {
@@ -77,6 +82,7 @@ impl ErrorKind {
             ErrorKind::NotImplementedError => "NotImplementedError",
             ErrorKind::PythonError => "PythonError",
             ErrorKind::StopIteration => "StopIteration",
+            ErrorKind::KeyboardInterrupt => "KeyboardInterrupt",
         }
     }
 
@@ -86,7 +92,7 @@ impl ErrorKind {
 
     /// Whether an `except self` clause catches an error of kind `other`.
     pub fn catches(self, other: ErrorKind) -> bool {
-        self == ErrorKind::Error || self == other
+        (self == ErrorKind::Error && other != ErrorKind::KeyboardInterrupt) || self == other
     }
 }
 

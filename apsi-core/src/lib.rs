@@ -13,6 +13,7 @@ pub mod diagnostic;
 pub mod driver;
 pub mod error;
 pub mod format;
+pub mod interrupt;
 pub mod measure;
 pub mod module;
 pub mod ops;

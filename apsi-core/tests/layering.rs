@@ -13,7 +13,7 @@ const LAYERS: &[&[&str]] = &[
     &["error", "text", "diagnostic", "measure"],
     &["syntax"],
     &["check"],
-    &["value", "code"],
+    &["value", "code", "interrupt"],
     &["par"],
     &["module"],
     &["ops", "format", "builtins", "tensor"],

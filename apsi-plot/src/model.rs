@@ -227,6 +227,12 @@ impl Extent {
         if self.log {
             let (a, b) = (self.lo.log10(), self.hi.log10());
             let (a, b) = pad(a, b, sticky, 1.0);
+            // Ticks (and their labels) sit at powers of ten: a span that
+            // holds fewer than two of them is widened to the decades
+            // around it, or the axis would have no labelled tick.
+            if b.floor() - a.ceil() < 1.0 {
+                return (10f64.powf(a.floor()), 10f64.powf(b.ceil().max(a.floor() + 1.0)));
+            }
             return (10f64.powf(a), 10f64.powf(b));
         }
         pad(self.lo, self.hi, sticky, 0.5)
@@ -315,6 +321,22 @@ mod tests {
         assert!(y0 > 0.0 && y0 < 100.0 && y1 > 100.0, "{y0} {y1}");
         p.series = vec![line(vec![1.0], vec![-5.0])];
         assert_eq!(p.ranges().1, (1.0, 10.0));
+    }
+
+    #[test]
+    fn a_log_axis_within_one_decade_widens_to_its_decades() {
+        let mut p = Panel {
+            ylog: true,
+            ..Panel::default()
+        };
+        // A loss curve from 0.69 down to 0.12: no power of ten inside.
+        p.series.push(line(vec![0.0, 1.0], vec![0.69, 0.12]));
+        let (y0, y1) = p.ranges().1;
+        assert!((y0 - 0.1).abs() < 1e-12 && (y1 - 1.0).abs() < 1e-12, "{y0} {y1}");
+        // Two decades or more keep matplotlib's 5% margins.
+        p.series = vec![line(vec![0.0, 1.0], vec![1.0, 1000.0])];
+        let (y0, y1) = p.ranges().1;
+        assert!(y0 < 1.0 && y0 > 0.5 && y1 > 1000.0 && y1 < 2000.0, "{y0} {y1}");
     }
 
     #[test]

@@ -9,10 +9,13 @@ use super::core::Tensor;
 use super::dtype::DType;
 use crate::format::{f32_repr, float_repr};
 
-const THRESHOLD: usize = 1000;
-const EDGE: usize = 3;
+/// Past this many elements a tensor prints summarized.
+pub const THRESHOLD: usize = 1000;
+/// How many first and last entries of each axis a summarized tensor shows.
+pub const EDGE: usize = 3;
 
-fn elem_strings(t: &Tensor) -> Vec<String> {
+/// Every element's text, as `print` writes it, in row-major order.
+pub fn elem_strings(t: &Tensor) -> Vec<String> {
     match t.dtype {
         DType::F64 => t.to_vec::<f64>().into_iter().map(float_repr).collect(),
         d if d.is_float() => t.to_vec::<f32>().into_iter().map(f32_repr).collect(),

@@ -1229,6 +1229,12 @@ impl Executor {
                         _ => {}
                     },
                     Instr::Jmp { t } => {
+                        // Every `while` and `for x in xs` loop goes back through here.
+                        if crate::interrupt::pending() {
+                            if let Some(e) = crate::interrupt::take() {
+                                throw!(e);
+                            }
+                        }
                         goto!(t);
                         continue;
                     }
@@ -1862,6 +1868,11 @@ impl Executor {
                             let (stop, step) = (*stop, *step);
                             if let Some(next) = cur.checked_add(step) {
                                 if (step > 0 && next < stop) || (step < 0 && next > stop) {
+                                    if crate::interrupt::pending() {
+                                        if let Some(e) = crate::interrupt::take() {
+                                            throw!(e);
+                                        }
+                                    }
                                     setv(r!(a), Value::Int(next));
                                     setv(r!(b), Value::Int(next));
                                     follow_jmp!();
