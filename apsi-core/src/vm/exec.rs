@@ -1794,12 +1794,8 @@ impl Executor {
                         continue;
                     }
                     Instr::BuildSlice { a, b } => {
-                        let s = SliceObj {
-                            start: dup(r!(b)),
-                            stop: dup(r!(b as usize + 1)),
-                            step: dup(r!(b as usize + 2)),
-                        };
-                        setv(r!(a), Value::Slice(Arc::new(s)));
+                        let s = slice_value(r!(b), r!(b as usize + 1), r!(b as usize + 2));
+                        setv(r!(a), s);
                         continue;
                     }
                     Instr::BuildTuple { a, b, n } => {
@@ -2373,6 +2369,16 @@ impl Caller for Executor {
     fn resume_generator(&mut self, g: &crate::value::generator::GenObj) -> VResult<crate::value::generator::Step> {
         self.resume_gen(g)
     }
+}
+
+/// `BuildSlice`'s value: the slice `start:stop:step` of three registers.
+#[inline]
+pub(super) fn slice_value(start: &Value, stop: &Value, step: &Value) -> Value {
+    Value::Slice(Arc::new(SliceObj {
+        start: dup(start),
+        stop: dup(stop),
+        step: dup(step),
+    }))
 }
 
 #[cfg(test)]

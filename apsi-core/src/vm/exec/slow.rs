@@ -898,12 +898,8 @@ impl Executor {
                 }
             }
             Instr::BuildSlice { a, b } => {
-                let s = SliceObj {
-                    start: dup(r!(b)),
-                    stop: dup(r!(b as usize + 1)),
-                    step: dup(r!(b as usize + 2)),
-                };
-                setv(r!(a), Value::Slice(Arc::new(s)));
+                let s = super::slice_value(r!(b), r!(b as usize + 1), r!(b as usize + 2));
+                setv(r!(a), s);
             }
             Instr::BuildRange { a, b, c } => {
                 let start = tri!(call::range_int(r!(b)));
