@@ -2306,9 +2306,11 @@ impl Executor {
             }
         }
         let res = fp(self, &args[..(n + 1).min(4)], &[]);
-        // Scalars need no drop; only the rest go through `drop_in_place`.
+        // Scalars need no drop, and a reference that is not the last one
+        // is given up with solo counting (as `setv` does); only the rest go
+        // through `drop_in_place` (an atomic decrement, or the free).
         for a in args {
-            if holds_nothing(&a) {
+            if holds_nothing(&a) || a.release_solo() {
                 std::mem::forget(a);
             } else {
                 drop(a);
