@@ -173,6 +173,25 @@ fn fatal(e: &RuntimeError) -> bool {
     matches!(e, RuntimeError::ZmqError(_) | RuntimeError::IoError(_))
 }
 
+/// The next message read from a socket, inside its loop: a socket that
+/// failed ends the loop (`break`), a bad message is said on stderr and
+/// skipped (`continue`).
+macro_rules! next_message {
+    ($socket:expr, $channel:literal) => {
+        match $socket.read().await {
+            Ok(m) => m,
+            Err(e) if fatal(&e) => {
+                eprintln!("apsi kernel: {} socket: {e}", $channel);
+                break;
+            }
+            Err(e) => {
+                eprintln!("apsi kernel: ignored a bad message on {}: {}", $channel, describe(&e));
+                continue;
+            }
+        }
+    };
+}
+
 /// What was wrong with a message that was skipped.
 fn describe(e: &RuntimeError) -> String {
     match e {
@@ -234,17 +253,7 @@ impl Kernel {
         let (cfg, iopub_c, shell_c, jobs_c) = (config.clone(), iopub_tx.clone(), shell_tx.clone(), jobs_tx.clone());
         rt.spawn(async move {
             loop {
-                let msg = match shell_r.read().await {
-                    Ok(m) => m,
-                    Err(e) if fatal(&e) => {
-                        eprintln!("apsi kernel: shell socket: {e}");
-                        break;
-                    }
-                    Err(e) => {
-                        eprintln!("apsi kernel: ignored a bad message on shell: {}", describe(&e));
-                        continue;
-                    }
-                };
+                let msg = next_message!(shell_r, "shell");
                 if let JupyterMessageContent::ExecuteRequest(_) = &msg.content {
                     if jobs_c.send(Job::Execute(Box::new(msg))).is_err() {
                         break;
@@ -273,17 +282,7 @@ impl Kernel {
         let (cfg, jobs_c) = (config.clone(), jobs_tx);
         rt.spawn(async move {
             loop {
-                let msg = match control.read().await {
-                    Ok(m) => m,
-                    Err(e) if fatal(&e) => {
-                        eprintln!("apsi kernel: control socket: {e}");
-                        break;
-                    }
-                    Err(e) => {
-                        eprintln!("apsi kernel: ignored a bad message on control: {}", describe(&e));
-                        continue;
-                    }
-                };
+                let msg = next_message!(control, "control");
                 let reply = match &msg.content {
                     JupyterMessageContent::InterruptRequest(_) => {
                         (cfg.interrupt)();

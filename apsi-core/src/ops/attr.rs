@@ -40,6 +40,16 @@ fn no_attr<'a>(what: String, name: &str, candidates: impl IntoIterator<Item = &'
     }
 }
 
+/// The built-in method `name` of `obj` as a value (`f = xs.append`), bound
+/// to `obj`; `None` when the type has no such method.
+fn bound_builtin(obj: &Value, name: &str) -> Option<Value> {
+    let f = crate::builtins::method(obj, name)?;
+    Some(Value::BoundMethod(Arc::new(BoundMethod {
+        receiver: obj.clone(),
+        func: Value::Native(Arc::new(NativeFn::new(name, f))),
+    })))
+}
+
 /// `obj.name`: struct fields and methods (bound), an error's `message` and
 /// `kind` (the kind's name as a str), a module's exports, the methods of
 /// str/list/dict/tuple (bound), a range's `start`/`stop`/`step`, and
@@ -128,11 +138,8 @@ pub fn get_attr(obj: &Value, name: &str) -> VResult<Value> {
             "stop" => Ok(Value::Int(r.stop)),
             "step" => Ok(Value::Int(r.step)),
             // `r.index`, `r.count` as values: the built-in method, bound.
-            _ => match crate::builtins::method(obj, name) {
-                Some(f) => Ok(Value::BoundMethod(Arc::new(BoundMethod {
-                    receiver: obj.clone(),
-                    func: Value::Native(Arc::new(NativeFn::new(name, f))),
-                }))),
+            _ => match bound_builtin(obj, name) {
+                Some(m) => Ok(m),
                 None => Err(no_attr(
                     "'range' object".to_string(),
                     name,
@@ -147,11 +154,8 @@ pub fn get_attr(obj: &Value, name: &str) -> VResult<Value> {
                 None => Err(no_attr(format!("'{}' object", o.0.type_name()), name, [])),
             },
         },
-        _ => match crate::builtins::method(obj, name) {
-            Some(f) => Ok(Value::BoundMethod(Arc::new(BoundMethod {
-                receiver: obj.clone(),
-                func: Value::Native(Arc::new(NativeFn::new(name, f))),
-            }))),
+        _ => match bound_builtin(obj, name) {
+            Some(m) => Ok(m),
             None => Err(no_attr(
                 format!("'{}' object", obj.type_name()),
                 name,

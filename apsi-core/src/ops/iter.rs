@@ -99,6 +99,27 @@ pub(crate) fn int_among_ints(item: &Value, items: &[Value]) -> Option<bool> {
     Some(false)
 }
 
+/// Where `x` stands in range `r` (its index), when `x` is a number equal
+/// to one of its items (past `i64::MAX` in a range that long): `x in r`, `r.index(x)` and `r.count(x)` work it
+/// out from start, stop and step, without walking the items.
+pub(crate) fn range_position(r: &RangeObj, x: &Value) -> Option<i128> {
+    let i = match num(x) {
+        Some(Num::I(i)) => i as i128,
+        Some(Num::F(f)) if f.fract() == 0.0 && f.abs() < 9.2e18 => f as i128,
+        _ => return None,
+    };
+    let (start, stop, step) = (r.start as i128, r.stop as i128, r.step as i128);
+    let inside = if step > 0 {
+        i >= start && i < stop
+    } else {
+        i <= start && i > stop
+    };
+    if !inside || (i - start) % step != 0 {
+        return None;
+    }
+    Some((i - start) / step)
+}
+
 pub fn contains(container: &Value, item: &Value) -> VResult<bool> {
     if let Value::Struct(_) = container {
         if let Some(r) = super::dunder::contains(container, item) {
@@ -176,21 +197,7 @@ pub fn contains(container: &Value, item: &Value) -> VResult<bool> {
             let key = HashKey::new(item.clone())?;
             Ok(s.map.read().contains_key(&key))
         }
-        Value::Range(r) => {
-            let i = match num(item) {
-                Some(Num::I(i)) => i,
-                Some(Num::F(f)) if f.fract() == 0.0 && f.abs() < 9.2e18 => f as i64,
-                _ => return Ok(false),
-            };
-            let (start, stop, step) = (r.start as i128, r.stop as i128, r.step as i128);
-            let i = i as i128;
-            let inside = if step > 0 {
-                i >= start && i < stop
-            } else {
-                i <= start && i > stop
-            };
-            Ok(inside && (i - start) % step == 0)
-        }
+        Value::Range(r) => Ok(range_position(r, item).is_some()),
         Value::Object(_) => match call_dunder(container, "__contains__", std::slice::from_ref(item)) {
             Some(r) => r?.truthy(),
             None => Err(err(

@@ -938,6 +938,17 @@ impl Executor {
                     continue;
                 }};
             }
+            // A loop back-edge: a pending interrupt (`crate::interrupt`)
+            // is raised here as `KeyboardInterrupt`.
+            macro_rules! interrupt_point {
+                () => {
+                    if crate::interrupt::pending() {
+                        if let Some(e) = crate::interrupt::take() {
+                            throw!(e);
+                        }
+                    }
+                };
+            }
             macro_rules! follow_jmp {
                 () => {
                     // SAFETY: a test is always followed by its jump word.
@@ -1230,11 +1241,7 @@ impl Executor {
                     },
                     Instr::Jmp { t } => {
                         // Every `while` and `for x in xs` loop goes back through here.
-                        if crate::interrupt::pending() {
-                            if let Some(e) = crate::interrupt::take() {
-                                throw!(e);
-                            }
-                        }
+                        interrupt_point!();
                         goto!(t);
                         continue;
                     }
@@ -1864,11 +1871,7 @@ impl Executor {
                             let (stop, step) = (*stop, *step);
                             if let Some(next) = cur.checked_add(step) {
                                 if (step > 0 && next < stop) || (step < 0 && next > stop) {
-                                    if crate::interrupt::pending() {
-                                        if let Some(e) = crate::interrupt::take() {
-                                            throw!(e);
-                                        }
-                                    }
+                                    interrupt_point!();
                                     setv(r!(a), Value::Int(next));
                                     setv(r!(b), Value::Int(next));
                                     follow_jmp!();
