@@ -19,6 +19,7 @@ pub use crate::value::dunder;
 mod annotations;
 mod hash;
 mod index;
+pub(crate) mod inplace;
 mod iter;
 pub mod iters;
 mod protocol;

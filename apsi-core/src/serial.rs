@@ -49,11 +49,12 @@ pub const FORMAT: u16 = 2;
 /// The natives the compiler itself puts into code, which no program can
 /// name (`super()`'s helper, the iterators of a loop's `zip`/`enumerate`):
 /// stored by these names.
-fn compiler_natives() -> [(&'static str, Value); 3] {
+fn compiler_natives() -> [(&'static str, Value); 4] {
     [
         ("super", crate::ops::structs::super_native()),
         ("loop zip", crate::builtins::loop_zip()),
         ("loop enumerate", crate::builtins::loop_enumerate()),
+        ("loop items", crate::builtins::loop_items()),
     ]
 }
 

@@ -1,5 +1,6 @@
 //! Methods of dicts. The receiver is `args[0]`. `keys`, `values` and
-//! `items` return lists (snapshots), a decision recorded for the docs.
+//! `items` return lists (snapshots), a decision recorded for the docs; a
+//! loop over `d.items()` walks the same snapshot as rows (`items_for`).
 
 use super::args::Args;
 use crate::error::ErrorKind;
@@ -65,9 +66,38 @@ fn items(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
         .map
         .read()
         .iter()
-        .map(|(k, v)| Value::tuple(vec![k.value().clone(), v.clone()]))
+        .map(|(k, v)| Value::tuple_small(smallvec::smallvec![k.value().clone(), v.clone()]))
         .collect();
     Ok(Value::list(its))
+}
+
+/// `x.items()` as the iterable of a `for` loop or comprehension (the
+/// compiler puts this in place of the method call: `Compiler::
+/// for_iterable_to`). For a dict: the pairs taken at the same moment as
+/// `items()` takes them, handed out as rows, so a loop that unpacks them
+/// (`for k, v in d.items()`) builds no tuple per pair. Anything else:
+/// its own `items` method, called as written.
+pub(crate) fn items_for(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    match args {
+        [Value::Dict(d)] if kw.is_empty() => {
+            let (ks, vs): (Vec<Value>, Vec<Value>) =
+                d.map.read().iter().map(|(k, v)| (k.value().clone(), v.clone())).unzip();
+            use crate::ops::iters::{zip_rows, Column};
+            Ok(zip_rows(vec![Column::Items(ks), Column::Items(vs)]))
+        }
+        [obj] => {
+            let m = crate::ops::get_attr(obj, "items")?;
+            c.call(&m, &[], kw)
+        }
+        _ => Err(err(ErrorKind::TypeError, "items() takes no arguments")),
+    }
+}
+
+/// The native the compiler calls for a loop's `x.items()` ([`items_for`]).
+pub fn loop_items() -> Value {
+    static F: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    F.get_or_init(|| Value::Native(Arc::new(crate::value::NativeFn::new("items", items_for))))
+        .clone()
 }
 
 fn get(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {

@@ -7,6 +7,7 @@
 mod args;
 pub use args::Args;
 pub use core::{loop_enumerate, loop_zip};
+pub use dicts::loop_items;
 mod bytes;
 mod core;
 pub(crate) use self::core::SumAcc;
@@ -23,7 +24,7 @@ mod sort;
 mod strs;
 mod system;
 mod titlecase;
-mod types;
+pub(crate) mod types;
 pub mod wrapping;
 
 pub use bytes::{bytes_binary, bytes_contains};

@@ -4,7 +4,7 @@
 //! elements keep their order and a sorted input sorts in O(n) either way.
 //!
 //! Homogeneous keys (all ints, all floats without NaN, all numbers without
-//! NaN, all strings) are sorted with Rust's stable `sort_by`, a
+//! NaN, all strings, all tuples of those: `Kind`) are sorted with Rust's stable `sort_by`, a
 //! run-detecting merge sort (like timsort, O(n) on sorted or reversed
 //! runs), comparing unboxed ints and floats. Those orders are total, so
 //! `sort_by` cannot panic. Everything else goes through [`merge_sort`] with
@@ -28,6 +28,10 @@ enum Kind {
     /// Ints, floats and bools, no NaN (exact mixed comparisons: total).
     Num,
     Str,
+    /// Only tuples of numbers (no NaN) and strings, with each position
+    /// holding numbers in every tuple or strings in every tuple (records
+    /// such as `(score, name)`): a total order compared without errors.
+    Tuples,
     /// Anything else: the general comparison.
     Other,
 }
@@ -38,6 +42,7 @@ fn kind_of(keys: &[Value]) -> Kind {
         Some(Value::Float(f)) if !f.is_nan() => Kind::Float,
         Some(Value::Bool(_)) => Kind::Num,
         Some(Value::Str(_)) => Kind::Str,
+        Some(Value::Tuple(_)) => return if plain_tuples(keys) { Kind::Tuples } else { Kind::Other },
         _ => return Kind::Other,
     };
     for k in keys {
@@ -50,6 +55,65 @@ fn kind_of(keys: &[Value]) -> Kind {
         };
     }
     kind
+}
+
+/// What a tuple item is for [`Kind::Tuples`]: 1 a number (no NaN), 2 a
+/// string, 0 anything else.
+#[inline]
+fn plain_class(v: &Value) -> u8 {
+    match v {
+        Value::Int(_) | Value::Bool(_) => 1,
+        Value::Float(f) if !f.is_nan() => 1,
+        Value::Str(_) => 2,
+        _ => 0,
+    }
+}
+
+/// Are all keys tuples of [`Kind::Tuples`]?
+fn plain_tuples(keys: &[Value]) -> bool {
+    let mut classes: smallvec::SmallVec<[u8; 8]> = smallvec::SmallVec::new();
+    for k in keys {
+        let Value::Tuple(t) = k else { return false };
+        for (j, x) in t.0.iter().enumerate() {
+            let c = plain_class(x);
+            if c == 0 {
+                return false;
+            }
+            // Positions are seen in order, so `j <= classes.len()`.
+            match classes.get(j) {
+                Some(&d) if d != c => return false,
+                Some(_) => {}
+                None => classes.push(c),
+            }
+        }
+    }
+    true
+}
+
+/// Two items of [`Kind::Tuples`] tuples at one position (both numbers or
+/// both strings): a total order.
+#[inline]
+fn plain_order(a: &Value, b: &Value) -> Ordering {
+    match (a, b) {
+        (Value::Int(x), Value::Int(y)) => x.cmp(y),
+        (Value::Str(x), Value::Str(y)) => x.as_str().cmp(y.as_str()),
+        _ => num_order(a, b),
+    }
+}
+
+/// `<` on two [`Kind::Tuples`] tuples: the first position that differs,
+/// else the shorter first, as Python compares tuples.
+fn tuple_order(a: &Value, b: &Value) -> Ordering {
+    let (Value::Tuple(x), Value::Tuple(y)) = (a, b) else {
+        return Ordering::Equal;
+    };
+    for (p, q) in x.0.iter().zip(y.0.iter()) {
+        match plain_order(p, q) {
+            Ordering::Equal => continue,
+            o => return o,
+        }
+    }
+    x.0.len().cmp(&y.0.len())
 }
 
 #[inline]
@@ -140,6 +204,7 @@ fn sort_plain(items: &mut [Value]) -> VResult<()> {
         }
         Kind::Num => items.sort_by(num_order),
         Kind::Str => items.sort_by(str_order),
+        Kind::Tuples => items.sort_by(tuple_order),
         Kind::Other => merge_sort(items, &mut ops::order)?,
     }
     Ok(())
@@ -163,6 +228,7 @@ fn sort_keyed(keys: Vec<Value>, items: Vec<Value>) -> VResult<Vec<Value>> {
             match kind {
                 Kind::Num => pairs.sort_by(|a, b| num_order(&a.0, &b.0)),
                 Kind::Str => pairs.sort_by(|a, b| str_order(&a.0, &b.0)),
+                Kind::Tuples => pairs.sort_by(|a, b| tuple_order(&a.0, &b.0)),
                 _ => merge_sort(&mut pairs, &mut |a, b| ops::order(&a.0, &b.0))?,
             }
             pairs.into_iter().map(|p| p.1).collect()
@@ -222,6 +288,49 @@ mod tests {
     use super::*;
     #[allow(unused_imports)]
     use crate::ops::Must;
+
+    #[test]
+    fn plain_tuples_sort_as_the_general_order_does() {
+        use crate::ops::NoCaller;
+        let mut seed = 12345u64;
+        let mut rnd = move |m: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) % m
+        };
+        for round in 0..50 {
+            let n = 1 + rnd(60) as usize;
+            let items: Vec<Value> = (0..n)
+                .map(|i| {
+                    let first = match round % 3 {
+                        0 => Value::Int(rnd(5) as i64),
+                        1 => Value::Float(rnd(5) as f64 * 0.5),
+                        _ => Value::Bool(rnd(2) == 1),
+                    };
+                    let len = 1 + rnd(3) as usize;
+                    let mut t = vec![first, Value::str(format!("s{}", rnd(4))), Value::Int(i as i64)];
+                    t.truncate(len);
+                    Value::tuple(t)
+                })
+                .collect();
+            assert_eq!(kind_of(&items), Kind::Tuples);
+            let fast = sort_values(&mut NoCaller, items.clone(), None, round % 2 == 0).must();
+            let mut slow = items.clone();
+            if round % 2 == 0 {
+                slow.reverse();
+            }
+            merge_sort(&mut slow, &mut ops::order).must();
+            if round % 2 == 0 {
+                slow.reverse();
+            }
+            let show = |v: &[Value]| crate::format::repr_of(&Value::list(v.to_vec()));
+            assert_eq!(show(&fast), show(&slow));
+        }
+        // Mixed classes at one position, NaN, or non-tuples: the general path.
+        let t = |a: Value| Value::tuple(vec![a]);
+        assert_eq!(kind_of(&[t(Value::Int(1)), t(Value::str("a"))]), Kind::Other);
+        assert_eq!(kind_of(&[t(Value::Float(f64::NAN)), t(Value::Int(1))]), Kind::Other);
+        assert_eq!(kind_of(&[t(Value::Int(1)), Value::Int(2)]), Kind::Other);
+    }
 
     #[test]
     fn sorts_stably() {

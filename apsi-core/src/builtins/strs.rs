@@ -94,24 +94,75 @@ fn s(v: String) -> VResult<Value> {
     Ok(Value::str(v))
 }
 
+/// No arguments beyond the receiver (checked by `Args` only when some
+/// were given, for its error message).
+fn no_args(name: &'static str, rest: &[Value], kw: Kwargs) -> VResult<()> {
+    if rest.is_empty() && kw.is_empty() {
+        return Ok(());
+    }
+    Args::new(name, rest, kw, 0, &[]).map(|_| ())
+}
+
+/// `upper`/`lower`: ASCII text is mapped byte by byte (and a string with
+/// nothing to change is returned as it is: strings are immutable);
+/// anything else through Unicode's full case mapping.
+fn change_case(args: &[Value], kw: Kwargs, name: &'static str, upper: bool) -> VResult<Value> {
+    let (t, rest) = recv(args, name)?;
+    no_args(name, rest, kw)?;
+    if t.is_ascii() {
+        let changes = |b: &u8| {
+            if upper {
+                b.is_ascii_lowercase()
+            } else {
+                b.is_ascii_uppercase()
+            }
+        };
+        if !t.as_bytes().iter().any(changes) {
+            return Ok(args[0].clone());
+        }
+        let map = |b: &mut [u8]| {
+            if upper {
+                b.make_ascii_uppercase()
+            } else {
+                b.make_ascii_lowercase()
+            }
+        };
+        // Short text is mapped on the stack and stored inline (no `String`).
+        if t.len() <= StrObj::INLINE {
+            let mut buf = [0u8; StrObj::INLINE];
+            let b = &mut buf[..t.len()];
+            b.copy_from_slice(t.as_bytes());
+            map(b);
+            return Ok(Value::str(std::str::from_utf8(b).unwrap_or_default()));
+        }
+        let mut out = t.to_string();
+        if upper {
+            out.make_ascii_uppercase();
+        } else {
+            out.make_ascii_lowercase();
+        }
+        return Ok(Value::str(out));
+    }
+    s(if upper { t.to_uppercase() } else { t.to_lowercase() })
+}
+
 fn upper(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let (t, rest) = recv(args, "upper")?;
-    Args::new("upper", rest, kw, 0, &[])?;
-    s(t.to_uppercase())
+    change_case(args, kw, "upper", true)
 }
 
 fn lower(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    let (t, rest) = recv(args, "lower")?;
-    Args::new("lower", rest, kw, 0, &[])?;
-    s(t.to_lowercase())
+    change_case(args, kw, "lower", false)
 }
 
 fn strip_with(name: &'static str, args: &[Value], kw: Kwargs, left: bool, right: bool) -> VResult<Value> {
     let (t, rest) = recv(args, name)?;
-    let a = Args::new(name, rest, kw, 0, &["chars"])?;
-    let chars: Option<Vec<char>> = match a.opt(0) {
-        Some(v) => Some(expect_str(v, name, "chars")?.chars().collect()),
-        None => None,
+    let chars: Option<Vec<char>> = if rest.is_empty() && kw.is_empty() {
+        None
+    } else {
+        match Args::new(name, rest, kw, 0, &["chars"])?.opt(0) {
+            Some(Value::None) | None => None,
+            Some(v) => Some(expect_str(v, name, "chars")?.chars().collect()),
+        }
     };
     let pred = |c: char| match &chars {
         Some(cs) => cs.contains(&c),
@@ -124,7 +175,11 @@ fn strip_with(name: &'static str, args: &[Value], kw: Kwargs, left: bool, right:
     if right {
         out = out.trim_end_matches(pred);
     }
-    s(out.to_string())
+    // Nothing stripped: the same string (it is immutable).
+    if out.len() == t.len() {
+        return Ok(args[0].clone());
+    }
+    Ok(Value::str(out))
 }
 
 fn strip(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
@@ -330,6 +385,14 @@ fn replace(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::new("replace", rest, kw, 2, &["old", "new", "count"])?;
     let (old, new) = (a.str(0)?, a.str(1)?);
     let count = a.int_or(2, -1)?;
+    if count == 0 || (!old.is_empty() && !t.contains(old)) {
+        return Ok(args[0].clone());
+    }
+    // A one-character pattern is searched with `memchr`, not a substring searcher.
+    let mut chars = old.chars();
+    if let (Some(ch), None, true) = (chars.next(), chars.next(), count < 0) {
+        return s(t.replace(ch, new));
+    }
     if count < 0 {
         s(t.replace(old, new))
     } else {

@@ -155,7 +155,7 @@ fn eq_depth(a: &Value, b: &Value, depth: usize) -> VResult<bool> {
     }
     match (a, b) {
         (Value::None, Value::None) => Ok(true),
-        (Value::Str(x), Value::Str(y)) => Ok(x.as_str() == y.as_str()),
+        (Value::Str(x), Value::Str(y)) => Ok(x.text_eq(y)),
         (Value::Bytes(x), Value::Bytes(y)) => Ok(x.0 == y.0),
         (Value::List(x), Value::List(y)) => {
             if Arc::ptr_eq(x, y) {

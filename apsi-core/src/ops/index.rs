@@ -97,6 +97,12 @@ fn slice_bounds(s: &SliceObj, n: i128) -> VResult<(i128, i128, i128, i128)> {
 
 fn pick<T: Clone>(items: &[T], s: &SliceObj) -> VResult<Vec<T>> {
     let (start, _, step, count) = slice_indices(s, items.len())?;
+    if step == 1 {
+        return Ok(items
+            .get(start as usize..start as usize + count)
+            .map(|r| r.to_vec())
+            .unwrap_or_default());
+    }
     let mut out = Vec::with_capacity(count);
     let mut i = start;
     for _ in 0..count {
@@ -106,6 +112,18 @@ fn pick<T: Clone>(items: &[T], s: &SliceObj) -> VResult<Vec<T>> {
         i += step;
     }
     Ok(out)
+}
+
+/// `pick` for values: a step-1 slice copied with `clone_all`.
+fn pick_values(items: &[Value], s: &SliceObj) -> VResult<Vec<Value>> {
+    let (start, _, step, count) = slice_indices(s, items.len())?;
+    if step == 1 {
+        return Ok(items
+            .get(start as usize..start as usize + count)
+            .map(crate::value::clone_all)
+            .unwrap_or_default());
+    }
+    pick(items, s)
 }
 
 fn not_subscriptable(v: &Value) -> Exc {
@@ -130,7 +148,7 @@ pub fn get_index(obj: &Value, idx: &Value) -> VResult<Value> {
         Value::List(l) => {
             if let Value::Slice(s) = idx {
                 let items = l.items.read();
-                return Ok(Value::list(pick(&items, s)?));
+                return Ok(Value::list(pick_values(&items, s)?));
             }
             let i = as_index("list", idx)?;
             let items = l.items.read();
@@ -139,7 +157,7 @@ pub fn get_index(obj: &Value, idx: &Value) -> VResult<Value> {
         }
         Value::Tuple(t) => {
             if let Value::Slice(s) = idx {
-                return Ok(Value::tuple(pick(&t.0, s)?));
+                return Ok(Value::tuple(pick_values(&t.0, s)?));
             }
             let j = resolve("tuple", as_index("tuple", idx)?, t.0.len())?;
             Ok(t.0[j].clone())

@@ -7,8 +7,9 @@
 //! - `a & b`, `a - b`: `a`'s members (in `a`'s order) that are / are not in `b`;
 //! - `a ^ b`: `a`'s members not in `b`, then `b`'s not in `a`.
 //!
-//! Every function here snapshots an operand's members before looking at the
-//! other one, so no lock is held on two sets at once (`s | s` included).
+//! Two sets are read together through `with_tables`: in place when that is
+//! safe, from copies otherwise (see there); the in-place operators
+//! (`s |= t`, …) are in `ops::inplace`.
 
 use crate::error::ErrorKind;
 use crate::syntax::ast::{BinOp, CmpOp};
@@ -56,9 +57,9 @@ fn unsupported(op: &str, a: &Value, b: &Value) -> Exc {
 /// `a | b`.
 pub(crate) fn union(a: &DictMap, b: &DictMap) -> DictMap {
     let mut out = a.clone();
-    for k in b.keys() {
-        if !out.contains_key(k) {
-            out.insert(k.clone(), Value::None);
+    for (h, k) in b.iter_hashed() {
+        if !a.contains_hashed(h, k) {
+            out.push_absent(h, k.clone(), Value::None);
         }
     }
     out
@@ -66,26 +67,32 @@ pub(crate) fn union(a: &DictMap, b: &DictMap) -> DictMap {
 
 /// `a & b`.
 pub(crate) fn intersection(a: &DictMap, b: &DictMap) -> DictMap {
-    a.keys()
-        .filter(|k| b.contains_key(k))
-        .map(|k| (k.clone(), Value::None))
-        .collect()
+    let mut out = DictMap::with_capacity(a.len().min(b.len()));
+    for (h, k) in a.iter_hashed() {
+        if b.contains_hashed(h, k) {
+            out.push_absent(h, k.clone(), Value::None);
+        }
+    }
+    out
 }
 
 /// `a - b`.
 pub(crate) fn difference(a: &DictMap, b: &DictMap) -> DictMap {
-    a.keys()
-        .filter(|k| !b.contains_key(k))
-        .map(|k| (k.clone(), Value::None))
-        .collect()
+    let mut out = DictMap::with_capacity(a.len());
+    for (h, k) in a.iter_hashed() {
+        if !b.contains_hashed(h, k) {
+            out.push_absent(h, k.clone(), Value::None);
+        }
+    }
+    out
 }
 
 /// `a ^ b`.
 pub(crate) fn symmetric_difference(a: &DictMap, b: &DictMap) -> DictMap {
     let mut out = difference(a, b);
-    for k in b.keys() {
-        if !a.contains_key(k) {
-            out.insert(k.clone(), Value::None);
+    for (h, k) in b.iter_hashed() {
+        if !a.contains_hashed(h, k) {
+            out.push_absent(h, k.clone(), Value::None);
         }
     }
     out
@@ -93,12 +100,47 @@ pub(crate) fn symmetric_difference(a: &DictMap, b: &DictMap) -> DictMap {
 
 /// Is every member of `a` in `b`?
 pub(crate) fn is_subset(a: &DictMap, b: &DictMap) -> bool {
-    a.len() <= b.len() && a.keys().all(|k| b.contains_key(k))
+    a.len() <= b.len() && a.iter_hashed().all(|(h, k)| b.contains_hashed(h, k))
 }
 
 pub(crate) fn is_disjoint(a: &DictMap, b: &DictMap) -> bool {
     let (small, big) = if a.len() <= b.len() { (a, b) } else { (b, a) };
-    !small.keys().any(|k| big.contains_key(k))
+    !small.iter_hashed().any(|(h, k)| big.contains_hashed(h, k))
+}
+
+/// Whether comparing `m`'s members never runs Apsi code (no struct
+/// `__eq__`, which may touch the set): ints, floats, strings and the like.
+fn plain_members(m: &DictMap) -> bool {
+    m.iter_hashed().all(|(_, k)| {
+        matches!(
+            k.value(),
+            Value::Int(_) | Value::Float(_) | Value::Bool(_) | Value::Str(_) | Value::None | Value::Bytes(_)
+        )
+    })
+}
+
+/// Run `f` on the member tables of two sets. While one thread runs Apsi
+/// code and no member's comparison can run Apsi code, both tables are read
+/// in place (the locks cost nothing then). Otherwise both are copied first,
+/// so no lock is held while a struct's `__eq__` runs, and no thread waits
+/// for one set's lock while holding another's.
+pub(crate) fn with_tables<R>(x: &SetObj, y: &SetObj, f: impl FnOnce(&DictMap, &DictMap) -> R) -> R {
+    if !crate::value::vlock::shared_mode() {
+        let xm = x.map.read();
+        if std::ptr::eq(x, y) {
+            if plain_members(&xm) {
+                return f(&xm, &xm);
+            }
+        } else {
+            let ym = y.map.read();
+            if plain_members(&xm) && plain_members(&ym) {
+                return f(&xm, &ym);
+            }
+        }
+    }
+    let xm = x.map.read().clone();
+    let ym = y.map.read().clone();
+    f(&xm, &ym)
 }
 
 /// `a op b` when either operand is a set: `Some` with the result (or a
@@ -118,14 +160,12 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> Option<VResult<Value>> {
         (Value::Set(_), _) | (_, Value::Set(_)) => return Some(Err(unsupported(sym, a, b))),
         _ => return None,
     };
-    let xm = x.map.read().clone();
-    let ym = y.map.read().clone();
-    let out = match op {
-        BinOp::BitOr => union(&xm, &ym),
-        BinOp::BitAnd => intersection(&xm, &ym),
-        BinOp::Sub => difference(&xm, &ym),
-        _ => symmetric_difference(&xm, &ym),
-    };
+    let out = with_tables(x, y, |xm, ym| match op {
+        BinOp::BitOr => union(xm, ym),
+        BinOp::BitAnd => intersection(xm, ym),
+        BinOp::Sub => difference(xm, ym),
+        _ => symmetric_difference(xm, ym),
+    });
     Some(Ok(Value::set(out)))
 }
 
@@ -134,21 +174,17 @@ pub(crate) fn equal(a: &SetObj, b: &SetObj) -> bool {
     if std::ptr::eq(a, b) {
         return true;
     }
-    let xm = a.map.read().clone();
-    let ym = b.map.read();
-    xm.len() == ym.len() && xm.keys().all(|k| ym.contains_key(k))
+    with_tables(a, b, |xm, ym| xm.len() == ym.len() && is_subset(xm, ym))
 }
 
 /// `<= < >= >` between two sets (subset and superset relations).
 pub(crate) fn relation(op: CmpOp, a: &SetObj, b: &SetObj) -> bool {
-    let xm = a.map.read().clone();
-    let ym = b.map.read().clone();
-    match op {
-        CmpOp::LtE => is_subset(&xm, &ym),
-        CmpOp::Lt => xm.len() < ym.len() && is_subset(&xm, &ym),
-        CmpOp::GtE => is_subset(&ym, &xm),
-        _ => ym.len() < xm.len() && is_subset(&ym, &xm),
-    }
+    with_tables(a, b, |xm, ym| match op {
+        CmpOp::LtE => is_subset(xm, ym),
+        CmpOp::Lt => xm.len() < ym.len() && is_subset(xm, ym),
+        CmpOp::GtE => is_subset(ym, xm),
+        _ => ym.len() < xm.len() && is_subset(ym, xm),
+    })
 }
 
 #[cfg(test)]

@@ -62,11 +62,49 @@ pub(crate) fn significant(x: f64, n: usize) -> Digits {
 
 /// `x` (by magnitude) correctly rounded to `prec` digits after the point.
 pub(crate) fn fixed(x: f64, prec: usize) -> String {
+    if let Some(t) = fixed_from_shortest(x.abs(), prec) {
+        return t;
+    }
     let mut t = format!("{:.*}", prec.min(MAX_FRACTION), x.abs());
     for _ in MAX_FRACTION..prec {
         t.push('0');
     }
     t
+}
+
+/// `fixed` without exact arithmetic where the shortest round-trip digits
+/// already are the answer (`f"{x:.2f}"` of prices, `i * 2.5`): `None`
+/// otherwise. Rust's exact `{:.N}` falls back to big-number arithmetic for
+/// such values (Grisu cannot decide them), which costs ten times more.
+///
+/// Why it is exact: the shortest digits `s` read back as `x`, so `s` lies
+/// in `x`'s rounding interval, `|s - x| <= ulp(x) / 2`. When `s` has at
+/// most `prec` decimals it is a multiple of `10^-prec`, and when also
+/// `ulp(x) / 2 < 10^-prec / 4`, every other multiple is farther from `x`
+/// than `s` is, so `s` is `x` correctly rounded to `prec` decimals.
+fn fixed_from_shortest(x: f64, prec: usize) -> Option<String> {
+    if !x.is_finite() || x >= 1e15 || prec > 15 {
+        return None;
+    }
+    let half_ulp = (f64::from_bits(x.to_bits() + 1) - x) / 2.0;
+    if half_ulp * 4.0 >= 10f64.powi(-(prec as i32)) * 0.99 {
+        return None;
+    }
+    // Rust's `{}` writes the shortest digits positionally ("2.5", "3", "0.0001").
+    let mut t = format!("{x}");
+    let frac = t.find('.').map_or(0, |p| t.len() - p - 1);
+    if frac > prec {
+        return None;
+    }
+    if prec > 0 {
+        if frac == 0 {
+            t.push('.');
+        }
+        for _ in frac..prec {
+            t.push('0');
+        }
+    }
+    Some(t)
 }
 
 /// Python's exponent suffix: `e+16`, `e-05`, `e+300`.
@@ -174,6 +212,46 @@ pub fn f32_repr(x: f32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fixed_from_shortest_agrees_with_exact_rounding() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut values: Vec<f64> = Vec::new();
+        for i in 0..20_000 {
+            values.push(i as f64 * 2.5);
+            values.push(i as f64 / 100.0);
+            values.push(i as f64 * 0.125 + 0.005);
+            values.push(f64::from_bits(next() >> 2)); // spread over magnitudes
+            values.push((next() % 10_000_000) as f64 / 1000.0);
+        }
+        values.extend([
+            0.0,
+            2.675,
+            1.005,
+            0.5,
+            1.5,
+            2.5,
+            1e14 + 0.5,
+            999_999_999_999_999.9,
+            5e-324,
+        ]);
+        let mut taken = 0;
+        for &x in &values {
+            for prec in 0..=15 {
+                if let Some(t) = fixed_from_shortest(x, prec) {
+                    taken += 1;
+                    assert_eq!(t, format!("{x:.prec$}"), "{x:e} .{prec}");
+                }
+            }
+        }
+        assert!(taken > 100_000, "the fast path was taken {taken} times");
+    }
 
     #[test]
     fn repr_examples_from_the_spec() {

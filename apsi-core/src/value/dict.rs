@@ -181,7 +181,7 @@ impl DictMap {
     #[inline(always)]
     fn find_str(&self, s: &super::StrRef) -> Option<usize> {
         self.find(hash_str(s), |k| match k.value() {
-            Value::Str(t) => super::StrRef::ptr_eq(t, s) || t.as_str() == s.as_str(),
+            Value::Str(t) => super::StrRef::ptr_eq(t, s) || t.text_eq(s),
             _ => false,
         })
     }
@@ -358,6 +358,61 @@ impl DictMap {
 
     pub fn values(&self) -> impl DoubleEndedIterator<Item = &Value> + '_ {
         self.iter().map(|(_, v)| v)
+    }
+
+    /// The live entries with their stored hashes, in order: set operations
+    /// look members of one table up in another without hashing them again.
+    pub fn iter_hashed(&self) -> impl Iterator<Item = (u64, &HashKey)> + '_ {
+        self.entries.iter().filter_map(|e| e.key.as_ref().map(|k| (e.hash, k)))
+    }
+
+    /// Is `key`, whose hash is `h` (from `iter_hashed`), in the table?
+    #[inline]
+    pub fn contains_hashed(&self, h: u64, key: &HashKey) -> bool {
+        match key.value() {
+            Value::Int(i) => self.get_int(*i).is_some(),
+            _ => self.find(h, |k| k == key).is_some(),
+        }
+    }
+
+    /// Add `key` (hash `h`, from `iter_hashed`), which the caller knows is
+    /// not in the table: no equality tests, only the walk to a free slot.
+    #[inline]
+    pub fn push_absent(&mut self, h: u64, key: HashKey, value: Value) {
+        if (self.used + 1) * 8 > self.slots.len() * 5 {
+            self.rebuild(slots_for(self.len + 1));
+        }
+        let idx = self.entries.len();
+        self.entries.push(Entry {
+            hash: h,
+            key: Some(key),
+            value,
+        });
+        self.len += 1;
+        if self.place(h, idx as u32) {
+            self.used += 1;
+        }
+    }
+
+    /// Keep the entries for which `keep` holds, in order (`s &= t`, `s -= t`).
+    pub fn retain_keys(&mut self, mut keep: impl FnMut(u64, &HashKey) -> bool) {
+        let before = self.len;
+        for e in self.entries.iter_mut() {
+            if let Some(k) = &e.key {
+                if !keep(e.hash, k) {
+                    e.key = None;
+                    e.value = Value::None;
+                    self.len -= 1;
+                }
+            }
+        }
+        if self.len != before {
+            if self.len == 0 {
+                self.clear();
+            } else {
+                self.rebuild(slots_for(self.len));
+            }
+        }
     }
 
     /// The last entry in insertion order (`popitem`).

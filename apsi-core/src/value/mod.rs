@@ -192,6 +192,27 @@ impl Value {
     }
 }
 
+/// Copies of `items` (what `items.to_vec()` makes): each count is raised
+/// with `retain` (a plain increment in solo mode, not an atomic one) and
+/// the values are then copied whole, which a slice of ints turns into one
+/// `memcpy` after a scan of the tags.
+pub fn clone_all(items: &[Value]) -> Vec<Value> {
+    if !solo::on() {
+        return items.to_vec();
+    }
+    for v in items {
+        v.retain();
+    }
+    let mut out = Vec::with_capacity(items.len());
+    // SAFETY: every value's count was raised above, so the bitwise copies
+    // own their references, as clones would; `out` has room for them.
+    unsafe {
+        std::ptr::copy_nonoverlapping(items.as_ptr(), out.as_mut_ptr(), items.len());
+        out.set_len(items.len());
+    }
+    out
+}
+
 /// An owned value held as its parts (`Value::words`): the count for it
 /// has been raised, so it must become a `Value` again (`into_value`, or
 /// `write_to` a slot) or the reference leaks.
@@ -236,17 +257,20 @@ impl Words {
 }
 
 impl Value {
-    pub fn str(s: impl Into<String>) -> Value {
-        let s = s.into();
-        if s.len() <= 2 {
-            let mut it = s.chars();
+    /// A string value from a `String` or a `&str`: a one-character
+    /// Latin-1 string is the shared one, and borrowed text short enough to
+    /// be stored inline is copied there without an intermediate `String`.
+    pub fn str(s: impl StrSource) -> Value {
+        let t = s.text();
+        if t.len() <= 2 {
+            let mut it = t.chars();
             if let (Some(ch), None) = (it.next(), it.next()) {
                 if let Some(v) = Value::char_shared(ch) {
                     return v;
                 }
             }
         }
-        Value::Str(StrRef::new(StrObj::new(s)))
+        Value::Str(StrRef::new(s.into_obj()))
     }
     /// A one-character string; the ASCII/Latin-1 ones (U+0000–U+00FF) are
     /// shared, as CPython's are (`list(s)`, `for c in s` allocate nothing).
@@ -426,6 +450,11 @@ fn count32(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
+/// Invariants: a string of at most `StrObj::INLINE` bytes is `Inline` and
+/// a longer one `Heap`; the inline buffer's bytes past the length are 0.
+/// So two strings are equal exactly when both are inline with equal
+/// buffers and lengths, or both are on the heap with equal text
+/// (`StrObj::text_eq`).
 enum StrData {
     Inline(u8, [u8; StrObj::INLINE]),
     Heap(String),
@@ -508,6 +537,48 @@ impl StrObj {
             nchars: len as u32,
             hash: Default::default(),
         }
+    }
+
+    /// Whether two strings hold the same text: short strings compare their
+    /// fixed-size inline buffers (a few word compares, no `memcmp` call),
+    /// which the `StrData` invariants make exact.
+    #[inline]
+    pub fn text_eq(&self, other: &StrObj) -> bool {
+        match (&self.data, &other.data) {
+            (StrData::Inline(n, a), StrData::Inline(m, b)) => n == m && a == b,
+            (StrData::Heap(x), StrData::Heap(y)) => x == y,
+            _ => false,
+        }
+    }
+
+    /// Append `t` (`s += t` on a string no one else holds: `StrRef::get_mut`).
+    /// A heap string grows by doubling, so a loop of appends is linear.
+    pub fn append(&mut self, t: &StrObj) {
+        let add = t.as_str();
+        if add.is_empty() {
+            return;
+        }
+        let nchars = if self.nchars == u32::MAX || t.nchars == u32::MAX {
+            u32::MAX
+        } else {
+            count32(self.nchars as usize + t.nchars as usize)
+        };
+        match &mut self.data {
+            StrData::Inline(n, buf) if *n as usize + add.len() <= Self::INLINE => {
+                let at = *n as usize;
+                buf[at..at + add.len()].copy_from_slice(add.as_bytes());
+                *n += add.len() as u8;
+            }
+            StrData::Inline(..) => {
+                let mut s = String::with_capacity((2 * (self.as_str().len() + add.len())).max(64));
+                s.push_str(self.as_str());
+                s.push_str(add);
+                self.data = StrData::Heap(s);
+            }
+            StrData::Heap(s) => s.push_str(add),
+        }
+        self.nchars = nchars;
+        *self.hash.get_mut() = 0;
     }
 
     /// For an inline string: its byte length and the whole inline buffer
@@ -633,6 +704,24 @@ mod str_tests {
     }
 
     #[test]
+    fn appending_keeps_the_layout_invariants() {
+        let mut o = StrObj::from_text("ab");
+        let piece = StrObj::from_text("cdé");
+        let mut want = String::from("ab");
+        for _ in 0..20 {
+            o.append(&piece);
+            want.push_str("cdé");
+            assert_eq!(o.as_str(), want);
+            assert_eq!(o.char_len(), want.chars().count());
+            // Equal to a string built in one go, inline or on the heap alike.
+            assert!(o.text_eq(&StrObj::new(want.clone())));
+            assert_eq!(o.hash32(), StrObj::new(want.clone()).hash32());
+        }
+        assert!(!StrObj::from_text("ab").text_eq(&StrObj::from_text("abc")));
+        assert!(StrObj::from_int(42).text_eq(&StrObj::from_text("42")));
+    }
+
+    #[test]
     fn ints_format_inline() {
         for i in [0, 5, -5, 42, -1_000_000, i64::MAX, i64::MIN] {
             let o = StrObj::from_int(i);
@@ -642,9 +731,80 @@ mod str_tests {
     }
 }
 
+/// What `Value::str` takes: owned text (moved into the string when it is
+/// long) or borrowed text (copied once, inline when short).
+pub trait StrSource {
+    fn text(&self) -> &str;
+    fn into_obj(self) -> StrObj;
+}
+
+impl StrSource for String {
+    fn text(&self) -> &str {
+        self
+    }
+    fn into_obj(self) -> StrObj {
+        StrObj::new(self)
+    }
+}
+
+impl StrSource for &str {
+    fn text(&self) -> &str {
+        self
+    }
+    fn into_obj(self) -> StrObj {
+        StrObj::from_text(self)
+    }
+}
+
+impl StrSource for &String {
+    fn text(&self) -> &str {
+        self
+    }
+    fn into_obj(self) -> StrObj {
+        StrObj::from_text(self)
+    }
+}
+
+impl StrSource for Box<str> {
+    fn text(&self) -> &str {
+        self
+    }
+    fn into_obj(self) -> StrObj {
+        StrObj::new(self.into_string())
+    }
+}
+
+impl StrSource for std::borrow::Cow<'_, str> {
+    fn text(&self) -> &str {
+        self
+    }
+    fn into_obj(self) -> StrObj {
+        match self {
+            std::borrow::Cow::Borrowed(t) => StrObj::from_text(t),
+            std::borrow::Cow::Owned(t) => StrObj::new(t),
+        }
+    }
+}
+
 /// A growable list, shared by reference.
 pub struct ListObj {
     pub items: VLock<Vec<Value>>,
+}
+
+impl Drop for ListObj {
+    /// A list of numbers (the common large list) is freed without a drop
+    /// call per item: one scan of the tags says no item owns anything.
+    fn drop(&mut self) {
+        let items = self.items.get_mut();
+        if items
+            .iter()
+            .all(|v| matches!(v, Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_)))
+        {
+            // SAFETY: these values own nothing, so not dropping them leaks
+            // nothing; the buffer itself is freed by `Vec`'s drop.
+            unsafe { items.set_len(0) }
+        }
+    }
 }
 
 impl ListObj {
@@ -866,7 +1026,7 @@ pub fn key_eq(a: &Value, b: &Value) -> bool {
         }
         (Value::Bool(x), Value::Int(y)) | (Value::Int(y), Value::Bool(x)) => (*x as i64) == *y,
         (Value::Bool(x), Value::Float(y)) | (Value::Float(y), Value::Bool(x)) => (*x as i64 as f64) == *y,
-        (Value::Str(x), Value::Str(y)) => StrRef::ptr_eq(x, y) || x.as_str() == y.as_str(),
+        (Value::Str(x), Value::Str(y)) => StrRef::ptr_eq(x, y) || x.text_eq(y),
         (Value::Bytes(x), Value::Bytes(y)) => x.0 == y.0,
         (Value::Tuple(x), Value::Tuple(y)) => {
             x.0.len() == y.0.len() && x.0.iter().zip(y.0.iter()).all(|(p, q)| key_eq(p, q))

@@ -85,7 +85,7 @@ pub struct StrRef {
 }
 
 // SAFETY: the string is immutable apart from its atomic count and atomic
-// cached hash, so sharing and sending handles between threads is sharing
+// cached hash (and `get_mut`, which needs the only handle), so sharing and sending handles between threads is sharing
 // `&StrObj` (which is Sync) and moving counted ownership.
 unsafe impl Send for StrRef {}
 // SAFETY: as above.
@@ -121,6 +121,20 @@ impl StrRef {
     #[inline(always)]
     pub(crate) fn count(&self) -> &AtomicUsize {
         &self.inner().count
+    }
+
+    /// The string itself, to change, when this handle is its only one (a
+    /// mortal count of 1: no other handle exists anywhere, and none can be
+    /// made without this one). Immortal strings are never handed out.
+    #[inline]
+    pub fn get_mut(&mut self) -> Option<&mut StrObj> {
+        if self.inner().count.load(Ordering::Acquire) == 1 {
+            // SAFETY: the count says this handle is the only one, and it is
+            // borrowed mutably, so no other reference to the object exists.
+            Some(unsafe { &mut self.ptr.as_mut().obj })
+        } else {
+            None
+        }
     }
 
     /// Whether two handles name one string object.

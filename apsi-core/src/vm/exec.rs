@@ -288,7 +288,12 @@ fn cmp_fast(op: CmpOp, a: &Value, b: &Value) -> Option<bool> {
         (Value::Int(i), Value::Float(y)) if i.unsigned_abs() <= 1 << 53 => cmp_ordered(op, *i as f64, *y),
         (Value::Float(x), Value::Int(i)) if i.unsigned_abs() <= 1 << 53 => cmp_ordered(op, *x, *i as f64),
         // Strings compare by code points, which is UTF-8's byte order.
-        (Value::Str(x), Value::Str(y)) => cmp_ordered(op, x.as_str(), y.as_str()),
+        // `==`/`!=` by identity, then the fixed-size inline buffers (`text_eq`).
+        (Value::Str(x), Value::Str(y)) => match op {
+            CmpOp::Eq => Some(StrRef::ptr_eq(x, y) || x.text_eq(y)),
+            CmpOp::NotEq => Some(!(StrRef::ptr_eq(x, y) || x.text_eq(y))),
+            _ => cmp_ordered(op, x.as_str(), y.as_str()),
+        },
         _ => None,
     }
 }
@@ -2291,11 +2296,22 @@ impl Executor {
         let mut args: [Value; 3] = [Value::None, Value::None, Value::None];
         for (i, a) in args.iter_mut().enumerate().take(n) {
             if let Some(s) = self.stack.get_mut(fpos + 1 + i) {
-                *a = take(s);
+                // `a` holds `None`: overwritten without a drop call.
+                std::mem::forget(std::mem::replace(a, take(s)));
             }
         }
         flush_before(&self.shared, nf);
-        nf.call(self, &args[..n.min(3)], &[])
+        let res = nf.call(self, &args[..n.min(3)], &[]);
+        // As `call_builtin_method`: scalars need no drop, and a reference
+        // that is not the last one is given up with solo counting.
+        for a in args {
+            if holds_nothing(&a) || a.release_solo() {
+                std::mem::forget(a);
+            } else {
+                drop(a);
+            }
+        }
+        res
     }
 
     /// A built-in method with its receiver at `recv` and `n` (at most 3)
@@ -2305,7 +2321,8 @@ impl Executor {
         let mut args: [Value; 4] = [Value::None, Value::None, Value::None, Value::None];
         for (i, a) in args.iter_mut().enumerate().take(n + 1) {
             if let Some(s) = self.stack.get_mut(recv + i) {
-                *a = take(s);
+                // `a` holds `None`: overwritten without a drop call.
+                std::mem::forget(std::mem::replace(a, take(s)));
             }
         }
         let res = fp(self, &args[..(n + 1).min(4)], &[]);

@@ -16,10 +16,27 @@ impl<'a, 'e> Compiler<'a, 'e> {
     /// only) calls `builtins::loop_zip`/`loop_enumerate` instead: the same
     /// rows taken at the same moment, handed out as an iterator, so a loop
     /// that unpacks them (`for a, b in zip(xs, ys)`) builds no tuples.
+    /// Likewise `x.items()` with no arguments calls `builtins::loop_items`
+    /// with `x`: a dict's pairs as rows, any other `x`'s own `items()`.
     pub(super) fn for_iterable_to(&mut self, iter: &'a Expr, dst: Reg) -> CResult<()> {
         let ExprKind::Call { func, args } = &iter.kind else {
             return self.expr_to(iter, dst);
         };
+        if let (ExprKind::Attribute { value: obj, attr }, true) = (&func.kind, args.is_empty()) {
+            if attr.name == "items" {
+                let m = self.mark();
+                let f = self.alloc()?;
+                let r = self.alloc()?;
+                self.expr_to(obj, r)?;
+                let k = self.konst16(crate::builtins::loop_items())?;
+                self.emit_at(Instr::CallK { a: f, k, n: 1 }, iter.span);
+                if f != dst {
+                    self.emit(Instr::Move { a: dst, b: f });
+                }
+                self.free_to(m);
+                return Ok(());
+            }
+        }
         let ExprKind::Name(n) = &func.kind else {
             return self.expr_to(iter, dst);
         };
