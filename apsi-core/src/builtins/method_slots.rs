@@ -34,6 +34,11 @@ const KINDS: usize = 7;
 pub const LIST_APPEND: (u32, usize) = (LIST, 0);
 const _: () = assert!(matches!(lists::LIST_NAMES[0].as_bytes(), b"append"));
 
+/// `d.get(k)`'s key and number: the dispatch loop looks a string or int
+/// key up in place.
+pub const DICT_GET: (u32, usize) = (DICT, 3);
+const _: () = assert!(matches!(super::dicts::NAMES[3].as_bytes(), b"get"));
+
 /// The cache key of a built-in receiver's type, `None` for any other value.
 #[inline(always)]
 pub fn receiver_key(v: &Value) -> Option<u32> {

@@ -166,7 +166,7 @@ fn strip_with(name: &'static str, args: &[Value], kw: Kwargs, left: bool, right:
     };
     let pred = |c: char| match &chars {
         Some(cs) => cs.contains(&c),
-        None => c.is_whitespace(),
+        None => is_py_space(c),
     };
     let mut out = t;
     if left {
@@ -196,22 +196,64 @@ fn strs(parts: Vec<&str>) -> Value {
     Value::list(parts.into_iter().map(Value::str).collect())
 }
 
+/// Python's whitespace (`str.isspace`, what `split()` and `strip()` take
+/// away): Unicode's White_Space, plus the ASCII separators U+001C..U+001F
+/// that Python counts and Rust's `char::is_whitespace` does not.
+#[inline]
+fn is_py_space(c: char) -> bool {
+    if c.is_ascii() {
+        is_ascii_py_space(c as u8)
+    } else {
+        c.is_whitespace()
+    }
+}
+
+#[inline]
+fn is_ascii_py_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t'..=b'\r' | 0x1c..=0x1f)
+}
+
+/// `split()` of ASCII text with no `maxsplit`: runs of whitespace bytes
+/// separate, one pass over the bytes.
+fn split_ascii_whitespace_all(t: &str) -> Vec<&str> {
+    let b = t.as_bytes();
+    let mut parts = Vec::with_capacity(b.len() / 6 + 1);
+    let mut i = 0;
+    while i < b.len() {
+        while i < b.len() && is_ascii_py_space(b[i]) {
+            i += 1;
+        }
+        let start = i;
+        while i < b.len() && !is_ascii_py_space(b[i]) {
+            i += 1;
+        }
+        if i > start {
+            // ASCII: every byte index is a character boundary.
+            parts.push(&t[start..i]);
+        }
+    }
+    parts
+}
+
 /// Python's whitespace split: runs of whitespace separate, ends are trimmed;
 /// after `maxsplit` splits the rest is one part (leading space removed).
 fn split_whitespace(t: &str, maxsplit: i64, from_right: bool) -> Vec<&str> {
+    if maxsplit < 0 && t.is_ascii() {
+        return split_ascii_whitespace_all(t);
+    }
     let mut parts = Vec::new();
     if from_right {
-        let mut rest = t.trim_end();
+        let mut rest = t.trim_end_matches(is_py_space);
         while !rest.is_empty() {
             if maxsplit >= 0 && parts.len() as i64 == maxsplit {
                 parts.push(rest);
                 break;
             }
-            match rest.rfind(char::is_whitespace) {
+            match rest.rfind(is_py_space) {
                 Some(i) => {
                     let ws_len = rest[i..].chars().next().map_or(1, char::len_utf8);
                     parts.push(&rest[i + ws_len..]);
-                    rest = rest[..i].trim_end();
+                    rest = rest[..i].trim_end_matches(is_py_space);
                 }
                 None => {
                     parts.push(rest);
@@ -221,16 +263,16 @@ fn split_whitespace(t: &str, maxsplit: i64, from_right: bool) -> Vec<&str> {
         }
         parts.reverse();
     } else {
-        let mut rest = t.trim_start();
+        let mut rest = t.trim_start_matches(is_py_space);
         while !rest.is_empty() {
             if maxsplit >= 0 && parts.len() as i64 == maxsplit {
                 parts.push(rest);
                 break;
             }
-            match rest.find(char::is_whitespace) {
+            match rest.find(is_py_space) {
                 Some(i) => {
                     parts.push(&rest[..i]);
-                    rest = rest[i..].trim_start();
+                    rest = rest[i..].trim_start_matches(is_py_space);
                 }
                 None => {
                     parts.push(rest);
@@ -524,7 +566,7 @@ fn isalnum(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     char_test("isalnum", args, kw, char::is_alphanumeric)
 }
 fn isspace(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
-    char_test("isspace", args, kw, char::is_whitespace)
+    char_test("isspace", args, kw, is_py_space)
 }
 
 fn case_test(name: &'static str, args: &[Value], kw: Kwargs, upper: bool) -> VResult<Value> {

@@ -97,12 +97,15 @@ impl Column {
         self.len() == 0
     }
 
+    /// Item `i`, which the iterator hands out once: a snapshot the
+    /// iterator owns (`Items`) gives it up (moved out, `None` left behind),
+    /// a list or tuple still in use is copied.
     #[inline]
-    fn get(&self, i: usize) -> Option<Value> {
+    fn take(&mut self, i: usize) -> Option<Value> {
         match self {
             Column::List(l) => l.items.read().get(i).cloned(),
             Column::Tuple(t) => t.0.get(i).cloned(),
-            Column::Items(v) => v.get(i).cloned(),
+            Column::Items(v) => v.get_mut(i).map(|x| std::mem::replace(x, Value::None)),
         }
     }
 }
@@ -171,11 +174,11 @@ impl IterObj {
             IterState::Items(it) => it.next(),
             IterState::Range(next, stop, step) => range_next(next, *stop, *step),
             IterState::Rows { cols, i } => has_row(cols, *i).then(|| {
-                let row = cols.iter().map(|c| c.get(*i).unwrap_or(Value::None)).collect();
+                let row = cols.iter_mut().map(|c| c.take(*i).unwrap_or(Value::None)).collect();
                 *i += 1;
                 Value::tuple(row)
             }),
-            IterState::Counted { col, start, i } => match col.get(*i) {
+            IterState::Counted { col, start, i } => match col.take(*i) {
                 Some(x) => {
                     let Some(k) = start.checked_add(*i as i64) else {
                         *g = IterState::Done;
@@ -224,9 +227,9 @@ impl IterObj {
             IterState::Rows { cols, i } if cols.len() == n => {
                 // Every column is checked before any target is written: at
                 // the end the loop's names keep the last row, as in Python.
-                if let [xs, ys] = &cols[..] {
+                if let [xs, ys] = &mut cols[..] {
                     // The common pair: each column read once.
-                    let (Some(x), Some(y)) = (xs.get(*i), ys.get(*i)) else {
+                    let (Some(x), Some(y)) = (xs.take(*i), ys.take(*i)) else {
                         *g = IterState::Done;
                         return Some(false);
                     };
@@ -239,14 +242,14 @@ impl IterObj {
                     *g = IterState::Done;
                     return Some(false);
                 }
-                for (j, c) in cols.iter().enumerate() {
-                    put(j, c.get(*i).unwrap_or(Value::None));
+                for (j, c) in cols.iter_mut().enumerate() {
+                    put(j, c.take(*i).unwrap_or(Value::None));
                 }
                 *i += 1;
                 Some(true)
             }
             IterState::Counted { col, start, i } if n == 2 => {
-                let Some(x) = col.get(*i) else {
+                let Some(x) = col.take(*i) else {
                     *g = IterState::Done;
                     return Some(false);
                 };

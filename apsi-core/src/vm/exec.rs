@@ -1774,6 +1774,26 @@ impl Executor {
                                         continue;
                                     }
                                 }
+                                // `d.get(k)`, `d.get(k, default)` with a string or int
+                                // key: looked up in place (no Apsi code can run).
+                                if let (Value::Dict(d), 1..=2) = (&*r!(a as usize + 1), n) {
+                                    if (key, i) == crate::builtins::method_slots::DICT_GET {
+                                        let found = match &*r!(a as usize + 2) {
+                                            Value::Str(k) => Some(d.map.read().get_str(k).map(|v| v.dup_words())),
+                                            Value::Int(k) => Some(d.map.read().get_int(*k).map(|v| v.dup_words())),
+                                            _ => None,
+                                        };
+                                        if let Some(found) = found {
+                                            let v = match found {
+                                                Some(v) => v,
+                                                None if n == 2 => take(r!(a as usize + 3)),
+                                                None => Value::None,
+                                            };
+                                            setv(r!(a), v);
+                                            continue;
+                                        }
+                                    }
+                                }
                                 if let (Some(fp), true) = (crate::builtins::method_slots::method_at(key, i), n <= 3) {
                                     save_pc!();
                                     let res = self.call_builtin_method(fp, base + a as usize + 1, n as usize);
