@@ -29,6 +29,20 @@ fn int_of(v: &Value, what: &str) -> VResult<i64> {
     }
 }
 
+/// The value a reduction starts from in a chunk other than the first:
+/// `rest` (0 for `+=`, 1 for `*=`, the variable itself for `min`/`max`),
+/// except that a `+=` on a list, string or tuple starts from an empty one
+/// of its own (`acc += [i]` collects in every chunk, and `+=` extends a
+/// list in place, so no two chunks may share one).
+fn chunk_start(rest: &Value, first: &Value) -> Value {
+    match (rest, first) {
+        (Value::Int(0), Value::List(_)) => Value::list(Vec::new()),
+        (Value::Int(0), Value::Str(_)) => Value::str(""),
+        (Value::Int(0), Value::Tuple(_)) => Value::tuple(Vec::new()),
+        _ => rest.clone(),
+    }
+}
+
 /// Run the chunk function `f` over `iter`; `inits` are the (first chunk,
 /// other chunks) initial values of each reduction. Returns the first
 /// chunk's partials (a tuple, or none without reductions) and the list of
@@ -76,7 +90,7 @@ pub fn run_loop(
         let mut partials: Vec<Value> = if chunk.index == 0 {
             firsts.clone()
         } else {
-            rests.clone()
+            rests.iter().zip(&firsts).map(|(r, f)| chunk_start(r, f)).collect()
         };
         let mut args: Vec<Value> = Vec::with_capacity(4 + m);
         chunk.blocks(|i, j| {

@@ -309,6 +309,9 @@ impl<'a, 'e> Compiler<'a, 'e> {
                     } else {
                         self.emit_at(Instr::Mul { a: x, b: x, c: part }, span);
                     }
+                    // `acc += part`, as the loop body wrote it: a list
+                    // reduction collects into the variable's own list.
+                    self.mark_inplace();
                     self.store_name(&r.name, x, span)?;
                 }
                 RedOp::Call => {
