@@ -792,14 +792,16 @@ pub struct ListObj {
 }
 
 impl Drop for ListObj {
-    /// A list of numbers (the common large list) is freed without a drop
-    /// call per item: one scan of the tags says no item owns anything.
+    /// A list of numbers or one-character strings (the common large lists)
+    /// is freed without a drop call per item: one scan says no item owns
+    /// anything (the shared one-character strings are immortal).
     fn drop(&mut self) {
         let items = self.items.get_mut();
-        if items
-            .iter()
-            .all(|v| matches!(v, Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_)))
-        {
+        if items.iter().all(|v| match v {
+            Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) => true,
+            Value::Str(s) => s.is_immortal(),
+            _ => false,
+        }) {
             // SAFETY: these values own nothing, so not dropping them leaks
             // nothing; the buffer itself is freed by `Vec`'s drop.
             unsafe { items.set_len(0) }

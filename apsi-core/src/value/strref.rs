@@ -137,6 +137,12 @@ impl StrRef {
         }
     }
 
+    /// Whether this is one of the immortal strings (never counted, never freed).
+    #[inline(always)]
+    pub fn is_immortal(&self) -> bool {
+        self.inner().count.load(Ordering::Relaxed) >= IMMORTAL
+    }
+
     /// Whether two handles name one string object.
     #[inline]
     pub fn ptr_eq(a: &StrRef, b: &StrRef) -> bool {
