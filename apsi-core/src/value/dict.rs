@@ -250,13 +250,7 @@ impl DictMap {
             }
             pos = next_slot(pos & mask, &mut perturb);
         }
-        let idx = self.entries.len();
-        self.entries.push(Entry {
-            hash: h,
-            key: Some(key),
-            value,
-        });
-        self.len += 1;
+        let idx = self.push_entry(h, key, value);
         match tombstone {
             Some(t) => self.slots[t] = idx as u32 + 1,
             None => {
@@ -265,6 +259,19 @@ impl DictMap {
             }
         }
         None
+    }
+
+    /// Append a live entry (no slot points at it yet); returns its index.
+    #[inline(always)]
+    fn push_entry(&mut self, h: u64, key: HashKey, value: Value) -> usize {
+        let idx = self.entries.len();
+        self.entries.push(Entry {
+            hash: h,
+            key: Some(key),
+            value,
+        });
+        self.len += 1;
+        idx
     }
 
     /// Point the first free slot of `h`'s probe sequence at entry `idx`.
@@ -382,13 +389,7 @@ impl DictMap {
         if (self.used + 1) * 8 > self.slots.len() * 5 {
             self.rebuild(slots_for(self.len + 1));
         }
-        let idx = self.entries.len();
-        self.entries.push(Entry {
-            hash: h,
-            key: Some(key),
-            value,
-        });
-        self.len += 1;
+        let idx = self.push_entry(h, key, value);
         if self.place(h, idx as u32) {
             self.used += 1;
         }

@@ -215,6 +215,36 @@ fn dup(v: &Value) -> Value {
     }
 }
 
+/// Move the `n` (at most `N`) values at `stack[from..]` into an array for a
+/// built-in's arguments (the registers keep `None`, scalars their copy);
+/// the rest of the array is `None`.
+#[inline(always)]
+fn take_args<const N: usize>(stack: &mut [Value], from: usize, n: usize) -> [Value; N] {
+    let mut args: [Value; N] = std::array::from_fn(|_| Value::None);
+    for (i, a) in args.iter_mut().enumerate().take(n) {
+        if let Some(s) = stack.get_mut(from + i) {
+            // `a` holds `None`: overwritten without a drop call.
+            std::mem::forget(std::mem::replace(a, take(s)));
+        }
+    }
+    args
+}
+
+/// Give up a built-in's argument array: scalars need no drop, and a
+/// reference that is not the last one is given up with solo counting (as
+/// `setv` does); only the rest go through `drop_in_place` (an atomic
+/// decrement, or the free).
+#[inline(always)]
+fn release_args<const N: usize>(args: [Value; N]) {
+    for a in args {
+        if holds_nothing(&a) || a.release_solo() {
+            std::mem::forget(a);
+        } else {
+            drop(a);
+        }
+    }
+}
+
 /// Program output is flushed before `input()` reads, so its prompt shows.
 #[inline(always)]
 fn flush_before(shared: &Shared, nf: &NativeFn) {
@@ -2313,24 +2343,10 @@ impl Executor {
     /// function is called directly (no argument vector, no `setup_call`).
     #[inline(never)]
     fn call_native_small(&mut self, nf: &NativeFn, fpos: usize, n: usize) -> VResult<Value> {
-        let mut args: [Value; 3] = [Value::None, Value::None, Value::None];
-        for (i, a) in args.iter_mut().enumerate().take(n) {
-            if let Some(s) = self.stack.get_mut(fpos + 1 + i) {
-                // `a` holds `None`: overwritten without a drop call.
-                std::mem::forget(std::mem::replace(a, take(s)));
-            }
-        }
+        let args: [Value; 3] = take_args(&mut self.stack, fpos + 1, n);
         flush_before(&self.shared, nf);
         let res = nf.call(self, &args[..n.min(3)], &[]);
-        // As `call_builtin_method`: scalars need no drop, and a reference
-        // that is not the last one is given up with solo counting.
-        for a in args {
-            if holds_nothing(&a) || a.release_solo() {
-                std::mem::forget(a);
-            } else {
-                drop(a);
-            }
-        }
+        release_args(args);
         res
     }
 
@@ -2338,24 +2354,9 @@ impl Executor {
     /// arguments above it, moved out of the registers as `slow` does.
     #[inline(never)]
     fn call_builtin_method(&mut self, fp: NativeFnPtr, recv: usize, n: usize) -> VResult<Value> {
-        let mut args: [Value; 4] = [Value::None, Value::None, Value::None, Value::None];
-        for (i, a) in args.iter_mut().enumerate().take(n + 1) {
-            if let Some(s) = self.stack.get_mut(recv + i) {
-                // `a` holds `None`: overwritten without a drop call.
-                std::mem::forget(std::mem::replace(a, take(s)));
-            }
-        }
+        let args: [Value; 4] = take_args(&mut self.stack, recv, n + 1);
         let res = fp(self, &args[..(n + 1).min(4)], &[]);
-        // Scalars need no drop, and a reference that is not the last one
-        // is given up with solo counting (as `setv` does); only the rest go
-        // through `drop_in_place` (an atomic decrement, or the free).
-        for a in args {
-            if holds_nothing(&a) || a.release_solo() {
-                std::mem::forget(a);
-            } else {
-                drop(a);
-            }
-        }
+        release_args(args);
         res
     }
 
