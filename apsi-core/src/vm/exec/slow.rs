@@ -455,6 +455,21 @@ impl Executor {
                     setv(r!(a), res);
                     exit!(Flow::Next);
                 }
+                if code.is_inplace(pc - 1) && is_mutable_container(r!(b)) {
+                    // `xs += 1`: what `xs += it` says of an int (not iterable).
+                    let x = dup(r!(b));
+                    save_pc!();
+                    let res = ops::inplace::container(self, op, &x, &Value::Int(k));
+                    refresh!();
+                    match res {
+                        Some(Ok(())) => {
+                            setv(r!(a), x);
+                            exit!(Flow::Next);
+                        }
+                        Some(Err(e)) => throw!(e),
+                        None => {}
+                    }
+                }
                 if matches!(&*r!(b), Value::Object(_)) && code.is_inplace(pc - 1) {
                     if let Some(r) = crate::tensor::inplace::binary_inplace(op, r!(b), &Value::Int(k)) {
                         let res = tri!(r);
@@ -462,7 +477,7 @@ impl Executor {
                         exit!(Flow::Next);
                     }
                 }
-                let res = tri!(ops::binary(BinOp::Add, r!(b), &Value::Int(v as i64)));
+                let res = tri!(ops::binary(op, r!(b), &Value::Int(k)));
                 setv(r!(a), res);
             }
             Instr::Bin { op, a, b, c } => {
