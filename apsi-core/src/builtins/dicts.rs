@@ -105,11 +105,7 @@ fn get(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     // `d.get(k)` and `d.get(k, default)` with a string or int key (counting
     // words, memo tables): the key's cached hash, no `HashKey`, no `Args`.
     if kw.is_empty() && (1..=2).contains(&rest.len()) {
-        let found = match &rest[0] {
-            Value::Str(k) => Some(d.map.read().get_str(k).cloned()),
-            Value::Int(k) => Some(d.map.read().get_int(*k).cloned()),
-            _ => None,
-        };
+        let found = d.map.read().get_plain(&rest[0]).map(|v| v.cloned());
         if let Some(found) = found {
             return Ok(found.unwrap_or_else(|| rest.get(1).cloned().unwrap_or(Value::None)));
         }

@@ -162,7 +162,7 @@ const MAX_REPEAT_BYTES: usize = 1 << 30;
 /// The most elements one repetition may create.
 const MAX_REPEAT: usize = 1 << 27;
 
-fn repeat(seq: &Value, count: usize) -> VResult<Value> {
+pub(crate) fn repeat(seq: &Value, count: usize) -> VResult<Value> {
     let too_long = || err(ErrorKind::OverflowError, "repeated sequence is too long");
     // An empty sequence repeated any number of times is empty (and must
     // not loop `count` times doing nothing).

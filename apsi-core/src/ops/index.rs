@@ -95,12 +95,13 @@ fn slice_bounds(s: &SliceObj, n: i128) -> VResult<(i128, i128, i128, i128)> {
     Ok((start, stop, step, count))
 }
 
-fn pick<T: Clone>(items: &[T], s: &SliceObj) -> VResult<Vec<T>> {
+/// The items of `items[s]`; a step-1 slice is copied whole by `copy`.
+fn pick_with<T: Clone>(items: &[T], s: &SliceObj, copy: fn(&[T]) -> Vec<T>) -> VResult<Vec<T>> {
     let (start, _, step, count) = slice_indices(s, items.len())?;
     if step == 1 {
         return Ok(items
             .get(start as usize..start as usize + count)
-            .map(|r| r.to_vec())
+            .map(copy)
             .unwrap_or_default());
     }
     let mut out = Vec::with_capacity(count);
@@ -114,16 +115,13 @@ fn pick<T: Clone>(items: &[T], s: &SliceObj) -> VResult<Vec<T>> {
     Ok(out)
 }
 
+fn pick<T: Clone>(items: &[T], s: &SliceObj) -> VResult<Vec<T>> {
+    pick_with(items, s, <[T]>::to_vec)
+}
+
 /// `pick` for values: a step-1 slice copied with `clone_all`.
 fn pick_values(items: &[Value], s: &SliceObj) -> VResult<Vec<Value>> {
-    let (start, _, step, count) = slice_indices(s, items.len())?;
-    if step == 1 {
-        return Ok(items
-            .get(start as usize..start as usize + count)
-            .map(crate::value::clone_all)
-            .unwrap_or_default());
-    }
-    pick(items, s)
+    pick_with(items, s, crate::value::clone_all)
 }
 
 fn not_subscriptable(v: &Value) -> Exc {

@@ -14,9 +14,8 @@
 //! Invariant: no lock is held while the right operand is iterated (a
 //! generator runs Apsi code), and no two containers' locks are held at once.
 
-use crate::error::ErrorKind;
 use crate::syntax::ast::BinOp;
-use crate::value::{err, Caller, HashKey, VResult, Value};
+use crate::value::{Caller, HashKey, VResult, Value};
 
 /// `a op= b` done in place: `Some(Ok(()))` when `a` was changed, `None` when
 /// `a` is not a container this applies to (the caller computes `a op b`).
@@ -24,7 +23,7 @@ pub(crate) fn container(c: &mut dyn Caller, op: BinOp, a: &Value, b: &Value) -> 
     match (op, a) {
         (BinOp::Add, Value::List(l)) => Some(extend_list(c, l, b)),
         (BinOp::Mul, Value::List(l)) => match b {
-            Value::Int(_) | Value::Bool(_) => Some(repeat_list(l, b)),
+            Value::Int(_) | Value::Bool(_) => Some(repeat_list(a, l, b)),
             _ => None,
         },
         (BinOp::BitOr | BinOp::BitAnd | BinOp::Sub | BinOp::BitXor, Value::Set(s)) => match b {
@@ -50,35 +49,18 @@ fn extend_list(c: &mut dyn Caller, l: &crate::value::ListObj, b: &Value) -> VRes
     Ok(())
 }
 
-/// The most elements `xs *= n` may create (as `xs * n`).
-const MAX_REPEAT: usize = 1 << 27;
-
-fn repeat_list(l: &crate::value::ListObj, n: &Value) -> VResult<()> {
+/// `xs *= n`: `xs * n` (with its limits) moved into `xs`.
+fn repeat_list(a: &Value, l: &crate::value::ListObj, n: &Value) -> VResult<()> {
     let count = match n {
         Value::Int(i) => (*i).max(0) as usize,
         Value::Bool(b) => *b as usize,
         _ => 0,
     };
-    let mut items = l.items.write();
-    if count == 0 || items.is_empty() {
-        items.clear();
+    let Value::List(out) = super::arith::repeat(a, count)? else {
         return Ok(());
-    }
-    let total = items
-        .len()
-        .checked_mul(count)
-        .filter(|n| *n <= MAX_REPEAT)
-        .ok_or_else(|| err(ErrorKind::OverflowError, "repeated sequence is too long"))?;
-    let once = items.len();
-    items
-        .try_reserve_exact(total - once)
-        .map_err(|_| err(ErrorKind::OverflowError, "repeated sequence is too long"))?;
-    for _ in 1..count {
-        for i in 0..once {
-            let v = items[i].clone();
-            items.push(v);
-        }
-    }
+    };
+    let out = std::mem::take(&mut *out.items.write());
+    *l.items.write() = out;
     Ok(())
 }
 
@@ -120,6 +102,7 @@ fn update_dict(c: &mut dyn Caller, d: &crate::value::DictObj, b: &Value) -> VRes
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorKind;
     use crate::ops::Must;
     use crate::ops::NoCaller;
     use Value::Int as I;

@@ -186,6 +186,18 @@ impl DictMap {
         })
     }
 
+    /// `get` for a string or int key given as a plain value, by the
+    /// string's cached hash or the int itself (no `HashKey`): `None` for any
+    /// other key, which needs the general path (a struct's `__hash__`).
+    #[inline]
+    pub fn get_plain(&self, key: &Value) -> Option<Option<&Value>> {
+        match key {
+            Value::Str(k) => Some(self.get_str(k)),
+            Value::Int(k) => Some(self.get_int(*k)),
+            _ => None,
+        }
+    }
+
     pub fn get_mut(&mut self, key: &HashKey) -> Option<&mut Value> {
         let h = hash_key(key);
         let i = self.find(h, |k| k == key)?;
@@ -392,27 +404,6 @@ impl DictMap {
         let idx = self.push_entry(h, key, value);
         if self.place(h, idx as u32) {
             self.used += 1;
-        }
-    }
-
-    /// Keep the entries for which `keep` holds, in order (`s &= t`, `s -= t`).
-    pub fn retain_keys(&mut self, mut keep: impl FnMut(u64, &HashKey) -> bool) {
-        let before = self.len;
-        for e in self.entries.iter_mut() {
-            if let Some(k) = &e.key {
-                if !keep(e.hash, k) {
-                    e.key = None;
-                    e.value = Value::None;
-                    self.len -= 1;
-                }
-            }
-        }
-        if self.len != before {
-            if self.len == 0 {
-                self.clear();
-            } else {
-                self.rebuild(slots_for(self.len));
-            }
         }
     }
 

@@ -765,27 +765,6 @@ impl StrSource for &String {
     }
 }
 
-impl StrSource for Box<str> {
-    fn text(&self) -> &str {
-        self
-    }
-    fn into_obj(self) -> StrObj {
-        StrObj::new(self.into_string())
-    }
-}
-
-impl StrSource for std::borrow::Cow<'_, str> {
-    fn text(&self) -> &str {
-        self
-    }
-    fn into_obj(self) -> StrObj {
-        match self {
-            std::borrow::Cow::Borrowed(t) => StrObj::from_text(t),
-            std::borrow::Cow::Owned(t) => StrObj::new(t),
-        }
-    }
-}
-
 /// A growable list, shared by reference.
 pub struct ListObj {
     pub items: VLock<Vec<Value>>,

@@ -320,8 +320,7 @@ fn cmp_fast(op: CmpOp, a: &Value, b: &Value) -> Option<bool> {
         // Strings compare by code points, which is UTF-8's byte order.
         // `==`/`!=` by identity, then the fixed-size inline buffers (`text_eq`).
         (Value::Str(x), Value::Str(y)) => match op {
-            CmpOp::Eq => Some(StrRef::ptr_eq(x, y) || x.text_eq(y)),
-            CmpOp::NotEq => Some(!(StrRef::ptr_eq(x, y) || x.text_eq(y))),
+            CmpOp::Eq | CmpOp::NotEq => Some((StrRef::ptr_eq(x, y) || x.text_eq(y)) == (op == CmpOp::Eq)),
             _ => cmp_ordered(op, x.as_str(), y.as_str()),
         },
         _ => None,
@@ -1808,11 +1807,11 @@ impl Executor {
                                 // key: looked up in place (no Apsi code can run).
                                 if let (Value::Dict(d), 1..=2) = (&*r!(a as usize + 1), n) {
                                     if (key, i) == crate::builtins::method_slots::DICT_GET {
-                                        let found = match &*r!(a as usize + 2) {
-                                            Value::Str(k) => Some(d.map.read().get_str(k).map(|v| v.dup_words())),
-                                            Value::Int(k) => Some(d.map.read().get_int(*k).map(|v| v.dup_words())),
-                                            _ => None,
-                                        };
+                                        let found = d
+                                            .map
+                                            .read()
+                                            .get_plain(r!(a as usize + 2))
+                                            .map(|v| v.map(Value::dup_words));
                                         if let Some(found) = found {
                                             let v = match found {
                                                 Some(v) => v,

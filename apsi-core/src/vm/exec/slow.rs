@@ -257,8 +257,8 @@ impl Executor {
         // both are owned copies and the registers are reloaded after.
         // `None` when the operation is not one of those.
         macro_rules! container_inplace {
-            ($op:expr, $b:expr, $c:expr) => {{
-                let (x, y) = (dup(r!($b)), dup(r!($c)));
+            ($op:expr, $x:expr, $y:expr) => {{
+                let (x, y): (Value, Value) = ($x, $y);
                 save_pc!();
                 let res = ops::inplace::container(self, $op, &x, &y);
                 refresh!();
@@ -266,6 +266,22 @@ impl Executor {
                     Some(Ok(())) => Some(x),
                     Some(Err(e)) => throw!(e),
                     None => None,
+                }
+            }};
+        }
+        // `b op c` for operands the fast paths leave: in place for a
+        // container the instruction writes back (`a op= b`), else
+        // `object_binary`.
+        macro_rules! object_bin {
+            ($op:expr, $b:expr, $c:expr) => {{
+                let done = if code.is_inplace(pc - 1) && is_mutable_container(r!($b)) {
+                    container_inplace!($op, dup(r!($b)), dup(r!($c)))
+                } else {
+                    None
+                };
+                match done {
+                    Some(v) => v,
+                    None => tri!(object_binary(code, pc - 1, $op, r!($b), r!($c))),
                 }
             }};
         }
@@ -377,13 +393,7 @@ impl Executor {
                     None if op == BinOp::Add && a == b && b != c && append_str_in_place(r!(b), r!(c)) => {
                         exit!(Flow::Next);
                     }
-                    None if code.is_inplace(pc - 1) && is_mutable_container(r!(b)) => {
-                        match container_inplace!(op, b, c) {
-                            Some(v) => v,
-                            None => tri!(object_binary(code, pc - 1, op, r!(b), r!(c))),
-                        }
-                    }
-                    None => tri!(object_binary(code, pc - 1, op, r!(b), r!(c))),
+                    None => object_bin!(op, b, c),
                 };
                 setv(r!(a), v);
             }
@@ -419,13 +429,7 @@ impl Executor {
                     None if matches!(&*r!(b), Value::Struct(_)) || matches!(&*r!(c), Value::Struct(_)) => {
                         struct_bin!(BinOp::Mul, dup(r!(b)), dup(r!(c)))
                     }
-                    None if code.is_inplace(pc - 1) && is_mutable_container(r!(b)) => {
-                        match container_inplace!(BinOp::Mul, b, c) {
-                            Some(v) => v,
-                            None => tri!(object_binary(code, pc - 1, BinOp::Mul, r!(b), r!(c))),
-                        }
-                    }
-                    None => tri!(object_binary(code, pc - 1, BinOp::Mul, r!(b), r!(c))),
+                    None => object_bin!(BinOp::Mul, b, c),
                 };
                 setv(r!(a), v);
             }
@@ -457,17 +461,9 @@ impl Executor {
                 }
                 if code.is_inplace(pc - 1) && is_mutable_container(r!(b)) {
                     // `xs += 1`: what `xs += it` says of an int (not iterable).
-                    let x = dup(r!(b));
-                    save_pc!();
-                    let res = ops::inplace::container(self, op, &x, &Value::Int(k));
-                    refresh!();
-                    match res {
-                        Some(Ok(())) => {
-                            setv(r!(a), x);
-                            exit!(Flow::Next);
-                        }
-                        Some(Err(e)) => throw!(e),
-                        None => {}
+                    if let Some(v) = container_inplace!(op, dup(r!(b)), Value::Int(k)) {
+                        setv(r!(a), v);
+                        exit!(Flow::Next);
                     }
                 }
                 if matches!(&*r!(b), Value::Object(_)) && code.is_inplace(pc - 1) {
@@ -486,13 +482,7 @@ impl Executor {
                     None if matches!(&*r!(b), Value::Struct(_)) || matches!(&*r!(c), Value::Struct(_)) => {
                         struct_bin!(op, dup(r!(b)), dup(r!(c)))
                     }
-                    None if code.is_inplace(pc - 1) && is_mutable_container(r!(b)) => {
-                        match container_inplace!(op, b, c) {
-                            Some(v) => v,
-                            None => tri!(object_binary(code, pc - 1, op, r!(b), r!(c))),
-                        }
-                    }
-                    None => tri!(object_binary(code, pc - 1, op, r!(b), r!(c))),
+                    None => object_bin!(op, b, c),
                 };
                 setv(r!(a), v);
             }
