@@ -6,7 +6,7 @@ use crate::error::Error;
 use crate::files;
 use crate::home::Home;
 use crate::installed::{self, Installed};
-use crate::manifest::{BackendManifest, MANIFEST};
+use crate::manifest::{BackendManifest, PythonDecl, MANIFEST};
 use std::path::PathBuf;
 
 /// What the loading side expects of a backend.
@@ -31,9 +31,15 @@ pub struct Want<'a> {
 pub struct Found {
     pub name: String,
     pub version: String,
-    /// The entry library, inside the verified package.
+    /// The entry, inside the verified package: the shared library to load,
+    /// or, for a Python backend, the worker module to run.
     pub library: PathBuf,
     pub symbol: String,
+    /// The package's folder (`store/pkg/<sha256>/NAME-VERSION`), verified.
+    pub dir: PathBuf,
+    /// The `[python]` table of a backend whose worker runs in Python (its
+    /// environment: [`crate::venv::python_env`]).
+    pub python: Option<PythonDecl>,
 }
 
 impl Found {
@@ -141,39 +147,60 @@ pub fn find(home: &Home, want: &Want<'_>) -> Result<Option<Found>, Error> {
         )));
     }
     let Some(entry) = &m.entry else {
-        return Err(Error::new("its manifest names no `entry` library")
+        return Err(Error::new("its manifest names no `entry` (its library or worker)")
             .package(label)
             .hint(reinstall(&rec)));
     };
     let pkg_dir = tree.join(rec.prefix());
     let library = pkg_dir.join(entry);
-    let inside = std::fs::canonicalize(&library)
-        .ok()
-        .zip(std::fs::canonicalize(&pkg_dir).ok())
-        .is_some_and(|(l, d)| l.starts_with(d) && l.is_file());
-    if !inside {
+    if !inside_package(&library, &pkg_dir) {
         return Err(
             Error::new(format!("its entry '{entry}' is not a file inside the package"))
                 .package(label)
                 .hint(reinstall(&rec)),
         );
     }
+    if let Some(py) = &m.python {
+        py.validate().map_err(|e| {
+            Error::new(format!("its manifest is not valid: {e}"))
+                .package(label.clone())
+                .hint(reinstall(&rec))
+        })?;
+        if !inside_package(&pkg_dir.join(&py.requirements), &pkg_dir) {
+            return Err(Error::new(format!(
+                "its [python] requirements '{}' is not a file inside the package",
+                py.requirements
+            ))
+            .package(label)
+            .hint(reinstall(&rec)));
+        }
+    }
     Ok(Some(Found {
         name: rec.name.clone(),
         version: rec.version.clone(),
         library,
         symbol: decl.symbol.clone(),
+        dir: pkg_dir,
+        python: m.python.clone(),
     }))
 }
 
+/// Whether `path` is a regular file inside `dir` once links are resolved.
+fn inside_package(path: &std::path::Path, dir: &std::path::Path) -> bool {
+    std::fs::canonicalize(path)
+        .ok()
+        .zip(std::fs::canonicalize(dir).ok())
+        .is_some_and(|(l, d)| l.starts_with(d) && l.is_file())
+}
+
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::installed::Installed;
 
     const SYM: &str = "apsi_test_v1";
 
-    fn want(target: &str) -> Want<'static> {
+    pub(crate) fn want(target: &str) -> Want<'static> {
         Want {
             provides: "test",
             abi: 1,
@@ -186,16 +213,23 @@ mod tests {
 
     /// Installs a backend package by hand, as `apsi pkg` lays it out.
     fn install(home: &Home, name: &str, extra: &str) {
+        install_with(home, name, "libt.so", extra, &[("libt.so", b"not really a library")]);
+    }
+
+    /// [`install`] with the entry and the files given.
+    pub(crate) fn install_with(home: &Home, name: &str, entry: &str, extra: &str, files: &[(&str, &[u8])]) {
         let cksum = format!("{:0>64}", name.len());
         let tree = home.tree(&cksum);
         let dir = tree.join(format!("{name}-1.0.0"));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(
             dir.join(MANIFEST),
-            format!("name = \"{name}\"\nversion = \"1.0.0\"\nkind = \"backend\"\nentry = \"libt.so\"\n{extra}"),
+            format!("name = \"{name}\"\nversion = \"1.0.0\"\nkind = \"backend\"\nentry = \"{entry}\"\n{extra}"),
         )
         .unwrap();
-        std::fs::write(dir.join("libt.so"), b"not really a library").unwrap();
+        for (f, bytes) in files {
+            std::fs::write(dir.join(f), bytes).unwrap();
+        }
         std::fs::write(tree.join(files::MARKER), "").unwrap();
         files::write(&tree).unwrap();
         let rec = Installed {
@@ -215,7 +249,7 @@ mod tests {
         .unwrap();
     }
 
-    const OK: &str = "target = \"x86_64-linux-gnu\"\nrequires = \"^2.0\"\n[backend]\nprovides = \"test\"\nsymbol = \"apsi_test_v1\"\nabi = 1\n";
+    pub(crate) const OK: &str = "target = \"x86_64-linux-gnu\"\nrequires = \"^2.0\"\n[backend]\nprovides = \"test\"\nsymbol = \"apsi_test_v1\"\nabi = 1\n";
 
     fn refusal(extra: &str, target: &str) -> Error {
         let t = tempfile::tempdir().unwrap();
@@ -285,5 +319,53 @@ mod tests {
         install(&home, "tb-other", OK);
         let e = find(&home, &want("x86_64-linux-gnu")).unwrap_err();
         assert!(e.message.contains("tb 1.0.0, tb-other 1.0.0"), "{e}");
+    }
+
+    /// A backend whose worker is a Python module, with its `[python]` table.
+    pub(crate) const PY: &str = "target = \"x86_64-linux-gnu\"\nrequires = \"^2.0\"\n[backend]\nprovides = \"test\"\nsymbol = \"apsi_test_v1\"\nabi = 1\n[python]\nrequirements = \"requirements.txt\"\nversion = \"3.11\"\n";
+
+    #[test]
+    fn a_python_backend_is_found_with_its_python_table() {
+        let t = tempfile::tempdir().unwrap();
+        let home = Home::at(t.path());
+        install_with(
+            &home,
+            "torch",
+            "apsi_torch.py",
+            PY,
+            &[("apsi_torch.py", b"print(1)\n"), ("requirements.txt", b"")],
+        );
+        let f = find(&home, &want("x86_64-linux-gnu")).unwrap().unwrap();
+        assert!(f.library.ends_with("torch-1.0.0/apsi_torch.py"));
+        assert!(f.dir.ends_with("torch-1.0.0"));
+        let py = f.python.unwrap();
+        assert_eq!(
+            (py.requirements.as_str(), py.version.as_str()),
+            ("requirements.txt", "3.11")
+        );
+    }
+
+    #[test]
+    fn a_python_backend_without_its_requirements_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let home = Home::at(t.path());
+        install_with(&home, "torch", "apsi_torch.py", PY, &[("apsi_torch.py", b"print(1)\n")]);
+        let e = find(&home, &want("x86_64-linux-gnu")).unwrap_err();
+        assert!(
+            e.message
+                .contains("[python] requirements 'requirements.txt' is not a file inside the package"),
+            "{e}"
+        );
+        let t = tempfile::tempdir().unwrap();
+        let home = Home::at(t.path());
+        install_with(
+            &home,
+            "torch",
+            "apsi_torch.py",
+            &PY.replace("\"3.11\"", "\"3\""),
+            &[("apsi_torch.py", b""), ("requirements.txt", b"")],
+        );
+        let e = find(&home, &want("x86_64-linux-gnu")).unwrap_err();
+        assert!(e.message.contains("minor version"), "{e}");
     }
 }

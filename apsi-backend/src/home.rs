@@ -13,6 +13,9 @@
 //!   store/.lock                         the store lock (holds the holder's pid)
 //!   packages/<name> -> ../store/pkg/<sha256>/<name>-<version>
 //!   installed/<name>.json               what is installed, from which registry
+//!   venvs/<name>/                       the Python environment of a package with a
+//!                                       [python] table, with .apsi-requirements.sha256
+//!   venvs/.<name>.tmp-<pid>             one being created (renamed into place when done)
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -58,6 +61,10 @@ impl Home {
     }
     pub fn installed(&self) -> PathBuf {
         self.root.join("installed")
+    }
+    /// The Python environments of installed packages (`venvs/NAME`).
+    pub fn venvs(&self) -> PathBuf {
+        self.root.join("venvs")
     }
     pub fn config_file(&self) -> PathBuf {
         self.root.join("config.toml")

@@ -12,9 +12,15 @@
 //! the GPU crate can use it without pulling in the package client; the
 //! client (`apsi-pkg`) writes the records this crate reads.
 //!
+//! A backend whose worker runs in Python (the PyTorch backend) has a
+//! `[python]` table; [`python_env`] gives the interpreter of the virtual
+//! environment `apsi pkg` made for it, after checking that environment was
+//! finished for the installed package's requirements.
+//!
 //! Modules: [`digest`] (sha256), [`home`] (the `$APSI_HOME` layout),
 //! [`installed`] (`installed/NAME.json`), [`files`] (the per-file record),
-//! [`manifest`] (the part of `apsi-package.toml` a loader needs), [`find`].
+//! [`manifest`] (the part of `apsi-package.toml` a loader needs), [`find`],
+//! [`venv`] (the Python environment of a Python backend).
 
 pub mod digest;
 pub mod error;
@@ -23,9 +29,11 @@ pub mod find;
 pub mod home;
 pub mod installed;
 pub mod manifest;
+pub mod venv;
 
 pub use error::Error;
 pub use find::{find, Found, Want};
+pub use venv::python_env;
 
 /// This crate's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

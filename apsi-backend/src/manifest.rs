@@ -1,6 +1,7 @@
 //! The part of `apsi-package.toml` a loader reads: the `[backend]` table
-//! (which kind of backend, which C-ABI symbol at which version) and the
-//! fields checked before loading. `apsi-pkg` validates whole manifests when
+//! (which kind of backend, which C-ABI symbol at which version), the
+//! optional `[python]` table of a backend whose worker runs in Python, and
+//! the fields checked before loading. `apsi-pkg` validates whole manifests when
 //! packages are built and installed; this reads one that was installed.
 
 use crate::error::Error;
@@ -44,6 +45,63 @@ impl BackendDecl {
     }
 }
 
+/// `[python]`: a backend whose worker runs in Python, in a virtual
+/// environment `apsi pkg` creates at install from the package's pinned,
+/// hash-checked requirements (`$APSI_HOME/venvs/NAME`, see [`crate::venv`]).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PythonDecl {
+    /// The requirements file inside the package: every distribution pinned
+    /// `==` with `--hash=sha256:` lines (pip's `--require-hashes` format).
+    #[serde(default = "requirements_txt")]
+    pub requirements: String,
+    /// The Python minor version the pinned wheels are for, e.g. `3.11`.
+    pub version: String,
+}
+
+fn requirements_txt() -> String {
+    "requirements.txt".into()
+}
+
+impl PythonDecl {
+    /// Checks the table's own fields: `requirements` a relative path inside
+    /// the package, `version` of the form `3.N`.
+    pub fn validate(&self) -> Result<(), String> {
+        if !plain_relative(&self.requirements) {
+            return Err(format!(
+                "[python] requirements '{}' must be a relative path inside the package",
+                self.requirements
+            ));
+        }
+        if python_minor(&self.version).is_none() {
+            return Err(format!(
+                "[python] version '{}' must be a Python minor version such as \"3.11\"",
+                self.version
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `(major, minor)` of a version written `MAJOR.MINOR` (digits only).
+pub fn python_minor(v: &str) -> Option<(u32, u32)> {
+    let (a, b) = v.split_once('.')?;
+    let digits = |s: &str| !s.is_empty() && s.len() <= 4 && s.bytes().all(|c| c.is_ascii_digit());
+    if !digits(a) || !digits(b) {
+        return None;
+    }
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+/// A non-empty relative path of plain components (no `..`, no root, no backslash).
+pub fn plain_relative(p: &str) -> bool {
+    !p.is_empty()
+        && !p.contains('\\')
+        && Path::new(p)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+}
+
 /// What the loader needs of an installed backend's manifest.
 #[derive(Debug, Clone, Deserialize)]
 pub struct BackendManifest {
@@ -58,6 +116,8 @@ pub struct BackendManifest {
     pub entry: Option<String>,
     #[serde(default)]
     pub backend: Option<BackendDecl>,
+    #[serde(default)]
+    pub python: Option<PythonDecl>,
 }
 
 fn any() -> String {
@@ -74,5 +134,46 @@ impl BackendManifest {
             std::fs::read_to_string(&p).map_err(|e| Error::new(format!("cannot read '{}': {e}", p.display())))?;
         toml::from_str(&text)
             .map_err(|e| Error::new(format!("'{}' is not a valid manifest: {}", p.display(), e.message())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_python_table_is_read_and_checked() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(
+            t.path().join(MANIFEST),
+            "name = \"torch\"\nversion = \"1.0.0\"\nkind = \"backend\"\nentry = \"w.py\"\n[python]\nversion = \"3.11\"\n",
+        )
+        .unwrap();
+        let m = BackendManifest::load(t.path()).unwrap();
+        let p = m.python.unwrap();
+        assert_eq!(p.requirements, "requirements.txt");
+        assert!(p.validate().is_ok());
+        let bad = |r: &str, v: &str| {
+            PythonDecl {
+                requirements: r.into(),
+                version: v.into(),
+            }
+            .validate()
+            .unwrap_err()
+        };
+        assert!(bad("../r.txt", "3.11").contains("inside the package"));
+        assert!(bad("/etc/r.txt", "3.11").contains("inside the package"));
+        assert!(bad("r.txt", "3").contains("minor version"));
+        assert!(bad("r.txt", "3.11.2").contains("minor version"));
+        assert_eq!(python_minor("3.11"), Some((3, 11)));
+        std::fs::write(
+            t.path().join(MANIFEST),
+            "name = \"t\"\nversion = \"1.0.0\"\nkind = \"backend\"\n[python]\nversion = \"3.11\"\nextra = 1\n",
+        )
+        .unwrap();
+        assert!(
+            BackendManifest::load(t.path()).is_err(),
+            "unknown fields of [python] are refused"
+        );
     }
 }

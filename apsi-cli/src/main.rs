@@ -22,6 +22,8 @@ mod run;
 mod session;
 mod signals;
 mod term;
+#[cfg(all(feature = "layers", feature = "python"))]
+mod torch_driver;
 
 use std::process::ExitCode;
 

@@ -78,6 +78,8 @@ pub fn compiled_in() -> Vec<ModuleDescriptor> {
     out.push(apsi_random::module());
     #[cfg(feature = "layers")]
     out.push(apsi_layers::module());
+    #[cfg(all(feature = "layers", feature = "python"))]
+    apsi_layers::backend::install_torch_driver(std::sync::Arc::new(crate::torch_driver::Driver::new()));
     #[cfg(feature = "plot")]
     out.push(apsi_plot::module());
     out

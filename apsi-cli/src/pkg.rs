@@ -137,6 +137,19 @@ impl Reporter for Bars {
             b.finish_and_clear();
         }
     }
+    fn note(&self, line: &str) {
+        let _ = self.multi.println(line);
+    }
+}
+
+/// No bars (stderr is not a terminal, or `--json`), but the news of a long
+/// step (creating a Python environment) still goes to stderr.
+struct Notes;
+
+impl Reporter for Notes {
+    fn note(&self, line: &str) {
+        eprintln!("{line}");
+    }
 }
 
 fn fail(e: &PkgError) -> u8 {
@@ -212,7 +225,7 @@ fn run(a: &Args) -> Result<u8, PkgError> {
         opts.jobs = j;
     }
     let bars;
-    let quiet = ops::Quiet;
+    let quiet = Notes;
     let reporter: &dyn Reporter = if std::io::stderr().is_terminal() && !a.json {
         bars = Bars {
             multi: indicatif::MultiProgress::new(),
@@ -259,8 +272,8 @@ fn run(a: &Args) -> Result<u8, PkgError> {
             if a.pos.is_empty() {
                 return Err(usage("'apsi pkg remove' needs at least one NAME"));
             }
-            for n in ctx.remove(&a.pos)? {
-                println!("removed {n}");
+            for r in ctx.remove_all(&a.pos)? {
+                println!("{r}");
             }
             Ok(0)
         }
@@ -339,6 +352,9 @@ fn report_install(r: &ops::Report, project: Option<&Project>) {
     }
     for i in &r.installed {
         println!("installed {} {} ({}, {})", i.name, i.version, i.kind, i.target);
+    }
+    for e in &r.python_envs {
+        println!("{e}");
     }
     if r.lock_written {
         if let Some(p) = project {

@@ -184,6 +184,13 @@ fn guard_names_every_missing_flag() {
 }
 
 #[test]
+fn guard_names_check_torch() {
+    std::env::remove_var("APSI_TORCH_PYTHON");
+    insta::assert_snapshot!(rendered("guard_check_torch.apsi", &env(&[])));
+    assert_eq!(kinds("guard_check_torch.apsi", &env(&["python"])), vec![]);
+}
+
+#[test]
 fn guard_respects_allowed_flags() {
     assert_eq!(kinds("guard.apsi", &env(&["python", "net"])), vec![]);
     let out = rendered("guard.apsi", &env(&["python"]));

@@ -10,7 +10,7 @@ use apsi_core::api::{err, BinOp, ErrorKind, VResult};
 /// Rows `lo..hi` of a projection's weight (and bias) applied to `x`.
 fn project(x: &Tensor, w: &Tensor, b: Option<&Tensor>, lo: usize, hi: usize) -> VResult<Tensor> {
     let wr = ops::range_of(w, 0, lo, hi)?;
-    let y = ops::matmul(x, &ops::transpose(&wr)?)?;
+    let y = ops::mm(x, &ops::transpose(&wr)?)?;
     match b {
         Some(b) => ops::add(&y, &ops::range_of(b, 0, lo, hi)?),
         None => Ok(y),
@@ -54,7 +54,7 @@ pub fn forward(l: &Layer, q: &Tensor, k: &Tensor, v: &Tensor, heads: usize, caus
     let qh = split_heads(&project(q, w_in, b_in, 0, dim)?, heads)?;
     let kh = split_heads(&project(k, w_in, b_in, dim, 2 * dim)?, heads)?;
     let vh = split_heads(&project(v, w_in, b_in, 2 * dim, 3 * dim)?, heads)?;
-    let mut scores = ops::scalar(BinOp::Div, &ops::matmul(&qh, &ops::transpose(&kh)?)?, (d as f64).sqrt())?;
+    let mut scores = ops::scalar(BinOp::Div, &ops::mm(&qh, &ops::transpose(&kh)?)?, (d as f64).sqrt())?;
     if causal {
         let mut mask = vec![0.0; tq * tk];
         for i in 0..tq {
@@ -65,9 +65,9 @@ pub fn forward(l: &Layer, q: &Tensor, k: &Tensor, v: &Tensor, heads: usize, caus
         scores = ops::add(&scores, &ops::constant(mask, vec![tq, tk], scores.dtype)?)?;
     }
     let att = ops::softmax_last(&scores)?;
-    let o = ops::matmul(&att, &vh)?;
+    let o = ops::mm(&att, &vh)?;
     let o = ops::reshape(&ops::permute(&o, &[0, 2, 1, 3])?, vec![n, tq, dim])?;
-    let y = ops::matmul(&o, &ops::transpose(w_out)?)?;
+    let y = ops::mm(&o, &ops::transpose(w_out)?)?;
     match b_out {
         Some(b) => ops::add(&y, b),
         None => Ok(y),

@@ -6,8 +6,8 @@
 //! a backend chosen at run time is checked here, before any worker starts.
 
 use apsi_core::api::{err, ErrorKind, ErrorObj, VResult, Value};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 static PYTHON_ALLOWED: AtomicBool = AtomicBool::new(false);
 
@@ -41,33 +41,45 @@ pub fn resolve(who: &str, v: Option<&Value>) -> VResult<Backend> {
     }
 }
 
-/// `$APSI_HOME/packages` (default `~/.apsi/packages`).
-fn packages_dir() -> Option<PathBuf> {
-    if let Some(home) = std::env::var_os("APSI_HOME").filter(|h| !h.is_empty()) {
-        return Some(PathBuf::from(home).join("packages"));
-    }
-    let home = std::env::var_os("HOME")?;
-    Some(PathBuf::from(home).join(".apsi").join("packages"))
+/// What runs PyTorch for this process: installed by the embedder
+/// (apsi-cli), which owns the Python worker and the package lookup, since a
+/// module crate depends on apsi-core only (ARCHITECTURE.md, "Dependency
+/// rule").
+pub trait TorchDriver: Send + Sync {
+    /// Where PyTorch comes from (`APSI_TORCH_PYTHON=…` or the package and
+    /// its environment), or the error that says why none may be used:
+    /// `ModuleNotFoundError` when no backend is installed.
+    fn locate(&self) -> VResult<String>;
+    /// Calls `apsi_torch.FUNC(*args)` in the backend's worker
+    /// (apsi-torch/apsi_torch.py) and returns its value.
+    fn call(&self, func: &str, args: Vec<Value>) -> VResult<Value>;
 }
 
-/// Where the PyTorch backend would come from, if anywhere.
-pub fn torch_source() -> Option<String> {
-    if let Some(p) = std::env::var_os("APSI_TORCH_PYTHON").filter(|p| !p.is_empty()) {
-        return Some(format!("APSI_TORCH_PYTHON={}", PathBuf::from(p).display()));
-    }
-    let dir = packages_dir()?;
-    ["torch", "torch-cuda"]
-        .iter()
-        .map(|n| dir.join(n))
-        .find(|p| p.exists())
-        .map(|p| p.display().to_string())
+static DRIVER: OnceLock<Arc<dyn TorchDriver>> = OnceLock::new();
+
+/// Installs the process's PyTorch driver (once; later calls are ignored).
+pub fn install_torch_driver(d: Arc<dyn TorchDriver>) {
+    let _ = DRIVER.set(d);
 }
 
 const INSTALL_HINT: &str = "install it with: apsi pkg install torch (or apsi pkg install torch-cuda for NVIDIA GPUs)";
 
-/// The error for `backend="torch"` in this build: no permission, no package,
-/// or a package this version of `layers` cannot drive yet.
-pub fn torch_unavailable(who: &str) -> VResult<Value> {
+fn not_installed() -> apsi_core::api::Exc {
+    ErrorObj::with_hint(
+        ErrorKind::ModuleNotFoundError,
+        "the PyTorch backend is not installed",
+        INSTALL_HINT,
+    )
+}
+
+/// Where the PyTorch backend comes from, if anywhere (`apsi doctor`, errors).
+pub fn torch_source() -> Option<String> {
+    DRIVER.get().and_then(|d| d.locate().ok())
+}
+
+/// The driver for `who(backend="torch")`, after the permission check and
+/// the package lookup: the errors LAYERS.md §7 names.
+pub fn torch(who: &str) -> VResult<Arc<dyn TorchDriver>> {
     if !PYTHON_ALLOWED.load(Ordering::SeqCst) {
         return Err(ErrorObj::with_hint(
             ErrorKind::PermissionError,
@@ -77,18 +89,7 @@ pub fn torch_unavailable(who: &str) -> VResult<Value> {
             ),
         ));
     }
-    match torch_source() {
-        None => Err(ErrorObj::with_hint(
-            ErrorKind::ModuleNotFoundError,
-            "the PyTorch backend is not installed",
-            INSTALL_HINT,
-        )),
-        Some(src) => Err(err(
-            ErrorKind::NotImplementedError,
-            format!(
-                "{who}(backend=\"torch\"): apsi-layers {} cannot drive the PyTorch backend yet (found {src}); backend=\"cpu\" trains the same model on Apsi's own engine",
-                crate::VERSION
-            ),
-        )),
-    }
+    let d = DRIVER.get().ok_or_else(not_installed)?;
+    d.locate()?;
+    Ok(d.clone())
 }

@@ -14,7 +14,7 @@ use crate::model::{collect, expect_model, Swap};
 use crate::ops;
 use crate::optim::{default_adam, optimizer_of};
 use crate::progress::Progress;
-use crate::train::{FitRng, Mode, Rng};
+use crate::train::{Autocast, FitRng, Mode, Rng};
 use apsi_core::api::tensor::{backward, concat, leaf, shape_str, tensor_value, uniform, DType, Tensor};
 use apsi_core::api::{
     err, hash_key, iterate, record_type, Args, Caller, DictMap, ErrorKind, Kwargs, StructType, VResult, Value,
@@ -23,12 +23,12 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 /// The training data: tensors cut into batches, or batches as they come.
-pub enum Data {
+pub(crate) enum Data {
     Arrays(Tensor, Tensor),
     Batches(Value),
 }
 
-fn data_arg(c: &mut dyn Caller, who: &str, what: &str, v: &Value) -> VResult<Data> {
+pub(crate) fn data_arg(c: &mut dyn Caller, who: &str, what: &str, v: &Value) -> VResult<Data> {
     if let Value::Tuple(t) = v {
         if t.0.len() == 2 {
             let x = tensor_arg(c, who, &t.0[0])?;
@@ -113,13 +113,13 @@ fn batches(
 
 /// Correct answers (or summed errors) and how many were counted.
 #[derive(Default, Clone, Copy)]
-struct Tally {
+pub(crate) struct Tally {
     sum: f64,
     count: f64,
 }
 
 #[derive(Clone, Copy, PartialEq)]
-enum Metric {
+pub(crate) enum Metric {
     Accuracy,
     Mae,
     Mse,
@@ -146,7 +146,7 @@ fn metric_of(who: &str, v: &Value) -> VResult<Metric> {
     }
 }
 
-fn metric_name(m: Metric) -> &'static str {
+pub(crate) fn metric_name(m: Metric) -> &'static str {
     match m {
         Metric::Accuracy => "accuracy",
         Metric::Mae => "mae",
@@ -154,7 +154,7 @@ fn metric_name(m: Metric) -> &'static str {
     }
 }
 
-fn metrics_arg(who: &str, v: Option<&Value>, default: &[Metric]) -> VResult<Vec<Metric>> {
+pub(crate) fn metrics_arg(who: &str, v: Option<&Value>, default: &[Metric]) -> VResult<Vec<Metric>> {
     match v {
         None | Some(Value::None) => Ok(default.to_vec()),
         Some(Value::List(l)) => l.items.read().iter().map(|m| metric_of(who, m)).collect(),
@@ -245,7 +245,7 @@ fn tally(m: Metric, pred: &Tensor, target: &Tensor) -> VResult<Tally> {
 
 // ---- History
 
-fn history_type() -> Arc<StructType> {
+pub(crate) fn history_type() -> Arc<StructType> {
     static T: OnceLock<Arc<StructType>> = OnceLock::new();
     T.get_or_init(|| {
         record_type(
@@ -265,11 +265,11 @@ fn history_type() -> Arc<StructType> {
     .clone()
 }
 
-fn floats(v: &[f64]) -> Value {
+pub(crate) fn floats(v: &[f64]) -> Value {
     Value::list(v.iter().map(|&x| Value::Float(x)).collect())
 }
 
-fn dict_of(pairs: Vec<(String, Value)>) -> VResult<Value> {
+pub(crate) fn dict_of(pairs: Vec<(String, Value)>) -> VResult<Value> {
     let d = Value::dict(DictMap::new());
     if let Value::Dict(o) = &d {
         let mut w = o.map.write();
@@ -283,7 +283,7 @@ fn dict_of(pairs: Vec<(String, Value)>) -> VResult<Value> {
 
 // ---- common arguments
 
-fn device_arg(who: &str, v: Option<&Value>) -> VResult<String> {
+pub(crate) fn device_arg(who: &str, v: Option<&Value>) -> VResult<String> {
     match v {
         None | Some(Value::None) => Ok("auto".into()),
         Some(Value::Str(s)) => Ok(s.as_str().to_string()),
@@ -297,15 +297,19 @@ fn device_arg(who: &str, v: Option<&Value>) -> VResult<String> {
     }
 }
 
-/// The dtype computations run in, and its name for `History.precision`.
-fn precision_arg(who: &str, v: Option<&Value>, model_dtype: DType) -> VResult<(DType, String)> {
+/// How the cpu backend computes (LAYERS.md §5): the name for
+/// `History.precision`, the format matmul and convolution operands are
+/// rounded to (mixed precision), and whether losses are scaled (fp16).
+pub(crate) struct Precision {
+    pub name: String,
+    pub autocast: Option<DType>,
+    pub scaled: bool,
+}
+
+fn precision_arg(who: &str, v: Option<&Value>, model_dtype: DType) -> VResult<Precision> {
+    let own = if model_dtype == DType::F64 { "fp64" } else { "fp32" };
     let name = match v {
-        None | Some(Value::None) => {
-            return Ok((
-                model_dtype,
-                if model_dtype == DType::F64 { "fp64" } else { "fp32" }.into(),
-            ))
-        }
+        None | Some(Value::None) => own.to_string(),
         Some(Value::Str(s)) => s.as_str().to_string(),
         Some(other) => {
             return Err(err(
@@ -317,15 +321,35 @@ fn precision_arg(who: &str, v: Option<&Value>, model_dtype: DType) -> VResult<(D
             ))
         }
     };
+    let plain = |name: String| Precision {
+        name,
+        autocast: None,
+        scaled: false,
+    };
     match name.as_str() {
-        "fp32" if model_dtype == DType::F32 => Ok((DType::F32, name)),
-        "fp64" if model_dtype == DType::F64 => Ok((DType::F64, name)),
-        "fp32" | "fp64" | "tf32" | "bf16" | "fp16" => Err(err(
+        n if n == own => Ok(plain(name)),
+        "tf32" if model_dtype == DType::F32 => {
+            warn_once(
+                &TF32_WARNED,
+                "precision=\"tf32\" uses TF32 tensor cores, which the cpu backend does not have: computing in fp32",
+            );
+            Ok(plain(name))
+        }
+        "bf16" => Ok(Precision {
+            name,
+            autocast: Some(DType::BF16),
+            scaled: false,
+        }),
+        "fp16" => Ok(Precision {
+            name,
+            autocast: Some(DType::F16),
+            scaled: true,
+        }),
+        "fp32" | "fp64" | "tf32" => Err(err(
             ErrorKind::NotImplementedError,
             format!(
-                "{who}: precision=\"{name}\" for a model of {} parameters is not supported on the cpu backend of apsi-layers {} yet (precision=none computes in the model's dtype)",
+                "{who}: precision=\"{name}\" for a model of {} parameters is not supported on the cpu backend (precision=none computes in the model's dtype; backend=\"torch\" computes in any format)",
                 model_dtype.name(),
-                crate::VERSION
             ),
         )),
         other => Err(err(
@@ -335,7 +359,63 @@ fn precision_arg(who: &str, v: Option<&Value>, model_dtype: DType) -> VResult<(D
     }
 }
 
-fn model_dtype(m: &Value) -> VResult<DType> {
+static TF32_WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// One line on stderr, the first time only.
+fn warn_once(flag: &std::sync::atomic::AtomicBool, text: &str) {
+    if !flag.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        eprintln!("warning: {text}");
+    }
+}
+
+/// fp16's dynamic loss scaling, with PyTorch's `GradScaler` defaults: the
+/// loss is multiplied by `scale` before the backward pass; a step whose
+/// gradients hold an inf or NaN is skipped and halves the scale, 2,000 good
+/// steps in a row double it.
+struct LossScale {
+    scale: f64,
+    good: u32,
+}
+
+impl LossScale {
+    const GROWTH_INTERVAL: u32 = 2000;
+
+    fn new() -> LossScale {
+        LossScale {
+            scale: 65536.0,
+            good: 0,
+        }
+    }
+
+    /// The unscaled gradients, or `None` (step skipped) when one is not finite.
+    fn unscale(&mut self, grads: Vec<Option<Tensor>>) -> VResult<Option<Vec<Option<Tensor>>>> {
+        let finite = grads
+            .iter()
+            .flatten()
+            .all(|g| ops::values(g).iter().all(|v| v.is_finite()));
+        if !finite {
+            self.scale /= 2.0;
+            self.good = 0;
+            return Ok(None);
+        }
+        let out = grads
+            .iter()
+            .map(|g| {
+                g.as_ref()
+                    .map(|g| ops::scalar(apsi_core::api::BinOp::Div, g, self.scale))
+                    .transpose()
+            })
+            .collect::<VResult<Vec<_>>>()?;
+        self.good += 1;
+        if self.good == Self::GROWTH_INTERVAL {
+            self.scale *= 2.0;
+            self.good = 0;
+        }
+        Ok(Some(out))
+    }
+}
+
+pub(crate) fn model_dtype(m: &Value) -> VResult<DType> {
     let ps = collect(m)?;
     match ps.first() {
         Some(p) => Ok(p.get()?.dtype),
@@ -379,9 +459,6 @@ pub fn f_fit(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let model = expect_model("fit", a.req(0)?)?.clone();
     let backend = backend::resolve("fit", a.opt(10))?;
     let loss = LossArg::from_value("fit", a.opt(2))?;
-    if backend == Backend::Torch {
-        return backend::torch_unavailable("fit");
-    }
     let data = data_arg(c, "fit", "data", a.req(1)?)?;
     if matches!(data, Data::Batches(_)) && (a.opt(5).is_some() || a.opt(6).is_some()) {
         return Err(err(
@@ -428,10 +505,30 @@ pub fn f_fit(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
         None => (uniform(1)[0] * 9_007_199_254_740_992.0) as u64,
     };
     let device = device_arg("fit", a.opt(11))?;
+    let progress = Progress::from_arg("fit", a.opt(14))?;
+    if backend == Backend::Torch {
+        let job = crate::torch::FitJob {
+            model: &model,
+            data: &data,
+            validation: validation.as_ref(),
+            loss: &loss,
+            optimizer: opt,
+            epochs: epochs as usize,
+            batch: batch as usize,
+            shuffle,
+            metrics: &metrics,
+            seed,
+            device,
+            precision: a.opt(12),
+            compile: a.bool_or(13, false)?,
+            progress,
+        };
+        return crate::torch::fit(c, job);
+    }
     check_cpu_device("fit", &device)?;
     let mdt = model_dtype(&model)?;
-    let (_dtype, precision) = precision_arg("fit", a.opt(12), mdt)?;
-    let progress = Progress::from_arg("fit", a.opt(14))?;
+    let prec = precision_arg("fit", a.opt(12), mdt)?;
+    let mut scale = prec.scaled.then(LossScale::new);
 
     let params = collect(&model)?;
     if params.is_empty() {
@@ -476,14 +573,22 @@ pub fn f_fit(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
                 let _swap = Swap::new(&params, &leaves)?;
                 let _mode = Mode::training();
                 let _fit_rng = FitRng::install(&mut rng);
+                let _cast = Autocast::new(prec.autocast);
                 let pred = forward_value(c, &model, xb.clone(), None)?;
                 let l = loss.compute(c, &pred, yb)?;
                 (l, pred)
             };
             let n = xb.shape().first().copied().unwrap_or(1);
             let lv = loss_t.first_f64();
-            let grads = backward(&loss_t, &leaves, false)?;
-            opt.step(&current, &grads)?;
+            match &mut scale {
+                None => opt.step(&current, &backward(&loss_t, &leaves, false)?)?,
+                Some(s) => {
+                    let scaled = ops::scalar(apsi_core::api::BinOp::Mul, &loss_t, s.scale)?;
+                    if let Some(grads) = s.unscale(backward(&scaled, &leaves, false)?)? {
+                        opt.step(&current, &grads)?;
+                    }
+                }
+            }
             loss_sum += lv * n as f64;
             rows += n;
             for (m, t) in metrics.iter().zip(tallies.iter_mut()) {
@@ -504,7 +609,7 @@ pub fn f_fit(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
         }
         let mut val_text = String::new();
         if let Some(v) = &validation {
-            let (vl, vt) = score(c, &model, v, Some(&loss), &metrics, 256)?;
+            let (vl, vt) = score(c, &model, v, Some(&loss), &metrics, 256, prec.autocast)?;
             let vl = vl.unwrap_or(f64::NAN);
             h_val.push(vl);
             val_text = format!("  val_loss {vl:.4}");
@@ -526,7 +631,7 @@ pub fn f_fit(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
         floats(&h_rps),
         Value::str("cpu"),
         Value::str("cpu"),
-        Value::str(precision),
+        Value::str(prec.name),
     ];
     c.call(&Value::StructType(history_type()), &fields, &[])
 }
@@ -540,8 +645,10 @@ fn score(
     loss: Option<&LossArg>,
     metrics: &[Metric],
     batch: usize,
+    autocast: Option<DType>,
 ) -> VResult<(Option<f64>, Vec<Tally>)> {
     let _mode = Mode::inference();
+    let _cast = Autocast::new(autocast);
     let bs = batches(c, "evaluate", data, batch, None)?;
     let (mut loss_sum, mut rows) = (0.0, 0usize);
     let mut tallies = vec![Tally::default(); metrics.len()];
@@ -579,9 +686,7 @@ pub fn f_evaluate(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
         ],
     )?;
     let model = expect_model("evaluate", a.req(0)?)?.clone();
-    if backend::resolve("evaluate", a.opt(5))? == Backend::Torch {
-        return backend::torch_unavailable("evaluate");
-    }
+    let backend = backend::resolve("evaluate", a.opt(5))?;
     let data = data_arg(c, "evaluate", "data", a.req(1)?)?;
     let metrics = metrics_arg("evaluate", a.opt(2), &[Metric::Accuracy])?;
     let loss = match a.opt(3) {
@@ -589,9 +694,13 @@ pub fn f_evaluate(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
         None => None,
     };
     let batch = a.int_or(4, 256)?.max(1) as usize;
+    if backend == Backend::Torch {
+        let device = device_arg("evaluate", a.opt(6))?;
+        return crate::torch::evaluate(c, &model, &data, loss.as_ref(), &metrics, batch, device, a.opt(7));
+    }
     check_cpu_device("evaluate", &device_arg("evaluate", a.opt(6))?)?;
-    precision_arg("evaluate", a.opt(7), model_dtype(&model)?)?;
-    let (l, tallies) = score(c, &model, &data, loss.as_ref(), &metrics, batch)?;
+    let prec = precision_arg("evaluate", a.opt(7), model_dtype(&model)?)?;
+    let (l, tallies) = score(c, &model, &data, loss.as_ref(), &metrics, batch, prec.autocast)?;
     let mut pairs: Vec<(String, Value)> = metrics
         .iter()
         .zip(&tallies)
@@ -612,9 +721,7 @@ pub fn f_predict(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Valu
         &["model", "x", "batch", "backend", "device", "precision"],
     )?;
     let model = expect_model("predict", a.req(0)?)?.clone();
-    if backend::resolve("predict", a.opt(3))? == Backend::Torch {
-        return backend::torch_unavailable("predict");
-    }
+    let backend = backend::resolve("predict", a.opt(3))?;
     let batch = a.int_or(2, 256)?;
     if batch < 1 {
         return Err(err(
@@ -622,8 +729,12 @@ pub fn f_predict(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Valu
             format!("predict: batch must be >= 1, not {batch}"),
         ));
     }
+    if backend == Backend::Torch {
+        let device = device_arg("predict", a.opt(4))?;
+        return crate::torch::predict(c, &model, a.req(1)?, batch as usize, device, a.opt(5));
+    }
     check_cpu_device("predict", &device_arg("predict", a.opt(4))?)?;
-    precision_arg("predict", a.opt(5), model_dtype(&model)?)?;
+    let prec = precision_arg("predict", a.opt(5), model_dtype(&model)?)?;
     let xv = a.req(1)?;
     let _mode = Mode::inference();
     let inputs: Vec<Tensor> = match apsi_core::api::tensor::as_tensor(xv) {
@@ -654,6 +765,7 @@ pub fn f_predict(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Valu
             .collect::<VResult<_>>()?,
     };
     let mut outs = Vec::with_capacity(inputs.len());
+    let _cast = Autocast::new(prec.autocast);
     for x in inputs {
         outs.push(ops::detach(&forward_value(c, &model, x, None)?));
     }

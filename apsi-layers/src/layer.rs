@@ -321,7 +321,7 @@ impl Layer {
             Kind::Dense { act, .. } => {
                 let x = self.input(&x)?;
                 let w = self.p(0)?;
-                let mut y = ops::matmul(&x, &ops::transpose(&w)?)?;
+                let mut y = ops::mm(&x, &ops::transpose(&w)?)?;
                 if let Some(b) = self.param(1) {
                     y = ops::add(&y, &b)?;
                 }
@@ -336,6 +336,7 @@ impl Layer {
                 let x = self.input(&x)?;
                 let w = self.p(0)?;
                 let b = self.param(1);
+                let (x, w) = (ops::mm_operand(&x)?, ops::mm_operand(&w)?);
                 let y = apsi_core::api::tensor::conv2d(&x, &w, b.as_ref(), *stride, *padding)
                     .map_err(|e| self.rename(path, e))?;
                 match act {

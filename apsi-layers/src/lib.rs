@@ -29,6 +29,8 @@ pub mod optim;
 pub mod progress;
 pub mod recurrent;
 pub mod save;
+pub(crate) mod torch;
+pub mod torch_check;
 pub mod train;
 
 use apsi_core::api::tensor::tensor_value;
@@ -62,6 +64,44 @@ fn f_gelu(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
         ops::cast(&x, apsi_core::api::tensor::DType::F32)?
     };
     Ok(tensor_value(act::gelu(&x, approximate)?))
+}
+
+/// `Module` (LAYERS.md §2, "Your own models"): an empty struct whose
+/// `__call__(self, *args)` is `self.forward(*args)`, so `struct
+/// Net(Module):` makes `net(x)` work as in PyTorch.
+fn module_type() -> std::sync::Arc<apsi_core::api::StructType> {
+    static T: std::sync::OnceLock<std::sync::Arc<apsi_core::api::StructType>> = std::sync::OnceLock::new();
+    T.get_or_init(|| {
+        let mut t = apsi_core::api::StructType::plain("Module", vec![], Default::default());
+        t.methods.insert("__call__".into(), native("__call__", module_call));
+        std::sync::Arc::new(t)
+    })
+    .clone()
+}
+
+fn module_call(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let forward = match args.first() {
+        Some(Value::Struct(s)) => match s.ty.method("forward") {
+            Some(f) => f.clone(),
+            None => {
+                return Err(apsi_core::api::err(
+                    apsi_core::api::ErrorKind::NotImplementedError,
+                    format!(
+                        "{} is a Module without forward(self, x): define it for {}(x) to run",
+                        s.ty.name,
+                        s.ty.name.to_lowercase()
+                    ),
+                ))
+            }
+        },
+        _ => {
+            return Err(apsi_core::api::err(
+                apsi_core::api::ErrorKind::TypeError,
+                "Module.__call__ needs an instance (self)",
+            ))
+        }
+    };
+    c.call(&forward, args, kw)
 }
 
 /// This module's own function values (`relu`, `gelu`), for rebuilding models.
@@ -115,5 +155,7 @@ pub fn module() -> ModuleDescriptor {
         .function("load_model", save::f_load_model)
         .function("load_weights", save::f_load_weights)
         .function("torch_module", export::f_torch_module)
+        .function("check_torch", torch_check::f_check_torch)
+        .constant("Module", Value::StructType(module_type()))
         .build()
 }

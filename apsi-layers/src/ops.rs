@@ -34,6 +34,20 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> VResult<Tensor> {
     t::matmul(a, b)
 }
 /// The last two axes swapped (a view).
+/// A matmul or convolution operand under mixed precision (`fit(…,
+/// precision="bf16")`, `train::Autocast`): rounded to the format (nearest
+/// even; fp16 overflows to inf) and kept in its own dtype, so the product
+/// accumulates in f32 (f64). The gradient passes through the rounding.
+pub fn mm_operand(x: &Tensor) -> VResult<Tensor> {
+    match crate::train::autocast() {
+        Some(f) if x.dtype.is_float() && x.dtype != f => cast(&cast(x, f)?, x.dtype),
+        _ => Ok(x.clone()),
+    }
+}
+/// `a @ b` with both operands through [`mm_operand`].
+pub fn mm(a: &Tensor, b: &Tensor) -> VResult<Tensor> {
+    matmul(&mm_operand(a)?, &mm_operand(b)?)
+}
 pub fn transpose(x: &Tensor) -> VResult<Tensor> {
     let n = x.ndim();
     if n < 2 {

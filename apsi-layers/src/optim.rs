@@ -230,6 +230,22 @@ impl Optimizer {
         self.state.lock().steps
     }
 
+    /// The (steps, epochs) counts the schedule reads.
+    pub fn counts(&self) -> (u64, u64) {
+        let s = self.state.lock();
+        (s.steps, s.epochs)
+    }
+
+    /// After training elsewhere (the torch backend, whose optimizer kept
+    /// its own moments): the counts it reached. The moments kept here no
+    /// longer belong to the weights, so they are dropped.
+    pub fn trained_elsewhere(&self, steps: u64, epochs: u64) {
+        let mut s = self.state.lock();
+        s.steps = steps;
+        s.epochs = epochs;
+        s.slots.clear();
+    }
+
     /// One update of `params` (in place) from `grads`; a missing gradient
     /// leaves its parameter (and its state) as they are.
     pub fn step(&self, params: &[Tensor], grads: &[Option<Tensor>]) -> VResult<()> {

@@ -7,12 +7,15 @@
 //! prelude generator (`seed(n)`). Both are per thread: a model runs on the
 //! thread that calls it.
 
-use apsi_core::api::tensor::{mix, uniform};
+use apsi_core::api::tensor::{mix, uniform, DType};
 use apsi_core::api::{ApsiObject, Caller, Protocols, VResult, Value};
 use std::cell::Cell;
 
 thread_local! {
     static TRAINING: Cell<bool> = const { Cell::new(false) };
+    /// The format matmul and convolution operands are rounded to under
+    /// mixed precision (`precision="bf16"`/`"fp16"`), when one is on.
+    static AUTOCAST: Cell<Option<DType>> = const { Cell::new(None) };
     /// The state of the running `fit`'s generator, when one runs.
     static FIT_RNG: Cell<Option<u64>> = const { Cell::new(None) };
 }
@@ -42,6 +45,31 @@ impl Mode {
 impl Drop for Mode {
     fn drop(&mut self) {
         TRAINING.with(|t| t.set(self.was));
+    }
+}
+
+/// The mixed-precision format of the running forward pass, if any.
+pub fn autocast() -> Option<DType> {
+    AUTOCAST.with(|a| a.get())
+}
+
+/// Rounds matmul and convolution operands to `format` until dropped (then
+/// restores what was before).
+pub struct Autocast {
+    was: Option<DType>,
+}
+
+impl Autocast {
+    pub fn new(format: Option<DType>) -> Autocast {
+        Autocast {
+            was: AUTOCAST.with(|a| a.replace(format)),
+        }
+    }
+}
+
+impl Drop for Autocast {
+    fn drop(&mut self) {
+        AUTOCAST.with(|a| a.set(self.was));
     }
 }
 

@@ -374,3 +374,75 @@ torch_module(net, \"net\")\n",
     );
     insta::assert_snapshot!(e);
 }
+
+/// Mixed precision on the cpu backend (LAYERS.md §5): matmul and
+/// convolution operands rounded to bf16/fp16 with f32 accumulation, master
+/// weights in f32; the same bits at 1 and 2 threads; fp16's loss scaling
+/// skips a step whose gradients overflow; tf32 is fp32 here.
+#[test]
+fn mixed_precision_rounds_operands_and_fp16_scales_the_loss() {
+    for prec in ["bf16", "fp16"] {
+        let src = TRAIN.replace("seed=3)", &format!("seed=3, precision=\"{prec}\")"))
+            + "print(h.precision, params(m)[0].dtype)\n";
+        let one = Program::new("mp1", &src)
+            .modules(vec![apsi_layers::module()])
+            .threads(1)
+            .run();
+        let two = Program::new("mp2", &src)
+            .modules(vec![apsi_layers::module()])
+            .threads(2)
+            .run();
+        assert!(one.result.is_ok(), "{:?}", one.rendered_error());
+        assert_eq!(one.out, two.out, "{prec}");
+        assert!(one.out.ends_with(&format!("{prec} f32\n")), "{}", one.out);
+        // Rounding happened: not the fp32 run's bits.
+        assert_ne!(one.out.lines().next(), run_ok("fp32", TRAIN).lines().next(), "{prec}");
+    }
+    // tf32 computes in fp32 on the cpu backend (one warning on stderr).
+    let tf32 = run_ok("tf32", &TRAIN.replace("seed=3)", "seed=3, precision=\"tf32\")"));
+    assert_eq!(tf32.lines().next(), run_ok("fp32b", TRAIN).lines().next());
+    // Operands past fp16's range are inf: every step is skipped, the weights stay.
+    let out = run_ok(
+        "overflow",
+        "use layers\n\
+m = Sequential([Dense(2, 1)])\n\
+set_params(m, [tensor([[1.0, 1.0]]), tensor([0.0])])\n\
+X = tensor([[1e5, 1e5], [2e5, 1e5]])\n\
+y = tensor([[1.0], [2.0]])\n\
+h = fit(m, (X, y), loss=\"mse\", optimizer=SGD(lr=0.1), epochs=3, batch=1, seed=0, precision=\"fp16\")\n\
+print(h.loss, params(m)[0].to_list())\n\
+h = fit(m, (X / 1e6, y), loss=\"mse\", optimizer=SGD(lr=0.1), epochs=1, batch=1, seed=0, precision=\"fp16\")\n\
+print(params(m)[0].to_list() != [[1.0, 1.0]])\n",
+    );
+    assert_eq!(out, "[inf, inf, inf] [[1.0, 1.0]]\ntrue\n");
+    // The cpu backend does not compute an f32 model in f64.
+    let e = error_of(
+        "fp64",
+        "use layers\nfit(Dense(2, 1), (ones((4, 2)), ones((4, 1))), loss=\"mse\", precision=\"fp64\")\n",
+    );
+    assert!(
+        e.contains("NotImplementedError") && e.contains("backend=\"torch\""),
+        "{e}"
+    );
+}
+
+/// `struct Net(Module):` makes `net(x)` run `forward`, as in PyTorch.
+#[test]
+fn a_module_struct_is_callable() {
+    let out = run_ok(
+        "module",
+        "use layers\n\
+struct Net(Module):\n    body: Dense\n    def forward(self, x):\n        return relu(self.body(x))\n\
+n = Net(Dense(2, 3))\n\
+x = ones((4, 2))\n\
+print(n(x).shape, (n(x) == n.forward(x)).all(), num_params(n))\n\
+h = fit(n, (x, ones((4, 3))), loss=\"mse\", epochs=2, seed=0)\n\
+print(len(h.loss))\n",
+    );
+    assert_eq!(out, "(4, 3) true 9\n2\n");
+    let e = error_of("no-forward", "use layers\nstruct Bad(Module):\n    a: int\nBad(1)(2)\n");
+    assert!(
+        e.contains("NotImplementedError: Bad is a Module without forward(self, x)"),
+        "{e}"
+    );
+}

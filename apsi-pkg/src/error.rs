@@ -26,6 +26,9 @@ pub enum ErrorKind {
     Io,
     /// A package is not installed / not known.
     NotFound,
+    /// Creating a package's Python environment failed: no Python of the
+    /// version it needs, `venv` or pip failed.
+    Python,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

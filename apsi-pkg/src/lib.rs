@@ -5,8 +5,10 @@
 //! [`trust`] (keys, roots, snapshots), [`archive`] (safe extraction and
 //! packing), [`transport`] (file:// and HTTP), [`session`] (a verified view
 //! of a registry), [`resolve`], [`manifest`] (apsi-package.toml, apsi.toml,
-//! apsi.lock), [`store`], and [`ops`] (what `apsi pkg` does). This crate does
-//! not talk to the terminal; the CLI does.
+//! apsi.lock), [`store`], [`ops`] (what `apsi pkg` does) and [`pyenv`] (the
+//! Python environment of a package with a `[python]` table). This crate does
+//! not talk to the terminal; the CLI does (pip, run to fill a Python
+//! environment, writes its own progress on stderr).
 
 pub mod archive;
 pub mod config;
@@ -18,6 +20,7 @@ pub mod index;
 pub mod manifest;
 pub mod ops;
 pub mod publish;
+pub mod pyenv;
 pub mod resolve;
 pub mod session;
 pub mod store;

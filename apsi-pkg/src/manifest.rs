@@ -4,7 +4,7 @@
 
 use crate::error::{err, io_err, ErrorKind, PkgError, Result};
 use crate::index::{check_name, check_target};
-pub use apsi_backend::manifest::BackendDecl;
+pub use apsi_backend::manifest::{BackendDecl, PythonDecl};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -30,6 +30,11 @@ pub struct PackageManifest {
     /// For backends: which kind they provide, and the C-ABI symbol and version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend: Option<BackendDecl>,
+    /// For backends whose worker runs in Python: the pinned, hash-checked
+    /// requirements and the Python minor version they are for; `apsi pkg
+    /// install` creates `$APSI_HOME/venvs/NAME` from them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<PythonDecl>,
     #[serde(default)]
     pub description: Option<String>,
     #[serde(default)]
@@ -93,11 +98,18 @@ impl PackageManifest {
                 .map_err(|e| PkgError::new(ErrorKind::Usage, format!("apsi-package.toml: {e}")))?,
             (None, _) => {}
         }
+        if let Some(p) = &m.python {
+            if m.kind != "backend" {
+                return err(
+                    ErrorKind::Usage,
+                    "apsi-package.toml: a [python] table belongs only in a package of kind 'backend'",
+                );
+            }
+            p.validate()
+                .map_err(|e| PkgError::new(ErrorKind::Usage, format!("apsi-package.toml: {e}")))?;
+        }
         if let Some(e) = &m.entry {
-            let p = std::path::Path::new(e);
-            let plain = !e.is_empty()
-                && p.components().all(|c| matches!(c, std::path::Component::Normal(_)))
-                && !e.contains('\\');
+            let plain = apsi_backend::manifest::plain_relative(e);
             if !plain {
                 return err(
                     ErrorKind::Usage,
@@ -272,6 +284,31 @@ mod tests {
             "name = \"b\"\nversion = \"1.0.0\"\nkind = \"backend\"\nentry = \"../x.so\"\n[backend]\nprovides = \"gpu\"\nsymbol = \"s\"\nabi = 1\n",
         );
         assert!(escaping.is_err());
+    }
+
+    #[test]
+    fn the_python_table_is_checked() {
+        let m = |extra: &str| {
+            PackageManifest::parse(&format!(
+                "name = \"torch\"\nversion = \"1.0.0\"\nkind = \"backend\"\nentry = \"apsi_torch.py\"\n[backend]\nprovides = \"torch\"\nsymbol = \"apsi_torch_v1\"\nabi = 1\n{extra}"
+            ))
+        };
+        let ok = m("[python]\nrequirements = \"requirements.txt\"\nversion = \"3.11\"\n").unwrap();
+        assert_eq!(ok.python.as_ref().unwrap().version, "3.11");
+        assert!(m("").unwrap().python.is_none());
+        let e = m("[python]\nrequirements = \"../r.txt\"\nversion = \"3.11\"\n").unwrap_err();
+        assert!(e.message.contains("inside the package"), "{e}");
+        let e = m("[python]\nversion = \"3\"\n").unwrap_err();
+        assert!(e.message.contains("minor version"), "{e}");
+        assert!(m("[python]\nversion = \"3.11\"\npip = \"x\"\n").is_err());
+        let e = PackageManifest::parse(
+            "name = \"mathx\"\nversion = \"1.0.0\"\nkind = \"library\"\n[python]\nversion = \"3.11\"\n",
+        )
+        .unwrap_err();
+        assert!(e.message.contains("only in a package of kind 'backend'"), "{e}");
+        // The table survives a round trip (apsi-registry build --target rewrites manifests).
+        let text = toml::to_string(&ok).unwrap();
+        assert_eq!(PackageManifest::parse(&text).unwrap(), ok);
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! fetch. Each operation opens a verified [`Session`], resolves, and works on
 //! the store under its lock. Nothing is unpacked before its length and
 //! sha256 match the signed index, and nothing is linked into
-//! `$APSI_HOME/packages` before its extraction completed.
+//! `$APSI_HOME/packages` before its extraction completed. A package with a
+//! `[python]` table gets its Python environment once it is linked
+//! ([`crate::pyenv`]).
 
 use crate::archive::{Limits, MARKER};
 use crate::config::RegistryConfig;
@@ -11,6 +13,7 @@ use crate::fsutil::{temp_sibling, write_atomic};
 use crate::home::Home;
 use crate::index::{download_path, IndexLine};
 use crate::manifest::{Lockfile, ProjectManifest};
+use crate::pyenv::{self, PythonEnv, Removed};
 use crate::resolve::{self, parse_req, Platform, Want};
 use crate::session::Session;
 use crate::store::Store;
@@ -43,6 +46,13 @@ pub struct Options {
     pub limits: Limits,
     /// The time (unix seconds) expiry is judged at; `None` is the clock's.
     pub now: Option<u64>,
+    /// The Python that creates packages' environments; `None`:
+    /// `$APSI_PYTHON`, else `python3`.
+    pub python: Option<PathBuf>,
+    /// Extra environment variables for `venv` and pip (on top of this
+    /// process's, e.g. `PIP_FIND_LINKS`), for callers that cannot set them
+    /// process-wide.
+    pub python_env: Vec<(String, String)>,
 }
 
 impl Default for Options {
@@ -56,6 +66,8 @@ impl Default for Options {
             net_timeout: crate::transport::timeout_from_env(),
             limits: Limits::default(),
             now: None,
+            python: None,
+            python_env: Vec::new(),
         }
     }
 }
@@ -65,6 +77,10 @@ pub trait Reporter: Sync {
     fn begin(&self, _name: &str, _total: u64) {}
     fn advance(&self, _name: &str, _done: u64) {}
     fn end(&self, _name: &str) {}
+    /// A line of news about a long step that is about to start (creating a
+    /// package's Python environment: pip then writes its own progress on
+    /// stderr).
+    fn note(&self, _line: &str) {}
 }
 
 /// A reporter that says nothing.
@@ -85,6 +101,9 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// Whether `apsi.lock` was written.
     pub lock_written: bool,
+    /// The Python environments of installed packages with a `[python]`
+    /// table: created, or found up to date (each `Display`s as one line).
+    pub python_envs: Vec<PythonEnv>,
 }
 
 /// A project: the folder with `apsi.toml` (and `apsi.lock`).
@@ -248,6 +267,23 @@ impl<'a> Ctx<'a> {
             }
         }
         report.warnings.extend(session.warnings.iter().cloned());
+        // Last: the packages are installed whatever happens here, and a
+        // failed environment is reported as such (the next install retries).
+        for rec in report.installed.clone() {
+            let env = pyenv::ensure(&self.home, &self.opts, self.reporter, &rec).map_err(|mut e| {
+                let again = format!(
+                    "{} itself is installed; `apsi pkg install {}` makes its environment again",
+                    rec.label(),
+                    rec.name
+                );
+                e.hint = Some(match e.hint.take() {
+                    Some(h) => format!("{h}\n  = note: {again}"),
+                    None => again,
+                });
+                e
+            })?;
+            report.python_envs.extend(env);
+        }
         Ok(report)
     }
 
@@ -396,8 +432,15 @@ impl<'a> Ctx<'a> {
         Ok(r)
     }
 
-    /// Removes installed packages (the store keeps them for offline reinstall).
+    /// Removes installed packages (the store keeps them for offline
+    /// reinstall), and their Python environments; the names removed.
     pub fn remove(&self, names: &[String]) -> Result<Vec<String>> {
+        Ok(self.remove_all(names)?.into_iter().map(|r| r.name).collect())
+    }
+
+    /// [`remove`](Self::remove), saying for each package whether a Python
+    /// environment (`$APSI_HOME/venvs/NAME`) went with it.
+    pub fn remove_all(&self, names: &[String]) -> Result<Vec<Removed>> {
         let store = self.store();
         let _guard = store.lock(self.opts.lock_timeout)?;
         let mut out = Vec::new();
@@ -405,7 +448,8 @@ impl<'a> Ctx<'a> {
             crate::index::check_name(n)?;
             let rec = self.home.installed().join(format!("{n}.json"));
             let link = self.home.packages().join(n);
-            if !rec.exists() && std::fs::symlink_metadata(&link).is_err() {
+            let env = apsi_backend::venv::dir(&self.home, n);
+            if !rec.exists() && std::fs::symlink_metadata(&link).is_err() && !env.exists() {
                 return Err(PkgError::new(ErrorKind::NotFound, format!("{n} is not installed"))
                     .hint("`apsi pkg list` shows what is"));
             }
@@ -420,7 +464,11 @@ impl<'a> Ctx<'a> {
             if rec.exists() {
                 std::fs::remove_file(&rec).map_err(|e| io_err("remove", &rec, &e))?;
             }
-            out.push(n.clone());
+            let python_env = pyenv::remove(&self.home, n, self.reporter)?;
+            out.push(Removed {
+                name: n.clone(),
+                python_env,
+            });
         }
         Ok(out)
     }
@@ -463,6 +511,7 @@ impl<'a> Ctx<'a> {
                     report.extracted.extend(r.extracted);
                     report.downloaded.extend(r.downloaded);
                     report.warnings.extend(r.warnings);
+                    report.python_envs.extend(r.python_envs);
                 }
                 report.warnings.dedup();
                 Ok(report)
@@ -582,6 +631,8 @@ pub fn verify(ctx: &Ctx<'_>, names: &[String]) -> Result<Vec<Verified>> {
                     changed.join(", "),
                     rec.name
                 ));
+            } else if let Some(p) = pyenv::problem(&ctx.home, &rec) {
+                problems.push(p);
             }
         }
         out.push(Verified {

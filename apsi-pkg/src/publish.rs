@@ -170,7 +170,10 @@ pub fn add_unless_published(reg: &Path, archive_path: &Path, same_is_fine: bool)
     let scratch = reg.join(format!(".scratch-{}", std::process::id()));
     let _ = fs::remove_dir_all(&scratch);
     fs::create_dir_all(&scratch).map_err(|e| io_err("create the folder", &scratch, &e))?;
-    let res = archive::extract(archive_path, &scratch, &m.prefix(), archive::Limits::default());
+    let res = archive::extract(archive_path, &scratch, &m.prefix(), archive::Limits::default()).and_then(|got| {
+        check_python_requirements(&m, &scratch.join(m.prefix()))?;
+        Ok(got)
+    });
     let _ = fs::remove_dir_all(&scratch);
     let unpacked = res?.bytes;
     let line = IndexLine {
@@ -222,6 +225,34 @@ pub fn add_unless_published(reg: &Path, archive_path: &Path, same_is_fine: bool)
         write_atomic(&reg.join("config.json"), &cfg)?;
     }
     Ok((line, true))
+}
+
+/// A package with a `[python]` table must hold its requirements file, every
+/// distribution pinned with its wheels' sha256 (what `apsi pkg install`
+/// hands to pip `--require-hashes`): refused here rather than at install.
+fn check_python_requirements(m: &PackageManifest, pkg_dir: &Path) -> Result<()> {
+    let Some(py) = &m.python else { return Ok(()) };
+    let p = pkg_dir.join(&py.requirements);
+    let text = fs::read_to_string(&p).map_err(|e| {
+        PkgError::new(
+            ErrorKind::Usage,
+            format!(
+                "{} {}: its [python] requirements '{}' are not in the archive: {e}",
+                m.name, m.version, py.requirements
+            ),
+        )
+    })?;
+    crate::pyenv::check_requirements(&text).map_err(|e| {
+        PkgError::new(
+            ErrorKind::Usage,
+            format!(
+                "{} {}: its requirements '{}' are not fully pinned and hash-checked: {e}",
+                m.name, m.version, py.requirements
+            ),
+        )
+        .hint("pin every distribution NAME==VERSION with --hash=sha256:HEX lines (tools/torch-requirements writes such a file)")
+    })?;
+    Ok(())
 }
 
 fn write_index(path: &Path, lines: &[IndexLine]) -> Result<()> {

@@ -17,6 +17,8 @@ use std::sync::{Arc, OnceLock};
 pub struct Bridge {
     allowed: AtomicBool,
     worker: Mutex<Option<Worker>>,
+    /// The interpreter this bridge's worker runs on; `None`: [`crate::worker::interpreter`].
+    interpreter: Option<String>,
 }
 
 /// What a running worker reports about itself.
@@ -46,6 +48,24 @@ impl Bridge {
         Bridge {
             allowed: AtomicBool::new(allowed),
             worker: Mutex::new(None),
+            interpreter: None,
+        }
+    }
+
+    /// A bridge whose worker runs on the interpreter `program` (a backend
+    /// package's virtual environment), not on `APSI_PYTHON`/`python3`.
+    pub fn with_interpreter(allowed: bool, program: impl Into<String>) -> Bridge {
+        Bridge {
+            allowed: AtomicBool::new(allowed),
+            worker: Mutex::new(None),
+            interpreter: Some(program.into()),
+        }
+    }
+
+    fn start_worker(&self) -> Result<Worker, Exc> {
+        match &self.interpreter {
+            Some(p) => Worker::start_with(p.clone(), true),
+            None => Worker::start(),
         }
     }
 
@@ -96,7 +116,7 @@ impl Bridge {
         self.check("starting the Python worker")?;
         let mut slot = self.worker.lock();
         if slot.is_none() {
-            *slot = Some(Worker::start()?);
+            *slot = Some(self.start_worker()?);
         }
         let w = slot
             .as_ref()
@@ -128,7 +148,7 @@ impl Bridge {
         apsi_core::api::par::blocking(|| {
             let mut slot = self.worker.lock();
             if slot.is_none() {
-                *slot = Some(Worker::start()?);
+                *slot = Some(self.start_worker()?);
             }
             let w = slot
                 .as_mut()

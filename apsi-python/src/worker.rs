@@ -117,9 +117,16 @@ fn describe(status: ExitStatus) -> String {
 }
 
 impl Worker {
-    /// Starts the worker and reads its hello.
+    /// Starts the worker on [`interpreter`] and reads its hello.
     pub fn start() -> Result<Worker, Exc> {
         let (program, from_env) = interpreter();
+        Worker::start_with(program, from_env)
+    }
+
+    /// Starts the worker on the interpreter `program` (a backend's own
+    /// virtual environment) and reads its hello. `from_env`: whether the
+    /// user named it (`APSI_PYTHON`), for the error when it is missing.
+    pub fn start_with(program: String, from_env: bool) -> Result<Worker, Exc> {
         let started = |e: io::Error| -> Exc {
             if e.kind() == io::ErrorKind::NotFound {
                 let what = if from_env {

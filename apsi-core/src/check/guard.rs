@@ -17,6 +17,8 @@ pub const CAPABILITIES: &[(&str, &str)] = &[("python", "--allow-python"), ("net"
 
 /// What a `backend="torch"` argument is called in the Guard's labels.
 const TORCH_BACKEND: &str = "`backend=\"torch\"`";
+/// What a `check_torch()` call is called in the Guard's labels.
+const CHECK_TORCH: &str = "`check_torch()`";
 
 /// Whether the PyTorch backend of `use layers` is installed (a `torch` or
 /// `torch-cuda` package, or `APSI_TORCH_PYTHON` naming an interpreter).
@@ -100,6 +102,15 @@ impl<'a> Visitor<'a> for Scan<'_> {
 
     fn expr(&mut self, e: &'a Expr) {
         if let ExprKind::Call { func, args } = &e.kind {
+            // `check_torch()` runs PyTorch in the Python worker (LAYERS.md §7).
+            let callee = match &func.kind {
+                ExprKind::Name(n) => Some(n.as_str()),
+                ExprKind::Attribute { attr, .. } => Some(attr.name.as_str()),
+                _ => None,
+            };
+            if callee == Some("check_torch") {
+                self.add("python", func.span, CHECK_TORCH.to_string());
+            }
             let reader = reads_a_source(func, &self.env.source_readers);
             for a in args {
                 match a {
@@ -170,11 +181,16 @@ pub fn permission_error(uses: &[CapabilityUse], env: &CheckEnv, program: Option<
         "the Guard checks every function, called or not, before anything runs; these flags let it {}",
         what.join(" and ")
     ));
-    if missing.iter().any(|u| u.what == TORCH_BACKEND) && !torch_backend_present() {
-        d = d.note(
-            "`backend=\"torch\"` also needs the PyTorch backend package, which is not installed: \
+    if let Some(u) = missing
+        .iter()
+        .find(|u| u.what == TORCH_BACKEND || u.what == CHECK_TORCH)
+        .filter(|_| !torch_backend_present())
+    {
+        d = d.note(format!(
+            "{} also needs the PyTorch backend package, which is not installed: \
              apsi pkg install torch (apsi pkg install torch-cuda for NVIDIA GPUs)",
-        );
+            u.what
+        ));
     }
     let flags = flags.join(" ");
     let help = match program {

@@ -23,6 +23,23 @@ for mod, dist in (("torch", "torch"), ("numpy", "numpy")):
 print(json.dumps(r))
 "#;
 
+/// Which PyTorch `backend="torch"` would use (LAYERS.md §7), found
+/// without starting it: `APSI_TORCH_PYTHON`, else the environment the
+/// `torch` package's installation made (`$APSI_HOME/venvs/torch`).
+fn torch_backend() -> Option<String> {
+    if let Some(p) = std::env::var_os("APSI_TORCH_PYTHON").filter(|p| !p.is_empty()) {
+        return Some(format!("APSI_TORCH_PYTHON={}", std::path::PathBuf::from(p).display()));
+    }
+    let home = match std::env::var_os("APSI_HOME").filter(|h| !h.is_empty()) {
+        Some(h) => std::path::PathBuf::from(h),
+        None => std::path::PathBuf::from(std::env::var_os("HOME")?).join(".apsi"),
+    };
+    let python = home.join("venvs").join("torch").join("bin").join("python");
+    python
+        .exists()
+        .then(|| format!("the torch package ({})", python.display()))
+}
+
 /// `python`: the interpreter to ask (`python3` on PATH unless told).
 pub fn probe(python: &str, limit: Duration) -> Check {
     match subprocess::run(python, &["-c", SCRIPT], limit) {
@@ -44,9 +61,15 @@ pub fn probe(python: &str, limit: Duration) -> Check {
             let mut summary = format!("Python {version}");
             match &torch {
                 Some(t) => summary.push_str(&format!(", PyTorch {t}")),
-                None => summary.push_str("; PyTorch not installed (only backend=\"torch\" needs it: pip install torch)"),
+                None => summary.push_str(" (no PyTorch)"),
+            }
+            let backend = torch_backend();
+            match &backend {
+                Some(src) => summary.push_str(&format!("; backend=\"torch\" uses {src}")),
+                None => summary.push_str("; backend=\"torch\" needs the backend package: apsi pkg install torch"),
             }
             Check::ok("python", summary)
+                .detail("torch_backend", backend)
                 .detail("python", python)
                 .detail("executable", v["executable"].clone())
                 .detail("version", version)
