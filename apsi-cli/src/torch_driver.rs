@@ -177,9 +177,15 @@ impl TorchDriver for Driver {
 
     fn call(&self, func: &str, args: Vec<Value>) -> VResult<Value> {
         let bridge = self.bridge()?;
-        bridge
-            .call(&format!("apsi_torch.{func}"), &args, &[])
-            .map_err(own_errors)
+        let r = bridge.call(&format!("apsi_torch.{func}"), &args, &[]);
+        if let Err(e) = &r {
+            // A worker that died took the loaded module with it: the next
+            // call starts a new one and loads the module again.
+            if e.kind == ErrorKind::PythonError && e.message.starts_with("the Python worker stopped") {
+                *self.slot() = None;
+            }
+        }
+        r.map_err(own_errors)
     }
 }
 
