@@ -245,7 +245,7 @@ fn tally(m: Metric, pred: &Tensor, target: &Tensor) -> VResult<Tally> {
 
 // ---- History
 
-pub(crate) fn history_type() -> Arc<StructType> {
+fn history_type() -> Arc<StructType> {
     static T: OnceLock<Arc<StructType>> = OnceLock::new();
     T.get_or_init(|| {
         record_type(
@@ -265,7 +265,72 @@ pub(crate) fn history_type() -> Arc<StructType> {
     .clone()
 }
 
-pub(crate) fn floats(v: &[f64]) -> Value {
+/// What `fit` measured, epoch by epoch, for its `History`.
+#[derive(Default)]
+pub(crate) struct Figures {
+    pub loss: Vec<f64>,
+    pub val_loss: Vec<f64>,
+    /// `(name, per epoch)`: the training metrics, then `val_`-prefixed ones.
+    pub metrics: Vec<(String, Vec<f64>)>,
+    pub seconds: Vec<f64>,
+    pub rows_per_s: Vec<f64>,
+}
+
+impl Figures {
+    /// Empty lists, one per metric (and per validation metric).
+    pub fn new(metrics: &[Metric], validation: bool) -> Figures {
+        let mut named: Vec<(String, Vec<f64>)> =
+            metrics.iter().map(|m| (metric_name(*m).to_string(), vec![])).collect();
+        if validation {
+            named.extend(metrics.iter().map(|m| (format!("val_{}", metric_name(*m)), vec![])));
+        }
+        Figures {
+            metrics: named,
+            ..Figures::default()
+        }
+    }
+
+    /// One epoch's training figures: its loss, time, rows and metric values.
+    pub fn epoch(&mut self, loss: f64, secs: f64, rows: usize, metrics: &[f64]) {
+        self.loss.push(loss);
+        self.seconds.push(secs);
+        self.rows_per_s.push(if secs > 0.0 { rows as f64 / secs } else { 0.0 });
+        for (h, &v) in self.metrics.iter_mut().zip(metrics) {
+            h.1.push(v);
+        }
+    }
+
+    /// One epoch's validation figures (after `epoch`); the text the
+    /// progress bar shows for them.
+    pub fn validation(&mut self, loss: f64, metrics: &[f64]) -> String {
+        self.val_loss.push(loss);
+        let mut text = format!("  val_loss {loss:.4}");
+        let first = self.metrics.len() - metrics.len();
+        for (h, &v) in self.metrics[first..].iter_mut().zip(metrics) {
+            h.1.push(v);
+            text.push_str(&format!("  {} {v:.4}", h.0));
+        }
+        text
+    }
+
+    /// The `History` struct of LAYERS.md §5.
+    pub fn history(self, c: &mut dyn Caller, backend: &str, device: &str, precision: &str) -> VResult<Value> {
+        let metrics = dict_of(self.metrics.into_iter().map(|(k, v)| (k, floats(&v))).collect())?;
+        let fields = vec![
+            floats(&self.loss),
+            floats(&self.val_loss),
+            metrics,
+            floats(&self.seconds),
+            floats(&self.rows_per_s),
+            Value::str(backend),
+            Value::str(device),
+            Value::str(precision),
+        ];
+        c.call(&Value::StructType(history_type()), &fields, &[])
+    }
+}
+
+fn floats(v: &[f64]) -> Value {
     Value::list(v.iter().map(|&x| Value::Float(x)).collect())
 }
 
@@ -539,16 +604,7 @@ pub fn f_fit(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
         Data::Arrays(x, _) => Some(x.shape()[0]),
         Data::Batches(_) => None,
     };
-    let (mut h_loss, mut h_val, mut h_sec, mut h_rps) = (vec![], vec![], vec![], vec![]);
-    let mut h_metrics: Vec<(String, Vec<f64>)> = Vec::new();
-    for m in &metrics {
-        h_metrics.push((metric_name(*m).to_string(), vec![]));
-    }
-    if validation.is_some() {
-        for m in &metrics {
-            h_metrics.push((format!("val_{}", metric_name(*m)), vec![]));
-        }
-    }
+    let mut figures = Figures::new(&metrics, validation.is_some());
     let mut bar = progress.start(epochs as usize, rows_total.map(|n| n.div_ceil(batch as usize)));
     for epoch in 0..epochs as usize {
         let t0 = Instant::now();
@@ -601,39 +657,18 @@ pub fn f_fit(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
         opt.end_epoch();
         let secs = t0.elapsed().as_secs_f64();
         let epoch_loss = loss_sum / rows.max(1) as f64;
-        h_loss.push(epoch_loss);
-        h_sec.push(secs);
-        h_rps.push(if secs > 0.0 { rows as f64 / secs } else { 0.0 });
-        for (i, t) in tallies.iter().enumerate() {
-            h_metrics[i].1.push(t.sum / t.count.max(1.0));
-        }
+        let values: Vec<f64> = tallies.iter().map(|t| t.sum / t.count.max(1.0)).collect();
+        figures.epoch(epoch_loss, secs, rows, &values);
         let mut val_text = String::new();
         if let Some(v) = &validation {
             let (vl, vt) = score(c, &model, v, Some(&loss), &metrics, 256, prec.autocast)?;
-            let vl = vl.unwrap_or(f64::NAN);
-            h_val.push(vl);
-            val_text = format!("  val_loss {vl:.4}");
-            for (i, t) in vt.iter().enumerate() {
-                let x = t.sum / t.count.max(1.0);
-                h_metrics[metrics.len() + i].1.push(x);
-                val_text.push_str(&format!("  val_{} {x:.4}", metric_name(metrics[i])));
-            }
+            let values: Vec<f64> = vt.iter().map(|t| t.sum / t.count.max(1.0)).collect();
+            val_text = figures.validation(vl.unwrap_or(f64::NAN), &values);
         }
         bar.end_epoch(epoch, epoch_loss, &val_text, secs);
     }
     bar.finish();
-    let metrics_dict = dict_of(h_metrics.into_iter().map(|(k, v)| (k, floats(&v))).collect())?;
-    let fields = vec![
-        floats(&h_loss),
-        floats(&h_val),
-        metrics_dict,
-        floats(&h_sec),
-        floats(&h_rps),
-        Value::str("cpu"),
-        Value::str("cpu"),
-        Value::str(prec.name),
-    ];
-    c.call(&Value::StructType(history_type()), &fields, &[])
+    figures.history(c, "cpu", "cpu", &prec.name)
 }
 
 /// Runs `model` over `data` in inference mode: the loss (when asked) and

@@ -29,6 +29,7 @@ pub mod optim;
 pub mod progress;
 pub mod recurrent;
 pub mod save;
+pub mod table;
 pub(crate) mod torch;
 pub mod torch_check;
 pub mod train;

@@ -378,26 +378,20 @@ pub fn f_summary(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Valu
         };
         rows.push([path, kind, shape_str(&shape), n.to_string()]);
     }
-    let widths: Vec<usize> = (0..4)
+    use crate::table::{lines, Align};
+    let width = (0..4)
         .map(|k| rows.iter().map(|r| r[k].chars().count()).max().unwrap_or(0))
-        .collect();
+        .sum::<usize>()
+        + 6;
     let mut text = String::new();
-    for (i, r) in rows.iter().enumerate() {
-        let line = format!(
-            "{:<w0$}  {:<w1$}  {:<w2$}  {:>w3$}",
-            r[0],
-            r[1],
-            r[2],
-            r[3],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2],
-            w3 = widths[3]
-        );
-        text.push_str(line.trim_end());
+    for (i, line) in lines(&rows, &[Align::Left, Align::Left, Align::Left, Align::Right])
+        .into_iter()
+        .enumerate()
+    {
+        text.push_str(&line);
         text.push('\n');
         if i == 0 {
-            text.push_str(&"-".repeat(widths.iter().sum::<usize>() + 6));
+            text.push_str(&"-".repeat(width));
             text.push('\n');
         }
     }

@@ -13,7 +13,7 @@
 
 use crate::backend::{self, TorchDriver};
 use crate::export;
-use crate::fit::{dict_of, floats, history_type, metric_name, Data, Metric};
+use crate::fit::{dict_of, metric_name, Data, Figures, Metric};
 use crate::layer::tensor_arg;
 use crate::loss::LossArg;
 use crate::model::collect;
@@ -271,9 +271,8 @@ pub(crate) fn fit(c: &mut dyn Caller, job: FitJob<'_>) -> VResult<Value> {
         [Value::Int(sid), Value::Str(d), _] => (*sid, d.as_str().to_string()),
         _ => return Err(bad_reply("fit_start")),
     };
-    let result = train(c, &job, driver.as_ref(), sid, x.shape()[0]);
-    let (h_loss, h_val, h_metrics, h_sec, h_rps) = match result {
-        Ok(h) => h,
+    let figures = match train(&job, driver.as_ref(), sid, x.shape()[0]) {
+        Ok(f) => f,
         Err(e) => {
             let _ = driver.call("fit_abandon", vec![Value::Int(sid)]);
             return Err(e);
@@ -287,37 +286,13 @@ pub(crate) fn fit(c: &mut dyn Caller, job: FitJob<'_>) -> VResult<Value> {
         }
         _ => return Err(bad_reply("fit_finish")),
     }
-    let metrics_dict = dict_of(h_metrics.into_iter().map(|(k, v)| (k, floats(&v))).collect())?;
-    let fields = vec![
-        floats(&h_loss),
-        floats(&h_val),
-        metrics_dict,
-        floats(&h_sec),
-        floats(&h_rps),
-        Value::str("torch"),
-        Value::str(device),
-        Value::str(precision),
-    ];
-    c.call(&Value::StructType(history_type()), &fields, &[])
+    figures.history(c, "torch", &device, &precision)
 }
 
-type Figures = (Vec<f64>, Vec<f64>, Vec<(String, Vec<f64>)>, Vec<f64>, Vec<f64>);
-
 /// The epochs, one request each, with the progress bar and the history.
-fn train(c: &mut dyn Caller, job: &FitJob<'_>, driver: &dyn TorchDriver, sid: i64, n: usize) -> VResult<Figures> {
-    let _ = c;
+fn train(job: &FitJob<'_>, driver: &dyn TorchDriver, sid: i64, n: usize) -> VResult<Figures> {
     let mut rng = Rng::new(job.seed);
-    let (mut h_loss, mut h_val, mut h_sec, mut h_rps) = (vec![], vec![], vec![], vec![]);
-    let mut h_metrics: Vec<(String, Vec<f64>)> = job
-        .metrics
-        .iter()
-        .map(|m| (metric_name(*m).to_string(), vec![]))
-        .collect();
-    if job.validation.is_some() {
-        for m in job.metrics {
-            h_metrics.push((format!("val_{}", metric_name(*m)), vec![]));
-        }
-    }
+    let mut figures = Figures::new(job.metrics, job.validation.is_some());
     let steps = n.div_ceil(job.batch.max(1));
     let mut bar = job.progress.start(job.epochs, Some(steps));
     for epoch in 0..job.epochs {
@@ -328,36 +303,20 @@ fn train(c: &mut dyn Caller, job: &FitJob<'_>, driver: &dyn TorchDriver, sid: i6
         bar.epoch(epoch, steps);
         let order_t = Tensor::from_vec(order.iter().map(|&i| i as i64).collect::<Vec<i64>>(), vec![n]);
         let r = driver.call("fit_epoch", vec![Value::Int(sid), tensor_value(order_t)])?;
-        let (loss, ms, vl, vms, secs) = match items(&r).as_slice() {
-            [l, ms, vl, vms, s] => (float_of(l), items(ms), vl.clone(), items(vms), float_of(s)),
-            _ => return Err(bad_reply("fit_epoch")),
-        };
-        h_loss.push(loss);
-        h_sec.push(secs);
-        h_rps.push(if secs > 0.0 { n as f64 / secs } else { 0.0 });
-        for (i, v) in ms.iter().enumerate() {
-            if let Some(h) = h_metrics.get_mut(i) {
-                h.1.push(float_of(v));
-            }
-        }
+        let [loss, ms, vl, vms, secs] = items(&r).try_into().map_err(|_| bad_reply("fit_epoch"))?;
+        let (loss, secs) = (float_of(&loss), float_of(&secs));
+        let floats = |v: &Value| items(v).iter().map(float_of).collect::<Vec<f64>>();
+        figures.epoch(loss, secs, n, &floats(&ms));
         bar.step(steps, loss, n, secs);
-        let mut val_text = String::new();
-        if job.validation.is_some() {
-            let vl = float_of(&vl);
-            h_val.push(vl);
-            val_text = format!("  val_loss {vl:.4}");
-            for (i, v) in vms.iter().enumerate() {
-                let x = float_of(v);
-                if let Some(h) = h_metrics.get_mut(job.metrics.len() + i) {
-                    h.1.push(x);
-                }
-                val_text.push_str(&format!("  val_{} {x:.4}", metric_name(job.metrics[i])));
-            }
-        }
+        let val_text = if job.validation.is_some() {
+            figures.validation(float_of(&vl), &floats(&vms))
+        } else {
+            String::new()
+        };
         bar.end_epoch(epoch, loss, &val_text, secs);
     }
     bar.finish();
-    Ok((h_loss, h_val, h_metrics, h_sec, h_rps))
+    Ok(figures)
 }
 
 fn session_spec(batch: usize, device: &str, precision: &str, loss: Value, metrics: &[Metric]) -> VResult<Value> {

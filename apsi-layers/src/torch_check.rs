@@ -428,24 +428,13 @@ pub fn f_check_torch(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<
         ];
         rows.push(c.call(&Value::StructType(check_type()), &fields, &[])?);
     }
-    let widths: Vec<usize> = (0..5)
-        .map(|k| table.iter().map(|r| r[k].chars().count()).max().unwrap_or(0))
-        .collect();
+    use crate::table::{lines, Align};
     let mut text = String::new();
-    for r in &table {
-        let line = format!(
-            "{:<w0$}  {:>w1$}  {:>w2$}  {:>w3$}  {}",
-            r[0],
-            r[1],
-            r[2],
-            r[3],
-            r[4],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2],
-            w3 = widths[3]
-        );
-        text.push_str(line.trim_end());
+    for line in lines(
+        &table,
+        &[Align::Left, Align::Right, Align::Right, Align::Right, Align::Left],
+    ) {
+        text.push_str(&line);
         text.push('\n');
     }
     text.push_str(&format!(

@@ -4,6 +4,15 @@
 //! refusals.
 
 use apsi_testkit::Program;
+use std::sync::{Mutex, MutexGuard};
+
+/// The prelude generator (`seed`, `randn`, initial weights) is one per
+/// process: tests that compare runs hold this so that no other test draws
+/// from it meanwhile.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 fn run_ok(name: &str, src: &str) -> String {
     let o = Program::new(name, src).modules(vec![apsi_layers::module()]).run();
@@ -37,6 +46,7 @@ print(predict(m, X).flatten().to_list())\n";
 
 #[test]
 fn training_is_bit_identical_with_one_and_two_threads_and_across_runs() {
+    let _serial = serial();
     let one = Program::new("t1", TRAIN)
         .modules(vec![apsi_layers::module()])
         .threads(1)
@@ -60,6 +70,7 @@ fn training_is_bit_identical_with_one_and_two_threads_and_across_runs() {
 
 #[test]
 fn the_loss_falls_and_the_model_learns() {
+    let _serial = serial();
     let out = run_ok(
         "xor",
         "use layers\n\
@@ -75,6 +86,7 @@ print(h.loss[-1] < h.loss[0] / 10, [round(v) for v in predict(model, X).flatten(
 
 #[test]
 fn models_round_trip_through_safetensors_and_damaged_files_are_refused() {
+    let _serial = serial();
     let d = temp_dir("files");
     let p = d.join("m.safetensors");
     let ps = p.to_string_lossy().to_string();
@@ -133,6 +145,7 @@ load_weights(m, \"{ps}\", strict=false)\nprint(\"ok\")\n"
 
 #[test]
 fn errors_say_what_was_expected_and_what_was_found() {
+    let _serial = serial();
     let cases: &[(&str, &str)] = &[
         (
             "Dense(2, 3, dtype=bf16)",
@@ -209,6 +222,7 @@ fn errors_say_what_was_expected_and_what_was_found() {
 
 #[test]
 fn a_backend_chosen_at_run_time_is_checked_before_anything_runs() {
+    let _serial = serial();
     let src = "use layers\nb = \"tor\" + \"ch\"\nprint(\"before\")\nfit(Dense(2, 1), (ones((4, 2)), ones((4, 1))), loss=\"mse\", backend=b)\n";
     std::env::remove_var("APSI_TORCH_PYTHON");
     std::env::set_var("APSI_HOME", temp_dir("home"));
@@ -230,6 +244,7 @@ fn a_backend_chosen_at_run_time_is_checked_before_anything_runs() {
 
 #[test]
 fn fit_takes_struct_models_datasets_of_batches_and_custom_losses() {
+    let _serial = serial();
     let out = run_ok(
         "struct",
         "use layers\n\
@@ -250,6 +265,7 @@ print(h.loss[-1] < h.loss[0], net.scale.item() != 1.0)\n",
 
 #[test]
 fn fit_writes_nothing_to_standard_output() {
+    let _serial = serial();
     let out = run_ok(
         "quiet",
         "use layers\nm = Dense(2, 1)\nfit(m, (ones((8, 2)), ones((8, 1))), loss=\"mse\", epochs=3, progress=true)\nevaluate(m, (ones((8, 2)), ones((8, 1))), loss=\"mse\")\npredict(m, ones((3, 2)))\n",
@@ -259,6 +275,7 @@ fn fit_writes_nothing_to_standard_output() {
 
 #[test]
 fn torch_module_writes_python_and_weights_that_load_back() {
+    let _serial = serial();
     let d = temp_dir("torch-module");
     let stem = d.join("net").to_string_lossy().to_string();
     let src = format!(
@@ -311,6 +328,7 @@ print(all([(a == b).all() for a, b in zip(params(m2), doubled)]), all([(a == b).
 
 #[test]
 fn torch_module_refuses_what_pytorch_cannot_run_and_writes_nothing() {
+    let _serial = serial();
     let d = temp_dir("torch-module-errors");
     let stem = d.join("bad").to_string_lossy().to_string();
     let cases: &[(&str, &str)] = &[
@@ -365,6 +383,7 @@ fn torch_module_refuses_what_pytorch_cannot_run_and_writes_nothing() {
 /// The error a user meets exporting a struct model, as rendered (pinned).
 #[test]
 fn torch_module_of_a_struct_model_is_not_implemented() {
+    let _serial = serial();
     let e = error_of(
         "struct_model",
         "use layers\n\
@@ -381,6 +400,7 @@ torch_module(net, \"net\")\n",
 /// skips a step whose gradients overflow; tf32 is fp32 here.
 #[test]
 fn mixed_precision_rounds_operands_and_fp16_scales_the_loss() {
+    let _serial = serial();
     for prec in ["bf16", "fp16"] {
         let src = TRAIN.replace("seed=3)", &format!("seed=3, precision=\"{prec}\")"))
             + "print(h.precision, params(m)[0].dtype)\n";
@@ -429,6 +449,7 @@ print(params(m)[0].to_list() != [[1.0, 1.0]])\n",
 /// `struct Net(Module):` makes `net(x)` run `forward`, as in PyTorch.
 #[test]
 fn a_module_struct_is_callable() {
+    let _serial = serial();
     let out = run_ok(
         "module",
         "use layers\n\
