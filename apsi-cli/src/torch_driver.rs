@@ -54,7 +54,9 @@ fn install_hint() -> String {
 fn env() -> VResult<Env> {
     if let Some(p) = std::env::var_os("APSI_TORCH_PYTHON").filter(|p| !p.is_empty()) {
         let python = PathBuf::from(p);
-        if !python.exists() {
+        // A path must exist; a bare name (`python3`) is looked up on PATH
+        // when the worker starts.
+        if python.components().count() > 1 && !python.exists() {
             return Err(ErrorObj::with_hint(
                 ErrorKind::ModuleNotFoundError,
                 format!("APSI_TORCH_PYTHON={} does not exist", python.display()),
@@ -144,7 +146,19 @@ impl Driver {
             return Ok(b.clone());
         }
         let env = env()?;
-        let bridge = Arc::new(Bridge::with_interpreter(true, env.python.display().to_string()));
+        let missing = apsi_python::worker::Missing {
+            message: format!("the PyTorch backend's Python was not found: {}", env.label),
+            hint: if env.label.starts_with("APSI_TORCH_PYTHON") {
+                "point APSI_TORCH_PYTHON at a Python that has torch, or unset it to use the installed package".into()
+            } else {
+                "repair the environment: apsi pkg install torch".into()
+            },
+        };
+        let bridge = Arc::new(Bridge::with_interpreter(
+            true,
+            env.python.display().to_string(),
+            missing,
+        ));
         bridge.exec(LOADER)?;
         let abi = bridge.call(
             "_apsi_load_torch_backend",
@@ -160,6 +174,26 @@ impl Driver {
                     apsi_core::api::repr_of(&abi)
                 ),
                 "install the matching version: apsi pkg install torch",
+            ));
+        }
+        // PyTorch itself must import there: say so plainly if it does not.
+        if let Err(e) = bridge.call("apsi_torch.info", &[Value::str("cpu")], &[]) {
+            let fix = if env.label.starts_with("APSI_TORCH_PYTHON") {
+                format!(
+                    "install it there ({} -m pip install torch numpy), or unset APSI_TORCH_PYTHON to use the package",
+                    env.python.display()
+                )
+            } else {
+                "repair the environment: apsi pkg install torch".to_string()
+            };
+            return Err(ErrorObj::with_hint(
+                ErrorKind::ModuleNotFoundError,
+                format!(
+                    "the PyTorch backend ({}) cannot import PyTorch: {}",
+                    env.label,
+                    e.message.lines().next().unwrap_or("")
+                ),
+                fix,
             ));
         }
         *slot = Some((bridge.clone(), env.label));

@@ -6,7 +6,7 @@
 //! waiting on Python never starve the others.
 
 use crate::wire::{self, Reader};
-use crate::worker::Worker;
+use crate::worker::{Missing, Worker};
 use apsi_core::api::DictMap;
 use apsi_core::api::ErrorKind;
 use apsi_core::api::{err, ErrorObj, Exc, HashKey, Kwargs, VResult, Value};
@@ -17,8 +17,9 @@ use std::sync::{Arc, OnceLock};
 pub struct Bridge {
     allowed: AtomicBool,
     worker: Mutex<Option<Worker>>,
-    /// The interpreter this bridge's worker runs on; `None`: [`crate::worker::interpreter`].
-    interpreter: Option<String>,
+    /// The interpreter this bridge's worker runs on, and the error when it
+    /// is not there; `None`: [`crate::worker::interpreter`].
+    interpreter: Option<(String, Missing)>,
 }
 
 /// What a running worker reports about itself.
@@ -54,17 +55,17 @@ impl Bridge {
 
     /// A bridge whose worker runs on the interpreter `program` (a backend
     /// package's virtual environment), not on `APSI_PYTHON`/`python3`.
-    pub fn with_interpreter(allowed: bool, program: impl Into<String>) -> Bridge {
+    pub fn with_interpreter(allowed: bool, program: impl Into<String>, missing: Missing) -> Bridge {
         Bridge {
             allowed: AtomicBool::new(allowed),
             worker: Mutex::new(None),
-            interpreter: Some(program.into()),
+            interpreter: Some((program.into(), missing)),
         }
     }
 
     fn start_worker(&self) -> Result<Worker, Exc> {
         match &self.interpreter {
-            Some(p) => Worker::start_with(p.clone(), true),
+            Some((p, missing)) => Worker::start_with(p.clone(), missing),
             None => Worker::start(),
         }
     }

@@ -45,6 +45,14 @@ pub struct Worker {
     pub version: String,
 }
 
+/// The error for an interpreter that is not there: what was missing, and
+/// how to get it.
+#[derive(Debug, Clone)]
+pub struct Missing {
+    pub message: String,
+    pub hint: String,
+}
+
 /// Why an exchange failed: the worker is gone (it crashed, was killed, or
 /// closed its pipes), with what is known about how it ended.
 #[derive(Debug)]
@@ -120,24 +128,30 @@ impl Worker {
     /// Starts the worker on [`interpreter`] and reads its hello.
     pub fn start() -> Result<Worker, Exc> {
         let (program, from_env) = interpreter();
-        Worker::start_with(program, from_env)
+        let missing = if from_env {
+            Missing {
+                message: format!("`use python` needs a Python 3 interpreter, and none was found: APSI_PYTHON={program} was not found"),
+                hint: "install Python 3 (for example: apt-get install python3) or set APSI_PYTHON to an interpreter's path".into(),
+            }
+        } else {
+            Missing {
+                message: "`use python` needs a Python 3 interpreter, and none was found: python3 is not on PATH".into(),
+                hint: "install Python 3 (for example: apt-get install python3) or set APSI_PYTHON to an interpreter's path".into(),
+            }
+        };
+        Worker::start_with(program, &missing)
     }
 
     /// Starts the worker on the interpreter `program` (a backend's own
-    /// virtual environment) and reads its hello. `from_env`: whether the
-    /// user named it (`APSI_PYTHON`), for the error when it is missing.
-    pub fn start_with(program: String, from_env: bool) -> Result<Worker, Exc> {
+    /// virtual environment) and reads its hello; `missing` is the error
+    /// when there is no such program.
+    pub fn start_with(program: String, missing: &Missing) -> Result<Worker, Exc> {
         let started = |e: io::Error| -> Exc {
             if e.kind() == io::ErrorKind::NotFound {
-                let what = if from_env {
-                    format!("APSI_PYTHON={program} was not found")
-                } else {
-                    "python3 is not on PATH".to_string()
-                };
                 ErrorObj::with_hint(
                     ErrorKind::ModuleNotFoundError,
-                    format!("`use python` needs a Python 3 interpreter, and none was found: {what}"),
-                    "install Python 3 (for example: apt-get install python3) or set APSI_PYTHON to an interpreter's path",
+                    missing.message.clone(),
+                    missing.hint.clone(),
                 )
             } else {
                 err(
