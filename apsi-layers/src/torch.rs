@@ -124,8 +124,9 @@ fn optimizer_spec(o: &Optimizer) -> VResult<Value> {
     str_dict(pairs)
 }
 
-/// The model as the worker builds it: (source, names, weights).
-fn model_parts(who: &str, m: &Value) -> VResult<(Value, Value, Value)> {
+/// The model as the worker builds it, the first three arguments of every
+/// job: its source, its parameters' names and their values.
+pub(crate) fn model_args(who: &str, m: &Value) -> VResult<Vec<Value>> {
     let ex = export::export(m, None, "model.safetensors").map_err(|e| {
         if e.kind == ErrorKind::NotImplementedError {
             err(
@@ -143,7 +144,7 @@ fn model_parts(who: &str, m: &Value) -> VResult<(Value, Value, Value)> {
         names.push(Value::str(&p.name));
         weights.push(tensor_value(ops::detach(&p.get()?)));
     }
-    Ok((Value::str(ex.python), Value::list(names), Value::list(weights)))
+    Ok(vec![Value::str(ex.python), Value::list(names), Value::list(weights)])
 }
 
 fn builtin_loss(who: &str, l: &LossArg) -> VResult<Value> {
@@ -240,7 +241,7 @@ pub(crate) fn fit(c: &mut dyn Caller, job: FitJob<'_>) -> VResult<Value> {
         None => Value::None,
     };
     let precision = precision_name(who, job.precision, crate::fit::model_dtype(job.model)?)?;
-    let (source, names, weights) = model_parts(who, job.model)?;
+    let mut args = model_args(who, job.model)?;
     if collect(job.model)?.is_empty() {
         return Err(err(ErrorKind::ValueError, "fit: the model has no parameters to train"));
     }
@@ -255,18 +256,8 @@ pub(crate) fn fit(c: &mut dyn Caller, job: FitJob<'_>) -> VResult<Value> {
         ("compile", Value::Bool(job.compile)),
         ("threads", Value::Int(threads())),
     ])?;
-    let started = driver.call(
-        "fit_start",
-        vec![
-            source,
-            names,
-            weights,
-            tensor_value(ops::detach(x)),
-            tensor_value(ops::detach(y)),
-            val,
-            spec,
-        ],
-    )?;
+    args.extend([tensor_value(ops::detach(x)), tensor_value(ops::detach(y)), val, spec]);
+    let started = driver.call("fit_start", args)?;
     let (sid, device) = match items(&started).as_slice() {
         [Value::Int(sid), Value::Str(d), _] => (*sid, d.as_str().to_string()),
         _ => return Err(bad_reply("fit_start")),
@@ -362,12 +353,12 @@ pub(crate) fn predict(
     };
     let mdt = crate::fit::model_dtype(model)?;
     let precision = precision_name(who, precision, mdt)?;
-    let (source, names, weights) = model_parts(who, model)?;
-    let spec = session_spec(batch, &device, &precision, Value::None, &[])?;
-    let r = driver.call(
-        "predict",
-        vec![source, names, weights, tensor_value(ops::detach(&x)), spec],
-    )?;
+    let mut args = model_args(who, model)?;
+    args.extend([
+        tensor_value(ops::detach(&x)),
+        session_spec(batch, &device, &precision, Value::None, &[])?,
+    ]);
+    let r = driver.call("predict", args)?;
     match items(&r).as_slice() {
         [out, _device] => Ok(tensor_value(tensor_arg(c, who, out)?)),
         _ => Err(bad_reply("predict")),
@@ -393,19 +384,13 @@ pub(crate) fn evaluate(
         None => Value::None,
     };
     let precision = precision_name(who, precision, crate::fit::model_dtype(model)?)?;
-    let (source, names, weights) = model_parts(who, model)?;
-    let spec = session_spec(batch, &device, &precision, loss_v, metrics)?;
-    let r = driver.call(
-        "evaluate",
-        vec![
-            source,
-            names,
-            weights,
-            tensor_value(ops::detach(x)),
-            tensor_value(ops::detach(y)),
-            spec,
-        ],
-    )?;
+    let mut args = model_args(who, model)?;
+    args.extend([
+        tensor_value(ops::detach(x)),
+        tensor_value(ops::detach(y)),
+        session_spec(batch, &device, &precision, loss_v, metrics)?,
+    ]);
+    let r = driver.call("evaluate", args)?;
     let (l, ms) = match items(&r).as_slice() {
         [l, ms, _device] => (l.clone(), items(ms)),
         _ => return Err(bad_reply("evaluate")),

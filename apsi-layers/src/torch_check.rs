@@ -10,7 +10,6 @@
 
 use crate::backend;
 use crate::construct;
-use crate::export;
 use crate::layer::{forward_value, tensor_arg};
 use crate::model::{collect, Swap};
 use crate::ops;
@@ -333,24 +332,13 @@ pub fn f_check_torch(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<
         };
         let r = floats(&mut rng, &shape, dtype)?;
         let (out, gx, gp) = apsi_side(c, case, &r, autocast)?;
-        let ex = export::export(&case.model, None, "check.safetensors")?;
-        let names: Vec<Value> = params.iter().map(|p| Value::str(&p.name)).collect();
-        let weights: Vec<Value> = params
-            .iter()
-            .map(|p| p.get().map(|t| tensor_value(ops::detach(&t))))
-            .collect::<VResult<_>>()?;
-        let spec = crate::torch::check_spec(&device, &precision)?;
-        let reply = driver.call(
-            "check",
-            vec![
-                Value::str(ex.python),
-                Value::list(names),
-                Value::list(weights),
-                tensor_value(case.input.clone()),
-                tensor_value(r),
-                spec,
-            ],
-        );
+        let mut args = crate::torch::model_args(WHO, &case.model)?;
+        args.extend([
+            tensor_value(case.input.clone()),
+            tensor_value(r),
+            crate::torch::check_spec(&device, &precision)?,
+        ]);
+        let reply = driver.call("check", args);
         // A layer PyTorch cannot run this way is a failed row, not the end of the check.
         let reply = match reply {
             Ok(v) => v,
