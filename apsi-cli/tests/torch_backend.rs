@@ -179,6 +179,10 @@ try:
     fit(m, (S, t), loss="mse", backend="torch", precision="fp8")
 except ValueError as e:
     print("ValueError", "fp8" in str(e))
+try:
+    evaluate(m, [(S, t)], backend="torch")
+except NotImplementedError as e:
+    print("NotImplementedError", "a Dataset runs on backend=\"cpu\"" in str(e))
 "#;
     let r = run(src, &["--allow-python"], &[("APSI_TORCH_PYTHON", &py)]);
     let has_cuda = Command::new(&py)
@@ -196,7 +200,7 @@ except ValueError as e:
         (r.code, r.out.as_str()),
         (
             Some(0),
-            "bf16 true f32\nfp16 true f32\ntf32 true f32\n2\nValueError true\nNotImplementedError true\nValueError true\n"
+            "bf16 true f32\nfp16 true f32\ntf32 true f32\n2\nValueError true\nNotImplementedError true\nValueError true\nNotImplementedError true\n"
         ),
         "{}",
         r.err

@@ -165,7 +165,7 @@ fn arrays<'a>(who: &str, what: &str, d: &'a Data) -> VResult<(&'a Tensor, &'a Te
         Data::Arrays(x, y) => Ok((x, y)),
         Data::Batches(_) => Err(err(
             ErrorKind::NotImplementedError,
-            format!("{who}(backend=\"torch\"): {what} must be a tuple (X, y) of tensors (the data move to the device once); a Dataset trains on backend=\"cpu\""),
+            format!("{who}(backend=\"torch\"): {what} must be a tuple (X, y) of tensors (the data move to the device once); a Dataset runs on backend=\"cpu\""),
         )),
     }
 }
