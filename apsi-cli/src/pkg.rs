@@ -15,8 +15,11 @@ apsi pkg COMMAND [OPTIONS]
 
 Commands:
   install [NAME[@REQ]…]   install packages; in a project (a folder with apsi.toml)
-                          add them to apsi.toml and resolve it into apsi.lock
-  remove NAME…            uninstall (the store keeps the archive for --offline)
+                          add them to apsi.toml and resolve it into apsi.lock;
+                          a Python backend (torch) also gets its environment,
+                          $APSI_HOME/venvs/NAME, from its hash-pinned wheels
+  remove NAME…            uninstall, with any Python environment (the store
+                          keeps the archive for --offline)
   list [--json]           installed packages
   info NAME [--json]      published versions and what is installed
   search [WORD]           package names in the registry
@@ -34,6 +37,8 @@ Options:
   --global                ignore any apsi.toml here; install for the user only
   --json                  machine-readable output (list, info, verify)
 
+Python environments: made with $APSI_PYTHON (else python3) and pip, whose own
+settings apply (PIP_FIND_LINKS=DIR PIP_NO_INDEX=1: wheels from a folder).
 Registry: APSI_REGISTRY (URL) and APSI_REGISTRY_ROOT (its trusted root.json),
 or [registry] in $APSI_HOME/config.toml. State lives in $APSI_HOME (~/.apsi).
 ";
