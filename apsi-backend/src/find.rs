@@ -321,20 +321,21 @@ pub(crate) mod tests {
         assert!(e.message.contains("tb 1.0.0, tb-other 1.0.0"), "{e}");
     }
 
+    /// A fresh home with the Python backend `torch` installed from
+    /// `manifest` and `files` (the folder is deleted with the guard).
+    pub(crate) fn python_home(manifest: &str, files: &[(&str, &[u8])]) -> (tempfile::TempDir, Home) {
+        let t = tempfile::tempdir().unwrap();
+        let home = Home::at(t.path());
+        install_with(&home, "torch", "apsi_torch.py", manifest, files);
+        (t, home)
+    }
+
     /// A backend whose worker is a Python module, with its `[python]` table.
     pub(crate) const PY: &str = "target = \"x86_64-linux-gnu\"\nrequires = \"^2.0\"\n[backend]\nprovides = \"test\"\nsymbol = \"apsi_test_v1\"\nabi = 1\n[python]\nrequirements = \"requirements.txt\"\nversion = \"3.11\"\n";
 
     #[test]
     fn a_python_backend_is_found_with_its_python_table() {
-        let t = tempfile::tempdir().unwrap();
-        let home = Home::at(t.path());
-        install_with(
-            &home,
-            "torch",
-            "apsi_torch.py",
-            PY,
-            &[("apsi_torch.py", b"print(1)\n"), ("requirements.txt", b"")],
-        );
+        let (_t, home) = python_home(PY, &[("apsi_torch.py", b"print(1)\n"), ("requirements.txt", b"")]);
         let f = find(&home, &want("x86_64-linux-gnu")).unwrap().unwrap();
         assert!(f.library.ends_with("torch-1.0.0/apsi_torch.py"));
         assert!(f.dir.ends_with("torch-1.0.0"));
@@ -347,21 +348,14 @@ pub(crate) mod tests {
 
     #[test]
     fn a_python_backend_without_its_requirements_is_refused() {
-        let t = tempfile::tempdir().unwrap();
-        let home = Home::at(t.path());
-        install_with(&home, "torch", "apsi_torch.py", PY, &[("apsi_torch.py", b"print(1)\n")]);
+        let (_t, home) = python_home(PY, &[("apsi_torch.py", b"print(1)\n")]);
         let e = find(&home, &want("x86_64-linux-gnu")).unwrap_err();
         assert!(
             e.message
                 .contains("[python] requirements 'requirements.txt' is not a file inside the package"),
             "{e}"
         );
-        let t = tempfile::tempdir().unwrap();
-        let home = Home::at(t.path());
-        install_with(
-            &home,
-            "torch",
-            "apsi_torch.py",
+        let (_t, home) = python_home(
             &PY.replace("\"3.11\"", "\"3\""),
             &[("apsi_torch.py", b""), ("requirements.txt", b"")],
         );

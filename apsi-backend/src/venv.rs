@@ -154,19 +154,11 @@ fn short(h: &str) -> &str {
 mod tests {
     use super::*;
     use crate::find::find;
-    use crate::find::tests::{install_with, want, PY};
+    use crate::find::tests::{python_home, want, PY};
 
     /// A home with the Python backend `torch` installed; the found package.
     fn installed(reqs: &[u8]) -> (tempfile::TempDir, Home, Found) {
-        let t = tempfile::tempdir().unwrap();
-        let home = Home::at(t.path());
-        install_with(
-            &home,
-            "torch",
-            "apsi_torch.py",
-            PY,
-            &[("apsi_torch.py", b"print(1)\n"), ("requirements.txt", reqs)],
-        );
+        let (t, home) = python_home(PY, &[("apsi_torch.py", b"print(1)\n"), ("requirements.txt", reqs)]);
         let f = find(&home, &want("x86_64-linux-gnu")).unwrap().unwrap();
         (t, home, f)
     }
