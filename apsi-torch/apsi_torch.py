@@ -138,9 +138,12 @@ def _inputs(x, prec, device):
 
 
 def _targets(y, loss, prec, device):
+    """Targets on the device: class labels (cross_entropy, or integer
+    targets when no loss is computed) as int64, the rest in the compute dtype."""
     torch = _torch()
     t = torch.from_numpy(y.copy())
-    if loss == "cross_entropy":
+    labels = loss is None and not t.is_floating_point() and t.dtype != torch.bool
+    if loss == "cross_entropy" or labels:
         t = t.to(torch.int64)
     else:
         t = t.to(prec.param)
@@ -172,21 +175,42 @@ def _low():
 
 
 def _tally(metric, pred, target):
-    """(sum, count) of a metric over a batch, as device tensors (Apsi's `tally`)."""
+    """(sum, count) of a metric over a batch (Apsi's `tally`): the sum a
+    device tensor, the count a number known on the host."""
     torch = _torch()
     p = pred.detach().to(torch.float64)
     last = p.shape[-1] if p.dim() > 0 else 1
     if metric == "accuracy":
         if last > 1 and tuple(target.shape) == tuple(p.shape[:-1]):
             right = (p.argmax(dim=-1) == target.to(torch.int64)).sum()
-            return right.to(torch.float64), torch.tensor(float(target.numel()), dtype=torch.float64, device=p.device)
+            return right.to(torch.float64), float(target.numel())
         t = target.reshape(p.shape).to(torch.float64)
         right = ((p >= 0.5) == (t >= 0.5)).sum()
-        return right.to(torch.float64), torch.tensor(float(p.numel()), dtype=torch.float64, device=p.device)
+        return right.to(torch.float64), float(p.numel())
     t = target.reshape(p.shape).to(torch.float64)
     d = p - t
     s = d.abs().sum() if metric == "mae" else (d * d).sum()
-    return s, torch.tensor(float(p.numel()), dtype=torch.float64, device=p.device)
+    return s, float(p.numel())
+
+
+class _Tallies:
+    """The metrics of one pass: sums on the device, counts on the host, so
+    a batch adds no synchronisation."""
+
+    def __init__(self, metrics, device):
+        torch = _torch()
+        self.metrics = list(metrics)
+        self.sums = [torch.zeros((), dtype=torch.float64, device=device) for _ in self.metrics]
+        self.counts = [0.0 for _ in self.metrics]
+
+    def add(self, pred, target):
+        for i, m in enumerate(self.metrics):
+            total, count = _tally(m, pred, target)
+            self.sums[i] = self.sums[i] + total
+            self.counts[i] += count
+
+    def means(self):
+        return [total / max(count, 1.0) for total, count in zip(self.sums, self.counts)]
 
 
 def _optimizer(params, opt):
@@ -270,7 +294,7 @@ def fit_epoch(sid, order):
     model.train()
     dev = s["device"]
     loss_sum = torch.zeros((), dtype=torch.float64, device=dev)
-    tallies = [[torch.zeros((), dtype=torch.float64, device=dev)] * 2 for _ in s["metrics"]]
+    tallies = _Tallies(s["metrics"], dev)
     n = perm.shape[0]
     for k in range(0, n, b):
         idx = perm[k : k + b]
@@ -292,11 +316,9 @@ def fit_epoch(sid, order):
         s["steps"] += 1
         rows = idx.shape[0]
         loss_sum = loss_sum + loss.detach().to(torch.float64) * rows
-        for i, m in enumerate(s["metrics"]):
-            a, c = _tally(m, pred, yb)
-            tallies[i] = [tallies[i][0] + a, tallies[i][1] + c]
+        tallies.add(pred, yb)
     s["epochs"] += 1
-    figures = [loss_sum / max(n, 1)] + [a / torch.clamp(c, min=1.0) for a, c in tallies]
+    figures = [loss_sum / max(n, 1)] + tallies.means()
     val_loss, val_metrics = None, []
     if s["val"] is not None:
         vl, vm = _score(s, s["val"][0], s["val"][1], True, s["metrics"], 256)
@@ -315,7 +337,7 @@ def _score(s, x, y, with_loss, metrics, batch):
     model.eval()
     dev = s["device"]
     loss_sum = torch.zeros((), dtype=torch.float64, device=dev)
-    tallies = [[torch.zeros((), dtype=torch.float64, device=dev)] * 2 for _ in metrics]
+    tallies = _Tallies(metrics, dev)
     n = x.shape[0]
     with torch.no_grad():
         for k in range(0, n, batch):
@@ -324,10 +346,8 @@ def _score(s, x, y, with_loss, metrics, batch):
                 pred = s["run"](xb)
                 if with_loss:
                     loss_sum = loss_sum + _loss(s["loss"], pred, yb).to(torch.float64) * xb.shape[0]
-            for i, m in enumerate(metrics):
-                a, c = _tally(m, pred, yb)
-                tallies[i] = [tallies[i][0] + a, tallies[i][1] + c]
-    return loss_sum / max(n, 1), [a / torch.clamp(c, min=1.0) for a, c in tallies]
+            tallies.add(pred, yb)
+    return loss_sum / max(n, 1), tallies.means()
 
 
 def fit_finish(sid):
@@ -374,16 +394,12 @@ def evaluate(source, names, weights, x, y, job):
     """(loss or None, metric values) over (x, y)."""
     torch = _torch()
     s, device = _session(source, names, weights, job)
-    with_loss = job.get("loss") is not None
-    loss_name = job.get("loss") or "mse"
-    s["loss"] = loss_name
+    loss_name = job.get("loss")
     xs = _inputs(x, s["prec"], device)
-    ys = _targets(y, loss_name if with_loss else "", s["prec"], device)
-    if not with_loss and y.dtype.kind in "iu":
-        ys = torch.from_numpy(y.copy()).to(torch.int64).to(device)
-    loss, metrics = _score(s, xs, ys, with_loss, list(job["metrics"]), int(job["batch"]))
-    values = torch.stack([loss] + metrics).cpu().tolist() if metrics or with_loss else [0.0]
-    return (values[0] if with_loss else None, values[1:], device)
+    ys = _targets(y, loss_name, s["prec"], device)
+    loss, metrics = _score(s, xs, ys, loss_name is not None, list(job["metrics"]), int(job["batch"]))
+    values = torch.stack([loss] + metrics).cpu().tolist()  # the one sync
+    return (values[0] if loss_name is not None else None, values[1:], device)
 
 
 def check(source, names, weights, x, r, job):

@@ -16,7 +16,7 @@
 //!   running the package's own copy of the worker module.
 
 use apsi_core::api::{err, ErrorKind, ErrorObj, Exc, VResult, Value};
-use apsi_layers::backend::TorchDriver;
+use apsi_layers::backend::{not_installed, TorchDriver};
 use apsi_python::Bridge;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -45,10 +45,24 @@ struct Env {
     source: String,
     path: String,
     label: String,
+    /// Named by `APSI_TORCH_PYTHON` (development), not the package.
+    dev: bool,
 }
 
-fn install_hint() -> String {
-    "install it with: apsi pkg install torch (or apsi pkg install torch-cuda for NVIDIA GPUs)".into()
+impl Env {
+    /// What fixes an interpreter that is missing or lacks PyTorch.
+    fn fix(&self, missing_torch: bool) -> String {
+        match (self.dev, missing_torch) {
+            (true, true) => format!(
+                "install it there ({} -m pip install torch numpy), or unset APSI_TORCH_PYTHON to use the package",
+                self.python.display()
+            ),
+            (true, false) => {
+                "point APSI_TORCH_PYTHON at a Python that has torch, or unset it to use the installed package".into()
+            }
+            (false, _) => "repair the environment: apsi pkg install torch".into(),
+        }
+    }
 }
 
 fn env() -> VResult<Env> {
@@ -69,15 +83,9 @@ fn env() -> VResult<Env> {
             source: EMBEDDED.to_string(),
             path: "<apsi_torch (compiled into apsi)>".into(),
             label,
+            dev: true,
         });
     }
-    let not_installed = || {
-        ErrorObj::with_hint(
-            ErrorKind::ModuleNotFoundError,
-            "the PyTorch backend is not installed",
-            install_hint(),
-        )
-    };
     let Some(home) = apsi_backend::home::Home::locate() else {
         return Err(not_installed());
     };
@@ -120,39 +128,49 @@ fn env() -> VResult<Env> {
         path: found.library.display().to_string(),
         python,
         source,
+        dev: false,
     })
+}
+
+/// Where the driver stands: nothing looked up yet, the backend found and
+/// checked (`locate`), or its worker running with the module loaded.
+enum State {
+    Idle,
+    Located(Env),
+    Running(Arc<Bridge>, String),
 }
 
 /// The driver `apsi` installs into apsi-layers.
 pub struct Driver {
-    /// The worker, started at the first call, and where it came from.
-    running: Mutex<Option<(Arc<Bridge>, String)>>,
+    state: Mutex<State>,
 }
 
 impl Driver {
     pub fn new() -> Driver {
         Driver {
-            running: Mutex::new(None),
+            state: Mutex::new(State::Idle),
         }
     }
 
-    fn slot(&self) -> MutexGuard<'_, Option<(Arc<Bridge>, String)>> {
-        self.running.lock().unwrap_or_else(|p| p.into_inner())
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn bridge(&self) -> VResult<Arc<Bridge>> {
-        let mut slot = self.slot();
-        if let Some((b, _)) = &*slot {
-            return Ok(b.clone());
-        }
-        let env = env()?;
+        let mut state = self.state();
+        // The package is verified once: `locate` (just before the first
+        // job) leaves what it found for the worker to start on.
+        let env = match std::mem::replace(&mut *state, State::Idle) {
+            State::Running(b, label) => {
+                *state = State::Running(b.clone(), label);
+                return Ok(b);
+            }
+            State::Located(env) => env,
+            State::Idle => env()?,
+        };
         let missing = apsi_python::worker::Missing {
             message: format!("the PyTorch backend's Python was not found: {}", env.label),
-            hint: if env.label.starts_with("APSI_TORCH_PYTHON") {
-                "point APSI_TORCH_PYTHON at a Python that has torch, or unset it to use the installed package".into()
-            } else {
-                "repair the environment: apsi pkg install torch".into()
-            },
+            hint: env.fix(false),
         };
         let bridge = Arc::new(Bridge::with_interpreter(
             true,
@@ -178,14 +196,6 @@ impl Driver {
         }
         // PyTorch itself must import there: say so plainly if it does not.
         if let Err(e) = bridge.call("apsi_torch.info", &[Value::str("cpu")], &[]) {
-            let fix = if env.label.starts_with("APSI_TORCH_PYTHON") {
-                format!(
-                    "install it there ({} -m pip install torch numpy), or unset APSI_TORCH_PYTHON to use the package",
-                    env.python.display()
-                )
-            } else {
-                "repair the environment: apsi pkg install torch".to_string()
-            };
             return Err(ErrorObj::with_hint(
                 ErrorKind::ModuleNotFoundError,
                 format!(
@@ -193,20 +203,27 @@ impl Driver {
                     env.label,
                     e.message.lines().next().unwrap_or("")
                 ),
-                fix,
+                env.fix(true),
             ));
         }
-        *slot = Some((bridge.clone(), env.label));
+        *state = State::Running(bridge.clone(), env.label);
         Ok(bridge)
     }
 }
 
 impl TorchDriver for Driver {
     fn locate(&self) -> VResult<String> {
-        if let Some((_, label)) = &*self.slot() {
-            return Ok(label.clone());
+        let mut state = self.state();
+        match &*state {
+            State::Running(_, label) => Ok(label.clone()),
+            State::Located(env) => Ok(env.label.clone()),
+            State::Idle => {
+                let env = env()?;
+                let label = env.label.clone();
+                *state = State::Located(env);
+                Ok(label)
+            }
         }
-        env().map(|e| e.label)
     }
 
     fn call(&self, func: &str, args: Vec<Value>) -> VResult<Value> {
@@ -216,7 +233,7 @@ impl TorchDriver for Driver {
             // A worker that died took the loaded module with it: the next
             // call starts a new one and loads the module again.
             if e.kind == ErrorKind::PythonError && e.message.starts_with("the Python worker stopped") {
-                *self.slot() = None;
+                *self.state() = State::Idle;
             }
         }
         r.map_err(own_errors)

@@ -44,8 +44,15 @@ pub fn system_probes(env: &Arc<Env>) -> Vec<Probe> {
         Probe::new("memory", FILE_LIMIT, move || probes::memory::probe(&e4)),
         Probe::new("disk", FILE_LIMIT, move || probes::disk::probe(&e5)),
         Probe::new("gpu", PROGRAM_LIMIT, move || probes::gpu::probe(&e6)),
-        Probe::new("python", PROGRAM_LIMIT, move || {
-            probes::python::probe("python3", PROGRAM_LIMIT.saturating_sub(Duration::from_millis(500)))
+        Probe::new("python", PROGRAM_LIMIT, {
+            let env = Arc::clone(env);
+            move || {
+                probes::python::probe(
+                    "python3",
+                    PROGRAM_LIMIT.saturating_sub(Duration::from_millis(500)),
+                    env.home.as_deref(),
+                )
+            }
         }),
         Probe::new("cache-key", FILE_LIMIT, move || probes::cache::key_probe(&e7)),
         Probe::new("compile-cache", FILE_LIMIT, move || {

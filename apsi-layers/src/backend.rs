@@ -64,17 +64,14 @@ pub fn install_torch_driver(d: Arc<dyn TorchDriver>) {
 
 const INSTALL_HINT: &str = "install it with: apsi pkg install torch (or apsi pkg install torch-cuda for NVIDIA GPUs)";
 
-fn not_installed() -> apsi_core::api::Exc {
+/// `ModuleNotFoundError: the PyTorch backend is not installed`, with the
+/// install command (LAYERS.md §7).
+pub fn not_installed() -> apsi_core::api::Exc {
     ErrorObj::with_hint(
         ErrorKind::ModuleNotFoundError,
         "the PyTorch backend is not installed",
         INSTALL_HINT,
     )
-}
-
-/// Where the PyTorch backend comes from, if anywhere (`apsi doctor`, errors).
-pub fn torch_source() -> Option<String> {
-    DRIVER.get().and_then(|d| d.locate().ok())
 }
 
 /// The driver for `who(backend="torch")`, after the permission check and

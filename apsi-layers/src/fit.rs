@@ -28,7 +28,7 @@ pub(crate) enum Data {
     Batches(Value),
 }
 
-pub(crate) fn data_arg(c: &mut dyn Caller, who: &str, what: &str, v: &Value) -> VResult<Data> {
+fn data_arg(c: &mut dyn Caller, who: &str, what: &str, v: &Value) -> VResult<Data> {
     if let Value::Tuple(t) = v {
         if t.0.len() == 2 {
             let x = tensor_arg(c, who, &t.0[0])?;
@@ -113,9 +113,16 @@ fn batches(
 
 /// Correct answers (or summed errors) and how many were counted.
 #[derive(Default, Clone, Copy)]
-pub(crate) struct Tally {
+struct Tally {
     sum: f64,
     count: f64,
+}
+
+impl Tally {
+    /// The metric's value: the mean over what was counted.
+    fn mean(&self) -> f64 {
+        self.sum / self.count.max(1.0)
+    }
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -154,7 +161,7 @@ pub(crate) fn metric_name(m: Metric) -> &'static str {
     }
 }
 
-pub(crate) fn metrics_arg(who: &str, v: Option<&Value>, default: &[Metric]) -> VResult<Vec<Metric>> {
+fn metrics_arg(who: &str, v: Option<&Value>, default: &[Metric]) -> VResult<Vec<Metric>> {
     match v {
         None | Some(Value::None) => Ok(default.to_vec()),
         Some(Value::List(l)) => l.items.read().iter().map(|m| metric_of(who, m)).collect(),
@@ -334,21 +341,31 @@ fn floats(v: &[f64]) -> Value {
     Value::list(v.iter().map(|&x| Value::Float(x)).collect())
 }
 
-pub(crate) fn dict_of(pairs: Vec<(String, Value)>) -> VResult<Value> {
-    let d = Value::dict(DictMap::new());
-    if let Value::Dict(o) = &d {
-        let mut w = o.map.write();
-        for (k, v) in pairs {
-            let key = Value::str(k);
-            w.insert(hash_key(&key)?, v);
-        }
+pub(crate) fn dict_of<K: AsRef<str>>(pairs: Vec<(K, Value)>) -> VResult<Value> {
+    let mut d = DictMap::with_capacity(pairs.len());
+    for (k, v) in pairs {
+        d.insert(hash_key(&Value::str(k.as_ref()))?, v);
     }
-    Ok(d)
+    Ok(Value::dict(d))
+}
+
+/// What `evaluate` returns on either backend: `{metric: value}` in the
+/// order asked, then `"loss"` when one was computed.
+pub(crate) fn scores_dict(metrics: &[Metric], values: &[f64], loss: Option<f64>) -> VResult<Value> {
+    let mut pairs: Vec<(&str, Value)> = metrics
+        .iter()
+        .zip(values)
+        .map(|(m, &v)| (metric_name(*m), Value::Float(v)))
+        .collect();
+    if let Some(l) = loss {
+        pairs.push(("loss", Value::Float(l)));
+    }
+    dict_of(pairs)
 }
 
 // ---- common arguments
 
-pub(crate) fn device_arg(who: &str, v: Option<&Value>) -> VResult<String> {
+fn device_arg(who: &str, v: Option<&Value>) -> VResult<String> {
     match v {
         None | Some(Value::None) => Ok("auto".into()),
         Some(Value::Str(s)) => Ok(s.as_str().to_string()),
@@ -362,66 +379,69 @@ pub(crate) fn device_arg(who: &str, v: Option<&Value>) -> VResult<String> {
     }
 }
 
+/// The precision `precision=` names (LAYERS.md §5), checked; `none` is
+/// the model's own (`"fp64"` for f64 parameters, else `"fp32"`).
+pub(crate) fn precision_name(who: &str, v: Option<&Value>, model_dtype: DType) -> VResult<String> {
+    match v {
+        None | Some(Value::None) => Ok(own_precision(model_dtype).to_string()),
+        Some(Value::Str(s)) => match s.as_str() {
+            n @ ("fp64" | "fp32" | "tf32" | "bf16" | "fp16") => Ok(n.to_string()),
+            other => Err(err(
+                ErrorKind::ValueError,
+                format!("{who}: unknown precision \"{other}\" (expected \"fp64\", \"fp32\", \"tf32\", \"bf16\" or \"fp16\")"),
+            )),
+        },
+        Some(other) => Err(err(
+            ErrorKind::TypeError,
+            format!(
+                "{who}: precision must be a name such as \"fp32\", not {}",
+                other.type_name()
+            ),
+        )),
+    }
+}
+
+fn own_precision(model_dtype: DType) -> &'static str {
+    if model_dtype == DType::F64 {
+        "fp64"
+    } else {
+        "fp32"
+    }
+}
+
 /// How the cpu backend computes (LAYERS.md §5): the name for
 /// `History.precision`, the format matmul and convolution operands are
 /// rounded to (mixed precision), and whether losses are scaled (fp16).
-pub(crate) struct Precision {
-    pub name: String,
-    pub autocast: Option<DType>,
-    pub scaled: bool,
+struct Precision {
+    name: String,
+    autocast: Option<DType>,
+    scaled: bool,
 }
 
 fn precision_arg(who: &str, v: Option<&Value>, model_dtype: DType) -> VResult<Precision> {
-    let own = if model_dtype == DType::F64 { "fp64" } else { "fp32" };
-    let name = match v {
-        None | Some(Value::None) => own.to_string(),
-        Some(Value::Str(s)) => s.as_str().to_string(),
-        Some(other) => {
-            return Err(err(
-                ErrorKind::TypeError,
-                format!(
-                    "{who}: precision must be a name such as \"fp32\", not {}",
-                    other.type_name()
-                ),
-            ))
-        }
-    };
-    let plain = |name: String| Precision {
-        name,
-        autocast: None,
-        scaled: false,
-    };
-    match name.as_str() {
-        n if n == own => Ok(plain(name)),
+    let name = precision_name(who, v, model_dtype)?;
+    let (autocast, scaled) = match name.as_str() {
+        n if n == own_precision(model_dtype) => (None, false),
         "tf32" if model_dtype == DType::F32 => {
             warn_once(
                 &TF32_WARNED,
                 "precision=\"tf32\" uses TF32 tensor cores, which the cpu backend does not have: computing in fp32",
             );
-            Ok(plain(name))
+            (None, false)
         }
-        "bf16" => Ok(Precision {
-            name,
-            autocast: Some(DType::BF16),
-            scaled: false,
-        }),
-        "fp16" => Ok(Precision {
-            name,
-            autocast: Some(DType::F16),
-            scaled: true,
-        }),
-        "fp32" | "fp64" | "tf32" => Err(err(
-            ErrorKind::NotImplementedError,
-            format!(
-                "{who}: precision=\"{name}\" for a model of {} parameters is not supported on the cpu backend (precision=none computes in the model's dtype; backend=\"torch\" computes in any format)",
-                model_dtype.name(),
-            ),
-        )),
-        other => Err(err(
-            ErrorKind::ValueError,
-            format!("{who}: unknown precision \"{other}\" (expected \"fp64\", \"fp32\", \"tf32\", \"bf16\" or \"fp16\")"),
-        )),
-    }
+        "bf16" => (Some(DType::BF16), false),
+        "fp16" => (Some(DType::F16), true),
+        _ => {
+            return Err(err(
+                ErrorKind::NotImplementedError,
+                format!(
+                    "{who}: precision=\"{name}\" for a model of {} parameters is not supported on the cpu backend (precision=none computes in the model's dtype; backend=\"torch\" computes in any format)",
+                    model_dtype.name(),
+                ),
+            ))
+        }
+    };
+    Ok(Precision { name, autocast, scaled })
 }
 
 static TF32_WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -657,12 +677,12 @@ pub fn f_fit(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
         opt.end_epoch();
         let secs = t0.elapsed().as_secs_f64();
         let epoch_loss = loss_sum / rows.max(1) as f64;
-        let values: Vec<f64> = tallies.iter().map(|t| t.sum / t.count.max(1.0)).collect();
+        let values: Vec<f64> = tallies.iter().map(Tally::mean).collect();
         figures.epoch(epoch_loss, secs, rows, &values);
         let mut val_text = String::new();
         if let Some(v) = &validation {
             let (vl, vt) = score(c, &model, v, Some(&loss), &metrics, 256, prec.autocast)?;
-            let values: Vec<f64> = vt.iter().map(|t| t.sum / t.count.max(1.0)).collect();
+            let values: Vec<f64> = vt.iter().map(Tally::mean).collect();
             val_text = figures.validation(vl.unwrap_or(f64::NAN), &values);
         }
         bar.end_epoch(epoch, epoch_loss, &val_text, secs);
@@ -731,20 +751,13 @@ pub fn f_evaluate(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
     let batch = a.int_or(4, 256)?.max(1) as usize;
     if backend == Backend::Torch {
         let device = device_arg("evaluate", a.opt(6))?;
-        return crate::torch::evaluate(c, &model, &data, loss.as_ref(), &metrics, batch, device, a.opt(7));
+        return crate::torch::evaluate(&model, &data, loss.as_ref(), &metrics, batch, device, a.opt(7));
     }
     check_cpu_device("evaluate", &device_arg("evaluate", a.opt(6))?)?;
     let prec = precision_arg("evaluate", a.opt(7), model_dtype(&model)?)?;
     let (l, tallies) = score(c, &model, &data, loss.as_ref(), &metrics, batch, prec.autocast)?;
-    let mut pairs: Vec<(String, Value)> = metrics
-        .iter()
-        .zip(&tallies)
-        .map(|(m, t)| (metric_name(*m).to_string(), Value::Float(t.sum / t.count.max(1.0))))
-        .collect();
-    if let Some(l) = l {
-        pairs.push(("loss".to_string(), Value::Float(l)));
-    }
-    dict_of(pairs)
+    let values: Vec<f64> = tallies.iter().map(Tally::mean).collect();
+    scores_dict(&metrics, &values, l)
 }
 
 pub fn f_predict(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {

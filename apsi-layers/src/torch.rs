@@ -13,7 +13,7 @@
 
 use crate::backend::{self, TorchDriver};
 use crate::export;
-use crate::fit::{dict_of, metric_name, Data, Figures, Metric};
+use crate::fit::{dict_of, metric_name, model_dtype, precision_name, scores_dict, Data, Figures, Metric};
 use crate::layer::tensor_arg;
 use crate::loss::LossArg;
 use crate::model::collect;
@@ -21,8 +21,8 @@ use crate::ops;
 use crate::optim::{Algo, Optimizer, Schedule};
 use crate::progress::Progress;
 use crate::train::Rng;
-use apsi_core::api::tensor::{tensor_value, DType, Tensor};
-use apsi_core::api::{err, hash_key, Caller, DictMap, ErrorKind, VResult, Value};
+use apsi_core::api::tensor::{tensor_value, Tensor};
+use apsi_core::api::{err, Caller, ErrorKind, VResult, Value};
 
 /// Everything `fit` parsed, for the torch backend.
 pub(crate) struct FitJob<'a> {
@@ -40,36 +40,6 @@ pub(crate) struct FitJob<'a> {
     pub precision: Option<&'a Value>,
     pub compile: bool,
     pub progress: Progress,
-}
-
-/// The precision name the worker computes in (LAYERS.md §5): `none` is the
-/// model's dtype.
-fn precision_name(who: &str, v: Option<&Value>, model: DType) -> VResult<String> {
-    match v {
-        None | Some(Value::None) => Ok(if model == DType::F64 { "fp64" } else { "fp32" }.into()),
-        Some(Value::Str(s)) => match s.as_str() {
-            n @ ("fp64" | "fp32" | "tf32" | "bf16" | "fp16") => Ok(n.to_string()),
-            other => Err(err(
-                ErrorKind::ValueError,
-                format!("{who}: unknown precision \"{other}\" (expected \"fp64\", \"fp32\", \"tf32\", \"bf16\" or \"fp16\")"),
-            )),
-        },
-        Some(other) => Err(err(
-            ErrorKind::TypeError,
-            format!(
-                "{who}: precision must be a name such as \"fp32\", not {}",
-                other.type_name()
-            ),
-        )),
-    }
-}
-
-fn str_dict(pairs: Vec<(&str, Value)>) -> VResult<Value> {
-    let mut d = DictMap::with_capacity(pairs.len());
-    for (k, v) in pairs {
-        d.insert(hash_key(&Value::str(k))?, v);
-    }
-    Ok(Value::dict(d))
 }
 
 /// The optimizer as the worker rebuilds it (`torch.optim`), with the
@@ -106,14 +76,14 @@ fn optimizer_spec(o: &Optimizer) -> VResult<Value> {
             min_lr,
             warmup,
             per_step,
-        }) => str_dict(vec![
+        }) => dict_of(vec![
             ("kind", Value::str("cosine")),
             ("total", Value::Int(total as i64)),
             ("min_lr", Value::Float(min_lr)),
             ("warmup", Value::Int(warmup as i64)),
             ("per_step", Value::Bool(per_step)),
         ])?,
-        Some(Schedule::Step { every, gamma, per_step }) => str_dict(vec![
+        Some(Schedule::Step { every, gamma, per_step }) => dict_of(vec![
             ("kind", Value::str("step")),
             ("every", Value::Int(every as i64)),
             ("gamma", Value::Float(gamma)),
@@ -121,7 +91,7 @@ fn optimizer_spec(o: &Optimizer) -> VResult<Value> {
         ])?,
     };
     pairs.push(("schedule", schedule));
-    str_dict(pairs)
+    dict_of(pairs)
 }
 
 /// The model as the worker builds it, the first three arguments of every
@@ -186,7 +156,8 @@ fn float_of(v: &Value) -> f64 {
     }
 }
 
-fn items(v: &Value) -> Vec<Value> {
+/// The items of a tuple or list the worker answered with (none otherwise).
+pub(crate) fn items(v: &Value) -> Vec<Value> {
     match v {
         Value::Tuple(t) => t.0.to_vec(),
         Value::List(l) => l.items.read().clone(),
@@ -201,16 +172,21 @@ fn bad_reply(func: &str) -> apsi_core::api::Exc {
     )
 }
 
-/// Writes the worker's `(name, array)` pairs into the model's parameters,
-/// each converted to its parameter's dtype.
-fn write_back(c: &mut dyn Caller, m: &Value, pairs: &Value) -> VResult<()> {
-    let got: Vec<(String, Value)> = items(pairs)
+/// The worker's `(name, value)` pairs (parameters' weights or gradients).
+pub(crate) fn named(v: &Value) -> Vec<(String, Value)> {
+    items(v)
         .into_iter()
         .filter_map(|p| match items(&p).as_slice() {
             [Value::Str(n), v] => Some((n.as_str().to_string(), v.clone())),
             _ => None,
         })
-        .collect();
+        .collect()
+}
+
+/// Writes the worker's `(name, array)` pairs into the model's parameters,
+/// each converted to its parameter's dtype.
+fn write_back(c: &mut dyn Caller, m: &Value, pairs: &Value) -> VResult<()> {
+    let got = named(pairs);
     let params = collect(m)?;
     let mut values = Vec::with_capacity(params.len());
     for p in &params {
@@ -240,12 +216,12 @@ pub(crate) fn fit(c: &mut dyn Caller, job: FitJob<'_>) -> VResult<Value> {
         }
         None => Value::None,
     };
-    let precision = precision_name(who, job.precision, crate::fit::model_dtype(job.model)?)?;
-    let mut args = model_args(who, job.model)?;
+    let precision = precision_name(who, job.precision, model_dtype(job.model)?)?;
     if collect(job.model)?.is_empty() {
         return Err(err(ErrorKind::ValueError, "fit: the model has no parameters to train"));
     }
-    let spec = str_dict(vec![
+    let mut args = model_args(who, job.model)?;
+    let spec = dict_of(vec![
         ("loss", loss),
         ("optimizer", optimizer_spec(job.optimizer)?),
         ("batch", Value::Int(job.batch as i64)),
@@ -311,7 +287,7 @@ fn train(job: &FitJob<'_>, driver: &dyn TorchDriver, sid: i64, n: usize) -> VRes
 }
 
 fn session_spec(batch: usize, device: &str, precision: &str, loss: Value, metrics: &[Metric]) -> VResult<Value> {
-    str_dict(vec![
+    dict_of(vec![
         ("batch", Value::Int(batch as i64)),
         ("device", Value::str(device)),
         ("precision", Value::str(precision)),
@@ -351,8 +327,7 @@ pub(crate) fn predict(
             ))
         }
     };
-    let mdt = crate::fit::model_dtype(model)?;
-    let precision = precision_name(who, precision, mdt)?;
+    let precision = precision_name(who, precision, model_dtype(model)?)?;
     let mut args = model_args(who, model)?;
     args.extend([
         tensor_value(ops::detach(&x)),
@@ -365,9 +340,7 @@ pub(crate) fn predict(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn evaluate(
-    _c: &mut dyn Caller,
     model: &Value,
     data: &Data,
     loss: Option<&LossArg>,
@@ -383,7 +356,7 @@ pub(crate) fn evaluate(
         Some(l) => builtin_loss(who, l)?,
         None => Value::None,
     };
-    let precision = precision_name(who, precision, crate::fit::model_dtype(model)?)?;
+    let precision = precision_name(who, precision, model_dtype(model)?)?;
     let mut args = model_args(who, model)?;
     args.extend([
         tensor_value(ops::detach(x)),
@@ -392,16 +365,9 @@ pub(crate) fn evaluate(
     ]);
     let r = driver.call("evaluate", args)?;
     let (l, ms) = match items(&r).as_slice() {
-        [l, ms, _device] => (l.clone(), items(ms)),
+        [l, ms, _device] => (float_of(l), items(ms)),
         _ => return Err(bad_reply("evaluate")),
     };
-    let mut pairs: Vec<(String, Value)> = metrics
-        .iter()
-        .zip(&ms)
-        .map(|(m, v)| (metric_name(*m).to_string(), Value::Float(float_of(v))))
-        .collect();
-    if loss.is_some() {
-        pairs.push(("loss".to_string(), Value::Float(float_of(&l))));
-    }
-    dict_of(pairs)
+    let values: Vec<f64> = ms.iter().map(float_of).collect();
+    scores_dict(metrics, &values, loss.map(|_| l))
 }

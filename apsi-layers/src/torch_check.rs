@@ -212,13 +212,24 @@ fn cases(dtype: DType, rng: &mut Rng) -> VResult<Vec<Case>> {
     Ok(out)
 }
 
-/// Apsi's forward output and gradients: (out, d input, d params).
+/// Apsi's side of a case.
+struct ApsiSide {
+    out: Tensor,
+    /// The cotangent, drawn in the output's shape.
+    r: Tensor,
+    /// The gradients of `(out * r).sum()` with respect to the input (for
+    /// a float input) and to each parameter.
+    grad_input: Option<Tensor>,
+    grad_params: Vec<Option<Tensor>>,
+}
+
 fn apsi_side(
     c: &mut dyn Caller,
     case: &Case,
-    r: &Tensor,
+    rng: &mut Rng,
+    dtype: DType,
     autocast: Option<DType>,
-) -> VResult<(Tensor, Option<Tensor>, Vec<Option<Tensor>>)> {
+) -> VResult<ApsiSide> {
     let params = collect(&case.model)?;
     let current: Vec<Tensor> = params.iter().map(|p| p.get()).collect::<VResult<_>>()?;
     let leaves: Vec<Tensor> = current.iter().map(leaf).collect();
@@ -228,22 +239,39 @@ fn apsi_side(
     } else {
         case.input.clone()
     };
-    let (out, total) = {
+    let out = {
         let _swap = Swap::new(&params, &leaves)?;
         let _mode = Mode::inference();
         let _cast = Autocast::new(autocast);
-        let out = forward_value(c, &case.model, x.clone(), None)?;
-        let total = ops::sum_all(&ops::mul(&out, r)?)?;
-        (out, total)
+        forward_value(c, &case.model, x.clone(), None)?
     };
+    let r = floats(rng, out.shape(), dtype)?;
+    let total = ops::sum_all(&ops::mul(&out, &r)?)?;
     let mut wrt = Vec::with_capacity(leaves.len() + 1);
     if float_in {
         wrt.push(x);
     }
     wrt.extend(leaves.iter().cloned());
     let mut grads = backward(&total, &wrt, false)?;
-    let gx = if float_in { grads.remove(0) } else { None };
-    Ok((ops::detach(&out), gx, grads))
+    let grad_input = if float_in { grads.remove(0) } else { None };
+    Ok(ApsiSide {
+        out: ops::detach(&out),
+        r,
+        grad_input,
+        grad_params: grads,
+    })
+}
+
+/// One `TorchCheck` row.
+fn row(c: &mut dyn Caller, layer: &str, forward: f64, backward: f64, tol: f64, ok: bool) -> VResult<Value> {
+    let fields = [
+        Value::str(layer),
+        Value::Float(forward),
+        Value::Float(backward),
+        Value::Float(tol),
+        Value::Bool(ok),
+    ];
+    c.call(&Value::StructType(check_type()), &fields, &[])
 }
 
 /// The largest error of `got` against `want`, relative to max(1, |want|).
@@ -264,14 +292,6 @@ fn max_error(want: &[f64], got: &[f64]) -> f64 {
         .fold(0.0, f64::max)
 }
 
-fn items(v: &Value) -> Vec<Value> {
-    match v {
-        Value::Tuple(t) => t.0.to_vec(),
-        Value::List(l) => l.items.read().clone(),
-        _ => Vec::new(),
-    }
-}
-
 fn values_of(c: &mut dyn Caller, v: &Value) -> VResult<Option<Vec<f64>>> {
     match v {
         Value::None => Ok(None),
@@ -287,17 +307,8 @@ pub fn f_check_torch(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<
         Some(other) => return Err(a.wrong(0, "a device name such as \"cpu\" or \"auto\"", other)),
     };
     let precision = match a.opt(1) {
-        None | Some(Value::None) => "fp64".to_string(),
-        Some(Value::Str(s)) if ["fp64", "fp32", "tf32", "bf16", "fp16"].contains(&s.as_str()) => s.as_str().to_string(),
-        Some(Value::Str(s)) => {
-            return Err(err(
-                ErrorKind::ValueError,
-                format!(
-                    "{WHO}: unknown precision \"{}\" (expected \"fp64\", \"fp32\", \"tf32\", \"bf16\" or \"fp16\")",
-                    s.as_str()
-                ),
-            ))
-        }
+        // `none` is fp64 here: the tightest comparison.
+        v @ (None | Some(Value::None) | Some(Value::Str(_))) => crate::fit::precision_name(WHO, v, DType::F64)?,
         Some(other) => return Err(a.wrong(1, "a precision name such as \"fp64\"", other)),
     };
     let driver = backend::torch(WHO)?;
@@ -323,15 +334,12 @@ pub fn f_check_torch(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<
     let (mut agree, mut version, mut on) = (0usize, String::new(), device.clone());
     for case in &cases {
         let params = collect(&case.model)?;
-        // The output's shape, for `r`: one inference run.
-        let shape = {
-            let _mode = Mode::inference();
-            forward_value(c, &case.model, case.input.clone(), None)?
-                .shape()
-                .to_vec()
-        };
-        let r = floats(&mut rng, &shape, dtype)?;
-        let (out, gx, gp) = apsi_side(c, case, &r, autocast)?;
+        let ApsiSide {
+            out,
+            r,
+            grad_input: gx,
+            grad_params: gp,
+        } = apsi_side(c, case, &mut rng, dtype, autocast)?;
         let mut args = crate::torch::model_args(WHO, &case.model)?;
         args.extend([
             tensor_value(case.input.clone()),
@@ -350,19 +358,12 @@ pub fn f_check_torch(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<
                     format!("{tol:.0e}"),
                     format!("✗ {}", e.message.lines().next().unwrap_or("")),
                 ]);
-                let fields = vec![
-                    Value::str(case.name),
-                    Value::Float(f64::INFINITY),
-                    Value::Float(f64::INFINITY),
-                    Value::Float(tol),
-                    Value::Bool(false),
-                ];
-                rows.push(c.call(&Value::StructType(check_type()), &fields, &[])?);
+                rows.push(row(c, case.name, f64::INFINITY, f64::INFINITY, tol, false)?);
                 continue;
             }
             Err(e) => return Err(e),
         };
-        let parts = items(&reply);
+        let parts = crate::torch::items(&reply);
         let [t_out, t_gx, t_gp, Value::Str(dev), Value::Str(ver)] = parts.as_slice() else {
             return Err(err(
                 ErrorKind::PythonError,
@@ -377,13 +378,7 @@ pub fn f_check_torch(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<
         if let (Some(g), Some(tg)) = (&gx, values_of(c, t_gx)?) {
             bwd = bwd.max(max_error(&ops::values(g), &tg));
         }
-        let t_pairs: Vec<(String, Value)> = items(t_gp)
-            .into_iter()
-            .filter_map(|p| match items(&p).as_slice() {
-                [Value::Str(n), v] => Some((n.as_str().to_string(), v.clone())),
-                _ => None,
-            })
-            .collect();
+        let t_pairs = crate::torch::named(t_gp);
         for (p, g) in params.iter().zip(&gp) {
             let theirs = match t_pairs.iter().find(|(n, _)| *n == p.name) {
                 Some((_, v)) => values_of(c, v)?,
@@ -392,7 +387,7 @@ pub fn f_check_torch(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<
             let e = match (g, theirs) {
                 (Some(g), Some(t)) => max_error(&ops::values(g), &t),
                 (None, None) => 0.0,
-                // A gradient on one side only: zero on the other?
+                // A gradient on one side only is compared with zeros.
                 (Some(g), None) => max_error(&ops::values(g), &vec![0.0; g.size()]),
                 (None, Some(t)) => max_error(&vec![0.0; t.len()], &t),
             };
@@ -407,14 +402,7 @@ pub fn f_check_torch(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<
             format!("{tol:.0e}"),
             if ok { "✓" } else { "✗" }.to_string(),
         ]);
-        let fields = vec![
-            Value::str(case.name),
-            Value::Float(forward),
-            Value::Float(bwd),
-            Value::Float(tol),
-            Value::Bool(ok),
-        ];
-        rows.push(c.call(&Value::StructType(check_type()), &fields, &[])?);
+        rows.push(row(c, case.name, forward, bwd, tol, ok)?);
     }
     use crate::table::{lines, Align};
     let mut text = String::new();

@@ -128,16 +128,15 @@ impl Worker {
     /// Starts the worker on [`interpreter`] and reads its hello.
     pub fn start() -> Result<Worker, Exc> {
         let (program, from_env) = interpreter();
-        let missing = if from_env {
-            Missing {
-                message: format!("`use python` needs a Python 3 interpreter, and none was found: APSI_PYTHON={program} was not found"),
-                hint: "install Python 3 (for example: apt-get install python3) or set APSI_PYTHON to an interpreter's path".into(),
-            }
+        let what = if from_env {
+            format!("APSI_PYTHON={program} was not found")
         } else {
-            Missing {
-                message: "`use python` needs a Python 3 interpreter, and none was found: python3 is not on PATH".into(),
-                hint: "install Python 3 (for example: apt-get install python3) or set APSI_PYTHON to an interpreter's path".into(),
-            }
+            "python3 is not on PATH".to_string()
+        };
+        let missing = Missing {
+            message: format!("`use python` needs a Python 3 interpreter, and none was found: {what}"),
+            hint: "install Python 3 (for example: apt-get install python3) or set APSI_PYTHON to an interpreter's path"
+                .into(),
         };
         Worker::start_with(program, &missing)
     }

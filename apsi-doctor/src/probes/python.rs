@@ -5,6 +5,7 @@
 use crate::check::Check;
 use crate::subprocess::{self, Outcome};
 use serde_json::Value;
+use std::path::Path;
 use std::time::Duration;
 
 const SCRIPT: &str = r#"
@@ -26,22 +27,18 @@ print(json.dumps(r))
 /// Which PyTorch `backend="torch"` would use (LAYERS.md §7), found
 /// without starting it: `APSI_TORCH_PYTHON`, else the environment the
 /// `torch` package's installation made (`$APSI_HOME/venvs/torch`).
-fn torch_backend() -> Option<String> {
+fn torch_backend(home: Option<&Path>) -> Option<String> {
     if let Some(p) = std::env::var_os("APSI_TORCH_PYTHON").filter(|p| !p.is_empty()) {
-        return Some(format!("APSI_TORCH_PYTHON={}", std::path::PathBuf::from(p).display()));
+        return Some(format!("APSI_TORCH_PYTHON={}", Path::new(&p).display()));
     }
-    let home = match std::env::var_os("APSI_HOME").filter(|h| !h.is_empty()) {
-        Some(h) => std::path::PathBuf::from(h),
-        None => std::path::PathBuf::from(std::env::var_os("HOME")?).join(".apsi"),
-    };
-    let python = home.join("venvs").join("torch").join("bin").join("python");
+    let python = home?.join("venvs").join("torch").join("bin").join("python");
     python
         .exists()
         .then(|| format!("the torch package ({})", python.display()))
 }
 
 /// `python`: the interpreter to ask (`python3` on PATH unless told).
-pub fn probe(python: &str, limit: Duration) -> Check {
+pub fn probe(python: &str, limit: Duration, home: Option<&Path>) -> Check {
     match subprocess::run(python, &["-c", SCRIPT], limit) {
         Outcome::NotStarted(e) => Check::warn("python", format!("{python} not found ({e})"))
             .detail("python", python)
@@ -63,7 +60,7 @@ pub fn probe(python: &str, limit: Duration) -> Check {
                 Some(t) => summary.push_str(&format!(", PyTorch {t}")),
                 None => summary.push_str(" (no PyTorch)"),
             }
-            let backend = torch_backend();
+            let backend = torch_backend(home);
             match &backend {
                 Some(src) => summary.push_str(&format!("; backend=\"torch\" uses {src}")),
                 None => summary.push_str("; backend=\"torch\" needs the backend package: apsi pkg install torch"),
@@ -85,7 +82,7 @@ mod tests {
 
     #[test]
     fn a_missing_python_is_a_warning_with_a_fix() {
-        let c = probe("apsi-no-such-python", Duration::from_secs(5));
+        let c = probe("apsi-no-such-python", Duration::from_secs(5), None);
         assert_eq!(c.status, crate::Status::Warn);
         assert!(c.fix.unwrap().contains("install Python"));
     }
@@ -100,13 +97,13 @@ mod tests {
         // Another test thread forking while the script was being written
         // makes its exec fail with "Text file busy" (ETXTBSY) for a moment:
         // that is the test's race, not the probe's, so try again.
-        let mut c = probe(fake.to_str().unwrap(), Duration::from_millis(200));
+        let mut c = probe(fake.to_str().unwrap(), Duration::from_millis(200), None);
         for _ in 0..20 {
             if !c.summary.contains("not found") {
                 break;
             }
             std::thread::sleep(Duration::from_millis(50));
-            c = probe(fake.to_str().unwrap(), Duration::from_millis(200));
+            c = probe(fake.to_str().unwrap(), Duration::from_millis(200), None);
         }
         assert_eq!(c.status, crate::Status::Warn);
         assert!(c.summary.contains("did not answer"), "{}", c.summary);
@@ -117,7 +114,7 @@ mod tests {
         if !subprocess::on_path("python3") {
             return;
         }
-        let c = probe("python3", Duration::from_secs(30));
+        let c = probe("python3", Duration::from_secs(30), None);
         assert_eq!(c.status, crate::Status::Ok, "{c:?}");
         assert!(c.summary.starts_with("Python 3."), "{}", c.summary);
     }
