@@ -368,6 +368,12 @@ pub enum Instr {
         a: Reg,
         b: Reg,
     },
+    /// `a = isinstance(b, c)` with the prelude's `isinstance`.
+    IsInstance {
+        a: Reg,
+        b: Reg,
+        c: Reg,
+    },
     /// `a = str(b)`
     ToStr {
         a: Reg,
@@ -692,6 +698,12 @@ pub struct FuncProto {
     /// A generator function (its body holds `yield`) or generator
     /// expression: a call binds the arguments and returns a generator.
     pub generator: bool,
+    /// The first positional parameter is bound only by the call: no
+    /// statement of the body assigns, deletes or captures it, so register
+    /// 0 holds what the call passed until the frame ends. A method call
+    /// then needs no handle on the method in its callee slot: the receiver
+    /// keeps its type, which keeps its methods (`vm/exec.rs`).
+    pub keeps_first: bool,
 }
 
 impl FuncProto {

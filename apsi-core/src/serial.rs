@@ -44,7 +44,7 @@ use std::sync::Arc;
 
 /// The format's version: bumped whenever the layout or the meaning of any
 /// instruction changes (an entry of another format is never decoded).
-pub const FORMAT: u16 = 2;
+pub const FORMAT: u16 = 3;
 
 /// The natives the compiler itself puts into code, which no program can
 /// name (`super()`'s helper, the iterators of a loop's `zip`/`enumerate`):
@@ -351,6 +351,7 @@ instr_codec! {
     CallMethod { a, k, n },
     CallSuper { a, k, n },
     Len { a, b },
+    IsInstance { a, b, c },
     Return { a },
     ReturnParams { a, n },
     ReturnNone {},
@@ -707,6 +708,7 @@ impl Enc<'_> {
         }
         self.w.bool(p.simple);
         self.w.bool(p.generator);
+        self.w.bool(p.keeps_first);
         Ok(())
     }
 
@@ -1004,6 +1006,7 @@ impl Dec<'_, '_> {
         }
         let simple = self.r.bool()?;
         let generator = self.r.bool()?;
+        let keeps_first = self.r.bool()?;
         let p = FuncProto {
             name,
             code,
@@ -1018,6 +1021,7 @@ impl Dec<'_, '_> {
             checks: checks.into_boxed_slice(),
             simple,
             generator,
+            keeps_first,
         };
         if p.nslots() > p.code.nregs as usize || p.param_names.len() != p.nslots() {
             return Err(bad("parameters"));

@@ -124,7 +124,7 @@ pub fn type_of(v: &Value) -> Value {
     type_token(name).unwrap_or(Value::None)
 }
 
-fn is_instance(x: &Value, t: &Value) -> VResult<bool> {
+pub(crate) fn is_instance(x: &Value, t: &Value) -> VResult<bool> {
     match t {
         Value::Tuple(ts) => {
             for t in ts.0.iter() {

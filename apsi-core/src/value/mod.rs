@@ -190,6 +190,27 @@ impl Value {
     pub fn dup_words(&self) -> Value {
         self.words().into_value()
     }
+
+    /// Move this value out as its parts ([`Words`], read as `words` reads
+    /// them), leaving `none`; no count changes hands. A returned value or a
+    /// moved argument was usually just written by parts, and a 16-byte
+    /// `mem::replace` of it would stall on store forwarding.
+    #[inline(always)]
+    pub fn take_words(&mut self) -> Words {
+        // SAFETY: as for `words`; the value's ownership moves into the
+        // parts, and the slot is overwritten with a `none` (its tag byte),
+        // which owns nothing, without dropping what it held.
+        unsafe {
+            let p = self as *mut Value as *mut u8;
+            let w = Words {
+                tag: std::ptr::read_volatile(p),
+                b1: std::ptr::read_volatile(p.add(1) as *const std::mem::MaybeUninit<u8>),
+                ptr: std::ptr::read_volatile(p.add(8) as *const std::mem::MaybeUninit<u64>),
+            };
+            std::ptr::write(self, Value::None);
+            w
+        }
+    }
 }
 
 /// Copies of `items` (what `items.to_vec()` makes): each count is raised

@@ -10,8 +10,11 @@
 //!   closure that `Frame::clo` points to is kept alive by the slot just
 //!   below `base` (a `Value::Func`, or the instance of an `Init` frame), by
 //!   a write-once global slot that the caller's code object holds
-//!   (`CallGlobal`), or for a `GenFor` frame by the generator in its loop's
-//!   iterator register; callers outlive callees.
+//!   (`CallGlobal`), for a method that never rebinds its receiver
+//!   (`FuncProto::keeps_first`, called by `CallMethod`/`CallSuper`) by the
+//!   instance in its register 0 (its type holds the method), or for a
+//!   `GenFor` frame by the generator in its loop's iterator register;
+//!   callers outlive callees.
 //! - `stack` only grows; slots above the live windows are `none`.
 //! - A handler belongs to one frame and is dropped when that frame ends.
 
@@ -304,6 +307,17 @@ fn jump_target(instrs: &[Instr], pc: usize) -> usize {
     match instrs.get(pc) {
         Some(Instr::Jmp { t }) => *t as usize,
         _ => pc + 1,
+    }
+}
+
+/// `x is y`; `x is none` and `x is not none` (most uses) are one tag test
+/// here, anything else goes to `Value::is`.
+#[inline(always)]
+fn same_object(x: &Value, y: &Value) -> bool {
+    match (x, y) {
+        (x, Value::None) => matches!(x, Value::None),
+        (Value::None, _) => false,
+        (x, y) => x.is(y),
     }
 }
 
@@ -799,9 +813,27 @@ impl Executor {
     /// with `usize::MAX`); the caller knows the rest hold nothing of this call.
     #[inline(always)]
     fn pop_frame_clearing(&mut self, clear: usize) {
-        if let Some(fr) = self.frames.pop() {
-            let nregs = (fr.nregs as usize).min(clear);
-            let base = fr.base as usize;
+        let Some(depth) = self.frames.len().checked_sub(1) else {
+            return;
+        };
+        // The frame was usually pushed just before, field by field: each
+        // field is read with its own size (LLVM would read `nregs` and the
+        // byte after it as one 4-byte load spanning two stores, which
+        // stalls on store forwarding).
+        // SAFETY: `depth` is the top frame's index.
+        let fr = unsafe { self.frames.as_ptr().add(depth) };
+        let (nregs, base, cell_base) = unsafe {
+            (
+                std::ptr::read_volatile(std::ptr::addr_of!((*fr).nregs)),
+                (*fr).base,
+                (*fr).cell_base,
+            )
+        };
+        // SAFETY: a `Frame` is `Copy`; shortening forgets nothing.
+        unsafe { self.frames.set_len(depth) };
+        {
+            let nregs = (nregs as usize).min(clear);
+            let base = base as usize;
             if let Some(w) = self.stack.get_mut(base..base + nregs) {
                 // Every cleared slot goes back to unbound, dropping what it
                 // owned (see "Register windows" in ARCHITECTURE.md for why the
@@ -812,13 +844,13 @@ impl Executor {
             }
             // (A handler of a frame further down, `try:` around a whole
             // program, is not this frame's: plain returns skip the call.)
-            if self.cells.len() > fr.cell_base as usize
+            if self.cells.len() > cell_base as usize
                 || self
                     .handlers
                     .last()
                     .is_some_and(|h| h.frame as usize >= self.frames.len())
             {
-                self.pop_frame_rest(fr.cell_base as usize);
+                self.pop_frame_rest(cell_base as usize);
             }
         }
     }
@@ -1002,24 +1034,15 @@ impl Executor {
                     // Frames the VM pushed for an instruction (`Ret::Init`,
                     // `Ret::Op`) return through `slow`.
                     if self.frames.len() > floor && base > 0 {
-                        macro_rules! ret {
-                            ($v:expr) => {{
-                                self.pop_frame_clearing($clear);
-                                // SAFETY: `base - 1` lies in the caller's window.
-                                setv(unsafe { &mut *self.stack.as_mut_ptr().add(base - 1) }, $v);
-                                // SAFETY: a caller's frame is below this one (`frames.len() > floor`).
-                                let top = unsafe { self.frames.last().unwrap_unchecked() };
-                                enter!(top.code, top.base as usize, top.pc as usize)
-                            }};
-                        }
-                        match *r!($a) {
-                            Value::Int(i) => ret!(Value::Int(i)),
-                            Value::Float(f) => ret!(Value::Float(f)),
-                            _ => {
-                                let v = std::mem::replace(r!($a), Value::None);
-                                ret!(v)
-                            }
-                        }
+                        // The value moves by parts: it was usually just
+                        // written that way (see `Value::take_words`).
+                        let w = r!($a).take_words();
+                        self.pop_frame_clearing($clear);
+                        // SAFETY: `base - 1` lies in the caller's window.
+                        set_words(unsafe { &mut *self.stack.as_mut_ptr().add(base - 1) }, w);
+                        // SAFETY: a caller's frame is below this one (`frames.len() > floor`).
+                        let top = unsafe { self.frames.last().unwrap_unchecked() };
+                        enter!(top.code, top.base as usize, top.pc as usize)
                     }
                     if self.frames.len() == floor && floor > stop + 1 {
                         let v = std::mem::replace(r!($a), Value::None);
@@ -1231,13 +1254,13 @@ impl Executor {
                         struct_op!(b, c);
                     }
                     Instr::Cmp { op, a, b, c } => {
-                        if let Some(v) = cmp_fast(op, r!(b), r!(c)) {
+                        // `x is none` and friends: identity needs no protocol.
+                        if let CmpOp::Is | CmpOp::IsNot = op {
+                            let v = same_object(r!(b), r!(c)) == (op == CmpOp::Is);
                             setv(r!(a), Value::Bool(v));
                             continue;
                         }
-                        // `x is none` and friends: identity needs no protocol.
-                        if let CmpOp::Is | CmpOp::IsNot = op {
-                            let v = r!(b).is(r!(c)) == (op == CmpOp::Is);
+                        if let Some(v) = cmp_fast(op, r!(b), r!(c)) {
                             setv(r!(a), Value::Bool(v));
                             continue;
                         }
@@ -1250,11 +1273,11 @@ impl Executor {
                         }
                     }
                     Instr::CmpJmp { op, a, b, jt } => {
+                        if let CmpOp::Is | CmpOp::IsNot = op {
+                            jump_if!((same_object(r!(a), r!(b)) == (op == CmpOp::Is)) == jt)
+                        }
                         if let Some(v) = cmp_fast(op, r!(a), r!(b)) {
                             jump_if!(v == jt)
-                        }
-                        if let CmpOp::Is | CmpOp::IsNot = op {
-                            jump_if!((r!(a).is(r!(b)) == (op == CmpOp::Is)) == jt)
                         }
                         if let CmpOp::In | CmpOp::NotIn = op {
                             if let Some(found) = int_in(r!(a), r!(b)) {
@@ -1722,15 +1745,15 @@ impl Executor {
                         }
                         // `T.CONST` (`Strength.REQUIRED`) and `T.method`.
                         Value::StructType(t) => {
-                            if let Some(v) = slow::type_attr_hit(t, code.ic_at(pc!() - 1).and_then(|ic| ic.get(t.id))) {
-                                setv(r!(a), v);
+                            if let Some(w) = slow::type_attr_hit(t, code.ic_at(pc!() - 1).and_then(|ic| ic.get(t.id))) {
+                                set_words(r!(a), w);
                                 continue;
                             }
                         }
                         // `module.name` (`math.pi`, `random.random`).
                         Value::Module(m) => {
-                            if let Some(v) = slow::module_attr_hit(m, code.ic_at(pc!() - 1)) {
-                                setv(r!(a), v);
+                            if let Some(w) = slow::module_attr_hit(m, code.ic_at(pc!() - 1)) {
+                                set_words(r!(a), w);
                                 continue;
                             }
                         }
@@ -1739,10 +1762,21 @@ impl Executor {
                     Instr::SetAttr { a, c, .. } => {
                         if let Value::Struct(s) = &*r!(a) {
                             if let Some(i) = code.ic_at(pc!() - 1).and_then(|ic| ic.field(s.ty.layout)) {
-                                let v = dup(r!(c));
                                 let mut f = s.fields.write();
                                 if let Some(slot) = f.get_mut(i) {
-                                    let old = std::mem::replace(slot, v);
+                                    // The new value goes in by parts (the source
+                                    // register was usually just written that way);
+                                    // the old one is given up in place, or kept to
+                                    // drop once the lock is released.
+                                    let w = r!(c).words();
+                                    let old = if holds_nothing(slot) || slot.release_solo() {
+                                        None
+                                    } else {
+                                        // SAFETY: overwritten just below without a drop.
+                                        Some(unsafe { std::ptr::read(slot) })
+                                    };
+                                    // SAFETY: the old value was given up just above.
+                                    unsafe { w.write_to(slot) };
                                     drop(f);
                                     drop(old);
                                     continue;
@@ -1759,8 +1793,14 @@ impl Executor {
                                     if takes_positional(c, n as usize + 1) {
                                         let clo = Arc::as_ptr(c);
                                         let callee: *const Code = &*c.proto.code;
-                                        let f = Value::Func(crate::value::solo::clone_arc(c));
-                                        setv(r!(a), f);
+                                        // A method that keeps its receiver in register
+                                        // 0 (`FuncProto::keeps_first`) is kept alive by
+                                        // it (instance → type → methods): the callee
+                                        // slot keeps what it held, as for `CallGlobal`.
+                                        if !c.proto.keeps_first {
+                                            let f = Value::Func(crate::value::solo::clone_arc(c));
+                                            setv(r!(a), f);
+                                        }
                                         push_and_enter!(clo, callee, base + a as usize, n as usize + 1)
                                     }
                                 }
@@ -1786,7 +1826,9 @@ impl Executor {
                         } else if let (Value::Module(m), true) = (&*r!(a as usize + 1), n <= 3) {
                             // `math.sqrt(x)`: a built-in of a module, its
                             // arguments already above the receiver slot.
-                            if let Some(Value::Native(nf)) = slow::module_attr_hit(m, code.ic_at(pc!() - 1)) {
+                            if let Some(Value::Native(nf)) =
+                                slow::module_attr_hit(m, code.ic_at(pc!() - 1)).map(Words::into_value)
+                            {
                                 save_pc!();
                                 let res = self.call_native_small(&nf, base + a as usize + 1, n as usize);
                                 native_result!(res, a)
@@ -1880,8 +1922,12 @@ impl Executor {
                                     if takes_positional(c, n as usize + 1) {
                                         let clo = Arc::as_ptr(c);
                                         let callee: *const Code = &*c.proto.code;
-                                        let f = Value::Func(crate::value::solo::clone_arc(c));
-                                        setv(r!(a), f);
+                                        // As for `CallMethod`: the receiver keeps its
+                                        // type, whose ancestors keep this method.
+                                        if !c.proto.keeps_first {
+                                            let f = Value::Func(crate::value::solo::clone_arc(c));
+                                            setv(r!(a), f);
+                                        }
                                         push_and_enter!(clo, callee, base + a as usize, n as usize + 1)
                                     }
                                 }
@@ -1909,6 +1955,13 @@ impl Executor {
                         };
                         if let Some(n) = n {
                             setv(r!(a), Value::Int(n as i64));
+                            continue;
+                        }
+                    }
+                    Instr::IsInstance { a, b, c } => {
+                        if let (Value::Struct(s), Value::StructType(t)) = (&*r!(b), &*r!(c)) {
+                            let v = s.ty.descends_from(t);
+                            setv(r!(a), Value::Bool(v));
                             continue;
                         }
                     }

@@ -392,6 +392,7 @@ impl FnLower<'_> {
             Instr::MakeStruct { .. } | Instr::StructConst { .. } => return Err(self.bad("a struct")),
             Instr::CallSuper { .. } => return Err(self.bad("super()")),
             Instr::Len { a, b } => calls::call_named(self, st, r(a), "len", &[r(b)], &[])?,
+            Instr::IsInstance { a, b, c } => calls::call_named(self, st, r(a), "isinstance", &[r(b), r(c)], &[])?,
             Instr::Raise { .. } | Instr::Reraise { .. } => return Err(self.bad("raise")),
             Instr::AssertFail { .. } => return Err(self.bad("assert")),
             Instr::PushHandler { .. } | Instr::PopHandler | Instr::ExcMatch { .. } => {

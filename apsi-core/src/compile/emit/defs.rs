@@ -318,6 +318,15 @@ impl<'a, 'e> Compiler<'a, 'e> {
             && params.kwarg.is_none()
             && checks.is_empty()
             && !generator;
+        // Bound by the parameter alone (no assignment, `del`, loop or
+        // `except` target, `global`/`nonlocal`) and no inner function's cell.
+        let keeps_first = matches!(body, FnBody::Stmts(_))
+            && params.params.first().is_some_and(|p| {
+                scope.bound.get(p.name.name.as_str()).is_some_and(|b| b.count == 1)
+                    && scope.locals.get(p.name.name.as_str()) == Some(&false)
+                    && !scope.declared_global.contains(p.name.name.as_str())
+                    && !scope.declared_nonlocal.contains(p.name.name.as_str())
+            });
         Ok(Arc::new(FuncProto {
             name: name.into(),
             code,
@@ -336,6 +345,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
             checks: checks.into_boxed_slice(),
             simple,
             generator,
+            keeps_first,
         }))
     }
 

@@ -496,6 +496,19 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 }
             }
         }
+        // `isinstance(x, T)` of the prelude is one instruction.
+        if let (ExprKind::Name(n), [Arg::Positional(x), Arg::Positional(t)]) = (&func.kind, args) {
+            if n == "isinstance" && self.resolve(n) == Binding::Global {
+                if let GlobalRef::Const(Value::Native(f)) = self.env.resolve(n) {
+                    if &*f.name == "isinstance" {
+                        let b = self.expr_reg(x)?;
+                        let c = self.expr_reg(t)?;
+                        self.emit_at(Instr::IsInstance { a: dst, b, c }, span);
+                        return Ok(());
+                    }
+                }
+            }
+        }
         // `xs.append(v)` on a local: one instruction, no receiver copy.
         if let (ExprKind::Attribute { value, attr }, [Arg::Positional(x)]) = (&func.kind, args) {
             if let ExprKind::Name(n) = &value.kind {

@@ -208,6 +208,7 @@ pub fn compile_module(
                 checks: Box::new([]),
                 simple: true,
                 generator: false,
+                keeps_first: false,
             }))
         }
         None => Err(vec![Diagnostic::new(
@@ -257,6 +258,9 @@ impl<'a> FnState<'a> {
                 Instr::CheckBound { a, .. } | Instr::DelLocal { a, .. } => Some(*a),
                 _ => None,
             })
+            // A parameter (`def f(a): del a`) holds its argument on entry:
+            // resetting it would lose the argument.
+            .filter(|&r| r >= nparams)
             .collect();
         unbound_regs.sort_unstable();
         unbound_regs.dedup();
@@ -806,6 +810,32 @@ mod tests {
             Err(e) => panic!("{e:?}"),
         };
         assert!(p.generator && &*p.name == "<genexpr>");
+    }
+
+    #[test]
+    fn keeps_first_only_when_the_parameter_alone_binds_it() {
+        let first = |body: &str| match compile(&format!("def m(self, k):\n{body}")) {
+            Ok(p) => p.code.protos[0].keeps_first,
+            Err(e) => panic!("{e:?}"),
+        };
+        assert!(first("    return self.x + k\n"));
+        assert!(first("    k = self\n    return k\n"));
+        for body in [
+            "    self = k\n",
+            "    self += k\n",
+            "    del self\n",
+            "    for self in k:\n        pass\n",
+            "    try:\n        pass\n    except ValueError as self:\n        pass\n",
+            "    f = lambda: self\n",
+            "    def g():\n        nonlocal self\n        self = 1\n",
+        ] {
+            assert!(!first(body), "{body}");
+        }
+        // A function of no parameters has no first one to keep.
+        match compile("def f():\n    return 1\n") {
+            Ok(p) => assert!(!p.code.protos[0].keeps_first),
+            Err(e) => panic!("{e:?}"),
+        }
     }
 
     #[test]

@@ -95,8 +95,8 @@ fn read_global(slot: &crate::value::globals::GlobalSlot) -> VResult<Value> {
 fn const_cached(t: &StructType, name: &str, ic: Option<&AttrCache>, on_type: bool) -> Option<Value> {
     let ic = ic?;
     let hit = ic.get(t.id).filter(|h| on_type || matches!(h, Hit::Const(_)));
-    if let Some(v) = type_attr_hit(t, hit) {
-        return Some(v);
+    if let Some(w) = type_attr_hit(t, hit) {
+        return Some(w.into_value());
     }
     if on_type {
         if let Some((i, _, v)) = t.methods.get_full(name) {
@@ -122,11 +122,15 @@ fn const_cached(t: &StructType, name: &str, ic: Option<&AttrCache>, on_type: boo
 /// The value a cache word names on the struct type `t` itself: its
 /// constant, method or static method `i` (`None` for any other word).
 #[inline]
-pub(super) fn type_attr_hit(t: &StructType, hit: Option<Hit>) -> Option<Value> {
+///
+/// The copy comes back as its parts (`Value::words`): the dispatch loop
+/// stores them into a register part by part (a `Value` returned through
+/// memory, written by parts, is read back whole: a store-forwarding stall).
+pub(super) fn type_attr_hit(t: &StructType, hit: Option<Hit>) -> Option<Words> {
     match hit? {
-        Hit::Const(i) => t.consts.read().get_index(i).map(|(_, v)| v.dup_words()),
-        Hit::Method(i) => t.methods.get_index(i).map(|(_, v)| v.dup_words()),
-        Hit::Static(i) => t.statics.get_index(i).map(|(_, v)| v.dup_words()),
+        Hit::Const(i) => t.consts.read().get_index(i).map(|(_, v)| v.words()),
+        Hit::Method(i) => t.methods.get_index(i).map(|(_, v)| v.words()),
+        Hit::Static(i) => t.statics.get_index(i).map(|(_, v)| v.words()),
         _ => None,
     }
 }
@@ -134,9 +138,9 @@ pub(super) fn type_attr_hit(t: &StructType, hit: Option<Hit>) -> Option<Value> {
 /// `module.name` when the instruction's cache knows the module: the
 /// attribute at the cached index (attributes are only ever added).
 #[inline]
-pub(super) fn module_attr_hit(m: &ModuleObj, ic: Option<&AttrCache>) -> Option<Value> {
+pub(super) fn module_attr_hit(m: &ModuleObj, ic: Option<&AttrCache>) -> Option<Words> {
     match ic?.get(m.id)? {
-        Hit::Static(i) => m.attrs.read().get_index(i).map(|(_, v)| v.dup_words()),
+        Hit::Static(i) => m.attrs.read().get_index(i).map(|(_, v)| v.words()),
         _ => None,
     }
 }
@@ -144,8 +148,8 @@ pub(super) fn module_attr_hit(m: &ModuleObj, ic: Option<&AttrCache>) -> Option<V
 /// `module.name` through the cache, filling it on a miss; `None` when
 /// the module has no such attribute (the general path reports it).
 fn module_attr(m: &ModuleObj, name: &str, ic: Option<&AttrCache>) -> Option<Value> {
-    if let Some(v) = module_attr_hit(m, ic) {
-        return Some(v);
+    if let Some(w) = module_attr_hit(m, ic) {
+        return Some(w.into_value());
     }
     let (i, v) = m.attrs.read().get_full(name).map(|(i, _, v)| (i, v.clone()))?;
     if let Some(ic) = ic {
@@ -1272,6 +1276,12 @@ impl Executor {
                 let n = ops::len_with(self, &v);
                 refresh!();
                 setv(r!(a), Value::Int(tri!(n)));
+            }
+            // `isinstance(x, T)` that `run` does not answer itself: a
+            // tuple of types, a built-in type, an error kind, a bad `T`.
+            Instr::IsInstance { a, b, c } => {
+                let v = tri!(crate::builtins::types::is_instance(r!(b), r!(c)));
+                setv(r!(a), Value::Bool(v));
             }
             Instr::ToStr { a, b } => {
                 let v = match &*r!(b) {
