@@ -397,10 +397,10 @@ pub fn get_iter(c: &mut dyn Caller, v: &Value) -> VResult<Value> {
 pub fn step(c: &mut dyn Caller, it: &Value) -> VResult<Step> {
     match it {
         Value::Object(o) => {
-            let any = o.0.as_any();
-            if let Some(g) = any.downcast_ref::<GenObj>() {
+            if let Some(g) = o.0.as_generator() {
                 return c.resume_generator(g);
             }
+            let any = o.0.as_any();
             if let Some(i) = any.downcast_ref::<IterObj>() {
                 return Ok(match i.next(c)? {
                     Some(v) => Step::Item(v),

@@ -125,7 +125,7 @@ impl GenObj {
     #[inline]
     pub fn of(v: &Value) -> Option<&GenObj> {
         match v {
-            Value::Object(o) => o.0.as_any().downcast_ref::<GenObj>(),
+            Value::Object(o) => o.0.as_generator(),
             _ => None,
         }
     }
@@ -148,5 +148,8 @@ impl ApsiObject for GenObj {
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self
+    }
+    fn as_generator(&self) -> Option<&GenObj> {
+        Some(self)
     }
 }

@@ -1424,6 +1424,14 @@ pub trait ApsiObject: Send + Sync + 'static {
         None
     }
     fn as_any(&self) -> &dyn std::any::Any;
+    /// The generator this object is, if it is one: one virtual call where
+    /// `as_any().downcast_ref()` makes two (`for` over a generator asks on
+    /// every step). Only the core's generators answer; the default is right
+    /// for every other object.
+    #[doc(hidden)]
+    fn as_generator(&self) -> Option<&generator::GenObj> {
+        None
+    }
 
     // ---- Typed protocol hooks (the Module API's operator hooks). The core
     // asks `protocols()` and calls the hook; it never looks a module

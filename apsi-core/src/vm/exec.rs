@@ -2089,7 +2089,7 @@ impl Executor {
                         // A generator: its frame is pushed on this loop
                         // (`resume.rs`); its `yield` comes back to the `Jmp` word.
                         if let Value::Object(o) = &*r!(a) {
-                            if let Some(g) = o.0.as_any().downcast_ref::<crate::value::generator::GenObj>() {
+                            if let Some(g) = o.0.as_generator() {
                                 let g: *const crate::value::generator::GenObj = g;
                                 save_pc!();
                                 // SAFETY: register `a` keeps the generator alive (the
