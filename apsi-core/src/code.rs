@@ -136,6 +136,11 @@ pub enum Instr {
         v: i16,
         jt: bool,
     },
+    /// +J: jump when `(a is none) == jt` (`if x is none:`, `while n is not none:`).
+    CmpJmpNone {
+        a: Reg,
+        jt: bool,
+    },
     Jmp {
         t: u32,
     },

@@ -339,6 +339,7 @@ instr_codec! {
     Cmp { op, a, b, c },
     CmpJmp { op, a, b, jt },
     CmpJmpI { op, a, v, jt },
+    CmpJmpNone { a, jt },
     Jmp { t },
     JmpIf { a, t },
     JmpIfNot { a, t },

@@ -1286,6 +1286,7 @@ impl Executor {
                         }
                         cmp_frame!(op, a, b);
                     }
+                    Instr::CmpJmpNone { a, jt } => jump_if!(matches!(*r!(a), Value::None) == jt),
                     Instr::CmpJmpI { op, a, v, jt } => match &*r!(a) {
                         Value::Int(x) => jump_if!(cmp_int(op, *x, v as i64) == jt),
                         // `if t < 0:` on a float (an i16 is exact as an f64).

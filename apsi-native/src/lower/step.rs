@@ -106,6 +106,14 @@ impl FnLower<'_> {
                 let d = self.compare(st, op, r(a), r(b))?;
                 return self.cond_jump(pc, d, jt);
             }
+            Instr::CmpJmpNone { a, jt } => {
+                let tmp = self.nslots; // a scratch register holding `none`
+                let mut st2 = st.clone();
+                st2.push(T::Undef);
+                self.set(&mut st2, tmp, T::None, &[]);
+                let d = self.compare(&st2, CmpOp::Is, r(a), tmp)?;
+                return self.cond_jump(pc, d, jt);
+            }
             Instr::CmpJmpI { op, a, v, jt } => {
                 let tmp = self.nslots;
                 let k = self.konst(Const::Int(v as i64));

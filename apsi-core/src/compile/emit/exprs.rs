@@ -693,6 +693,17 @@ impl<'a, 'e> Compiler<'a, 'e> {
                     Ok(a)
                 }
             },
+            // `x is none`, `x is not none`: one test, no `none` loaded.
+            ExprKind::Compare { left, ops }
+                if ops.len() == 1
+                    && matches!(ops[0].0, CmpOp::Is | CmpOp::IsNot)
+                    && matches!(ops[0].1.kind, ExprKind::None) =>
+            {
+                let a = self.expr_reg(left)?;
+                let jt = (ops[0].0 == CmpOp::Is) == jump_if;
+                self.emit_at(Instr::CmpJmpNone { a, jt }, e.span);
+                Ok(vec![self.jmp_placeholder()])
+            }
             ExprKind::Compare { left, ops } if ops.len() == 1 => {
                 let (op, right) = (&ops[0].0, &ops[0].1);
                 let l = self.expr_reg(left)?;

@@ -748,9 +748,32 @@ mod tests {
             0,
         );
         assert_eq!(early_returns(&code), vec![(1, 3), (2, 3), (0, 3)], "{code:?}");
-        // `a is none` loads `none` into a register first: nothing is early.
+        // `a is none` is one test (`CmpJmpNone`), no `none` loaded: both
+        // returns are early.
         let code = func("def f(a, b):\n    if a is none:\n        return b\n    return a\n", 0);
-        assert_eq!(early_returns(&code), vec![], "{code:?}");
+        assert!(
+            matches!(code.instrs[0], Instr::CmpJmpNone { a: 0, jt: false }),
+            "{code:?}"
+        );
+        assert_eq!(early_returns(&code), vec![(1, 2), (0, 2)], "{code:?}");
+        // `is not none` in a loop's condition and under `not`.
+        let code = func(
+            "def f(a):\n    while a is not none:\n        a = a.next\n    if not (a is none):\n        return 1\n",
+            0,
+        );
+        let tests: Vec<bool> = code
+            .instrs
+            .iter()
+            .filter_map(|i| match i {
+                Instr::CmpJmpNone { jt, .. } => Some(*jt),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(tests.len(), 2, "{code:?}");
+        assert!(
+            !code.instrs.iter().any(|i| matches!(i, Instr::LoadNone { .. })),
+            "{code:?}"
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub(super) fn reads_next_jmp(ins: &Instr) -> bool {
         ins,
         Instr::CmpJmp { .. }
             | Instr::CmpJmpI { .. }
+            | Instr::CmpJmpNone { .. }
             | Instr::ForNext { .. }
             | Instr::ForRangePrep { .. }
             | Instr::ForRangeLoop { .. }
@@ -102,6 +103,7 @@ pub(super) fn mark_early_returns(instrs: &mut [Instr], nparams: u16) {
                 | Instr::JmpIfNot { .. }
                 | Instr::CmpJmp { .. }
                 | Instr::CmpJmpI { .. }
+                | Instr::CmpJmpNone { .. }
                 | Instr::CheckBound { .. }
         )
     };

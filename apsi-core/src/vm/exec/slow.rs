@@ -530,6 +530,13 @@ impl Executor {
                     pc += 1;
                 }
             }
+            Instr::CmpJmpNone { a, jt } => {
+                if matches!(*r!(a), Value::None) == jt {
+                    pc = jump_target(instrs, pc);
+                } else {
+                    pc += 1;
+                }
+            }
             Instr::CmpJmpI { op, a, v, jt } => {
                 let res = match &*r!(a) {
                     Value::Int(x) => cmp_int(op, *x, v as i64),
