@@ -1034,15 +1034,24 @@ impl Executor {
                     // Frames the VM pushed for an instruction (`Ret::Init`,
                     // `Ret::Op`) return through `slow`.
                     if self.frames.len() > floor && base > 0 {
-                        // The value moves by parts: it was usually just
+                        macro_rules! ret {
+                            ($store:expr) => {{
+                                self.pop_frame_clearing($clear);
+                                // SAFETY: `base - 1` lies in the caller's window.
+                                $store(unsafe { &mut *self.stack.as_mut_ptr().add(base - 1) });
+                                // SAFETY: a caller's frame is below this one (`frames.len() > floor`).
+                                let top = unsafe { self.frames.last().unwrap_unchecked() };
+                                enter!(top.code, top.base as usize, top.pc as usize)
+                            }};
+                        }
+                        // (`fib`, `add`: an int needs no move.)
+                        if let Value::Int(i) = *r!($a) {
+                            ret!(|s: &mut Value| setv(s, Value::Int(i)))
+                        }
+                        // Anything else moves by parts: it was usually just
                         // written that way (see `Value::take_words`).
                         let w = r!($a).take_words();
-                        self.pop_frame_clearing($clear);
-                        // SAFETY: `base - 1` lies in the caller's window.
-                        set_words(unsafe { &mut *self.stack.as_mut_ptr().add(base - 1) }, w);
-                        // SAFETY: a caller's frame is below this one (`frames.len() > floor`).
-                        let top = unsafe { self.frames.last().unwrap_unchecked() };
-                        enter!(top.code, top.base as usize, top.pc as usize)
+                        ret!(|s: &mut Value| set_words(s, w))
                     }
                     if self.frames.len() == floor && floor > stop + 1 {
                         let v = std::mem::replace(r!($a), Value::None);
