@@ -171,6 +171,12 @@ impl Value {
     #[inline(always)]
     pub fn words(&self) -> Words {
         self.retain();
+        self.read_parts()
+    }
+
+    /// The parts of this value, read one by one (no count changes).
+    #[inline(always)]
+    fn read_parts(&self) -> Words {
         // SAFETY: `Value` is 16 bytes, 8-aligned (asserted above), every
         // variant's data lies in byte 1 or in the word at offset 8
         // (`key_tests::words_copy_every_kind_of_value`), and parts that
@@ -197,19 +203,12 @@ impl Value {
     /// `mem::replace` of it would stall on store forwarding.
     #[inline(always)]
     pub fn take_words(&mut self) -> Words {
-        // SAFETY: as for `words`; the value's ownership moves into the
-        // parts, and the slot is overwritten with a `none` (its tag byte),
-        // which owns nothing, without dropping what it held.
-        unsafe {
-            let p = self as *mut Value as *mut u8;
-            let w = Words {
-                tag: std::ptr::read_volatile(p),
-                b1: std::ptr::read_volatile(p.add(1) as *const std::mem::MaybeUninit<u8>),
-                ptr: std::ptr::read_volatile(p.add(8) as *const std::mem::MaybeUninit<u64>),
-            };
-            std::ptr::write(self, Value::None);
-            w
-        }
+        let w = self.read_parts();
+        // SAFETY: the value's ownership moved into the parts; the slot is
+        // overwritten with a `none`, which owns nothing, without dropping
+        // what it held.
+        unsafe { std::ptr::write(self, Value::None) };
+        w
     }
 }
 

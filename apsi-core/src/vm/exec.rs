@@ -310,6 +310,18 @@ fn jump_target(instrs: &[Instr], pc: usize) -> usize {
     }
 }
 
+/// Before a method's frame is pushed: the callee slot holds a handle on
+/// the method, unless the method keeps its receiver in register 0
+/// (`FuncProto::keeps_first`), which keeps it alive (instance → type →
+/// methods, the parent's too for `super()`): then the slot keeps what it
+/// held, as for `CallGlobal`.
+#[inline(always)]
+fn hold_method(slot: &mut Value, c: &Arc<Closure>) {
+    if !c.proto.keeps_first {
+        setv(slot, Value::Func(crate::value::solo::clone_arc(c)));
+    }
+}
+
 /// `x is y`; `x is none` and `x is not none` (most uses) are one tag test
 /// here, anything else goes to `Value::is`.
 #[inline(always)]
@@ -831,27 +843,24 @@ impl Executor {
         };
         // SAFETY: a `Frame` is `Copy`; shortening forgets nothing.
         unsafe { self.frames.set_len(depth) };
+        let (base, nregs) = (base as usize, (nregs as usize).min(clear));
+        if let Some(w) = self.stack.get_mut(base..base + nregs) {
+            // Every cleared slot goes back to unbound, dropping what it
+            // owned (see "Register windows" in ARCHITECTURE.md for why the
+            // slots `clear` leaves out hold nothing of this call).
+            for v in w {
+                setv(v, Value::Unbound);
+            }
+        }
+        // (A handler of a frame further down, `try:` around a whole
+        // program, is not this frame's: plain returns skip the call.)
+        if self.cells.len() > cell_base as usize
+            || self
+                .handlers
+                .last()
+                .is_some_and(|h| h.frame as usize >= self.frames.len())
         {
-            let nregs = (nregs as usize).min(clear);
-            let base = base as usize;
-            if let Some(w) = self.stack.get_mut(base..base + nregs) {
-                // Every cleared slot goes back to unbound, dropping what it
-                // owned (see "Register windows" in ARCHITECTURE.md for why the
-                // slots `clear` leaves out hold nothing of this call).
-                for v in w {
-                    setv(v, Value::Unbound);
-                }
-            }
-            // (A handler of a frame further down, `try:` around a whole
-            // program, is not this frame's: plain returns skip the call.)
-            if self.cells.len() > cell_base as usize
-                || self
-                    .handlers
-                    .last()
-                    .is_some_and(|h| h.frame as usize >= self.frames.len())
-            {
-                self.pop_frame_rest(cell_base as usize);
-            }
+            self.pop_frame_rest(cell_base as usize);
         }
     }
 
@@ -1803,14 +1812,7 @@ impl Executor {
                                     if takes_positional(c, n as usize + 1) {
                                         let clo = Arc::as_ptr(c);
                                         let callee: *const Code = &*c.proto.code;
-                                        // A method that keeps its receiver in register
-                                        // 0 (`FuncProto::keeps_first`) is kept alive by
-                                        // it (instance → type → methods): the callee
-                                        // slot keeps what it held, as for `CallGlobal`.
-                                        if !c.proto.keeps_first {
-                                            let f = Value::Func(crate::value::solo::clone_arc(c));
-                                            setv(r!(a), f);
-                                        }
+                                        hold_method(r!(a), c);
                                         push_and_enter!(clo, callee, base + a as usize, n as usize + 1)
                                     }
                                 }
@@ -1932,12 +1934,7 @@ impl Executor {
                                     if takes_positional(c, n as usize + 1) {
                                         let clo = Arc::as_ptr(c);
                                         let callee: *const Code = &*c.proto.code;
-                                        // As for `CallMethod`: the receiver keeps its
-                                        // type, whose ancestors keep this method.
-                                        if !c.proto.keeps_first {
-                                            let f = Value::Func(crate::value::solo::clone_arc(c));
-                                            setv(r!(a), f);
-                                        }
+                                        hold_method(r!(a), c);
                                         push_and_enter!(clo, callee, base + a as usize, n as usize + 1)
                                     }
                                 }

@@ -370,13 +370,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         }
         let (kind, then_call) = match &func.kind {
             ExprKind::Name(n) => {
-                if self.resolve(n) != Binding::Global {
-                    return Ok(false);
-                }
-                let GlobalRef::Const(Value::Native(f)) = self.env.resolve(n) else {
-                    return Ok(false);
-                };
-                if &*f.name != n.as_str() {
+                if !self.is_prelude_native(n) {
                     return Ok(false);
                 }
                 match n.as_str() {

@@ -481,32 +481,24 @@ impl<'a, 'e> Compiler<'a, 'e> {
         }
         // `str(x)` and `len(x)` of the prelude are one instruction each.
         if let (ExprKind::Name(n), [Arg::Positional(x)]) = (&func.kind, args) {
-            if (n == "str" || n == "len") && self.resolve(n) == Binding::Global {
-                if let GlobalRef::Const(Value::Native(f)) = self.env.resolve(n) {
-                    if &*f.name == n.as_str() {
-                        let r = self.expr_reg(x)?;
-                        let ins = if n == "str" {
-                            Instr::ToStr { a: dst, b: r }
-                        } else {
-                            Instr::Len { a: dst, b: r }
-                        };
-                        self.emit_at(ins, span);
-                        return Ok(());
-                    }
-                }
+            if (n == "str" || n == "len") && self.is_prelude_native(n) {
+                let r = self.expr_reg(x)?;
+                let ins = if n == "str" {
+                    Instr::ToStr { a: dst, b: r }
+                } else {
+                    Instr::Len { a: dst, b: r }
+                };
+                self.emit_at(ins, span);
+                return Ok(());
             }
         }
         // `isinstance(x, T)` of the prelude is one instruction.
         if let (ExprKind::Name(n), [Arg::Positional(x), Arg::Positional(t)]) = (&func.kind, args) {
-            if n == "isinstance" && self.resolve(n) == Binding::Global {
-                if let GlobalRef::Const(Value::Native(f)) = self.env.resolve(n) {
-                    if &*f.name == "isinstance" {
-                        let b = self.expr_reg(x)?;
-                        let c = self.expr_reg(t)?;
-                        self.emit_at(Instr::IsInstance { a: dst, b, c }, span);
-                        return Ok(());
-                    }
-                }
+            if n == "isinstance" && self.is_prelude_native(n) {
+                let b = self.expr_reg(x)?;
+                let c = self.expr_reg(t)?;
+                self.emit_at(Instr::IsInstance { a: dst, b, c }, span);
+                return Ok(());
             }
         }
         // `xs.append(v)` on a local: one instruction, no receiver copy.

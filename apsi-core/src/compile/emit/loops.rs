@@ -89,7 +89,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
     }
 
     /// Does the name `n` here mean the prelude's built-in of that name?
-    fn is_prelude_native(&mut self, n: &str) -> bool {
+    pub(super) fn is_prelude_native(&mut self, n: &str) -> bool {
         self.resolve(n) == Binding::Global
             && matches!(self.env.resolve(n), GlobalRef::Const(Value::Native(f)) if &*f.name == n)
     }

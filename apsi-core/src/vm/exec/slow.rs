@@ -121,11 +121,11 @@ fn const_cached(t: &StructType, name: &str, ic: Option<&AttrCache>, on_type: boo
 
 /// The value a cache word names on the struct type `t` itself: its
 /// constant, method or static method `i` (`None` for any other word).
-#[inline]
 ///
 /// The copy comes back as its parts (`Value::words`): the dispatch loop
 /// stores them into a register part by part (a `Value` returned through
 /// memory, written by parts, is read back whole: a store-forwarding stall).
+#[inline]
 pub(super) fn type_attr_hit(t: &StructType, hit: Option<Hit>) -> Option<Words> {
     match hit? {
         Hit::Const(i) => t.consts.read().get_index(i).map(|(_, v)| v.words()),
