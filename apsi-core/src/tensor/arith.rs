@@ -145,14 +145,21 @@ pub fn binary_same(op: BinOp, x: &Tensor, y: &Tensor) -> VResult<Tensor> {
     if super::codec::is_packed(d) {
         return super::codec::narrow::binary_same(op, x, y);
     }
-    let mut r = match d {
-        DType::F64 => float_op::<f64>(op, x, y)?,
-        DType::F32 => float_op::<f32>(op, x, y)?,
-        DType::F16 | DType::BF16 => float_op::<f32>(op, x, y)?.astype(d)?,
-        DType::I64 => int_op(op, x, y)?,
-        DType::I32 => int_op(op, x, y)?.astype(d)?,
-        DType::Bool => bool_op(op, x, y)?,
-        other => {
+    // Traced float arithmetic is computed when read (deferred.rs).
+    let deferred = if traced(x, y) {
+        super::deferred::binary(op, x, y)
+    } else {
+        None
+    };
+    let mut r = match (deferred, d) {
+        (Some(r), _) => r,
+        (None, DType::F64) => float_op::<f64>(op, x, y)?,
+        (None, DType::F32) => float_op::<f32>(op, x, y)?,
+        (None, DType::F16 | DType::BF16) => float_op::<f32>(op, x, y)?.astype(d)?,
+        (None, DType::I64) => int_op(op, x, y)?,
+        (None, DType::I32) => int_op(op, x, y)?.astype(d)?,
+        (None, DType::Bool) => bool_op(op, x, y)?,
+        (None, other) => {
             return Err(other
                 .check_supported()
                 .err()
@@ -390,7 +397,17 @@ impl UFn {
             UFn::Neg | UFn::Abs | UFn::Floor | UFn::Ceil | UFn::Round | UFn::Sign
         )
     }
-    fn apply<T: Real>(self, x: T) -> T {
+    /// The vectorised kernel computing this function, where one exists.
+    pub(super) fn vmath(self) -> Option<VFn> {
+        match self {
+            UFn::Exp => Some(VFn::Exp),
+            UFn::Log => Some(VFn::Log),
+            UFn::Log1p => Some(VFn::Log1p),
+            UFn::Sigmoid => Some(VFn::Sigmoid),
+            _ => None,
+        }
+    }
+    pub(super) fn apply<T: Real>(self, x: T) -> T {
         match self {
             UFn::Neg => -x,
             UFn::Abs => x.abs(),
@@ -456,13 +473,7 @@ pub fn unary(f: UFn, x: &Tensor) -> VResult<Tensor> {
     if super::codec::is_packed(x.dtype) {
         return super::codec::narrow::unary(f, x);
     }
-    let vf = match f {
-        UFn::Exp => Some(VFn::Exp),
-        UFn::Log => Some(VFn::Log),
-        UFn::Log1p => Some(VFn::Log1p),
-        UFn::Sigmoid => Some(VFn::Sigmoid),
-        _ => None,
-    };
+    let vf = f.vmath();
     // float64 keeps libm's erf; the narrower formats compute in float32,
     // vectorised (gelu.rs).
     if f == UFn::Gelu && matches!(x.dtype, DType::F32 | DType::F16 | DType::BF16) {
@@ -474,6 +485,10 @@ pub fn unary(f: UFn, x: &Tensor) -> VResult<Tensor> {
         if x.node.is_some() {
             r.node = record(Op::Unary(f, x.clone(), r.clone()), &r);
         }
+        return Ok(r);
+    }
+    if let Some(mut r) = super::deferred::unary(f, x) {
+        r.node = record(Op::Unary(f, x.clone(), r.clone()), &r);
         return Ok(r);
     }
     let mut r = match (x.dtype, vf) {
@@ -552,8 +567,10 @@ pub fn extremum(a: &Arg, b: &Arg, greater: bool) -> VResult<Tensor> {
     let d = result_dtype(a, b);
     let x = a.to_tensor(d)?;
     let y = b.to_tensor(d)?;
-    let mut r = match d.kind() {
-        Kind::Float => {
+    let deferred = super::deferred::extremum(&x, &y, greater);
+    let mut r = match (deferred, d.kind()) {
+        (Some(r), _) => r,
+        (None, Kind::Float) => {
             let f = move |p: f64, q: f64| {
                 if p.is_nan() || q.is_nan() {
                     f64::NAN
@@ -565,7 +582,7 @@ pub fn extremum(a: &Arg, b: &Arg, greater: bool) -> VResult<Tensor> {
             };
             zip::<f64, f64>(&x, &y, f)?.cast(d)?
         }
-        _ => {
+        (None, _) => {
             let f = move |p: i64, q: i64| if (p >= q) == greater { p } else { q };
             zip::<i64, i64>(&x, &y, f)?.cast(d)?
         }

@@ -30,7 +30,7 @@ use crate::syntax::ast::BinOp;
 use crate::value::VResult;
 use std::collections::HashMap;
 use std::mem::MaybeUninit;
-use std::rc::Rc;
+use std::sync::Arc;
 
 /// Nodes an expression may count before it is evaluated: bounds the
 /// registers a block needs (and the work a shared node is counted for).
@@ -43,12 +43,12 @@ const BLOCK: usize = 256;
 #[derive(Clone)]
 pub enum Cot {
     Dense(Tensor),
-    Lazy(Rc<Expr>),
+    Lazy(Arc<Expr>),
 }
 
 pub struct Expr {
     kind: Kind,
-    shape: Rc<[usize]>,
+    shape: Arc<[usize]>,
     dtype: DType,
     /// Nodes below and including this one (shared nodes counted per use).
     nodes: usize,
@@ -58,13 +58,13 @@ enum Kind {
     /// A recorded tensor (of the expression's shape, or broadcasting to it).
     Leaf(Tensor),
     Const(f64),
-    Un(Un, Rc<Expr>),
-    Bin(Bin, Rc<Expr>, Rc<Expr>),
+    Un(Un, Arc<Expr>),
+    Bin(Bin, Arc<Expr>, Arc<Expr>),
     /// maximum/minimum's share: `(g, out, this, other)` gives 0 where
     /// `out != this`, `g / 2` at a tie, `g` otherwise.
-    Share([Rc<Expr>; 4]),
+    Share([Arc<Expr>; 4]),
     /// clip's rule: `g` strictly inside the bounds, 0 elsewhere.
-    Inside(Rc<Expr>, Rc<Expr>, Option<f64>, Option<f64>),
+    Inside(Arc<Expr>, Arc<Expr>, Option<f64>, Option<f64>),
 }
 
 #[derive(Clone, Copy)]
@@ -73,6 +73,10 @@ enum Un {
     Sign,
     Sin,
     Cos,
+    /// A forward unary function (deferred.rs), element for element what
+    /// `arith::unary` computes: [`vmath`](super::vmath) for the functions it
+    /// has, `UFn::apply` for the others.
+    Fn(UFn),
 }
 
 #[derive(Clone, Copy)]
@@ -81,6 +85,10 @@ enum Bin {
     Sub,
     Mul,
     Div,
+    /// `maximum`/`minimum` as `arith::extremum` computes them (NaN
+    /// propagates; at a tie the first operand).
+    Max,
+    Min,
 }
 
 impl Cot {
@@ -93,7 +101,7 @@ impl Cot {
     }
 
     /// This cotangent as an expression, where one may be built on it.
-    fn expr(&self) -> Option<Rc<Expr>> {
+    fn expr(&self) -> Option<Arc<Expr>> {
         match self {
             Cot::Lazy(e) => Some(e.clone()),
             Cot::Dense(t) => float(t.dtype).then(|| leaf(t)),
@@ -105,14 +113,14 @@ fn float(d: DType) -> bool {
     matches!(d, DType::F64 | DType::F32)
 }
 
-fn node(kind: Kind, shape: Rc<[usize]>, dtype: DType) -> Rc<Expr> {
+fn node(kind: Kind, shape: Arc<[usize]>, dtype: DType) -> Arc<Expr> {
     let nodes = 1 + match &kind {
         Kind::Leaf(_) | Kind::Const(_) => 0,
         Kind::Un(_, a) => a.nodes,
         Kind::Bin(_, a, b) | Kind::Inside(a, b, _, _) => a.nodes + b.nodes,
         Kind::Share(xs) => xs.iter().map(|x| x.nodes).sum(),
     };
-    Rc::new(Expr {
+    Arc::new(Expr {
         kind,
         shape,
         dtype,
@@ -120,25 +128,72 @@ fn node(kind: Kind, shape: Rc<[usize]>, dtype: DType) -> Rc<Expr> {
     })
 }
 
-fn leaf(t: &Tensor) -> Rc<Expr> {
+/// `t` read in an expression: a deferred tensor not yet computed is its
+/// own expression (deferred.rs), so a rule reading a forward intermediate
+/// computes it inside the block loop instead of making the forward pass
+/// write it.
+fn leaf(t: &Tensor) -> Arc<Expr> {
+    super::deferred::pending_expr(t).unwrap_or_else(|| tensor_leaf(t))
+}
+
+/// `t` read as it is (computed first, if it is deferred).
+pub(super) fn tensor_leaf(t: &Tensor) -> Arc<Expr> {
     node(Kind::Leaf(detach(t)), t.shape().into(), t.dtype)
 }
 
-fn un(op: Un, a: &Rc<Expr>) -> Rc<Expr> {
+impl Expr {
+    /// Nodes below and including this one.
+    pub(super) fn nodes(&self) -> usize {
+        self.nodes
+    }
+    pub(super) fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+    pub(super) fn dtype(&self) -> DType {
+        self.dtype
+    }
+}
+
+// Forward expressions (deferred.rs): the operations of `arith` on operands
+// of the result's shape or of one element.
+
+/// `f(a)`.
+pub(super) fn forward_unary(f: UFn, a: &Arc<Expr>) -> Arc<Expr> {
+    un(Un::Fn(f), a)
+}
+
+/// `a op b` for `+ - * /`, of shape `shape`.
+pub(super) fn forward_binary(op: BinOp, a: &Arc<Expr>, b: &Arc<Expr>, shape: Arc<[usize]>) -> Arc<Expr> {
+    let op = match op {
+        BinOp::Add => Bin::Add,
+        BinOp::Sub => Bin::Sub,
+        BinOp::Mul => Bin::Mul,
+        _ => Bin::Div,
+    };
+    node(Kind::Bin(op, a.clone(), b.clone()), shape, a.dtype)
+}
+
+/// `maximum(a, b)` (`greater`) or `minimum(a, b)`, of shape `shape`.
+pub(super) fn forward_extremum(greater: bool, a: &Arc<Expr>, b: &Arc<Expr>, shape: Arc<[usize]>) -> Arc<Expr> {
+    let op = if greater { Bin::Max } else { Bin::Min };
+    node(Kind::Bin(op, a.clone(), b.clone()), shape, a.dtype)
+}
+
+fn un(op: Un, a: &Arc<Expr>) -> Arc<Expr> {
     node(Kind::Un(op, a.clone()), a.shape.clone(), a.dtype)
 }
 
-fn bin(op: Bin, a: &Rc<Expr>, b: &Rc<Expr>) -> Rc<Expr> {
+fn bin(op: Bin, a: &Arc<Expr>, b: &Arc<Expr>) -> Arc<Expr> {
     node(Kind::Bin(op, a.clone(), b.clone()), a.shape.clone(), a.dtype)
 }
 
-fn konst(like: &Rc<Expr>, x: f64) -> Rc<Expr> {
+fn konst(like: &Arc<Expr>, x: f64) -> Arc<Expr> {
     node(Kind::Const(x), like.shape.clone(), like.dtype)
 }
 
 /// An expression over `g` kept as one, or evaluated when it grew past
 /// [`MAX_NODES`].
-fn settle(e: Rc<Expr>) -> VResult<Cot> {
+fn settle(e: Arc<Expr>) -> VResult<Cot> {
     if e.nodes > MAX_NODES {
         Ok(Cot::Dense(eval(&e)?))
     } else {
@@ -175,8 +230,8 @@ pub fn vjp(op: &Op, g: &Cot, need: &[bool]) -> Option<VResult<Vec<Option<Cot>>>>
     let needs = |i: usize| need.get(i).copied().unwrap_or(false);
     // Every input that needs a cotangent has g's shape.
     let ok = |ts: &[&Tensor]| ts.iter().enumerate().all(|(i, t)| !needs(i) || same(t));
-    let pick = |i: usize, f: &dyn Fn() -> Rc<Expr>| if needs(i) { Some(f()) } else { None };
-    let outs: Vec<Option<Rc<Expr>>> = match op {
+    let pick = |i: usize, f: &dyn Fn() -> Arc<Expr>| if needs(i) { Some(f()) } else { None };
+    let outs: Vec<Option<Arc<Expr>>> = match op {
         Op::Add(a, b) if ok(&[a, b]) => vec![pick(0, &|| g.clone()), pick(1, &|| g.clone())],
         Op::Sub(a, b) if ok(&[a, b]) => vec![pick(0, &|| g.clone()), pick(1, &|| un(Un::Neg, &g))],
         Op::Mul(a, b) if ok(&[a, b]) && fits(a) && fits(b) => vec![
@@ -196,7 +251,7 @@ pub fn vjp(op: &Op, g: &Cot, need: &[bool]) -> Option<VResult<Vec<Option<Cot>>>>
         }
         Op::Select(a, b, out) if ok(&[a, b]) && fits(a) && fits(b) && same(out) => {
             let (la, lb, lo) = (leaf(a), leaf(b), leaf(out));
-            let share = |this: &Rc<Expr>, other: &Rc<Expr>| {
+            let share = |this: &Arc<Expr>, other: &Arc<Expr>| {
                 let parts = [g.clone(), lo.clone(), this.clone(), other.clone()];
                 node(Kind::Share(parts), g.shape.clone(), g.dtype)
             };
@@ -216,7 +271,7 @@ pub fn vjp(op: &Op, g: &Cot, need: &[bool]) -> Option<VResult<Vec<Option<Cot>>>>
 
 /// A unary function's rule (`autodiff::direct_unary_vjp` and
 /// `unary_vjp`, term for term).
-fn unary(f: UFn, g: &Rc<Expr>, x: &Tensor, out: &Tensor) -> Rc<Expr> {
+fn unary(f: UFn, g: &Arc<Expr>, x: &Tensor, out: &Tensor) -> Arc<Expr> {
     let (lx, lo) = (|| leaf(x), || leaf(out));
     let one = || konst(g, 1.0);
     match f {
@@ -281,7 +336,7 @@ struct Program {
 }
 
 /// Evaluates `e` into a tensor of its shape and dtype.
-pub fn eval(e: &Rc<Expr>) -> VResult<Tensor> {
+pub fn eval(e: &Arc<Expr>) -> VResult<Tensor> {
     if let Kind::Leaf(t) = &e.kind {
         if *t.shape() == *e.shape {
             return Ok(t.clone());
@@ -301,7 +356,7 @@ pub fn eval(e: &Rc<Expr>) -> VResult<Tensor> {
     }
 }
 
-fn compile(e: &Rc<Expr>) -> Program {
+fn compile(e: &Arc<Expr>) -> Program {
     let mut b = Builder {
         ins: Vec::new(),
         inputs: Vec::new(),
@@ -343,9 +398,12 @@ fn compile(e: &Rc<Expr>) -> Program {
             Ins::Share(s, _) => Ins::Share(s.map(map), phys[v]),
             Ins::Inside(a, c, lo, hi, _) => Ins::Inside(map(a), map(c), lo, hi, phys[v]),
         };
-        for s in srcs(i) {
-            if let Src::Reg(r) = s {
-                if last[r] == k {
+        // An operand read twice (`o * o`) is freed once.
+        let read = srcs(i);
+        for (n, s) in read.iter().enumerate() {
+            if let Src::Reg(r) = *s {
+                let again = read[..n].iter().any(|p| matches!(*p, Src::Reg(q) if q == r));
+                if last[r] == k && !again {
                     free.push(phys[r]);
                 }
             }
@@ -387,8 +445,8 @@ struct Builder {
 }
 
 impl Builder {
-    fn value(&mut self, e: &Rc<Expr>) -> Src {
-        let key = Rc::as_ptr(e);
+    fn value(&mut self, e: &Arc<Expr>) -> Src {
+        let key = Arc::as_ptr(e);
         if let Some(&s) = self.memo.get(&key) {
             return s;
         }
@@ -548,6 +606,55 @@ fn run_chunk<T: Real>(p: &Program, ops: &[Operand<'_, T>], start: usize, out: &m
     }
 }
 
+/// `vmath::apply` on a block of f64 or f32 (the only types expressions
+/// hold).
+#[inline(always)]
+fn vmath_block<T: Real>(f: super::vmath::VFn, a: &[T], d: &mut [T]) {
+    use std::any::TypeId;
+    fn run<U: super::vmath::VElem>(f: super::vmath::VFn, a: &[U], d: &mut [U]) {
+        // SAFETY: MaybeUninit<U> has U's layout, and `apply` writes an
+        // initialised value into every slot.
+        let d = unsafe { &mut *(d as *mut [U] as *mut [MaybeUninit<U>]) };
+        super::vmath::apply(f, a, d)
+    }
+    if TypeId::of::<T>() == TypeId::of::<f64>() {
+        // SAFETY: T is f64 (checked), so these are the same slices.
+        let (a, d) = unsafe {
+            (
+                std::slice::from_raw_parts(a.as_ptr() as *const f64, a.len()),
+                std::slice::from_raw_parts_mut(d.as_mut_ptr() as *mut f64, d.len()),
+            )
+        };
+        run::<f64>(f, a, d)
+    } else if TypeId::of::<T>() == TypeId::of::<f32>() {
+        // SAFETY: T is f32 (checked), so these are the same slices.
+        let (a, d) = unsafe {
+            (
+                std::slice::from_raw_parts(a.as_ptr() as *const f32, a.len()),
+                std::slice::from_raw_parts_mut(d.as_mut_ptr() as *mut f32, d.len()),
+            )
+        };
+        run::<f32>(f, a, d)
+    } else {
+        for (d, &a) in d.iter_mut().zip(a) {
+            *d = T::from_f64(super::vmath::one(f, a.to_f64()));
+        }
+    }
+}
+
+/// `arith::extremum`'s choice: NaN when either is NaN, else `a` where
+/// `(a >= b) == greater`, else `b`.
+#[inline(always)]
+fn extreme<T: Real>(a: T, b: T, greater: bool) -> T {
+    if a.is_nan() || b.is_nan() {
+        T::from_f64(f64::NAN)
+    } else if (a >= b) == greater {
+        a
+    } else {
+        b
+    }
+}
+
 #[inline(always)]
 fn step<'a, T: Real>(ins: &Ins, d: &mut [T], read: &impl Fn(Src) -> &'a [T]) {
     match *ins {
@@ -568,6 +675,15 @@ fn step<'a, T: Real>(ins: &Ins, d: &mut [T], read: &impl Fn(Src) -> &'a [T]) {
                 }),
                 Un::Sin => d.iter_mut().zip(a).for_each(|(d, &a)| *d = a.sin()),
                 Un::Cos => d.iter_mut().zip(a).for_each(|(d, &a)| *d = a.cos()),
+                // One loop per function (a match inside the loop would
+                // dispatch per element).
+                Un::Fn(f) => match (f, f.vmath()) {
+                    (_, Some(vf)) => vmath_block(vf, a, d),
+                    (UFn::Neg, _) => d.iter_mut().zip(a).for_each(|(d, &a)| *d = -a),
+                    (UFn::Abs, _) => d.iter_mut().zip(a).for_each(|(d, &a)| *d = a.abs()),
+                    (UFn::Sqrt, _) => d.iter_mut().zip(a).for_each(|(d, &a)| *d = a.sqrt()),
+                    _ => d.iter_mut().zip(a).for_each(|(d, &a)| *d = f.apply(a)),
+                },
             }
         }
         Ins::Bin(op, a, b, _) => {
@@ -578,6 +694,8 @@ fn step<'a, T: Real>(ins: &Ins, d: &mut [T], read: &impl Fn(Src) -> &'a [T]) {
                 Bin::Sub => it.for_each(|(d, (&a, &b))| *d = a - b),
                 Bin::Mul => it.for_each(|(d, (&a, &b))| *d = a * b),
                 Bin::Div => it.for_each(|(d, (&a, &b))| *d = a / b),
+                Bin::Max => it.for_each(|(d, (&a, &b))| *d = extreme(a, b, true)),
+                Bin::Min => it.for_each(|(d, (&a, &b))| *d = extreme(a, b, false)),
             }
         }
         Ins::Share([g, o, p, q], _) => {

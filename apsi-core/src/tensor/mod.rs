@@ -24,6 +24,7 @@ pub mod codec;
 pub mod conv;
 pub mod core;
 pub mod cotangent;
+pub mod deferred;
 pub mod dtype;
 pub mod fused;
 pub mod gelu;

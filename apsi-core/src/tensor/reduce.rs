@@ -115,13 +115,19 @@ pub fn reduce(t: &Tensor, axes: &[usize], keepdims: bool, kind: RKind) -> VResul
         ));
     }
     let rd = result_dtype(kind, t.dtype);
-    let mut r = match (kind, t.dtype) {
-        (RKind::Sum, DType::F32) => sum_float::<f32>(t, axes, shape.clone()),
-        (RKind::Sum, DType::F64) => sum_float::<f64>(t, axes, shape.clone()),
-        (RKind::Max | RKind::Min | RKind::ArgMax | RKind::ArgMin | RKind::All | RKind::Any, DType::F32) => {
+    // A traced sum of a deferred tensor is deferred too (deferred.rs).
+    let deferred = match kind {
+        RKind::Sum => super::deferred::sum(t, axes, shape.clone()),
+        _ => None,
+    };
+    let mut r = match (deferred, kind, t.dtype) {
+        (Some(r), _, _) => r,
+        (None, RKind::Sum, DType::F32) => sum_float::<f32>(t, axes, shape.clone()),
+        (None, RKind::Sum, DType::F64) => sum_float::<f64>(t, axes, shape.clone()),
+        (None, RKind::Max | RKind::Min | RKind::ArgMax | RKind::ArgMin | RKind::All | RKind::Any, DType::F32) => {
             generic::<f32>(t, axes, shape.clone(), kind).cast(rd)?
         }
-        (_, d) if d.kind() == Kind::Float => generic::<f64>(t, axes, shape.clone(), kind).cast(rd)?,
+        (None, _, d) if d.kind() == Kind::Float => generic::<f64>(t, axes, shape.clone(), kind).cast(rd)?,
         _ => generic::<i64>(t, axes, shape.clone(), kind).cast(rd)?,
     };
     if t.node.is_some() && rd.is_float() {
@@ -356,7 +362,7 @@ fn short<T: SumElem, const K: usize>(o: &mut [std::mem::MaybeUninit<T>], src: &[
     }
 }
 
-fn sum_float<T: SumElem>(t: &Tensor, axes: &[usize], shape: Vec<usize>) -> Tensor {
+pub(super) fn sum_float<T: SumElem>(t: &Tensor, axes: &[usize], shape: Vec<usize>) -> Tensor {
     let nd = t.ndim();
     let out = t.with_slice::<T, _>(|s, l| {
         let n = l.size();

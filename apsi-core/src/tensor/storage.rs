@@ -64,6 +64,8 @@ pub enum Storage {
     Cpu(RwLock<Buffer>),
     Mapped(MappedStorage),
     Device(DeviceStorage),
+    /// Elements computed when first read (deferred.rs).
+    Deferred(super::deferred::Deferred),
 }
 
 impl Storage {
@@ -77,15 +79,21 @@ impl Storage {
             Storage::Cpu(l) => f(&l.read_recursive()),
             Storage::Mapped(m) => f(&m.buf.read_recursive()),
             Storage::Device(d) => match d.0 {},
+            Storage::Deferred(d) => f(&d.value().read_recursive()),
         }
     }
 
     /// Runs `f` with the elements under the write lock.
     pub fn write<R>(&self, f: impl FnOnce(&mut Buffer) -> R) -> R {
+        // What a deferred tensor reads must not change before it is computed.
+        if super::deferred::any_pending() {
+            super::deferred::compute_all();
+        }
         match self {
             Storage::Cpu(l) => f(&mut l.write()),
             Storage::Mapped(m) => f(&mut m.buf.write()),
             Storage::Device(d) => match d.0 {},
+            Storage::Deferred(d) => f(&mut d.value().write()),
         }
     }
 }
