@@ -267,11 +267,19 @@ fn fits(t: &Tensor, shape: &[usize]) -> bool {
 /// `x op y` deferred (arithmetic of two tensors of one float dtype, at
 /// least one traced), or `None` where it runs eagerly.
 pub fn binary(op: BinOp, x: &Tensor, y: &Tensor) -> Option<Tensor> {
-    let op = match op {
-        BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div => op,
-        _ => return None,
-    };
-    two(x, y, |a, b, shape| cotangent::forward_binary(op, a, b, shape))
+    match op {
+        BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div => {
+            two(x, y, |a, b, shape| cotangent::forward_binary(op, a, b, shape))
+        }
+        // `x ** 2` is `x * x` (as the eager kernel computes it).
+        BinOp::Pow if y.node.is_none() && y.size() == 1 && y.ndim() <= x.ndim() => {
+            if y.to_vec::<f64>().first() != Some(&2.0) {
+                return None;
+            }
+            two(x, y, |a, _, shape| cotangent::forward_binary(BinOp::Mul, a, a, shape))
+        }
+        _ => None,
+    }
 }
 
 /// `maximum`/`minimum` deferred (as [`binary`]).
@@ -424,6 +432,20 @@ mod tests {
                 let d = ok(binary_same(op, &s, &lx));
                 assert_eq!(bits(&d), bits(&ok(binary_same(op, &s, &x))), "s {op:?} x on {dtype:?}");
             }
+            // `x ** 2` defers as `x * x`, the eager kernel's own arithmetic;
+            // other exponents run eagerly.
+            for (e, defers) in [(2.0, true), (1.0, false), (3.0, false), (0.5, false)] {
+                let k = ok(Tensor::scalar(e).astype(dtype));
+                let d = ok(binary_same(BinOp::Pow, &lx, &k));
+                assert_eq!(is_deferred(&d), defers, "** {e}");
+                assert_eq!(
+                    bits(&d),
+                    bits(&ok(binary_same(BinOp::Pow, &x, &k))),
+                    "** {e} on {dtype:?}"
+                );
+            }
+            let sq = ok(binary_same(BinOp::Pow, &x, &ok(Tensor::scalar(2.0).astype(dtype))));
+            assert_eq!(bits(&sq), bits(&ok(binary_same(BinOp::Mul, &x, &x))), "x ** 2 is x * x");
             for greater in [true, false] {
                 let (ax, ay, al) = (Arg::T(x.clone()), Arg::T(y.clone()), Arg::T(lx.clone()));
                 let d = ok(extremum(&al, &ay, greater));
