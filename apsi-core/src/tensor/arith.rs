@@ -235,10 +235,13 @@ fn square_or_same(x: &Tensor, y: &Tensor) -> Option<bool> {
     if y.size() != 1 || y.ndim() > x.ndim() {
         return None;
     }
-    match y.to_vec::<f64>().first() {
-        Some(&e) if e == 2.0 => Some(true),
-        Some(&e) if e == 1.0 => Some(false),
-        _ => None,
+    let e = *y.to_vec::<f64>().first()?;
+    if e == 2.0 {
+        Some(true)
+    } else if e == 1.0 {
+        Some(false)
+    } else {
+        None
     }
 }
 
