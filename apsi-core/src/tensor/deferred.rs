@@ -59,6 +59,9 @@ pub struct Deferred {
     recipe: Mutex<Option<Recipe>>,
     /// 1 + the longest chain of deferred tensors its recipe reads.
     depth: u32,
+    /// Elements and format of the result.
+    len: usize,
+    dtype: DType,
 }
 
 enum Recipe {
@@ -83,10 +86,16 @@ impl Deferred {
         self.value.get_or_init(|| {
             let recipe = self.recipe.lock().take();
             PENDING.fetch_sub(1, Ordering::Relaxed);
-            RwLock::new(match recipe {
-                Some(r) => compute(r),
-                // Only `value` takes the recipe, inside this one-time init.
-                None => Buffer::F64(super::storage::Elems::Owned(Vec::new())),
+            // Only `value` takes the recipe, inside this one-time init, and
+            // neither evaluation can fail on shapes that already exist: the
+            // NaN elements stand for an internal error, not a crash.
+            let t = recipe.and_then(|r| compute(r).ok());
+            RwLock::new(match t {
+                Some(t) => into_buffer(t),
+                None => match self.dtype {
+                    DType::F32 => f32::buffer(vec![f32::NAN; self.len]),
+                    _ => f64::buffer(vec![f64::NAN; self.len]),
+                },
             })
         })
     }
@@ -115,19 +124,14 @@ impl Drop for Deferred {
     }
 }
 
-fn compute(r: Recipe) -> Buffer {
-    let t = match r {
+fn compute(r: Recipe) -> crate::value::VResult<Tensor> {
+    match r {
         Recipe::Elementwise(e) => cotangent::eval(&e),
-        Recipe::Sum { src, axes, shape } => match src.dtype {
-            DType::F32 => Ok(super::reduce::sum_float::<f32>(&src, &axes, shape)),
-            _ => Ok(super::reduce::sum_float::<f64>(&src, &axes, shape)),
-        },
-    };
-    // Neither evaluation can fail on shapes that already exist; a failure
-    // would be an internal error, reported as NaN elements rather than a
-    // crash.
-    let t = t.unwrap_or_else(|_| Tensor::scalar(f64::NAN));
-    into_buffer(t)
+        Recipe::Sum { src, axes, shape } => Ok(match src.dtype {
+            DType::F32 => super::reduce::sum_float::<f32>(&src, &axes, shape),
+            _ => super::reduce::sum_float::<f64>(&src, &axes, shape),
+        }),
+    }
 }
 
 /// The elements of a computed tensor as a buffer of its own (the tensor's
@@ -236,6 +240,8 @@ fn make(expr: Arc<Expr>, depth: u32) -> Option<Tensor> {
         value: OnceLock::new(),
         recipe: Mutex::new(Some(Recipe::Elementwise(expr))),
         depth,
+        len: shape.iter().product(),
+        dtype,
     };
     Some(register(d, shape, dtype))
 }
@@ -337,6 +343,8 @@ pub fn sum(src: &Tensor, axes: &[usize], shape: Vec<usize>) -> Option<Tensor> {
             shape: shape.clone(),
         })),
         depth,
+        len: shape.iter().product(),
+        dtype: src.dtype,
     };
     Some(register(d, shape, src.dtype))
 }
