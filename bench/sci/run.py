@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
 """Scientific programs against their anchors, alternating, at 1 and 2 threads.
 
-usage: run.py APSI [ROUNDS] [--bench cg,logreg,lsq,lj,ising,kmeans,mc]
+usage: run.py APSI [ROUNDS] [--bench cg,logreg,lsq,mlp,jacobi,lj,ising,kmeans,mc]
               [--threads 1,2] [--python PY] [--reps N]
 
 Tensor programs run against NumPy (`X.apsi` / `X_numpy.py`): a conjugate-
 gradient Poisson solver with a matrix-free Laplacian (`cg`), logistic
 regression by gradient descent with `grad` against the hand-derived NumPy
-gradient (`logreg`), least squares likewise (`lsq`). `@native` programs
-run against Numba's steady state (`X_native.apsi` / `X_numba.py`): a Lennard-Jones pair loop with a periodic
-minimum image (`lj`), a checkerboard Ising sweep with a counter-based
-generator (`ising`), a k-means assignment (`kmeans`), a Monte-Carlo Asian
-option (`mc`).
+gradient (`logreg`), least squares likewise (`lsq`); held out of the
+tuning: a tanh network with `grad` against its hand-written backward pass
+(`mlp`) and Jacobi sweeps with slices (`jacobi`). `@native` programs
+run against Numba's steady state (`X_native.apsi` / `X_numba.py`): a
+Lennard-Jones pair loop with a periodic minimum image (`lj`), a
+checkerboard Ising sweep with a counter-based generator (`ising`), a
+k-means assignment (`kmeans`), a Monte-Carlo Asian option (`mc`).
 
 APSI is the `apsi` binary (the LLVM plugin must sit beside it for the
 `@native` programs: `cargo build --release -p apsi-native-llvm`); PY is a
@@ -46,6 +48,8 @@ PROGRAMS = {
     "cg": ("cg.apsi", "cg_numpy.py", "NumPy"),
     "logreg": ("logreg.apsi", "logreg_numpy.py", "NumPy"),
     "lsq": ("lsq.apsi", "lsq_numpy.py", "NumPy"),
+    "mlp": ("mlp.apsi", "mlp_numpy.py", "NumPy"),
+    "jacobi": ("jacobi.apsi", "jacobi_numpy.py", "NumPy"),
     "lj": ("lj_native.apsi", "lj_numba.py", "Numba"),
     "ising": ("ising_native.apsi", "ising_numba.py", "Numba"),
     "kmeans": ("kmeans_native.apsi", "kmeans_numba.py", "Numba"),

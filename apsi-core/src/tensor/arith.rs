@@ -146,12 +146,7 @@ pub fn binary_same(op: BinOp, x: &Tensor, y: &Tensor) -> VResult<Tensor> {
         return super::codec::narrow::binary_same(op, x, y);
     }
     // Traced float arithmetic is computed when read (deferred.rs).
-    let deferred = if traced(x, y) {
-        super::deferred::binary(op, x, y)
-    } else {
-        None
-    };
-    let mut r = match (deferred, d) {
+    let mut r = match (super::deferred::binary(op, x, y), d) {
         (Some(r), _) => r,
         (None, DType::F64) => float_op::<f64>(op, x, y)?,
         (None, DType::F32) => float_op::<f32>(op, x, y)?,
@@ -231,7 +226,7 @@ fn float_op<T: Real>(op: BinOp, x: &Tensor, y: &Tensor) -> VResult<Tensor> {
 
 /// For `x ** y` with one exponent that keeps `x`'s shape: `Some(true)` when
 /// it is 2, `Some(false)` when it is 1, else `None`.
-fn square_or_same(x: &Tensor, y: &Tensor) -> Option<bool> {
+pub(super) fn square_or_same(x: &Tensor, y: &Tensor) -> Option<bool> {
     if y.size() != 1 || y.ndim() > x.ndim() {
         return None;
     }
@@ -585,6 +580,20 @@ pub fn predicate(x: &Tensor, inf: bool) -> Tensor {
     }
 }
 
+/// `maximum`/`minimum`'s choice of one pair (also in the fused programs of
+/// cotangent.rs): NaN when either is NaN, else `a` where `(a >= b) ==
+/// greater`, else `b`.
+#[inline(always)]
+pub(super) fn extreme<T: Real>(a: T, b: T, greater: bool) -> T {
+    if a.is_nan() || b.is_nan() {
+        T::from_f64(f64::NAN)
+    } else if (a >= b) == greater {
+        a
+    } else {
+        b
+    }
+}
+
 /// `maximum`/`minimum` (NaN propagates).
 pub fn extremum(a: &Arg, b: &Arg, greater: bool) -> VResult<Tensor> {
     let d = result_dtype(a, b);
@@ -593,18 +602,7 @@ pub fn extremum(a: &Arg, b: &Arg, greater: bool) -> VResult<Tensor> {
     let deferred = super::deferred::extremum(&x, &y, greater);
     let mut r = match (deferred, d.kind()) {
         (Some(r), _) => r,
-        (None, Kind::Float) => {
-            let f = move |p: f64, q: f64| {
-                if p.is_nan() || q.is_nan() {
-                    f64::NAN
-                } else if (p >= q) == greater {
-                    p
-                } else {
-                    q
-                }
-            };
-            zip::<f64, f64>(&x, &y, f)?.cast(d)?
-        }
+        (None, Kind::Float) => zip::<f64, f64>(&x, &y, move |p, q| extreme(p, q, greater))?.cast(d)?,
         (None, _) => {
             let f = move |p: i64, q: i64| if (p >= q) == greater { p } else { q };
             zip::<i64, i64>(&x, &y, f)?.cast(d)?

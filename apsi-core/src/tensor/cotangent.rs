@@ -20,7 +20,7 @@
 //! - Never while a backward pass is being recorded (`grad(grad(f))`): the
 //!   second pass differentiates the rules' own recorded operations.
 
-use super::arith::UFn;
+use super::arith::{extreme, UFn};
 use super::autodiff::{bin as bin_eager, detach, Op};
 use super::core::{par_split, par_split_cheap, Tensor};
 use super::dtype::DType;
@@ -28,7 +28,7 @@ use super::kernels::{fill_chunked, with_operand, Operand};
 use super::real::Real;
 use crate::syntax::ast::BinOp;
 use crate::value::VResult;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
 
@@ -162,15 +162,16 @@ pub(super) fn forward_unary(f: UFn, a: &Arc<Expr>) -> Arc<Expr> {
     un(Un::Fn(f), a)
 }
 
-/// `a op b` for `+ - * /`, of shape `shape`.
-pub(super) fn forward_binary(op: BinOp, a: &Arc<Expr>, b: &Arc<Expr>, shape: Arc<[usize]>) -> Arc<Expr> {
+/// `a op b` for `+ - * /`, of shape `shape` (`None` for another operator).
+pub(super) fn forward_binary(op: BinOp, a: &Arc<Expr>, b: &Arc<Expr>, shape: Arc<[usize]>) -> Option<Arc<Expr>> {
     let op = match op {
         BinOp::Add => Bin::Add,
         BinOp::Sub => Bin::Sub,
         BinOp::Mul => Bin::Mul,
-        _ => Bin::Div,
+        BinOp::Div => Bin::Div,
+        _ => return None,
     };
-    node(Kind::Bin(op, a.clone(), b.clone()), shape, a.dtype)
+    Some(node(Kind::Bin(op, a.clone(), b.clone()), shape, a.dtype))
 }
 
 /// `maximum(a, b)` (`greater`) or `minimum(a, b)`, of shape `shape`.
@@ -360,7 +361,7 @@ fn compile(e: &Arc<Expr>) -> Program {
     let mut b = Builder {
         ins: Vec::new(),
         inputs: Vec::new(),
-        memo: HashMap::new(),
+        memo: HashMap::default(),
         values: 0,
     };
     let result = b.value(e);
@@ -606,55 +607,6 @@ fn run_chunk<T: Real>(p: &Program, ops: &[Operand<'_, T>], start: usize, out: &m
     }
 }
 
-/// `vmath::apply` on a block of f64 or f32 (the only types expressions
-/// hold).
-#[inline(always)]
-fn vmath_block<T: Real>(f: super::vmath::VFn, a: &[T], d: &mut [T]) {
-    use std::any::TypeId;
-    fn run<U: super::vmath::VElem>(f: super::vmath::VFn, a: &[U], d: &mut [U]) {
-        // SAFETY: MaybeUninit<U> has U's layout, and `apply` writes an
-        // initialised value into every slot.
-        let d = unsafe { &mut *(d as *mut [U] as *mut [MaybeUninit<U>]) };
-        super::vmath::apply(f, a, d)
-    }
-    if TypeId::of::<T>() == TypeId::of::<f64>() {
-        // SAFETY: T is f64 (checked), so these are the same slices.
-        let (a, d) = unsafe {
-            (
-                std::slice::from_raw_parts(a.as_ptr() as *const f64, a.len()),
-                std::slice::from_raw_parts_mut(d.as_mut_ptr() as *mut f64, d.len()),
-            )
-        };
-        run::<f64>(f, a, d)
-    } else if TypeId::of::<T>() == TypeId::of::<f32>() {
-        // SAFETY: T is f32 (checked), so these are the same slices.
-        let (a, d) = unsafe {
-            (
-                std::slice::from_raw_parts(a.as_ptr() as *const f32, a.len()),
-                std::slice::from_raw_parts_mut(d.as_mut_ptr() as *mut f32, d.len()),
-            )
-        };
-        run::<f32>(f, a, d)
-    } else {
-        for (d, &a) in d.iter_mut().zip(a) {
-            *d = T::from_f64(super::vmath::one(f, a.to_f64()));
-        }
-    }
-}
-
-/// `arith::extremum`'s choice: NaN when either is NaN, else `a` where
-/// `(a >= b) == greater`, else `b`.
-#[inline(always)]
-fn extreme<T: Real>(a: T, b: T, greater: bool) -> T {
-    if a.is_nan() || b.is_nan() {
-        T::from_f64(f64::NAN)
-    } else if (a >= b) == greater {
-        a
-    } else {
-        b
-    }
-}
-
 #[inline(always)]
 fn step<'a, T: Real>(ins: &Ins, d: &mut [T], read: &impl Fn(Src) -> &'a [T]) {
     match *ins {
@@ -678,7 +630,12 @@ fn step<'a, T: Real>(ins: &Ins, d: &mut [T], read: &impl Fn(Src) -> &'a [T]) {
                 // One loop per function (a match inside the loop would
                 // dispatch per element).
                 Un::Fn(f) => match (f, f.vmath()) {
-                    (_, Some(vf)) => vmath_block(vf, a, d),
+                    (_, Some(vf)) => {
+                        // SAFETY: MaybeUninit<T> has T's layout, and `vmath`
+                        // writes an initialised value into every slot.
+                        let d = unsafe { &mut *(d as *mut [T] as *mut [MaybeUninit<T>]) };
+                        T::vmath(vf, a, d)
+                    }
                     (UFn::Neg, _) => d.iter_mut().zip(a).for_each(|(d, &a)| *d = -a),
                     (UFn::Abs, _) => d.iter_mut().zip(a).for_each(|(d, &a)| *d = a.abs()),
                     (UFn::Sqrt, _) => d.iter_mut().zip(a).for_each(|(d, &a)| *d = a.sqrt()),

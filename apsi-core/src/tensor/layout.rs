@@ -41,9 +41,16 @@ pub fn checked_size(shape: &[usize]) -> Result<usize, Exc> {
                 ),
             )
         })?;
-    check_alloc(n, &format!("a tensor of shape {}", shape_str(shape)))?;
+    // The description is formatted only for a size check_alloc examines
+    // (this runs for every new tensor).
+    if n > CHECK_FROM {
+        check_alloc(n, &format!("a tensor of shape {}", shape_str(shape)))?;
+    }
     Ok(n)
 }
+
+/// Elements up to which [`check_alloc`] accepts a request without looking.
+const CHECK_FROM: usize = 1 << 20;
 
 /// Refuses (with a `MemoryError`, not an abort or the kernel's OOM killer)
 /// `n` elements the machine cannot hold, counted at the widest element
@@ -53,7 +60,7 @@ pub fn checked_size(shape: &[usize]) -> Result<usize, Exc> {
 /// without committing (overcommit), and filling the memory then kills
 /// the process.
 pub fn check_alloc(n: usize, what: &str) -> Result<(), Exc> {
-    if n <= 1 << 20 {
+    if n <= CHECK_FROM {
         return Ok(());
     }
     let bytes = n

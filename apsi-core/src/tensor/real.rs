@@ -32,6 +32,9 @@ pub trait Real:
     fn is_nan(self) -> bool;
     fn is_infinite(self) -> bool;
     fn fmod(self, b: Self) -> Self;
+    /// `vmath::apply` on a slice of this type (its vectorised `exp`, `log`,
+    /// `log1p`, `sigmoid`).
+    fn vmath(f: super::vmath::VFn, src: &[Self], dst: &mut [std::mem::MaybeUninit<Self>]);
     fn sigmoid(self) -> Self {
         if self >= Self::ZERO {
             Self::ONE / (Self::ONE + (-self).exp())
@@ -164,6 +167,10 @@ macro_rules! real_impl {
             #[inline(always)]
             fn fmod(self, b: Self) -> Self {
                 self % b
+            }
+            #[inline(always)]
+            fn vmath(f: super::vmath::VFn, src: &[Self], dst: &mut [std::mem::MaybeUninit<Self>]) {
+                super::vmath::apply(f, src, dst)
             }
         }
     };
