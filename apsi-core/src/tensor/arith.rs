@@ -422,6 +422,7 @@ impl UFn {
             UFn::Log => Some(VFn::Log),
             UFn::Log1p => Some(VFn::Log1p),
             UFn::Sigmoid => Some(VFn::Sigmoid),
+            UFn::Tanh => Some(VFn::Tanh),
             _ => None,
         }
     }
