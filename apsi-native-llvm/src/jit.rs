@@ -116,6 +116,16 @@ pub fn compile(json: &[u8], want_ir: bool, addrs: &mut [u64]) -> Result<Option<S
         .run_passes(&pipeline, &tm, PassBuilderOptions::create())
         .map_err(|e| e.to_string())?;
     pair_sin_cos(&module);
+    // Declared after the passes, which would drop an unused declaration;
+    // the calls the back end makes for `llvm.exp.f64`/`llvm.log.f64` go to
+    // the symbols these name.
+    let cores = libm_cores();
+    for (name, _) in &cores {
+        if module.get_function(name).is_none() {
+            let f64t = ctx.f64_type();
+            module.add_function(name, f64t.fn_type(&[f64t.into()], false), None);
+        }
+    }
     #[cfg(debug_assertions)]
     module
         .verify()
@@ -128,7 +138,7 @@ pub fn compile(json: &[u8], want_ir: bool, addrs: &mut [u64]) -> Result<Option<S
     let ee = module
         .create_jit_execution_engine(OptimizationLevel::Aggressive)
         .map_err(|e| e.to_string())?;
-    for (name, addr) in host_symbols(&m) {
+    for (name, addr) in host_symbols(&m).into_iter().chain(cores) {
         if let Some(f) = module.get_function(name) {
             ee.add_global_mapping(&f, addr as usize);
         }
@@ -312,6 +322,39 @@ fn host_symbols(m: &IrModule) -> [(&'static str, u64); 5] {
         ("apsi_rt_fbin", m.host.fbin),
         ("apsi_rt_ipow", m.host.ipow),
     ]
+}
+
+/// The IEEE cores of libm's `exp` and `log`, where the C library has them:
+/// glibc's `exp` and `log` are wrappers that call `__exp_finite` and
+/// `__log_finite` (the same function under its old exported name), then
+/// test the argument or result only to set `errno`, which native code
+/// never reads. The result is the same bits; `exp`'s wrapper cost a
+/// quarter of each call (a stack frame, a call through the PLT, two
+/// tests). Found with `dlvsym` by the version they were exported under;
+/// anywhere else the plain functions are called.
+fn libm_cores() -> Vec<(&'static str, u64)> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        use std::ffi::{c_char, c_void};
+        #[link(name = "dl")]
+        extern "C" {
+            fn dlvsym(handle: *mut c_void, symbol: *const c_char, version: *const c_char) -> *mut c_void;
+        }
+        let mut found = Vec::new();
+        for (name, core) in [("exp", c"__exp_finite"), ("log", c"__log_finite")] {
+            // SAFETY: RTLD_DEFAULT (null) and NUL-terminated names; the
+            // result is only used as a function address when not null.
+            let p = unsafe { dlvsym(std::ptr::null_mut(), core.as_ptr(), c"GLIBC_2.15".as_ptr()) };
+            if !p.is_null() {
+                found.push((name, p as u64));
+            }
+        }
+        found
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        Vec::new()
+    }
 }
 
 /// Adds `fast` to every float arithmetic instruction and comparison.
