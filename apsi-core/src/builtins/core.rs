@@ -642,12 +642,18 @@ pub(crate) fn map(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
             format!("map() got an unexpected keyword argument '{k}'"),
         ));
     }
-    let items = ops::iterate(c, xs)?;
-    let mut out = Vec::with_capacity(items.len());
-    for x in items {
-        out.push(c.call(f, std::slice::from_ref(&x), &[])?);
+    // Each result replaces its item in the snapshot, by parts: the callee
+    // wrote it that way, and a whole-value move of it (or of an item moved
+    // out of the vector) stalled on store forwarding every element.
+    let mut items = ops::iterate(c, xs)?;
+    for i in 0..items.len() {
+        let mut r = c.call(f, std::slice::from_ref(&items[i]), &[])?;
+        let old = std::mem::replace(&mut items[i], Value::None);
+        // SAFETY: the slot holds a `none`, which owns nothing.
+        unsafe { r.take_words().write_to(&mut items[i]) };
+        drop(old);
     }
-    Ok(Value::list(out))
+    Ok(Value::list(items))
 }
 
 pub(crate) fn filter(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
@@ -670,17 +676,22 @@ pub(crate) fn filter(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<
             format!("filter() got an unexpected keyword argument '{k}'"),
         ));
     }
-    let mut out = Vec::new();
-    for x in ops::iterate(c, xs)? {
+    // The kept items are gathered at the front of the snapshot (no item is
+    // moved out of it whole: see `map`).
+    let mut items = ops::iterate(c, xs)?;
+    let mut kept = 0;
+    for i in 0..items.len() {
         let keep = match f {
-            Value::None => x.truthy()?,
-            f => c.call(f, std::slice::from_ref(&x), &[])?.truthy()?,
+            Value::None => items[i].truthy()?,
+            f => c.call(f, std::slice::from_ref(&items[i]), &[])?.truthy()?,
         };
         if keep {
-            out.push(x);
+            items.swap(kept, i);
+            kept += 1;
         }
     }
-    Ok(Value::list(out))
+    items.truncate(kept);
+    Ok(Value::list(items))
 }
 
 pub(crate) fn reduce(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {

@@ -553,17 +553,31 @@ impl Executor {
         // lambda): no argument vector, no binding.
         if let (Value::Func(c), true) = (f, kwargs.is_empty()) {
             if c.proto.simple && args.len() == c.proto.nparams as usize {
-                // Copied by parts (`Value::dup_words`): a whole-value copy
-                // stalls on the store that just wrote the argument.
+                // The arguments go into their slots by parts and the result
+                // comes back by parts (`Value::words`, `take_words`): each was
+                // usually just written that way (by the caller's loop, by the
+                // callee's `Return`), and a 16-byte copy of it stalls on
+                // store forwarding (a third of a `filter` lambda's call).
                 let c = crate::value::solo::clone_arc(c);
-                let r = match self.enter_closure(fpos, c, args.iter().map(Value::dup_words)) {
+                for (i, a) in args.iter().enumerate() {
+                    set_words(&mut self.stack[fpos + 1 + i], a.words());
+                }
+                let mut r = match self.enter_closure(fpos, c, std::iter::empty()) {
                     Ok(()) => self.run(depth),
-                    Err(e) => return Err(e),
+                    Err(e) => {
+                        for s in self.stack.iter_mut().skip(fpos + 1).take(args.len()) {
+                            *s = Value::Unbound;
+                        }
+                        return Err(e);
+                    }
                 };
                 if let Some(s) = self.stack.get_mut(fpos) {
                     *s = Value::Unbound;
                 }
-                return r;
+                return match &mut r {
+                    Ok(v) => Ok(v.take_words().into_value()),
+                    Err(_) => r,
+                };
             }
         }
         self.stack[fpos] = f.clone();
@@ -623,7 +637,11 @@ impl Executor {
             n = i + 1;
         }
         let ptr = Arc::as_ptr(&c);
-        self.stack[fpos] = Value::Func(c);
+        // By parts: the value is built on the stack a byte and a word at a
+        // time, and a 16-byte copy of it stalled on store forwarding (half
+        // of `call_value`'s time in a `filter` lambda's calls).
+        let mut callee = Value::Func(c);
+        set_words(&mut self.stack[fpos], callee.take_words());
         let r = self.push_frame(fpos, ptr);
         if r.is_err() {
             for s in self.stack.iter_mut().skip(fpos).take(n + 1) {
@@ -1375,8 +1393,8 @@ impl Executor {
                     // A comprehension's append.
                     Instr::ListAppend { a, b } => {
                         if let Value::List(l) = &*r!(a) {
-                            let v = dup(r!(b));
-                            l.items.write().push(v);
+                            let w = r!(b).words();
+                            push_words(&mut l.items.write(), w);
                             continue;
                         }
                     }
@@ -1851,8 +1869,8 @@ impl Executor {
                             if let Some(i) = code.ic_at(pc!() - 1).and_then(|ic| ic.builtin(key)) {
                                 if let (Value::List(l), 1) = (&*r!(a as usize + 1), n) {
                                     if (key, i) == crate::builtins::method_slots::LIST_APPEND {
-                                        let v = take(r!(a as usize + 2));
-                                        l.items.write().push(v);
+                                        let w = r!(a as usize + 2).take_words();
+                                        push_words(&mut l.items.write(), w);
                                         setv(r!(a), Value::None);
                                         continue;
                                     }
@@ -1943,8 +1961,8 @@ impl Executor {
                     }
                     Instr::AppendTo { a, b, c, mv } => {
                         if let Value::List(l) = &*r!(b) {
-                            let v = if mv { take(r!(c)) } else { dup(r!(c)) };
-                            l.items.write().push(v);
+                            let w = if mv { r!(c).take_words() } else { r!(c).words() };
+                            push_words(&mut l.items.write(), w);
                             setv(r!(a), Value::None);
                             continue;
                         }
