@@ -80,10 +80,16 @@ fn items(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
 pub(crate) fn items_for(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     match args {
         [Value::Dict(d)] if kw.is_empty() => {
-            let (ks, vs): (Vec<Value>, Vec<Value>) =
-                d.map.read().iter().map(|(k, v)| (k.value().clone(), v.clone())).unzip();
-            use crate::ops::iters::{zip_rows, Column};
-            Ok(zip_rows(vec![Column::Items(ks), Column::Items(vs)]))
+            let g = d.map.read();
+            let mut flat = Vec::with_capacity(2 * g.len());
+            // By parts (`push_words`): a clone is returned through memory
+            // written by parts, and pushing it whole stalled on every item.
+            for (k, v) in g.iter() {
+                crate::value::push_words(&mut flat, k.value().words());
+                crate::value::push_words(&mut flat, v.words());
+            }
+            drop(g);
+            Ok(crate::ops::iters::pairs(flat))
         }
         [obj] => {
             let m = crate::ops::get_attr(obj, "items")?;

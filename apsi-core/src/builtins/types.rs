@@ -434,9 +434,9 @@ pub(crate) fn update_from(c: &mut dyn Caller, map: &mut Vec<(HashKey, Value)>, s
                 let (mut k, mut v) = (None, None);
                 let step = it.next_unpacked(2, |j, x| {
                     if j == 0 {
-                        k = Some(x);
+                        k = Some(x.into_value());
                     } else {
-                        v = Some(x);
+                        v = Some(x.into_value());
                     }
                 });
                 match (step, k, v) {

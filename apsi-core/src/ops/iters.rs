@@ -25,7 +25,7 @@
 use crate::error::ErrorKind;
 use crate::value::generator::{GenObj, Step};
 use crate::value::VLock;
-use crate::value::{err, ApsiObject, Caller, Exc, ListObj, ObjBox, TupleObj, VResult, Value};
+use crate::value::{err, ApsiObject, Caller, Exc, ListObj, ObjBox, TupleObj, VResult, Value, Words};
 use std::sync::Arc;
 
 /// An iterator made by `iter(x)` or by a lazy `enumerate`/`zip`/`map`/`filter`.
@@ -47,6 +47,12 @@ enum IterState {
     /// is `i` of every column, while they all have one.
     Rows {
         cols: Vec<Column>,
+        i: usize,
+    },
+    /// A loop's `d.items()` (`pairs`): a snapshot of the keys and values,
+    /// interleaved (`flat[2i]`, `flat[2i + 1]`), row `i` next.
+    Pairs {
+        flat: Vec<Value>,
         i: usize,
     },
     /// A `for` loop's `enumerate` over an eager iterable (`counted`): item
@@ -108,6 +114,22 @@ impl Column {
             Column::Items(v) => v.get_mut(i).map(|x| std::mem::replace(x, Value::None)),
         }
     }
+}
+
+/// `v` as its parts, for a target written by parts.
+#[inline(always)]
+fn words_of(mut v: Value) -> Words {
+    v.take_words()
+}
+
+/// Row `i` of a `Pairs` snapshot, moved out by parts (each item was
+/// written long before, so the parts are read from memory, not forwarded).
+#[inline(always)]
+fn take_pair(flat: &mut [Value], i: usize) -> Option<(Value, Value)> {
+    let [k, v] = flat.get_mut(2 * i..2 * i + 2)? else {
+        return None;
+    };
+    Some((k.take_words().into_value(), v.take_words().into_value()))
 }
 
 /// Does a loop's `zip` over `cols` have row `i` (every column item `i`)?
@@ -178,6 +200,13 @@ impl IterObj {
                 *i += 1;
                 Value::tuple(row)
             }),
+            IterState::Pairs { flat, i } => match take_pair(flat, *i) {
+                Some((k, v)) => {
+                    *i += 1;
+                    Some(Value::tuple(vec![k, v]))
+                }
+                None => None,
+            },
             IterState::Counted { col, start, i } => match col.take(*i) {
                 Some(x) => {
                     let Some(k) = start.checked_add(*i as i64) else {
@@ -216,12 +245,12 @@ impl IterObj {
     }
 
     /// One row of a loop's `zip`/`enumerate` (`zip_rows`, `counted`) handed
-    /// out as `n` separate values (`put(j, value)`), for a loop that unpacks
+    /// out as `n` separate values (`put(j, parts)`), for a loop that unpacks
     /// each row at once (`for a, b in zip(xs, ys)`) and so needs no tuple:
     /// `Some(true)` after a row, `Some(false)` at the end, `None` when this
     /// iterator is not of that kind or its rows do not have `n` values (the
     /// caller then steps it as usual). No Apsi code runs meanwhile.
-    pub fn next_unpacked(&self, n: usize, mut put: impl FnMut(usize, Value)) -> Option<bool> {
+    pub fn next_unpacked(&self, n: usize, mut put: impl FnMut(usize, Words)) -> Option<bool> {
         let mut g = self.state.write();
         match &mut *g {
             IterState::Rows { cols, i } if cols.len() == n => {
@@ -234,8 +263,8 @@ impl IterObj {
                         return Some(false);
                     };
                     *i += 1;
-                    put(0, x);
-                    put(1, y);
+                    put(0, words_of(x));
+                    put(1, words_of(y));
                     return Some(true);
                 }
                 if !has_row(cols, *i) {
@@ -243,9 +272,20 @@ impl IterObj {
                     return Some(false);
                 }
                 for (j, c) in cols.iter_mut().enumerate() {
-                    put(j, c.take(*i).unwrap_or(Value::None));
+                    put(j, words_of(c.take(*i).unwrap_or(Value::None)));
                 }
                 *i += 1;
+                Some(true)
+            }
+            IterState::Pairs { flat, i } if n == 2 => {
+                let Some([k, v]) = flat.get_mut(2 * *i..2 * *i + 2) else {
+                    *g = IterState::Done;
+                    return Some(false);
+                };
+                let (k, v) = (k.take_words(), v.take_words());
+                *i += 1;
+                put(0, k);
+                put(1, v);
                 Some(true)
             }
             IterState::Counted { col, start, i } if n == 2 => {
@@ -256,8 +296,8 @@ impl IterObj {
                 // An overflowing count raises from the plain step.
                 let k = start.checked_add(*i as i64)?;
                 *i += 1;
-                put(0, Value::Int(k));
-                put(1, x);
+                put(0, words_of(Value::Int(k)));
+                put(1, words_of(x));
                 Some(true)
             }
             _ => None,
@@ -508,6 +548,13 @@ pub fn lazy_zip(c: &mut dyn Caller, xss: &[Value]) -> VResult<Value> {
 /// (see `builtins::zip_for`).
 pub fn zip_rows(cols: Vec<Column>) -> Value {
     obj("zip", IterState::Rows { cols, i: 0 })
+}
+
+/// A loop's `d.items()`: the rows of `flat` (keys and values interleaved),
+/// an iterator of `(key, value)` tuples that a loop unpacking each row
+/// (`for k, v in d.items()`) takes apart without building them.
+pub fn pairs(flat: Vec<Value>) -> Value {
+    obj("dict_itemiterator", IterState::Pairs { flat, i: 0 })
 }
 
 /// A `for` loop's `enumerate` over an eager iterable: an `<enumerate>`

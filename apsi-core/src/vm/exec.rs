@@ -2091,10 +2091,9 @@ impl Executor {
                                 code.instrs.get(pc!() + 1),
                             ) {
                                 if let (true, Some(Value::Tuple(targets))) = (row == b, code.consts.get(k as usize)) {
-                                    let step = it.next_unpacked(n as usize, |j, v| {
-                                        if let Some(&Value::Int(t)) = targets.0.get(j) {
-                                            setv(r!(t), v);
-                                        }
+                                    let step = it.next_unpacked(n as usize, |j, w| match targets.0.get(j) {
+                                        Some(&Value::Int(t)) => set_words(r!(t), w),
+                                        _ => drop(w.into_value()),
                                     });
                                     match step {
                                         Some(true) => {
