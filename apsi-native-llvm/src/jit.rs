@@ -328,9 +328,8 @@ fn host_symbols(m: &IrModule) -> [(&'static str, u64); 5] {
 /// glibc's `exp` and `log` are wrappers that call `__exp_finite` and
 /// `__log_finite` (the same function under its old exported name), then
 /// test the argument or result only to set `errno`, which native code
-/// never reads. The result is the same bits; `exp`'s wrapper cost a
-/// quarter of each call (a stack frame, a call through the PLT, two
-/// tests). Found with `dlvsym` by the version they were exported under;
+/// never reads. The result is the same bits; `exp`'s wrapper was 30% of
+/// each call's time (a stack frame, a call through the PLT, two tests). Found with `dlvsym` by the version they were exported under;
 /// anywhere else the plain functions are called.
 fn libm_cores() -> Vec<(&'static str, u64)> {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
