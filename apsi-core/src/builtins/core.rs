@@ -588,6 +588,9 @@ fn data_and_fn<'v>(name: &str, a: &'v Value, b: &'v Value) -> VResult<(&'v Value
         Ok((b, a))
     } else if matches!(b, Value::None) && name == "filter" {
         Ok((a, b))
+    } else if matches!(a, Value::None) && name == "filter" {
+        // Python's `filter(None, xs)`: the truthy items.
+        Ok((b, a))
     } else {
         Err(err(
             ErrorKind::TypeError,
