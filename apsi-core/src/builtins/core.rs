@@ -649,11 +649,11 @@ pub(crate) fn map(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Val
     // wrote it that way, and a whole-value move of it (or of an item moved
     // out of the vector) stalled on store forwarding every element.
     let mut items = ops::iterate(c, xs)?;
-    for i in 0..items.len() {
-        let mut r = c.call(f, std::slice::from_ref(&items[i]), &[])?;
-        let old = std::mem::replace(&mut items[i], Value::None);
+    for slot in items.iter_mut() {
+        let mut r = c.call(f, std::slice::from_ref(slot), &[])?;
+        let old = std::mem::replace(slot, Value::None);
         // SAFETY: the slot holds a `none`, which owns nothing.
-        unsafe { r.take_words().write_to(&mut items[i]) };
+        unsafe { r.take_words().write_to(slot) };
         drop(old);
     }
     Ok(Value::list(items))
