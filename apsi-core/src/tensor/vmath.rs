@@ -62,9 +62,11 @@ const EXP_C: [f64; 12] = [
     0.5,
 ];
 
-/// `exp(x)` for |x| < 708 (other inputs give a finite placeholder).
+/// exp's argument reduction of `x` (clamped to ±708): `x = k ln2 + r`
+/// with |r| <= ln2/2, as `(t, r_hi, r_lo, r)`: `t` holds k in its low
+/// mantissa bits (`t = k + ROUNDER`), `r = r_hi + r_lo` rounded.
 #[inline(always)]
-fn exp_ordinary(x: f64) -> f64 {
+fn exp_reduce(x: f64) -> (f64, f64, f64, f64) {
     let x = x.clamp(-EXP_LIMIT, EXP_LIMIT);
     let t = x * LOG2E + ROUNDER;
     let k = t - ROUNDER;
@@ -72,7 +74,13 @@ fn exp_ordinary(x: f64) -> f64 {
     // a grid of 2^-43 and |r_hi| < 0.35 needs fewer than 53 bits).
     let r_hi = (-k).mul_add(LN2_HI, x);
     let r_lo = -k * LN2_LO;
-    let r = r_hi + r_lo;
+    (t, r_hi, r_lo, r_hi + r_lo)
+}
+
+/// `exp(x)` for |x| < 708 (other inputs give a finite placeholder).
+#[inline(always)]
+fn exp_ordinary(x: f64) -> f64 {
+    let (t, r_hi, r_lo, r) = exp_reduce(x);
     let mut q = EXP_C[0];
     for &c in &EXP_C[1..] {
         q = q.mul_add(r, c);
@@ -221,12 +229,7 @@ fn sigmoid_exact(x: f64) -> f64 {
 /// `2^k` lose nothing. Within 0.6 ulp after `hi + lo` (glibc 0.8).
 #[inline(always)]
 fn expm1_parts(x: f64) -> (f64, f64) {
-    let x = x.clamp(-EXP_LIMIT, EXP_LIMIT);
-    let t = x * LOG2E + ROUNDER;
-    let k = t - ROUNDER;
-    let r_hi = (-k).mul_add(LN2_HI, x);
-    let r_lo = -k * LN2_LO;
-    let r = r_hi + r_lo;
+    let (t, r_hi, r_lo, r) = exp_reduce(x);
     // q = 1/6 + r/24 + ... (exp's series less its last coefficient).
     let mut q = EXP_C[0];
     for &c in &EXP_C[1..EXP_C.len() - 1] {

@@ -26,7 +26,7 @@ impl<'ctx> Gen<'_, 'ctx> {
         let quick_end = self.b.get_insert_block().ok_or("no block")?;
         e(self.b.build_conditional_branch(quick, join, divide))?;
         self.b.position_at_end(divide);
-        let r_div = self.floor_div_mod(st, IntOp::Mod, x, y, line)?;
+        let r_div = self.floor_div_mod(st, false, x, y, line)?;
         let divide_end = self.b.get_insert_block().ok_or("no block")?;
         e(self.b.build_unconditional_branch(join))?;
         self.b.position_at_end(join);
@@ -35,54 +35,46 @@ impl<'ctx> Gen<'_, 'ctx> {
         Ok(phi.as_basic_value().into_int_value())
     }
 
-    /// Python's `x // y` and `x % y` by a division (floor semantics; zero
-    /// and `i64::MIN // -1` raise).
+    /// Python's `x // y` (`div`) or `x % y` by a division (floor
+    /// semantics; zero and `i64::MIN // -1` raise).
     fn floor_div_mod(
         &self,
         st: &FnState<'ctx>,
-        op: IntOp,
+        div: bool,
         x: IntValue<'ctx>,
         y: IntValue<'ctx>,
         line: u32,
     ) -> R<IntValue<'ctx>> {
         let z = self.i64c(0);
-        Ok({
-            let dz = self.icmp(IntPredicate::EQ, y, z)?;
-            self.raise_if(
-                st,
-                dz,
-                err::INT_DIV_ZERO,
-                line,
-                [x, y, self.i64c(matches!(op, IntOp::Mod) as i64)],
-            )?;
-            let m1 = self.icmp(IntPredicate::EQ, y, self.i64c(-1))?;
-            if op == IntOp::FloorDiv {
-                let mn = self.icmp(IntPredicate::EQ, x, self.i64c(i64::MIN))?;
-                let o = e(self.b.build_and(m1, mn, "o"))?;
-                self.raise_if(st, o, err::INT_OVERFLOW, line, [x, y, z])?;
-            }
-            // Avoid sdiv/srem overflow UB for y == -1 (handled above / remainder 0).
-            let ys = e(self.b.build_select(m1, self.i64c(1), y, "ys"))?.into_int_value();
-            let q0 = e(self.b.build_int_signed_div(x, ys, "q"))?;
-            let q0 = if op == IntOp::FloorDiv {
-                let nx = e(self.b.build_int_neg(x, "nx"))?;
-                e(self.b.build_select(m1, nx, q0, "q"))?.into_int_value()
-            } else {
-                q0
-            };
-            let r0 = e(self.b.build_int_signed_rem(x, ys, "r"))?;
-            let r0 = e(self.b.build_select(m1, z, r0, "r"))?.into_int_value();
-            let nz = self.icmp(IntPredicate::NE, r0, z)?;
-            let sx = e(self.b.build_xor(r0, y, "sx"))?;
-            let diff = self.icmp(IntPredicate::SLT, sx, z)?;
-            let adj = e(self.b.build_and(nz, diff, "adj"))?;
-            if op == IntOp::FloorDiv {
-                let q1 = e(self.b.build_int_sub(q0, self.i64c(1), "q1"))?;
-                e(self.b.build_select(adj, q1, q0, "fd"))?.into_int_value()
-            } else {
-                let r1 = e(self.b.build_int_add(r0, y, "r1"))?;
-                e(self.b.build_select(adj, r1, r0, "md"))?.into_int_value()
-            }
+        let dz = self.icmp(IntPredicate::EQ, y, z)?;
+        self.raise_if(st, dz, err::INT_DIV_ZERO, line, [x, y, self.i64c(!div as i64)])?;
+        let m1 = self.icmp(IntPredicate::EQ, y, self.i64c(-1))?;
+        if div {
+            let mn = self.icmp(IntPredicate::EQ, x, self.i64c(i64::MIN))?;
+            let o = e(self.b.build_and(m1, mn, "o"))?;
+            self.raise_if(st, o, err::INT_OVERFLOW, line, [x, y, z])?;
+        }
+        // Avoid sdiv/srem overflow UB for y == -1 (handled above / remainder 0).
+        let ys = e(self.b.build_select(m1, self.i64c(1), y, "ys"))?.into_int_value();
+        let q0 = e(self.b.build_int_signed_div(x, ys, "q"))?;
+        let q0 = if div {
+            let nx = e(self.b.build_int_neg(x, "nx"))?;
+            e(self.b.build_select(m1, nx, q0, "q"))?.into_int_value()
+        } else {
+            q0
+        };
+        let r0 = e(self.b.build_int_signed_rem(x, ys, "r"))?;
+        let r0 = e(self.b.build_select(m1, z, r0, "r"))?.into_int_value();
+        let nz = self.icmp(IntPredicate::NE, r0, z)?;
+        let sx = e(self.b.build_xor(r0, y, "sx"))?;
+        let diff = self.icmp(IntPredicate::SLT, sx, z)?;
+        let adj = e(self.b.build_and(nz, diff, "adj"))?;
+        Ok(if div {
+            let q1 = e(self.b.build_int_sub(q0, self.i64c(1), "q1"))?;
+            e(self.b.build_select(adj, q1, q0, "fd"))?.into_int_value()
+        } else {
+            let r1 = e(self.b.build_int_add(r0, y, "r1"))?;
+            e(self.b.build_select(adj, r1, r0, "md"))?.into_int_value()
         })
     }
 
@@ -111,7 +103,7 @@ impl<'ctx> Gen<'_, 'ctx> {
                 }
             }
             IntOp::Mod => self.int_mod(st, x, y, line)?,
-            IntOp::FloorDiv => self.floor_div_mod(st, op, x, y, line)?,
+            IntOp::FloorDiv => self.floor_div_mod(st, true, x, y, line)?,
             IntOp::WrapAdd => e(self.b.build_int_add(x, y, "wadd"))?,
             IntOp::WrapSub => e(self.b.build_int_sub(x, y, "wsub"))?,
             IntOp::WrapMul => e(self.b.build_int_mul(x, y, "wmul"))?,
