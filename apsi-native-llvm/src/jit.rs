@@ -120,7 +120,7 @@ pub fn compile(json: &[u8], want_ir: bool, addrs: &mut [u64]) -> Result<Option<S
     // the calls the back end makes for `llvm.exp.f64`/`llvm.log.f64` go to
     // the symbols these name.
     let cores = libm_cores();
-    for (name, _) in &cores {
+    for (name, _) in cores {
         if module.get_function(name).is_none() {
             let f64t = ctx.f64_type();
             module.add_function(name, f64t.fn_type(&[f64t.into()], false), None);
@@ -138,7 +138,7 @@ pub fn compile(json: &[u8], want_ir: bool, addrs: &mut [u64]) -> Result<Option<S
     let ee = module
         .create_jit_execution_engine(OptimizationLevel::Aggressive)
         .map_err(|e| e.to_string())?;
-    for (name, addr) in host_symbols(&m).into_iter().chain(cores) {
+    for (name, addr) in host_symbols(&m).into_iter().chain(cores.iter().copied()) {
         if let Some(f) = module.get_function(name) {
             ee.add_global_mapping(&f, addr as usize);
         }
@@ -329,9 +329,15 @@ fn host_symbols(m: &IrModule) -> [(&'static str, u64); 5] {
 /// `__log_finite` (the same function under its old exported name), then
 /// test the argument or result only to set `errno`, which native code
 /// never reads. The result is the same bits; `exp`'s wrapper was 30% of
-/// each call's time (a stack frame, a call through the PLT, two tests). Found with `dlvsym` by the version they were exported under;
-/// anywhere else the plain functions are called.
-fn libm_cores() -> Vec<(&'static str, u64)> {
+/// each call's time (a stack frame, a call through the PLT, two tests).
+/// Found once per process with `dlvsym`, by the version they were exported
+/// under; anywhere else the plain functions are called.
+fn libm_cores() -> &'static [(&'static str, u64)] {
+    static CORES: std::sync::OnceLock<Vec<(&'static str, u64)>> = std::sync::OnceLock::new();
+    CORES.get_or_init(find_libm_cores)
+}
+
+fn find_libm_cores() -> Vec<(&'static str, u64)> {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         use std::ffi::{c_char, c_void};

@@ -125,11 +125,11 @@ fn words_of(mut v: Value) -> Words {
 /// Row `i` of a `Pairs` snapshot, moved out by parts (each item was
 /// written long before, so the parts are read from memory, not forwarded).
 #[inline(always)]
-fn take_pair(flat: &mut [Value], i: usize) -> Option<(Value, Value)> {
+fn take_pair(flat: &mut [Value], i: usize) -> Option<(Words, Words)> {
     let [k, v] = flat.get_mut(2 * i..2 * i + 2)? else {
         return None;
     };
-    Some((k.take_words().into_value(), v.take_words().into_value()))
+    Some((k.take_words(), v.take_words()))
 }
 
 /// Does a loop's `zip` over `cols` have row `i` (every column item `i`)?
@@ -203,7 +203,7 @@ impl IterObj {
             IterState::Pairs { flat, i } => match take_pair(flat, *i) {
                 Some((k, v)) => {
                     *i += 1;
-                    Some(Value::tuple(vec![k, v]))
+                    Some(Value::tuple(vec![k.into_value(), v.into_value()]))
                 }
                 None => None,
             },
@@ -278,11 +278,10 @@ impl IterObj {
                 Some(true)
             }
             IterState::Pairs { flat, i } if n == 2 => {
-                let Some([k, v]) = flat.get_mut(2 * *i..2 * *i + 2) else {
+                let Some((k, v)) = take_pair(flat, *i) else {
                     *g = IterState::Done;
                     return Some(false);
                 };
-                let (k, v) = (k.take_words(), v.take_words());
                 *i += 1;
                 put(0, k);
                 put(1, v);

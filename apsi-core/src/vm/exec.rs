@@ -559,17 +559,9 @@ impl Executor {
                 // callee's `Return`), and a 16-byte copy of it stalls on
                 // store forwarding (a third of a `filter` lambda's call).
                 let c = crate::value::solo::clone_arc(c);
-                for (i, a) in args.iter().enumerate() {
-                    set_words(&mut self.stack[fpos + 1 + i], a.words());
-                }
-                let mut r = match self.enter_closure(fpos, c, std::iter::empty()) {
+                let mut r = match self.enter_closure(fpos, c, args.iter().map(Value::words)) {
                     Ok(()) => self.run(depth),
-                    Err(e) => {
-                        for s in self.stack.iter_mut().skip(fpos + 1).take(args.len()) {
-                            *s = Value::Unbound;
-                        }
-                        return Err(e);
-                    }
+                    Err(e) => return Err(e),
                 };
                 if let Some(s) = self.stack.get_mut(fpos) {
                     *s = Value::Unbound;
@@ -630,16 +622,17 @@ impl Executor {
     /// Put `c` in the callee slot `fpos` and its bound parameter values
     /// above it (room was `ensure`d), and push its frame; on failure no
     /// frame owns those slots, so they go back to unbound.
-    fn enter_closure(&mut self, fpos: usize, c: Arc<Closure>, slots: impl Iterator<Item = Value>) -> VResult<()> {
+    fn enter_closure(&mut self, fpos: usize, c: Arc<Closure>, slots: impl Iterator<Item = Words>) -> VResult<()> {
+        // Written by parts (see `set_words`), as is the callee below.
         let mut n = 0;
-        for (i, v) in slots.enumerate() {
-            self.stack[fpos + 1 + i] = v;
+        for (i, w) in slots.enumerate() {
+            set_words(&mut self.stack[fpos + 1 + i], w);
             n = i + 1;
         }
         let ptr = Arc::as_ptr(&c);
-        // By parts: the value is built on the stack a byte and a word at a
-        // time, and a 16-byte copy of it stalled on store forwarding (half
-        // of `call_value`'s time in a `filter` lambda's calls).
+        // The callee value is built on the stack a byte and a word at a
+        // time; a 16-byte copy of it stalled on store forwarding (half of
+        // `call_value`'s time in a `filter` lambda's calls).
         let mut callee = Value::Func(c);
         set_words(&mut self.stack[fpos], callee.take_words());
         let r = self.push_frame(fpos, ptr);
@@ -718,7 +711,8 @@ impl Executor {
                     return Ok(Some(crate::value::generator::GenObj::new_value(c, slots)));
                 }
                 self.ensure(fpos + 1 + slots.len() + 1);
-                self.enter_closure(fpos, c, slots.into_iter()).map(|()| None)
+                let slots = slots.into_iter().map(|mut v| v.take_words());
+                self.enter_closure(fpos, c, slots).map(|()| None)
             }
             Value::Native(nf) => {
                 flush_before(&self.shared, &nf);
