@@ -81,6 +81,12 @@ impl Hit {
     pub fn payload(&self) -> &[u8] {
         &self.data[self.payload.clone()]
     }
+
+    /// The entry's bytes and where the encoded program lies in them, for a
+    /// decoder that keeps the bytes instead of copying the payload.
+    pub fn into_payload(self) -> (Vec<u8>, std::ops::Range<usize>) {
+        (self.data, self.payload)
+    }
 }
 
 /// A source file the caller has already read: canonical path, text, SHA-256.

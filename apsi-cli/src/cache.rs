@@ -9,6 +9,7 @@
 //! which the Guard checks before anything runs). The entry itself records
 //! every module file's hash, checked on load.
 
+use crate::args::RunOptions;
 use apsi_cache::compile::{self, CompileCache, Entry, FileRecord, Known, Lookup};
 use apsi_core::check::{self, CheckEnv, Program};
 use apsi_core::diagnostic::{Diagnostic, FileId, SourceMap};
@@ -28,15 +29,15 @@ fn warn(msg: &str) {
 /// What identifies this apsi build: version, core and module versions, and
 /// the executable's size and modification time (a rebuild of the same
 /// version is another build).
-pub fn build_identity(modules: &[apsi_core::module::ModuleDescriptor]) -> String {
+pub fn build_identity() -> String {
     let mut s = format!(
         "apsi {} core {} serial {}",
         crate::APSI_VERSION,
         apsi_core::VERSION,
         apsi_core::serial::FORMAT
     );
-    for m in modules {
-        s.push_str(&format!(" {}={}", m.name, m.version));
+    for (name, version) in crate::modules::versions() {
+        s.push_str(&format!(" {name}={version}"));
     }
     if let Ok(m) = std::env::current_exe().and_then(std::fs::metadata) {
         use std::os::unix::fs::MetadataExt;
@@ -62,40 +63,100 @@ fn entry_name(build: &str, display: &str, canon: &Path, text_hash: &[u8; 32], al
 
 /// A program ready to run: from the cache, or loaded, checked and
 /// compiled (then stored). `Err` holds the diagnostics to report.
-pub fn load_compiled(
-    build: &str,
-    file: &str,
-    env: &CheckEnv,
-    runtime: &Runtime,
-    sources: &Arc<SourceMap>,
-    use_cache: bool,
-) -> Result<CompiledProgram, Vec<Diagnostic>> {
-    if !use_cache {
-        return compile_fresh(file, env, runtime, sources).map(|(c, _)| c);
-    }
-    // Anything unusual (an unreadable file, no home) takes the ordinary path,
-    // which reports it.
+/// The part of a cached start that needs no runtime: the program read and
+/// hashed, its entry found, read and verified. `apsi run` does it on the
+/// process's first thread while the interpreter's thread builds the
+/// runtime (`main.rs`), so the two overlap.
+pub struct LookAhead {
+    file: String,
+    allowed: Vec<String>,
+    cache: CompileCache,
+    name: String,
+    lookup: Lookup,
+}
+
+/// [`LookAhead`] for `file` run with `allowed`; `None` when anything is
+/// unusual (an unreadable file, no home): the ordinary path reports it.
+pub fn look_ahead(file: &str, allowed: &[String]) -> Option<LookAhead> {
     let (Ok(text), Ok(canon)) = (std::fs::read_to_string(file), std::fs::canonicalize(file)) else {
-        return compile_fresh(file, env, runtime, sources).map(|(c, _)| c);
+        return None;
     };
-    let Ok(cache) = CompileCache::open(crate::APSI_VERSION) else {
-        return compile_fresh(file, env, runtime, sources).map(|(c, _)| c);
-    };
+    let cache = CompileCache::open(crate::APSI_VERSION).ok()?;
     let sha256 = apsi_cache::key::digest(text.as_bytes());
-    let name = entry_name(build, file, &canon, &sha256, &env.allowed);
+    let name = entry_name(&build_identity(), file, &canon, &sha256, allowed);
     let known = Known {
         path: canon,
         text,
         sha256,
     };
-    match cache.load(&name, vec![known]) {
+    let lookup = cache.load(&name, vec![known]);
+    Some(LookAhead {
+        file: file.to_string(),
+        allowed: allowed.to_vec(),
+        cache,
+        name,
+        lookup,
+    })
+}
+
+/// Where the first thread hands its [`LookAhead`] to the interpreter's.
+static HANDOVER: std::sync::Mutex<Option<std::sync::mpsc::Receiver<Option<LookAhead>>>> = std::sync::Mutex::new(None);
+
+/// For `apsi run` with the cache on: registers a look-ahead the caller is
+/// to make (and send) while the interpreter's thread starts; `None` for
+/// any other command.
+pub fn expect_look_ahead(argv: &[String]) -> Option<(std::sync::mpsc::Sender<Option<LookAhead>>, RunOptions)> {
+    let Ok(crate::args::Command::Run(opts)) = crate::args::parse(argv) else {
+        return None;
+    };
+    if !enabled(opts.no_cache) {
+        return None;
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    *HANDOVER.lock().unwrap_or_else(|p| p.into_inner()) = Some(rx);
+    Some((tx, opts))
+}
+
+/// The look-ahead the first thread made for this run, waiting for it; `None`
+/// when there is none (it is taken once).
+pub fn take_look_ahead() -> Option<LookAhead> {
+    let rx = HANDOVER.lock().unwrap_or_else(|p| p.into_inner()).take()?;
+    rx.recv().ok().flatten()
+}
+
+/// The compiled program `file`, from the cache when it may and can be
+/// (`ahead`: a look-up already made, used when it was for this file and
+/// these permissions).
+pub fn load_compiled(
+    file: &str,
+    env: &CheckEnv,
+    runtime: &Runtime,
+    sources: &Arc<SourceMap>,
+    use_cache: bool,
+    ahead: Option<LookAhead>,
+) -> Result<CompiledProgram, Vec<Diagnostic>> {
+    if !use_cache {
+        return compile_fresh(file, env, runtime, sources).map(|(c, _)| c);
+    }
+    let ahead = match ahead {
+        Some(a) if a.file == file && a.allowed == env.allowed => Some(a),
+        _ => look_ahead(file, &env.allowed),
+    };
+    // Anything unusual takes the ordinary path, which reports it.
+    let Some(LookAhead {
+        cache, name, lookup, ..
+    }) = ahead
+    else {
+        return compile_fresh(file, env, runtime, sources).map(|(c, _)| c);
+    };
+    match lookup {
         Lookup::Hit(mut hit) => {
             // The caller's map is fresh, so file ids match the entry's spans.
             let texts = std::mem::take(&mut hit.texts);
             let ids: Vec<FileId> = texts.into_iter().map(|(d, t)| sources.add(d, t)).collect();
             let in_order = ids.iter().enumerate().all(|(i, f)| f.0 as usize == i);
-            let decoded = runtime.decode_compiled(hit.payload());
-            drop(hit);
+            let (data, range) = hit.into_payload();
+            let decoded = runtime.decode_compiled_in(data, range);
             match decoded {
                 Ok(c) if in_order => return Ok(c),
                 Ok(_) => {}

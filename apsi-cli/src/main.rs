@@ -63,6 +63,13 @@ fn main() -> ExitCode {
     if app.is_none() && kernel::is_server(&argv) {
         signals::install_interrupt(apsi_core::interrupt::request);
     }
+    // `apsi run` with the cache: this thread reads, hashes and verifies the
+    // program's cache entry while the interpreter's builds the runtime.
+    let ahead = if app.is_none() {
+        cache::expect_look_ahead(&argv)
+    } else {
+        None
+    };
     let worker = std::thread::Builder::new()
         .name("apsi-main".into())
         .stack_size(MAIN_STACK)
@@ -70,6 +77,9 @@ fn main() -> ExitCode {
             Some(app) => build::run_embedded(app, &argv),
             None => dispatch(&argv),
         });
+    if let (Ok(_), Some((tx, opts))) = (&worker, ahead) {
+        let _ = tx.send(cache::look_ahead(&opts.file, &opts.allowed));
+    }
     let code = match worker {
         Ok(handle) => handle.join().unwrap_or(70),
         Err(e) => {

@@ -85,6 +85,33 @@ pub fn compiled_in() -> Vec<ModuleDescriptor> {
     out
 }
 
+/// The (name, version) of every compiled-in module, as [`compiled_in`]'s
+/// descriptors say, without building them: what the compile cache's key
+/// needs before the runtime exists (`cache::look_ahead`).
+pub fn versions() -> Vec<(&'static str, &'static str)> {
+    #[allow(unused_mut)]
+    let mut out = Vec::new();
+    #[cfg(feature = "parallel")]
+    out.push(("parallel", apsi_parallel::VERSION));
+    #[cfg(feature = "precision")]
+    out.push(("precision", apsi_precision::VERSION));
+    #[cfg(feature = "native")]
+    out.push(("native", apsi_native::VERSION));
+    #[cfg(feature = "data")]
+    out.push(("data", apsi_data::VERSION));
+    #[cfg(feature = "python")]
+    out.push(("python", apsi_python::VERSION));
+    #[cfg(feature = "math")]
+    out.push(("math", apsi_math::VERSION));
+    #[cfg(feature = "random")]
+    out.push(("random", apsi_random::VERSION));
+    #[cfg(feature = "layers")]
+    out.push(("layers", apsi_layers::VERSION));
+    #[cfg(feature = "plot")]
+    out.push(("plot", apsi_plot::VERSION));
+    out
+}
+
 /// Hands the permissions given on the command line (`--allow-python`, …)
 /// to the modules that check them again at run time.
 pub fn grant(allowed: &[String]) {
@@ -98,6 +125,16 @@ pub fn grant(allowed: &[String]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn versions_are_the_descriptors_own() {
+        let built: Vec<(String, String)> = compiled_in()
+            .iter()
+            .map(|d| (d.name.to_string(), d.version.to_string()))
+            .collect();
+        let listed: Vec<(String, String)> = versions().iter().map(|(n, v)| (n.to_string(), v.to_string())).collect();
+        assert_eq!(listed, built);
+    }
 
     #[test]
     fn absent_modules_get_help_that_names_only_what_exists() {

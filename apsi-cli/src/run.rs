@@ -69,7 +69,6 @@ pub fn run_program(opts: &RunOptions, app: Option<crate::build::App>) -> u8 {
     }
     let sources = Arc::new(SourceMap::new());
     let modules = crate::modules::compiled_in();
-    let build = crate::cache::build_identity(&modules);
     let mut env = env_for(Vec::new(), &modules, &opts.allowed);
     crate::modules::grant(&opts.allowed);
     // `--allow-net`: `http(s)://` sources are downloaded for the program.
@@ -103,7 +102,8 @@ pub fn run_program(opts: &RunOptions, app: Option<crate::build::App>) -> u8 {
             for (name, text) in app.files {
                 sources.add(name, text);
             }
-            match runtime.decode_compiled(&app.compiled) {
+            let n = app.compiled.len();
+            match runtime.decode_compiled_in(app.compiled, 0..n) {
                 Ok(c) => Ok(c),
                 Err(e) => {
                     eprintln!("error: the program built into this executable cannot be loaded: {e}");
@@ -111,7 +111,14 @@ pub fn run_program(opts: &RunOptions, app: Option<crate::build::App>) -> u8 {
                 }
             }
         }
-        None => crate::cache::load_compiled(&build, &opts.file, &env, &runtime, &sources, use_cache),
+        None => {
+            let ahead = if use_cache {
+                crate::cache::take_look_ahead()
+            } else {
+                None
+            };
+            crate::cache::load_compiled(&opts.file, &env, &runtime, &sources, use_cache, ahead)
+        }
     };
     let compiled = match loaded {
         Ok(c) => c,
@@ -207,7 +214,7 @@ pub fn compile_paths(paths: &[String], allowed: &[String], runtime_parts: bool) 
     }
     let env = check_env(allowed);
     let modules = crate::modules::compiled_in();
-    let build = crate::cache::build_identity(&modules);
+    let build = crate::cache::build_identity();
     let runtime = match Runtime::new(RuntimeConfig {
         modules,
         ..RuntimeConfig::default()

@@ -98,7 +98,7 @@ pub fn method_of(this: &Value, table: &[(&'static str, Value)], name: &str) -> O
 /// The prelude's binding of `name` (a module that offers the same function
 /// under its own name, such as `parallel.pmap`).
 pub fn prelude_function(name: &str) -> Option<Value> {
-    crate::builtins::prelude().get(name).cloned()
+    crate::builtins::shared_prelude().get(name).cloned()
 }
 
 /// A record type a module returns results in: a struct type named `name`

@@ -682,7 +682,9 @@ impl TypeCheck {
 #[derive(Debug)]
 pub struct FuncProto {
     pub name: Arc<str>,
-    pub code: Arc<Code>,
+    /// The body: compiled, or read from a compiled program's bytes when it
+    /// first runs (see [`LazyCode`]).
+    pub code: LazyCode,
     /// Positional parameters (may be passed by keyword too).
     pub nparams: u16,
     pub has_vararg: bool,
@@ -715,6 +717,149 @@ impl FuncProto {
     /// Total number of parameter registers.
     pub fn nslots(&self) -> usize {
         self.nparams as usize + self.has_vararg as usize + self.nkwonly as usize + self.has_kwarg as usize
+    }
+}
+
+/// A function's body. The compiler makes it ready; a program read back
+/// from its compiled form (the compile cache, a built executable) leaves
+/// each body as a range of the program's bytes until the function is first
+/// run, so a cache hit pays only for the functions the run calls
+/// (`serial.rs`). Reading it is then one load and a branch that always goes
+/// the same way: a body, once there, never changes.
+///
+/// A body that cannot be read (a compiled program this `apsi` wrote, signed
+/// and checked, does not decode: a bug) becomes one that raises an `Error`
+/// saying so when called, never a panic.
+pub struct LazyCode {
+    cell: std::sync::OnceLock<Arc<Code>>,
+    pending: Option<PendingBody>,
+}
+
+/// A decoded program's bytes, which its bodies not read yet are read from
+/// (`serial::Image` is the one there is; this layer only calls it).
+pub(crate) trait BodyImage: Send + Sync {
+    /// Reads the body `at` points to; why not, when it does not decode.
+    fn read_body(&self, at: &PendingBody) -> Result<Arc<Code>, String>;
+}
+
+/// A body left in a program's bytes: `start..end` of `image`, nested
+/// `depth` functions deep, with `nregs` registers (the prototype's
+/// parameters were checked against it when the prototype was read).
+pub(crate) struct PendingBody {
+    pub(crate) image: Arc<dyn BodyImage>,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) depth: usize,
+    pub(crate) nregs: u16,
+}
+
+impl PendingBody {
+    pub(crate) fn read(&self) -> Result<Arc<Code>, String> {
+        self.image.read_body(self)
+    }
+}
+
+impl LazyCode {
+    /// A compiled body.
+    pub fn ready(code: Arc<Code>) -> LazyCode {
+        LazyCode {
+            cell: std::sync::OnceLock::from(code),
+            pending: None,
+        }
+    }
+
+    /// A body still in a compiled program's bytes.
+    pub(crate) fn pending(p: PendingBody) -> LazyCode {
+        LazyCode {
+            cell: std::sync::OnceLock::new(),
+            pending: Some(p),
+        }
+    }
+
+    /// The body, read first if it has not been.
+    #[inline(always)]
+    pub fn arc(&self) -> &Arc<Code> {
+        match self.cell.get() {
+            Some(c) => c,
+            None => self.read(),
+        }
+    }
+
+    /// The bytes the body is still to be read from, if it came from them.
+    pub(crate) fn pending_body(&self) -> Option<&PendingBody> {
+        self.pending.as_ref()
+    }
+
+    /// Has the body been compiled or read yet?
+    pub fn is_read(&self) -> bool {
+        self.cell.get().is_some()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn read(&self) -> &Arc<Code> {
+        self.cell.get_or_init(|| {
+            let (nregs, why) = match &self.pending {
+                Some(p) => match p.read() {
+                    Ok(c) => return c,
+                    Err(e) => (p.nregs, e),
+                },
+                None => (1, "no body".to_string()),
+            };
+            Arc::new(Code::unreadable(nregs, &why))
+        })
+    }
+}
+
+impl std::ops::Deref for LazyCode {
+    type Target = Code;
+    #[inline(always)]
+    fn deref(&self) -> &Code {
+        self.arc()
+    }
+}
+
+impl std::fmt::Debug for LazyCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.cell.get() {
+            Some(c) => c.fmt(f),
+            None => f.write_str("<body not read yet>"),
+        }
+    }
+}
+
+impl Code {
+    /// A body that raises an `Error` saying why the real one could not be
+    /// read, with `nregs` registers (at least the parameters').
+    fn unreadable(nregs: u16, why: &str) -> Code {
+        let e = crate::value::err(
+            crate::error::ErrorKind::Error,
+            format!(
+                "this function's compiled code cannot be read ({why}); compile the program again \
+                 (`apsi run --no-cache`, or `apsi build` for an executable)"
+            ),
+        );
+        let instrs: Box<[Instr]> = Box::new([Instr::LoadK { a: 0, k: 0 }, Instr::Raise { a: 0 }]);
+        Code {
+            name: Arc::from("<unreadable>"),
+            spans: vec![Span::default(); instrs.len()].into_boxed_slice(),
+            instrs,
+            consts: Box::new([Value::Error(e)]),
+            globals: Box::new([]),
+            protos: Box::new([]),
+            structs: Box::new([]),
+            nregs: nregs.max(1),
+            ncells: 0,
+            unbound_regs: Box::new([]),
+            span: Span::default(),
+            inplace: Box::new([]),
+            sub_addi: Box::new([]),
+            cell_names: Box::new([]),
+            free_names: Box::new([]),
+            ic: Box::new([]),
+            ic_slots: Box::new([]),
+            has_yield_from: false,
+        }
     }
 }
 

@@ -115,6 +115,36 @@ pub struct CompiledProgram {
     units: Vec<CompiledUnit>,
 }
 
+impl CompiledProgram {
+    /// Reads every function body a decoded program left for its first run
+    /// ([`crate::code::LazyCode`]), the first that does not decode an
+    /// error: what a run would find, without running (tests, checks).
+    pub fn read_all_bodies(&self) -> Result<(), crate::serial::DecodeError> {
+        self.units
+            .iter()
+            .try_for_each(|u| crate::serial::read_bodies(&u.proto, 0))
+    }
+
+    /// How many function bodies have been read or compiled, and how many
+    /// there are (counting only those reachable through read bodies).
+    pub fn bodies_read(&self) -> (usize, usize) {
+        fn walk(p: &crate::compile::FuncProto, n: &mut (usize, usize)) {
+            n.1 += 1;
+            if p.code.is_read() {
+                n.0 += 1;
+                for q in p.code.protos.iter() {
+                    walk(q, n);
+                }
+            }
+        }
+        let mut n = (0, 0);
+        for u in &self.units {
+            walk(&u.proto, &mut n);
+        }
+        n
+    }
+}
+
 /// The interpreter. `Send + Sync`; create one per process (or per test).
 pub struct Runtime {
     shared: Arc<Shared>,
@@ -254,13 +284,14 @@ impl Runtime {
     pub fn new(config: RuntimeConfig) -> Result<Runtime, crate::module::InstallError> {
         crate::module::check_installable(&config.modules, crate::VERSION)?;
         let mut prelude = HashMap::new();
-        let prelude_desc = crate::builtins::prelude();
+        let prelude_desc = crate::builtins::shared_prelude();
         let mut source_readers: Vec<String> = prelude_desc.source_readers.iter().map(|r| r.to_string()).collect();
         for d in &config.modules {
             source_readers.extend(d.source_readers.iter().map(|r| r.to_string()));
         }
-        for (n, v) in prelude_desc.exports {
-            prelude.insert(n.to_string(), v);
+        prelude.reserve(prelude_desc.exports.len() + 1);
+        for (n, v) in &prelude_desc.exports {
+            prelude.insert(n.to_string(), v.clone());
         }
         prelude.insert(
             "argv".to_string(),
@@ -407,9 +438,11 @@ impl Runtime {
     fn run_compiled_here(&self, compiled: &CompiledProgram) -> Result<(), RunError> {
         let mut exec = Executor::new(self.shared.clone());
         let mut done: Vec<Option<FileModule>> = Vec::with_capacity(compiled.units.len());
-        for c in &compiled.units {
-            let m = self.run_compiled_unit(&mut exec, c, &done)?;
-            done.push(Some(m));
+        for (i, c) in compiled.units.iter().enumerate() {
+            self.run_compiled_unit(&mut exec, c, &done)?;
+            // The program itself is no module anybody uses: no module value.
+            let used = i + 1 < compiled.units.len();
+            done.push(used.then(|| module_of(c)));
         }
         Ok(())
     }
@@ -510,13 +543,13 @@ impl Runtime {
         })
     }
 
-    /// Runs one compiled unit as a module; returns what it exports.
+    /// Runs one compiled unit (see [`module_of`] for what it exports).
     fn run_compiled_unit(
         &self,
         exec: &mut Executor,
         c: &CompiledUnit,
         done: &[Option<FileModule>],
-    ) -> Result<FileModule, RunError> {
+    ) -> Result<(), RunError> {
         for (own, from) in &c.g.inherit {
             if own.get().is_none() {
                 if let Some(v) = from.get() {
@@ -543,25 +576,7 @@ impl Runtime {
             self.flush();
             return Err(error_to_run_error(&e));
         }
-        // The module value: its own names that hold a value.
-        let mut attrs = IndexMap::default();
-        for (n, r) in &c.exports {
-            if let GlobalRef::Slot(s) = r {
-                if let Some(v) = s.get() {
-                    attrs.insert(Arc::<str>::from(n.as_str()), v);
-                }
-            }
-        }
-        let obj = ModuleObj {
-            id: StructType::new_id(),
-            name: c.name.clone(),
-            path: Some(c.path.display().to_string()),
-            attrs: RwLock::new(attrs),
-        };
-        Ok(FileModule {
-            value: Value::Module(Arc::new(obj)),
-            exports: c.exports.clone(),
-        })
+        Ok(())
     }
 
     /// Run a REPL input as the checker returns it (`check::check_source`):
@@ -582,7 +597,8 @@ impl Runtime {
                     let c = self
                         .compile_unit_with(unit, &exports_of)
                         .map_err(|ds| RunError::Error(first_diag(ds)))?;
-                    let m = self.run_compiled_unit(&mut exec, &c, &done)?;
+                    self.run_compiled_unit(&mut exec, &c, &done)?;
+                    let m = module_of(&c);
                     self.repl_modules.insert(unit.path.clone(), m.clone());
                     m
                 }
@@ -742,7 +758,18 @@ impl Runtime {
     /// The program [`Runtime::encode_compiled`] encoded, against this
     /// runtime's prelude and modules (a name that is missing here is an error).
     pub fn decode_compiled(&self, bytes: &[u8]) -> Result<CompiledProgram, crate::serial::DecodeError> {
-        let parts = crate::serial::decode_units(bytes, &self.outside())?;
+        self.decode_compiled_in(bytes.to_vec(), 0..bytes.len())
+    }
+
+    /// [`Runtime::decode_compiled`] of `data[range]`, keeping `data` (the
+    /// program reads its function bodies from it when they first run)
+    /// instead of copying it.
+    pub fn decode_compiled_in(
+        &self,
+        data: Vec<u8>,
+        range: std::ops::Range<usize>,
+    ) -> Result<CompiledProgram, crate::serial::DecodeError> {
+        let parts = crate::serial::decode_units(data, range, &self.outside())?;
         let units = parts
             .into_iter()
             .map(|u| CompiledUnit {
@@ -766,6 +793,29 @@ impl Runtime {
             prelude: &self.shared.prelude,
             modules: &self.shared.modules,
         }
+    }
+}
+
+/// A unit that ran, as a module: its own names that hold a value.
+fn module_of(c: &CompiledUnit) -> FileModule {
+    // The module value: its own names that hold a value.
+    let mut attrs = IndexMap::default();
+    for (n, r) in &c.exports {
+        if let GlobalRef::Slot(s) = r {
+            if let Some(v) = s.get() {
+                attrs.insert(Arc::<str>::from(n.as_str()), v);
+            }
+        }
+    }
+    let obj = ModuleObj {
+        id: StructType::new_id(),
+        name: c.name.clone(),
+        path: Some(c.path.display().to_string()),
+        attrs: RwLock::new(attrs),
+    };
+    FileModule {
+        value: Value::Module(Arc::new(obj)),
+        exports: c.exports.clone(),
     }
 }
 

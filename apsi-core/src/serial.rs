@@ -31,7 +31,9 @@
 //! jump target, register) is checked against what the code holds.
 
 use crate::check::{ResolvedUse, UseTarget};
-use crate::code::{Capture, Code, FuncProto, Instr, MethodKind, ReduceOp, StructProto, TypeCheck};
+use crate::code::{
+    BodyImage, Capture, Code, FuncProto, Instr, LazyCode, MethodKind, PendingBody, ReduceOp, StructProto, TypeCheck,
+};
 use crate::diagnostic::{FileId, Span};
 use crate::error::ErrorKind;
 use crate::syntax::ast::{BinOp, CmpOp, UnaryOp};
@@ -44,7 +46,7 @@ use std::sync::Arc;
 
 /// The format's version: bumped whenever the layout or the meaning of any
 /// instruction changes (an entry of another format is never decoded).
-pub const FORMAT: u16 = 3;
+pub const FORMAT: u16 = 4;
 
 /// The natives the compiler itself puts into code, which no program can
 /// name (`super()`'s helper, the iterators of a loop's `zip`/`enumerate`):
@@ -488,9 +490,29 @@ struct Enc<'a> {
     /// Names and string constants, each stored once.
     strings: Vec<Arc<str>>,
     str_idx: HashMap<Arc<str>, usize>,
+    /// Constants stored by name (tag, names), each once: the decoder looks
+    /// them all up before any body, so a body read later needs nothing
+    /// from outside and a name this runtime lacks fails the whole load.
+    named: Vec<(u8, String, String)>,
+    named_idx: HashMap<(u8, String, String), usize>,
 }
 
 impl Enc<'_> {
+    /// A constant stored by name: its index in the table of named constants.
+    fn named_ref(&mut self, tag: u8, a: &str, b: &str) {
+        let key = (tag, a.to_string(), b.to_string());
+        let i = match self.named_idx.get(&key) {
+            Some(&i) => i,
+            None => {
+                self.named.push(key.clone());
+                self.named_idx.insert(key, self.named.len() - 1);
+                self.named.len() - 1
+            }
+        };
+        self.w.u8(8);
+        self.w.len(i);
+    }
+
     fn name(&mut self, s: &str) {
         let i = match self.str_idx.get(s) {
             Some(&i) => i,
@@ -558,25 +580,14 @@ impl Enc<'_> {
             }
             _ => {
                 if let Some(name) = compiler_native_name(v) {
-                    self.w.u8(11);
-                    self.w.str(name);
+                    self.named_ref(11, name, "");
                     return Ok(());
                 }
                 let named = value_ptr(v).and_then(|p| self.names().get(&p).cloned());
                 match (named, v) {
-                    (Some(Named::Prelude(n)), _) => {
-                        self.w.u8(8);
-                        self.w.str(&n);
-                    }
-                    (Some(Named::Export(m, n)), _) => {
-                        self.w.u8(9);
-                        self.w.str(&m);
-                        self.w.str(&n);
-                    }
-                    (Some(Named::Module(m)), _) => {
-                        self.w.u8(10);
-                        self.w.str(&m);
-                    }
+                    (Some(Named::Prelude(n)), _) => self.named_ref(8, &n, ""),
+                    (Some(Named::Export(m, n)), _) => self.named_ref(9, &m, &n),
+                    (Some(Named::Module(m)), _) => self.named_ref(10, &m, ""),
                     (None, Value::Bytes(b)) => {
                         self.w.u8(5);
                         self.w.bytes(&b.0);
@@ -678,7 +689,7 @@ impl Enc<'_> {
 
     fn proto(&mut self, p: &FuncProto) -> Result<(), EncodeError> {
         self.name(&p.name);
-        self.code(&p.code)?;
+        self.w.var(u64::from(p.code.nregs));
         self.w.var(u64::from(p.nparams));
         self.w.bool(p.has_vararg);
         self.w.var(u64::from(p.nkwonly));
@@ -710,6 +721,13 @@ impl Enc<'_> {
         self.w.bool(p.simple);
         self.w.bool(p.generator);
         self.w.bool(p.keeps_first);
+        // The body last, its length first, so a decoder can leave it in
+        // the bytes until the function runs.
+        let outer = std::mem::take(&mut self.w.buf);
+        let done = self.code(&p.code);
+        let body = std::mem::replace(&mut self.w.buf, outer);
+        done?;
+        self.w.bytes(&body);
         Ok(())
     }
 
@@ -784,16 +802,73 @@ impl Enc<'_> {
     }
 }
 
-struct Dec<'a, 'o> {
-    r: Reader<'a>,
-    outside: &'o Outside<'o>,
-    slots: Vec<Arc<GlobalSlot>>,
-    strings: Vec<Arc<str>>,
+/// A decoded program's tables and bytes, shared by its function bodies
+/// that are read only when first run ([`PendingBody`]).
+pub(crate) struct Image {
+    bytes: Vec<u8>,
+    strings: Box<[Arc<str>]>,
+    named: Box<[Value]>,
+    slots: Box<[Arc<GlobalSlot>]>,
     /// String constants made so far, by string index (shared, as literals are).
-    str_vals: Vec<Option<Value>>,
+    str_vals: parking_lot::Mutex<Vec<Option<Value>>>,
 }
 
-impl Dec<'_, '_> {
+impl BodyImage for Image {
+    fn read_body(&self, at: &PendingBody) -> Result<Arc<Code>, String> {
+        decode_body(self, at).map_err(|e| e.0)
+    }
+}
+
+/// Reads a body left for later; the same checks as any other.
+fn decode_body(img: &Image, p: &PendingBody) -> DResult<Arc<Code>> {
+    let bytes = img.bytes.get(p.start..p.end).ok_or_else(|| bad("body range"))?;
+    let mut str_vals = img.str_vals.lock();
+    let mut d = Dec {
+        r: Reader::new(bytes),
+        strings: &img.strings,
+        named: &img.named,
+        slots: &img.slots,
+        str_vals: &mut str_vals,
+        image: Some(&p.image),
+        base: p.start,
+    };
+    let code = d.code(p.depth)?;
+    if d.r.pos != bytes.len() {
+        return Err(bad("trailing bytes in a body"));
+    }
+    if code.nregs != p.nregs.max(1) {
+        return Err(bad("a body's registers"));
+    }
+    Ok(code)
+}
+
+/// Reads `p`'s body and every body nested in it, without keeping those not
+/// read yet (see `CompiledProgram::read_all_bodies`).
+pub(crate) fn read_bodies(p: &FuncProto, depth: usize) -> DResult<()> {
+    if depth > 256 {
+        return Err(bad("functions nested too deeply"));
+    }
+    let code = match p.code.pending_body() {
+        Some(b) if !p.code.is_read() => b.read().map_err(DecodeError)?,
+        _ => p.code.arc().clone(),
+    };
+    code.protos.iter().try_for_each(|q| read_bodies(q, depth + 1))
+}
+
+struct Dec<'a> {
+    r: Reader<'a>,
+    strings: &'a [Arc<str>],
+    named: &'a [Value],
+    slots: &'a [Arc<GlobalSlot>],
+    str_vals: &'a mut [Option<Value>],
+    /// The program's image, which bodies left for later refer to (`None`
+    /// while the image's own tables are read: no prototype is there).
+    image: Option<&'a Arc<dyn BodyImage>>,
+    /// Where `r`'s bytes start in the image's.
+    base: usize,
+}
+
+impl Dec<'_> {
     fn name(&mut self) -> DResult<Arc<str>> {
         let i: usize = self.r.num()?;
         self.strings.get(i).cloned().ok_or_else(|| bad("string index"))
@@ -802,7 +877,8 @@ impl Dec<'_, '_> {
     fn str_value(&mut self) -> DResult<Value> {
         let i: usize = self.r.num()?;
         let s = self.strings.get(i).ok_or_else(|| bad("string index"))?;
-        Ok(self.str_vals[i].get_or_insert_with(|| Value::str(&**s)).clone())
+        let slot = self.str_vals.get_mut(i).ok_or_else(|| bad("string index"))?;
+        Ok(slot.get_or_insert_with(|| Value::str(&**s)).clone())
     }
 
     fn konst(&mut self, depth: usize) -> DResult<Value> {
@@ -838,40 +914,8 @@ impl Dec<'_, '_> {
                 Value::Kind(*k)
             }
             8 => {
-                let n = self.r.str()?;
-                self.outside
-                    .prelude
-                    .get(n)
-                    .cloned()
-                    .ok_or_else(|| DecodeError(format!("the prelude has no '{n}'")))?
-            }
-            9 => {
-                let m = self.r.str()?;
-                let n = self.r.str()?;
-                let obj = self
-                    .outside
-                    .modules
-                    .get(m)
-                    .ok_or_else(|| DecodeError(format!("no module '{m}' is compiled in")))?;
-                let v = obj.attrs.read().get(n).cloned();
-                v.ok_or_else(|| DecodeError(format!("module '{m}' has no '{n}'")))?
-            }
-            10 => {
-                let m = self.r.str()?;
-                let obj = self
-                    .outside
-                    .modules
-                    .get(m)
-                    .ok_or_else(|| DecodeError(format!("no module '{m}' is compiled in")))?;
-                Value::Module(obj.clone())
-            }
-            11 => {
-                let n = self.r.str()?;
-                compiler_natives()
-                    .into_iter()
-                    .find(|(name, _)| *name == n)
-                    .map(|(_, v)| v)
-                    .ok_or_else(|| DecodeError(format!("no compiler native '{n}'")))?
+                let i: usize = self.r.num()?;
+                self.named.get(i).cloned().ok_or_else(|| bad("named constant index"))?
             }
             _ => return Err(bad("unknown constant")),
         })
@@ -983,7 +1027,7 @@ impl Dec<'_, '_> {
 
     fn proto(&mut self, depth: usize) -> DResult<Arc<FuncProto>> {
         let name = self.name()?;
-        let code = self.code(depth)?;
+        let nregs: u16 = self.r.num()?;
         let nparams = self.r.num()?;
         let has_vararg = self.r.bool()?;
         let nkwonly = self.r.num()?;
@@ -1008,6 +1052,19 @@ impl Dec<'_, '_> {
         let simple = self.r.bool()?;
         let generator = self.r.bool()?;
         let keeps_first = self.r.bool()?;
+        let n = self.r.len()?;
+        let start = self.base + self.r.pos;
+        self.r.take(n)?;
+        let code = match self.image {
+            Some(image) => LazyCode::pending(PendingBody {
+                image: image.clone(),
+                start,
+                end: start + n,
+                depth,
+                nregs,
+            }),
+            None => return Err(bad("a prototype outside the units")),
+        };
         let p = FuncProto {
             name,
             code,
@@ -1024,7 +1081,7 @@ impl Dec<'_, '_> {
             generator,
             keeps_first,
         };
-        if p.nslots() > p.code.nregs as usize || p.param_names.len() != p.nslots() {
+        if p.nslots() > nregs.max(1) as usize || p.param_names.len() != p.nslots() {
             return Err(bad("parameters"));
         }
         Ok(Arc::new(p))
@@ -1133,6 +1190,8 @@ pub(crate) fn encode_units(units: &[UnitParts], outside: &Outside<'_>) -> Result
         slot_idx: HashMap::new(),
         strings: Vec::new(),
         str_idx: HashMap::new(),
+        named: Vec::new(),
+        named_idx: HashMap::new(),
     };
     e.w.len(units.len());
     for u in units {
@@ -1171,8 +1230,9 @@ pub(crate) fn encode_units(units: &[UnitParts], outside: &Outside<'_>) -> Result
         }
         e.proto(&u.proto)?;
     }
-    // Then the slots' table (its names go into the string table too), and
-    // the output: header, strings, slots, body.
+    // Then the slots' table (its names go into the string table too), the
+    // named constants', and the output: header, strings, named constants,
+    // slots, body.
     let body = std::mem::take(&mut e.w.buf);
     let slots = std::mem::take(&mut e.slots);
     e.w.len(slots.len());
@@ -1188,6 +1248,16 @@ pub(crate) fn encode_units(units: &[UnitParts], outside: &Outside<'_>) -> Result
         }
     }
     let slot_table = std::mem::take(&mut e.w.buf);
+    let named = std::mem::take(&mut e.named);
+    e.w.len(named.len());
+    for (tag, a, b) in &named {
+        e.w.u8(*tag);
+        e.w.str(a);
+        if *tag == 9 {
+            e.w.str(b);
+        }
+    }
+    let named_table = std::mem::take(&mut e.w.buf);
     e.w.buf.extend_from_slice(MAGIC);
     e.w.buf.extend_from_slice(&FORMAT.to_le_bytes());
     e.w.str(crate::VERSION);
@@ -1196,51 +1266,141 @@ pub(crate) fn encode_units(units: &[UnitParts], outside: &Outside<'_>) -> Result
     for st in &strings {
         e.w.str(st);
     }
+    e.w.buf.extend_from_slice(&named_table);
     e.w.buf.extend_from_slice(&slot_table);
     e.w.buf.extend_from_slice(&body);
     Ok(e.w.buf)
 }
 
-pub(crate) fn decode_units(data: &[u8], outside: &Outside<'_>) -> DResult<Vec<UnitParts>> {
-    let mut d = Dec {
-        r: Reader::new(data),
-        outside,
-        slots: Vec::new(),
-        strings: Vec::new(),
-        str_vals: Vec::new(),
+/// One named constant of the table, looked up in the runtime that decodes.
+fn named_const(r: &mut Reader, outside: &Outside<'_>) -> DResult<Value> {
+    Ok(match r.u8()? {
+        8 => {
+            let n = r.str()?;
+            outside
+                .prelude
+                .get(n)
+                .cloned()
+                .ok_or_else(|| DecodeError(format!("the prelude has no '{n}'")))?
+        }
+        9 => {
+            let m = r.str()?;
+            let n = r.str()?;
+            let obj = outside
+                .modules
+                .get(m)
+                .ok_or_else(|| DecodeError(format!("no module '{m}' is compiled in")))?;
+            let v = obj.attrs.read().get(n).cloned();
+            v.ok_or_else(|| DecodeError(format!("module '{m}' has no '{n}'")))?
+        }
+        10 => {
+            let m = r.str()?;
+            let obj = outside
+                .modules
+                .get(m)
+                .ok_or_else(|| DecodeError(format!("no module '{m}' is compiled in")))?;
+            Value::Module(obj.clone())
+        }
+        11 => {
+            let n = r.str()?;
+            compiler_natives()
+                .into_iter()
+                .find(|(name, _)| *name == n)
+                .map(|(_, v)| v)
+                .ok_or_else(|| DecodeError(format!("no compiler native '{n}'")))?
+        }
+        _ => return Err(bad("unknown named constant")),
+    })
+}
+
+/// Reads a compiled program: its tables, its units and their prototypes
+/// now; each function's body when that function first runs
+/// ([`LazyCode`]), from a copy of `data` the program keeps.
+pub(crate) fn decode_units(
+    mut data: Vec<u8>,
+    range: std::ops::Range<usize>,
+    outside: &Outside<'_>,
+) -> DResult<Vec<UnitParts>> {
+    if range.start > range.end || range.end > data.len() {
+        return Err(bad("range"));
+    }
+    // Positions are the whole buffer's; what follows the range is not ours.
+    data.truncate(range.end);
+    let mut r = Reader {
+        data: &data,
+        pos: range.start,
     };
-    if d.r.take(MAGIC.len())? != MAGIC {
+    if r.take(MAGIC.len())? != MAGIC {
         return Err(bad("not a compiled program"));
     }
-    let f = d.r.take(2)?;
+    let f = r.take(2)?;
     let format = u16::from_le_bytes([f[0], f[1]]);
     if format != FORMAT {
         return Err(DecodeError(format!(
             "compiled-program format {format}, this core reads {FORMAT}"
         )));
     }
-    let v = d.r.str()?;
+    let v = r.str()?;
     if v != crate::VERSION {
         return Err(DecodeError(format!("compiled by core {v}, this is {}", crate::VERSION)));
     }
-    let n = d.r.len()?;
-    d.strings.reserve(n);
+    let n = r.len()?;
+    let mut strings = Vec::with_capacity(n);
     for _ in 0..n {
-        let s = d.r.arc_str()?;
-        d.strings.push(s);
+        strings.push(r.arc_str()?);
     }
-    d.str_vals = vec![None; n];
-    let n = d.r.len()?;
+    let mut str_vals = vec![None; n];
+    let n = r.len()?;
+    let mut named = Vec::with_capacity(n);
     for _ in 0..n {
-        let name = d.name()?;
-        let is_const = d.r.bool()?;
-        let initial = match d.r.u8()? {
-            0 => None,
-            1 => Some(d.konst(0)?),
-            _ => return Err(bad("slot")),
+        named.push(named_const(&mut r, outside)?);
+    }
+    let mut slots = Vec::new();
+    let pos = {
+        let mut d = Dec {
+            r,
+            strings: &strings,
+            named: &named,
+            slots: &[],
+            str_vals: &mut str_vals,
+            image: None,
+            base: 0,
         };
-        d.slots.push(Arc::new(GlobalSlot::new(&name, is_const, initial)));
-    }
+        let n = d.r.len()?;
+        slots.reserve(n);
+        for _ in 0..n {
+            let name = d.name()?;
+            let is_const = d.r.bool()?;
+            let initial = match d.r.u8()? {
+                0 => None,
+                1 => Some(d.konst(0)?),
+                _ => return Err(bad("slot")),
+            };
+            slots.push(Arc::new(GlobalSlot::new(&name, is_const, initial)));
+        }
+        d.r.pos
+    };
+    let image = Arc::new(Image {
+        bytes: data,
+        strings: strings.into_boxed_slice(),
+        named: named.into_boxed_slice(),
+        slots: slots.into_boxed_slice(),
+        str_vals: parking_lot::Mutex::new(str_vals),
+    });
+    let shared: Arc<dyn BodyImage> = image.clone();
+    let mut str_vals = image.str_vals.lock();
+    let mut d = Dec {
+        r: Reader {
+            data: &image.bytes,
+            pos,
+        },
+        strings: &image.strings,
+        named: &image.named,
+        slots: &image.slots,
+        str_vals: &mut str_vals,
+        image: Some(&shared),
+        base: 0,
+    };
     let nunits = d.r.len()?;
     let mut units = Vec::with_capacity(nunits);
     for ui in 0..nunits {
@@ -1298,8 +1458,9 @@ pub(crate) fn decode_units(data: &[u8], outside: &Outside<'_>) -> DResult<Vec<Un
             proto,
         });
     }
-    if d.r.pos != data.len() {
+    if d.r.pos != d.r.data.len() {
         return Err(bad("trailing bytes"));
     }
+    drop(str_vals);
     Ok(units)
 }

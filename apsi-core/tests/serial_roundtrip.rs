@@ -218,8 +218,72 @@ fn malformed_bytes_are_errors_never_panics() {
         for bit in [0x01u8, 0x80] {
             let mut b = bytes.clone();
             b[i] ^= bit;
-            let _ = rt.decode_compiled(&b);
+            if let Ok(c) = rt.decode_compiled(&b) {
+                // Bodies are read when first run: reading them all is an
+                // error or a program too.
+                let _ = c.read_all_bodies();
+            }
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Compiles `src` and returns the runtime that did and its bytes.
+fn compiled_bytes(src: &str, tag: &str) -> Vec<u8> {
+    let out = Capture::default();
+    let rt = runtime(&out);
+    let dir = std::env::temp_dir().join(format!("apsi-serial-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("p.apsi");
+    std::fs::write(&p, src).unwrap();
+    let sources = Arc::new(SourceMap::new());
+    let program = check::load(&p, "p.apsi", &env(&rt), sources).unwrap();
+    let bytes = rt.encode_compiled(&rt.compile(&program).unwrap()).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    bytes
+}
+
+#[test]
+fn bodies_are_read_when_first_run() {
+    let bytes = compiled_bytes(
+        "def used(x):\n    return [v * 2 for v in x]\ndef unused(x):\n    return {k: k for k in x}\n\
+         def also_unused():\n    def inner():\n        return 1\n    return inner\nprint(used([1, 2]))\n",
+        "lazy",
+    );
+    let out = Capture::default();
+    let rt = runtime(&out);
+    let c = rt.decode_compiled(&bytes).unwrap();
+    // Only the unit's own prototype is known before anything runs.
+    assert_eq!(c.bodies_read(), (0, 1));
+    let text = run(rt, &out, &c, &SourceMap::new());
+    assert_eq!(text, "[2, 4]\n");
+    // The top level, `used` and its comprehension ran; the other two were
+    // never read (nor was `inner`, inside one of them).
+    assert_eq!(c.bodies_read(), (3, 5));
+    assert!(c.read_all_bodies().is_ok());
+}
+
+#[test]
+fn a_body_that_does_not_read_raises_when_called() {
+    let src = "def f(x):\n    return [x, 'a', 1.5, x * 2]\nprint('before')\nprint(f(2))\n";
+    let bytes = compiled_bytes(src, "damaged");
+    let probe = runtime(&Capture::default());
+    let mut found = 0;
+    for i in 0..bytes.len() {
+        let mut b = bytes.clone();
+        b[i] ^= 0x80;
+        let Ok(c) = probe.decode_compiled(&b) else { continue };
+        if c.read_all_bodies().is_ok() {
+            continue;
+        }
+        // It loads; the body that does not read raises when run, with the
+        // way out named, and nothing panics.
+        let out = Capture::default();
+        let text = run(runtime(&out), &out, &c, &SourceMap::new());
+        assert!(text.contains("<error>"), "byte {i}: {text}");
+        assert!(text.contains("cannot be read"), "byte {i}: {text}");
+        assert!(text.contains("apsi run --no-cache"), "byte {i}: {text}");
+        found += 1;
+    }
+    assert!(found > 0, "no damaged body was found among the flipped bytes");
 }

@@ -31,10 +31,13 @@ use apsi_core::api::{ModuleBuilder, ModuleDescriptor};
 use func::{NativeFunc, Options};
 use std::sync::Arc;
 
+/// This crate's version: the `native` module's.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 /// The `native` module: its `native` export replaces the prelude's
 /// interpreter fallback, so `@native` needs no `use`.
 pub fn module() -> ModuleDescriptor {
-    ModuleBuilder::new("native", env!("CARGO_PKG_VERSION"), "^2.3")
+    ModuleBuilder::new("native", VERSION, "^2.3")
         .function("native", native)
         .prelude("native")
         .build()

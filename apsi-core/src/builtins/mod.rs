@@ -35,6 +35,13 @@ use crate::error::ErrorKind;
 use crate::module::{ModuleBuilder, ModuleDescriptor};
 use crate::value::{NativeFnPtr, Value};
 
+/// [`prelude`], built once per process: the values are immutable (a
+/// runtime binds its own `argv`), so every runtime and module shares them.
+pub fn shared_prelude() -> &'static ModuleDescriptor {
+    static PRELUDE: std::sync::OnceLock<ModuleDescriptor> = std::sync::OnceLock::new();
+    PRELUDE.get_or_init(prelude)
+}
+
 /// The prelude: the names every program sees without `use`.
 ///
 /// `argv` is bound to an empty list here; the runtime replaces it with the

@@ -99,7 +99,7 @@ impl Session {
         }
         let id = self.new_id();
         self.active.push((key.clone(), id, None, false));
-        let code = proto.code.clone();
+        let code = proto.code.arc().clone();
         let nparams = proto.nparams as usize;
         let params: Vec<usize> = (0..nparams).collect();
         let name = proto.name.to_string();
@@ -164,7 +164,7 @@ impl Session {
     /// Lower the chunk function of a `parallel for`.
     fn chunk(&mut self, proto: &Arc<FuncProto>, reds: &[T], free: &[T]) -> R<(u32, Vec<T>)> {
         let id = self.new_id();
-        let code = proto.code.clone();
+        let code = proto.code.arc().clone();
         let mut f = FnLower::new(self, &code, "parallel for", free.len());
         f.init[0] = T::Int;
         f.init[1] = T::Int;

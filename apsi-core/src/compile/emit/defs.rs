@@ -329,7 +329,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
             });
         Ok(Arc::new(FuncProto {
             name: name.into(),
-            code,
+            code: crate::code::LazyCode::ready(code),
             nparams: if matches!(body, FnBody::ParChunk(..)) {
                 scope.params.len() as u16
             } else {

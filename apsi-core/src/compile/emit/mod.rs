@@ -196,7 +196,7 @@ pub fn compile_module(
             let code = st.finish(0, 0, Default::default());
             Ok(Arc::new(FuncProto {
                 name: "<module>".into(),
-                code,
+                code: crate::code::LazyCode::ready(code),
                 nparams: 0,
                 has_vararg: false,
                 nkwonly: 0,
@@ -720,7 +720,7 @@ mod tests {
 
     fn func(src: &str, i: usize) -> Arc<Code> {
         match compile(src) {
-            Ok(p) => p.code.protos[i].code.clone(),
+            Ok(p) => p.code.protos[i].code.arc().clone(),
             Err(e) => panic!("{e:?}"),
         }
     }
