@@ -196,6 +196,7 @@ fn compile_fresh(
     runtime: &Runtime,
     sources: &Arc<SourceMap>,
 ) -> Result<(CompiledProgram, Program), Vec<Diagnostic>> {
+    crate::alloc::huge_pages_ahead();
     let program = check::load(Path::new(file), file, env, sources.clone())?;
     // Every unit is compiled before any runs: all compile errors, then nothing ran.
     let compiled = runtime.compile(&program)?;

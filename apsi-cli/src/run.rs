@@ -49,6 +49,7 @@ pub fn report(diags: &[Diagnostic], sources: &SourceMap) {
 }
 
 fn load(file: &str, env: &CheckEnv, sources: &Arc<SourceMap>) -> Result<Program, Vec<Diagnostic>> {
+    crate::alloc::huge_pages_ahead();
     check::load(Path::new(file), file, env, sources.clone())
 }
 
@@ -127,6 +128,9 @@ pub fn run_program(opts: &RunOptions, app: Option<crate::build::App>) -> u8 {
             return 1;
         }
     };
+    // The program's own allocations (tensors among them) get huge pages,
+    // as compiling does; loading it did not need them (`alloc.rs`).
+    crate::alloc::huge_pages_ahead();
     let result = runtime.run_compiled(&compiled);
     if let Some(net) = &net {
         net.clean();
