@@ -330,7 +330,7 @@ fn time_after_the_file_is_apsis_and_after_double_dash_the_programs() {
     assert_eq!(text(&o.stdout), "['x']\n");
     let err = text(&o.stderr);
     assert!(
-        err.starts_with("time: ") && (err.contains(" ms") || err.contains(" s")),
+        err.starts_with("time: ") && (err.contains(" µs") || err.contains(" ms") || err.contains(" s")),
         "{err}"
     );
     let o = h.apsi(&["run", "args.apsi", "--", "--time"]);
