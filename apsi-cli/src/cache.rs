@@ -61,8 +61,6 @@ fn entry_name(build: &str, display: &str, canon: &Path, text_hash: &[u8; 32], al
     ])
 }
 
-/// A program ready to run: from the cache, or loaded, checked and
-/// compiled (then stored). `Err` holds the diagnostics to report.
 /// The part of a cached start that needs no runtime: the program read and
 /// hashed, its entry found, read and verified. `apsi run` does it on the
 /// process's first thread while the interpreter's thread builds the
@@ -124,9 +122,10 @@ pub fn take_look_ahead() -> Option<LookAhead> {
     rx.recv().ok().flatten()
 }
 
-/// The compiled program `file`, from the cache when it may and can be
-/// (`ahead`: a look-up already made, used when it was for this file and
-/// these permissions).
+/// A program ready to run: from the cache, or loaded, checked and
+/// compiled (then stored). `Err` holds the diagnostics to report. `ahead`
+/// is a look-up already made, used when it was for this file and these
+/// permissions.
 pub fn load_compiled(
     file: &str,
     env: &CheckEnv,
