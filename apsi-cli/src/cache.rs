@@ -100,19 +100,33 @@ pub fn look_ahead(file: &str, allowed: &[String]) -> Option<LookAhead> {
 /// Where the first thread hands its [`LookAhead`] to the interpreter's.
 static HANDOVER: std::sync::Mutex<Option<std::sync::mpsc::Receiver<Option<LookAhead>>>> = std::sync::Mutex::new(None);
 
-/// For `apsi run` with the cache on: registers a look-ahead the caller is
-/// to make (and send) while the interpreter's thread starts; `None` for
-/// any other command.
-pub fn expect_look_ahead(argv: &[String]) -> Option<(std::sync::mpsc::Sender<Option<LookAhead>>, RunOptions)> {
-    let Ok(crate::args::Command::Run(opts)) = crate::args::parse(argv) else {
-        return None;
-    };
+/// A look-ahead the interpreter's thread waits for ([`take_look_ahead`]).
+pub struct ExpectedLookAhead {
+    tx: std::sync::mpsc::Sender<Option<LookAhead>>,
+    file: String,
+    allowed: Vec<String>,
+}
+
+impl ExpectedLookAhead {
+    /// Makes the look-ahead and hands it over.
+    pub fn make(self) {
+        let _ = self.tx.send(look_ahead(&self.file, &self.allowed));
+    }
+}
+
+/// For `apsi run` with the cache on: registers a look-ahead for the caller
+/// to make while the interpreter's thread starts; `None` without the cache.
+pub fn expect_look_ahead(opts: &RunOptions) -> Option<ExpectedLookAhead> {
     if !enabled(opts.no_cache) {
         return None;
     }
     let (tx, rx) = std::sync::mpsc::channel();
     *HANDOVER.lock().unwrap_or_else(|p| p.into_inner()) = Some(rx);
-    Some((tx, opts))
+    Some(ExpectedLookAhead {
+        tx,
+        file: opts.file.clone(),
+        allowed: opts.allowed.clone(),
+    })
 }
 
 /// The look-ahead the first thread made for this run, waiting for it; `None`

@@ -63,22 +63,25 @@ fn main() -> ExitCode {
     if app.is_none() && kernel::is_server(&argv) {
         signals::install_interrupt(apsi_core::interrupt::request);
     }
+    let launch = match app {
+        Some(app) => Launch::App(app),
+        None => Launch::Command(args::parse(&argv)),
+    };
     // `apsi run` with the cache: this thread reads, hashes and verifies the
     // program's cache entry while the interpreter's builds the runtime.
-    let ahead = if app.is_none() {
-        cache::expect_look_ahead(&argv)
-    } else {
-        None
+    let ahead = match &launch {
+        Launch::Command(Ok(args::Command::Run(opts))) => cache::expect_look_ahead(opts),
+        _ => None,
     };
     let worker = std::thread::Builder::new()
         .name("apsi-main".into())
         .stack_size(MAIN_STACK)
-        .spawn(move || match app {
-            Some(app) => build::run_embedded(app, &argv),
-            None => dispatch(&argv),
+        .spawn(move || match launch {
+            Launch::App(app) => build::run_embedded(app, &argv),
+            Launch::Command(command) => dispatch(command),
         });
-    if let (Ok(_), Some((tx, opts))) = (&worker, ahead) {
-        let _ = tx.send(cache::look_ahead(&opts.file, &opts.allowed));
+    if let (Ok(_), Some(ahead)) = (&worker, ahead) {
+        ahead.make();
     }
     let code = match worker {
         Ok(handle) => handle.join().unwrap_or(70),
@@ -90,8 +93,15 @@ fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
-fn dispatch(argv: &[String]) -> u8 {
-    let command = match args::parse(argv) {
+/// What the interpreter's thread runs: the program built into this
+/// executable, or the command line's command.
+enum Launch {
+    App(build::App),
+    Command(Result<args::Command, args::UsageError>),
+}
+
+fn dispatch(command: Result<args::Command, args::UsageError>) -> u8 {
+    let command = match command {
         Ok(c) => c,
         Err(e) => {
             eprintln!("{e}");

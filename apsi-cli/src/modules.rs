@@ -57,60 +57,52 @@ pub fn absent() -> Vec<AbsentModule> {
     left_out.chain(not_yet).collect()
 }
 
+/// Calls `$each!(feature, crate)` for every `use` module that is a cargo
+/// feature, in the order they are installed: the one list
+/// [`compiled_in`] and [`versions`] are made from.
+macro_rules! for_each_module {
+    ($each:ident) => {
+        $each!("parallel", apsi_parallel);
+        $each!("precision", apsi_precision);
+        $each!("native", apsi_native);
+        $each!("data", apsi_data);
+        $each!("python", apsi_python);
+        $each!("math", apsi_math);
+        $each!("random", apsi_random);
+        $each!("layers", apsi_layers);
+        $each!("plot", apsi_plot);
+    };
+}
+
 /// Every compiled-in module, freshly described.
-#[allow(clippy::vec_init_then_push)] // each push is behind its own cargo feature
 pub fn compiled_in() -> Vec<ModuleDescriptor> {
     #[allow(unused_mut)]
     let mut out = Vec::new();
-    #[cfg(feature = "parallel")]
-    out.push(apsi_parallel::module());
-    #[cfg(feature = "precision")]
-    out.push(apsi_precision::module());
-    #[cfg(feature = "native")]
-    out.push(apsi_native::module());
-    #[cfg(feature = "data")]
-    out.push(apsi_data::module());
-    #[cfg(feature = "python")]
-    out.push(apsi_python::module());
-    #[cfg(feature = "math")]
-    out.push(apsi_math::module());
-    #[cfg(feature = "random")]
-    out.push(apsi_random::module());
-    #[cfg(feature = "layers")]
-    out.push(apsi_layers::module());
+    macro_rules! describe {
+        ($feature:literal, $krate:ident) => {
+            #[cfg(feature = $feature)]
+            out.push($krate::module());
+        };
+    }
+    for_each_module!(describe);
     #[cfg(all(feature = "layers", feature = "python"))]
     apsi_layers::backend::install_torch_driver(std::sync::Arc::new(crate::torch_driver::Driver::new()));
-    #[cfg(feature = "plot")]
-    out.push(apsi_plot::module());
     out
 }
 
 /// The (name, version) of every compiled-in module, as [`compiled_in`]'s
 /// descriptors say, without building them: what the compile cache's key
 /// needs before the runtime exists (`cache::look_ahead`).
-// One push per cargo feature, as in `compiled_in`: no `vec![]` literal.
-#[allow(clippy::vec_init_then_push)]
 pub fn versions() -> Vec<(&'static str, &'static str)> {
     #[allow(unused_mut)]
     let mut out = Vec::new();
-    #[cfg(feature = "parallel")]
-    out.push(("parallel", apsi_parallel::VERSION));
-    #[cfg(feature = "precision")]
-    out.push(("precision", apsi_precision::VERSION));
-    #[cfg(feature = "native")]
-    out.push(("native", apsi_native::VERSION));
-    #[cfg(feature = "data")]
-    out.push(("data", apsi_data::VERSION));
-    #[cfg(feature = "python")]
-    out.push(("python", apsi_python::VERSION));
-    #[cfg(feature = "math")]
-    out.push(("math", apsi_math::VERSION));
-    #[cfg(feature = "random")]
-    out.push(("random", apsi_random::VERSION));
-    #[cfg(feature = "layers")]
-    out.push(("layers", apsi_layers::VERSION));
-    #[cfg(feature = "plot")]
-    out.push(("plot", apsi_plot::VERSION));
+    macro_rules! version {
+        ($feature:literal, $krate:ident) => {
+            #[cfg(feature = $feature)]
+            out.push(($feature, $krate::VERSION));
+        };
+    }
+    for_each_module!(version);
     out
 }
 

@@ -798,7 +798,6 @@ impl Runtime {
 
 /// A unit that ran, as a module: its own names that hold a value.
 fn module_of(c: &CompiledUnit) -> FileModule {
-    // The module value: its own names that hold a value.
     let mut attrs = IndexMap::default();
     for (n, r) in &c.exports {
         if let GlobalRef::Slot(s) = r {

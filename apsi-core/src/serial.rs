@@ -10,10 +10,17 @@
 //! magic "APSIBC"  FORMAT (u16 LE)  core version (str)
 //! strings: n, then each string once (names and string constants refer to
 //!          them by index)
+//! named:   n, then per constant stored by name: tag, name(s) (see below)
 //! slots:   n, then per slot: name, is_const (u8), initial (Option<Const>)
 //! units:   n, then per unit: name, path (bytes), uses, own slots, exports,
 //!          inherited slot pairs, module prototype
 //! ```
+//!
+//! A prototype is its header (name, register count, parameters, captures,
+//! checks, flags) then its body (a code object, nested prototypes inside)
+//! with the body's length first: [`decode_units`] reads the tables and the
+//! headers and leaves each body to be read when its function first runs
+//! (`code::LazyCode`).
 //!
 //! A code object's spans are stored as differences from the previous
 //! span's start, with their length and (rarely) another file.
@@ -21,8 +28,8 @@
 //! Constants that are plain data (none, bools, ints, floats, strings, bytes,
 //! tuples of those, error kinds) are stored by value; a constant the
 //! compiler took from the prelude or a compiled-in module (a built-in
-//! function, a module) is stored by name and looked up again in the
-//! runtime that decodes it; the few natives the compiler itself inserts
+//! function, a module) is stored by name, once, in the `named` table, which
+//! the decoding runtime looks up before any body; the few natives the compiler itself inserts
 //! (`compiler_natives`) are stored by their own names. A program holding any other constant cannot be
 //! encoded ([`EncodeError`]); it is then simply not cached.
 //!
@@ -1315,7 +1322,7 @@ fn named_const(r: &mut Reader, outside: &Outside<'_>) -> DResult<Value> {
 
 /// Reads a compiled program: its tables, its units and their prototypes
 /// now; each function's body when that function first runs
-/// ([`LazyCode`]), from a copy of `data` the program keeps.
+/// ([`LazyCode`]), from `data`, which the program keeps.
 pub(crate) fn decode_units(
     mut data: Vec<u8>,
     range: std::ops::Range<usize>,
@@ -1461,6 +1468,5 @@ pub(crate) fn decode_units(
     if d.r.pos != d.r.data.len() {
         return Err(bad("trailing bytes"));
     }
-    drop(str_vals);
     Ok(units)
 }
