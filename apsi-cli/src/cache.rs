@@ -76,7 +76,7 @@ pub struct LookAhead {
 /// [`LookAhead`] for `file` run with `allowed`; `None` when anything is
 /// unusual (an unreadable file, no home): the ordinary path reports it.
 pub fn look_ahead(file: &str, allowed: &[String]) -> Option<LookAhead> {
-    let (Ok(text), Ok(canon)) = (std::fs::read_to_string(file), std::fs::canonicalize(file)) else {
+    let (Ok(text), Ok(canon)) = (compile::read_text(Path::new(file)), std::fs::canonicalize(file)) else {
         return None;
     };
     let cache = CompileCache::open(crate::APSI_VERSION).ok()?;

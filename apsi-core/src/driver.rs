@@ -269,7 +269,7 @@ fn module_exports(m: &ModuleObj) -> Vec<(String, GlobalRef)> {
 impl Runtime {
     /// The names the prelude binds in this runtime (for the checker's `CheckEnv`).
     pub fn prelude_names(&self) -> Vec<String> {
-        self.shared.prelude.keys().cloned().collect()
+        self.shared.prelude.keys().map(|k| k.to_string()).collect()
     }
 
     /// The functions whose string argument names a source to read, of the
@@ -290,11 +290,12 @@ impl Runtime {
             source_readers.extend(d.source_readers.iter().map(|r| r.to_string()));
         }
         prelude.reserve(prelude_desc.exports.len() + 1);
+        // The names are the descriptors' own strings, shared, not copied.
         for (n, v) in &prelude_desc.exports {
-            prelude.insert(n.to_string(), v.clone());
+            prelude.insert(n.clone(), v.clone());
         }
         prelude.insert(
-            "argv".to_string(),
+            Arc::from("argv"),
             Value::list(config.argv.iter().map(|a| Value::str(a.as_str())).collect()),
         );
         // Names a module binds in the prelude too (`@native` needs no `use`:
@@ -302,7 +303,7 @@ impl Runtime {
         for d in &config.modules {
             for name in &d.prelude {
                 if let Some(v) = d.get(name) {
-                    prelude.insert(name.to_string(), v.clone());
+                    prelude.insert(Arc::from(*name), v.clone());
                 }
             }
         }

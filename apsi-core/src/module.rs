@@ -83,18 +83,25 @@ impl ModuleBuilder {
 
     /// Export a Rust function under `name`.
     pub fn function(self, name: &str, f: NativeFnPtr) -> ModuleBuilder {
-        let v = Value::Native(Arc::new(NativeFn::new(name, f)));
-        self.constant(name, v)
+        // One string serves the function and the export.
+        let name: Arc<str> = name.into();
+        let v = Value::Native(Arc::new(NativeFn {
+            name: name.clone(),
+            imp: crate::value::NativeImpl::Ptr(f),
+        }));
+        self.export(name, v)
     }
 
     /// Export any value (a constant, a closure-backed function, a type).
-    pub fn constant(mut self, name: &str, v: Value) -> ModuleBuilder {
-        let name: Arc<str> = name.into();
-        if let Some(slot) = self.desc.exports.iter_mut().find(|(n, _)| *n == name) {
-            slot.1 = v;
-        } else {
-            self.desc.exports.push((name, v));
-        }
+    pub fn constant(self, name: &str, v: Value) -> ModuleBuilder {
+        self.export(name.into(), v)
+    }
+
+    /// Exports are pushed as given; a name given twice is resolved once,
+    /// in [`ModuleBuilder::build`] (a search per export was quadratic in
+    /// the prelude's hundreds of names, and built on every start).
+    fn export(mut self, name: Arc<str>, v: Value) -> ModuleBuilder {
+        self.desc.exports.push((name, v));
         self
     }
 
@@ -124,7 +131,36 @@ impl ModuleBuilder {
         self
     }
 
-    pub fn build(self) -> ModuleDescriptor {
+    /// The descriptor; where a name was exported twice, the later value
+    /// takes the earlier one's place.
+    pub fn build(mut self) -> ModuleDescriptor {
+        let exports = &mut self.desc.exports;
+        let mut order: Vec<usize> = (0..exports.len()).collect();
+        // Stable: equal names stay in the order given.
+        order.sort_by(|&a, &b| exports[a].0.cmp(&exports[b].0));
+        if order.windows(2).all(|w| exports[w[0]].0 != exports[w[1]].0) {
+            return self.desc;
+        }
+        // Each run of one name: the last value moves to the first place,
+        // and the later places are dropped.
+        let mut keep = vec![true; exports.len()];
+        let mut moves = Vec::new();
+        for run in order.chunk_by(|&a, &b| exports[a].0 == exports[b].0) {
+            if let [first, .., last] = *run {
+                moves.push((first, last));
+                for &later in &run[1..] {
+                    keep[later] = false;
+                }
+            }
+        }
+        for (first, last) in moves {
+            exports[first].1 = exports[last].1.clone();
+        }
+        let mut i = 0;
+        exports.retain(|_| {
+            i += 1;
+            keep[i - 1]
+        });
         self.desc
     }
 }
@@ -209,6 +245,24 @@ mod tests {
         ModuleBuilder::new(name, "1.0.0", req)
             .function("f", |_c, _a, _k| Ok(Value::None))
             .build()
+    }
+
+    #[test]
+    fn a_later_export_of_the_same_name_replaces_the_earlier_in_place() {
+        let d = ModuleBuilder::new("d", "1.0.0", "^2.0")
+            .constant("a", Value::Int(1))
+            .function("f", |_c, _a, _k| Ok(Value::None))
+            .constant("b", Value::Int(2))
+            .constant("a", Value::Int(3))
+            .function("b", |_c, _a, _k| Ok(Value::Int(4)))
+            .build();
+        let names: Vec<&str> = d.exports.iter().map(|(n, _)| &**n).collect();
+        assert_eq!(names, ["a", "f", "b"]);
+        assert!(matches!(d.get("a"), Some(Value::Int(3))));
+        match d.get("b") {
+            Some(Value::Native(f)) => assert_eq!(&*f.name, "b"),
+            _ => panic!("b is the later function"),
+        }
     }
 
     #[test]

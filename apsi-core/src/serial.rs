@@ -483,7 +483,7 @@ fn value_ptr(v: &Value) -> Option<usize> {
 /// What the compiler can bake into code from outside the program: the
 /// prelude's and the compiled-in modules' values.
 pub(crate) struct Outside<'a> {
-    pub(crate) prelude: &'a HashMap<String, Value>,
+    pub(crate) prelude: &'a HashMap<Arc<str>, Value>,
     pub(crate) modules: &'a HashMap<String, Arc<ModuleObj>>,
 }
 
@@ -555,7 +555,7 @@ impl Enc<'_> {
             for (n, v) in pre {
                 if let Some(p) = value_ptr(v) {
                     // The prelude wins: it needs no `use`.
-                    m.insert(p, Named::Prelude(n.clone()));
+                    m.insert(p, Named::Prelude(n.to_string()));
                 }
             }
             m

@@ -14,7 +14,7 @@ pub struct Shared {
     pub(crate) out: Mutex<BufWriter<Box<dyn Write + Send>>>,
     /// Flush at every line end (see [`RuntimeConfig::line_buffered`]).
     pub(crate) line_buffered: bool,
-    pub(crate) prelude: HashMap<String, Value>,
+    pub(crate) prelude: HashMap<Arc<str>, Value>,
     pub(crate) modules: HashMap<String, Arc<ModuleObj>>,
     /// Compiled-in modules whose `use` binds only their name (`math`, `random`).
     pub(crate) namespace_only: std::collections::HashSet<String>,
