@@ -139,28 +139,30 @@ pub fn take_look_ahead() -> Option<LookAhead> {
 /// A program ready to run: from the cache, or loaded, checked and
 /// compiled (then stored). `Err` holds the diagnostics to report. `ahead`
 /// is a look-up already made, used when it was for this file and these
-/// permissions.
+/// permissions (`allowed`). `env` makes the checker's environment, which
+/// only compiling needs (a hit does not build it).
 pub fn load_compiled(
     file: &str,
-    env: &CheckEnv,
+    allowed: &[String],
+    env: &dyn Fn() -> CheckEnv,
     runtime: &Runtime,
     sources: &Arc<SourceMap>,
     use_cache: bool,
     ahead: Option<LookAhead>,
 ) -> Result<CompiledProgram, Vec<Diagnostic>> {
     if !use_cache {
-        return compile_fresh(file, env, runtime, sources).map(|(c, _)| c);
+        return compile_fresh(file, &env(), runtime, sources).map(|(c, _)| c);
     }
     let ahead = match ahead {
-        Some(a) if a.file == file && a.allowed == env.allowed => Some(a),
-        _ => look_ahead(file, &env.allowed),
+        Some(a) if a.file == file && a.allowed == allowed => Some(a),
+        _ => look_ahead(file, allowed),
     };
     // Anything unusual takes the ordinary path, which reports it.
     let Some(LookAhead {
         cache, name, lookup, ..
     }) = ahead
     else {
-        return compile_fresh(file, env, runtime, sources).map(|(c, _)| c);
+        return compile_fresh(file, &env(), runtime, sources).map(|(c, _)| c);
     };
     match lookup {
         Lookup::Hit(mut hit) => {
@@ -182,12 +184,12 @@ pub fn load_compiled(
                 }
             }
             // The files already in the map only shift the new ones' ids.
-            return compile_fresh(file, env, runtime, sources).map(|(c, _)| c);
+            return compile_fresh(file, &env(), runtime, sources).map(|(c, _)| c);
         }
         Lookup::Miss => {}
         Lookup::Rejected(why) => warn(&format!("ignoring {why}; compiling again")),
     }
-    finish_miss(&cache, &name, file, env, runtime, sources)
+    finish_miss(&cache, &name, file, &env(), runtime, sources)
 }
 
 fn finish_miss(

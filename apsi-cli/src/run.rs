@@ -70,7 +70,6 @@ pub fn run_program(opts: &RunOptions, app: Option<crate::build::App>) -> u8 {
     }
     let sources = Arc::new(SourceMap::new());
     let modules = crate::modules::compiled_in();
-    let mut env = env_for(Vec::new(), &modules, &opts.allowed);
     crate::modules::grant(&opts.allowed);
     // `--allow-net`: `http(s)://` sources are downloaded for the program.
     let net = opts
@@ -94,8 +93,6 @@ pub fn run_program(opts: &RunOptions, app: Option<crate::build::App>) -> u8 {
             return 1;
         }
     };
-    env.prelude = runtime.prelude_names();
-    env.source_readers = runtime.source_readers();
     crate::signals::on_stop_flush(runtime.output_flusher());
     let use_cache = crate::cache::enabled(opts.no_cache);
     let loaded = match app {
@@ -118,7 +115,15 @@ pub fn run_program(opts: &RunOptions, app: Option<crate::build::App>) -> u8 {
             } else {
                 None
             };
-            crate::cache::load_compiled(&opts.file, &env, &runtime, &sources, use_cache, ahead)
+            // Only compiling needs the checker's view (a cache hit does not).
+            let env = || CheckEnv {
+                prelude: runtime.prelude_names(),
+                builtin_modules: runtime.builtin_module_infos(),
+                allowed: opts.allowed.clone(),
+                absent_modules: crate::modules::absent(),
+                source_readers: runtime.source_readers(),
+            };
+            crate::cache::load_compiled(&opts.file, &opts.allowed, &env, &runtime, &sources, use_cache, ahead)
         }
     };
     let compiled = match loaded {

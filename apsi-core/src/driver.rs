@@ -245,19 +245,6 @@ pub fn error_to_run_error(e: &ErrorObj) -> RunError {
     RunError::Error(d)
 }
 
-fn module_obj(desc: &ModuleDescriptor) -> Arc<ModuleObj> {
-    let mut attrs = IndexMap::default();
-    for (n, v) in &desc.exports {
-        attrs.insert(n.clone(), v.clone());
-    }
-    Arc::new(ModuleObj {
-        id: StructType::new_id(),
-        name: desc.name.to_string(),
-        path: None,
-        attrs: RwLock::new(attrs),
-    })
-}
-
 fn module_exports(m: &ModuleObj) -> Vec<(String, GlobalRef)> {
     m.attrs
         .read()
@@ -267,6 +254,16 @@ fn module_exports(m: &ModuleObj) -> Vec<(String, GlobalRef)> {
 }
 
 impl Runtime {
+    /// What the checker needs to know of each installed module (for its
+    /// `CheckEnv`), in the order installed.
+    pub fn builtin_module_infos(&self) -> Vec<crate::check::BuiltinModuleInfo> {
+        self.shared
+            .modules
+            .descriptors()
+            .map(ModuleDescriptor::check_info)
+            .collect()
+    }
+
     /// The names the prelude binds in this runtime (for the checker's `CheckEnv`).
     pub fn prelude_names(&self) -> Vec<String> {
         self.shared.prelude.keys().map(|k| k.to_string()).collect()
@@ -307,17 +304,13 @@ impl Runtime {
                 }
             }
         }
-        let modules = config
-            .modules
-            .iter()
-            .map(|d| (d.name.to_string(), module_obj(d)))
-            .collect();
         let namespace_only = config
             .modules
             .iter()
             .filter(|d| d.namespace_only)
             .map(|d| d.name.to_string())
             .collect();
+        let modules = crate::vm::shared::InstalledModules::new(config.modules);
         let out: Box<dyn Write + Send> = config.output.unwrap_or_else(|| Box::new(std::io::stdout()));
         let shared = Shared {
             out: Mutex::new(BufWriter::with_capacity(1 << 16, out)),

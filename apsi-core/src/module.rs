@@ -135,12 +135,16 @@ impl ModuleBuilder {
     /// takes the earlier one's place.
     pub fn build(mut self) -> ModuleDescriptor {
         let exports = &mut self.desc.exports;
+        let unique = {
+            let mut seen = rustc_hash::FxHashSet::with_capacity_and_hasher(exports.len(), Default::default());
+            exports.iter().all(|(n, _)| seen.insert(&**n))
+        };
+        if unique {
+            return self.desc;
+        }
         let mut order: Vec<usize> = (0..exports.len()).collect();
         // Stable: equal names stay in the order given.
         order.sort_by(|&a, &b| exports[a].0.cmp(&exports[b].0));
-        if order.windows(2).all(|w| exports[w[0]].0 != exports[w[1]].0) {
-            return self.desc;
-        }
         // Each run of one name: the last value moves to the first place,
         // and the later places are dropped.
         let mut keep = vec![true; exports.len()];

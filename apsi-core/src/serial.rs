@@ -47,7 +47,7 @@ use crate::syntax::ast::{BinOp, CmpOp, UnaryOp};
 use crate::tensor::annot::{Dim, TensorAnnot};
 use crate::tensor::dtype::DType;
 use crate::value::globals::GlobalSlot;
-use crate::value::{ModuleObj, Value};
+use crate::value::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -484,7 +484,7 @@ fn value_ptr(v: &Value) -> Option<usize> {
 /// prelude's and the compiled-in modules' values.
 pub(crate) struct Outside<'a> {
     pub(crate) prelude: &'a HashMap<Arc<str>, Value>,
-    pub(crate) modules: &'a HashMap<String, Arc<ModuleObj>>,
+    pub(crate) modules: &'a crate::vm::shared::InstalledModules,
 }
 
 struct Enc<'a> {
@@ -542,11 +542,11 @@ impl Enc<'_> {
             mods.sort_by(|a, b| a.0.cmp(b.0));
             for (mname, obj) in mods {
                 m.entry(Arc::as_ptr(obj) as usize)
-                    .or_insert(Named::Module(mname.clone()));
+                    .or_insert(Named::Module(mname.to_string()));
                 for (n, v) in obj.attrs.read().iter() {
                     if let Some(p) = value_ptr(v) {
                         m.entry(p)
-                            .or_insert_with(|| Named::Export(mname.clone(), n.to_string()));
+                            .or_insert_with(|| Named::Export(mname.to_string(), n.to_string()));
                     }
                 }
             }
