@@ -310,7 +310,7 @@ impl Runtime {
             .filter(|d| d.namespace_only)
             .map(|d| d.name.to_string())
             .collect();
-        let modules = crate::vm::shared::InstalledModules::new(config.modules);
+        let modules = crate::module::InstalledModules::new(config.modules);
         let out: Box<dyn Write + Send> = config.output.unwrap_or_else(|| Box::new(std::io::stdout()));
         let shared = Shared {
             out: Mutex::new(BufWriter::with_capacity(1 << 16, out)),

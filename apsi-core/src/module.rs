@@ -22,8 +22,8 @@
 //! `requires_core` does not match this core, when two modules have the same
 //! name, or when two modules replace the same prelude name.
 
-use crate::value::{NativeFn, NativeFnPtr, Value};
-use std::sync::Arc;
+use crate::value::{ModuleObj, NativeFn, NativeFnPtr, Value};
+use std::sync::{Arc, OnceLock};
 
 pub struct ModuleDescriptor {
     pub name: &'static str,
@@ -169,6 +169,54 @@ impl ModuleBuilder {
     }
 }
 
+/// The compiled-in modules of a runtime. Each one's module value (a map
+/// of its exports) is made the first time something asks for it: a
+/// program that uses two modules does not build the other seven at every
+/// start.
+pub struct InstalledModules {
+    entries: Vec<(ModuleDescriptor, OnceLock<Arc<ModuleObj>>)>,
+}
+
+impl InstalledModules {
+    pub(crate) fn new(descriptors: Vec<ModuleDescriptor>) -> InstalledModules {
+        InstalledModules {
+            entries: descriptors.into_iter().map(|d| (d, OnceLock::new())).collect(),
+        }
+    }
+
+    /// The module named `name` (as `use` spells it), made on first use.
+    pub(crate) fn get(&self, name: &str) -> Option<&Arc<ModuleObj>> {
+        let (d, obj) = self.entries.iter().find(|(d, _)| d.name == name)?;
+        Some(obj.get_or_init(|| module_obj(d)))
+    }
+
+    /// Every module's descriptor, in the order installed.
+    pub(crate) fn descriptors(&self) -> impl Iterator<Item = &ModuleDescriptor> {
+        self.entries.iter().map(|(d, _)| d)
+    }
+
+    /// Every module, each made if it was not yet.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&'static str, &Arc<ModuleObj>)> {
+        self.entries
+            .iter()
+            .map(|(d, obj)| (d.name, obj.get_or_init(|| module_obj(d))))
+    }
+}
+
+fn module_obj(desc: &ModuleDescriptor) -> Arc<ModuleObj> {
+    let mut attrs = indexmap::IndexMap::default();
+    attrs.reserve(desc.exports.len());
+    for (n, v) in &desc.exports {
+        attrs.insert(n.clone(), v.clone());
+    }
+    Arc::new(ModuleObj {
+        id: crate::value::StructType::new_id(),
+        name: desc.name.to_string(),
+        path: None,
+        attrs: parking_lot::RwLock::new(attrs),
+    })
+}
+
 /// Why a set of modules cannot be installed into a runtime.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstallError {
@@ -267,6 +315,20 @@ mod tests {
             Some(Value::Native(f)) => assert_eq!(&*f.name, "b"),
             _ => panic!("b is the later function"),
         }
+    }
+
+    #[test]
+    fn installed_modules_are_made_once_when_first_asked_for() {
+        let ms = InstalledModules::new(vec![m("a", "^2"), m("b", "^2")]);
+        assert!(ms.entries.iter().all(|(_, o)| o.get().is_none()), "nothing made up front");
+        let a = ms.get("a").expect("a is installed").clone();
+        assert!(Arc::ptr_eq(&a, ms.get("a").unwrap()), "the same module value every time");
+        assert!(ms.entries[1].1.get().is_none(), "b is not made for a");
+        assert!(a.attrs.read().get("f").is_some());
+        assert!(ms.get("c").is_none());
+        let names: Vec<&str> = ms.iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert!(Arc::ptr_eq(&a, ms.iter().next().unwrap().1));
     }
 
     #[test]

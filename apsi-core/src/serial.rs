@@ -484,7 +484,7 @@ fn value_ptr(v: &Value) -> Option<usize> {
 /// prelude's and the compiled-in modules' values.
 pub(crate) struct Outside<'a> {
     pub(crate) prelude: &'a HashMap<Arc<str>, Value>,
-    pub(crate) modules: &'a crate::vm::shared::InstalledModules,
+    pub(crate) modules: &'a crate::module::InstalledModules,
 }
 
 struct Enc<'a> {

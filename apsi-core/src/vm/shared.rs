@@ -3,60 +3,11 @@
 //! Built by the driver (`crate::driver::Runtime::new`).
 
 use crate::error::ErrorKind;
-use crate::module::ModuleDescriptor;
-use crate::value::{err, ModuleObj, VResult, Value};
+use crate::value::{err, VResult, Value};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::io::{BufWriter, Write};
-use std::sync::{Arc, OnceLock};
-
-/// The compiled-in modules of a runtime. Each one's module value (a map
-/// of its exports) is made the first time something asks for it: a
-/// program that uses two modules does not build the other seven at every
-/// start.
-pub struct InstalledModules {
-    entries: Vec<(ModuleDescriptor, OnceLock<Arc<ModuleObj>>)>,
-}
-
-impl InstalledModules {
-    pub(crate) fn new(descriptors: Vec<ModuleDescriptor>) -> InstalledModules {
-        InstalledModules {
-            entries: descriptors.into_iter().map(|d| (d, OnceLock::new())).collect(),
-        }
-    }
-
-    /// The module named `name` (as `use` spells it), made on first use.
-    pub(crate) fn get(&self, name: &str) -> Option<&Arc<ModuleObj>> {
-        let (d, obj) = self.entries.iter().find(|(d, _)| d.name == name)?;
-        Some(obj.get_or_init(|| module_obj(d)))
-    }
-
-    /// Every module's descriptor, in the order installed.
-    pub(crate) fn descriptors(&self) -> impl Iterator<Item = &ModuleDescriptor> {
-        self.entries.iter().map(|(d, _)| d)
-    }
-
-    /// Every module, each made if it was not yet.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (&'static str, &Arc<ModuleObj>)> {
-        self.entries
-            .iter()
-            .map(|(d, obj)| (d.name, obj.get_or_init(|| module_obj(d))))
-    }
-}
-
-fn module_obj(desc: &ModuleDescriptor) -> Arc<ModuleObj> {
-    let mut attrs = indexmap::IndexMap::default();
-    attrs.reserve(desc.exports.len());
-    for (n, v) in &desc.exports {
-        attrs.insert(n.clone(), v.clone());
-    }
-    Arc::new(ModuleObj {
-        id: crate::value::StructType::new_id(),
-        name: desc.name.to_string(),
-        path: None,
-        attrs: parking_lot::RwLock::new(attrs),
-    })
-}
+use std::sync::Arc;
 
 /// State every thread shares. Immutable except for the output sink.
 pub struct Shared {
@@ -64,7 +15,7 @@ pub struct Shared {
     /// Flush at every line end (see [`RuntimeConfig::line_buffered`]).
     pub(crate) line_buffered: bool,
     pub(crate) prelude: HashMap<Arc<str>, Value>,
-    pub(crate) modules: InstalledModules,
+    pub(crate) modules: crate::module::InstalledModules,
     /// Compiled-in modules whose `use` binds only their name (`math`, `random`).
     pub(crate) namespace_only: std::collections::HashSet<String>,
     pub(crate) max_depth: usize,
