@@ -320,9 +320,15 @@ mod tests {
     #[test]
     fn installed_modules_are_made_once_when_first_asked_for() {
         let ms = InstalledModules::new(vec![m("a", "^2"), m("b", "^2")]);
-        assert!(ms.entries.iter().all(|(_, o)| o.get().is_none()), "nothing made up front");
+        assert!(
+            ms.entries.iter().all(|(_, o)| o.get().is_none()),
+            "nothing made up front"
+        );
         let a = ms.get("a").expect("a is installed").clone();
-        assert!(Arc::ptr_eq(&a, ms.get("a").unwrap()), "the same module value every time");
+        assert!(
+            Arc::ptr_eq(&a, ms.get("a").unwrap()),
+            "the same module value every time"
+        );
         assert!(ms.entries[1].1.get().is_none(), "b is not made for a");
         assert!(a.attrs.read().get("f").is_some());
         assert!(ms.get("c").is_none());
