@@ -97,8 +97,15 @@ impl Hit {
 /// that changes size meanwhile is read again the ordinary way.
 pub fn read_text(path: &Path) -> std::io::Result<Arc<str>> {
     let mut f = std::fs::File::open(path)?;
-    let Ok(len) = usize::try_from(f.metadata()?.len()) else {
-        return std::fs::read_to_string(path).map(Arc::from);
+    let meta = f.metadata()?;
+    let len = match usize::try_from(meta.len()) {
+        Ok(len) if meta.is_file() => len,
+        // A pipe or device has no size to go by (and cannot be read twice).
+        _ => {
+            let mut s = String::new();
+            f.read_to_string(&mut s)?;
+            return Ok(Arc::from(s));
+        }
     };
     // SAFETY: zeroed bytes are valid `u8`s.
     let mut buf = unsafe { Arc::<[u8]>::new_zeroed_slice(len).assume_init() };
@@ -522,6 +529,17 @@ mod tests {
             read_text(&t.path().join("missing")).unwrap_err().kind(),
             std::io::ErrorKind::NotFound
         );
+        // A pipe is read to its end, once.
+        let fifo = t.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            let writer = {
+                let fifo = fifo.clone();
+                std::thread::spawn(move || std::fs::write(&fifo, "print(1)\n").unwrap())
+            };
+            assert_eq!(&*read_text(&fifo).unwrap(), "print(1)\n");
+            writer.join().unwrap();
+        }
     }
 
     fn hit(l: &Lookup) -> bool {

@@ -61,7 +61,11 @@ pub fn tune() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
     }
-    if std::env::var_os("MIMALLOC_DESTROY_ON_EXIT").is_none() {
+    // Statistics asked for are printed at exit: then the exit work stays.
+    let exit_report = ["MIMALLOC_SHOW_STATS", "MIMALLOC_VERBOSE"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|x| x != "0"));
+    if std::env::var_os("MIMALLOC_DESTROY_ON_EXIT").is_none() && !exit_report {
         unsafe { mi_option_set(MI_OPTION_DESTROY_ON_EXIT, 2) };
     }
     // glibc's own malloc serves only the C library's internals here (a
@@ -214,7 +218,10 @@ mod tests {
         if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
             assert_eq!(unsafe { mi_option_get(MI_OPTION_PURGE_DELAY) }, PURGE_DELAY_MS);
         }
-        if std::env::var_os("MIMALLOC_DESTROY_ON_EXIT").is_none() {
+        let quiet = ["MIMALLOC_DESTROY_ON_EXIT", "MIMALLOC_SHOW_STATS", "MIMALLOC_VERBOSE"]
+            .iter()
+            .all(|v| std::env::var_os(v).is_none());
+        if quiet {
             assert_eq!(unsafe { mi_option_get(MI_OPTION_DESTROY_ON_EXIT) }, 2);
         }
     }

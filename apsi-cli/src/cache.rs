@@ -76,6 +76,12 @@ pub struct LookAhead {
 /// [`LookAhead`] for `file` run with `allowed`; `None` when anything is
 /// unusual (an unreadable file, no home): the ordinary path reports it.
 pub fn look_ahead(file: &str, allowed: &[String]) -> Option<LookAhead> {
+    // Only a regular file can be read twice (here, then by the compiler
+    // on a miss): a pipe such as `/dev/stdin` is left to the ordinary
+    // path, which reads it once and does not cache it.
+    if !std::fs::metadata(file).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
     let (Ok(text), Ok(canon)) = (compile::read_text(Path::new(file)), std::fs::canonicalize(file)) else {
         return None;
     };

@@ -398,3 +398,21 @@ fn bench_prints_best_median_mean_worst_and_json() {
         "{err}"
     );
 }
+
+#[test]
+fn a_program_read_from_a_pipe_runs_once_and_is_not_cached() {
+    use std::io::Write;
+    let h = Home::new();
+    for _ in 0..2 {
+        let mut c = h.cmd(&["run", "/dev/stdin"]);
+        c.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().expect("cannot run apsi");
+        child.stdin.take().unwrap().write_all(b"print(6 * 7)\n").unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert_eq!(text(&out.stdout), "42\n", "{}", text(&out.stderr));
+    }
+    assert!(h.entries().is_empty(), "{:?}", h.entries());
+}
