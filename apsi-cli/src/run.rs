@@ -14,28 +14,32 @@ use std::time::Instant;
 /// What the checker needs to know about this binary, when no runtime exists
 /// (`apsi check`).
 pub fn check_env(allowed: &[String]) -> CheckEnv {
-    let prelude = apsi_core::builtins::prelude();
+    let prelude = apsi_core::builtins::shared_prelude();
+    let modules = crate::modules::compiled_in();
     let mut names: Vec<String> = prelude.exports.iter().map(|(n, _)| n.to_string()).collect();
     names.push("argv".to_string());
-    let mut env = env_for(names, &crate::modules::compiled_in(), allowed);
-    env.source_readers
-        .extend(prelude.source_readers.iter().map(|r| r.to_string()));
-    env
-}
-
-/// The checker's view of the compiled-in modules; the caller fills in the
-/// prelude's names and source readers (from the runtime, so the prelude is
-/// built once per process).
-pub fn env_for(prelude: Vec<String>, modules: &[ModuleDescriptor], allowed: &[String]) -> CheckEnv {
+    let readers = modules.iter().flat_map(|m| m.source_readers.iter());
     CheckEnv {
-        prelude,
+        prelude: names,
         builtin_modules: modules.iter().map(ModuleDescriptor::check_info).collect(),
         allowed: allowed.to_vec(),
         absent_modules: crate::modules::absent(),
-        source_readers: modules
-            .iter()
-            .flat_map(|m| m.source_readers.iter().map(|r| r.to_string()))
+        source_readers: readers
+            .chain(prelude.source_readers.iter())
+            .map(|r| r.to_string())
             .collect(),
+    }
+}
+
+/// What the checker needs to know about `runtime`: its prelude, its
+/// modules and their source readers.
+pub fn runtime_env(runtime: &Runtime, allowed: &[String]) -> CheckEnv {
+    CheckEnv {
+        prelude: runtime.prelude_names(),
+        builtin_modules: runtime.builtin_module_infos(),
+        allowed: allowed.to_vec(),
+        absent_modules: crate::modules::absent(),
+        source_readers: runtime.source_readers(),
     }
 }
 
@@ -116,13 +120,7 @@ pub fn run_program(opts: &RunOptions, app: Option<crate::build::App>) -> u8 {
                 None
             };
             // Only compiling needs the checker's view (a cache hit does not).
-            let env = || CheckEnv {
-                prelude: runtime.prelude_names(),
-                builtin_modules: runtime.builtin_module_infos(),
-                allowed: opts.allowed.clone(),
-                absent_modules: crate::modules::absent(),
-                source_readers: runtime.source_readers(),
-            };
+            let env = || runtime_env(&runtime, &opts.allowed);
             crate::cache::load_compiled(&opts.file, &opts.allowed, &env, &runtime, &sources, use_cache, ahead)
         }
     };
@@ -221,7 +219,6 @@ pub fn compile_paths(paths: &[String], allowed: &[String], runtime_parts: bool) 
             files.push(p.clone());
         }
     }
-    let env = check_env(allowed);
     let modules = crate::modules::compiled_in();
     let build = crate::cache::build_identity();
     let runtime = match Runtime::new(RuntimeConfig {
@@ -234,6 +231,7 @@ pub fn compile_paths(paths: &[String], allowed: &[String], runtime_parts: bool) 
             return 1;
         }
     };
+    let env = runtime_env(&runtime, allowed);
     let cache = if crate::cache::enabled(false) {
         match apsi_cache::CompileCache::open(crate::APSI_VERSION) {
             Ok(c) => Some(c),

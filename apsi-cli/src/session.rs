@@ -47,7 +47,6 @@ impl Session {
     ) -> Result<Session, String> {
         let mut modules = crate::modules::compiled_in();
         modules.extend(extra);
-        let mut env = crate::run::env_for(Vec::new(), &modules, &opts.allowed);
         crate::modules::grant(&opts.allowed);
         let config = RuntimeConfig {
             argv: Vec::new(),
@@ -58,8 +57,7 @@ impl Session {
             ..RuntimeConfig::default()
         };
         let runtime = Runtime::new(config).map_err(|e| e.to_string())?;
-        env.prelude = runtime.prelude_names();
-        env.source_readers = runtime.source_readers();
+        let env = crate::run::runtime_env(&runtime, &opts.allowed);
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
         Ok(Session {
             runtime,

@@ -142,29 +142,20 @@ impl ModuleBuilder {
         if unique {
             return self.desc;
         }
-        let mut order: Vec<usize> = (0..exports.len()).collect();
-        // Stable: equal names stay in the order given.
-        order.sort_by(|&a, &b| exports[a].0.cmp(&exports[b].0));
-        // Each run of one name: the last value moves to the first place,
-        // and the later places are dropped.
-        let mut keep = vec![true; exports.len()];
-        let mut moves = Vec::new();
-        for run in order.chunk_by(|&a, &b| exports[a].0 == exports[b].0) {
-            if let [first, .., last] = *run {
-                moves.push((first, last));
-                for &later in &run[1..] {
-                    keep[later] = false;
+        // Rare: rebuilt with each name at its first place, holding its last value.
+        let mut place: rustc_hash::FxHashMap<Arc<str>, usize> =
+            rustc_hash::FxHashMap::with_capacity_and_hasher(exports.len(), Default::default());
+        let mut kept: Vec<(Arc<str>, Value)> = Vec::with_capacity(exports.len());
+        for (n, v) in std::mem::take(exports) {
+            match place.entry(n.clone()) {
+                std::collections::hash_map::Entry::Occupied(i) => kept[*i.get()].1 = v,
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(kept.len());
+                    kept.push((n, v));
                 }
             }
         }
-        for (first, last) in moves {
-            exports[first].1 = exports[last].1.clone();
-        }
-        let mut i = 0;
-        exports.retain(|_| {
-            i += 1;
-            keep[i - 1]
-        });
+        *exports = kept;
         self.desc
     }
 }
