@@ -994,4 +994,28 @@ mod tests {
         assert_eq!(code.ncells, 1);
         assert_eq!(code.protos[0].captures.as_ref(), &[Capture::Cell(0)]);
     }
+
+    #[test]
+    fn a_local_stored_into_an_attribute_or_item_is_not_copied_first() {
+        // `obj.v = x` and `obj[i] = x` read `x` from its own register.
+        let code = func("def f(obj, x, i):\n    obj.v = x\n    obj[i] = x\n", 0);
+        assert!(!code.instrs.iter().any(|i| matches!(i, Instr::Move { .. })), "{code:?}");
+        assert!(
+            code.instrs
+                .iter()
+                .any(|i| matches!(i, Instr::SetAttr { a: 0, c: 1, .. })),
+            "{code:?}"
+        );
+        assert!(
+            code.instrs
+                .iter()
+                .any(|i| matches!(i, Instr::SetIndex { a: 0, b: 2, c: 1 })),
+            "{code:?}"
+        );
+        // A value that may be unbound is checked before the target's parts run.
+        let code = func("def f(obj, flag):\n    if flag:\n        y = 1\n    obj.g().v = y\n", 0);
+        let check = code.instrs.iter().position(|i| matches!(i, Instr::CheckBound { .. }));
+        let call = code.instrs.iter().position(|i| matches!(i, Instr::CallMethod { .. }));
+        assert!(check.is_some() && check < call, "{code:?}");
+    }
 }

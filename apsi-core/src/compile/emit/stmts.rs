@@ -294,6 +294,23 @@ impl<'a, 'e> Compiler<'a, 'e> {
                     return Ok(());
                 }
             }
+            // `obj.attr = x` / `obj[i] = x` with `x` a local in a register:
+            // stored from that register, not copied into a temporary first.
+            // The value is still read first (its unbound check comes before
+            // the target's parts run, as in Python), and nothing the target's
+            // parts evaluate can rebind a local held in a register (Apsi has
+            // no `:=`; a name a closure rebinds lives in a cell).
+            if matches!(t.kind, ExprKind::Attribute { .. } | ExprKind::Index { .. }) {
+                if let ExprKind::Name(n) = &value.kind {
+                    if self.resolve(n) == Binding::Local && self.local_reg(n).is_some() {
+                        let m = self.mark();
+                        let v = self.expr_reg(value)?;
+                        self.assign(t, v)?;
+                        self.free_to(m);
+                        return Ok(());
+                    }
+                }
+            }
             // `a, b = pair` with `pair` a local: unpacked where it is (the
             // unpack reads every item before it writes a target).
             if matches!(t.kind, ExprKind::Tuple(_) | ExprKind::List(_)) && matches!(value.kind, ExprKind::Name(_)) {
