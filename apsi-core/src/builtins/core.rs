@@ -18,7 +18,7 @@ use crate::error::ErrorKind;
 use crate::format::format_value;
 use crate::ops;
 use crate::syntax::ast::BinOp;
-use crate::value::{err, Caller, Kwargs, NativeFn, VResult, Value};
+use crate::value::{err, Caller, Kwargs, ListObj, NativeFn, VResult, Value};
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -204,6 +204,11 @@ pub(crate) fn reversed(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResul
     let a = Args::new("reversed", args, kw, 1, &["xs"])?;
     // A list or tuple is copied back to front in one pass.
     let direct = match a.req(0)? {
+        // A list no one else holds (`reversed(sorted(xs))`): reversed in place.
+        v @ Value::List(_) if ListObj::is_sole(v) => ListObj::take_sole(v).map(|mut items| {
+            items.reverse();
+            items
+        }),
         Value::List(l) => Some(l.items.read().iter().rev().cloned().collect()),
         Value::Tuple(t) => Some(t.0.iter().rev().cloned().collect()),
         _ => None,
@@ -221,7 +226,13 @@ pub(crate) fn reversed(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResul
 
 pub(crate) fn sorted(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::new("sorted", args, kw, 1, &["xs", "key", "reverse"])?;
-    let items = ops::iterate(c, a.req(0)?)?;
+    let xs = a.req(0)?;
+    // A list no one else holds (`sorted([f(x) for x in xs])`): its items are
+    // sorted where they are, not copied first.
+    let items = match ListObj::take_sole(xs) {
+        Some(items) => items,
+        None => ops::iterate(c, xs)?,
+    };
     let reverse = a.bool_or(2, false)?;
     Ok(Value::list(sort_values(c, items, a.opt(1), reverse)?))
 }

@@ -14,7 +14,7 @@
 use super::args::{expect_int, Args};
 use crate::error::ErrorKind;
 use crate::ops;
-use crate::value::{err, Caller, HashKey, Kwargs, NativeFn, NativeFnPtr, RangeObj, VResult, Value};
+use crate::value::{err, Caller, DictMap, HashKey, Kwargs, ListObj, NativeFn, NativeFnPtr, RangeObj, VResult, Value};
 use parking_lot::Mutex;
 use std::sync::{Arc, OnceLock};
 
@@ -405,6 +405,9 @@ fn list_ctor(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::new("list", args, kw, 0, &["xs"])?;
     Ok(Value::list(match a.get(0) {
         None => Vec::new(),
+        // A list no one else holds (`list(reversed(xs))`, `list(zip(a, b))`):
+        // it is the new list already.
+        Some(v) if ListObj::is_sole(v) => return Ok(v.clone()),
         Some(v) => ops::iterate(c, v)?,
     }))
 }
@@ -419,7 +422,10 @@ fn tuple_ctor(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> 
 }
 
 /// Adds `(key, value)` pairs from a dict or an iterable of pairs.
-pub(crate) fn update_from(c: &mut dyn Caller, map: &mut Vec<(HashKey, Value)>, src: &Value) -> VResult<()> {
+///
+/// `map` is the new dict's table itself (`dict(…)`), or a vector the caller
+/// adds to a dict it locks only afterwards (`d.update(…)`, `d |= …`).
+pub(crate) fn update_from<M: Extend<(HashKey, Value)>>(c: &mut dyn Caller, map: &mut M, src: &Value) -> VResult<()> {
     if let Value::Dict(d) = src {
         map.extend(d.map.read().iter().map(|(k, v)| (k.clone(), v.clone())));
         return Ok(());
@@ -440,7 +446,7 @@ pub(crate) fn update_from(c: &mut dyn Caller, map: &mut Vec<(HashKey, Value)>, s
                     }
                 });
                 match (step, k, v) {
-                    (Some(true), Some(k), Some(v)) => map.push((HashKey::new(k)?, v)),
+                    (Some(true), Some(k), Some(v)) => map.extend([(HashKey::new(k)?, v)]),
                     (Some(false), _, _) => return Ok(()),
                     // Not a row iterator of pairs: the items as below.
                     _ => break,
@@ -458,7 +464,7 @@ pub(crate) fn update_from(c: &mut dyn Caller, map: &mut Vec<(HashKey, Value)>, s
             _ => None,
         };
         if let Some((k, v)) = direct {
-            map.push((HashKey::new(k)?, v));
+            map.extend([(HashKey::new(k)?, v)]);
             continue;
         }
         let pair = ops::iterate(c, &item)?;
@@ -473,7 +479,7 @@ pub(crate) fn update_from(c: &mut dyn Caller, map: &mut Vec<(HashKey, Value)>, s
         }
         let mut it = pair.into_iter();
         if let (Some(k), Some(v)) = (it.next(), it.next()) {
-            map.push((HashKey::new(k)?, v));
+            map.extend([(HashKey::new(k)?, v)]);
         }
     }
     Ok(())
@@ -486,14 +492,23 @@ fn dict_ctor(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
             format!("dict() takes at most 1 positional argument ({} given)", args.len()),
         ));
     }
-    let mut pairs = Vec::new();
+    // Filled in place; `dict(zip(ks, vs))` is sized for its rows at once.
+    let rows = match args.first() {
+        Some(Value::Object(o)) => {
+            o.0.as_any()
+                .downcast_ref::<ops::iters::IterObj>()
+                .and_then(|it| it.rows_left())
+        }
+        _ => None,
+    };
+    let mut map = DictMap::with_capacity(rows.unwrap_or(0) + kw.len());
     if let Some(src) = args.first() {
-        update_from(c, &mut pairs, src)?;
+        update_from(c, &mut map, src)?;
     }
     for (k, v) in kw {
-        pairs.push((HashKey::new(Value::str(&**k))?, v.clone()));
+        map.insert(HashKey::new(Value::str(&**k))?, v.clone());
     }
-    Ok(Value::dict(pairs.into_iter().collect()))
+    Ok(Value::dict(map))
 }
 
 fn range_ctor(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {

@@ -179,6 +179,18 @@ fn range_next(next: &mut i64, stop: i64, step: i64) -> Option<Value> {
 }
 
 impl IterObj {
+    /// How many rows a row iterator (`zip_rows`, `pairs`, `counted`) has left now;
+    /// `None` for any other kind. A size hint: a list column may still
+    /// change while the rows are read.
+    pub fn rows_left(&self) -> Option<usize> {
+        match &*self.state.read() {
+            IterState::Rows { cols, i } => cols.iter().map(|c| c.len().saturating_sub(*i)).min(),
+            IterState::Pairs { flat, i } => Some((flat.len() / 2).saturating_sub(*i)),
+            IterState::Counted { col, i, .. } => Some(col.len().saturating_sub(*i)),
+            _ => None,
+        }
+    }
+
     /// The next item, or `None` at the end.
     pub fn next(&self, c: &mut dyn Caller) -> VResult<Option<Value>> {
         let mut g = self.state.write();

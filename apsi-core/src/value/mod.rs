@@ -817,6 +817,25 @@ pub struct ListObj {
     pub items: VLock<Vec<Value>>,
 }
 
+impl ListObj {
+    /// The items of `v` when it is a list that only this reference holds
+    /// (a temporary handed straight to a built-in: `list(reversed(xs))`,
+    /// `sorted([…])`), taken out and leaving it empty; `None` otherwise.
+    /// Nothing else can see such a list, so taking its items is the same
+    /// as copying them, without the copy.
+    pub(crate) fn take_sole(v: &Value) -> Option<Vec<Value>> {
+        match v {
+            Value::List(l) if Arc::strong_count(l) == 1 => Some(std::mem::take(&mut *l.items.write())),
+            _ => None,
+        }
+    }
+
+    /// Is `v` a list that only this reference holds (see [`Self::take_sole`])?
+    pub(crate) fn is_sole(v: &Value) -> bool {
+        matches!(v, Value::List(l) if Arc::strong_count(l) == 1)
+    }
+}
+
 impl Drop for ListObj {
     /// A list of numbers or one-character strings (the common large lists)
     /// is freed without a drop call per item: one scan says no item owns
@@ -1555,6 +1574,21 @@ pub struct ObjBox(pub Box<dyn ApsiObject>);
 
 #[cfg(test)]
 mod key_tests {
+    #[test]
+    fn only_a_list_no_one_else_holds_gives_up_its_items() {
+        use super::ListObj;
+        let v = Value::list(vec![Value::Int(1), Value::Int(2)]);
+        let alias = v.clone();
+        assert!(!ListObj::is_sole(&v));
+        assert!(ListObj::take_sole(&v).is_none());
+        assert!(matches!(&alias, Value::List(l) if l.items.read().len() == 2));
+        drop(alias);
+        assert!(ListObj::is_sole(&v));
+        assert_eq!(ListObj::take_sole(&v).map(|items| items.len()), Some(2));
+        assert!(matches!(&v, Value::List(l) if l.items.read().is_empty()));
+        assert!(!ListObj::is_sole(&Value::tuple(vec![Value::Int(1)])));
+    }
+
     #[test]
     fn words_copy_every_kind_of_value() {
         // `Value::words` reads a counted value's pointer at offset 8.
