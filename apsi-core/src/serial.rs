@@ -58,12 +58,15 @@ pub const FORMAT: u16 = 4;
 /// The natives the compiler itself puts into code, which no program can
 /// name (`super()`'s helper, the iterators of a loop's `zip`/`enumerate`):
 /// stored by these names.
-fn compiler_natives() -> [(&'static str, Value); 4] {
+fn compiler_natives() -> [(&'static str, Value); 7] {
     [
         ("super", crate::ops::structs::super_native()),
         ("loop zip", crate::builtins::loop_zip()),
         ("loop enumerate", crate::builtins::loop_enumerate()),
         ("loop items", crate::builtins::loop_items()),
+        ("new list", crate::builtins::list_of_new()),
+        ("new sorted", crate::builtins::sorted_of_new()),
+        ("new reversed", crate::builtins::reversed_of_new()),
     ]
 }
 

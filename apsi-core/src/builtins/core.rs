@@ -200,15 +200,69 @@ pub fn loop_enumerate() -> Value {
         .clone()
 }
 
+/// The natives the compiler calls in place of the prelude's `list`,
+/// `sorted` and `reversed` when their one argument is an expression that
+/// makes a new list (`Compiler::new_list_call`: `list(reversed(xs))`,
+/// `sorted([f(x) for x in xs])`). Such a list, if its count is still 1
+/// when the call reads it, is held by that argument alone: nothing else
+/// can see it, so it is used in place (`list` returns it, `sorted` and
+/// `reversed` take its items) instead of copied. Anything else goes the
+/// plain built-in's way. (The plain built-ins cannot do this: a caller
+/// from Rust may pass a value it still holds.)
+pub fn list_of_new() -> Value {
+    static F: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    F.get_or_init(|| Value::Native(Arc::new(NativeFn::new("list", list_new))))
+        .clone()
+}
+
+pub fn sorted_of_new() -> Value {
+    static F: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    F.get_or_init(|| Value::Native(Arc::new(NativeFn::new("sorted", sorted_new))))
+        .clone()
+}
+
+pub fn reversed_of_new() -> Value {
+    static F: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    F.get_or_init(|| Value::Native(Arc::new(NativeFn::new("reversed", reversed_new))))
+        .clone()
+}
+
+/// The one argument of a call the compiler made with a new list.
+fn new_list_arg<'v>(args: &'v [Value], kw: &Kwargs) -> Option<&'v Value> {
+    match args {
+        [v] if kw.is_empty() && ListObj::is_sole(v) => Some(v),
+        _ => None,
+    }
+}
+
+fn list_new(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    match new_list_arg(args, &kw) {
+        Some(v) => Ok(v.clone()),
+        None => super::types::list_ctor(c, args, kw),
+    }
+}
+
+fn sorted_new(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    match new_list_arg(args, &kw).and_then(ListObj::take_sole) {
+        Some(items) => Ok(Value::list(sort_values(c, items, None, false)?)),
+        None => sorted(c, args, kw),
+    }
+}
+
+fn reversed_new(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    match new_list_arg(args, &kw).and_then(ListObj::take_sole) {
+        Some(mut items) => {
+            items.reverse();
+            Ok(Value::list(items))
+        }
+        None => reversed(c, args, kw),
+    }
+}
+
 pub(crate) fn reversed(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::new("reversed", args, kw, 1, &["xs"])?;
     // A list or tuple is copied back to front in one pass.
     let direct = match a.req(0)? {
-        // A list no one else holds (`reversed(sorted(xs))`): reversed in place.
-        v @ Value::List(_) if ListObj::is_sole(v) => ListObj::take_sole(v).map(|mut items| {
-            items.reverse();
-            items
-        }),
         Value::List(l) => Some(l.items.read().iter().rev().cloned().collect()),
         Value::Tuple(t) => Some(t.0.iter().rev().cloned().collect()),
         _ => None,
@@ -226,13 +280,7 @@ pub(crate) fn reversed(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResul
 
 pub(crate) fn sorted(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::new("sorted", args, kw, 1, &["xs", "key", "reverse"])?;
-    let xs = a.req(0)?;
-    // A list no one else holds (`sorted([f(x) for x in xs])`): its items are
-    // sorted where they are, not copied first.
-    let items = match ListObj::take_sole(xs) {
-        Some(items) => items,
-        None => ops::iterate(c, xs)?,
-    };
+    let items = ops::iterate(c, a.req(0)?)?;
     let reverse = a.bool_or(2, false)?;
     Ok(Value::list(sort_values(c, items, a.opt(1), reverse)?))
 }

@@ -6,7 +6,7 @@
 
 mod args;
 pub use args::Args;
-pub use core::{loop_enumerate, loop_zip};
+pub use core::{list_of_new, loop_enumerate, loop_zip, reversed_of_new, sorted_of_new};
 pub use dicts::loop_items;
 mod bytes;
 mod core;

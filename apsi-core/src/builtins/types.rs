@@ -14,7 +14,7 @@
 use super::args::{expect_int, Args};
 use crate::error::ErrorKind;
 use crate::ops;
-use crate::value::{err, Caller, DictMap, HashKey, Kwargs, ListObj, NativeFn, NativeFnPtr, RangeObj, VResult, Value};
+use crate::value::{err, Caller, DictMap, HashKey, Kwargs, NativeFn, NativeFnPtr, RangeObj, VResult, Value};
 use parking_lot::Mutex;
 use std::sync::{Arc, OnceLock};
 
@@ -401,13 +401,10 @@ fn bool_ctor(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> 
     }))
 }
 
-fn list_ctor(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+pub(crate) fn list_ctor(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let a = Args::new("list", args, kw, 0, &["xs"])?;
     Ok(Value::list(match a.get(0) {
         None => Vec::new(),
-        // A list no one else holds (`list(reversed(xs))`, `list(zip(a, b))`):
-        // it is the new list already.
-        Some(v) if ListObj::is_sole(v) => return Ok(v.clone()),
         Some(v) => ops::iterate(c, v)?,
     }))
 }

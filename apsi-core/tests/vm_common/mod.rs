@@ -129,7 +129,10 @@ pub fn run_src_with(src: &str, config: RuntimeConfig) -> Outcome {
     let _ = std::fs::create_dir_all(&dir);
     let p = dir.join("main.apsi");
     std::fs::write(&p, src).expect("write temp file");
-    run_file(&p, config)
+    let outcome = run_file(&p, config);
+    // The outcome keeps the source text; the file is not read again.
+    let _ = std::fs::remove_dir_all(&dir);
+    outcome
 }
 
 /// Output of a program that must succeed.

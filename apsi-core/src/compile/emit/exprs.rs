@@ -479,6 +479,10 @@ impl<'a, 'e> Compiler<'a, 'e> {
         if self.dict_zip_call(func, args, dst, span)? {
             return Ok(());
         }
+        // `list(reversed(xs))`: a new list used in place, not copied (`loops.rs`).
+        if self.new_list_call(func, args, dst, span)? {
+            return Ok(());
+        }
         // `str(x)` and `len(x)` of the prelude are one instruction each.
         if let (ExprKind::Name(n), [Arg::Positional(x)]) = (&func.kind, args) {
             if (n == "str" || n == "len") && self.is_prelude_native(n) {

@@ -88,6 +88,55 @@ impl<'a, 'e> Compiler<'a, 'e> {
         Ok(true)
     }
 
+    /// `list(E)`, `sorted(E)` or `reversed(E)` with the prelude's function
+    /// and `E` an expression that makes a new list (a list display, a list
+    /// comprehension, or a call of the prelude's `list`, `sorted`,
+    /// `reversed`, `zip` or `enumerate`): calls the variant that may use
+    /// that list in place (`builtins::list_of_new`…), since nothing but the
+    /// call's argument can hold it. `Ok(false)`: compiled nothing.
+    pub(super) fn new_list_call(&mut self, func: &'a Expr, args: &'a [Arg], dst: Reg, span: Span) -> CResult<bool> {
+        let ([Arg::Positional(x)], ExprKind::Name(n)) = (args, &func.kind) else {
+            return Ok(false);
+        };
+        let native = match n.as_str() {
+            "list" => crate::builtins::list_of_new(),
+            "sorted" => crate::builtins::sorted_of_new(),
+            "reversed" => crate::builtins::reversed_of_new(),
+            _ => return Ok(false),
+        };
+        if !self.is_prelude_native(n) || !self.makes_new_list(x) {
+            return Ok(false);
+        }
+        let m = self.mark();
+        let f = self.alloc()?;
+        let r = self.alloc()?;
+        self.expr_to(x, r)?;
+        let k = self.konst16(native)?;
+        self.emit_at(Instr::CallK { a: f, k, n: 1 }, span);
+        if f != dst {
+            self.emit(Instr::Move { a: dst, b: f });
+        }
+        self.free_to(m);
+        Ok(true)
+    }
+
+    /// Does `x` always make a list no one else holds yet (or, for the
+    /// prelude's `zip`/`enumerate` of lazy iterables, something that is not
+    /// a list at all)?
+    fn makes_new_list(&mut self, x: &'a Expr) -> bool {
+        match &x.kind {
+            ExprKind::List(_) | ExprKind::ListComp { .. } => true,
+            ExprKind::Call { func, .. } => match &func.kind {
+                ExprKind::Name(m) => {
+                    matches!(m.as_str(), "list" | "sorted" | "reversed" | "zip" | "enumerate")
+                        && self.is_prelude_native(m)
+                }
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
     /// Does the name `n` here mean the prelude's built-in of that name?
     pub(super) fn is_prelude_native(&mut self, n: &str) -> bool {
         self.resolve(n) == Binding::Global
