@@ -186,46 +186,48 @@ pub(crate) fn enumerate_for(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> V
     Ok(ops::iters::counted(col, start))
 }
 
-/// The natives the compiler puts in place of `zip`/`enumerate` as a loop's
-/// iterable (named as those, for their error messages).
-pub fn loop_zip() -> Value {
-    static F: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-    F.get_or_init(|| Value::Native(Arc::new(NativeFn::new("zip", zip_for))))
-        .clone()
+/// A native the compiler puts into code itself: one value per process,
+/// named as the built-in it stands for (for its error messages).
+macro_rules! compiler_native {
+    ($(#[$doc:meta])* $fname:ident, $name:literal, $f:path) => {
+        $(#[$doc])*
+        pub fn $fname() -> Value {
+            static F: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+            F.get_or_init(|| Value::Native(Arc::new(NativeFn::new($name, $f)))).clone()
+        }
+    };
 }
 
-pub fn loop_enumerate() -> Value {
-    static F: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-    F.get_or_init(|| Value::Native(Arc::new(NativeFn::new("enumerate", enumerate_for))))
-        .clone()
-}
+compiler_native!(
+    /// In place of `zip` as a loop's iterable.
+    loop_zip, "zip", zip_for
+);
+compiler_native!(
+    /// In place of `enumerate` as a loop's iterable.
+    loop_enumerate, "enumerate", enumerate_for
+);
 
-/// The natives the compiler calls in place of the prelude's `list`,
-/// `sorted` and `reversed` when their one argument is an expression that
-/// makes a new list (`Compiler::new_list_call`: `list(reversed(xs))`,
-/// `sorted([f(x) for x in xs])`). Such a list, if its count is still 1
-/// when the call reads it, is held by that argument alone: nothing else
-/// can see it, so it is used in place (`list` returns it, `sorted` and
-/// `reversed` take its items) instead of copied. Anything else goes the
-/// plain built-in's way. (The plain built-ins cannot do this: a caller
-/// from Rust may pass a value it still holds.)
-pub fn list_of_new() -> Value {
-    static F: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-    F.get_or_init(|| Value::Native(Arc::new(NativeFn::new("list", list_new))))
-        .clone()
-}
-
-pub fn sorted_of_new() -> Value {
-    static F: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-    F.get_or_init(|| Value::Native(Arc::new(NativeFn::new("sorted", sorted_new))))
-        .clone()
-}
-
-pub fn reversed_of_new() -> Value {
-    static F: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-    F.get_or_init(|| Value::Native(Arc::new(NativeFn::new("reversed", reversed_new))))
-        .clone()
-}
+// The natives the compiler calls in place of the prelude's `list`,
+// `sorted` and `reversed` when their one argument is an expression that
+// makes a new list (`Compiler::new_list_call`: `list(reversed(xs))`,
+// `sorted([f(x) for x in xs])`). Such a list, if its count is still 1
+// when the call reads it, is held by that argument alone: nothing else
+// can see it, so it is used in place (`list` returns it, `sorted` and
+// `reversed` take its items) instead of copied. Anything else goes the
+// plain built-in's way. (The plain built-ins cannot do this: a caller
+// from Rust may pass a value it still holds.)
+compiler_native!(
+    /// `list(E)` with `E` a new list.
+    list_of_new, "list", list_new
+);
+compiler_native!(
+    /// `sorted(E)` with `E` a new list.
+    sorted_of_new, "sorted", sorted_new
+);
+compiler_native!(
+    /// `reversed(E)` with `E` a new list.
+    reversed_of_new, "reversed", reversed_new
+);
 
 /// The one argument of a call the compiler made with a new list.
 fn new_list_arg<'v>(args: &'v [Value], kw: &Kwargs) -> Option<&'v Value> {
