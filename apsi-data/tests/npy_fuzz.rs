@@ -106,6 +106,20 @@ fn with_header(header: &str, data: &[u8], version: u8) -> Vec<u8> {
     out
 }
 
+/// Found by `odd_headers_load_or_fail_cleanly`: a file of no elements
+/// whose leading axis is huge loads (it needs no bytes), and reading it
+/// walked 2**40 empty rows.
+#[test]
+fn an_empty_tensor_with_a_huge_leading_axis_reads_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    for version in 1..4 {
+        let header = "{'descr': '|b1', 'fortran_order': False, 'shape': (1099511627776, 0,), }";
+        let t0 = std::time::Instant::now();
+        load_is_sound(dir.path(), &with_header(header, &[0; 76], version));
+        assert!(t0.elapsed().as_secs() < 60, "reading took {:?}", t0.elapsed());
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases(150), failure_persistence: None, ..ProptestConfig::default() })]
 

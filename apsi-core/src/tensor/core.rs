@@ -224,6 +224,11 @@ impl Tensor {
 /// Copies a strided view into a row-major vector, converting elements.
 pub fn gather<T: Scalar, U: Scalar>(src: &[T], layout: &Layout) -> Vec<U> {
     let n = layout.size();
+    // No elements: nothing to walk. (A row walk over the leading axes alone
+    // would step through every row of a `(2**40, 0)` view.)
+    if n == 0 {
+        return Vec::new();
+    }
     if layout.is_contiguous() {
         if let Some(s) = src.get(layout.offset..layout.offset + n) {
             if T::DTYPE == U::DTYPE {

@@ -186,6 +186,11 @@ pub(super) fn walk_rows<T: Copy>(
     mut one: impl FnMut(&mut T, T),
 ) {
     let nd = l.shape.len();
+    // No elements: nothing to walk (the rows of a `(2**40, 0)` view are
+    // many and all empty).
+    if l.shape.contains(&0) {
+        return;
+    }
     let ss = sl.broadcast_strides(&l.shape);
     if nd == 0 {
         if let (Some(p), Some(&q)) = (d.get_mut(l.offset), s.get(sl.offset)) {

@@ -167,7 +167,7 @@ pub fn map_slice<T: Scalar, R: Scalar>(s: &[T], l: &Layout, f: &(impl Fn(T) -> R
     }
     let mut out = Vec::with_capacity(n);
     let nd = l.shape.len();
-    if nd > 0 && l.strides[nd - 1] == 1 {
+    if nd > 0 && l.strides[nd - 1] == 1 && l.shape[nd - 1] > 0 {
         // Unit-strided rows: map row by row (each row vectorises).
         let last = l.shape[nd - 1];
         for_each_offset(&l.shape[..nd - 1], &l.strides[..nd - 1], l.offset, |o| {
