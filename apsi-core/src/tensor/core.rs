@@ -2,7 +2,7 @@
 
 use super::autodiff::Node;
 use super::dtype::DType;
-use super::layout::{checked_size, for_each_offset, Layout};
+use super::layout::{checked_size, for_each_offset, for_each_row, Layout};
 use super::storage::{Buffer, Elems, Scalar, Storage};
 use crate::error::ErrorKind;
 use crate::value::{err, VResult};
@@ -224,11 +224,6 @@ impl Tensor {
 /// Copies a strided view into a row-major vector, converting elements.
 pub fn gather<T: Scalar, U: Scalar>(src: &[T], layout: &Layout) -> Vec<U> {
     let n = layout.size();
-    // No elements: nothing to walk. (A row walk over the leading axes alone
-    // would step through every row of a `(2**40, 0)` view.)
-    if n == 0 {
-        return Vec::new();
-    }
     if layout.is_contiguous() {
         if let Some(s) = src.get(layout.offset..layout.offset + n) {
             if T::DTYPE == U::DTYPE {
@@ -247,7 +242,7 @@ pub fn gather<T: Scalar, U: Scalar>(src: &[T], layout: &Layout) -> Vec<U> {
     if nd > 0 && layout.strides[nd - 1] == 1 {
         // Unit-strided rows (a slice of rows or columns): copy row by row.
         let last = layout.shape[nd - 1];
-        for_each_offset(&layout.shape[..nd - 1], &layout.strides[..nd - 1], layout.offset, |o| {
+        for_each_row(&layout.shape, &layout.strides, layout.offset, |o| {
             if let Some(r) = src.get(o..o + last) {
                 out.extend(r.iter().map(|&x| x.cast::<U>()));
             }

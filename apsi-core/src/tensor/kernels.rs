@@ -2,7 +2,7 @@
 //! split across threads (rayon) when large.
 
 use super::core::{par_split, par_split_cheap, Tensor};
-use super::layout::{broadcast_shapes, for_each_offset, Layout};
+use super::layout::{broadcast_shapes, for_each_offset, for_each_row, Layout};
 use super::storage::Scalar;
 use crate::value::VResult;
 use rayon::prelude::*;
@@ -167,10 +167,10 @@ pub fn map_slice<T: Scalar, R: Scalar>(s: &[T], l: &Layout, f: &(impl Fn(T) -> R
     }
     let mut out = Vec::with_capacity(n);
     let nd = l.shape.len();
-    if nd > 0 && l.strides[nd - 1] == 1 && l.shape[nd - 1] > 0 {
+    if nd > 0 && l.strides[nd - 1] == 1 {
         // Unit-strided rows: map row by row (each row vectorises).
         let last = l.shape[nd - 1];
-        for_each_offset(&l.shape[..nd - 1], &l.strides[..nd - 1], l.offset, |o| {
+        for_each_row(&l.shape, &l.strides, l.offset, |o| {
             if let Some(r) = s.get(o..o + last) {
                 wide(|| out.extend(r.iter().map(|&x| f(x))));
             }
@@ -220,7 +220,7 @@ pub fn map_chunks<T: Scalar, R: Scalar>(
             if nd > 0 && l.strides[nd - 1] == 1 && l.shape[nd - 1] > 0 {
                 let last = l.shape[nd - 1];
                 let mut rows = spare.chunks_mut(last);
-                for_each_offset(&l.shape[..nd - 1], &l.strides[..nd - 1], l.offset, |o| {
+                for_each_row(&l.shape, &l.strides, l.offset, |o| {
                     if let (Some(r), Some(d)) = (s.get(o..o + last), rows.next()) {
                         fc(r, d);
                         written += last;

@@ -198,6 +198,19 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>, Exc> {
     Ok(out)
 }
 
+/// Calls `f` with the storage offset where each row of a strided view
+/// starts (a row runs along the last axis), in row-major order; nothing for
+/// a view with no axes or no elements. The zero may be in the last axis
+/// alone: a `(2**40, 0)` view has 2**40 rows, all empty, and none is walked.
+pub fn for_each_row(shape: &[usize], strides: &[isize], offset: usize, f: impl FnMut(usize)) {
+    let Some((&last, outer)) = shape.split_last() else {
+        return;
+    };
+    if last > 0 {
+        for_each_offset(outer, &strides[..outer.len()], offset, f);
+    }
+}
+
 /// Calls `f` with the storage offset of every element of a strided view, in
 /// row-major order of `shape`.
 #[inline]

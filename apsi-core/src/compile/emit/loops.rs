@@ -24,17 +24,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         };
         if let (ExprKind::Attribute { value: obj, attr }, true) = (&func.kind, args.is_empty()) {
             if attr.name == "items" {
-                let m = self.mark();
-                let f = self.alloc()?;
-                let r = self.alloc()?;
-                self.expr_to(obj, r)?;
-                let k = self.konst16(crate::builtins::loop_items())?;
-                self.emit_at(Instr::CallK { a: f, k, n: 1 }, iter.span);
-                if f != dst {
-                    self.emit(Instr::Move { a: dst, b: f });
-                }
-                self.free_to(m);
-                return Ok(());
+                return self.call_native_to(crate::builtins::loop_items(), &[obj], dst, iter.span);
             }
         }
         let ExprKind::Name(n) = &func.kind else {
@@ -48,19 +38,31 @@ impl<'a, 'e> Compiler<'a, 'e> {
         if !self.is_prelude_native(n) || !args.iter().all(|a| matches!(a, Arg::Positional(_))) {
             return self.expr_to(iter, dst);
         }
-        let Ok(nargs) = u16::try_from(args.len()) else {
+        if u16::try_from(args.len()).is_err() {
             return self.expr_to(iter, dst);
-        };
+        }
+        let xs: Vec<&'a Expr> = args
+            .iter()
+            .filter_map(|a| match a {
+                Arg::Positional(x) => Some(x),
+                _ => None,
+            })
+            .collect();
+        self.call_native_to(adapter, &xs, dst, iter.span)
+    }
+
+    /// `dst = native(args…)` for a native the compiler itself puts into
+    /// code (`CallK`: the function is a constant, the arguments above it).
+    fn call_native_to(&mut self, native: Value, args: &[&'a Expr], dst: Reg, span: Span) -> CResult<()> {
+        let n = u16::try_from(args.len()).map_err(|_| cerr(span, "too many arguments"))?;
         let m = self.mark();
         let f = self.alloc()?;
-        for a in args {
-            if let Arg::Positional(x) = a {
-                let r = self.alloc()?;
-                self.expr_to(x, r)?;
-            }
+        for x in args {
+            let r = self.alloc()?;
+            self.expr_to(x, r)?;
         }
-        let k = self.konst16(adapter)?;
-        self.emit_at(Instr::CallK { a: f, k, n: nargs }, iter.span);
+        let k = self.konst16(native)?;
+        self.emit_at(Instr::CallK { a: f, k, n }, span);
         if f != dst {
             self.emit(Instr::Move { a: dst, b: f });
         }
@@ -107,16 +109,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         if !self.is_prelude_native(n) || !self.makes_new_list(x) {
             return Ok(false);
         }
-        let m = self.mark();
-        let f = self.alloc()?;
-        let r = self.alloc()?;
-        self.expr_to(x, r)?;
-        let k = self.konst16(native)?;
-        self.emit_at(Instr::CallK { a: f, k, n: 1 }, span);
-        if f != dst {
-            self.emit(Instr::Move { a: dst, b: f });
-        }
-        self.free_to(m);
+        self.call_native_to(native, &[x], dst, span)?;
         Ok(true)
     }
 
