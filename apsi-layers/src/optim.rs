@@ -4,7 +4,7 @@
 
 use crate::layer::tensor_arg;
 use crate::ops;
-use apsi_core::api::tensor::{as_tensor, shape_str, DType, Tensor};
+use apsi_core::api::tensor::{self as t, as_tensor, shape_str, DType, Tensor};
 use apsi_core::api::{err, method_of, native, repr_of, ApsiObject, Args, Caller, ErrorKind, Kwargs, VResult, Value};
 use parking_lot::Mutex;
 use std::sync::OnceLock;
@@ -194,6 +194,11 @@ trait Fl:
 {
     fn of(x: f64) -> Self;
     fn sqrt(self) -> Self;
+    /// A state buffer of this type, moved out as it is (none: empty).
+    fn from_buf(b: Option<Buf>) -> Vec<Self>;
+    fn into_buf(v: Vec<Self>) -> Buf;
+    /// This type's elements of a parameter's buffer, if it holds this type.
+    fn elems(b: &mut t::Buffer) -> Option<&mut [Self]>;
 }
 impl Fl for f32 {
     fn of(x: f64) -> f32 {
@@ -202,6 +207,21 @@ impl Fl for f32 {
     fn sqrt(self) -> f32 {
         f32::sqrt(self)
     }
+    fn from_buf(b: Option<Buf>) -> Vec<f32> {
+        match b {
+            Some(Buf::F32(v)) => v,
+            _ => Vec::new(),
+        }
+    }
+    fn into_buf(v: Vec<f32>) -> Buf {
+        Buf::F32(v)
+    }
+    fn elems(b: &mut t::Buffer) -> Option<&mut [f32]> {
+        match b {
+            t::Buffer::F32(e) => Some(&mut e[..]),
+            _ => None,
+        }
+    }
 }
 impl Fl for f64 {
     fn of(x: f64) -> f64 {
@@ -209,6 +229,21 @@ impl Fl for f64 {
     }
     fn sqrt(self) -> f64 {
         f64::sqrt(self)
+    }
+    fn from_buf(b: Option<Buf>) -> Vec<f64> {
+        match b {
+            Some(Buf::F64(v)) => v,
+            _ => Vec::new(),
+        }
+    }
+    fn into_buf(v: Vec<f64>) -> Buf {
+        Buf::F64(v)
+    }
+    fn elems(b: &mut t::Buffer) -> Option<&mut [f64]> {
+        match b {
+            t::Buffer::F64(e) => Some(&mut e[..]),
+            _ => None,
+        }
     }
 }
 
@@ -321,15 +356,8 @@ impl Optimizer {
         let n = w.len();
         let wd = T::of(self.weight_decay);
         let lr_t = T::of(lr);
-        let take = |b: &mut Option<Buf>| -> Vec<T> {
-            match b.take() {
-                Some(Buf::F32(v)) if T::DTYPE == DType::F32 => v.into_iter().map(|x| T::of(x as f64)).collect(),
-                Some(Buf::F64(v)) if T::DTYPE == DType::F64 => v.into_iter().map(T::of).collect(),
-                _ => Vec::new(),
-            }
-        };
-        let mut m = take(&mut slot.m);
-        let mut v = take(&mut slot.v);
+        let mut m = T::from_buf(slot.m.take());
+        let mut v = T::from_buf(slot.v.take());
         match self.algo {
             Algo::Sgd { momentum, nesterov } => {
                 let mu = T::of(momentum);
@@ -376,17 +404,25 @@ impl Optimizer {
                 }
             }
         }
-        let back = |x: Vec<T>| -> Option<Buf> {
-            if x.is_empty() {
-                None
-            } else if T::DTYPE == DType::F32 {
-                Some(Buf::F32(x.into_iter().map(|v| v.to_f64() as f32).collect()))
-            } else {
-                Some(Buf::F64(x.into_iter().map(|v| v.to_f64()).collect()))
-            }
-        };
+        let back = |x: Vec<T>| (!x.is_empty()).then(|| T::into_buf(x));
         slot.m = back(m);
         slot.v = back(v);
+        // A contiguous parameter (every layer's) takes the new values in one copy.
+        if p.layout.is_contiguous() {
+            let off = p.layout.offset;
+            let done = p
+                .storage
+                .write(|b| match T::elems(b).and_then(|e| e.get_mut(off..off + n)) {
+                    Some(dst) => {
+                        dst.copy_from_slice(&w);
+                        true
+                    }
+                    None => false,
+                });
+            if done {
+                return Ok(());
+            }
+        }
         let vals: Vec<f64> = w.iter().map(|x| x.to_f64()).collect();
         ops::write_f64(p, &vals)
     }

@@ -249,6 +249,18 @@ pub fn gather<T: Scalar, U: Scalar>(src: &[T], layout: &Layout) -> Vec<U> {
         });
         return out;
     }
+    if nd > 0 && layout.strides[nd - 1] == 0 {
+        // Rows of one repeated value (a `(…, 1)` tensor broadcast along its
+        // last axis, as a reduction's gradient is): a fill per row, not an
+        // offset per element.
+        let last = layout.shape[nd - 1];
+        for_each_row(&layout.shape, &layout.strides, layout.offset, |o| {
+            if let Some(&x) = src.get(o) {
+                out.resize(out.len() + last, x.cast::<U>());
+            }
+        });
+        return out;
+    }
     for_each_offset(&layout.shape, &layout.strides, layout.offset, |o| {
         if let Some(&x) = src.get(o) {
             out.push(x.cast::<U>());

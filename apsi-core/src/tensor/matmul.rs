@@ -157,17 +157,18 @@ fn run<T: Scalar + Default + Kernel + Real>(
             let (xr, xc) = (lx.strides[lx.shape.len() - 2], lx.strides[lx.shape.len() - 1]);
             let (yr, yc) = (ly.strides[ly.shape.len() - 2], ly.strides[ly.shape.len() - 1]);
             // Bounded by the program's thread count (`set_threads`, `--threads`).
-            let threads = if m.saturating_mul(n).saturating_mul(k) >= PAR_WORK {
-                rayon::current_num_threads().min(crate::par::threads())
-            } else {
-                1
-            };
+            let pool = rayon::current_num_threads().min(crate::par::threads());
+            let work = m.saturating_mul(n).saturating_mul(k);
+            let threads = if work >= PAR_WORK { pool } else { 1 };
+            // The address, not the pointer, so that products of a batch can
+            // run on several threads (each writes its own m * n elements).
+            let base_addr = base as usize;
             let product = |bi: usize, px: usize, py: usize| {
                 if m == 0 || n == 0 {
                     return;
                 }
                 // SAFETY: bi < nb, so dst's m * n elements lie inside out's capacity.
-                let dst = unsafe { base.add(bi * m * n) };
+                let dst = unsafe { (base_addr as *mut T).add(bi * m * n) };
                 if k == 0 {
                     // SAFETY: as above; all-zero bits are 0.0 in f32 and f64.
                     unsafe { std::ptr::write_bytes(dst, 0, m * n) };
@@ -214,8 +215,26 @@ fn run<T: Scalar + Default + Kernel + Real>(
             } else {
                 let ox = batch_offsets(lx, batch);
                 let oy = batch_offsets(ly, batch);
-                for (bi, (&px, &py)) in ox.iter().zip(&oy).enumerate() {
-                    product(bi, px, py);
+                // (Not OpenBLAS's tiny products: it runs one product at a time.)
+                let shared = threads == 1
+                    && pool > 1
+                    && nb > 1
+                    && work.saturating_mul(nb) >= PAR_WORK
+                    && choose(m, n, k, has_avx512(), forced()) == Backend::Gemm;
+                if shared {
+                    // A stack of products each too small to split (attention's
+                    // per-head `q @ kᵀ`): whole products are shared among the
+                    // threads instead. Each is still computed by one thread with
+                    // the same kernel, so the bits do not depend on the split.
+                    use rayon::prelude::*;
+                    ox.par_iter()
+                        .zip(oy.par_iter())
+                        .enumerate()
+                        .for_each(|(bi, (&px, &py))| product(bi, px, py));
+                } else {
+                    for (bi, (&px, &py)) in ox.iter().zip(&oy).enumerate() {
+                        product(bi, px, py);
+                    }
                 }
             }
         })
@@ -643,6 +662,46 @@ mod tests {
             )
         };
         c.into_iter().map(bits).collect()
+    }
+
+    /// A stack of products too small to split, shared among threads whole:
+    /// each lands in its own place, and the bits are those of one thread.
+    #[test]
+    fn a_stack_of_small_products_is_shared_among_threads() {
+        let (b, h, m, k, n) = (8usize, 4, 64, 32, 48);
+        let mut rng = Rng(0xba7c);
+        let x: Vec<f32> = (0..b * h * m * k).map(|_| rng.next() as f32).collect();
+        let y: Vec<f32> = (0..b * h * k * n).map(|_| rng.next() as f32).collect();
+        let xt = Tensor::from_vec(x.clone(), vec![b, h, m, k]);
+        let yt = Tensor::from_vec(y.clone(), vec![b, h, k, n]);
+        assert!(m * n * k < PAR_WORK && b * h * m * n * k >= PAR_WORK);
+        let on = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("a pool");
+            pool.install(|| matmul(&xt, &yt).expect("a product").to_vec::<f32>())
+        };
+        let one = on(1);
+        let two = on(2);
+        assert!(
+            one.iter().zip(&two).all(|(p, q)| p.to_bits() == q.to_bits()),
+            "1 and 2 threads differ"
+        );
+        for p in 0..b * h {
+            for i in 0..m {
+                for j in 0..n {
+                    let want: f64 = (0..k)
+                        .map(|l| x[(p * m + i) * k + l] as f64 * y[(p * k + l) * n + j] as f64)
+                        .sum();
+                    let got = two[(p * m + i) * n + j] as f64;
+                    assert!(
+                        (got - want).abs() < 1e-4,
+                        "product {p} ({i}, {j}): {got} against {want}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -1031,3 +1031,43 @@ fn fused_gelu_values_and_derivatives() {
     assert!(o[1].is_nan() && o[2].is_nan(), "{o:?}");
     assert_eq!(o[3], 0.0);
 }
+
+/// Views whose last axis repeats one element (a broadcast `(…, 1)` tensor,
+/// as a reduction's gradient is) and views strided every other way read
+/// the same elements.
+#[test]
+fn broadcast_and_strided_views_read_their_elements() {
+    use super::layout::Layout;
+    let base = Tensor::from_vec((0..24).map(|v| v as f64).collect::<Vec<f64>>(), vec![2, 3, 4]);
+    // (2, 3, 1) -> (2, 3, 5): column 1 of each row, repeated.
+    let col = base.view(Layout {
+        shape: vec![2, 3, 5],
+        strides: vec![12, 4, 0],
+        offset: 1,
+    });
+    let want: Vec<f64> = (0..6)
+        .flat_map(|r| std::iter::repeat_n((r * 4 + 1) as f64, 5))
+        .collect();
+    assert_eq!(col.to_vec::<f64>(), want);
+    assert_eq!(
+        col.to_vec::<f32>(),
+        want.iter().map(|&v| v as f32).collect::<Vec<f32>>()
+    );
+    // A transposed view (last axis strided by 4) and a reversed-stride one.
+    let tr = base.view(Layout {
+        shape: vec![2, 4, 3],
+        strides: vec![12, 1, 4],
+        offset: 0,
+    });
+    let want: Vec<f64> = (0..2)
+        .flat_map(|a| (0..4).flat_map(move |c| (0..3).map(move |b| (a * 12 + b * 4 + c) as f64)))
+        .collect();
+    assert_eq!(tr.to_vec::<f64>(), want);
+    // An empty broadcast row reads nothing.
+    let empty = base.view(Layout {
+        shape: vec![2, 3, 0],
+        strides: vec![12, 4, 0],
+        offset: 0,
+    });
+    assert!(empty.to_vec::<f64>().is_empty());
+}
