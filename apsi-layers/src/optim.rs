@@ -389,18 +389,21 @@ impl Optimizer {
                 let bc2_sqrt = T::of(bc2.sqrt());
                 let (one_b1, b2t, one_b2, e) = (T::of(1.0 - b1), T::of(b2), T::of(1.0 - b2), T::of(eps));
                 let shrink = T::of(1.0 - lr * self.weight_decay);
-                for k in 0..n {
-                    let mut d = g[k];
+                let coupled = !decoupled && self.weight_decay != 0.0;
+                // Zipped slices (no index checks), so the loop vectorises.
+                let rows = w.iter_mut().zip(&g).zip(m.iter_mut().zip(v.iter_mut()));
+                for ((w, &g), (m, v)) in rows {
+                    let mut d = g;
                     if decoupled {
-                        w[k] = w[k] * shrink;
-                    } else if self.weight_decay != 0.0 {
-                        d = d + wd * w[k];
+                        *w = *w * shrink;
+                    } else if coupled {
+                        d = d + wd * *w;
                     }
                     // torch: exp_avg.lerp_(grad, 1 - beta1)
-                    m[k] = m[k] + one_b1 * (d - m[k]);
-                    v[k] = v[k] * b2t + one_b2 * d * d;
-                    let denom = v[k].sqrt() / bc2_sqrt + e;
-                    w[k] = w[k] - step_size * (m[k] / denom);
+                    *m = *m + one_b1 * (d - *m);
+                    *v = *v * b2t + one_b2 * d * d;
+                    let denom = v.sqrt() / bc2_sqrt + e;
+                    *w = *w - step_size * (*m / denom);
                 }
             }
         }

@@ -15,7 +15,7 @@
 //! operands (which PyTorch refuses) in f64.
 
 use super::autodiff::{record, want, Op};
-use super::core::{par_split, Tensor};
+use super::core::{par_split, par_split_cheap, Tensor};
 use super::dtype::DType;
 use super::layout::{checked_size, shape_str};
 use super::matmul::matmul;
@@ -428,12 +428,11 @@ pub fn max_pool2d(
     };
     let out_shape = vec![g.n, g.c, g.oh, g.ow];
     checked_size(&out_shape)?;
-    let vals: Vec<f64> = x.to_vec();
-    let idx = pool_argmax(&vals, &g);
-    let mut r = crate::with_dtype!(x.dtype, T => {
+    let (idx, mut r) = crate::with_dtype!(x.dtype, T => {
         let v: Vec<T> = x.to_vec();
+        let idx = pool_argmax(&v, &g);
         let picked: Vec<T> = idx.iter().map(|&i| v.get(i).copied().unwrap_or(T::from_f64(0.0))).collect();
-        Tensor::from_vec(picked, out_shape.clone())
+        (idx, Tensor::from_vec(picked, out_shape.clone()))
     }, other => return Err(x.dtype.check_supported().err().unwrap_or_else(|| err(ErrorKind::TypeError, "bad dtype"))));
     if x.node.is_some() && x.dtype.is_float() {
         r.node = record(Op::Gather(x.clone(), idx, out_shape), &r);
@@ -441,12 +440,50 @@ pub fn max_pool2d(
     Ok(r)
 }
 
-/// The row-major index into `x` of each window's maximum.
-fn pool_argmax(x: &[f64], g: &Window) -> Vec<usize> {
-    let mut idx = Vec::with_capacity(g.n * g.c * g.plane());
+/// The row-major index into `x` of each window's maximum (the first one;
+/// a NaN wins, the last NaN of a window), compared as f64. Planes (one
+/// image's channel) are independent, so large inputs share them among
+/// threads; each window's answer is the same either way.
+fn pool_argmax<T: Scalar>(x: &[T], g: &Window) -> Vec<usize> {
+    let plane = g.oh * g.ow;
+    let mut idx = vec![0usize; g.n * g.c * plane];
+    if plane == 0 {
+        return idx;
+    }
     let hw = g.h * g.w;
-    for p in 0..g.n * g.c {
+    // Without padding every window lies inside its plane: no bounds to
+    // test per element (the usual `MaxPool2d(2)`).
+    let inside = g.ph == 0
+        && g.pw == 0
+        && (g.oh - 1) * g.sh + g.kh <= g.h
+        && (g.ow - 1) * g.sw + g.kw <= g.w
+        && g.kh > 0
+        && g.kw > 0;
+    let fill = |p: usize, out: &mut [usize]| {
         let base = p * hw;
+        if inside {
+            if let Some(src) = x.get(base..base + hw) {
+                for (oy, outs) in out.chunks_mut(g.ow).enumerate() {
+                    let y0 = oy * g.sh * g.w;
+                    for (ox, slot) in outs.iter_mut().enumerate() {
+                        let first = y0 + ox * g.sw;
+                        let (mut best, mut at) = (src[first].to_f64(), first);
+                        for i in 0..g.kh {
+                            let start = first + i * g.w;
+                            for (j, v) in src[start..start + g.kw].iter().enumerate() {
+                                let v = v.to_f64();
+                                if v > best || v.is_nan() {
+                                    best = v;
+                                    at = start + j;
+                                }
+                            }
+                        }
+                        *slot = base + at;
+                    }
+                }
+                return;
+            }
+        }
         for oy in 0..g.oh {
             for ox in 0..g.ow {
                 let (mut best, mut at) = (f64::NEG_INFINITY, None);
@@ -459,7 +496,7 @@ fn pool_argmax(x: &[f64], g: &Window) -> Vec<usize> {
                             continue;
                         };
                         let k = base + iy * g.w + ix;
-                        let v = x.get(k).copied().unwrap_or(f64::NEG_INFINITY);
+                        let v = x.get(k).map_or(f64::NEG_INFINITY, |v| v.to_f64());
                         if at.is_none() || v > best || v.is_nan() {
                             best = v;
                             at = Some(k);
@@ -467,9 +504,17 @@ fn pool_argmax(x: &[f64], g: &Window) -> Vec<usize> {
                     }
                 }
                 // Every window holds an input element (padding <= kernel / 2).
-                idx.push(at.unwrap_or(base));
+                if let Some(o) = out.get_mut(oy * g.ow + ox) {
+                    *o = at.unwrap_or(base);
+                }
             }
         }
+    };
+    if par_split_cheap(idx.len().saturating_mul(g.kh * g.kw)) {
+        use rayon::prelude::*;
+        idx.par_chunks_mut(plane).enumerate().for_each(|(p, out)| fill(p, out));
+    } else {
+        idx.chunks_mut(plane).enumerate().for_each(|(p, out)| fill(p, out));
     }
     idx
 }
@@ -860,6 +905,22 @@ mod tests {
         let r = ok(max_pool2d(&x, (2, 2), (2, 2), (1, 1)));
         assert_eq!(r.shape(), &[1, 1, 3, 3]);
         assert_eq!(vals(&r), vec![-1.0, -2.0, -4.0, -5.0, -6.0, -8.0, -13.0, -14.0, -16.0]);
+    }
+
+    /// An input large enough to share its planes among threads, with and
+    /// without padding, and a NaN, which wins its window (as in PyTorch).
+    #[test]
+    fn max_pool2d_of_a_large_input() {
+        let xs = [4, 64, 34, 32];
+        let mut xv = randv(xs.iter().product(), 97, -2.0, 1.0);
+        for (k, s, p) in [((2, 2), (2, 2), (0, 0)), ((3, 3), (2, 2), (1, 1))] {
+            let want = naive_pool(&xv, xs, k, s, p);
+            let r = ok(max_pool2d(&t(xv.clone(), &xs), k, s, p));
+            assert_eq!(vals(&r), want, "{k:?} {s:?} {p:?}");
+        }
+        xv[3 * 32 + 5] = f64::NAN;
+        let r = vals(&ok(max_pool2d(&t(xv, &xs), (2, 2), (2, 2), (0, 0))));
+        assert!(r[16 + 2].is_nan() && r.iter().filter(|v| v.is_nan()).count() == 1);
     }
 
     #[test]
