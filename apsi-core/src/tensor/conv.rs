@@ -15,7 +15,7 @@
 //! operands (which PyTorch refuses) in f64.
 
 use super::autodiff::{record, want, Op};
-use super::core::{par_split, par_split_cheap, Tensor};
+use super::core::{par_split_cheap, Tensor};
 use super::dtype::DType;
 use super::layout::{checked_size, shape_str};
 use super::matmul::matmul;
@@ -280,7 +280,7 @@ fn im2col_in<T: Scalar>(x: &[T], g: &Window) -> Vec<T> {
             }
         }
     };
-    if par_split(out.len()) {
+    if par_split_cheap(out.len()) {
         use rayon::prelude::*;
         out.par_chunks_mut(nl).enumerate().for_each(|(r, row)| fill(r, row));
     } else {
@@ -324,7 +324,7 @@ fn col2im_in<T: Real>(cols: &[T], g: &Window) -> Vec<T> {
     if hw == 0 {
         return out;
     }
-    if par_split(cols.len()) {
+    if par_split_cheap(cols.len()) {
         use rayon::prelude::*;
         out.par_chunks_mut(hw).enumerate().for_each(|(p, plane)| fill(p, plane));
     } else {
