@@ -270,9 +270,29 @@ fn im2col_in<T: Scalar>(x: &[T], g: &Window) -> Vec<T> {
                 let Some(dst) = row.get_mut(at..at + g.ow) else {
                     continue;
                 };
-                for (ox, d) in dst.iter_mut().enumerate() {
-                    if let Some(ix) = Window::src(ox, g.sw, j, g.pw, g.w) {
-                        if let Some(&s) = x.get(base + iy * g.w + ix) {
+                // The outputs whose input column lies inside the row:
+                // 0 <= ox * sw + j - pw < w for ox in lo..hi (the rest stay 0).
+                let lo = if g.pw > j { (g.pw - j).div_ceil(g.sw) } else { 0 };
+                let hi = if g.w + g.pw > j {
+                    ((g.w + g.pw - j - 1) / g.sw + 1).min(g.ow)
+                } else {
+                    0
+                };
+                if lo >= hi {
+                    continue;
+                }
+                let from = base + iy * g.w + lo * g.sw + j - g.pw;
+                let Some(dst) = dst.get_mut(lo..hi) else {
+                    continue;
+                };
+                if g.sw == 1 {
+                    // A stride of 1: one copy of a piece of the input row.
+                    if let Some(src) = x.get(from..from + dst.len()) {
+                        dst.copy_from_slice(src);
+                    }
+                } else {
+                    for (k, d) in dst.iter_mut().enumerate() {
+                        if let Some(&s) = x.get(from + k * g.sw) {
                             *d = s;
                         }
                     }
@@ -623,12 +643,14 @@ mod tests {
 
     type Case = ([usize; 4], [usize; 4], (usize, usize), (usize, usize));
 
-    const CASES: [Case; 5] = [
+    const CASES: [Case; 6] = [
         ([2, 3, 5, 6], [4, 3, 3, 2], (2, 1), (1, 0)),
         ([1, 1, 4, 4], [1, 1, 1, 1], (1, 1), (0, 0)),
         ([2, 2, 7, 5], [3, 2, 2, 3], (2, 2), (1, 1)),
         ([3, 2, 4, 4], [2, 2, 4, 4], (1, 1), (0, 0)),
         ([1, 2, 3, 3], [2, 2, 5, 3], (3, 2), (1, 1)),
+        // A window column that never lies inside the one-column input.
+        ([1, 1, 3, 1], [1, 1, 1, 3], (1, 1), (0, 1)),
     ];
 
     #[test]
