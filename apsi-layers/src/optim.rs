@@ -200,52 +200,36 @@ trait Fl:
     /// This type's elements of a parameter's buffer, if it holds this type.
     fn elems(b: &mut t::Buffer) -> Option<&mut [Self]>;
 }
-impl Fl for f32 {
-    fn of(x: f64) -> f32 {
-        x as f32
-    }
-    fn sqrt(self) -> f32 {
-        f32::sqrt(self)
-    }
-    fn from_buf(b: Option<Buf>) -> Vec<f32> {
-        match b {
-            Some(Buf::F32(v)) => v,
-            _ => Vec::new(),
+/// `Fl` for one float type and its `Buf`/`Buffer` variant.
+macro_rules! fl_impl {
+    ($t:ty, $variant:ident) => {
+        impl Fl for $t {
+            fn of(x: f64) -> $t {
+                x as $t
+            }
+            fn sqrt(self) -> $t {
+                <$t>::sqrt(self)
+            }
+            fn from_buf(b: Option<Buf>) -> Vec<$t> {
+                match b {
+                    Some(Buf::$variant(v)) => v,
+                    _ => Vec::new(),
+                }
+            }
+            fn into_buf(v: Vec<$t>) -> Buf {
+                Buf::$variant(v)
+            }
+            fn elems(b: &mut t::Buffer) -> Option<&mut [$t]> {
+                match b {
+                    t::Buffer::$variant(e) => Some(&mut e[..]),
+                    _ => None,
+                }
+            }
         }
-    }
-    fn into_buf(v: Vec<f32>) -> Buf {
-        Buf::F32(v)
-    }
-    fn elems(b: &mut t::Buffer) -> Option<&mut [f32]> {
-        match b {
-            t::Buffer::F32(e) => Some(&mut e[..]),
-            _ => None,
-        }
-    }
+    };
 }
-impl Fl for f64 {
-    fn of(x: f64) -> f64 {
-        x
-    }
-    fn sqrt(self) -> f64 {
-        f64::sqrt(self)
-    }
-    fn from_buf(b: Option<Buf>) -> Vec<f64> {
-        match b {
-            Some(Buf::F64(v)) => v,
-            _ => Vec::new(),
-        }
-    }
-    fn into_buf(v: Vec<f64>) -> Buf {
-        Buf::F64(v)
-    }
-    fn elems(b: &mut t::Buffer) -> Option<&mut [f64]> {
-        match b {
-            t::Buffer::F64(e) => Some(&mut e[..]),
-            _ => None,
-        }
-    }
-}
+fl_impl!(f32, F32);
+fl_impl!(f64, F64);
 
 impl Optimizer {
     /// The learning rate the next step uses.
