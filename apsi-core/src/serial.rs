@@ -56,8 +56,9 @@ use std::sync::Arc;
 pub const FORMAT: u16 = 4;
 
 /// The natives the compiler itself puts into code, which no program can
-/// name (`super()`'s helper, the iterators of a loop's `zip`/`enumerate`):
-/// stored by these names.
+/// name (`super()`'s helper, the iterators of a loop's `zip`/`enumerate`/
+/// `.items()`, the `list`/`sorted`/`reversed` of a new list): stored by
+/// these names.
 fn compiler_natives() -> [(&'static str, Value); 7] {
     [
         ("super", crate::ops::structs::super_native()),

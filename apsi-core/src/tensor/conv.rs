@@ -128,6 +128,16 @@ impl Window {
     fn src(o: usize, s: usize, i: usize, p: usize, len: usize) -> Option<usize> {
         (o * s + i).checked_sub(p).filter(|&v| v < len)
     }
+
+    /// The window offsets `i` in `0..k` at output `o` that read inside the
+    /// input (those [`Window::src`] answers `Some` for), as one range.
+    #[inline]
+    fn taps(o: usize, s: usize, p: usize, k: usize, len: usize) -> std::ops::Range<usize> {
+        let start = o * s;
+        let lo = p.saturating_sub(start);
+        let hi = (len + p).saturating_sub(start).min(k);
+        lo..hi.max(lo)
+    }
 }
 
 fn rank4(name: &str, what: &str, t: &Tensor, layout: &str) -> VResult<()> {
@@ -471,62 +481,35 @@ fn pool_argmax<T: Scalar>(x: &[T], g: &Window) -> Vec<usize> {
         return idx;
     }
     let hw = g.h * g.w;
-    // Without padding every window lies inside its plane: no bounds to
-    // test per element (the usual `MaxPool2d(2)`).
-    let inside = g.ph == 0
-        && g.pw == 0
-        && (g.oh - 1) * g.sh + g.kh <= g.h
-        && (g.ow - 1) * g.sw + g.kw <= g.w
-        && g.kh > 0
-        && g.kw > 0;
     let fill = |p: usize, out: &mut [usize]| {
         let base = p * hw;
-        if inside {
-            if let Some(src) = x.get(base..base + hw) {
-                for (oy, outs) in out.chunks_mut(g.ow).enumerate() {
-                    let y0 = oy * g.sh * g.w;
-                    for (ox, slot) in outs.iter_mut().enumerate() {
-                        let first = y0 + ox * g.sw;
-                        let (mut best, mut at) = (src[first].to_f64(), first);
-                        for i in 0..g.kh {
-                            let start = first + i * g.w;
-                            for (j, v) in src[start..start + g.kw].iter().enumerate() {
-                                let v = v.to_f64();
-                                if v > best || v.is_nan() {
-                                    best = v;
-                                    at = start + j;
-                                }
-                            }
-                        }
-                        *slot = base + at;
-                    }
+        for (oy, outs) in out.chunks_mut(g.ow).enumerate() {
+            let rows = Window::taps(oy, g.sh, g.ph, g.kh, g.h);
+            for (ox, slot) in outs.iter_mut().enumerate() {
+                // The window's taps inside the plane, found once per window
+                // (not tested per element).
+                let cols = Window::taps(ox, g.sw, g.pw, g.kw, g.w);
+                let at_tap = |i: usize, j: usize| base + (oy * g.sh + i - g.ph) * g.w + (ox * g.sw + j - g.pw);
+                let value = |k: usize| x.get(k).map_or(f64::NEG_INFINITY, |v| v.to_f64());
+                // Every window holds an input element (padding <= kernel / 2);
+                // its first one is the maximum so far.
+                if rows.is_empty() || cols.is_empty() {
+                    *slot = base;
+                    continue;
                 }
-                return;
-            }
-        }
-        for oy in 0..g.oh {
-            for ox in 0..g.ow {
-                let (mut best, mut at) = (f64::NEG_INFINITY, None);
-                for i in 0..g.kh {
-                    let Some(iy) = Window::src(oy, g.sh, i, g.ph, g.h) else {
-                        continue;
-                    };
-                    for j in 0..g.kw {
-                        let Some(ix) = Window::src(ox, g.sw, j, g.pw, g.w) else {
-                            continue;
-                        };
-                        let k = base + iy * g.w + ix;
-                        let v = x.get(k).map_or(f64::NEG_INFINITY, |v| v.to_f64());
-                        if at.is_none() || v > best || v.is_nan() {
+                let mut at = at_tap(rows.start, cols.start);
+                let mut best = value(at);
+                for i in rows.clone() {
+                    for j in cols.clone() {
+                        let k = at_tap(i, j);
+                        let v = value(k);
+                        if v > best || v.is_nan() {
                             best = v;
-                            at = Some(k);
+                            at = k;
                         }
                     }
                 }
-                // Every window holds an input element (padding <= kernel / 2).
-                if let Some(o) = out.get_mut(oy * g.ow + ox) {
-                    *o = at.unwrap_or(base);
-                }
+                *slot = at;
             }
         }
     };

@@ -239,23 +239,17 @@ pub fn gather<T: Scalar, U: Scalar>(src: &[T], layout: &Layout) -> Vec<U> {
     }
     let mut out = Vec::with_capacity(n);
     let nd = layout.shape.len();
-    if nd > 0 && layout.strides[nd - 1] == 1 {
-        // Unit-strided rows (a slice of rows or columns): copy row by row.
-        let last = layout.shape[nd - 1];
+    if nd > 0 && matches!(layout.strides[nd - 1], 0 | 1) {
+        // Row by row: a unit-strided row (a slice of rows or columns) is
+        // copied; a row of stride 0 (a `(…, 1)` tensor broadcast along its
+        // last axis, as a reduction's gradient is) is one value, filled.
+        let (last, unit) = (layout.shape[nd - 1], layout.strides[nd - 1] == 1);
         for_each_row(&layout.shape, &layout.strides, layout.offset, |o| {
-            if let Some(r) = src.get(o..o + last) {
-                out.extend(r.iter().map(|&x| x.cast::<U>()));
-            }
-        });
-        return out;
-    }
-    if nd > 0 && layout.strides[nd - 1] == 0 {
-        // Rows of one repeated value (a `(…, 1)` tensor broadcast along its
-        // last axis, as a reduction's gradient is): a fill per row, not an
-        // offset per element.
-        let last = layout.shape[nd - 1];
-        for_each_row(&layout.shape, &layout.strides, layout.offset, |o| {
-            if let Some(&x) = src.get(o) {
+            if unit {
+                if let Some(r) = src.get(o..o + last) {
+                    out.extend(r.iter().map(|&x| x.cast::<U>()));
+                }
+            } else if let Some(&x) = src.get(o) {
                 out.resize(out.len() + last, x.cast::<U>());
             }
         });
