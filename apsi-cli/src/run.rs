@@ -88,6 +88,8 @@ pub fn run_program(opts: &RunOptions, app: Option<crate::build::App>) -> u8 {
         output: closed_stdout(),
         line_buffered: std::io::IsTerminal::is_terminal(&std::io::stdout()),
         url_source: net.clone().map(|n| n as Arc<dyn apsi_core::api::UrlSource>),
+        // This thread runs the program and ends with the process.
+        kernel_pool_here: true,
         ..RuntimeConfig::default()
     };
     let mut runtime = match Runtime::new(config) {

@@ -286,3 +286,41 @@ fn nested_waits_finish_when_no_thread_can_be_created() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// `apsi run` makes the interpreter's thread one of the tensor kernels'
+/// threads (`par::kernel_pool`). While it waits for tasks, their kernels
+/// (split: a 192x192 product) still find a thread, and every result has
+/// the same bits on 1, 2 and 3 threads and without `--threads`.
+#[cfg(all(unix, feature = "parallel"))]
+#[test]
+fn kernels_of_tasks_run_while_the_interpreter_thread_waits_with_the_same_bits() {
+    let p = write_temp(
+        "kernels_pool.apsi",
+        "use parallel\nseed(7)\ndef work(k):\n    a = ones((192, 192), dtype=f32) * float(k)\n    b = a @ a + a\n    return float(b.sum())\n\
+         x = randn((300000,), dtype=f32)\nts = [spawn(work, k) for k in range(4)]\nprint([t.wait() for t in ts])\n\
+         y = x * 2.0 + x\nprint(float(y.sum()), float(x @ x))\nprint(pmap(work, [5, 6]))\n",
+    );
+    let mut outs = Vec::new();
+    for threads in [&["--threads", "1"][..], &["--threads", "2"], &["--threads", "3"], &[]] {
+        let script = format!(
+            "exec timeout 60 '{}' run {} '{}'",
+            env!("CARGO_BIN_EXE_apsi"),
+            threads.join(" "),
+            p.display()
+        );
+        let o = Command::new("sh").args(["-c", &script]).output().unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{threads:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        outs.push(String::from_utf8_lossy(&o.stdout).into_owned());
+    }
+    assert!(
+        outs[0].starts_with("[0.0, 7114752.0, 28385280.0, 63811584.0]\n"),
+        "{}",
+        outs[0]
+    );
+    assert!(outs.iter().all(|o| o == &outs[0]), "{outs:?}");
+}

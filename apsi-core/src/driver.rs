@@ -52,6 +52,12 @@ pub struct RuntimeConfig {
     /// What fetches the `http(s)://` sources a program reads; `None` (the
     /// default) refuses them with a `PermissionError`.
     pub url_source: Option<Arc<dyn crate::value::sources::UrlSource>>,
+    /// The calling thread runs this runtime's programs (`thread_stack` 0)
+    /// and lives as long as the process: make it one of the threads tensor
+    /// kernels split their work on, so that a split costs it no sleep
+    /// (`par::kernel_pool`). For a process's one interpreter thread (the
+    /// CLI's), never for a thread that ends first.
+    pub kernel_pool_here: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -66,6 +72,7 @@ impl Default for RuntimeConfig {
             threads: None,
             line_buffered: false,
             url_source: None,
+            kernel_pool_here: false,
         }
     }
 }
@@ -326,9 +333,15 @@ impl Runtime {
         };
         if let Some(n) = config.threads {
             crate::par::set_threads(n);
-            // Tensor kernels run on rayon's global pool, sized once: size it
-            // now (a no-op when it already exists).
-            let _ = rayon::ThreadPoolBuilder::new().num_threads(n).build_global();
+        }
+        // Tensor kernels run on rayon's global pool, sized once: size it now
+        // (a no-op when it already exists), or, for a thread that will run
+        // the programs itself, when its first tensor needs it, with that
+        // thread as one of the pool's (`par::kernel_pool`).
+        if config.kernel_pool_here && config.thread_stack == 0 {
+            crate::par::kernel_pool::join_when_needed();
+        } else if let Some(n) = config.threads {
+            crate::par::kernel_pool::build(n);
         }
         Ok(Runtime {
             shared: Arc::new(shared),

@@ -14,9 +14,12 @@
 //!   in part order, the first error stopping the rest.
 //! - The registry of spawned tasks is the value model's (`value::tasks`);
 //!   `parallel for`'s run-time side is the VM's (`vm::parfor`).
+//! - [`kernel_pool`]: rayon's global pool, where tensor kernels split their
+//!   work, and the interpreter's thread as one of its threads.
 //! - [`task_local`]: hooks that give each task its own copy of a module's
 //!   thread-local state (`use random`'s generator).
 
+pub mod kernel_pool;
 pub mod parts;
 pub mod pool;
 pub mod task_local;
@@ -29,10 +32,14 @@ static THREADS: AtomicUsize = AtomicUsize::new(0);
 static HOOKS: parking_lot::Mutex<Vec<fn(usize)>> = parking_lot::Mutex::new(Vec::new());
 
 /// How many threads `parallel for`, `pmap` and friends use: `set_threads`,
-/// else `--threads`, else [`cpu_count`].
+/// else `--threads`, else [`cpu_count`] (read once: kernels ask for every
+/// matrix product, and reading it costs system calls and a file).
 pub fn threads() -> usize {
     match THREADS.load(Ordering::Relaxed) {
-        0 => cpu_count(),
+        0 => {
+            static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+            *CPUS.get_or_init(cpu_count)
+        }
         n => n,
     }
 }

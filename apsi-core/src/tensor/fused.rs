@@ -2,7 +2,7 @@
 //! `a * b + c` in one pass over memory.
 
 use super::arith::{self, Arg, UFn};
-use super::core::{par_split, Tensor, PAR_MIN};
+use super::core::{par_split, par_split_cheap, Tensor, PAR_MIN};
 use super::dtype::DType;
 use super::kernels::wide;
 use super::object::{as_tensor, tensor_value};
@@ -265,7 +265,7 @@ fn mul_add_run<'a, T: Real>(a: Src<'a, T>, b: Src<'a, T>, c: Src<'a, T>, n: usiz
     let mut out: Vec<T> = super::kernels::out_vec(n);
     let spare = &mut out.spare_capacity_mut()[..n];
     let g = super::kernels::grain(n);
-    spare.par_chunks_mut(g).enumerate().for_each(|(i, o)| {
+    let chunk = |(i, o): (usize, &mut [MaybeUninit<T>])| {
         let lo = i * g;
         let len = o.len();
         let part = |s: Src<'a, T>| -> Src<'a, T> {
@@ -307,7 +307,14 @@ fn mul_add_run<'a, T: Real>(a: Src<'a, T>, b: Src<'a, T>, c: Src<'a, T>, n: usiz
                 }
             }
         })
-    });
+    };
+    // Small products stay on the calling thread: handing them to a pool
+    // of one costs two context switches (4x the time at 64K elements).
+    if par_split_cheap(n) {
+        spare.par_chunks_mut(g).enumerate().for_each(chunk);
+    } else {
+        chunk((0, spare));
+    }
     // SAFETY: each task wrote its whole chunk (every slice operand holds n
     // elements, checked when it was taken), so all n slots are set.
     unsafe { out.set_len(n) };

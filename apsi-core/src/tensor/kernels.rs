@@ -71,7 +71,7 @@ fn advise_huge(_start: usize, _bytes: usize) {}
 /// Elements per parallel task for `n` elements: a few tasks per thread, at
 /// least 16K elements each.
 pub fn grain(n: usize) -> usize {
-    let t = rayon::current_num_threads().max(1);
+    let t = crate::par::kernel_pool::threads().max(1);
     n.div_ceil(t * 4).max(1 << 14)
 }
 

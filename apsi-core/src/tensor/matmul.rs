@@ -157,7 +157,7 @@ fn run<T: Scalar + Default + Kernel + Real>(
             let (xr, xc) = (lx.strides[lx.shape.len() - 2], lx.strides[lx.shape.len() - 1]);
             let (yr, yc) = (ly.strides[ly.shape.len() - 2], ly.strides[ly.shape.len() - 1]);
             // Bounded by the program's thread count (`set_threads`, `--threads`).
-            let pool = rayon::current_num_threads().min(crate::par::threads());
+            let pool = crate::par::kernel_pool::threads().min(crate::par::threads());
             let work = m.saturating_mul(n).saturating_mul(k);
             let threads = if work >= PAR_WORK { pool } else { 1 };
             // The address, not the pointer, so that products of a batch can

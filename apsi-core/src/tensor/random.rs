@@ -23,6 +23,8 @@ pub fn seed(s: u64) {
 
 /// Reserves `n` positions of the stream; returns (seed, first position).
 fn reserve(n: u64) -> (u64, u64) {
+    // The numbers are made on the kernels' pool.
+    crate::par::kernel_pool::ready();
     let mut st = STATE.lock();
     let start = st.counter;
     st.counter = st.counter.wrapping_add(n);

@@ -75,6 +75,7 @@ impl Storage {
 
     /// Runs `f` with the elements under the read lock.
     pub fn read<R>(&self, f: impl FnOnce(&Buffer) -> R) -> R {
+        crate::par::kernel_pool::ready();
         match self {
             Storage::Cpu(l) => f(&l.read_recursive()),
             Storage::Mapped(m) => f(&m.buf.read_recursive()),
@@ -85,6 +86,7 @@ impl Storage {
 
     /// Runs `f` with the elements under the write lock.
     pub fn write<R>(&self, f: impl FnOnce(&mut Buffer) -> R) -> R {
+        crate::par::kernel_pool::ready();
         // What a deferred tensor reads must not change before it is computed.
         if super::deferred::any_pending() {
             super::deferred::compute_all();

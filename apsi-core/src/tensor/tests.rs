@@ -1071,3 +1071,45 @@ fn broadcast_and_strided_views_read_their_elements() {
     });
     assert!(empty.to_vec::<f64>().is_empty());
 }
+
+/// Large row views are copied by the pool, row by row (`gather_rows_par`):
+/// a head split of attention (last stride 1) and a reduction's broadcast
+/// gradient (last stride 0), each the same on 1 and 2 threads and equal to
+/// reading every element by its offset.
+#[test]
+fn large_row_views_are_copied_in_parallel_with_every_element_in_place() {
+    use super::layout::Layout;
+    let (n, t, h, d) = (8usize, 64usize, 4usize, 32usize);
+    let total = n * t * h * d;
+    let base = Tensor::from_vec((0..total).map(|v| v as f32).collect::<Vec<f32>>(), vec![n, t, h, d]);
+    // (n, t, h, d) seen as (n, h, t, d): rows of d contiguous elements.
+    let heads = Layout {
+        shape: vec![n, h, t, d],
+        strides: vec![(t * h * d) as isize, d as isize, (h * d) as isize, 1],
+        offset: 0,
+    };
+    let want: Vec<f32> = (0..n)
+        .flat_map(|a| {
+            (0..h).flat_map(move |b| {
+                (0..t).flat_map(move |c| (0..d).map(move |e| (a * t * h * d + c * h * d + b * d + e) as f32))
+            })
+        })
+        .collect();
+    // (n * t * h, 1) broadcast to (n * t * h, 64): each row one value.
+    let rows = n * t * h;
+    let col = Tensor::from_vec((0..rows).map(|v| v as f32).collect::<Vec<f32>>(), vec![rows, 1]);
+    let bcast = Layout {
+        shape: vec![rows, 64],
+        strides: vec![1, 0],
+        offset: 0,
+    };
+    let want_b: Vec<f32> = (0..rows).flat_map(|r| std::iter::repeat_n(r as f32, 64)).collect();
+    for threads in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| {
+            assert_eq!(base.view(heads.clone()).to_vec::<f32>(), want, "{threads} threads");
+            assert_eq!(base.view(heads.clone()).to_vec::<f64>().len(), total);
+            assert_eq!(col.view(bcast.clone()).to_vec::<f32>(), want_b, "{threads} threads");
+        });
+    }
+}

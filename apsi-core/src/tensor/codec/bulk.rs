@@ -86,6 +86,7 @@ fn build<U: Copy + Send>(
         }
     };
     if par && per > 0 {
+        crate::par::kernel_pool::ready();
         spare.par_chunks_mut(per).enumerate().for_each(|(k, c)| run(k * per, c));
     } else {
         run(0, spare);
