@@ -22,6 +22,10 @@
 //!   interpreter's thread waits on Apsi work, kernels called from elsewhere
 //!   still have a thread; and kernels never wait on Apsi work, so the
 //!   interpreter's thread is never waited for inside the pool.
+//! - A kernel's jobs take no tensor lock: they get slices from the kernel
+//!   that took the locks before splitting. (While it waits inside a split,
+//!   the interpreter's thread may run a job of a task's kernel, and it may
+//!   be holding a tensor's write lock then.)
 //! - The thread that joins must live as long as the process (the CLI's
 //!   interpreter thread): the pool is global and keeps it as thread 0.
 //! - Which thread computes a share never changes a result: kernels fix their
