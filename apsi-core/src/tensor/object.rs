@@ -290,7 +290,22 @@ fn untracked(what: &str) -> Exc {
     )
 }
 
-fn to_list_of(t: &Tensor) -> Value {
+fn to_list_of(t: &Tensor) -> VResult<Value> {
+    // An empty axis leaves no elements but not no lists: `(2**40, 0)` would
+    // build 2**40 empty lists (it hung). Each list counts as 8 slots.
+    let shape = t.shape();
+    let lists = (1..shape.len()).fold(0usize, |sum, i| {
+        sum.saturating_add(shape[..i].iter().fold(1usize, |p, &d| p.saturating_mul(d)))
+    });
+    if lists > t.size() {
+        super::layout::check_alloc(
+            lists.saturating_mul(8),
+            &format!(
+                "to_list() of a tensor of shape {}, {lists} nested lists,",
+                shape_str(shape)
+            ),
+        )?;
+    }
     fn build(vals: &[Value], shape: &[usize]) -> Value {
         if shape.len() <= 1 {
             return Value::list(vals.to_vec());
@@ -307,9 +322,9 @@ fn to_list_of(t: &Tensor) -> Value {
         Kind::Bool => t.to_vec::<bool>().into_iter().map(Value::Bool).collect(),
     };
     if t.ndim() == 0 {
-        return vals.into_iter().next().unwrap_or(Value::None);
+        return Ok(vals.into_iter().next().unwrap_or(Value::None));
     }
-    build(&vals, t.shape())
+    Ok(build(&vals, t.shape()))
 }
 
 fn m_to_list(_c: &mut dyn Caller, args: &[Value], _kw: Kwargs) -> VResult<Value> {
@@ -317,7 +332,7 @@ fn m_to_list(_c: &mut dyn Caller, args: &[Value], _kw: Kwargs) -> VResult<Value>
     if t.node.is_some() {
         return Err(untracked("to_list()"));
     }
-    Ok(to_list_of(&t))
+    to_list_of(&t)
 }
 
 fn shape_args(name: &'static str, rest: &[Value]) -> VResult<Vec<i64>> {
