@@ -49,10 +49,10 @@ pub fn build(n: usize) {
 /// or made on it: the pool is built then, with [`super::threads()`] threads
 /// (so a `set_threads` before the first tensor counts), and not at all by a
 /// program without tensors (building it cost `apsi run` of a one-line
-/// program 0.2-0.7 ms of its 2.5 in a `prof` build). With one thread, the pool is built as usual (see the
-/// module's invariants). Nothing happens when the pool exists by then (a
-/// kernel ran on another thread first): kernels then hand their work over
-/// as before.
+/// program 0.2-0.7 ms of its 2.5 in a `prof` build). With one thread, the
+/// pool is built as usual (see the module's invariants). Nothing happens
+/// when the pool exists by then (a kernel ran on another thread first):
+/// kernels then hand their work over as before.
 pub fn join_when_needed() {
     JOIN_WHEN_NEEDED.with(|j| j.set(true));
 }

@@ -245,26 +245,10 @@ pub fn gather<T: Scalar, U: Scalar>(src: &[T], layout: &Layout) -> Vec<U> {
         }
     }
     let nd = layout.shape.len();
-    if nd > 0 && matches!(layout.strides[nd - 1], 0 | 1) && par_split_cheap(n) {
-        return gather_rows_par(src, layout);
+    if nd > 0 && matches!(layout.strides[nd - 1], 0 | 1) && n > 0 {
+        return gather_rows(src, layout);
     }
     let mut out = Vec::with_capacity(n);
-    if nd > 0 && matches!(layout.strides[nd - 1], 0 | 1) {
-        // Row by row: a unit-strided row (a slice of rows or columns) is
-        // copied; a row of stride 0 (a `(…, 1)` tensor broadcast along its
-        // last axis, as a reduction's gradient is) is one value, filled.
-        let (last, unit) = (layout.shape[nd - 1], layout.strides[nd - 1] == 1);
-        for_each_row(&layout.shape, &layout.strides, layout.offset, |o| {
-            if unit {
-                if let Some(r) = src.get(o..o + last) {
-                    out.extend(r.iter().map(|&x| x.cast::<U>()));
-                }
-            } else if let Some(&x) = src.get(o) {
-                out.resize(out.len() + last, x.cast::<U>());
-            }
-        });
-        return out;
-    }
     for_each_offset(&layout.shape, &layout.strides, layout.offset, |o| {
         if let Some(&x) = src.get(o) {
             out.push(x.cast::<U>());
@@ -273,42 +257,53 @@ pub fn gather<T: Scalar, U: Scalar>(src: &[T], layout: &Layout) -> Vec<U> {
     out
 }
 
-/// [`gather`]'s row copy (a last stride of 0 or 1, at least one element)
-/// split across the pool by whole rows: a permuted view (attention's heads)
-/// or a reduction's broadcast gradient, copied on every training step.
-fn gather_rows_par<T: Scalar, U: Scalar>(src: &[T], layout: &Layout) -> Vec<U> {
-    use rayon::prelude::*;
+/// [`gather`] of a view whose last stride is 1 (a slice of rows or
+/// columns, attention's heads: each row copied) or 0 (a `(…, 1)` tensor
+/// broadcast along its last axis, as a reduction's gradient is: each row
+/// one value, filled), with at least one element. Large views share their
+/// rows among the pool's threads (same bits).
+fn gather_rows<T: Scalar, U: Scalar>(src: &[T], layout: &Layout) -> Vec<U> {
     use std::mem::MaybeUninit;
     let n = layout.size();
     let nd = layout.shape.len();
     let (last, unit) = (layout.shape[nd - 1], layout.strides[nd - 1] == 1);
-    let mut rows = Vec::with_capacity(n / last.max(1));
-    for_each_row(&layout.shape, &layout.strides, layout.offset, |o| rows.push(o));
-    let mut out: Vec<U> = Vec::with_capacity(n);
-    let spare = &mut out.spare_capacity_mut()[..n];
-    let per = (super::kernels::grain(n) / last).max(1);
-    let copy = |(o, rs): (&mut [MaybeUninit<U>], &[usize])| {
-        for (dst, &r) in o.chunks_mut(last).zip(rs) {
-            // A layout's rows lie inside its storage; were one not to, it
-            // reads as zeros rather than leaving the output unwritten.
-            match (unit, src.get(r..r + last), src.get(r)) {
-                (true, Some(row), _) => {
-                    for (d, &x) in dst.iter_mut().zip(row) {
-                        d.write(x.cast::<U>());
-                    }
-                }
-                (false, _, Some(&x)) => dst.fill(MaybeUninit::new(x.cast::<U>())),
-                _ => dst.fill(MaybeUninit::new(U::from_f64(0.0))),
+    // A layout's rows lie inside its storage; were one not to, it reads as
+    // zeros rather than leaving the output unwritten.
+    let write_row = |dst: &mut [MaybeUninit<U>], r: usize| match (unit, src.get(r..r + last), src.get(r)) {
+        (true, Some(row), _) => {
+            for (d, &x) in dst.iter_mut().zip(row) {
+                d.write(x.cast::<U>());
             }
         }
+        (false, _, Some(&x)) => dst.fill(MaybeUninit::new(x.cast::<U>())),
+        _ => dst.fill(MaybeUninit::new(U::from_f64(0.0))),
     };
-    spare
-        .par_chunks_mut(per * last)
-        .zip(rows.par_chunks(per))
-        .for_each(copy);
-    // SAFETY: `rows` holds n / last rows and the chunks pair them with
-    // `per * last` output slots each; every row's `last` slots are written.
-    unsafe { out.set_len(n) };
+    let mut out: Vec<U> = Vec::with_capacity(n);
+    let spare = &mut out.spare_capacity_mut()[..n];
+    let written = if par_split_cheap(n) {
+        use rayon::prelude::*;
+        let mut rows = Vec::with_capacity(n / last);
+        for_each_row(&layout.shape, &layout.strides, layout.offset, |o| rows.push(o));
+        let per = (super::kernels::grain(n) / last).max(1);
+        spare
+            .par_chunks_mut(per * last)
+            .zip(rows.par_chunks(per))
+            .for_each(|(o, rs)| o.chunks_mut(last).zip(rs).for_each(|(dst, &r)| write_row(dst, r)));
+        rows.len()
+    } else {
+        let mut dsts = spare.chunks_mut(last);
+        let mut rows = 0;
+        for_each_row(&layout.shape, &layout.strides, layout.offset, |o| {
+            if let Some(dst) = dsts.next() {
+                write_row(dst, o);
+                rows += 1;
+            }
+        });
+        rows
+    };
+    // SAFETY: every row taken wrote its `last` slots, rows in order from
+    // the start (a view has n / last rows, so this is n).
+    unsafe { out.set_len((written * last).min(n)) };
     out
 }
 

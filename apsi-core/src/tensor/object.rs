@@ -294,9 +294,13 @@ fn to_list_of(t: &Tensor) -> VResult<Value> {
     // An empty axis leaves no elements but not no lists: `(2**40, 0)` would
     // build 2**40 empty lists (it hung). Each list counts as 8 slots.
     let shape = t.shape();
-    let lists = (1..shape.len()).fold(0usize, |sum, i| {
-        sum.saturating_add(shape[..i].iter().fold(1usize, |p, &d| p.saturating_mul(d)))
-    });
+    // One list per index of each leading prefix of the shape.
+    let (lists, _) = shape[..shape.len().saturating_sub(1)]
+        .iter()
+        .fold((0usize, 1usize), |(sum, p), &d| {
+            let p = p.saturating_mul(d);
+            (sum.saturating_add(p), p)
+        });
     if lists > t.size() {
         super::layout::check_alloc(
             lists.saturating_mul(8),
