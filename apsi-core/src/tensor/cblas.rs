@@ -1,10 +1,12 @@
 //! The system OpenBLAS through its C interface (`cblas_sgemm`/`cblas_dgemm`),
 //! one of `matmul`'s two backends when the crate is built with the `blas`
 //! feature and `libopenblas.so.0` is installed (Debian: `libopenblas0`);
-//! loaded at the first product that [`super::matmul::choose`] gives it (tiny
-//! ones on a CPU with AVX-512, or all under `APSI_MATMUL=openblas`), the `gemm` crate running when
-//! it is not there. Its thread count is the product's (matmul's `run`:
-//! bounded by `set_threads`/`--threads`).
+//! loaded at the first product that [`super::matmul::choose`] might give it
+//! (products up to 100^3 multiply-adds on a CPU with AVX-512, or all under
+//! `APSI_MATMUL=openblas`), the `gemm` crate running when it is not there.
+//! The products matmul chooses it for run on one thread each (their bits do
+//! not depend on the thread count); under `APSI_MATMUL=openblas` its thread
+//! count is the product's (matmul's `run`: bounded by `set_threads`/`--threads`).
 //!
 //! Only matrices whose rows or columns are unit-strided can be handed to
 //! BLAS as they are; [`operand`] says how, and the `gemm` crate multiplies the others.
@@ -48,6 +50,7 @@ type DgemmFn = unsafe extern "C" fn(
     c_int,
 );
 type SetThreadsFn = unsafe extern "C" fn(c_int);
+type TextFn = unsafe extern "C" fn() -> *const std::os::raw::c_char;
 
 /// OpenBLAS's entry points, loaded at the first matmul. Linking it would
 /// cost every process its start-up (its constructor starts a thread pool:
@@ -56,6 +59,8 @@ struct Blas {
     sgemm: SgemmFn,
     dgemm: DgemmFn,
     set_threads: Option<SetThreadsFn>,
+    /// Whether its small-matrix kernels for AVX-512 run here ([`small_kernels`]).
+    small_kernels: bool,
     _lib: libloading::Library,
 }
 
@@ -79,10 +84,20 @@ fn blas() -> Option<&'static Blas> {
                 let sgemm = *lib.get::<SgemmFn>(b"cblas_sgemm\0").ok()?;
                 let dgemm = *lib.get::<DgemmFn>(b"cblas_dgemm\0").ok()?;
                 let set_threads = lib.get::<SetThreadsFn>(b"openblas_set_num_threads\0").ok().map(|f| *f);
+                let text = |sym: &[u8]| {
+                    let f = *lib.get::<TextFn>(sym).ok()?;
+                    let p = f();
+                    (!p.is_null()).then(|| std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned())
+                };
+                let small_kernels = runs_small_kernels(
+                    text(b"openblas_get_config\0").as_deref().unwrap_or(""),
+                    text(b"openblas_get_corename\0").as_deref().unwrap_or(""),
+                );
                 Some(Blas {
                     sgemm,
                     dgemm,
                     set_threads,
+                    small_kernels,
                     _lib: lib,
                 })
             }
@@ -94,6 +109,34 @@ fn blas() -> Option<&'static Blas> {
 /// Whether a BLAS library could be loaded (loads it on first use).
 pub fn available() -> bool {
     blas().is_some()
+}
+
+/// Whether the loaded library is an OpenBLAS that multiplies small matrices
+/// with its AVX-512 small-matrix kernels (loads it on first use). OpenBLAS
+/// 0.3.17 and later run them on its SkylakeX-class cores (SkylakeX,
+/// Cooperlake, SapphireRapids) for every product of at most 100^3
+/// multiply-adds (`*gemm_small_kernel_permit_skylakex.c`), without packing
+/// the operands: faster than the `gemm` crate's AVX-512 kernels at every such
+/// size here (docs/ARCHITECTURE.md, "Matmul"). A user's
+/// `OPENBLAS_CORETYPE=Haswell` turns them off, and so this.
+pub fn small_kernels() -> bool {
+    blas().is_some_and(|b| b.small_kernels)
+}
+
+/// [`small_kernels`] from the library's `openblas_get_config()` (which starts
+/// "OpenBLAS 0.3.21 ...") and `openblas_get_corename()`.
+fn runs_small_kernels(config: &str, core: &str) -> bool {
+    let version: Vec<u32> = config
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or("")
+        .split('.')
+        .map_while(|p| p.parse().ok())
+        .collect();
+    let recent =
+        config.starts_with("OpenBLAS ") && version.len() >= 3 && (version[0], version[1], version[2]) >= (0, 3, 17);
+    let core = core.to_ascii_lowercase();
+    recent && ["skylakex", "cooperlake", "sapphirerapids"].contains(&core.as_str())
 }
 
 /// How one operand (a `rows x cols` matrix with strides `rs`, `cs`) is
@@ -179,9 +222,10 @@ macro_rules! gemm_impl {
                 threads: usize,
             ) -> bool {
                 let Some(blas) = blas() else { return false };
-                // The thread count and the product under one lock: the
+                // The thread count held for the length of the product: the
                 // count is the library's global state, and its bits depend
-                // on it, so no other caller's count may slip in between.
+                // on it, so no other caller's count may slip in between
+                // (products with the same count run side by side).
                 let _held = use_threads(blas, threads);
                 let ldc = n.max(1) as c_int;
                 let (m, n, k) = (m as c_int, n as c_int, k as c_int);
@@ -209,27 +253,36 @@ macro_rules! gemm_impl {
 gemm_impl!(f32, sgemm);
 gemm_impl!(f64, dgemm);
 
-/// The thread count last given to OpenBLAS (0: never), locked for the
-/// length of each product.
-static BLAS_THREADS: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
+/// The thread count last given to OpenBLAS (0: never), read-locked for the
+/// length of each product and write-locked to change it.
+static BLAS_THREADS: std::sync::RwLock<usize> = std::sync::RwLock::new(0);
 
-/// Gives OpenBLAS's pool the product's thread count (matmul's: 1 under
-/// [`super::matmul::PAR_WORK`] multiply-adds, else `min(--threads, rayon's
-/// pool)`), telling the library only when it changes, and returns the lock
-/// the caller holds while the product runs (products through OpenBLAS run
-/// one at a time). BLAS runs on its own threads while the caller waits
-/// (rayon's workers are idle then), so the two pools do not compete.
-fn use_threads(blas: &Blas, threads: usize) -> std::sync::MutexGuard<'static, usize> {
+/// Gives OpenBLAS's pool the product's thread count (1 for every product
+/// matmul chooses OpenBLAS for; `min(--threads, rayon's pool)` from
+/// [`super::matmul::PAR_WORK`] multiply-adds under `APSI_MATMUL=openblas`),
+/// telling the library only when it changes, and returns the read lock the
+/// caller holds while the product runs: products with the same count run at
+/// once (a product shared out by rows, a stack of them), a product with
+/// another count waits for them. BLAS runs on its own threads while the
+/// caller waits (rayon's workers are idle then), so the two pools do not
+/// compete.
+fn use_threads(blas: &Blas, threads: usize) -> std::sync::RwLockReadGuard<'static, usize> {
     let want = threads.clamp(1, 1024);
-    let mut current = BLAS_THREADS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if *current != want {
-        if let Some(set) = blas.set_threads {
-            // SAFETY: a plain setter of the library's thread count.
-            unsafe { set(want as c_int) };
+    loop {
+        let current = BLAS_THREADS.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if *current == want {
+            return current;
         }
-        *current = want;
+        drop(current);
+        let mut current = BLAS_THREADS.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if *current != want {
+            if let Some(set) = blas.set_threads {
+                // SAFETY: a plain setter of the library's thread count.
+                unsafe { set(want as c_int) };
+            }
+            *current = want;
+        }
     }
-    current
 }
 
 #[cfg(test)]
@@ -255,6 +308,21 @@ mod tests {
     }
 
     #[test]
+    fn small_kernels_need_a_recent_openblas_on_an_avx512_core() {
+        let cfg = "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY Cooperlake MAX_THREADS=64";
+        assert!(runs_small_kernels(cfg, "Cooperlake"));
+        assert!(runs_small_kernels("OpenBLAS 0.3.31.dev DYNAMIC_ARCH", "SkylakeX"));
+        assert!(runs_small_kernels("OpenBLAS 0.4.0", "SapphireRapids"));
+        // OPENBLAS_CORETYPE=Haswell, an AMD core, an old release, another library.
+        assert!(!runs_small_kernels(cfg, "Haswell"));
+        assert!(!runs_small_kernels(cfg, "Zen"));
+        assert!(!runs_small_kernels("OpenBLAS 0.3.13 DYNAMIC_ARCH", "SkylakeX"));
+        assert!(!runs_small_kernels("OpenBLAS 0.3.9", "SkylakeX"));
+        assert!(!runs_small_kernels("", "SkylakeX"));
+        assert!(!runs_small_kernels("BLIS 0.9.0", "SkylakeX"));
+    }
+
+    #[test]
     fn multiplies_both_forms() {
         // a = [[1, 2], [3, 4]], b = [[5, 6], [7, 8]]; also a @ b.T with b given transposed.
         if !available() {
@@ -272,5 +340,52 @@ mod tests {
         let (af, bf) = (a.map(|x| x as f32), b.map(|x| x as f32));
         assert!(unsafe { f32::gemm(2, 2, 2, af.as_ptr(), nt, bf.as_ptr(), t, d.as_mut_ptr(), 2) });
         assert_eq!(d, [17.0, 23.0, 39.0, 53.0]);
+    }
+
+    /// One-thread products run side by side (they share the read lock) and
+    /// give the bits they give one at a time.
+    #[test]
+    fn products_at_once_from_several_threads() {
+        if !available() {
+            eprintln!("skipped: no OpenBLAS library to load");
+            return;
+        }
+        let sizes = [(64usize, 64usize, 64usize), (100, 100, 100), (33, 70, 90), (8, 8, 8)];
+        let one = |(m, k, n): (usize, usize, usize), seed: usize| -> Vec<u64> {
+            let a: Vec<f64> = (0..m * k).map(|i| ((i * 7 + seed) % 13) as f64 / 13.0 - 0.5).collect();
+            let b: Vec<f64> = (0..k * n).map(|i| ((i * 5 + seed) % 11) as f64 / 11.0 - 0.5).collect();
+            let mut c = vec![0.0f64; m * n];
+            let (fa, fb) = (
+                Operand {
+                    trans: false,
+                    ld: k as c_int,
+                },
+                Operand {
+                    trans: true,
+                    ld: k as c_int,
+                },
+            );
+            // SAFETY: a is m x k row-major, b k x n given as its n x k transpose; c has m * n elements.
+            assert!(unsafe { f64::gemm(m, n, k, a.as_ptr(), fa, b.as_ptr(), fb, c.as_mut_ptr(), 1) });
+            c.into_iter().map(f64::to_bits).collect()
+        };
+        let serial: Vec<Vec<u64>> = (0..16).map(|i| one(sizes[i % 4], i)).collect();
+        let together: Vec<Vec<u64>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|t| {
+                    s.spawn(move || {
+                        (0..16)
+                            .filter(|i| i % 4 == t)
+                            .map(|i| (i, one(sizes[i % 4], i)))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            let mut all: Vec<(usize, Vec<u64>)> =
+                handles.into_iter().flat_map(|h| h.join().expect("a thread")).collect();
+            all.sort_by_key(|p| p.0);
+            all.into_iter().map(|p| p.1).collect()
+        });
+        assert!(serial == together);
     }
 }

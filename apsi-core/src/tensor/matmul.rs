@@ -160,6 +160,10 @@ fn run<T: Scalar + Default + Kernel + Real>(
             let pool = crate::par::kernel_pool::threads().min(crate::par::threads());
             let work = m.saturating_mul(n).saturating_mul(k);
             let threads = if work >= PAR_WORK { pool } else { 1 };
+            // One backend for every product of the call, whatever the thread count.
+            let be = choose(m, n, k, has_avx512(), blas_small_kernels, forced());
+            // OpenBLAS chosen by size runs each product on one thread (see `choose`).
+            let blas_by_size = be == Backend::OpenBlas && forced().is_none();
             // The address, not the pointer, so that products of a batch can
             // run on several threads (each writes its own m * n elements).
             let base_addr = base as usize;
@@ -205,27 +209,29 @@ fn run<T: Scalar + Default + Kernel + Real>(
                         return;
                     }
                 }
+                let threads = if blas_by_size { 1 } else { threads };
                 // SAFETY: the layouts of x and y address only elements inside
                 // their storage slices (offset + strides within bounds, checked
                 // when the views were made); dst has m*n elements, row-major.
-                unsafe { T::kernel(m, n, k, pa, (xr, xc), pb, (yr, yc), dst, threads) };
+                unsafe { T::kernel_on(be, m, n, k, pa, (xr, xc), pb, (yr, yc), dst, threads) };
             };
             if batch.is_empty() {
                 product(0, lx.offset, ly.offset);
             } else {
                 let ox = batch_offsets(lx, batch);
                 let oy = batch_offsets(ly, batch);
-                // (Not OpenBLAS's tiny products: it runs one product at a time.)
+                // (Not under APSI_MATMUL=openblas: the library's own threads run each product.)
                 let shared = threads == 1
                     && pool > 1
                     && nb > 1
                     && work.saturating_mul(nb) >= PAR_WORK
-                    && choose(m, n, k, has_avx512(), forced()) == Backend::Gemm;
+                    && (be == Backend::Gemm || blas_by_size);
                 if shared {
                     // A stack of products each too small to split (attention's
                     // per-head `q @ kᵀ`): whole products are shared among the
-                    // threads instead. Each is still computed by one thread with
-                    // the same kernel, so the bits do not depend on the split.
+                    // threads instead (OpenBLAS's one-thread calls run side by
+                    // side). Each is still computed by one thread with the same
+                    // kernel, so the bits do not depend on the split.
                     use rayon::prelude::*;
                     ox.par_iter()
                         .zip(oy.par_iter())
@@ -259,40 +265,69 @@ pub enum Backend {
 }
 
 /// Products below this many multiply-adds (16 x 16 x 16) go to OpenBLAS where it is there on a CPU
-/// with AVX-512: the `gemm` crate's set-up costs more than such a product (in one process on the
-/// AVX-512 machine, gemm crate against OpenBLAS: 4^3 0.3x, 8^3 0.5x (f32) to 1.0x (f64), 16^3 1.04x to
-/// 1.9x, 32^3 and up 1.5x to 5x; see docs/ARCHITECTURE.md, "Matmul").
+/// with AVX-512, whatever its kernels: the `gemm` crate's set-up costs more than such a product (in
+/// one process on the AVX-512 machine, gemm crate against OpenBLAS's Haswell kernels: 4^3 0.3x, 8^3
+/// 0.5x (f32) to 1.0x (f64); see docs/ARCHITECTURE.md, "Matmul").
 pub const SMALL: u64 = 16 * 16 * 16;
 
-/// The backend for an `m x k @ k x n` product, from what the CPU has and what
-/// the user forced. It depends on the sizes and the CPU, never on the thread count; and OpenBLAS
-/// only gets products too small for a second thread ([`PAR_WORK`]), because its bits change with
-/// its thread count (OpenBLAS 0.3.21, f64 96x300x80), while the crate splits a product between
+/// Products of at most this many multiply-adds (100^3) go to OpenBLAS where it runs its AVX-512
+/// small-matrix kernels ([`super::cblas::small_kernels`]; OpenBLAS's own limit for them): 1.03x to
+/// 1.2x the `gemm` crate's AVX-512 kernels on one thread from 16^3 to 100^3 (f32 and f64, square and
+/// oblong; docs/ARCHITECTURE.md, "Matmul"), where the crate still runs one thread (its own split
+/// starts at 48 x 48 x 256).
+pub const BLAS_SMALL: u64 = 100 * 100 * 100;
+
+/// The backend for an `m x k @ k x n` product (alone or one of a stack), from what the CPU has, what OpenBLAS runs (`blas_small_kernels`,
+/// asked only when it matters: it loads the library) and what the user forced. It never depends
+/// on the thread count, and every product it gives OpenBLAS runs there on one thread, because
+/// OpenBLAS's bits change with its thread count (OpenBLAS 0.3.21, f64 96x300x80), and even with how
+/// its rows are shared out (its small-matrix kernel for `x @ w.T` gives other bits for a band of 16
+/// or 32 rows than for the whole: 64x64x64 and 100^3, 0.3.21); the crate splits a product between
 /// threads by rows and columns, never along k. So a product gives the same bits on 1 and 2 threads
-/// (`same_bits_on_1_and_2_threads`, `openblas_never_gets_a_threaded_product`).
+/// (`same_bits_on_1_and_2_threads`, `openblas_only_gets_small_products`).
 ///
 /// - `APSI_MATMUL=gemm` or `=openblas` ([`forced`]) wins (for measuring one against the other).
-/// - With AVX-512F the `gemm` crate's AVX-512 kernels run about twice as fast as OpenBLAS's AVX2
-///   (Haswell) kernels, which OpenBLAS runs when the user sets `OPENBLAS_CORETYPE=Haswell` (as on the
-///   reference machine, for NumPy too), and about as fast as OpenBLAS's own AVX-512 (SkylakeX)
-///   kernels; so they run every product of at least [`SMALL`] multiply-adds, whatever OpenBLAS's
-///   settings.
 /// - Without AVX-512 both libraries run AVX2 kernels: the crate has less set-up per call and won up
 ///   to about 1024^3 (f32) and 1536^3 (f64) on one thread (1.0x to 1.36x against OpenBLAS 0.3.21's
 ///   Zen kernels, AMD EPYC; 0.91-0.93x at 2048^3: bench/tensor/README.md), and it runs every
 ///   product (OpenBLAS above would make the bits depend on the thread count).
+/// - With AVX-512F: OpenBLAS below [`SMALL`]; OpenBLAS up to [`BLAS_SMALL`] where it has its
+///   AVX-512 small-matrix kernels (a stack of such products is shared out whole among the
+///   threads, one call each); the crate's AVX-512 kernels for the rest (about twice as fast as
+///   OpenBLAS's AVX2 (Haswell) kernels, which OpenBLAS runs when the user sets
+///   `OPENBLAS_CORETYPE=Haswell`, as on the reference machine for NumPy too, and as fast as or
+///   faster than its own AVX-512 (SkylakeX) kernels above 100^3).
 /// - Whatever is chosen, `OpenBlas` falls back to the `gemm` crate when no OpenBLAS can be loaded
 ///   or an operand has no unit-strided axis.
-pub fn choose(m: usize, n: usize, k: usize, avx512: bool, forced: Option<Backend>) -> Backend {
+pub fn choose(
+    m: usize,
+    n: usize,
+    k: usize,
+    avx512: bool,
+    blas_small_kernels: impl FnOnce() -> bool,
+    forced: Option<Backend>,
+) -> Backend {
     if let Some(b) = forced {
         return b;
     }
     let work = (m as u64).saturating_mul(n as u64).saturating_mul(k as u64);
-    let gemm = !avx512 || work >= SMALL;
-    if gemm {
-        Backend::Gemm
-    } else {
+    let blas = avx512 && (work < SMALL || (work <= BLAS_SMALL && blas_small_kernels()));
+    if blas {
         Backend::OpenBlas
+    } else {
+        Backend::Gemm
+    }
+}
+
+/// Whether OpenBLAS runs its AVX-512 small-matrix kernels here (loads it).
+fn blas_small_kernels() -> bool {
+    #[cfg(feature = "blas")]
+    {
+        super::cblas::small_kernels()
+    }
+    #[cfg(not(feature = "blas"))]
+    {
+        false
     }
 }
 
@@ -325,39 +360,12 @@ pub fn has_avx512() -> bool {
 /// One dense `m x n` product `dst = a @ b` of strided matrices, on the backend [`choose`] picks
 /// (multi-threaded when `threads > 1`).
 pub trait Kernel: Sized + Copy + 'static {
+    /// `dst = a @ b` on `be` (OpenBLAS falls back to the `gemm` crate where it cannot run), on
+    /// `threads` threads.
+    ///
     /// # Safety
     /// `a` and `b` with their (row, column) strides must address only valid
     /// elements for the sizes given; `dst` must hold `m * n` elements.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn kernel(
-        m: usize,
-        n: usize,
-        k: usize,
-        a: *const Self,
-        sa: (isize, isize),
-        b: *const Self,
-        sb: (isize, isize),
-        dst: *mut Self,
-        threads: usize,
-    ) {
-        Self::kernel_on(
-            choose(m, n, k, has_avx512(), forced()),
-            m,
-            n,
-            k,
-            a,
-            sa,
-            b,
-            sb,
-            dst,
-            threads,
-        )
-    }
-
-    /// [`Kernel::kernel`] on a given backend (OpenBLAS falls back to the `gemm` crate where it cannot run).
-    ///
-    /// # Safety
-    /// As [`Kernel::kernel`].
     #[allow(clippy::too_many_arguments)]
     unsafe fn kernel_on(
         be: Backend,
@@ -732,16 +740,62 @@ mod tests {
         }
     }
 
-    /// OpenBLAS's bits depend on its thread count, so it only ever gets
-    /// products that run on one thread.
+    /// Products in OpenBLAS's band through `matmul`, on 1 and 2 threads: the same bits, and right.
     #[test]
-    fn openblas_never_gets_a_threaded_product() {
+    fn products_up_to_blas_small_give_the_same_bits_on_1_and_2_threads() {
+        let mut rng = Rng(0x51de);
+        for (m, k, n) in [(64, 64, 64), (96, 100, 96), (160, 30, 200), (80, 80, 80), (33, 500, 60)] {
+            let x: Vec<f64> = (0..m * k).map(|_| rng.next()).collect();
+            let y: Vec<f64> = (0..k * n).map(|_| rng.next()).collect();
+            let xt = Tensor::from_vec(x.clone(), vec![m, k]);
+            let yt = super::super::shape::permute(&Tensor::from_vec(y.clone(), vec![n, k]), &[1, 0]).expect("a view");
+            let on = |threads: usize, d: DType| {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .expect("a pool");
+                let (a, b) = (xt.astype(d).expect("cast"), yt.astype(d).expect("cast"));
+                pool.install(|| {
+                    matmul(&a, &b)
+                        .expect("a product")
+                        .astype(DType::F64)
+                        .expect("cast")
+                        .to_vec::<f64>()
+                })
+            };
+            for d in [DType::F64, DType::F32] {
+                let (one, two) = (on(1, d), on(2, d));
+                assert!(
+                    one.iter().zip(&two).all(|(p, q)| p.to_bits() == q.to_bits()),
+                    "{d:?} {m}x{k}x{n}: 1 and 2 threads differ"
+                );
+                for i in 0..m {
+                    for j in 0..n {
+                        let want: f64 = (0..k).map(|l| x[i * k + l] * y[j * k + l]).sum();
+                        assert!((two[i * n + j] - want).abs() < 1e-3, "{d:?} {m}x{k}x{n} ({i}, {j})");
+                    }
+                }
+            }
+        }
+    }
+
+    /// OpenBLAS's bits depend on its thread count, so it only gets products
+    /// small enough for its one-thread small-matrix kernels.
+    #[test]
+    fn openblas_only_gets_small_products() {
         for avx512 in [false, true] {
-            for m in [1usize, 2, 7, 16, 33, 64, 128, 512, 2048] {
-                for k in [1usize, 3, 16, 64, 300, 1024] {
-                    for n in [1usize, 5, 16, 80, 256, 2048] {
-                        if choose(m, n, k, avx512, None) == Backend::OpenBlas {
-                            assert!((m * n * k) < PAR_WORK, "{m}x{k}x{n} avx512={avx512}");
+            for small_kernels in [false, true] {
+                for m in [1usize, 2, 7, 16, 33, 64, 100, 128, 512, 2048] {
+                    for k in [1usize, 3, 16, 64, 100, 300, 1024] {
+                        for n in [1usize, 5, 16, 80, 100, 256, 2048] {
+                            let be = choose(m, n, k, avx512, || small_kernels, None);
+                            let work = (m * n * k) as u64;
+                            if be == Backend::OpenBlas {
+                                assert!(avx512 && work <= BLAS_SMALL, "{m}x{k}x{n}");
+                                assert!(work < SMALL || small_kernels, "{m}x{k}x{n}");
+                            } else {
+                                assert!(!avx512 || work >= SMALL, "{m}x{k}x{n}");
+                            }
                         }
                     }
                 }
@@ -752,18 +806,31 @@ mod tests {
     #[test]
     fn backend_choice() {
         let small = 15;
-        assert_eq!(choose(512, 512, 512, true, None), Backend::Gemm);
-        assert_eq!(choose(16, 16, 16, true, None), Backend::Gemm);
-        assert_eq!(choose(1, 4096, 1, true, None), Backend::Gemm);
-        assert_eq!(choose(small, small, small, true, None), Backend::OpenBlas);
-        assert_eq!(choose(usize::MAX, usize::MAX, 2, true, None), Backend::Gemm);
+        let yes = || true;
+        let no = || false;
+        assert_eq!(choose(512, 512, 512, true, yes, None), Backend::Gemm);
+        assert_eq!(choose(16, 16, 16, true, no, None), Backend::Gemm);
+        assert_eq!(choose(16, 16, 16, true, yes, None), Backend::OpenBlas);
+        assert_eq!(choose(100, 100, 100, true, yes, None), Backend::OpenBlas);
+        assert_eq!(choose(100, 101, 100, true, yes, None), Backend::Gemm);
+        assert_eq!(choose(1, 4096, 1, true, no, None), Backend::Gemm);
+        assert_eq!(choose(small, small, small, true, no, None), Backend::OpenBlas);
+        assert_eq!(choose(usize::MAX, usize::MAX, 2, true, yes, None), Backend::Gemm);
+        // The library is only asked (and so loaded) about a product it might get.
+        let unasked = || -> bool { panic!("asked") };
+        assert_eq!(choose(512, 512, 512, true, unasked, None), Backend::Gemm);
+        assert_eq!(choose(8, 8, 8, true, unasked, None), Backend::OpenBlas);
+        assert_eq!(choose(64, 64, 64, false, unasked, None), Backend::Gemm);
         // Without AVX-512: the crate for every product.
-        for s in [2, small, 256, 1024, 1536, 2048] {
-            assert_eq!(choose(s, s, s, false, None), Backend::Gemm, "{s}");
+        for s in [2, small, 64, 256, 1024, 1536, 2048] {
+            assert_eq!(choose(s, s, s, false, yes, None), Backend::Gemm, "{s}");
         }
-        assert_eq!(choose(usize::MAX, usize::MAX, 2, false, None), Backend::Gemm);
-        assert_eq!(choose(512, 512, 512, true, Some(Backend::OpenBlas)), Backend::OpenBlas);
-        assert_eq!(choose(2, 2, 2, false, Some(Backend::Gemm)), Backend::Gemm);
+        assert_eq!(choose(usize::MAX, usize::MAX, 2, false, yes, None), Backend::Gemm);
+        assert_eq!(
+            choose(512, 512, 512, true, no, Some(Backend::OpenBlas)),
+            Backend::OpenBlas
+        );
+        assert_eq!(choose(2, 2, 2, false, yes, Some(Backend::Gemm)), Backend::Gemm);
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! GEMM: which library `matmul` runs, chosen the way the core chooses
-//! (`apsi_core::tensor::matmul::choose`): with AVX-512F the built-in `gemm`
-//! crate's AVX-512 kernels take every product of at least 16^3
-//! multiply-adds; the system OpenBLAS (loaded the way the core loads it:
-//! `$APSI_BLAS_LIB`, else `libopenblas.so.0`) takes the rest; without
-//! AVX-512 the crate's AVX2 kernels take every product (OpenBLAS's bits
-//! depend on its thread count, so it only gets one-thread products);
-//! `APSI_MATMUL=gemm|openblas` forces one. Reports
-//! OpenBLAS's build and thread count too.
+//! (`apsi_core::tensor::matmul::choose`): with AVX-512F, the system OpenBLAS
+//! (loaded the way the core loads it: `$APSI_BLAS_LIB`, else
+//! `libopenblas.so.0`) takes the products under 16^3 multiply-adds, and those
+//! up to 100^3 where it runs its AVX-512 small-matrix kernels (0.3.17 and
+//! later on a SkylakeX-class core), always on one thread; the built-in `gemm`
+//! crate's AVX-512 kernels take the rest. Without AVX-512 the crate's AVX2
+//! kernels take every product (OpenBLAS's bits depend on its thread count).
+//! `APSI_MATMUL=gemm|openblas` forces one. Reports OpenBLAS's build and
+//! thread count too.
 
 use crate::check::Check;
 use crate::dl::Library;
@@ -29,14 +30,30 @@ fn backend_named(v: &str) -> Option<&'static str> {
     }
 }
 
-/// Which library runs the largest products: `"gemm"` or `"openblas"` (the
-/// core's rule, see the module docs).
-fn large_products(avx512: bool, forced: Option<&'static str>) -> &'static str {
-    forced.unwrap_or(if avx512 { "gemm" } else { "openblas" })
+/// Which library runs the largest products: `"gemm"` unless `APSI_MATMUL`
+/// forces OpenBLAS (the core's rule, see the module docs).
+fn large_products(forced: Option<&'static str>) -> &'static str {
+    forced.unwrap_or("gemm")
+}
+
+/// Whether OpenBLAS runs its AVX-512 small-matrix kernels, from its
+/// `openblas_get_config()` ("OpenBLAS 0.3.21 ...") and
+/// `openblas_get_corename()` (the core's `cblas::small_kernels` rule).
+fn small_kernels(config: &str, core: &str) -> bool {
+    let version: Vec<u32> = config
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or("")
+        .split('.')
+        .map_while(|p| p.parse().ok())
+        .collect();
+    let recent =
+        config.starts_with("OpenBLAS ") && version.len() >= 3 && (version[0], version[1], version[2]) >= (0, 3, 17);
+    recent && ["skylakex", "cooperlake", "sapphirerapids"].contains(&core.to_ascii_lowercase().as_str())
 }
 
 fn probe_with(blas_feature: bool, apsi_threads: usize, avx512: bool, forced: Option<&'static str>) -> Check {
-    let large = large_products(avx512, forced);
+    let large = large_products(forced);
     let env_threads = ["OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"].iter().find_map(|k| {
         std::env::var(k)
             .ok()
@@ -85,27 +102,31 @@ fn probe_with(blas_feature: bool, apsi_threads: usize, avx512: bool, forced: Opt
         if let Some(c) = &core {
             blas.push_str(&format!(" (kernels for {c})"));
         }
-        let summary = match (large, forced.is_some()) {
-            ("gemm", true) => format!(
+        // The short name ("OpenBLAS 0.3.21"); the full config is in the details.
+        let short = blas.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+        let small = avx512 && small_kernels(config.as_deref().unwrap_or(""), core.as_deref().unwrap_or(""));
+        let summary = match (forced, avx512) {
+            (Some("gemm"), _) => format!(
                 "matmul uses the built-in gemm crate for every product (APSI_MATMUL=gemm), {apsi_threads} threads"
             ),
-            ("gemm", false) => {
-                // The short name ("OpenBLAS 0.3.21"); the full config is in the details.
-                let short: Vec<&str> = blas.split_whitespace().take(2).collect();
-                format!("matmul uses the built-in gemm crate's AVX-512 kernels from 16x16x16 up and {} below, {apsi_threads} threads", short.join(" "))
-            }
-            (_, true) => format!("matmul uses {blas} for every product (APSI_MATMUL=openblas), {apsi_threads} threads"),
-            _ => format!("matmul uses the built-in gemm crate's AVX2 kernels for every product (no AVX-512 here; {blas} is not needed), {apsi_threads} threads"),
+            (Some(_), _) => format!("matmul uses {blas} for every product (APSI_MATMUL=openblas), {apsi_threads} threads"),
+            (None, true) if small => format!(
+                "matmul uses {short}'s AVX-512 small-matrix kernels ({}) up to 100x100x100 on one thread, and the built-in gemm crate's AVX-512 kernels above on {apsi_threads} threads",
+                core.as_deref().unwrap_or("")
+            ),
+            (None, true) => format!("matmul uses the built-in gemm crate's AVX-512 kernels from 16x16x16 up and {short} below, {apsi_threads} threads"),
+            (None, false) => format!("matmul uses the built-in gemm crate's AVX2 kernels for every product (no AVX-512 here; {short} is not needed), {apsi_threads} threads"),
         };
         return Check::ok("gemm", summary)
             .detail(
                 "large_products",
-                if large == "gemm" {
-                    "gemm crate (AVX-512)"
-                } else {
-                    "openblas"
+                match (large, avx512) {
+                    ("gemm", true) => "gemm crate (AVX-512)",
+                    ("gemm", false) => "gemm crate (AVX2)",
+                    _ => "openblas",
                 },
             )
+            .detail("small_kernels", small)
             .detail_opt("forced", forced.map(|f| format!("APSI_MATMUL={f}")))
             .detail("library", n.as_str())
             .detail_opt("path", path)
@@ -115,22 +136,29 @@ fn probe_with(blas_feature: bool, apsi_threads: usize, avx512: bool, forced: Opt
             .detail("threads", apsi_threads)
             .detail_opt("env", env_threads);
     }
-    if large == "gemm" {
-        // Only products under 16^3 would have gone to OpenBLAS: nothing to fix.
-        return Check::ok("gemm", format!("matmul uses the built-in gemm crate (AVX-512 kernels from 16x16x16 up; OpenBLAS, for smaller products, was not found), {apsi_threads} threads"))
-            .detail("large_products", "gemm crate (AVX-512)")
+    if !avx512 && large == "gemm" {
+        // Without AVX-512 the crate runs every product: OpenBLAS is not needed.
+        return Check::ok("gemm", format!("matmul uses the built-in gemm crate's AVX2 kernels for every product (no AVX-512 here, so OpenBLAS is not needed), {apsi_threads} threads"))
+            .detail("large_products", "gemm crate (AVX2)")
             .detail("library", "gemm crate")
             .detail("tried", names)
             .detail("errors", errors)
             .detail("threads", apsi_threads);
     }
-    Check::warn("gemm", "OpenBLAS was not found: matmul falls back to the built-in gemm crate")
-        .detail("large_products", "gemm crate")
+    Check::warn("gemm", "OpenBLAS was not found: matmul uses the built-in gemm crate for every product")
+        .detail(
+            "large_products",
+            if avx512 {
+                "gemm crate (AVX-512)"
+            } else {
+                "gemm crate (AVX2)"
+            },
+        )
         .detail("library", "gemm crate")
         .detail("tried", names)
         .detail("errors", errors)
         .detail("threads", apsi_threads)
-        .fix("install OpenBLAS for faster large matrix products (Debian/Ubuntu: `apt install libopenblas0`), or set APSI_BLAS_LIB to a CBLAS library")
+        .fix("install OpenBLAS for faster products up to 100x100x100 (its AVX-512 small-matrix kernels; Debian/Ubuntu: `apt install libopenblas0`), or set APSI_BLAS_LIB to a CBLAS library")
 }
 
 #[cfg(test)]
@@ -148,11 +176,20 @@ mod tests {
     #[test]
     fn large_products_follow_the_cores_rule() {
         let forced = backend_named;
-        assert_eq!(large_products(true, None), "gemm");
-        assert_eq!(large_products(false, None), "openblas");
-        assert_eq!(large_products(true, forced("OpenBLAS")), "openblas");
-        assert_eq!(large_products(false, forced("gemm")), "gemm");
-        assert_eq!(large_products(true, forced("nonsense")), "gemm");
+        assert_eq!(large_products(None), "gemm");
+        assert_eq!(large_products(forced("OpenBLAS")), "openblas");
+        assert_eq!(large_products(forced("gemm")), "gemm");
+        assert_eq!(large_products(forced("nonsense")), "gemm");
+    }
+
+    #[test]
+    fn small_kernels_as_the_core_decides() {
+        let cfg = "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY Cooperlake MAX_THREADS=64";
+        assert!(small_kernels(cfg, "Cooperlake"));
+        assert!(small_kernels("OpenBLAS 0.3.31.dev", "SkylakeX"));
+        assert!(!small_kernels(cfg, "Haswell"));
+        assert!(!small_kernels("OpenBLAS 0.3.13", "SkylakeX"));
+        assert!(!small_kernels("", "SkylakeX"));
     }
 
     #[test]
