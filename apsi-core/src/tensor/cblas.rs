@@ -17,47 +17,33 @@ const ROW_MAJOR: c_int = 101;
 const NO_TRANS: c_int = 111;
 const TRANS: c_int = 112;
 
-type SgemmFn = unsafe extern "C" fn(
+/// `cblas_sgemm` (`T = f32`) or `cblas_dgemm` (`T = f64`).
+pub type GemmFn<T> = unsafe extern "C" fn(
     c_int,
     c_int,
     c_int,
     c_int,
     c_int,
     c_int,
-    f32,
-    *const f32,
+    T,
+    *const T,
     c_int,
-    *const f32,
+    *const T,
     c_int,
-    f32,
-    *mut f32,
-    c_int,
-);
-type DgemmFn = unsafe extern "C" fn(
-    c_int,
-    c_int,
-    c_int,
-    c_int,
-    c_int,
-    c_int,
-    f64,
-    *const f64,
-    c_int,
-    *const f64,
-    c_int,
-    f64,
-    *mut f64,
+    T,
+    *mut T,
     c_int,
 );
 type SetThreadsFn = unsafe extern "C" fn(c_int);
+type ThreadShutdownFn = unsafe extern "C" fn() -> c_int;
 type TextFn = unsafe extern "C" fn() -> *const std::os::raw::c_char;
 
 /// OpenBLAS's entry points, loaded at the first matmul. Linking it would
 /// cost every process its start-up (its constructor starts a thread pool:
 /// about 1.5 ms here, half the hello-world budget).
-struct Blas {
-    sgemm: SgemmFn,
-    dgemm: DgemmFn,
+pub struct Blas {
+    sgemm: GemmFn<f32>,
+    dgemm: GemmFn<f64>,
     set_threads: Option<SetThreadsFn>,
     /// Whether its small-matrix kernels for AVX-512 run here ([`small_kernels`]).
     small_kernels: bool,
@@ -81,14 +67,28 @@ fn blas() -> Option<&'static Blas> {
             let lib = unsafe { libloading::Library::new(n) }.ok()?;
             // SAFETY: the symbols have the standard CBLAS signatures above.
             unsafe {
-                let sgemm = *lib.get::<SgemmFn>(b"cblas_sgemm\0").ok()?;
-                let dgemm = *lib.get::<DgemmFn>(b"cblas_dgemm\0").ok()?;
+                let sgemm = *lib.get::<GemmFn<f32>>(b"cblas_sgemm\0").ok()?;
+                let dgemm = *lib.get::<GemmFn<f64>>(b"cblas_dgemm\0").ok()?;
                 let set_threads = lib.get::<SetThreadsFn>(b"openblas_set_num_threads\0").ok().map(|f| *f);
                 let text = |sym: &[u8]| {
                     let f = *lib.get::<TextFn>(sym).ok()?;
                     let p = f();
                     (!p.is_null()).then(|| std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned())
                 };
+                // OpenBLAS's constructor started a thread per core, each of which
+                // spins (sched_yield) for 2^28 cycles before it sleeps: a tenth of a
+                // second of a core right after loading, taken from a two-thread
+                // program's kernels (a stack of 16^3 products on 2 threads ran 1.2x
+                // its 1-thread speed instead of 2x). Matmul runs OpenBLAS on one
+                // thread unless APSI_MATMUL=openblas, so they are stopped now; the
+                // library starts them again itself when a call needs them (its
+                // fork handler's path).
+                // (The count is set first: setting it starts them again.)
+                if let (Some(set), Ok(stop)) = (set_threads, lib.get::<ThreadShutdownFn>(b"blas_thread_shutdown_\0")) {
+                    set(1);
+                    stop();
+                    *BLAS_THREADS.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = 1;
+                }
                 let small_kernels = runs_small_kernels(
                     text(b"openblas_get_config\0").as_deref().unwrap_or(""),
                     text(b"openblas_get_corename\0").as_deref().unwrap_or(""),
@@ -178,8 +178,14 @@ pub fn operand(rows: usize, cols: usize, rs: isize, cs: isize) -> Option<Operand
 }
 
 /// The element types BLAS multiplies.
-pub trait Gemm: Copy {
-    /// `c (m x n, row-major, dense) = a (m x k) @ b (k x n)`.
+pub trait Gemm: Copy + 'static {
+    const ONE: Self;
+    const ZERO: Self;
+
+    /// The library's entry point for this type.
+    fn entry(blas: &Blas) -> GemmFn<Self>;
+
+    /// `c (m x n, row-major, dense) = a (m x k) @ b (k x n)` on `threads` threads.
     ///
     /// # Safety
     /// `a` and `b` must address every element their operand forms describe
@@ -196,7 +202,49 @@ pub trait Gemm: Copy {
         fb: Operand,
         c: *mut Self,
         threads: usize,
-    ) -> bool;
+    ) -> bool {
+        let Some(blas) = blas() else { return false };
+        // The thread count held for the length of the product: the count is
+        // the library's global state, and its bits depend on it, so no other
+        // caller's count may slip in between (products with the same count
+        // run side by side).
+        let _held = use_threads(blas, threads);
+        let ldc = n.max(1) as c_int;
+        let (m, n, k) = (m as c_int, n as c_int, k as c_int);
+        (Self::entry(blas))(
+            ROW_MAJOR,
+            tr(fa.trans),
+            tr(fb.trans),
+            m,
+            n,
+            k,
+            Self::ONE,
+            a,
+            fa.ld,
+            b,
+            fb.ld,
+            Self::ZERO,
+            c,
+            ldc,
+        );
+        true
+    }
+}
+
+impl Gemm for f32 {
+    const ONE: f32 = 1.0;
+    const ZERO: f32 = 0.0;
+    fn entry(blas: &Blas) -> GemmFn<f32> {
+        blas.sgemm
+    }
+}
+
+impl Gemm for f64 {
+    const ONE: f64 = 1.0;
+    const ZERO: f64 = 0.0;
+    fn entry(blas: &Blas) -> GemmFn<f64> {
+        blas.dgemm
+    }
 }
 
 fn tr(t: bool) -> c_int {
@@ -207,51 +255,68 @@ fn tr(t: bool) -> c_int {
     }
 }
 
-macro_rules! gemm_impl {
-    ($t:ty, $f:ident) => {
-        impl Gemm for $t {
-            unsafe fn gemm(
-                m: usize,
-                n: usize,
-                k: usize,
-                a: *const $t,
-                fa: Operand,
-                b: *const $t,
-                fb: Operand,
-                c: *mut $t,
-                threads: usize,
-            ) -> bool {
-                let Some(blas) = blas() else { return false };
-                // The thread count held for the length of the product: the
-                // count is the library's global state, and its bits depend
-                // on it, so no other caller's count may slip in between
-                // (products with the same count run side by side).
-                let _held = use_threads(blas, threads);
-                let ldc = n.max(1) as c_int;
-                let (m, n, k) = (m as c_int, n as c_int, k as c_int);
-                (blas.$f)(
-                    ROW_MAJOR,
-                    tr(fa.trans),
-                    tr(fb.trans),
-                    m,
-                    n,
-                    k,
-                    1.0,
-                    a,
-                    fa.ld,
-                    b,
-                    fb.ld,
-                    0.0,
-                    c,
-                    ldc,
-                );
-                true
-            }
-        }
-    };
+/// `m x k @ k x n` products of one shape and one pair of operand forms, made
+/// ready once for OpenBLAS on one thread: the entry point, the forms, and the
+/// read lock at thread count 1, held until this is dropped. A stack of
+/// products runs them all through one of these (from several threads at
+/// once, too), paying for the lock and the checks once, not per product
+/// (a stack of 256 8x8 products spent 4% of its time taking the lock and 11%
+/// on the checks around each call).
+pub struct Prepared<T> {
+    call: GemmFn<T>,
+    /// 1 and 0 (alpha and beta) in T.
+    one_zero: (T, T),
+    trans: (c_int, c_int),
+    mnk: (c_int, c_int, c_int),
+    ld: (c_int, c_int, c_int),
+    _held: std::sync::RwLockReadGuard<'static, usize>,
 }
-gemm_impl!(f32, sgemm);
-gemm_impl!(f64, dgemm);
+
+/// [`Prepared`] products for operands with the (row, column) strides `sa`
+/// and `sb`, or `None` when no BLAS can be loaded or an operand cannot be
+/// given to BLAS as it is ([`operand`]).
+pub fn prepare<T: Gemm>(m: usize, n: usize, k: usize, sa: (isize, isize), sb: (isize, isize)) -> Option<Prepared<T>> {
+    let fa = operand(m, k, sa.0, sa.1)?;
+    let fb = operand(k, n, sb.0, sb.1)?;
+    let blas = blas()?;
+    Some(Prepared {
+        call: T::entry(blas),
+        one_zero: (T::ONE, T::ZERO),
+        trans: (tr(fa.trans), tr(fb.trans)),
+        // operand() checked that m, k and n fit a c_int.
+        mnk: (m as c_int, n as c_int, k as c_int),
+        ld: (fa.ld, fb.ld, n.max(1) as c_int),
+        _held: use_threads(blas, 1),
+    })
+}
+
+impl<T: Copy> Prepared<T> {
+    /// `c = a @ b` for one pair of operands.
+    ///
+    /// # Safety
+    /// `a` and `b` must address every element of operands of the prepared
+    /// sizes and strides, and `c` must hold `m * n` elements.
+    pub unsafe fn run(&self, a: *const T, b: *const T, c: *mut T) {
+        let (m, n, k) = self.mnk;
+        let (lda, ldb, ldc) = self.ld;
+        (self.call)(
+            ROW_MAJOR,
+            self.trans.0,
+            self.trans.1,
+            m,
+            n,
+            k,
+            self.one_zero.0,
+            a,
+            lda,
+            b,
+            ldb,
+            self.one_zero.1,
+            c,
+            ldc,
+        );
+    }
+}
 
 /// The thread count last given to OpenBLAS (0: never), read-locked for the
 /// length of each product and write-locked to change it.

@@ -162,8 +162,14 @@ fn run<T: Scalar + Default + Kernel + Real>(
             let threads = if work >= PAR_WORK { pool } else { 1 };
             // One backend for every product of the call, whatever the thread count.
             let be = choose(m, n, k, has_avx512(), blas_small_kernels, forced());
-            // OpenBLAS chosen by size runs each product on one thread (see `choose`).
+            // OpenBLAS chosen by size runs each product on one thread (see `choose`),
+            // made ready once for all the products of the call.
             let blas_by_size = be == Backend::OpenBlas && forced().is_none();
+            let blas_ready = if blas_by_size && m > 1 && n > 1 && k > 0 {
+                T::prepare_blas(m, n, k, (xr, xc), (yr, yc))
+            } else {
+                None
+            };
             // The address, not the pointer, so that products of a batch can
             // run on several threads (each writes its own m * n elements).
             let base_addr = base as usize;
@@ -209,6 +215,11 @@ fn run<T: Scalar + Default + Kernel + Real>(
                         return;
                     }
                 }
+                if let Some(ready) = &blas_ready {
+                    // SAFETY: as below; the operands have the prepared sizes and strides.
+                    unsafe { ready.run(pa, pb, dst) };
+                    return;
+                }
                 let threads = if blas_by_size { 1 } else { threads };
                 // SAFETY: the layouts of x and y address only elements inside
                 // their storage slices (offset + strides within bounds, checked
@@ -221,17 +232,18 @@ fn run<T: Scalar + Default + Kernel + Real>(
                 let ox = batch_offsets(lx, batch);
                 let oy = batch_offsets(ly, batch);
                 // (Not under APSI_MATMUL=openblas: the library's own threads run each product.)
-                let shared = threads == 1
+                let shared = (threads == 1 || blas_by_size)
                     && pool > 1
                     && nb > 1
                     && work.saturating_mul(nb) >= PAR_WORK
                     && (be == Backend::Gemm || blas_by_size);
                 if shared {
                     // A stack of products each too small to split (attention's
-                    // per-head `q @ kᵀ`): whole products are shared among the
-                    // threads instead (OpenBLAS's one-thread calls run side by
-                    // side). Each is still computed by one thread with the same
-                    // kernel, so the bits do not depend on the split.
+                    // per-head `q @ kᵀ`) or each run by OpenBLAS on one thread:
+                    // whole products are shared among the threads instead
+                    // (OpenBLAS's one-thread calls run side by side). Each is
+                    // still computed by one thread with the same kernel, so the
+                    // bits do not depend on the split.
                     use rayon::prelude::*;
                     ox.par_iter()
                         .zip(oy.par_iter())
@@ -360,6 +372,10 @@ pub fn has_avx512() -> bool {
 /// One dense `m x n` product `dst = a @ b` of strided matrices, on the backend [`choose`] picks
 /// (multi-threaded when `threads > 1`).
 pub trait Kernel: Sized + Copy + 'static {
+    /// OpenBLAS made ready on one thread for `m x k @ k x n` products with the (row, column)
+    /// strides `sa` and `sb` (`None`: no OpenBLAS, or an operand it cannot take).
+    fn prepare_blas(m: usize, n: usize, k: usize, sa: (isize, isize), sb: (isize, isize)) -> Option<BlasReady<Self>>;
+
     /// `dst = a @ b` on `be` (OpenBLAS falls back to the `gemm` crate where it cannot run), on
     /// `threads` threads.
     ///
@@ -381,9 +397,44 @@ pub trait Kernel: Sized + Copy + 'static {
     );
 }
 
+/// Products made ready for OpenBLAS ([`super::cblas::Prepared`]); never made without the `blas` feature.
+#[cfg(feature = "blas")]
+pub type BlasReady<T> = super::cblas::Prepared<T>;
+
+/// Products made ready for OpenBLAS; never made without the `blas` feature.
+#[cfg(not(feature = "blas"))]
+pub struct BlasReady<T>(std::convert::Infallible, std::marker::PhantomData<T>);
+
+#[cfg(not(feature = "blas"))]
+impl<T> BlasReady<T> {
+    /// # Safety
+    /// Never called: no value of this type exists.
+    pub unsafe fn run(&self, _a: *const T, _b: *const T, _c: *mut T) {
+        match self.0 {}
+    }
+}
+
 macro_rules! kernel_impl {
     ($t:ty) => {
         impl Kernel for $t {
+            fn prepare_blas(
+                m: usize,
+                n: usize,
+                k: usize,
+                sa: (isize, isize),
+                sb: (isize, isize),
+            ) -> Option<BlasReady<$t>> {
+                #[cfg(feature = "blas")]
+                {
+                    super::cblas::prepare::<$t>(m, n, k, sa, sb)
+                }
+                #[cfg(not(feature = "blas"))]
+                {
+                    let _ = (m, n, k, sa, sb);
+                    None
+                }
+            }
+
             unsafe fn kernel_on(
                 be: Backend,
                 m: usize,
@@ -775,6 +826,40 @@ mod tests {
                         assert!((two[i * n + j] - want).abs() < 1e-3, "{d:?} {m}x{k}x{n} ({i}, {j})");
                     }
                 }
+            }
+        }
+    }
+
+    /// A stack of products each big enough for two threads but run by OpenBLAS
+    /// on one (up to 100^3) is shared out whole: the same bits on 1 and 2 threads.
+    #[test]
+    fn a_stack_of_blas_sized_products_gives_the_same_bits_on_1_and_2_threads() {
+        let mut rng = Rng(0x57ac);
+        for (b, m, k, n) in [(4usize, 80usize, 80usize, 80usize), (3, 100, 100, 100), (5, 70, 90, 64)] {
+            assert!(m * n * k >= PAR_WORK && (m * n * k) as u64 <= BLAS_SMALL);
+            let x: Vec<f64> = (0..b * m * k).map(|_| rng.next()).collect();
+            let y: Vec<f64> = (0..b * k * n).map(|_| rng.next()).collect();
+            let (xt, yt) = (Tensor::from_vec(x, vec![b, m, k]), Tensor::from_vec(y, vec![b, k, n]));
+            for d in [DType::F64, DType::F32] {
+                let (a, c) = (xt.astype(d).expect("cast"), yt.astype(d).expect("cast"));
+                let on = |threads: usize| {
+                    let pool = rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .expect("a pool");
+                    pool.install(|| {
+                        matmul(&a, &c)
+                            .expect("a product")
+                            .astype(DType::F64)
+                            .expect("cast")
+                            .to_vec::<f64>()
+                    })
+                };
+                let (one, two) = (on(1), on(2));
+                assert!(
+                    one.iter().zip(&two).all(|(p, q)| p.to_bits() == q.to_bits()),
+                    "{d:?} {b}x{m}x{k}x{n}: 1 and 2 threads differ"
+                );
             }
         }
     }
