@@ -130,7 +130,7 @@ fn batch_offsets(t: &Layout, batch: &[usize]) -> Vec<usize> {
         offset: t.offset,
     };
     let st = bl.broadcast_strides(batch);
-    let mut v = Vec::new();
+    let mut v = Vec::with_capacity(batch.iter().product());
     for_each_offset(batch, &st, t.offset, |o| v.push(o));
     v
 }
