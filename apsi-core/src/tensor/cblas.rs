@@ -87,7 +87,7 @@ fn blas() -> Option<&'static Blas> {
                 if let (Some(set), Ok(stop)) = (set_threads, lib.get::<ThreadShutdownFn>(b"blas_thread_shutdown_\0")) {
                     set(1);
                     stop();
-                    *BLAS_THREADS.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = 1;
+                    *BLAS_THREADS.write() = 1;
                 }
                 let small_kernels = runs_small_kernels(
                     text(b"openblas_get_config\0").as_deref().unwrap_or(""),
@@ -269,7 +269,7 @@ pub struct Prepared<T> {
     trans: (c_int, c_int),
     mnk: (c_int, c_int, c_int),
     ld: (c_int, c_int, c_int),
-    _held: std::sync::RwLockReadGuard<'static, usize>,
+    _held: parking_lot::RwLockReadGuard<'static, usize>,
 }
 
 /// [`Prepared`] products for operands with the (row, column) strides `sa`
@@ -319,27 +319,31 @@ impl<T: Copy> Prepared<T> {
 }
 
 /// The thread count last given to OpenBLAS (0: never), read-locked for the
-/// length of each product and write-locked to change it.
-static BLAS_THREADS: std::sync::RwLock<usize> = std::sync::RwLock::new(0);
+/// length of each product (or of a [`Prepared`] stack) and write-locked to
+/// change it.
+static BLAS_THREADS: parking_lot::RwLock<usize> = parking_lot::RwLock::new(0);
 
 /// Gives OpenBLAS's pool the product's thread count (1 for every product
 /// matmul chooses OpenBLAS for; `min(--threads, rayon's pool)` from
 /// [`super::matmul::PAR_WORK`] multiply-adds under `APSI_MATMUL=openblas`),
 /// telling the library only when it changes, and returns the read lock the
 /// caller holds while the product runs: products with the same count run at
-/// once (a product shared out by rows, a stack of them), a product with
-/// another count waits for them. BLAS runs on its own threads while the
-/// caller waits (rayon's workers are idle then), so the two pools do not
-/// compete.
-fn use_threads(blas: &Blas, threads: usize) -> std::sync::RwLockReadGuard<'static, usize> {
+/// once (the products of a stack, tasks' products), a product with another
+/// count waits until none runs. A reader never waits for a waiting writer
+/// (`read_recursive`): a [`Prepared`] stack holds its read lock while rayon
+/// runs its products, and a rayon thread waiting there may take up another
+/// job that reads, which must not queue behind a writer that waits for the
+/// stack. BLAS runs on its own threads while the caller waits (rayon's
+/// workers are idle then), so the two pools do not compete.
+fn use_threads(blas: &Blas, threads: usize) -> parking_lot::RwLockReadGuard<'static, usize> {
     let want = threads.clamp(1, 1024);
     loop {
-        let current = BLAS_THREADS.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let current = BLAS_THREADS.read_recursive();
         if *current == want {
             return current;
         }
         drop(current);
-        let mut current = BLAS_THREADS.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut current = BLAS_THREADS.write();
         if *current != want {
             if let Some(set) = blas.set_threads {
                 // SAFETY: a plain setter of the library's thread count.
@@ -452,5 +456,30 @@ mod tests {
             all.into_iter().map(|p| p.1).collect()
         });
         assert!(serial == together);
+    }
+
+    /// A product that reads the thread count while a stack holds it and a
+    /// product with another count waits goes ahead (a rayon thread inside the
+    /// stack may be the reader; queueing it behind the writer would hang all three).
+    #[test]
+    fn a_reader_never_queues_behind_a_waiting_writer() {
+        let Some(blas) = blas() else {
+            eprintln!("skipped: no OpenBLAS library to load");
+            return;
+        };
+        let held = use_threads(blas, 1);
+        let writer = std::thread::spawn(move || drop(use_threads(blas, 2)));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            let g = use_threads(blas, 1);
+            tx.send(()).ok();
+            drop(g);
+        });
+        let went_ahead = rx.recv_timeout(std::time::Duration::from_secs(10)).is_ok();
+        drop(held);
+        writer.join().expect("the writer");
+        reader.join().expect("the reader");
+        assert!(went_ahead, "a reader waited behind a waiting writer");
     }
 }
