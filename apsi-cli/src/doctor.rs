@@ -152,7 +152,11 @@ fn cli_probes(env: &Arc<Env>) -> Vec<Probe> {
         Probe::new("build", quick, build_check),
         Probe::new("native", slow, native_check),
         Probe::new("gemm", slow, || {
-            probes::blas::probe(cfg!(feature = "blas"), apsi_core::builtins::cpu_count_value())
+            probes::blas::probe(
+                cfg!(feature = "blas"),
+                apsi_core::builtins::cpu_count_value(),
+                small_kernels,
+            )
         }),
     ];
     #[cfg(feature = "pkg")]
@@ -435,5 +439,18 @@ mod tests {
         let mut order = ORDER.to_vec();
         order.sort();
         assert_eq!(ids, order);
+    }
+}
+
+/// The core's rule for OpenBLAS's AVX-512 small-matrix kernels, for the gemm probe.
+fn small_kernels(config: &str, core: &str) -> bool {
+    #[cfg(feature = "blas")]
+    {
+        apsi_core::tensor::cblas::runs_small_kernels(config, core)
+    }
+    #[cfg(not(feature = "blas"))]
+    {
+        let _ = (config, core);
+        false
     }
 }

@@ -124,8 +124,9 @@ pub fn small_kernels() -> bool {
 }
 
 /// [`small_kernels`] from the library's `openblas_get_config()` (which starts
-/// "OpenBLAS 0.3.21 ...") and `openblas_get_corename()`.
-fn runs_small_kernels(config: &str, core: &str) -> bool {
+/// "OpenBLAS 0.3.21 ...") and `openblas_get_corename()` (`apsi doctor` asks
+/// it too, with what it read from the library).
+pub fn runs_small_kernels(config: &str, core: &str) -> bool {
     let version: Vec<u32> = config
         .split_whitespace()
         .nth(1)

@@ -800,22 +800,9 @@ mod tests {
             let y: Vec<f64> = (0..k * n).map(|_| rng.next()).collect();
             let xt = Tensor::from_vec(x.clone(), vec![m, k]);
             let yt = super::super::shape::permute(&Tensor::from_vec(y.clone(), vec![n, k]), &[1, 0]).expect("a view");
-            let on = |threads: usize, d: DType| {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .expect("a pool");
-                let (a, b) = (xt.astype(d).expect("cast"), yt.astype(d).expect("cast"));
-                pool.install(|| {
-                    matmul(&a, &b)
-                        .expect("a product")
-                        .astype(DType::F64)
-                        .expect("cast")
-                        .to_vec::<f64>()
-                })
-            };
             for d in [DType::F64, DType::F32] {
-                let (one, two) = (on(1, d), on(2, d));
+                let (a, b) = (xt.astype(d).expect("cast"), yt.astype(d).expect("cast"));
+                let (one, two) = (product_on(1, &a, &b), product_on(2, &a, &b));
                 assert!(
                     one.iter().zip(&two).all(|(p, q)| p.to_bits() == q.to_bits()),
                     "{d:?} {m}x{k}x{n}: 1 and 2 threads differ"
@@ -830,6 +817,21 @@ mod tests {
         }
     }
 
+    /// `a @ b` as f64 values, computed in a rayon pool of `threads` threads.
+    fn product_on(threads: usize, a: &Tensor, b: &Tensor) -> Vec<f64> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("a pool");
+        pool.install(|| {
+            matmul(a, b)
+                .expect("a product")
+                .astype(DType::F64)
+                .expect("cast")
+                .to_vec::<f64>()
+        })
+    }
+
     /// A stack of products each big enough for two threads but run by OpenBLAS
     /// on one (up to 100^3) is shared out whole: the same bits on 1 and 2 threads.
     #[test]
@@ -842,20 +844,7 @@ mod tests {
             let (xt, yt) = (Tensor::from_vec(x, vec![b, m, k]), Tensor::from_vec(y, vec![b, k, n]));
             for d in [DType::F64, DType::F32] {
                 let (a, c) = (xt.astype(d).expect("cast"), yt.astype(d).expect("cast"));
-                let on = |threads: usize| {
-                    let pool = rayon::ThreadPoolBuilder::new()
-                        .num_threads(threads)
-                        .build()
-                        .expect("a pool");
-                    pool.install(|| {
-                        matmul(&a, &c)
-                            .expect("a product")
-                            .astype(DType::F64)
-                            .expect("cast")
-                            .to_vec::<f64>()
-                    })
-                };
-                let (one, two) = (on(1), on(2));
+                let (one, two) = (product_on(1, &a, &c), product_on(2, &a, &c));
                 assert!(
                     one.iter().zip(&two).all(|(p, q)| p.to_bits() == q.to_bits()),
                     "{d:?} {b}x{m}x{k}x{n}: 1 and 2 threads differ"

@@ -15,10 +15,22 @@ use std::ffi::{c_char, c_int, CStr};
 
 /// `blas_feature`: whether this apsi was built with the `blas` feature.
 /// `apsi_threads`: the thread count Apsi gives BLAS (its own default).
-pub fn probe(blas_feature: bool, apsi_threads: usize) -> Check {
+/// `small_kernels`: the core's rule for whether an OpenBLAS runs its AVX-512
+/// small-matrix kernels, from its `openblas_get_config()` and
+/// `openblas_get_corename()` (`apsi_core::tensor::cblas::runs_small_kernels`).
+pub fn probe(blas_feature: bool, apsi_threads: usize, small_kernels: SmallKernels) -> Check {
     let forced = std::env::var("APSI_MATMUL").ok().and_then(|v| backend_named(&v));
-    probe_with(blas_feature, apsi_threads, super::simd::cpuid_has("avx512f"), forced)
+    probe_with(
+        blas_feature,
+        apsi_threads,
+        super::simd::cpuid_has("avx512f"),
+        forced,
+        small_kernels,
+    )
 }
+
+/// See [`probe`]'s `small_kernels`.
+pub type SmallKernels = fn(config: &str, core: &str) -> bool;
 
 /// The backend `APSI_MATMUL` names (`gemm` or `openblas`, any case); any
 /// other value leaves the choice to the core, as the core reads it.
@@ -36,23 +48,13 @@ fn large_products(forced: Option<&'static str>) -> &'static str {
     forced.unwrap_or("gemm")
 }
 
-/// Whether OpenBLAS runs its AVX-512 small-matrix kernels, from its
-/// `openblas_get_config()` ("OpenBLAS 0.3.21 ...") and
-/// `openblas_get_corename()` (the core's `cblas::small_kernels` rule).
-fn small_kernels(config: &str, core: &str) -> bool {
-    let version: Vec<u32> = config
-        .split_whitespace()
-        .nth(1)
-        .unwrap_or("")
-        .split('.')
-        .map_while(|p| p.parse().ok())
-        .collect();
-    let recent =
-        config.starts_with("OpenBLAS ") && version.len() >= 3 && (version[0], version[1], version[2]) >= (0, 3, 17);
-    recent && ["skylakex", "cooperlake", "sapphirerapids"].contains(&core.to_ascii_lowercase().as_str())
-}
-
-fn probe_with(blas_feature: bool, apsi_threads: usize, avx512: bool, forced: Option<&'static str>) -> Check {
+fn probe_with(
+    blas_feature: bool,
+    apsi_threads: usize,
+    avx512: bool,
+    forced: Option<&'static str>,
+    small_kernels: SmallKernels,
+) -> Check {
     let large = large_products(forced);
     let env_threads = ["OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"].iter().find_map(|k| {
         std::env::var(k)
@@ -165,9 +167,13 @@ fn probe_with(blas_feature: bool, apsi_threads: usize, avx512: bool, forced: Opt
 mod tests {
     use super::*;
 
+    fn no_small_kernels(_: &str, _: &str) -> bool {
+        false
+    }
+
     #[test]
     fn without_the_feature_the_gemm_crate_is_used() {
-        let c = probe(false, 3);
+        let c = probe(false, 3, no_small_kernels);
         assert_eq!(c.status, crate::Status::Ok);
         assert_eq!(c.details["library"], "gemm crate");
         assert_eq!(c.details["threads"], 3);
@@ -183,21 +189,11 @@ mod tests {
     }
 
     #[test]
-    fn small_kernels_as_the_core_decides() {
-        let cfg = "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY Cooperlake MAX_THREADS=64";
-        assert!(small_kernels(cfg, "Cooperlake"));
-        assert!(small_kernels("OpenBLAS 0.3.31.dev", "SkylakeX"));
-        assert!(!small_kernels(cfg, "Haswell"));
-        assert!(!small_kernels("OpenBLAS 0.3.13", "SkylakeX"));
-        assert!(!small_kernels("", "SkylakeX"));
-    }
-
-    #[test]
     fn the_summary_names_the_gemm_crate_where_avx512_runs_it() {
-        let c = probe_with(true, 2, true, None);
+        let c = probe_with(true, 2, true, None, no_small_kernels);
         assert_eq!(c.details["large_products"], "gemm crate (AVX-512)", "{c:?}");
         assert!(c.summary.contains("gemm crate"), "{c:?}");
-        let c = probe_with(true, 2, false, Some("gemm"));
+        let c = probe_with(true, 2, false, Some("gemm"), no_small_kernels);
         assert!(
             c.summary.contains("APSI_MATMUL=gemm") || c.details["library"] == "gemm crate",
             "{c:?}"
@@ -205,8 +201,25 @@ mod tests {
     }
 
     #[test]
+    fn the_summary_names_openblass_small_kernels_where_they_run() {
+        let c = probe_with(true, 2, true, None, |_, _| true);
+        if c.details["library"] == "gemm crate" {
+            eprintln!("skipped: no OpenBLAS library to load");
+            return;
+        }
+        assert!(
+            c.summary.contains("small-matrix kernels") && c.summary.contains("100x100x100"),
+            "{c:?}"
+        );
+        assert_eq!(c.details["small_kernels"], true, "{c:?}");
+        // Without AVX-512 the crate runs every product, whatever OpenBLAS has.
+        let c = probe_with(true, 2, false, None, |_, _| true);
+        assert!(c.summary.contains("AVX2 kernels for every product"), "{c:?}");
+    }
+
+    #[test]
     fn with_the_feature_a_library_or_a_fix() {
-        let c = probe(true, 2);
+        let c = probe(true, 2, no_small_kernels);
         match c.status {
             crate::Status::Ok => {
                 let lib = c.details["library"].as_str().unwrap();
