@@ -143,6 +143,19 @@ pub fn main(argv: &[String]) -> u8 {
     render::exit_code(&checks, opts.strict)
 }
 
+/// The core's rule for OpenBLAS's AVX-512 small-matrix kernels, for the gemm probe.
+fn small_kernels(config: &str, core: &str) -> bool {
+    #[cfg(feature = "blas")]
+    {
+        apsi_core::tensor::cblas::runs_small_kernels(config, core)
+    }
+    #[cfg(not(feature = "blas"))]
+    {
+        let _ = (config, core);
+        false
+    }
+}
+
 /// The checks only the CLI can make.
 fn cli_probes(env: &Arc<Env>) -> Vec<Probe> {
     let quick = apsi_doctor::FILE_LIMIT;
@@ -439,18 +452,5 @@ mod tests {
         let mut order = ORDER.to_vec();
         order.sort();
         assert_eq!(ids, order);
-    }
-}
-
-/// The core's rule for OpenBLAS's AVX-512 small-matrix kernels, for the gemm probe.
-fn small_kernels(config: &str, core: &str) -> bool {
-    #[cfg(feature = "blas")]
-    {
-        apsi_core::tensor::cblas::runs_small_kernels(config, core)
-    }
-    #[cfg(not(feature = "blas"))]
-    {
-        let _ = (config, core);
-        false
     }
 }
