@@ -801,12 +801,7 @@ mod tests {
             let xt = Tensor::from_vec(x.clone(), vec![m, k]);
             let yt = super::super::shape::permute(&Tensor::from_vec(y.clone(), vec![n, k]), &[1, 0]).expect("a view");
             for d in [DType::F64, DType::F32] {
-                let (a, b) = (xt.astype(d).expect("cast"), yt.astype(d).expect("cast"));
-                let (one, two) = (product_on(1, &a, &b), product_on(2, &a, &b));
-                assert!(
-                    one.iter().zip(&two).all(|(p, q)| p.to_bits() == q.to_bits()),
-                    "{d:?} {m}x{k}x{n}: 1 and 2 threads differ"
-                );
+                let two = same_bits_on_1_and_2(&xt, &yt, d);
                 for i in 0..m {
                     for j in 0..n {
                         let want: f64 = (0..k).map(|l| x[i * k + l] * y[j * k + l]).sum();
@@ -817,19 +812,31 @@ mod tests {
         }
     }
 
-    /// `a @ b` as f64 values, computed in a rayon pool of `threads` threads.
-    fn product_on(threads: usize, a: &Tensor, b: &Tensor) -> Vec<f64> {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .expect("a pool");
-        pool.install(|| {
-            matmul(a, b)
-                .expect("a product")
-                .astype(DType::F64)
-                .expect("cast")
-                .to_vec::<f64>()
-        })
+    /// `x @ y` in `d` on rayon pools of 1 and 2 threads: checks that the bits
+    /// agree and returns the product as f64 values.
+    fn same_bits_on_1_and_2(x: &Tensor, y: &Tensor, d: DType) -> Vec<f64> {
+        let (a, b) = (x.astype(d).expect("cast"), y.astype(d).expect("cast"));
+        let on = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("a pool");
+            pool.install(|| {
+                matmul(&a, &b)
+                    .expect("a product")
+                    .astype(DType::F64)
+                    .expect("cast")
+                    .to_vec::<f64>()
+            })
+        };
+        let (one, two) = (on(1), on(2));
+        assert!(
+            one.iter().zip(&two).all(|(p, q)| p.to_bits() == q.to_bits()),
+            "{d:?} {:?} @ {:?}: 1 and 2 threads differ",
+            x.shape(),
+            y.shape()
+        );
+        two
     }
 
     /// A stack of products each big enough for two threads but run by OpenBLAS
@@ -843,12 +850,7 @@ mod tests {
             let y: Vec<f64> = (0..b * k * n).map(|_| rng.next()).collect();
             let (xt, yt) = (Tensor::from_vec(x, vec![b, m, k]), Tensor::from_vec(y, vec![b, k, n]));
             for d in [DType::F64, DType::F32] {
-                let (a, c) = (xt.astype(d).expect("cast"), yt.astype(d).expect("cast"));
-                let (one, two) = (product_on(1, &a, &c), product_on(2, &a, &c));
-                assert!(
-                    one.iter().zip(&two).all(|(p, q)| p.to_bits() == q.to_bits()),
-                    "{d:?} {b}x{m}x{k}x{n}: 1 and 2 threads differ"
-                );
+                same_bits_on_1_and_2(&xt, &yt, d);
             }
         }
     }
