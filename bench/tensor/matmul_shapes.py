@@ -8,7 +8,8 @@ multiply-adds (where Apsi hands products to OpenBLAS's small-matrix kernels
 or to the `gemm` crate) and stacks of small products. Apsi
 (`apsi run --threads N bench/tensor/matmul_shapes.apsi`) and NumPy (its twin
 below, `OPENBLAS_NUM_THREADS=N`, without `OPENBLAS_CORETYPE` or
-`OPENBLAS_L2_SIZE`) take turns, each in its own process, for R rounds; the
+`OPENBLAS_L2_SIZE`; its kernel named by threadpoolctl, Apsi's by `apsi
+doctor`) take turns, each in its own process, for R rounds; the
 table shows GFLOP/s from the best time over all rounds and the ratio NumPy
 time / Apsi time (> 1: Apsi is faster). A benchmark, not a test.
 """
@@ -38,6 +39,17 @@ SHAPES = [(0, s, s, s) for s in (16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 100
     (8, 96, 96, 96), (2, 128, 128, 128)]
 
 
+KERNEL = r'''
+import numpy
+try:
+    from threadpoolctl import threadpool_info
+    print("; ".join(f"{p['internal_api']} {p['version']} {p.get('architecture')}, {p['num_threads']} threads"
+                    for p in threadpool_info() if p.get("user_api") == "blas") or "no BLAS found")
+except ImportError:
+    print("unknown (no threadpoolctl in this Python)")
+'''
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--apsi", default="target/release/apsi")
@@ -50,6 +62,12 @@ def main():
     best = collections.defaultdict(lambda: float("inf"))
     threads = [int(t) for t in a.threads.split(",")]
     print("load average before:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    for t in threads:
+        e = dict(env, OPENBLAS_NUM_THREADS=str(t))
+        kernel = subprocess.run([a.python, "-c", KERNEL], env=e, capture_output=True, text=True).stdout.strip()
+        gemm = subprocess.run([a.apsi, "doctor"], env=env, capture_output=True, text=True).stdout
+        gemm = next((line.split("gemm", 1)[1].strip() for line in gemm.splitlines() if " gemm " in line), "?")
+        print(f"{t} thread(s): NumPy runs {kernel}; Apsi: {gemm}")
     for _ in range(a.rounds):
         for t in threads:
             runs = {
