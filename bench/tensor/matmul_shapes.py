@@ -62,12 +62,13 @@ def main():
     best = collections.defaultdict(lambda: float("inf"))
     threads = [int(t) for t in a.threads.split(",")]
     print("load average before:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    doctor = subprocess.run([a.apsi, "doctor"], env=env, capture_output=True, text=True).stdout
+    gemm = next((line.split("gemm", 1)[1].strip() for line in doctor.splitlines() if " gemm " in line), "?")
+    print(f"Apsi: {gemm}")
     for t in threads:
         e = dict(env, OPENBLAS_NUM_THREADS=str(t))
         kernel = subprocess.run([a.python, "-c", KERNEL], env=e, capture_output=True, text=True).stdout.strip()
-        gemm = subprocess.run([a.apsi, "doctor"], env=env, capture_output=True, text=True).stdout
-        gemm = next((line.split("gemm", 1)[1].strip() for line in gemm.splitlines() if " gemm " in line), "?")
-        print(f"{t} thread(s): NumPy runs {kernel}; Apsi: {gemm}")
+        print(f"{t} thread(s): NumPy runs {kernel}")
     for _ in range(a.rounds):
         for t in threads:
             runs = {

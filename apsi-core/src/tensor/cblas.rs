@@ -185,51 +185,6 @@ pub trait Gemm: Copy + 'static {
 
     /// The library's entry point for this type.
     fn entry(blas: &Blas) -> GemmFn<Self>;
-
-    /// `c (m x n, row-major, dense) = a (m x k) @ b (k x n)` on `threads` threads.
-    ///
-    /// # Safety
-    /// `a` and `b` must address every element their operand forms describe
-    /// for the given sizes, and `c` must hold `m * n` elements.
-    /// Returns false (having done nothing) when no BLAS library is loadable.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn gemm(
-        m: usize,
-        n: usize,
-        k: usize,
-        a: *const Self,
-        fa: Operand,
-        b: *const Self,
-        fb: Operand,
-        c: *mut Self,
-        threads: usize,
-    ) -> bool {
-        let Some(blas) = blas() else { return false };
-        // The thread count held for the length of the product: the count is
-        // the library's global state, and its bits depend on it, so no other
-        // caller's count may slip in between (products with the same count
-        // run side by side).
-        let _held = use_threads(blas, threads);
-        let ldc = n.max(1) as c_int;
-        let (m, n, k) = (m as c_int, n as c_int, k as c_int);
-        (Self::entry(blas))(
-            ROW_MAJOR,
-            tr(fa.trans),
-            tr(fb.trans),
-            m,
-            n,
-            k,
-            Self::ONE,
-            a,
-            fa.ld,
-            b,
-            fb.ld,
-            Self::ZERO,
-            c,
-            ldc,
-        );
-        true
-    }
 }
 
 impl Gemm for f32 {
@@ -257,12 +212,12 @@ fn tr(t: bool) -> c_int {
 }
 
 /// `m x k @ k x n` products of one shape and one pair of operand forms, made
-/// ready once for OpenBLAS on one thread: the entry point, the forms, and the
-/// read lock at thread count 1, held until this is dropped. A stack of
-/// products runs them all through one of these (from several threads at
-/// once, too), paying for the lock and the checks once, not per product
-/// (a stack of 256 8x8 products spent 4% of its time taking the lock and 11%
-/// on the checks around each call).
+/// ready once for OpenBLAS: the entry point, the forms, and the read lock at
+/// the thread count, held until this is dropped. One product runs through
+/// one of these, and a stack of products all through one (from several
+/// threads at once, too), paying for the lock and the checks once, not per
+/// product (a stack of 256 8x8 products spent 4% of its time taking the lock
+/// and 11% on the checks around each call).
 pub struct Prepared<T> {
     call: GemmFn<T>,
     /// 1 and 0 (alpha and beta) in T.
@@ -273,10 +228,17 @@ pub struct Prepared<T> {
     _held: parking_lot::RwLockReadGuard<'static, usize>,
 }
 
-/// [`Prepared`] products for operands with the (row, column) strides `sa`
-/// and `sb`, or `None` when no BLAS can be loaded or an operand cannot be
-/// given to BLAS as it is ([`operand`]).
-pub fn prepare<T: Gemm>(m: usize, n: usize, k: usize, sa: (isize, isize), sb: (isize, isize)) -> Option<Prepared<T>> {
+/// [`Prepared`] products on `threads` threads for operands with the (row,
+/// column) strides `sa` and `sb`, or `None` when no BLAS can be loaded or an
+/// operand cannot be given to BLAS as it is ([`operand`]).
+pub fn prepare<T: Gemm>(
+    m: usize,
+    n: usize,
+    k: usize,
+    sa: (isize, isize),
+    sb: (isize, isize),
+    threads: usize,
+) -> Option<Prepared<T>> {
     let fa = operand(m, k, sa.0, sa.1)?;
     let fb = operand(k, n, sb.0, sb.1)?;
     let blas = blas()?;
@@ -287,7 +249,7 @@ pub fn prepare<T: Gemm>(m: usize, n: usize, k: usize, sa: (isize, isize), sb: (i
         // operand() checked that m, k and n fit a c_int.
         mnk: (m as c_int, n as c_int, k as c_int),
         ld: (fa.ld, fb.ld, n.max(1) as c_int),
-        _held: use_threads(blas, 1),
+        _held: use_threads(blas, threads),
     })
 }
 
@@ -402,13 +364,18 @@ mod tests {
         let a = [1.0f64, 2.0, 3.0, 4.0];
         let b = [5.0f64, 6.0, 7.0, 8.0];
         let mut c = [0.0f64; 4];
-        let nt = Operand { trans: false, ld: 2 };
-        assert!(unsafe { f64::gemm(2, 2, 2, a.as_ptr(), nt, b.as_ptr(), nt, c.as_mut_ptr(), 1) });
+        let row_major = (2, 1);
+        let ready = prepare::<f64>(2, 2, 2, row_major, row_major, 1).expect("a BLAS");
+        // SAFETY: a and b are 2 x 2 row-major; c has 4 elements.
+        unsafe { ready.run(a.as_ptr(), b.as_ptr(), c.as_mut_ptr()) };
+        drop(ready);
         assert_eq!(c, [19.0, 22.0, 43.0, 50.0]);
-        let t = Operand { trans: true, ld: 2 };
         let mut d = [0.0f32; 4];
         let (af, bf) = (a.map(|x| x as f32), b.map(|x| x as f32));
-        assert!(unsafe { f32::gemm(2, 2, 2, af.as_ptr(), nt, bf.as_ptr(), t, d.as_mut_ptr(), 2) });
+        // b's numbers read column by column: b.T.
+        let ready = prepare::<f32>(2, 2, 2, row_major, (1, 2), 2).expect("a BLAS");
+        // SAFETY: as above.
+        unsafe { ready.run(af.as_ptr(), bf.as_ptr(), d.as_mut_ptr()) };
         assert_eq!(d, [17.0, 23.0, 39.0, 53.0]);
     }
 
@@ -425,18 +392,10 @@ mod tests {
             let a: Vec<f64> = (0..m * k).map(|i| ((i * 7 + seed) % 13) as f64 / 13.0 - 0.5).collect();
             let b: Vec<f64> = (0..k * n).map(|i| ((i * 5 + seed) % 11) as f64 / 11.0 - 0.5).collect();
             let mut c = vec![0.0f64; m * n];
-            let (fa, fb) = (
-                Operand {
-                    trans: false,
-                    ld: k as c_int,
-                },
-                Operand {
-                    trans: true,
-                    ld: k as c_int,
-                },
-            );
+            let ready = prepare::<f64>(m, n, k, (k as isize, 1), (1, k as isize), 1).expect("a BLAS");
             // SAFETY: a is m x k row-major, b k x n given as its n x k transpose; c has m * n elements.
-            assert!(unsafe { f64::gemm(m, n, k, a.as_ptr(), fa, b.as_ptr(), fb, c.as_mut_ptr(), 1) });
+            unsafe { ready.run(a.as_ptr(), b.as_ptr(), c.as_mut_ptr()) };
+            drop(ready);
             c.into_iter().map(f64::to_bits).collect()
         };
         let serial: Vec<Vec<u64>> = (0..16).map(|i| one(sizes[i % 4], i)).collect();

@@ -426,7 +426,7 @@ macro_rules! kernel_impl {
             ) -> Option<BlasReady<$t>> {
                 #[cfg(feature = "blas")]
                 {
-                    super::cblas::prepare::<$t>(m, n, k, sa, sb)
+                    super::cblas::prepare::<$t>(m, n, k, sa, sb, 1)
                 }
                 #[cfg(not(feature = "blas"))]
                 {
@@ -449,15 +449,9 @@ macro_rules! kernel_impl {
             ) {
                 #[cfg(feature = "blas")]
                 if be == Backend::OpenBlas {
-                    use super::cblas::{operand, Gemm};
-                    if let (Some(fa), Some(fb), true) = (
-                        operand(m, k, sa.0, sa.1),
-                        operand(k, n, sb.0, sb.1),
-                        i32::try_from(n).is_ok(),
-                    ) {
-                        if <$t as Gemm>::gemm(m, n, k, a, fa, b, fb, dst, threads) {
-                            return;
-                        }
+                    if let Some(ready) = super::cblas::prepare::<$t>(m, n, k, sa, sb, threads) {
+                        ready.run(a, b, dst);
+                        return;
                     }
                 }
                 #[cfg(not(feature = "blas"))]
