@@ -507,8 +507,8 @@ pub enum ReduceOp {
 pub struct Code {
     pub name: Arc<str>,
     pub instrs: Box<[Instr]>,
-    /// The source span of each instruction (same length as `instrs`).
-    pub spans: Box<[Span]>,
+    /// The source span of each instruction (as many as `instrs`).
+    pub spans: SpanTable,
     pub consts: Box<[Value]>,
     pub globals: Box<[Arc<GlobalSlot>]>,
     pub protos: Box<[Arc<FuncProto>]>,
@@ -558,7 +558,7 @@ impl Code {
         self.ic.get(slot as usize)
     }
     pub fn span_at(&self, pc: usize) -> Span {
-        self.spans.get(pc).copied().unwrap_or(self.span)
+        self.spans.get(pc).unwrap_or(self.span)
     }
 
     /// Is `pc` the resume point of a `yield from`'s `Yield` (the loop the
@@ -740,6 +740,8 @@ pub struct LazyCode {
 pub(crate) trait BodyImage: Send + Sync {
     /// Reads the body `at` points to; why not, when it does not decode.
     fn read_body(&self, at: &PendingBody) -> Result<Arc<Code>, String>;
+    /// Reads the span table `at` points to; why not, when it does not decode.
+    fn read_spans(&self, at: &PendingSpans) -> Result<Box<[Span]>, String>;
 }
 
 /// A body left in a program's bytes: `start..end` of `image`, nested
@@ -842,7 +844,7 @@ impl Code {
         let instrs: Box<[Instr]> = Box::new([Instr::LoadK { a: 0, k: 0 }, Instr::Raise { a: 0 }]);
         Code {
             name: Arc::from("<unreadable>"),
-            spans: vec![Span::default(); instrs.len()].into_boxed_slice(),
+            spans: SpanTable::ready(vec![Span::default(); instrs.len()].into_boxed_slice()),
             instrs,
             consts: Box::new([Value::Error(e)]),
             globals: Box::new([]),
@@ -860,6 +862,122 @@ impl Code {
             ic_slots: Box::new([]),
             has_yield_from: false,
         }
+    }
+}
+
+/// Does `i` have an inline cache (`Code::ic`)? The instructions that look
+/// names up on structs: attributes, method calls, and arithmetic (on a
+/// struct it calls an operator method, cached like one).
+fn has_cache(i: &Instr) -> bool {
+    matches!(
+        i,
+        Instr::GetAttr { .. }
+            | Instr::SetAttr { .. }
+            | Instr::CallMethod { .. }
+            | Instr::CallSuper { .. }
+            | Instr::Add { .. }
+            | Instr::Sub { .. }
+            | Instr::Mul { .. }
+            | Instr::MulT { .. }
+            | Instr::Bin { .. }
+            | Instr::AddI { .. }
+    )
+}
+
+/// How many inline caches `instrs` need, and each pc's cache index
+/// (`Code::ic_slots`): a function of the instructions alone, so the
+/// compiled form (`serial.rs`) does not store it.
+pub fn cache_slots(instrs: &[Instr]) -> (usize, Box<[u32]>) {
+    let ncached = instrs.iter().filter(|i| has_cache(i)).count();
+    if ncached == 0 {
+        return (0, Box::new([]));
+    }
+    let mut next = 0u32;
+    let slots = instrs
+        .iter()
+        .map(|i| {
+            if has_cache(i) {
+                next += 1;
+                next - 1
+            } else {
+                u32::MAX
+            }
+        })
+        .collect();
+    (ncached, slots)
+}
+
+/// The source span of each instruction of a body. The compiler makes the
+/// table; a body read back from a compiled program leaves it in the
+/// program's bytes (about 3 bytes an instruction there, 12 here) until
+/// something asks for a span: an error's traceback, `--opstats`, the
+/// native compiler. Most bodies of a cache hit never do.
+///
+/// A table that cannot be read (a bug: the program was signed and
+/// checked) gives every instruction the body's own span, never a panic.
+pub struct SpanTable {
+    cell: std::sync::OnceLock<Box<[Span]>>,
+    pending: Option<PendingSpans>,
+}
+
+/// A span table left in a program's bytes: `n` spans in `start..end` of
+/// `image`, stored relative to `body` (the body's own span).
+pub(crate) struct PendingSpans {
+    pub(crate) image: Arc<dyn BodyImage>,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) n: usize,
+    pub(crate) body: Span,
+}
+
+impl SpanTable {
+    /// A table made by the compiler.
+    pub fn ready(spans: Box<[Span]>) -> SpanTable {
+        SpanTable {
+            cell: std::sync::OnceLock::from(spans),
+            pending: None,
+        }
+    }
+
+    /// A table still in a compiled program's bytes.
+    pub(crate) fn pending(p: PendingSpans) -> SpanTable {
+        SpanTable {
+            cell: std::sync::OnceLock::new(),
+            pending: Some(p),
+        }
+    }
+
+    /// Every span, in pc order (read first if they were not).
+    pub fn all(&self) -> &[Span] {
+        self.cell.get_or_init(|| match &self.pending {
+            Some(p) => p
+                .image
+                .read_spans(p)
+                .unwrap_or_else(|_| vec![p.body; p.n].into_boxed_slice()),
+            None => Box::new([]),
+        })
+    }
+
+    /// The span of the instruction at `pc`.
+    pub fn get(&self, pc: usize) -> Option<Span> {
+        self.all().get(pc).copied()
+    }
+
+    /// How many spans there are (without reading them).
+    pub fn len(&self) -> usize {
+        match (self.cell.get(), &self.pending) {
+            (Some(v), _) => v.len(),
+            (None, Some(p)) => p.n,
+            (None, None) => 0,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Have the spans been made or read yet?
+    pub fn is_read(&self) -> bool {
+        self.cell.get().is_some()
     }
 }
 

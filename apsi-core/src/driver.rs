@@ -150,6 +150,16 @@ impl CompiledProgram {
         }
         n
     }
+    /// How many of the read bodies have had their span tables read.
+    pub fn span_tables_read(&self) -> usize {
+        fn walk(p: &crate::compile::FuncProto) -> usize {
+            if !p.code.is_read() {
+                return 0;
+            }
+            usize::from(p.code.spans.is_read()) + p.code.protos.iter().map(|q| walk(q)).sum::<usize>()
+        }
+        self.units.iter().map(|u| walk(&u.proto)).sum()
+    }
 }
 
 /// The interpreter. `Send + Sync`; create one per process (or per test).

@@ -23,7 +23,10 @@
 //! (`code::LazyCode`).
 //!
 //! A code object's spans are stored as differences from the previous
-//! span's start, with their length and (rarely) another file.
+//! span's start, with their length and (rarely) another file, behind the
+//! table's length in bytes: a body's table is read only when one of its
+//! spans is asked for (`code::SpanTable`). The inline caches' slots are
+//! not stored; they follow from the instructions (`code::cache_slots`).
 //!
 //! Constants that are plain data (none, bools, ints, floats, strings, bytes,
 //! tuples of those, error kinds) are stored by value; a constant the
@@ -39,7 +42,8 @@
 
 use crate::check::{ResolvedUse, UseTarget};
 use crate::code::{
-    BodyImage, Capture, Code, FuncProto, Instr, LazyCode, MethodKind, PendingBody, ReduceOp, StructProto, TypeCheck,
+    BodyImage, Capture, Code, FuncProto, Instr, LazyCode, MethodKind, PendingBody, PendingSpans, ReduceOp, SpanTable,
+    StructProto, TypeCheck,
 };
 use crate::diagnostic::{FileId, Span};
 use crate::error::ErrorKind;
@@ -53,7 +57,7 @@ use std::sync::Arc;
 
 /// The format's version: bumped whenever the layout or the meaning of any
 /// instruction changes (an entry of another format is never decoded).
-pub const FORMAT: u16 = 4;
+pub const FORMAT: u16 = 5;
 
 /// The natives the compiler itself puts into code, which no program can
 /// name (`super()`'s helper, the iterators of a loop's `zip`/`enumerate`/
@@ -655,19 +659,23 @@ impl Enc<'_> {
         }
         // Spans: the body's first, then each as (start - previous start,
         // length, in the body's file or not), which is a byte or two each.
+        // Their bytes' length comes first, so a reader can leave them for
+        // later (`code::SpanTable`).
         self.w.span(c.span);
-        self.w.len(c.spans.len());
+        let spans = c.spans.all();
+        self.w.len(spans.len());
+        let mut table = Writer::default();
         let mut prev = c.span.start;
-        for s in c.spans.iter() {
-            self.w.ivar(i64::from(s.start) - i64::from(prev));
+        for s in spans {
+            table.ivar(i64::from(s.start) - i64::from(prev));
             let other = s.file != c.span.file;
-            self.w
-                .var((u64::from(s.end.saturating_sub(s.start)) << 1) | u64::from(other));
+            table.var((u64::from(s.end.saturating_sub(s.start)) << 1) | u64::from(other));
             if other {
-                self.w.var(u64::from(s.file.0));
+                table.var(u64::from(s.file.0));
             }
             prev = s.start;
         }
+        self.w.bytes(&table.buf);
         self.w.len(c.consts.len());
         for k in c.consts.iter() {
             self.konst(k)?;
@@ -692,8 +700,8 @@ impl Enc<'_> {
         self.u32s(c.sub_addi.iter().map(|&r| u64::from(r)));
         self.strs(&c.cell_names);
         self.strs(&c.free_names);
-        self.w.len(c.ic.len());
-        self.u32s(c.ic_slots.iter().map(|&r| u64::from(r)));
+        // The inline caches are not stored: `code::cache_slots` makes them
+        // from the instructions.
         self.w.bool(c.has_yield_from);
         Ok(())
     }
@@ -828,6 +836,35 @@ impl BodyImage for Image {
     fn read_body(&self, at: &PendingBody) -> Result<Arc<Code>, String> {
         decode_body(self, at).map_err(|e| e.0)
     }
+
+    fn read_spans(&self, at: &PendingSpans) -> Result<Box<[Span]>, String> {
+        let bytes = self
+            .bytes
+            .get(at.start..at.end)
+            .ok_or_else(|| "span table range".to_string())?;
+        span_entries(bytes, at.n, at.body).map_err(|e| e.0)
+    }
+}
+
+/// A span table's `n` entries (each relative to the one before, the first
+/// to `body`'s start), which must fill `bytes` exactly.
+fn span_entries(bytes: &[u8], n: usize, body: Span) -> DResult<Box<[Span]>> {
+    let mut r = Reader::new(bytes);
+    let mut v = Vec::with_capacity(n);
+    let mut prev = i64::from(body.start);
+    for _ in 0..n {
+        let start = prev + r.ivar()?;
+        let lf = r.var()?;
+        let file = if lf & 1 == 1 { FileId(r.num()?) } else { body.file };
+        let start32 = u32::try_from(start).map_err(|_| bad("span"))?;
+        let end = u32::try_from(start + (lf >> 1) as i64).map_err(|_| bad("span"))?;
+        v.push(Span::new(file, start32, end));
+        prev = start;
+    }
+    if r.pos != bytes.len() {
+        return Err(bad("trailing bytes in a span table"));
+    }
+    Ok(v.into_boxed_slice())
 }
 
 /// Reads a body left for later; the same checks as any other.
@@ -863,6 +900,8 @@ pub(crate) fn read_bodies(p: &FuncProto, depth: usize) -> DResult<()> {
         Some(b) if !p.code.is_read() => b.read().map_err(DecodeError)?,
         _ => p.code.arc().clone(),
     };
+    // A span table that does not read gives the body's span, never an error.
+    let _ = code.spans.all();
     code.protos.iter().try_for_each(|q| read_bodies(q, depth + 1))
 }
 
@@ -952,24 +991,25 @@ impl Dec<'_> {
         let name = self.name()?;
         let instrs = self.r.list(get_instr)?.into_boxed_slice();
         let span = self.r.span()?;
-        let spans = {
-            let n = self.r.len()?;
-            let mut v = Vec::with_capacity(n);
-            let mut prev = i64::from(span.start);
-            for _ in 0..n {
-                let start = prev + self.r.ivar()?;
-                let lf = self.r.var()?;
-                let file = if lf & 1 == 1 { FileId(self.r.num()?) } else { span.file };
-                let start32 = u32::try_from(start).map_err(|_| bad("span"))?;
-                let end = u32::try_from(start + (lf >> 1) as i64).map_err(|_| bad("span"))?;
-                v.push(Span::new(file, start32, end));
-                prev = start;
-            }
-            v.into_boxed_slice()
-        };
-        if spans.len() != instrs.len() {
+        let nspans = self.r.len()?;
+        if nspans != instrs.len() {
             return Err(bad("spans do not match instructions"));
         }
+        let table = self.r.bytes()?;
+        let spans = match self.image {
+            // Left for later: most bodies of a run never report an error.
+            Some(image) => {
+                let end = self.base + self.r.pos;
+                SpanTable::pending(PendingSpans {
+                    image: image.clone(),
+                    start: end - table.len(),
+                    end,
+                    n: nspans,
+                    body: span,
+                })
+            }
+            None => SpanTable::ready(span_entries(table, nspans, span)?),
+        };
         let n = self.r.len()?;
         let mut consts = Vec::with_capacity(n);
         for _ in 0..n {
@@ -998,15 +1038,8 @@ impl Dec<'_> {
         let sub_addi = self.nums()?;
         let cell_names = self.strs()?;
         let free_names = self.strs()?;
-        let ncached = self.r.len()?;
-        let ic_slots: Box<[u32]> = self.nums()?;
         let has_yield_from = self.r.bool()?;
-        if !ic_slots.is_empty() && ic_slots.len() != instrs.len() {
-            return Err(bad("inline caches do not match instructions"));
-        }
-        if ic_slots.iter().any(|&s| s != u32::MAX && s as usize >= ncached) {
-            return Err(bad("inline cache index"));
-        }
+        let (ncached, ic_slots) = crate::code::cache_slots(&instrs);
         let code = Code {
             name,
             instrs,

@@ -260,7 +260,34 @@ fn bodies_are_read_when_first_run() {
     // The top level, `used` and its comprehension ran; the other two were
     // never read (nor was `inner`, inside one of them).
     assert_eq!(c.bodies_read(), (3, 5));
+    // Nothing failed, so no span was asked for.
+    assert_eq!(c.span_tables_read(), 0);
     assert!(c.read_all_bodies().is_ok());
+}
+
+#[test]
+fn span_tables_are_read_for_an_error_and_point_where_compiling_did() {
+    let src = "def ok(x):\n    return x + 1\n\ndef inner(d, k):\n    v = ok(1)\n    return d[k] + v\n\n\
+               def outer():\n    return inner({'a': 1}, 'b')\n\nprint(ok(1))\nprint(outer())\n";
+    let dir = std::env::temp_dir().join(format!("apsi-serial-spans-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("p.apsi");
+    std::fs::write(&p, src).unwrap();
+    let (a, b) = both_ways(&p).expect("runs on the core");
+    assert!(a.contains("KeyError"), "{a}");
+    assert!(a.contains("return d[k] + v"), "{a}");
+    assert_eq!(a, b);
+    // Decoded again: the error's traceback read the tables of the bodies
+    // it names (the top level, `outer`, `inner`), not `ok`'s.
+    let out = Capture::default();
+    let rt = runtime(&out);
+    let program = check::load(&p, "p.apsi", &env(&rt), Arc::new(SourceMap::new())).unwrap();
+    let bytes = rt.encode_compiled(&rt.compile(&program).unwrap()).unwrap();
+    let c = rt.decode_compiled(&bytes).unwrap();
+    let _ = run(rt, &out, &c, &SourceMap::new());
+    assert_eq!(c.bodies_read(), (4, 4));
+    assert_eq!(c.span_tables_read(), 3);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -264,46 +264,14 @@ impl<'a> FnState<'a> {
             .collect();
         unbound_regs.sort_unstable();
         unbound_regs.dedup();
-        // (Arithmetic too: on a struct it calls an operator method, cached like one.)
-        let cached = |i: &Instr| {
-            matches!(
-                i,
-                Instr::GetAttr { .. }
-                    | Instr::SetAttr { .. }
-                    | Instr::CallMethod { .. }
-                    | Instr::CallSuper { .. }
-                    | Instr::Add { .. }
-                    | Instr::Sub { .. }
-                    | Instr::Mul { .. }
-                    | Instr::MulT { .. }
-                    | Instr::Bin { .. }
-                    | Instr::AddI { .. }
-            )
-        };
-        let ncached = self.instrs.iter().filter(|i| cached(i)).count();
-        let mut next = 0u32;
-        let ic_slots: Box<[u32]> = if ncached == 0 {
-            Box::new([])
-        } else {
-            self.instrs
-                .iter()
-                .map(|i| {
-                    if cached(i) {
-                        next += 1;
-                        next - 1
-                    } else {
-                        u32::MAX
-                    }
-                })
-                .collect()
-        };
+        let (ncached, ic_slots) = crate::code::cache_slots(&self.instrs);
         let mut code = Code {
             ic: (0..ncached).map(|_| Default::default()).collect(),
             ic_slots,
             unbound_regs: unbound_regs.into_boxed_slice(),
             name: self.name,
             instrs: self.instrs.into_boxed_slice(),
-            spans: self.spans.into_boxed_slice(),
+            spans: crate::code::SpanTable::ready(self.spans.into_boxed_slice()),
             consts: self.consts.into_boxed_slice(),
             globals: self.globals.into_boxed_slice(),
             protos: self.protos.into_boxed_slice(),
