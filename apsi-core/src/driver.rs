@@ -89,7 +89,7 @@ pub enum RunError {
 /// The globals of one unit (or of the REPL session).
 #[derive(Default)]
 struct UnitGlobals {
-    own: IndexMap<String, Arc<GlobalSlot>>,
+    own: IndexMap<String, Arc<GlobalSlot>, crate::value::FxBuild>,
     unqualified: Vec<(String, GlobalRef)>,
     /// Own slots that start from the value of a used module's slot of the
     /// same name (`use a` then `x = x + 1`): copied when the unit starts to

@@ -180,8 +180,20 @@ impl<'a> Reader<'a> {
         self.pos = end;
         Ok(s)
     }
-    #[inline]
+    /// A varint: most are one byte (register numbers, small counts,
+    /// indexes), read here without a loop; longer ones in [`Self::var_long`].
+    #[inline(always)]
     fn var(&mut self) -> DResult<u64> {
+        match self.data.get(self.pos) {
+            Some(&b) if b < 0x80 => {
+                self.pos += 1;
+                Ok(u64::from(b))
+            }
+            _ => self.var_long(),
+        }
+    }
+    #[inline(never)]
+    fn var_long(&mut self) -> DResult<u64> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
             let b = self.u8()?;
@@ -1476,7 +1488,7 @@ pub(crate) fn decode_units(
         for l in &mut lists {
             let n = d.r.len()?;
             for _ in 0..n {
-                let name = d.name()?.to_string();
+                let name = String::from(&*d.name()?);
                 let i: usize = d.r.num()?;
                 l.push((name, d.slots.get(i).cloned().ok_or_else(|| bad("slot index"))?));
             }

@@ -130,14 +130,19 @@ pub(crate) fn make_struct_type(sp: &StructProto, vals: Vec<Value>) -> VResult<Va
             .map(|p| p.hash_mode.clone())
             .unwrap_or(HashMode::Identity)
     };
-    let simple_init = match methods.get("__init__") {
-        Some(Value::Func(c)) if c.proto.simple => Some(c.clone()),
+    // The special methods the type keeps at hand: none to look up (a
+    // dozen hashed lookups) when no method name is a dunder, as in most
+    // structs.
+    let dunder = methods.keys().any(|k| k.starts_with("__"));
+    let special = |name: &str| if dunder { methods.get(name).cloned() } else { None };
+    let simple_init = match special("__init__") {
+        Some(Value::Func(c)) if c.proto.simple => Some(c),
         _ => None,
     };
-    let cmp_methods = CMP_METHODS.map(|name| methods.get(name).cloned());
-    let item_methods = crate::value::ITEM_METHODS.map(|name| methods.get(name).cloned());
-    let iter_method = methods.get("__iter__").cloned();
-    let always_true = crate::value::always_true(&methods);
+    let cmp_methods = CMP_METHODS.map(special);
+    let item_methods = crate::value::ITEM_METHODS.map(special);
+    let iter_method = special("__iter__");
+    let always_true = !dunder || crate::value::always_true(&methods);
     let id = StructType::new_id();
     let layout = match &parent {
         Some(p) if sp.fields.is_empty() => p.layout,
