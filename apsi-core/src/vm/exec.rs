@@ -1509,6 +1509,13 @@ impl Executor {
                                     Some(Err(e)) => throw!(e),
                                     None => {}
                                 }
+                                // No `__init__`: the field-wise constructor.
+                                // SAFETY: as above; the result replaces the
+                                // callee register, not the global slot.
+                                if let Some(v) = self.construct_fields_at(base + a as usize, n as usize, unsafe { &*t })
+                                {
+                                    native_result!(Ok::<Value, Exc>(v), a)
+                                }
                             }
                             // A built-in under a global name (`Collection = list`).
                             Some(Value::Native(nf)) if n <= 3 => {
@@ -2310,6 +2317,67 @@ impl Executor {
             w.swap(i, i + 1);
         }
         w[0] = v;
+    }
+
+    /// `T(args…)` for a struct type without `__init__`, with the `n`
+    /// positional arguments in the slots above `fpos`: the field-wise
+    /// constructor, its instance made in place (each argument moved into
+    /// its field by its parts, the rest from their defaults) without the
+    /// general path's argument lists. `None`, with nothing moved, when the
+    /// call does not fit (more arguments than fields, a field without a
+    /// value, a value its annotation refuses): the general path
+    /// (`ops::structs::construct`) then reports it.
+    fn construct_fields_at(&mut self, fpos: usize, n: usize, t: &Arc<StructType>) -> Option<Value> {
+        if t.simple_init.is_some() || t.methods.contains_key("__init__") {
+            return None;
+        }
+        let fields = &t.fields;
+        let args = self.stack.get(fpos + 1..fpos + 1 + n)?;
+        if n > fields.len() {
+            return None;
+        }
+        for (i, f) in fields.iter().enumerate() {
+            let v = match args.get(i) {
+                Some(v) => v,
+                None => f.default.as_ref()?,
+            };
+            if let Some(check) = f.annotation.as_deref().and_then(crate::code::TypeCheck::from_name) {
+                if !crate::ops::accepts(check, v) {
+                    return None;
+                }
+            }
+        }
+        // The call fits: from here on nothing declines.
+        let mut obj = Arc::new(StructObj {
+            ty: t.clone(),
+            fields: crate::value::VLock::new(FieldVec::new()),
+        });
+        // A new `Arc` has no other owner, so this always holds.
+        if let Some(o) = Arc::get_mut(&mut obj) {
+            let vals = o.fields.get_mut();
+            if fields.len() > vals.inline_size() {
+                vals.reserve_exact(fields.len());
+            }
+            // SAFETY: there is room for every field; each slot is written
+            // once (an argument's parts, moved out of its register, which
+            // is left `none`; a default's, its count raised by `words`)
+            // before the length covers it.
+            unsafe {
+                let p = vals.as_mut_ptr();
+                for (i, f) in fields.iter().enumerate() {
+                    if i < n {
+                        self.stack[fpos + 1 + i].take_words().write_raw(p.add(i));
+                    } else {
+                        match &f.default {
+                            Some(d) => d.words().write_raw(p.add(i)),
+                            None => std::ptr::write(p.add(i), Value::None),
+                        }
+                    }
+                }
+                vals.set_len(fields.len());
+            }
+        }
+        Some(Value::Struct(obj))
     }
 
     /// `T(args…)` with the `n` arguments in the slots above `fpos`, for a
