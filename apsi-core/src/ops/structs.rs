@@ -180,14 +180,18 @@ pub(crate) fn define_const(ty: &Value, name: &str, v: Value) -> VResult<()> {
     }
 }
 
-/// An instance with every field at its default, or `none` (before `__init__`).
+/// A new instance of `t` whose fields `write` writes in place, given a
+/// pointer to room for `t.fields.len()` values.
 ///
-/// Made in place: each field is written into the new object by its parts
-/// (`Value::words`). Built on the stack and then moved in, every field was
-/// read back as one 16-byte load of a value just written by parts, which
-/// stalls on store forwarding (9% of raytrace, whose vectors have
-/// `__init__`).
-pub(crate) fn blank(t: &Arc<StructType>) -> Value {
+/// Fields are written into the new object by their parts (`Value::words`,
+/// `take_words`): a field built on the stack and then moved in was read
+/// back as one 16-byte load of a value just written by parts, which stalls
+/// on store forwarding (9% of raytrace, whose vectors have `__init__`).
+///
+/// # Safety
+/// `write` must write each of the `t.fields.len()` slots once (a value it
+/// owns: parts whose count was raised, or moved out of their place).
+pub(crate) unsafe fn new_instance(t: &Arc<StructType>, write: impl FnOnce(*mut Value)) -> Value {
     let n = t.fields.len();
     let mut obj = Arc::new(StructObj {
         ty: t.clone(),
@@ -199,21 +203,30 @@ pub(crate) fn blank(t: &Arc<StructType>) -> Value {
         if n > vals.inline_size() {
             vals.reserve_exact(n);
         }
-        // SAFETY: there is room for `n` values; each of the first `n`
-        // slots is written once (a default's parts, its count raised by
-        // `words`, or a `none`) before the length covers it.
+        // SAFETY: there is room for `n` values, and the caller writes each
+        // of them before the length covers them.
         unsafe {
-            let p = vals.as_mut_ptr();
+            write(vals.as_mut_ptr());
+            vals.set_len(n);
+        }
+    }
+    Value::Struct(obj)
+}
+
+/// An instance with every field at its default, or `none` (before `__init__`).
+pub(crate) fn blank(t: &Arc<StructType>) -> Value {
+    // SAFETY: every field's slot is written once: a default's parts (its
+    // count raised by `words`) or a `none`.
+    unsafe {
+        new_instance(t, |p| {
             for (i, f) in t.fields.iter().enumerate() {
                 match &f.default {
                     Some(v) => v.words().write_raw(p.add(i)),
                     None => std::ptr::write(p.add(i), Value::None),
                 }
             }
-            vals.set_len(n);
-        }
+        })
     }
-    Value::Struct(obj)
 }
 
 fn plural(n: usize, word: &str) -> String {

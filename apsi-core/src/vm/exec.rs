@@ -2348,25 +2348,15 @@ impl Executor {
             }
         }
         // The call fits: from here on nothing declines.
-        let mut obj = Arc::new(StructObj {
-            ty: t.clone(),
-            fields: crate::value::VLock::new(FieldVec::new()),
-        });
-        // A new `Arc` has no other owner, so this always holds.
-        if let Some(o) = Arc::get_mut(&mut obj) {
-            let vals = o.fields.get_mut();
-            if fields.len() > vals.inline_size() {
-                vals.reserve_exact(fields.len());
-            }
-            // SAFETY: there is room for every field; each slot is written
-            // once (an argument's parts, moved out of its register, which
-            // is left `none`; a default's, its count raised by `words`)
-            // before the length covers it.
-            unsafe {
-                let p = vals.as_mut_ptr();
+        let stack = &mut self.stack;
+        // SAFETY: every field's slot is written once: an argument's parts,
+        // moved out of its register (left `none`), or a default's (its
+        // count raised by `words`), or a `none`.
+        Some(unsafe {
+            crate::ops::structs::new_instance(t, |p| {
                 for (i, f) in fields.iter().enumerate() {
                     if i < n {
-                        self.stack[fpos + 1 + i].take_words().write_raw(p.add(i));
+                        stack[fpos + 1 + i].take_words().write_raw(p.add(i));
                     } else {
                         match &f.default {
                             Some(d) => d.words().write_raw(p.add(i)),
@@ -2374,10 +2364,8 @@ impl Executor {
                         }
                     }
                 }
-                vals.set_len(fields.len());
-            }
-        }
-        Some(Value::Struct(obj))
+            })
+        })
     }
 
     /// `T(args…)` with the `n` arguments in the slots above `fpos`, for a
