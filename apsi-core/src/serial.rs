@@ -865,11 +865,13 @@ fn span_entries(bytes: &[u8], n: usize, body: Span) -> DResult<Box<[Span]>> {
     let mut v = Vec::with_capacity(n);
     let mut prev = i64::from(body.start);
     for _ in 0..n {
-        let start = prev + r.ivar()?;
+        // Checked: damaged bytes are an error, never an overflow.
+        let start = prev.checked_add(r.ivar()?).ok_or_else(|| bad("span"))?;
         let lf = r.var()?;
         let file = if lf & 1 == 1 { FileId(r.num()?) } else { body.file };
         let start32 = u32::try_from(start).map_err(|_| bad("span"))?;
-        let end = u32::try_from(start + (lf >> 1) as i64).map_err(|_| bad("span"))?;
+        let len = u32::try_from(lf >> 1).map_err(|_| bad("span"))?;
+        let end = start32.checked_add(len).ok_or_else(|| bad("span"))?;
         v.push(Span::new(file, start32, end));
         prev = start;
     }
@@ -1518,4 +1520,29 @@ pub(crate) fn decode_units(
         return Err(bad("trailing bytes"));
     }
     Ok(units)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body() -> Span {
+        Span::new(FileId(0), 5, 40)
+    }
+
+    #[test]
+    fn span_tables_read_what_was_written_and_reject_damage() {
+        // (start - previous start) zigzagged, then (length << 1 | other file).
+        let spans = span_entries(&[2, 6, 3, 5, 2], 2, body()).unwrap();
+        assert_eq!(&*spans, &[Span::new(FileId(0), 6, 9), Span::new(FileId(2), 4, 6)]);
+        // A start moved past i64's range, a length past u32's, a start
+        // before the file, too few or too many bytes: errors, never a panic.
+        let far = [0xFE, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01, 0];
+        assert!(span_entries(&far, 1, body()).is_err());
+        let long = [0, 0xFE, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01];
+        assert!(span_entries(&long, 1, body()).is_err());
+        assert!(span_entries(&[11, 0], 1, body()).is_err());
+        assert!(span_entries(&[2, 6], 2, body()).is_err());
+        assert!(span_entries(&[2, 6, 0], 1, body()).is_err());
+    }
 }
