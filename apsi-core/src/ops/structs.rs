@@ -213,17 +213,28 @@ pub(crate) unsafe fn new_instance(t: &Arc<StructType>, write: impl FnOnce(*mut V
     Value::Struct(obj)
 }
 
+/// Writes `f`'s default (its parts, its count raised by `words`), or a
+/// `none`, at `p`, for [`new_instance`].
+///
+/// # Safety
+/// `p` is valid for writes; what it held is overwritten without a drop.
+pub(crate) unsafe fn write_default(f: &StructField, p: *mut Value) {
+    // SAFETY: the caller's.
+    unsafe {
+        match &f.default {
+            Some(v) => v.words().write_raw(p),
+            None => std::ptr::write(p, Value::None),
+        }
+    }
+}
+
 /// An instance with every field at its default, or `none` (before `__init__`).
 pub(crate) fn blank(t: &Arc<StructType>) -> Value {
-    // SAFETY: every field's slot is written once: a default's parts (its
-    // count raised by `words`) or a `none`.
+    // SAFETY: every field's slot is written once, by `write_default`.
     unsafe {
         new_instance(t, |p| {
             for (i, f) in t.fields.iter().enumerate() {
-                match &f.default {
-                    Some(v) => v.words().write_raw(p.add(i)),
-                    None => std::ptr::write(p.add(i), Value::None),
-                }
+                write_default(f, p.add(i));
             }
         })
     }
@@ -314,18 +325,22 @@ pub(crate) fn bind_fields(
     }
     let vals: Vec<Value> = vals.into_iter().map(|v| v.unwrap_or(Value::None)).collect();
     for (f, v) in fields.iter().zip(vals.iter()) {
-        if let Some(check) = f.annotation.as_deref().and_then(TypeCheck::from_name) {
-            if !crate::ops::accepts(check, v) {
-                return Err(type_err(format!(
-                    "{what}() field '{}' must be {}, not {}",
-                    f.name,
-                    check.name(),
-                    v.type_name()
-                )));
-            }
+        if let Some(check) = refused_by(f, v) {
+            return Err(type_err(format!(
+                "{what}() field '{}' must be {}, not {}",
+                f.name,
+                check.name(),
+                v.type_name()
+            )));
         }
     }
     Ok(vals)
+}
+
+/// The check of `f`'s annotation when it refuses `v` (`None`: taken).
+pub(crate) fn refused_by(f: &StructField, v: &Value) -> Option<TypeCheck> {
+    let check = f.annotation.as_deref().and_then(TypeCheck::from_name)?;
+    (!crate::ops::accepts(check, v)).then_some(check)
 }
 
 /// `Point(1.0, y=2.0)`: `__init__` when the struct has one (its own or

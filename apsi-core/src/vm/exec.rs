@@ -2328,7 +2328,7 @@ impl Executor {
     /// value, a value its annotation refuses): the general path
     /// (`ops::structs::construct`) then reports it.
     fn construct_fields_at(&mut self, fpos: usize, n: usize, t: &Arc<StructType>) -> Option<Value> {
-        if t.simple_init.is_some() || t.methods.contains_key("__init__") {
+        if t.method("__init__").is_some() {
             return None;
         }
         let fields = &t.fields;
@@ -2341,27 +2341,21 @@ impl Executor {
                 Some(v) => v,
                 None => f.default.as_ref()?,
             };
-            if let Some(check) = f.annotation.as_deref().and_then(crate::code::TypeCheck::from_name) {
-                if !crate::ops::accepts(check, v) {
-                    return None;
-                }
+            if crate::ops::structs::refused_by(f, v).is_some() {
+                return None;
             }
         }
         // The call fits: from here on nothing declines.
         let stack = &mut self.stack;
         // SAFETY: every field's slot is written once: an argument's parts,
-        // moved out of its register (left `none`), or a default's (its
-        // count raised by `words`), or a `none`.
+        // moved out of its register (left `none`), or `write_default`'s.
         Some(unsafe {
             crate::ops::structs::new_instance(t, |p| {
                 for (i, f) in fields.iter().enumerate() {
                     if i < n {
                         stack[fpos + 1 + i].take_words().write_raw(p.add(i));
                     } else {
-                        match &f.default {
-                            Some(d) => d.words().write_raw(p.add(i)),
-                            None => std::ptr::write(p.add(i), Value::None),
-                        }
+                        crate::ops::structs::write_default(f, p.add(i));
                     }
                 }
             })
