@@ -159,6 +159,14 @@ pub fn run_program(opts: &RunOptions, app: Option<crate::build::App>) -> u8 {
             apsi_core::measure::fmt_seconds(start.elapsed().as_secs_f64())
         );
     }
+    // What the cycle collector did (docs/LANGUAGE.md, "Memory").
+    if std::env::var_os("APSI_GC_STATS").is_some_and(|v| v != "0") {
+        let s = apsi_core::value::cycles::stats();
+        eprintln!(
+            "gc: {} collections, {} instances freed, {} tracked at exit",
+            s.collections, s.freed, s.tracked
+        );
+    }
     code
 }
 

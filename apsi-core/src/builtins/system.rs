@@ -155,10 +155,10 @@ pub(crate) fn bench(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<V
         Value::Float(worst),
         Value::Int(n as i64),
     ];
-    Ok(Value::Struct(Arc::new(StructObj {
-        ty: bench_result_type(),
-        fields: crate::value::VLock::new(crate::value::FieldVec::from_vec(fields)),
-    })))
+    Ok(Value::Struct(StructObj::new(
+        bench_result_type(),
+        crate::value::FieldVec::from_vec(fields),
+    )))
 }
 
 /// `@timed`: a function that calls `f` and prints the call's wall time to

@@ -202,6 +202,7 @@ pub fn set_attr(obj: &Value, name: &str, v: Value) -> VResult<()> {
                 let mut fields = s.fields.write();
                 match fields.get_mut(i) {
                     Some(slot) => {
+                        crate::value::cycles::note_store(s, &v);
                         *slot = v;
                         Ok(())
                     }
@@ -296,7 +297,6 @@ mod tests {
     use super::*;
     #[allow(unused_imports)]
     use crate::ops::Must;
-    use crate::value::VLock as RwLock;
     use crate::value::{StructField, StructObj, StructType};
 
     fn vec2() -> Value {
@@ -317,10 +317,7 @@ mod tests {
             methods: Default::default(),
             ..StructType::plain(String::new(), Vec::new(), Default::default())
         });
-        Value::Struct(Arc::new(StructObj {
-            ty,
-            fields: RwLock::new(vec![Value::Float(3.0), Value::Float(4.0)].into()),
-        }))
+        Value::Struct(StructObj::new(ty, vec![Value::Float(3.0), Value::Float(4.0)].into()))
     }
 
     #[test]
@@ -344,18 +341,15 @@ mod tests {
         let mut methods: indexmap::IndexMap<Arc<str>, Value, crate::value::FxBuild> = Default::default();
         methods.insert("norm2".into(), f.clone());
         let ty2 = Arc::new(StructType::plain(ty.name.clone(), Vec::new(), methods));
-        let w = Value::Struct(Arc::new(StructObj {
-            ty: ty2,
-            fields: RwLock::new(Vec::new().into()),
-        }));
+        let w = Value::Struct(StructObj::new(ty2, Vec::new().into()));
         match get_attr(&w, "norm2").must() {
             Value::BoundMethod(m) => assert!(m.receiver.is(&w) && m.func.is(&f)),
             other => panic!("got {}", other.type_name()),
         }
-        let same = Value::Struct(Arc::new(StructObj {
-            ty: ty.clone(),
-            fields: RwLock::new(vec![Value::Int(3), Value::Float(4.0)].into()),
-        }));
+        let same = Value::Struct(StructObj::new(
+            ty.clone(),
+            vec![Value::Int(3), Value::Float(4.0)].into(),
+        ));
         assert!(crate::ops::eq(&v, &same).must());
         set_attr(&same, "x", Value::Float(1.0)).must();
         assert!(!crate::ops::eq(&v, &same).must());

@@ -196,6 +196,7 @@ pub(crate) unsafe fn new_instance(t: &Arc<StructType>, write: impl FnOnce(*mut V
     let mut obj = Arc::new(StructObj {
         ty: t.clone(),
         fields: VLock::new(FieldVec::new()),
+        gc: crate::value::cycles::GcLink::new(),
     });
     // A new `Arc` has no other owner, so this always holds.
     if let Some(o) = Arc::get_mut(&mut obj) {
@@ -210,6 +211,7 @@ pub(crate) unsafe fn new_instance(t: &Arc<StructType>, write: impl FnOnce(*mut V
             vals.set_len(n);
         }
     }
+    crate::value::cycles::adopt(&obj);
     Value::Struct(obj)
 }
 
@@ -366,10 +368,7 @@ pub(crate) fn construct(
         return Ok(obj);
     }
     let vals = bind_fields(t, t.fields.len(), &t.name, pos, kw)?;
-    Ok(Value::Struct(Arc::new(StructObj {
-        ty: t.clone(),
-        fields: VLock::new(FieldVec::from_vec(vals)),
-    })))
+    Ok(Value::Struct(StructObj::new(t.clone(), FieldVec::from_vec(vals))))
 }
 
 /// The `message` of a user error (its first field, inherited from `Error`).
@@ -428,6 +427,7 @@ impl SuperObj {
             let vals = bind_fields(&obj.ty, n, &what, args.iter().cloned().collect(), kw.to_vec())?;
             let mut fields = obj.fields.write();
             for (slot, v) in fields.iter_mut().zip(vals) {
+                crate::value::cycles::note_store(obj, &v);
                 *slot = v;
             }
             Ok(Value::None)

@@ -40,6 +40,16 @@ impl Cell {
     pub fn take_unbound(&self) -> Value {
         std::mem::replace(&mut *self.0.write(), Value::Unbound)
     }
+
+    /// The value, read without the lock, for the cycle collector.
+    ///
+    /// # Safety
+    /// Nothing writes the cell while the reference lives (solo mode at a
+    /// safe point of the dispatch loop).
+    pub(crate) unsafe fn peek(&self) -> &Value {
+        // SAFETY: the caller's.
+        unsafe { self.0.peek() }
+    }
 }
 
 /// A function value: compiled code plus what it captured when defined.

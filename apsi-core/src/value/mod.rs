@@ -19,6 +19,7 @@ use std::fmt;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
 
+pub mod cycles;
 pub mod dict;
 pub mod dunder;
 pub mod function;
@@ -1337,6 +1338,32 @@ impl StructType {
 pub struct StructObj {
     pub ty: Arc<StructType>,
     pub fields: VLock<FieldVec>,
+    /// Its place among the instances the cycle collector watches
+    /// (`cycles.rs`); untracked unless a field may lead back to an instance.
+    pub gc: cycles::GcLink,
+}
+
+impl StructObj {
+    /// An instance of `ty` with these fields, tracked by the cycle collector
+    /// when one of them may lead back to an instance.
+    pub fn new(ty: Arc<StructType>, fields: FieldVec) -> Arc<StructObj> {
+        let obj = Arc::new(StructObj {
+            ty,
+            fields: VLock::new(fields),
+            gc: cycles::GcLink::new(),
+        });
+        cycles::adopt(&obj);
+        obj
+    }
+}
+
+impl Drop for StructObj {
+    #[inline]
+    fn drop(&mut self) {
+        if self.gc.is_tracked() {
+            cycles::untrack(self);
+        }
+    }
 }
 
 /// A struct instance's field values: up to three live inside the instance

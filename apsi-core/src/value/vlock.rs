@@ -109,6 +109,17 @@ impl<T> VLock<T> {
         self.0.get_mut()
     }
 
+    /// The data, read without the lock, for the cycle collector.
+    ///
+    /// # Safety
+    /// Nothing writes the data while the reference lives (solo mode at a
+    /// safe point of the dispatch loop: no guard is held, no other thread
+    /// runs Apsi code).
+    pub(crate) unsafe fn peek(&self) -> &T {
+        // SAFETY: the caller's.
+        unsafe { &*self.0.data_ptr() }
+    }
+
     pub fn into_inner(self) -> T {
         self.0.into_inner()
     }

@@ -1027,9 +1027,15 @@ impl Executor {
             }
             // A loop back-edge: a pending interrupt (`crate::interrupt`)
             // is raised here as `KeyboardInterrupt`.
+            // It also runs a cycle collection the collector asked for
+            // (`value/cycles.rs`): no lock is held here, and every value in
+            // use is in a register.
             macro_rules! interrupt_point {
                 () => {
                     if crate::interrupt::pending() {
+                        if crate::interrupt::take_collection() {
+                            crate::value::cycles::collect();
+                        }
                         if let Some(e) = crate::interrupt::take() {
                             throw!(e);
                         }
@@ -1816,6 +1822,7 @@ impl Executor {
                                     // SAFETY: the old value was given up just above.
                                     unsafe { w.write_to(slot) };
                                     drop(f);
+                                    crate::value::cycles::note_store(s, &*r!(c));
                                     drop(old);
                                     continue;
                                 }
