@@ -188,10 +188,13 @@ pub(crate) fn define_const(ty: &Value, name: &str, v: Value) -> VResult<()> {
 /// back as one 16-byte load of a value just written by parts, which stalls
 /// on store forwarding (9% of raytrace, whose vectors have `__init__`).
 ///
+/// `write` returns whether a value it wrote may lead back to an instance
+/// (`cycles::may_link`), so the cycle collector watches the new one.
+///
 /// # Safety
 /// `write` must write each of the `t.fields.len()` slots once (a value it
 /// owns: parts whose count was raised, or moved out of their place).
-pub(crate) unsafe fn new_instance(t: &Arc<StructType>, write: impl FnOnce(*mut Value)) -> Value {
+pub(crate) unsafe fn new_instance(t: &Arc<StructType>, write: impl FnOnce(*mut Value) -> bool) -> Value {
     let n = t.fields.len();
     let mut obj = Arc::new(StructObj {
         ty: t.clone(),
@@ -204,14 +207,13 @@ pub(crate) unsafe fn new_instance(t: &Arc<StructType>, write: impl FnOnce(*mut V
         if n > vals.inline_size() {
             vals.reserve_exact(n);
         }
-        // SAFETY: there is room for `n` values, and the caller writes each
-        // of them before the length covers them.
-        unsafe {
-            write(vals.as_mut_ptr());
-            vals.set_len(n);
+        let link = write(vals.as_mut_ptr());
+        // SAFETY: there was room for `n` values, and the caller wrote each.
+        unsafe { vals.set_len(n) };
+        if link {
+            crate::value::cycles::linked(o);
         }
     }
-    crate::value::cycles::adopt(&obj);
     Value::Struct(obj)
 }
 
@@ -235,9 +237,12 @@ pub(crate) fn blank(t: &Arc<StructType>) -> Value {
     // SAFETY: every field's slot is written once, by `write_default`.
     unsafe {
         new_instance(t, |p| {
+            let mut link = false;
             for (i, f) in t.fields.iter().enumerate() {
+                link |= f.default.as_ref().is_some_and(crate::value::cycles::may_link);
                 write_default(f, p.add(i));
             }
+            link
         })
     }
 }

@@ -44,10 +44,12 @@
 //! there is one thread, at a safe point, and a collection allocates no
 //! Apsi values. The registry is only touched in solo mode, by that thread.
 //!
-//! **When.** After as many newly tracked instances as were alive after the
-//! previous collection, and at least [`MIN_BATCH`]: each collection's work
-//! (proportional to the tracked instances) is paid for by the allocations
-//! that led to it, and garbage never outgrows the live data by much.
+//! **When.** Once the tracked instances are twice as many as a collection
+//! left (and at least [`MIN_BATCH`] more): instances freed by their counts
+//! leave the registry at once, so only survivors and cyclic garbage bring
+//! the next collection nearer; each collection's work (proportional to the
+//! tracked instances) is paid for by the growth that led to it, and garbage
+//! never outgrows the live data by much.
 
 use super::solo;
 use super::{StructObj, Value};
@@ -115,6 +117,15 @@ pub fn note_store(obj: &StructObj, v: &Value) {
     }
 }
 
+/// `obj` was just made with a field that may lead back to an instance (the
+/// maker checked while writing it): tracks it.
+#[inline]
+pub(crate) fn linked(obj: &StructObj) {
+    if !obj.gc.is_tracked() {
+        track(obj);
+    }
+}
+
 /// `obj` was just made: tracks it if a field can lead back to it.
 #[inline]
 pub fn adopt(obj: &StructObj) {
@@ -127,9 +138,7 @@ pub fn adopt(obj: &StructObj) {
 /// solo mode, by the one thread that runs Apsi code.
 struct Registry {
     objs: Vec<*const StructObj>,
-    /// Instances tracked since the last collection.
-    since: usize,
-    /// Collect when `since` reaches this.
+    /// Collect when this many instances are tracked.
     next_at: usize,
     stats: Stats,
 }
@@ -152,7 +161,6 @@ unsafe impl Sync for SoloCell {}
 
 static REGISTRY: SoloCell = SoloCell(UnsafeCell::new(Registry {
     objs: Vec::new(),
-    since: 0,
     next_at: MIN_BATCH,
     stats: Stats {
         collections: 0,
@@ -190,8 +198,8 @@ fn track(obj: &StructObj) {
     }
     r.objs.push(obj as *const StructObj);
     obj.gc.set(i);
-    r.since += 1;
-    if r.since >= r.next_at {
+    // Asked once: the request waits for the next loop back-edge.
+    if r.objs.len() == r.next_at {
         crate::interrupt::request_collection();
     }
 }
@@ -374,8 +382,7 @@ pub(crate) fn collect() -> usize {
     }
     // SAFETY: solo mode; nothing else borrows the registry now.
     let r = unsafe { registry() };
-    r.since = 0;
-    r.next_at = r.objs.len().max(MIN_BATCH);
+    r.next_at = r.objs.len() + r.objs.len().max(MIN_BATCH);
     r.stats.collections += 1;
     r.stats.freed += garbage.len();
     garbage.len()

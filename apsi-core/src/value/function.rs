@@ -13,6 +13,17 @@ use std::sync::Arc;
 /// A variable captured by an inner function (or declared `nonlocal`).
 pub struct Cell(RwLock<Value>);
 
+impl Drop for Cell {
+    /// What the cell held goes through the trashcan (`trashcan.rs`): a
+    /// chain of closures each capturing the last is not freed recursively.
+    fn drop(&mut self) {
+        let v = self.0.get_mut();
+        if super::trashcan::frees_nested(v) {
+            super::trashcan::release([std::mem::replace(v, Value::None)]);
+        }
+    }
+}
+
 impl Cell {
     pub fn new(v: Value) -> Cell {
         Cell(RwLock::new(v))

@@ -31,6 +31,7 @@ pub mod solo;
 pub mod sources;
 mod strref;
 pub mod tasks;
+pub(crate) mod trashcan;
 pub mod vlock;
 
 pub use crate::value::dict::DictMap;
@@ -841,16 +842,19 @@ impl Drop for ListObj {
     /// A list of numbers or one-character strings (the common large lists)
     /// is freed without a drop call per item: one scan says no item owns
     /// anything (the shared one-character strings are immortal).
+    /// Items that may free containers in turn (nested lists, instances) go
+    /// through the trashcan (`trashcan.rs`), so deep nesting is not freed
+    /// recursively.
     fn drop(&mut self) {
         let items = self.items.get_mut();
-        if items.iter().all(|v| match v {
-            Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) => true,
-            Value::Str(s) => s.is_immortal(),
-            _ => false,
-        }) {
-            // SAFETY: these values own nothing, so not dropping them leaks
-            // nothing; the buffer itself is freed by `Vec`'s drop.
-            unsafe { items.set_len(0) }
+        match trashcan::holdings(items) {
+            trashcan::Holds::Nothing => {
+                // SAFETY: these values own nothing, so not dropping them
+                // leaks nothing; the buffer itself is freed by `Vec`'s drop.
+                unsafe { items.set_len(0) }
+            }
+            trashcan::Holds::Containers => trashcan::release_list(items),
+            trashcan::Holds::Leaves => {}
         }
     }
 }
@@ -867,6 +871,15 @@ impl ListObj {
 /// allocation (pairs and triples are most tuples a program builds).
 pub struct TupleObj(pub SmallVec<[Value; 3]>);
 
+impl Drop for TupleObj {
+    /// Nested tuples (`(head, rest)` cells) are freed through the trashcan
+    /// (`trashcan.rs`), not recursively.
+    #[inline]
+    fn drop(&mut self) {
+        trashcan::drop_items(&mut self.0);
+    }
+}
+
 /// An immutable byte string.
 pub struct BytesObj(pub Box<[u8]>);
 
@@ -882,10 +895,24 @@ pub struct DictObj {
     pub map: VLock<DictMap>,
 }
 
+impl Drop for DictObj {
+    /// Keys and values go through the trashcan (`trashcan.rs`): nested
+    /// dicts are not freed recursively.
+    fn drop(&mut self) {
+        trashcan::release_map(self.map.get_mut());
+    }
+}
+
 /// A set keeping insertion order: its members are the keys of `map`
 /// (values unused, `none`), so hashing and equality are the dict's.
 pub struct SetObj {
     pub map: VLock<DictMap>,
+}
+
+impl Drop for SetObj {
+    fn drop(&mut self) {
+        trashcan::release_map(self.map.get_mut());
+    }
 }
 
 /// `range(start, stop, step)`; `step != 0`.
@@ -1166,6 +1193,16 @@ pub struct BoundMethod {
     pub func: Value,
 }
 
+impl Drop for BoundMethod {
+    fn drop(&mut self) {
+        if trashcan::frees_nested(&self.receiver) || trashcan::frees_nested(&self.func) {
+            let r = std::mem::replace(&mut self.receiver, Value::None);
+            let f = std::mem::replace(&mut self.func, Value::None);
+            trashcan::release([r, f]);
+        }
+    }
+}
+
 /// A struct declaration (LANGUAGE.md §6, §10).
 ///
 /// Invariants: everything inherited is flattened in at creation, so a
@@ -1363,6 +1400,10 @@ impl Drop for StructObj {
         if self.gc.is_tracked() {
             cycles::untrack(self);
         }
+        // A field that only this instance holds and that may free
+        // containers in turn goes through the trashcan, so a long chain of
+        // instances is not freed recursively.
+        trashcan::drop_items(self.fields.get_mut());
     }
 }
 

@@ -2343,6 +2343,7 @@ impl Executor {
         if n > fields.len() {
             return None;
         }
+        let mut link = false;
         for (i, f) in fields.iter().enumerate() {
             let v = match args.get(i) {
                 Some(v) => v,
@@ -2351,6 +2352,7 @@ impl Executor {
             if crate::ops::structs::refused_by(f, v).is_some() {
                 return None;
             }
+            link |= crate::value::cycles::may_link(v);
         }
         // The call fits: from here on nothing declines.
         let stack = &mut self.stack;
@@ -2365,6 +2367,7 @@ impl Executor {
                         crate::ops::structs::write_default(f, p.add(i));
                     }
                 }
+                link
             })
         })
     }
