@@ -104,6 +104,11 @@ fn name_error_with_hint() {
 }
 
 #[test]
+fn name_error_python_constants() {
+    insta::assert_snapshot!(rendered("python_constants.apsi", &env(&[])));
+}
+
+#[test]
 fn conformance_20_name_error() {
     let out = rendered("20_check_error.apsi", &env(&[]));
     assert!(

@@ -296,6 +296,8 @@ impl<'s, 'a> Checker<'s, 'a> {
                         "'{name}' is assigned only inside a `parallel for` body, where each iteration has its own; \
                          combine iterations with a reduction (`s += …` on a variable set before the loop) or write each one into a list or tensor slot"
                     )
+                } else if let Some(lower) = python_constant(name) {
+                    format!("Python's `{name}` is `{lower}` in Apsi (`none`, `true` and `false` are lowercase)")
                 } else {
                     match closest(name, candidates) {
                         Some(s) => format!("did you mean '{s}'?"),
@@ -834,5 +836,16 @@ fn join_or(items: &[String]) -> String {
         [] => String::new(),
         [a] => a.clone(),
         [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
+/// Python's spelling of a constant Apsi writes in lowercase, as Apsi writes
+/// it (`None` -> `none`), for the hint of a `NameError`.
+fn python_constant(name: &str) -> Option<&'static str> {
+    match name {
+        "None" => Some("none"),
+        "True" => Some("true"),
+        "False" => Some("false"),
+        _ => None,
     }
 }
