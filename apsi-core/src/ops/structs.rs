@@ -211,7 +211,7 @@ pub(crate) unsafe fn new_instance(t: &Arc<StructType>, write: impl FnOnce(*mut V
         // SAFETY: there was room for `n` values, and the caller wrote each.
         unsafe { vals.set_len(n) };
         if link {
-            crate::value::cycles::linked(o);
+            crate::value::cycles::linked(&obj);
         }
     }
     Value::Struct(obj)

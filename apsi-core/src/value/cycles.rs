@@ -111,7 +111,7 @@ pub fn may_link(v: &Value) -> bool {
 /// `v` was just stored into a field of `obj`: tracks `obj` if `v` can lead
 /// back to it.
 #[inline(always)]
-pub fn note_store(obj: &StructObj, v: &Value) {
+pub fn note_store(obj: &Arc<StructObj>, v: &Value) {
     if may_link(v) && !obj.gc.is_tracked() {
         track(obj);
     }
@@ -120,7 +120,7 @@ pub fn note_store(obj: &StructObj, v: &Value) {
 /// `obj` was just made with a field that may lead back to an instance (the
 /// maker checked while writing it): tracks it.
 #[inline]
-pub(crate) fn linked(obj: &StructObj) {
+pub(crate) fn linked(obj: &Arc<StructObj>) {
     if !obj.gc.is_tracked() {
         track(obj);
     }
@@ -128,7 +128,7 @@ pub(crate) fn linked(obj: &StructObj) {
 
 /// `obj` was just made: tracks it if a field can lead back to it.
 #[inline]
-pub fn adopt(obj: &StructObj) {
+pub fn adopt(obj: &Arc<StructObj>) {
     if !obj.gc.is_tracked() && obj.fields.read().iter().any(may_link) {
         track(obj);
     }
@@ -179,9 +179,11 @@ unsafe fn registry() -> &'static mut Registry {
     unsafe { &mut *REGISTRY.0.get() }
 }
 
+/// Takes an `Arc` so that every registry pointer is an `Arc`'s
+/// (`Arc::as_ptr`), which a collection counts and holds through.
 #[cold]
 #[inline(never)]
-fn track(obj: &StructObj) {
+fn track(obj: &Arc<StructObj>) {
     if !solo::on() {
         // Collections only run in solo mode, which never comes back once
         // it ends: tracking now would be for nothing.
@@ -196,7 +198,7 @@ fn track(obj: &StructObj) {
     if i == GcLink::UNTRACKED {
         return;
     }
-    r.objs.push(obj as *const StructObj);
+    r.objs.push(Arc::as_ptr(obj));
     obj.gc.set(i);
     // Asked once: the request waits for the next loop back-edge.
     if r.objs.len() == r.next_at {
