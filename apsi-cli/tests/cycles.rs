@@ -55,6 +55,14 @@ fn run(file: &Path) -> Run {
     }
 }
 
+/// [`run`] of a program given as text.
+fn run_source(name: &str, source: &str) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(name);
+    std::fs::write(&file, source).unwrap();
+    run(&file)
+}
+
 /// (collections, instances freed) from the `gc:` line `APSI_GC_STATS` prints.
 fn gc_stats(stderr: &str) -> (usize, usize) {
     let line = stderr
@@ -78,19 +86,15 @@ fn cyclic_garbage_is_freed_and_everything_reachable_kept() {
 
 #[test]
 fn a_loop_of_cycles_runs_in_bounded_memory() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("pairs.apsi");
     // 800,000 instances in cycles of two, each with its own list: about
     // 200 MB if none were freed.
-    std::fs::write(
-        &file,
+    let r = run_source(
+        "pairs.apsi",
         "struct Node:\n    name: int\n    peers: list\n    def __init__(self, name):\n        self.name = name\n        \
          self.peers = []\n\ndef pair(i):\n    a = Node(i)\n    b = Node(i + 1)\n    a.peers.append(b)\n    \
          b.peers.append(a)\n    return a.name + b.name\n\ntotal = 0\nfor i in range(400000):\n    total += pair(i)\n\
          print(total)\n",
-    )
-    .unwrap();
-    let r = run(&file);
+    );
     assert_eq!(r.stdout, "160000000000\n");
     let (_, freed) = gc_stats(&r.stderr);
     assert!(freed >= 780_000, "{}", r.stderr);
@@ -101,17 +105,13 @@ fn a_loop_of_cycles_runs_in_bounded_memory() {
 fn no_collection_once_threads_have_run_apsi_code() {
     // After a `parallel for`, counts are shared between threads for good
     // and the collector stands down: the program runs on, as before.
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("par.apsi");
-    std::fs::write(
-        &file,
+    let r = run_source(
+        "par.apsi",
         "use parallel\nstruct Node:\n    peers: list\n\ndef pair():\n    a = Node([])\n    b = Node([a])\n    \
          a.peers.append(b)\n    return len(a.peers)\n\nt = 0\nfor i in range(30000):\n    t += pair()\n\
          out = [0] * 64\nparallel for k in range(64):\n    out[k] = pair()\nfor i in range(30000):\n    \
          t += pair()\nprint(t, sum(out))\n",
-    )
-    .unwrap();
-    let r = run(&file);
+    );
     assert_eq!(r.stdout, "60000 64\n");
     assert_eq!(gc_stats(&r.stderr), (0, 0));
 }

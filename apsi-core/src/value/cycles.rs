@@ -140,7 +140,8 @@ struct Registry {
     objs: Vec<*const StructObj>,
     /// Collect when this many instances are tracked.
     next_at: usize,
-    stats: Stats,
+    collections: usize,
+    freed: usize,
 }
 
 /// What the collector has done in this process.
@@ -162,11 +163,8 @@ unsafe impl Sync for SoloCell {}
 static REGISTRY: SoloCell = SoloCell(UnsafeCell::new(Registry {
     objs: Vec::new(),
     next_at: MIN_BATCH,
-    stats: Stats {
-        collections: 0,
-        freed: 0,
-        tracked: 0,
-    },
+    collections: 0,
+    freed: 0,
 }));
 
 /// # Safety
@@ -239,8 +237,9 @@ pub fn stats() -> Stats {
     // SAFETY: solo mode; only read here.
     let r = unsafe { registry() };
     Stats {
+        collections: r.collections,
+        freed: r.freed,
         tracked: r.objs.len(),
-        ..r.stats
     }
 }
 
@@ -361,9 +360,9 @@ unsafe fn find_garbage() -> Vec<*const StructObj> {
 /// Runs a collection if this process may (solo mode); called at a safe
 /// point of the dispatch loop: no container lock held, every value in use
 /// in a counted place.
-pub(crate) fn collect() -> usize {
+pub(crate) fn collect() {
     if !solo::on() {
-        return 0;
+        return;
     }
     // SAFETY: solo mode at a safe point (the caller's).
     let garbage = unsafe { find_garbage() };
@@ -385,7 +384,6 @@ pub(crate) fn collect() -> usize {
     // SAFETY: solo mode; nothing else borrows the registry now.
     let r = unsafe { registry() };
     r.next_at = r.objs.len() + r.objs.len().max(MIN_BATCH);
-    r.stats.collections += 1;
-    r.stats.freed += garbage.len();
-    garbage.len()
+    r.collections += 1;
+    r.freed += garbage.len();
 }

@@ -150,18 +150,12 @@ unsafe fn release_raw(p: *mut Value, n: usize) {
 /// Drops a list's items in place (the list is being freed), at most
 /// [`MAX_DEPTH`] releases deep; leaves it empty.
 pub(crate) fn release_list(items: &mut Vec<Value>) {
-    match enter() {
-        Enter::Here(depth) => {
-            let n = items.len();
-            // SAFETY: the length is cleared first, so the items are dropped
-            // here once and never again; the buffer stays the vector's.
-            unsafe {
-                items.set_len(0);
-                std::ptr::drop_in_place(std::ptr::slice_from_raw_parts_mut(items.as_mut_ptr(), n));
-            }
-            leave(depth);
-        }
-        Enter::Aside => put_aside(items.drain(..)),
+    let n = items.len();
+    // SAFETY: the length is cleared first, so the items are dropped (or
+    // read out) once, by `release_raw`; the buffer stays the vector's.
+    unsafe {
+        items.set_len(0);
+        release_raw(items.as_mut_ptr(), n);
     }
 }
 
@@ -177,7 +171,7 @@ fn enter() -> Enter {
     STATE
         .try_with(|s| {
             let depth = s.depth.get();
-            if depth >= MAX_DEPTH && s.later.try_borrow_mut().is_ok() {
+            if depth >= MAX_DEPTH {
                 return Enter::Aside;
             }
             s.depth.set(depth + 1);
