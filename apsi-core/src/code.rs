@@ -744,15 +744,24 @@ pub(crate) trait BodyImage: Send + Sync {
     fn read_spans(&self, at: &PendingSpans) -> Result<Box<[Span]>, String>;
 }
 
-/// A body left in a program's bytes: `start..end` of `image`, nested
-/// `depth` functions deep, with `nregs` registers (the prototype's
+/// A body left in a program's bytes: `len` bytes from `start` of `image`
+/// (a program's bytes are under 4 GiB: the decoder refuses larger ones),
+/// nested `depth` functions deep, with `nregs` registers (the prototype's
 /// parameters were checked against it when the prototype was read).
+/// Every prototype of a loaded program holds one: kept small.
 pub(crate) struct PendingBody {
     pub(crate) image: Arc<dyn BodyImage>,
-    pub(crate) start: usize,
-    pub(crate) end: usize,
-    pub(crate) depth: usize,
+    pub(crate) start: u32,
+    pub(crate) len: u32,
+    pub(crate) depth: u16,
     pub(crate) nregs: u16,
+}
+
+impl PendingBody {
+    /// Where the body is in the image's bytes.
+    pub(crate) fn range(&self) -> std::ops::Range<usize> {
+        self.start as usize..self.start as usize + self.len as usize
+    }
 }
 
 impl PendingBody {
@@ -984,11 +993,11 @@ impl SpanTable {
 /// A `struct` declaration known at compile time.
 #[derive(Debug)]
 pub struct StructProto {
-    pub name: String,
+    pub name: Arc<str>,
     pub fields: Box<[Arc<str>]>,
     pub has_default: Box<[bool]>,
     /// The annotations as written.
-    pub annotations: Box<[Option<String>]>,
+    pub annotations: Box<[Option<Arc<str>>]>,
     pub methods: Box<[Arc<str>]>,
     pub method_kinds: Box<[MethodKind]>,
     /// The parent (a struct or an error kind) follows the methods' registers.

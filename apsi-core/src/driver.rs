@@ -89,8 +89,8 @@ pub enum RunError {
 /// The globals of one unit (or of the REPL session).
 #[derive(Default)]
 struct UnitGlobals {
-    own: IndexMap<String, Arc<GlobalSlot>, crate::value::FxBuild>,
-    unqualified: Vec<(String, GlobalRef)>,
+    own: IndexMap<Arc<str>, Arc<GlobalSlot>, crate::value::FxBuild>,
+    unqualified: Vec<(Arc<str>, GlobalRef)>,
     /// Own slots that start from the value of a used module's slot of the
     /// same name (`use a` then `x = x + 1`): copied when the unit starts to
     /// run, since units are compiled before their dependencies run.
@@ -101,7 +101,7 @@ struct UnitGlobals {
 #[derive(Clone)]
 struct FileModule {
     value: Value,
-    exports: Vec<(String, GlobalRef)>,
+    exports: Vec<(Arc<str>, GlobalRef)>,
 }
 
 /// A unit compiled and not yet run.
@@ -113,7 +113,7 @@ struct CompiledUnit {
     proto: Arc<crate::compile::FuncProto>,
     /// What the unit gives unqualified to the units that use it: its own
     /// module-level names (not the names its `use`s bind).
-    exports: Vec<(String, GlobalRef)>,
+    exports: Vec<(Arc<str>, GlobalRef)>,
 }
 
 /// Every unit of a program compiled, dependencies first: what
@@ -178,7 +178,7 @@ struct Env<'a> {
 
 impl Env<'_> {
     fn outer(&self, name: &str) -> Option<GlobalRef> {
-        if let Some((_, r)) = self.g.unqualified.iter().find(|(n, _)| n == name) {
+        if let Some((_, r)) = self.g.unqualified.iter().find(|(n, _)| **n == *name) {
             return Some(r.clone());
         }
         self.shared.prelude.get(name).map(|v| GlobalRef::Const(v.clone()))
@@ -196,14 +196,14 @@ impl Env<'_> {
         if let Some(GlobalRef::Slot(from)) = outer {
             self.g.inherit.push((slot.clone(), from));
         }
-        self.g.own.insert(name.to_string(), slot.clone());
+        self.g.own.insert(slot.name.clone(), slot.clone());
         slot
     }
 
     /// Create the slots of the names a unit binds at module level.
     fn declare(&mut self, names: &indexmap::IndexSet<String>, once: &std::collections::HashSet<String>, repl: bool) {
         for n in names {
-            if self.g.own.contains_key(n) {
+            if self.g.own.contains_key(n.as_str()) {
                 continue;
             }
             let outer = self.outer(n);
@@ -222,7 +222,7 @@ impl GlobalEnv for Env<'_> {
             return r;
         }
         let s = Arc::new(GlobalSlot::new(name, false, None));
-        self.g.own.insert(name.to_string(), s.clone());
+        self.g.own.insert(s.name.clone(), s.clone());
         GlobalRef::Slot(s)
     }
 
@@ -245,7 +245,7 @@ pub fn error_to_run_error(e: &ErrorObj) -> RunError {
     trace.reverse();
     let mut d = Diagnostic::new(e.kind, e.message.clone());
     if let Some(Value::Struct(s)) = &e.payload {
-        d.kind_name = Some(s.ty.name.clone());
+        d.kind_name = Some(s.ty.name.to_string());
         // A `__str__` of its own is what the message line shows.
         if s.ty.method("__str__").is_some() {
             d.message = crate::format::str_of(&Value::Struct(s.clone()));
@@ -262,11 +262,11 @@ pub fn error_to_run_error(e: &ErrorObj) -> RunError {
     RunError::Error(d)
 }
 
-fn module_exports(m: &ModuleObj) -> Vec<(String, GlobalRef)> {
+fn module_exports(m: &ModuleObj) -> Vec<(Arc<str>, GlobalRef)> {
     m.attrs
         .read()
         .iter()
-        .map(|(n, v)| (n.to_string(), GlobalRef::Const(v.clone())))
+        .map(|(n, v)| (n.clone(), GlobalRef::Const(v.clone())))
         .collect()
 }
 
@@ -499,8 +499,8 @@ impl Runtime {
     fn use_exports(
         &self,
         unit: &Unit,
-        exports_of: &dyn Fn(usize) -> Option<Vec<(String, GlobalRef)>>,
-    ) -> Result<Vec<(String, GlobalRef)>, Vec<Diagnostic>> {
+        exports_of: &dyn Fn(usize) -> Option<Vec<(Arc<str>, GlobalRef)>>,
+    ) -> Result<Vec<(Arc<str>, GlobalRef)>, Vec<Diagnostic>> {
         let mut unqualified = Vec::new();
         for u in unit.uses.iter().filter(|u| u.unqualified) {
             match &u.target {
@@ -525,7 +525,7 @@ impl Runtime {
     fn compile_unit_with(
         &self,
         unit: &Unit,
-        exports_of: &dyn Fn(usize) -> Option<Vec<(String, GlobalRef)>>,
+        exports_of: &dyn Fn(usize) -> Option<Vec<(Arc<str>, GlobalRef)>>,
     ) -> Result<CompiledUnit, Vec<Diagnostic>> {
         let mut g = UnitGlobals {
             unqualified: self.use_exports(unit, exports_of)?,
@@ -547,7 +547,7 @@ impl Runtime {
         let exports = g
             .own
             .iter()
-            .filter(|(n, _)| !bind_names.contains(n))
+            .filter(|(n, _)| !bind_names.iter().any(|b| b.as_str() == &***n))
             .map(|(n, s)| (n.clone(), GlobalRef::Slot(s.clone())))
             .collect();
         Ok(CompiledUnit {
@@ -575,7 +575,7 @@ impl Runtime {
             }
         }
         for (n, v) in self.use_values(&c.uses, done)? {
-            if let Some(s) = c.g.own.get(&n) {
+            if let Some(s) = c.g.own.get(n.as_str()) {
                 s.set(v);
             }
         }
@@ -697,7 +697,7 @@ impl Runtime {
             compile_module(ast, table, &mut env, true).map_err(|ds| RunError::Error(first_diag(ds)))?
         };
         for (n, v) in binds {
-            if let Some(s) = self.repl.own.get(&n) {
+            if let Some(s) = self.repl.own.get(n.as_str()) {
                 s.set(v);
             }
         }
@@ -819,7 +819,7 @@ fn module_of(c: &CompiledUnit) -> FileModule {
     for (n, r) in &c.exports {
         if let GlobalRef::Slot(s) = r {
             if let Some(v) = s.get() {
-                attrs.insert(Arc::<str>::from(n.as_str()), v);
+                attrs.insert(n.clone(), v);
             }
         }
     }

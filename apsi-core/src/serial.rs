@@ -57,7 +57,7 @@ use std::sync::Arc;
 
 /// The format's version: bumped whenever the layout or the meaning of any
 /// instruction changes (an entry of another format is never decoded).
-pub const FORMAT: u16 = 5;
+pub const FORMAT: u16 = 6;
 
 /// The natives the compiler itself puts into code, which no program can
 /// name (`super()`'s helper, the iterators of a loop's `zip`/`enumerate`/
@@ -163,31 +163,36 @@ pub(crate) struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    #[inline]
+    #[inline(always)]
     fn new(data: &'a [u8]) -> Reader<'a> {
         Reader { data, pos: 0 }
     }
-    #[inline]
+    #[inline(always)]
     fn u8(&mut self) -> DResult<u8> {
         let b = *self.data.get(self.pos).ok_or_else(|| bad("truncated"))?;
         self.pos += 1;
         Ok(b)
     }
-    #[inline]
+    #[inline(always)]
     fn take(&mut self, n: usize) -> DResult<&'a [u8]> {
         let end = self.pos.checked_add(n).ok_or_else(|| bad("length overflow"))?;
         let s = self.data.get(self.pos..end).ok_or_else(|| bad("truncated"))?;
         self.pos = end;
         Ok(s)
     }
-    /// A varint: most are one byte (register numbers, small counts,
-    /// indexes), read here without a loop; longer ones in [`Self::var_long`].
+    /// A varint: most are one or two bytes (register numbers, counts,
+    /// indexes), read here without a loop; longer ones (and the last byte
+    /// of the input) in [`Self::var_long`].
     #[inline(always)]
     fn var(&mut self) -> DResult<u64> {
-        match self.data.get(self.pos) {
-            Some(&b) if b < 0x80 => {
+        match self.data.get(self.pos..self.pos + 2) {
+            Some(&[b, _]) if b < 0x80 => {
                 self.pos += 1;
                 Ok(u64::from(b))
+            }
+            Some(&[b, c]) if c < 0x80 => {
+                self.pos += 2;
+                Ok(u64::from(b & 0x7f) | u64::from(c) << 7)
             }
             _ => self.var_long(),
         }
@@ -204,17 +209,17 @@ impl<'a> Reader<'a> {
         }
         Err(bad("varint too long"))
     }
-    #[inline]
+    #[inline(always)]
     fn ivar(&mut self) -> DResult<i64> {
         let u = self.var()?;
         Ok(((u >> 1) as i64) ^ -((u & 1) as i64))
     }
-    #[inline]
+    #[inline(always)]
     fn num<T: TryFrom<u64>>(&mut self) -> DResult<T> {
         T::try_from(self.var()?).map_err(|_| bad("number out of range"))
     }
     /// A count of items that each take at least one byte (bounds allocations).
-    #[inline]
+    #[inline(always)]
     fn len(&mut self) -> DResult<usize> {
         let n: usize = self.num()?;
         if n > self.data.len() - self.pos {
@@ -222,20 +227,20 @@ impl<'a> Reader<'a> {
         }
         Ok(n)
     }
-    #[inline]
+    #[inline(always)]
     fn bytes(&mut self) -> DResult<&'a [u8]> {
         let n = self.len()?;
         self.take(n)
     }
-    #[inline]
+    #[inline(always)]
     fn str(&mut self) -> DResult<&'a str> {
         std::str::from_utf8(self.bytes()?).map_err(|_| bad("string is not UTF-8"))
     }
-    #[inline]
+    #[inline(always)]
     fn arc_str(&mut self) -> DResult<Arc<str>> {
         Ok(Arc::from(self.str()?))
     }
-    #[inline]
+    #[inline(always)]
     fn bool(&mut self) -> DResult<bool> {
         match self.u8()? {
             0 => Ok(false),
@@ -243,11 +248,11 @@ impl<'a> Reader<'a> {
             _ => Err(bad("bool")),
         }
     }
-    #[inline]
+    #[inline(always)]
     fn span(&mut self) -> DResult<Span> {
         Ok(Span::new(FileId(self.num()?), self.num()?, self.num()?))
     }
-    #[inline]
+    #[inline(always)]
     fn list<T>(&mut self, mut f: impl FnMut(&mut Self) -> DResult<T>) -> DResult<Vec<T>> {
         let n = self.len()?;
         let mut v = Vec::with_capacity(n);
@@ -272,7 +277,7 @@ macro_rules! int_field {
             fn put(&self, w: &mut Writer) {
                 w.ivar(i64::from(*self));
             }
-            #[inline]
+            #[inline(always)]
             fn get(r: &mut Reader) -> DResult<Self> {
                 <$t>::try_from(r.ivar()?).map_err(|_| bad("instruction field out of range"))
             }
@@ -719,39 +724,56 @@ impl Enc<'_> {
     }
 
     fn proto(&mut self, p: &FuncProto) -> Result<(), EncodeError> {
+        if p.param_names.len() != p.nslots() {
+            return Err(EncodeError(format!("function '{}': parameter names", p.name)));
+        }
+        let has_kwonly = p.nkwonly > 0 || !p.kwonly_has_default.is_empty();
+        let flags = u8::from(p.has_vararg)
+            | u8::from(p.has_kwarg) << 1
+            | u8::from(p.simple) << 2
+            | u8::from(p.generator) << 3
+            | u8::from(p.keeps_first) << 4
+            | u8::from(has_kwonly) << 5
+            | u8::from(!p.captures.is_empty()) << 6
+            | u8::from(!p.checks.is_empty()) << 7;
+        self.w.u8(flags);
         self.name(&p.name);
         self.w.var(u64::from(p.code.nregs));
         self.w.var(u64::from(p.nparams));
-        self.w.bool(p.has_vararg);
-        self.w.var(u64::from(p.nkwonly));
-        self.w.bool(p.has_kwarg);
-        self.strs(&p.param_names);
         self.w.var(u64::from(p.ndefaults));
-        self.w.len(p.kwonly_has_default.len());
-        for b in p.kwonly_has_default.iter() {
-            self.w.bool(*b);
+        if has_kwonly {
+            self.w.var(u64::from(p.nkwonly));
+            self.w.len(p.kwonly_has_default.len());
+            for b in p.kwonly_has_default.iter() {
+                self.w.bool(*b);
+            }
         }
-        self.w.len(p.captures.len());
-        for c in p.captures.iter() {
-            match c {
-                Capture::Cell(i) => {
-                    self.w.u8(0);
-                    self.w.var(u64::from(*i));
-                }
-                Capture::Free(i) => {
-                    self.w.u8(1);
-                    self.w.var(u64::from(*i));
+        // As many names as parameters (`nslots`): no count.
+        for n in p.param_names.iter() {
+            self.name(n);
+        }
+        if !p.captures.is_empty() {
+            self.w.len(p.captures.len());
+            for c in p.captures.iter() {
+                match c {
+                    Capture::Cell(i) => {
+                        self.w.u8(0);
+                        self.w.var(u64::from(*i));
+                    }
+                    Capture::Free(i) => {
+                        self.w.u8(1);
+                        self.w.var(u64::from(*i));
+                    }
                 }
             }
         }
-        self.w.len(p.checks.len());
-        for (r, tc) in p.checks.iter() {
-            self.w.var(u64::from(*r));
-            self.type_check(*tc)?;
+        if !p.checks.is_empty() {
+            self.w.len(p.checks.len());
+            for (r, tc) in p.checks.iter() {
+                self.w.var(u64::from(*r));
+                self.type_check(*tc)?;
+            }
         }
-        self.w.bool(p.simple);
-        self.w.bool(p.generator);
-        self.w.bool(p.keeps_first);
         // The body last, its length first, so a decoder can leave it in
         // the bytes until the function runs.
         let outer = std::mem::take(&mut self.w.buf);
@@ -816,7 +838,7 @@ impl Enc<'_> {
                 None => self.w.u8(0),
                 Some(t) => {
                     self.w.u8(1);
-                    self.w.str(t);
+                    self.name(t);
                 }
             }
         }
@@ -883,7 +905,7 @@ fn span_entries(bytes: &[u8], n: usize, body: Span) -> DResult<Box<[Span]>> {
 
 /// Reads a body left for later; the same checks as any other.
 fn decode_body(img: &Image, p: &PendingBody) -> DResult<Arc<Code>> {
-    let bytes = img.bytes.get(p.start..p.end).ok_or_else(|| bad("body range"))?;
+    let bytes = img.bytes.get(p.range()).ok_or_else(|| bad("body range"))?;
     let mut str_vals = img.str_vals.lock();
     let mut d = Dec {
         r: Reader::new(bytes),
@@ -892,9 +914,9 @@ fn decode_body(img: &Image, p: &PendingBody) -> DResult<Arc<Code>> {
         slots: &img.slots,
         str_vals: &mut str_vals,
         image: Some(&p.image),
-        base: p.start,
+        base: p.start as usize,
     };
-    let code = d.code(p.depth)?;
+    let code = d.code(usize::from(p.depth))?;
     if d.r.pos != bytes.len() {
         return Err(bad("trailing bytes in a body"));
     }
@@ -1083,66 +1105,86 @@ impl Dec<'_> {
         Ok(Arc::new(code))
     }
 
+    /// A prototype's header (see `Enc::proto`: a flags byte, then only the
+    /// parts a function has); its body stays in the bytes ([`PendingBody`]).
     fn proto(&mut self, depth: usize) -> DResult<Arc<FuncProto>> {
+        let flags = self.r.u8()?;
         let name = self.name()?;
         let nregs: u16 = self.r.num()?;
-        let nparams = self.r.num()?;
-        let has_vararg = self.r.bool()?;
-        let nkwonly = self.r.num()?;
-        let has_kwarg = self.r.bool()?;
-        let param_names = self.strs()?;
-        let ndefaults = self.r.num()?;
-        let kwonly_has_default = self.r.list(|r| r.bool())?.into_boxed_slice();
-        let captures = self
-            .r
-            .list(|r| match r.u8()? {
-                0 => Ok(Capture::Cell(r.num()?)),
-                1 => Ok(Capture::Free(r.num()?)),
-                _ => Err(bad("capture")),
-            })?
-            .into_boxed_slice();
-        let n = self.r.len()?;
-        let mut checks = Vec::with_capacity(n);
-        for _ in 0..n {
-            let reg: u16 = self.r.num()?;
-            checks.push((reg, self.type_check()?));
+        let nparams: u16 = self.r.num()?;
+        let ndefaults: u16 = self.r.num()?;
+        let (nkwonly, kwonly_has_default) = if flags & 1 << 5 != 0 {
+            let nkwonly: u16 = self.r.num()?;
+            (nkwonly, self.r.list(|r| r.bool())?.into_boxed_slice())
+        } else {
+            (0, Box::default())
+        };
+        let (has_vararg, has_kwarg) = (flags & 1 != 0, flags & 1 << 1 != 0);
+        let nslots = usize::from(nparams) + usize::from(has_vararg) + usize::from(nkwonly) + usize::from(has_kwarg);
+        // What calls rely on: every parameter has a register, defaults
+        // are for parameters there are, one flag per keyword-only one.
+        if nslots > usize::from(nregs.max(1)) || ndefaults > nparams || kwonly_has_default.len() != usize::from(nkwonly)
+        {
+            return Err(bad("parameters"));
         }
-        let simple = self.r.bool()?;
-        let generator = self.r.bool()?;
-        let keeps_first = self.r.bool()?;
+        let mut param_names = Vec::with_capacity(nslots);
+        for _ in 0..nslots {
+            param_names.push(self.name()?);
+        }
+        let captures = if flags & 1 << 6 != 0 {
+            self.r
+                .list(|r| match r.u8()? {
+                    0 => Ok(Capture::Cell(r.num()?)),
+                    1 => Ok(Capture::Free(r.num()?)),
+                    _ => Err(bad("capture")),
+                })?
+                .into_boxed_slice()
+        } else {
+            Box::default()
+        };
+        let checks = if flags & 1 << 7 != 0 {
+            let n = self.r.len()?;
+            let mut checks = Vec::with_capacity(n);
+            for _ in 0..n {
+                let reg: u16 = self.r.num()?;
+                if usize::from(reg) >= nslots {
+                    return Err(bad("a parameter check"));
+                }
+                checks.push((reg, self.type_check()?));
+            }
+            checks.into_boxed_slice()
+        } else {
+            Box::default()
+        };
         let n = self.r.len()?;
         let start = self.base + self.r.pos;
         self.r.take(n)?;
         let code = match self.image {
             Some(image) => LazyCode::pending(PendingBody {
                 image: image.clone(),
-                start,
-                end: start + n,
-                depth,
+                start: u32::try_from(start).map_err(|_| bad("a compiled program over 4 GiB"))?,
+                len: u32::try_from(n).map_err(|_| bad("a compiled program over 4 GiB"))?,
+                depth: u16::try_from(depth).map_err(|_| bad("functions nested too deeply"))?,
                 nregs,
             }),
             None => return Err(bad("a prototype outside the units")),
         };
-        let p = FuncProto {
+        Ok(Arc::new(FuncProto {
             name,
             code,
             nparams,
             has_vararg,
             nkwonly,
             has_kwarg,
-            param_names,
+            param_names: param_names.into_boxed_slice(),
             ndefaults,
             kwonly_has_default,
             captures,
-            checks: checks.into_boxed_slice(),
-            simple,
-            generator,
-            keeps_first,
-        };
-        if p.nslots() > nregs.max(1) as usize || p.param_names.len() != p.nslots() {
-            return Err(bad("parameters"));
-        }
-        Ok(Arc::new(p))
+            checks,
+            simple: flags & 1 << 2 != 0,
+            generator: flags & 1 << 3 != 0,
+            keeps_first: flags & 1 << 4 != 0,
+        }))
     }
 
     fn type_check(&mut self) -> DResult<TypeCheck> {
@@ -1178,17 +1220,19 @@ impl Dec<'_> {
     }
 
     fn struct_proto(&mut self) -> DResult<StructProto> {
-        let name = self.name()?.to_string();
+        let name = self.name()?;
         let fields = self.strs()?;
         let has_default = self.r.list(|r| r.bool())?.into_boxed_slice();
-        let annotations = self
-            .r
-            .list(|r| match r.u8()? {
-                0 => Ok(None),
-                1 => Ok(Some(r.str()?.to_string())),
-                _ => Err(bad("annotation")),
-            })?
-            .into_boxed_slice();
+        let n = self.r.len()?;
+        let mut annotations = Vec::with_capacity(n);
+        for _ in 0..n {
+            annotations.push(match self.r.u8()? {
+                0 => None,
+                1 => Some(self.name()?),
+                _ => return Err(bad("annotation")),
+            });
+        }
+        let annotations = annotations.into_boxed_slice();
         let methods = self.strs()?;
         let method_kinds = self
             .r
@@ -1223,9 +1267,9 @@ pub(crate) struct UnitParts {
     pub(crate) name: String,
     pub(crate) path: std::path::PathBuf,
     pub(crate) uses: Vec<ResolvedUse>,
-    pub(crate) own: Vec<(String, Arc<GlobalSlot>)>,
+    pub(crate) own: Vec<(Arc<str>, Arc<GlobalSlot>)>,
     pub(crate) inherit: Vec<(Arc<GlobalSlot>, Arc<GlobalSlot>)>,
-    pub(crate) exports: Vec<(String, Arc<GlobalSlot>)>,
+    pub(crate) exports: Vec<(Arc<str>, Arc<GlobalSlot>)>,
     pub(crate) proto: Arc<FuncProto>,
 }
 
@@ -1434,7 +1478,7 @@ pub(crate) fn decode_units(
                 1 => Some(d.konst(0)?),
                 _ => return Err(bad("slot")),
             };
-            slots.push(Arc::new(GlobalSlot::new(&name, is_const, initial)));
+            slots.push(Arc::new(GlobalSlot::new(name, is_const, initial)));
         }
         d.r.pos
     };
@@ -1490,7 +1534,7 @@ pub(crate) fn decode_units(
         for l in &mut lists {
             let n = d.r.len()?;
             for _ in 0..n {
-                let name = String::from(&*d.name()?);
+                let name = d.name()?;
                 let i: usize = d.r.num()?;
                 l.push((name, d.slots.get(i).cloned().ok_or_else(|| bad("slot index"))?));
             }

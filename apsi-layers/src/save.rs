@@ -104,7 +104,7 @@ pub fn spec(v: &Value) -> VResult<Json> {
         return Ok(json!({"type": l.type_name(), "args": args, "kwargs": kw}));
     }
     match v {
-        Value::Struct(s) => Ok(json!({"type": "struct", "name": s.ty.name})),
+        Value::Struct(s) => Ok(json!({"type": "struct", "name": &*s.ty.name})),
         other => {
             let name = fn_name(other).unwrap_or_else(|| "function".into());
             if crate::act::Act::from_name(&name).is_some() {

@@ -79,7 +79,7 @@ pub fn get_attr(obj: &Value, name: &str) -> VResult<Value> {
                 return Ok(v);
             }
             if s.ty.error_kind.is_some() && name == "kind" {
-                return Ok(Value::str(s.ty.name.as_str()));
+                return Ok(Value::str(&*s.ty.name));
             }
             let consts = s.ty.consts.read();
             let names =
@@ -94,7 +94,7 @@ pub fn get_attr(obj: &Value, name: &str) -> VResult<Value> {
         }
         Value::StructType(t) => match crate::ops::structs::type_attr(t, name) {
             Some(m) => Ok(m),
-            None if name == "__name__" => Ok(Value::str(t.name.as_str())),
+            None if name == "__name__" => Ok(Value::str(&*t.name)),
             None => {
                 let consts = t.consts.read();
                 let names = t

@@ -75,7 +75,7 @@ pub(crate) fn make_struct_type(sp: &StructProto, vals: Vec<Value>) -> VResult<Va
             default: Some(Value::str("")),
             annotation: Some("str".into()),
         }],
-        (None, None) => Vec::new(),
+        (None, None) => Vec::with_capacity(sp.fields.len()),
     };
     let inherited = fields.len();
     let mut dit = defaults.into_iter();
@@ -84,7 +84,7 @@ pub(crate) fn make_struct_type(sp: &StructProto, vals: Vec<Value>) -> VResult<Va
         if fields[..inherited].iter().any(|f| f.name == *name) {
             let owner = parent
                 .as_ref()
-                .map(|p| p.name.clone())
+                .map(|p| p.name.to_string())
                 .unwrap_or_else(|| "Error".to_string());
             return Err(type_err(format!(
                 "struct '{}' redeclares the field '{name}' of its parent '{owner}'",
@@ -104,16 +104,25 @@ pub(crate) fn make_struct_type(sp: &StructProto, vals: Vec<Value>) -> VResult<Va
             p.properties.clone(),
             p.consts.read().clone(),
         ),
-        None => Default::default(),
+        None => (
+            indexmap::IndexMap::with_capacity_and_hasher(sp.methods.len(), Default::default()),
+            Default::default(),
+            Default::default(),
+            Default::default(),
+        ),
     };
     let mut own_eq = false;
     let mut own_hash = false;
     for ((name, f), kind) in sp.methods.iter().zip(funcs).zip(sp.method_kinds.iter()) {
         own_eq |= &**name == "__eq__";
         own_hash |= &**name == "__hash__";
-        methods.shift_remove(name);
-        statics.shift_remove(name);
-        properties.shift_remove(name);
+        // A name defined again replaces what the parent (or an earlier
+        // definition) gave it, in whichever table that was.
+        if parent.is_some() || methods.contains_key(name) || !statics.is_empty() || !properties.is_empty() {
+            methods.shift_remove(name);
+            statics.shift_remove(name);
+            properties.shift_remove(name);
+        }
         match kind {
             MethodKind::Plain => methods.insert(name.clone(), f),
             MethodKind::Static => statics.insert(name.clone(), f),
@@ -396,7 +405,7 @@ pub(crate) fn raise_struct(s: &Arc<StructObj>) -> Option<Exc> {
 pub(crate) fn error_text(s: &StructObj) -> String {
     let msg = message_of(s);
     if msg.is_empty() {
-        s.ty.name.clone()
+        s.ty.name.to_string()
     } else {
         format!("{}: {msg}", s.ty.name)
     }
@@ -422,7 +431,7 @@ impl SuperObj {
                 return Err(type_err("super().__init__ needs an instance"));
             };
             let (n, what) = match &parent {
-                Some(p) => (p.fields.len(), p.name.clone()),
+                Some(p) => (p.fields.len(), p.name.to_string()),
                 None if owner.error_kind.is_some() => {
                     (1, owner.error_kind.map(|k| k.name().to_string()).unwrap_or_default())
                 }
@@ -513,7 +522,7 @@ pub(crate) fn super_method(v: &Value, name: &str) -> Option<(Value, Value)> {
 pub(crate) fn super_slot(ty: &StructType, owner: &str, name: &str, nargs: usize) -> Option<usize> {
     let mut t = ty;
     let mut depth = 0usize;
-    while t.name != owner {
+    while *t.name != *owner {
         t = t.parent.as_deref()?;
         depth += 1;
     }
@@ -566,7 +575,7 @@ pub(crate) fn make_super(recv: &Value, owner: &str) -> VResult<Value> {
     };
     let mut t = Some(ty);
     while let Some(cur) = t {
-        if cur.name == owner {
+        if *cur.name == *owner {
             let recv = match recv {
                 Value::Error(e) => e.payload.clone().unwrap_or(Value::None),
                 other => other.clone(),

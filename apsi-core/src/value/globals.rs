@@ -17,7 +17,9 @@ pub struct GlobalSlot {
 }
 
 impl GlobalSlot {
-    pub fn new(name: &str, is_const: bool, initial: Option<Value>) -> GlobalSlot {
+    /// `name` may be an `Arc<str>` already held elsewhere (a compiled
+    /// program's string table): then it is shared, not copied.
+    pub fn new(name: impl Into<Arc<str>>, is_const: bool, initial: Option<Value>) -> GlobalSlot {
         let konst = OnceLock::new();
         let mut var = None;
         if let Some(v) = initial {

@@ -1222,7 +1222,7 @@ pub struct StructType {
     /// all), so `self.x` in an inherited method stays a hit across the
     /// subtypes; method caches are keyed by `id`.
     pub layout: u32,
-    pub name: String,
+    pub name: Arc<str>,
     pub fields: Vec<StructField>,
     /// Methods by name (functions taking `self` first), inherited ones included.
     pub methods: IndexMap<Arc<str>, Value, FxBuild>,
@@ -1299,14 +1299,14 @@ pub struct StructField {
     pub name: Arc<str>,
     pub default: Option<Value>,
     /// The annotation as written (`float`, `Tensor[N, f32]`), for checks and messages.
-    pub annotation: Option<String>,
+    pub annotation: Option<Arc<str>>,
 }
 
 impl StructType {
     /// A struct type without parent, constants, statics or properties (the
     /// result structs that modules and the prelude return).
     pub fn plain(
-        name: impl Into<String>,
+        name: impl Into<Arc<str>>,
         fields: Vec<StructField>,
         methods: IndexMap<Arc<str>, Value, FxBuild>,
     ) -> StructType {
@@ -1469,7 +1469,7 @@ impl ErrorObj {
     /// The name of the error's kind: the user kind's struct name, or the built-in kind's.
     pub fn kind_name(&self) -> String {
         match &self.payload {
-            Some(Value::Struct(s)) => s.ty.name.clone(),
+            Some(Value::Struct(s)) => s.ty.name.to_string(),
             _ => self.kind.name().to_string(),
         }
     }

@@ -88,13 +88,13 @@ impl<'a, 'e> Compiler<'a, 'e> {
             self.expr_to(base, b + i)?;
         }
         let proto = StructProto {
-            name: sd.name.name.clone(),
+            name: Arc::from(sd.name.name.as_str()),
             fields: sd.fields.iter().map(|f| Arc::from(f.name.name.as_str())).collect(),
             has_default: sd.fields.iter().map(|f| f.default.is_some()).collect(),
             annotations: sd
                 .fields
                 .iter()
-                .map(|f| f.annotation.as_ref().map(annotation_text))
+                .map(|f| f.annotation.as_ref().map(|a| Arc::from(annotation_text(a))))
                 .collect(),
             methods: sd.methods.iter().map(|m| Arc::from(m.name.name.as_str())).collect(),
             method_kinds: kinds.into_boxed_slice(),

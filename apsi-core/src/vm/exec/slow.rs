@@ -1137,20 +1137,30 @@ impl Executor {
                     throw!(err(ErrorKind::Error, "internal error: bad function"))
                 };
                 let nd = proto.ndefaults as usize;
-                let defaults: Box<[Value]> = (0..nd).map(|i| dup(r!(b as usize + i))).collect();
+                // Most functions have neither (every `def` of a module
+                // runs this once at start-up): no collecting then.
+                let defaults: Box<[Value]> = if nd == 0 {
+                    Box::default()
+                } else {
+                    (0..nd).map(|i| dup(r!(b as usize + i))).collect()
+                };
                 let mut j = nd;
-                let kwdefaults: Box<[Option<Value>]> = proto
-                    .kwonly_has_default
-                    .iter()
-                    .map(|&has| {
-                        if has {
-                            j += 1;
-                            Some(dup(r!(b as usize + j - 1)))
-                        } else {
-                            None
-                        }
-                    })
-                    .collect();
+                let kwdefaults: Box<[Option<Value>]> = if proto.kwonly_has_default.is_empty() {
+                    Box::default()
+                } else {
+                    proto
+                        .kwonly_has_default
+                        .iter()
+                        .map(|&has| {
+                            if has {
+                                j += 1;
+                                Some(dup(r!(b as usize + j - 1)))
+                            } else {
+                                None
+                            }
+                        })
+                        .collect()
+                };
                 let mut free = Vec::with_capacity(proto.captures.len());
                 for cap in proto.captures.iter() {
                     let cell = match cap {
