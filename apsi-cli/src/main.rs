@@ -73,12 +73,25 @@ fn main() -> ExitCode {
         Launch::Command(Ok(args::Command::Run(opts))) => cache::expect_look_ahead(opts),
         _ => None,
     };
+    // A run ends the process from the interpreter's thread once the
+    // program is done and its runtime dropped (output flushed, temporary
+    // files removed): nothing is left to do but exit, and exiting there
+    // spares the thread's own exit (its stack handed back page by page),
+    // waking this thread and unmapping that stack: 0.1 ms of every run.
+    let exit_from_worker = matches!(launch, Launch::App(_) | Launch::Command(Ok(args::Command::Run(_))));
     let worker = std::thread::Builder::new()
         .name("apsi-main".into())
         .stack_size(MAIN_STACK)
-        .spawn(move || match launch {
-            Launch::App(app) => build::run_embedded(app, &argv),
-            Launch::Command(command) => dispatch(command),
+        .spawn(move || {
+            let code = match launch {
+                Launch::App(app) => build::run_embedded(app, &argv),
+                Launch::Command(command) => dispatch(command),
+            };
+            if exit_from_worker {
+                // Flushes the standard streams, runs the exit handlers.
+                std::process::exit(i32::from(code));
+            }
+            code
         });
     if let (Ok(_), Some(ahead)) = (&worker, ahead) {
         ahead.make();
