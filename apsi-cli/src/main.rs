@@ -77,7 +77,8 @@ fn main() -> ExitCode {
     // program is done and its runtime dropped (output flushed, temporary
     // files removed): nothing is left to do but exit, and exiting there
     // spares the thread's own exit (its stack handed back page by page),
-    // waking this thread and unmapping that stack: 0.1 ms of every run.
+    // waking this thread and unmapping that stack (with the hand-over's
+    // polling, 0.2-0.35 ms of `hello.apsi` here: bench/README, stop 49).
     let exit_from_worker = matches!(launch, Launch::App(_) | Launch::Command(Ok(args::Command::Run(_))));
     let worker = std::thread::Builder::new()
         .name("apsi-main".into())
