@@ -24,6 +24,15 @@ pub fn apsi_home() -> Option<PathBuf> {
 /// The key, created on first use; the error says why there is none.
 pub fn cache_key() -> Result<[u8; KEY_LEN], String> {
     let home = apsi_home().ok_or_else(|| "the cache needs APSI_HOME or HOME to keep its key in".to_string())?;
+    key_in(&home)
+}
+
+/// The key kept in `home`, made there when there is none. A new key is
+/// written to a temporary file first and then linked into place, so no
+/// process ever finds a key file that is still being written (one cut off
+/// mid-write would have stopped every later run from caching), and of
+/// several processes making it at once, one wins and all use its key.
+fn key_in(home: &std::path::Path) -> Result<[u8; KEY_LEN], String> {
     let path = home.join("cache.key");
     let io = |what: &str, e: std::io::Error| format!("cannot {what} {}: {e}", path.display());
     match std::fs::File::open(&path) {
@@ -44,25 +53,49 @@ pub fn cache_key() -> Result<[u8; KEY_LEN], String> {
             std::fs::DirBuilder::new()
                 .recursive(true)
                 .mode(0o700)
-                .create(&home)
+                .create(home)
                 .map_err(|e| io("create the folder of", e))?;
             let mut key = [0u8; KEY_LEN];
             std::fs::File::open("/dev/urandom")
                 .and_then(|mut r| r.read_exact(&mut key))
                 .map_err(|e| io("make random bytes for", e))?;
-            match std::fs::OpenOptions::new()
+            static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            let tmp = home.join(format!(
+                ".cache.key.{}.{}.tmp",
+                std::process::id(),
+                COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            ));
+            let written = std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
                 .mode(0o600)
-                .open(&path)
-            {
-                Ok(mut f) => {
-                    f.write_all(&key).map_err(|e| io("write", e))?;
+                .open(&tmp)
+                .and_then(|mut f| f.write_all(&key));
+            if let Err(e) = written {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(io("write", e));
+            }
+            // A link never replaces a file: the first process to link wins.
+            match std::fs::hard_link(&tmp, &path) {
+                Ok(()) => {
+                    let _ = std::fs::remove_file(&tmp);
                     Ok(key)
                 }
                 // Another process made it first: use theirs.
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => cache_key(),
-                Err(e) => Err(io("create", e)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let _ = std::fs::remove_file(&tmp);
+                    key_in(home)
+                }
+                // A file system without links: a rename is still whole
+                // (two processes racing there may each sign a first entry
+                // with a key the other replaced; it is compiled again).
+                Err(_) => match std::fs::rename(&tmp, &path) {
+                    Ok(()) => Ok(key),
+                    Err(e) => {
+                        let _ = std::fs::remove_file(&tmp);
+                        Err(io("create", e))
+                    }
+                },
             }
         }
         Err(e) => Err(io("open", e)),
@@ -143,5 +176,36 @@ mod tests {
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
         assert_ne!(digest_parts(&[b"ab", b"c"]), digest_parts(&[b"a", b"bc"]));
+    }
+
+    #[test]
+    fn a_key_made_at_once_by_many_is_one_key_and_leaves_no_temporary_file() {
+        let home = std::env::temp_dir().join(format!("apsi-key-race-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&home);
+        let keys: Vec<[u8; KEY_LEN]> = std::thread::scope(|s| {
+            let made: Vec<_> = (0..8).map(|_| s.spawn(|| key_in(&home).unwrap())).collect();
+            made.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(keys.iter().all(|k| *k == keys[0]), "every maker uses the one key");
+        assert_eq!(std::fs::read(home.join("cache.key")).unwrap(), keys[0]);
+        let names: Vec<_> = std::fs::read_dir(&home)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, ["cache.key"], "no temporary file is left");
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(home.join("cache.key")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        std::fs::remove_dir_all(&home).unwrap();
+    }
+
+    #[test]
+    fn a_short_key_file_is_an_error_that_says_what_to_do() {
+        let home = std::env::temp_dir().join(format!("apsi-key-short-{}", std::process::id()));
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(home.join("cache.key"), b"").unwrap();
+        let e = key_in(&home).unwrap_err();
+        assert!(e.contains("holds 0 bytes") && e.contains("remove it"), "{e}");
+        std::fs::remove_dir_all(&home).unwrap();
     }
 }
