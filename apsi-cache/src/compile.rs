@@ -25,7 +25,7 @@
 //! which a hit refreshes at most hourly) go first.
 
 use crate::key::{self, KEY_LEN};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -311,8 +311,6 @@ fn verify_file(
     Ok((e, r.start + off..r.end + off))
 }
 
-static TMP_COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
 impl CompileCache {
     /// The cache in `dir`, signed with `key`, for this `version` of apsi.
     pub fn new(dir: PathBuf, key: [u8; KEY_LEN], version: &str, max_bytes: u64) -> CompileCache {
@@ -389,30 +387,18 @@ impl CompileCache {
 
     /// Stores entry `name` (atomically), then keeps the folder within its bound.
     pub fn store(&self, name: &str, entry: &Entry) -> Result<(), String> {
-        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        use std::os::unix::fs::DirBuilderExt;
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&self.dir)
             .map_err(|e| format!("cannot create {}: {e}", self.dir.display()))?;
         let bytes = encode_file(&self.key, name, &self.version, entry);
-        let tmp = self.dir.join(format!(
-            ".{name}.{}.{}.tmp",
-            std::process::id(),
-            TMP_COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        ));
-        let write = || -> std::io::Result<()> {
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&tmp)?;
-            f.write_all(&bytes)?;
-            std::fs::rename(&tmp, self.path_of(name))
-        };
-        if let Err(e) = write() {
+        let cannot = |e: std::io::Error| format!("cannot write {}: {e}", self.path_of(name).display());
+        let tmp = crate::write_temp(&self.dir, name, &bytes).map_err(cannot)?;
+        if let Err(e) = std::fs::rename(&tmp, self.path_of(name)) {
             let _ = std::fs::remove_file(&tmp);
-            return Err(format!("cannot write {}: {e}", self.path_of(name).display()));
+            return Err(cannot(e));
         }
         self.evict();
         Ok(())

@@ -6,7 +6,7 @@
 
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::PathBuf;
 
 pub const KEY_LEN: usize = 32;
@@ -49,7 +49,7 @@ fn key_in(home: &std::path::Path) -> Result<[u8; KEY_LEN], String> {
             Ok(key)
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+            use std::os::unix::fs::DirBuilderExt;
             std::fs::DirBuilder::new()
                 .recursive(true)
                 .mode(0o700)
@@ -59,22 +59,7 @@ fn key_in(home: &std::path::Path) -> Result<[u8; KEY_LEN], String> {
             std::fs::File::open("/dev/urandom")
                 .and_then(|mut r| r.read_exact(&mut key))
                 .map_err(|e| io("make random bytes for", e))?;
-            static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-            let tmp = home.join(format!(
-                ".cache.key.{}.{}.tmp",
-                std::process::id(),
-                COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            ));
-            let written = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&tmp)
-                .and_then(|mut f| f.write_all(&key));
-            if let Err(e) = written {
-                let _ = std::fs::remove_file(&tmp);
-                return Err(io("write", e));
-            }
+            let tmp = crate::write_temp(home, "cache.key", &key).map_err(|e| io("write", e))?;
             // A link never replaces a file: the first process to link wins.
             match std::fs::hard_link(&tmp, &path) {
                 Ok(()) => {

@@ -762,9 +762,7 @@ impl PendingBody {
     pub(crate) fn range(&self) -> std::ops::Range<usize> {
         self.start as usize..self.start as usize + self.len as usize
     }
-}
 
-impl PendingBody {
     pub(crate) fn read(&self) -> Result<Arc<Code>, String> {
         self.image.read_body(self)
     }

@@ -116,13 +116,9 @@ pub(crate) fn make_struct_type(sp: &StructProto, vals: Vec<Value>) -> VResult<Va
     for ((name, f), kind) in sp.methods.iter().zip(funcs).zip(sp.method_kinds.iter()) {
         own_eq |= &**name == "__eq__";
         own_hash |= &**name == "__hash__";
-        // A name defined again replaces what the parent (or an earlier
-        // definition) gave it, in whichever table that was.
-        if parent.is_some() || methods.contains_key(name) || !statics.is_empty() || !properties.is_empty() {
-            methods.shift_remove(name);
-            statics.shift_remove(name);
-            properties.shift_remove(name);
-        }
+        methods.shift_remove(name);
+        statics.shift_remove(name);
+        properties.shift_remove(name);
         match kind {
             MethodKind::Plain => methods.insert(name.clone(), f),
             MethodKind::Static => statics.insert(name.clone(), f),

@@ -29,8 +29,6 @@ pub const MAX_DEPTH: u32 = 1_000;
 struct State {
     depth: Cell<u32>,
     later: RefCell<Vec<Value>>,
-    /// Something is on `later`.
-    waiting: Cell<bool>,
 }
 
 thread_local! {
@@ -38,7 +36,6 @@ thread_local! {
         State {
             depth: Cell::new(0),
             later: RefCell::new(Vec::new()),
-            waiting: Cell::new(false),
         }
     };
 }
@@ -188,7 +185,7 @@ fn leave(depth: u32) {
     }
     let _ = STATE.try_with(|s| {
         s.depth.set(depth);
-        if depth == 0 && s.waiting.get() {
+        if depth == 0 && s.later.try_borrow().is_ok_and(|l| !l.is_empty()) {
             free_later(s);
         }
     });
@@ -202,7 +199,6 @@ fn put_aside<I: IntoIterator<Item = Value>>(items: I) {
         if let Ok(mut later) = s.later.try_borrow_mut() {
             // Moving values drops nothing.
             later.extend(items.take().into_iter().flatten());
-            s.waiting.set(true);
         }
     });
     drop(items);
@@ -221,10 +217,7 @@ fn free_later(s: &State) {
     loop {
         let batch = match s.later.try_borrow_mut() {
             Ok(mut later) if !later.is_empty() => std::mem::take(&mut *later),
-            _ => {
-                s.waiting.set(false);
-                return;
-            }
+            _ => return,
         };
         s.depth.set(1);
         drop(batch);
@@ -284,11 +277,11 @@ mod tests {
         std::thread::Builder::new()
             .stack_size(4 << 20)
             .spawn(move || {
-                for (_name, wrap) in &wraps {
+                for (name, wrap) in &wraps {
                     drop(chain(1_000_000, &**wrap));
                     STATE.with(|s| {
-                        assert_eq!(s.depth.get(), 0);
-                        assert!(s.later.borrow().is_empty());
+                        assert_eq!(s.depth.get(), 0, "{name}");
+                        assert!(s.later.borrow().is_empty(), "{name}");
                     });
                 }
             })
