@@ -144,12 +144,16 @@ pub fn take_look_ahead() -> Option<LookAhead> {
     // rather than sleeping, since waking a sleeping thread took 40-60 us
     // here. After a few milliseconds it sleeps until the hand-over.
     let spin_until = std::time::Instant::now() + std::time::Duration::from_millis(3);
+    // Waiting, it readies the memory its next allocations will come from.
+    let mut warm = crate::alloc::WarmHeap::new();
     loop {
         match rx.try_recv() {
             Ok(ahead) => return ahead,
             Err(std::sync::mpsc::TryRecvError::Disconnected) => return None,
             Err(std::sync::mpsc::TryRecvError::Empty) if std::time::Instant::now() < spin_until => {
-                std::thread::yield_now();
+                if !warm.touch_next() {
+                    std::thread::yield_now();
+                }
             }
             Err(std::sync::mpsc::TryRecvError::Empty) => return rx.recv().ok().flatten(),
         }

@@ -333,6 +333,25 @@ pub enum Instr {
         p: u16,
         b: Reg,
     },
+    /// `globals[g] = function(protos[p])`, made when the global is first
+    /// read: a module's top-level `def` of a write-once global, without
+    /// decorators, defaults or captured variables (nothing to evaluate at
+    /// the `def`, so making it later changes nothing a program can see).
+    /// A cached start then decodes and makes only the functions its run
+    /// uses ([`GlobalSlot`]'s lazy binding).
+    DefFunc {
+        p: u16,
+        g: u32,
+    },
+    /// `globals[g] = struct(structs[s])`, made when the global is first
+    /// read, as `DefFunc` does for functions: a module's top-level struct of
+    /// a write-once global without decorators, parent, field defaults or
+    /// constants, whose methods are plain functions (`@staticmethod` and
+    /// `@property` aside) made from `protos[structs[s].methods_at ..]`.
+    DefStruct {
+        s: u16,
+        g: u32,
+    },
     /// `a = struct(structs[p])` with field defaults then methods in `b ..`.
     MakeStruct {
         a: Reg,
@@ -511,7 +530,9 @@ pub struct Code {
     pub spans: SpanTable,
     pub consts: Box<[Value]>,
     pub globals: Box<[Arc<GlobalSlot>]>,
-    pub protos: Box<[Arc<FuncProto>]>,
+    /// The functions defined in this body, each decoded when first made
+    /// (see [`ProtoSlot`]).
+    pub protos: Box<[Arc<ProtoSlot>]>,
     pub structs: Box<[Arc<StructProto>]>,
     pub nregs: u16,
     pub ncells: u16,
@@ -740,6 +761,8 @@ pub struct LazyCode {
 pub(crate) trait BodyImage: Send + Sync {
     /// Reads the body `at` points to; why not, when it does not decode.
     fn read_body(&self, at: &PendingBody) -> Result<Arc<Code>, String>;
+    /// Reads the prototype `at` points to; why not, when it does not decode.
+    fn read_proto(&self, at: &PendingProto) -> Result<Arc<FuncProto>, String>;
     /// Reads the span table `at` points to; why not, when it does not decode.
     fn read_spans(&self, at: &PendingSpans) -> Result<Box<[Span]>, String>;
 }
@@ -817,6 +840,117 @@ impl LazyCode {
             };
             Arc::new(Code::unreadable(nregs, &why))
         })
+    }
+}
+
+/// A function's prototype as a body holds it: compiled, or still in a
+/// compiled program's bytes until a `MakeFunc` or a global defined by
+/// `DefFunc` first needs it, so a cached start decodes only the
+/// prototypes its run makes functions of. Like [`LazyCode`], one that
+/// cannot be read becomes a function that raises an `Error` saying so
+/// when called, never a panic.
+pub struct ProtoSlot {
+    cell: std::sync::OnceLock<Arc<FuncProto>>,
+    pending: Option<PendingProto>,
+}
+
+/// A prototype left in a program's bytes: `len` bytes from `start` of
+/// `image`, nested `depth` functions deep.
+pub(crate) struct PendingProto {
+    pub(crate) image: Arc<dyn BodyImage>,
+    pub(crate) start: u32,
+    pub(crate) len: u32,
+    pub(crate) depth: u16,
+}
+
+impl PendingProto {
+    /// Where the prototype is in the image's bytes.
+    pub(crate) fn range(&self) -> std::ops::Range<usize> {
+        self.start as usize..self.start as usize + self.len as usize
+    }
+}
+
+impl ProtoSlot {
+    /// A compiled prototype.
+    pub fn ready(p: Arc<FuncProto>) -> Arc<ProtoSlot> {
+        Arc::new(ProtoSlot {
+            cell: std::sync::OnceLock::from(p),
+            pending: None,
+        })
+    }
+
+    /// A prototype still in a compiled program's bytes.
+    pub(crate) fn pending(p: PendingProto) -> Arc<ProtoSlot> {
+        Arc::new(ProtoSlot {
+            cell: std::sync::OnceLock::new(),
+            pending: Some(p),
+        })
+    }
+
+    /// The prototype, read first if it has not been.
+    #[inline(always)]
+    pub fn get(&self) -> &Arc<FuncProto> {
+        match self.cell.get() {
+            Some(p) => p,
+            None => self.read(),
+        }
+    }
+
+    /// The bytes the prototype is still to be read from, if it came from them.
+    pub(crate) fn pending_proto(&self) -> Option<&PendingProto> {
+        self.pending.as_ref()
+    }
+
+    /// The prototype if it has been compiled or read (walks that count
+    /// what a run read use it: they read nothing themselves).
+    pub fn peek(&self) -> Option<&Arc<FuncProto>> {
+        self.cell.get()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn read(&self) -> &Arc<FuncProto> {
+        self.cell.get_or_init(|| {
+            let why = match &self.pending {
+                Some(p) => match p.image.read_proto(p) {
+                    Ok(proto) => return proto,
+                    Err(e) => e,
+                },
+                None => "no prototype".to_string(),
+            };
+            Arc::new(FuncProto::unreadable(&why))
+        })
+    }
+}
+
+impl std::ops::Deref for ProtoSlot {
+    type Target = FuncProto;
+    #[inline(always)]
+    fn deref(&self) -> &FuncProto {
+        self.get()
+    }
+}
+
+impl FuncProto {
+    /// A function taking any arguments whose body raises an `Error`
+    /// saying why its prototype could not be read.
+    pub(crate) fn unreadable(why: &str) -> FuncProto {
+        FuncProto {
+            name: Arc::from("<unreadable>"),
+            code: LazyCode::ready(Arc::new(Code::unreadable(2, why))),
+            nparams: 0,
+            has_vararg: true,
+            nkwonly: 0,
+            has_kwarg: true,
+            param_names: Box::new([Arc::from("args"), Arc::from("kwargs")]),
+            ndefaults: 0,
+            kwonly_has_default: Box::new([]),
+            captures: Box::new([]),
+            checks: Box::new([]),
+            simple: false,
+            generator: false,
+            keeps_first: false,
+        }
     }
 }
 
@@ -1000,6 +1134,9 @@ pub struct StructProto {
     pub method_kinds: Box<[MethodKind]>,
     /// The parent (a struct or an error kind) follows the methods' registers.
     pub has_base: bool,
+    /// For a struct defined lazily (`Instr::DefStruct`): where its methods'
+    /// prototypes start in its body's `protos`, one per method, in order.
+    pub methods_at: u16,
 }
 
 /// How a struct's method is called.

@@ -135,30 +135,46 @@ impl CompiledProgram {
     /// How many function bodies have been read or compiled, and how many
     /// there are (counting only those reachable through read bodies).
     pub fn bodies_read(&self) -> (usize, usize) {
-        fn walk(p: &crate::compile::FuncProto, n: &mut (usize, usize)) {
+        let mut n = (0, 0);
+        self.walk_read(&mut |p| {
             n.1 += 1;
-            if p.code.is_read() {
-                n.0 += 1;
+            n.0 += usize::from(p.is_some_and(|p| p.code.is_read()));
+        });
+        n
+    }
+
+    /// How many prototypes (a function's header: name, parameters) have
+    /// been read or compiled, of those [`bodies_read`](Self::bodies_read)
+    /// counts: a cached start reads only those it makes functions of.
+    pub fn prototypes_read(&self) -> usize {
+        let mut n = 0;
+        self.walk_read(&mut |p| n += usize::from(p.is_some()));
+        n
+    }
+
+    /// How many of the read bodies have had their span tables read.
+    pub fn span_tables_read(&self) -> usize {
+        let mut n = 0;
+        self.walk_read(&mut |p| {
+            n += usize::from(p.is_some_and(|p| p.code.is_read() && p.code.spans.is_read()));
+        });
+        n
+    }
+
+    /// Calls `f` with every prototype reachable through read bodies (`None`
+    /// for one not read itself), reading nothing.
+    fn walk_read(&self, f: &mut dyn FnMut(Option<&crate::compile::FuncProto>)) {
+        fn walk(p: Option<&crate::compile::FuncProto>, f: &mut dyn FnMut(Option<&crate::compile::FuncProto>)) {
+            f(p);
+            if let Some(p) = p.filter(|p| p.code.is_read()) {
                 for q in p.code.protos.iter() {
-                    walk(q, n);
+                    walk(q.peek().map(|q| &**q), f);
                 }
             }
         }
-        let mut n = (0, 0);
         for u in &self.units {
-            walk(&u.proto, &mut n);
+            walk(Some(&u.proto), f);
         }
-        n
-    }
-    /// How many of the read bodies have had their span tables read.
-    pub fn span_tables_read(&self) -> usize {
-        fn walk(p: &crate::compile::FuncProto) -> usize {
-            if !p.code.is_read() {
-                return 0;
-            }
-            usize::from(p.code.spans.is_read()) + p.code.protos.iter().map(|q| walk(q)).sum::<usize>()
-        }
-        self.units.iter().map(|u| walk(&u.proto)).sum()
     }
 }
 
@@ -892,6 +908,6 @@ fn first_diag(mut ds: Vec<Diagnostic>) -> Diagnostic {
 fn dump_code(code: &crate::code::Code) {
     eprint!("{code:?}");
     for p in code.protos.iter() {
-        dump_code(&p.code);
+        dump_code(&p.get().code);
     }
 }

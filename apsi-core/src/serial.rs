@@ -19,8 +19,12 @@
 //! A prototype is its header (name, register count, parameters, captures,
 //! checks, flags) then its body (a code object, nested prototypes inside)
 //! with the body's length first: [`decode_units`] reads the tables and the
-//! headers and leaves each body to be read when its function first runs
-//! (`code::LazyCode`).
+//! units' own headers and leaves each body to be read when its function
+//! first runs (`code::LazyCode`). The prototypes a body defines are stored
+//! with their lengths first too, and read only when a function is made of
+//! them (`code::ProtoSlot`): a module's `def`s are mostly bound lazily
+//! (`Instr::DefFunc`), so a start reads the headers of the functions it
+//! calls, not of every function the program has.
 //!
 //! A code object's spans are stored as differences from the previous
 //! span's start, with their length and (rarely) another file, behind the
@@ -42,8 +46,8 @@
 
 use crate::check::{ResolvedUse, UseTarget};
 use crate::code::{
-    BodyImage, Capture, Code, FuncProto, Instr, LazyCode, MethodKind, PendingBody, PendingSpans, ReduceOp, SpanTable,
-    StructProto, TypeCheck,
+    BodyImage, Capture, Code, FuncProto, Instr, LazyCode, MethodKind, PendingBody, PendingProto, PendingSpans,
+    ProtoSlot, ReduceOp, SpanTable, StructProto, TypeCheck,
 };
 use crate::diagnostic::{FileId, Span};
 use crate::error::ErrorKind;
@@ -57,7 +61,7 @@ use std::sync::Arc;
 
 /// The format's version: bumped whenever the layout or the meaning of any
 /// instruction changes (an entry of another format is never decoded).
-pub const FORMAT: u16 = 6;
+pub const FORMAT: u16 = 7;
 
 /// The natives the compiler itself puts into code, which no program can
 /// name (`super()`'s helper, the iterators of a loop's `zip`/`enumerate`/
@@ -411,6 +415,8 @@ instr_codec! {
     UnpackRegs { b, k, n },
     UnpackEx { a, b, before, after },
     MakeFunc { a, p, b },
+    DefFunc { p, g },
+    DefStruct { s, g },
     MakeStruct { a, p, b },
     Raise { a },
     Reraise { a },
@@ -461,6 +467,15 @@ fn check_instr(i: &Instr, c: &Code) -> DResult<()> {
         Instr::GetGlobal { g, .. } | Instr::SetGlobal { g, .. } | Instr::DelGlobal { g } => (g as usize) < ng,
         Instr::CallGlobal { g, .. } => (g as usize) < ng,
         Instr::MakeFunc { p, .. } => (p as usize) < c.protos.len(),
+        Instr::DefFunc { p, g } => (p as usize) < c.protos.len() && (g as usize) < ng,
+        Instr::DefStruct { s, g } => {
+            (g as usize) < ng
+                && c.structs.get(s as usize).is_some_and(|sp| {
+                    usize::from(sp.methods_at) + sp.methods.len() <= c.protos.len()
+                        && !sp.has_base
+                        && sp.has_default.iter().all(|d| !d)
+                })
+        }
         Instr::MakeStruct { p, .. } => (p as usize) < c.structs.len(),
         Instr::Jmp { t } | Instr::JmpIf { t, .. } | Instr::JmpIfNot { t, .. } | Instr::PushHandler { t, .. } => {
             (t as usize) <= n
@@ -702,9 +717,15 @@ impl Enc<'_> {
             let i = self.slot(g);
             self.w.len(i);
         }
+        // Each prototype behind its length, so a reader can leave it in
+        // the bytes until a function is made of it.
         self.w.len(c.protos.len());
         for p in c.protos.iter() {
-            self.proto(p)?;
+            let outer = std::mem::take(&mut self.w.buf);
+            let done = self.proto(p.get());
+            let proto = std::mem::replace(&mut self.w.buf, outer);
+            done?;
+            self.w.bytes(&proto);
         }
         self.w.len(c.structs.len());
         for s in c.structs.iter() {
@@ -852,6 +873,7 @@ impl Enc<'_> {
             });
         }
         self.w.bool(s.has_base);
+        self.w.var(u64::from(s.methods_at));
     }
 }
 
@@ -869,6 +891,10 @@ pub(crate) struct Image {
 impl BodyImage for Image {
     fn read_body(&self, at: &PendingBody) -> Result<Arc<Code>, String> {
         decode_body(self, at).map_err(|e| e.0)
+    }
+
+    fn read_proto(&self, at: &PendingProto) -> Result<Arc<FuncProto>, String> {
+        decode_proto(self, at).map_err(|e| e.0)
     }
 
     fn read_spans(&self, at: &PendingSpans) -> Result<Box<[Span]>, String> {
@@ -926,6 +952,26 @@ fn decode_body(img: &Image, p: &PendingBody) -> DResult<Arc<Code>> {
     Ok(code)
 }
 
+/// Reads a prototype left for later; the same checks as any other.
+fn decode_proto(img: &Image, p: &PendingProto) -> DResult<Arc<FuncProto>> {
+    let bytes = img.bytes.get(p.range()).ok_or_else(|| bad("prototype range"))?;
+    let mut str_vals = img.str_vals.lock();
+    let mut d = Dec {
+        r: Reader::new(bytes),
+        strings: &img.strings,
+        named: &img.named,
+        slots: &img.slots,
+        str_vals: &mut str_vals,
+        image: Some(&p.image),
+        base: p.start as usize,
+    };
+    let proto = d.proto(usize::from(p.depth))?;
+    if d.r.pos != bytes.len() {
+        return Err(bad("trailing bytes in a prototype"));
+    }
+    Ok(proto)
+}
+
 /// Reads `p`'s body and every body nested in it, without keeping those not
 /// read yet (see `CompiledProgram::read_all_bodies`).
 pub(crate) fn read_bodies(p: &FuncProto, depth: usize) -> DResult<()> {
@@ -938,7 +984,12 @@ pub(crate) fn read_bodies(p: &FuncProto, depth: usize) -> DResult<()> {
     };
     // A span table that does not read gives the body's span, never an error.
     let _ = code.spans.all();
-    code.protos.iter().try_for_each(|q| read_bodies(q, depth + 1))
+    code.protos
+        .iter()
+        .try_for_each(|q| match (q.peek(), q.pending_proto()) {
+            (None, Some(at)) => read_bodies(&*at.image.read_proto(at).map_err(DecodeError)?, depth + 1),
+            _ => read_bodies(q.get(), depth + 1),
+        })
 }
 
 struct Dec<'a> {
@@ -1060,7 +1111,18 @@ impl Dec<'_> {
         let n = self.r.len()?;
         let mut protos = Vec::with_capacity(n);
         for _ in 0..n {
-            protos.push(self.proto(depth + 1)?);
+            let len = self.r.len()?;
+            let start = self.base + self.r.pos;
+            self.r.take(len)?;
+            let Some(image) = self.image else {
+                return Err(bad("a prototype outside the units"));
+            };
+            protos.push(ProtoSlot::pending(PendingProto {
+                image: image.clone(),
+                start: u32::try_from(start).map_err(|_| bad("a compiled program over 4 GiB"))?,
+                len: u32::try_from(len).map_err(|_| bad("a compiled program over 4 GiB"))?,
+                depth: u16::try_from(depth + 1).map_err(|_| bad("functions nested too deeply"))?,
+            }));
         }
         let n = self.r.len()?;
         let mut structs = Vec::with_capacity(n);
@@ -1244,6 +1306,7 @@ impl Dec<'_> {
             })?
             .into_boxed_slice();
         let has_base = self.r.bool()?;
+        let methods_at: u16 = self.r.num()?;
         if has_default.len() != fields.len() || annotations.len() != fields.len() || method_kinds.len() != methods.len()
         {
             return Err(bad("struct"));
@@ -1256,6 +1319,7 @@ impl Dec<'_> {
             methods,
             method_kinds,
             has_base,
+            methods_at,
         })
     }
 }

@@ -258,10 +258,33 @@ fn bodies_are_read_when_first_run() {
     let text = run(rt, &out, &c, &SourceMap::new());
     assert_eq!(text, "[2, 4]\n");
     // The top level, `used` and its comprehension ran; the other two were
-    // never read (nor was `inner`, inside one of them).
+    // never read (nor was `inner`, inside one of them), nor their headers:
+    // a top-level `def` makes its function when the name is first read.
     assert_eq!(c.bodies_read(), (3, 5));
+    assert_eq!(c.prototypes_read(), 3);
     // Nothing failed, so no span was asked for.
     assert_eq!(c.span_tables_read(), 0);
+    assert!(c.read_all_bodies().is_ok());
+}
+
+#[test]
+fn definitions_are_made_when_first_read() {
+    let bytes = compiled_bytes(
+        "struct Used:\n    x: int\n    def get(self):\n        return self.x\n    def unused(self):\n        return 0\n\
+         struct Unused:\n    y: int\n    def a(self):\n        return 1\n    def b(self):\n        return 2\n\
+         def helper():\n    return Used(7)\ndef other():\n    return 0\nprint(helper().get())\n",
+        "lazydefs",
+    );
+    let out = Capture::default();
+    let rt = runtime(&out);
+    let c = rt.decode_compiled(&bytes).unwrap();
+    let text = run(rt, &out, &c, &SourceMap::new());
+    assert_eq!(text, "7\n");
+    // The unit's, `helper`'s and `Used`'s two methods' prototypes: `Used`
+    // is made with all its methods; `Unused` and `other` never are.
+    assert_eq!(c.prototypes_read(), 4);
+    // The top level, `helper` and `Used.get` ran.
+    assert_eq!(c.bodies_read(), (3, 7));
     assert!(c.read_all_bodies().is_ok());
 }
 

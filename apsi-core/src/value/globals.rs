@@ -3,16 +3,28 @@
 //! Each global is its own slot. A slot the compiler proved is bound exactly
 //! once (a top-level `def`/`struct`/`use`) is a write-once cell whose reads
 //! are one atomic load; every other slot is a small read-write lock.
+//!
+//! A write-once slot can also be bound lazily (`Instr::DefFunc`,
+//! `Instr::DefStruct`): it holds what the function or struct is made of,
+//! and the first read makes it and binds it. Reads find the cell empty on
+//! the path that would otherwise raise `NameError`, so bound slots pay
+//! nothing for it.
 
 use super::vlock::VLock as RwLock;
 use crate::value::Value;
 use std::sync::{Arc, OnceLock};
+
+/// Makes a lazily bound slot's value, on its first read; `None` leaves the
+/// slot unbound (what the compiler binds lazily is always made).
+pub type MakeLazy = Box<dyn Fn() -> Option<Value> + Send + Sync>;
 
 pub struct GlobalSlot {
     pub name: Arc<str>,
     /// Bound once: read with `get_const`.
     pub is_const: bool,
     konst: OnceLock<Value>,
+    /// What a lazily bound write-once slot makes its value from.
+    lazy: OnceLock<MakeLazy>,
     var: RwLock<Option<Value>>,
 }
 
@@ -33,6 +45,7 @@ impl GlobalSlot {
             name: name.into(),
             is_const,
             konst,
+            lazy: OnceLock::new(),
             var: RwLock::new(var),
         }
     }
@@ -47,7 +60,7 @@ impl GlobalSlot {
     #[inline(always)]
     pub fn get(&self) -> Option<Value> {
         if self.is_const {
-            self.konst.get().map(Value::dup_words)
+            self.get_const().map(Value::dup_words)
         } else {
             self.var.read().as_ref().map(Value::dup_words)
         }
@@ -55,6 +68,32 @@ impl GlobalSlot {
 
     #[inline]
     pub fn get_const(&self) -> Option<&Value> {
+        match self.konst.get() {
+            Some(v) => Some(v),
+            None => self.bind_lazy(),
+        }
+    }
+
+    /// Binds a write-once slot to what `make` makes (a function, a
+    /// struct: `vm/exec/slow.rs`), when it is first read
+    /// ([`get_const`](Self::get_const)). A slot that is not
+    /// write-once, or already bound, is bound at once (the compiler emits
+    /// this only for write-once slots bound here).
+    pub fn set_lazy(&self, make: MakeLazy) {
+        if self.is_const && self.konst.get().is_none() && self.lazy.get().is_none() {
+            let _ = self.lazy.set(make);
+        } else if let Some(v) = make() {
+            self.set(v);
+        }
+    }
+
+    /// The first read of a lazily bound slot: makes the value and binds it
+    /// (when two threads race, both get the one bound first).
+    #[cold]
+    #[inline(never)]
+    fn bind_lazy(&self) -> Option<&Value> {
+        let v = (self.lazy.get()?)()?;
+        let _ = self.konst.set(v);
         self.konst.get()
     }
 
@@ -81,7 +120,7 @@ impl GlobalSlot {
 
     pub fn is_bound(&self) -> bool {
         if self.is_const {
-            self.konst.get().is_some()
+            self.konst.get().is_some() || self.lazy.get().is_some()
         } else {
             self.var.read().is_some()
         }

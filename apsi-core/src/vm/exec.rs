@@ -2194,6 +2194,8 @@ impl Executor {
                     | Instr::BuildRange { .. }
                     | Instr::UnpackEx { .. }
                     | Instr::MakeFunc { .. }
+                    | Instr::DefFunc { .. }
+                    | Instr::DefStruct { .. }
                     | Instr::MakeStruct { .. }
                     | Instr::StructConst { .. }
                     | Instr::Raise { .. }

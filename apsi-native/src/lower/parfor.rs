@@ -13,7 +13,7 @@ impl FnLower<'_> {
             .code
             .protos
             .get(p as usize)
-            .cloned()
+            .map(|p| p.get().clone())
             .ok_or_else(|| self.bad("a missing parallel for body"))?;
         // Captured cells of the body, typed as they are here.
         let mut free_t = Vec::new();

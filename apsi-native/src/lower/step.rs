@@ -398,6 +398,8 @@ impl FnLower<'_> {
             Instr::BuildRange { .. } => return Err(self.bad("a range value (native code runs for loops over range())")),
             Instr::UnpackEx { .. } => return Err(self.bad("starred unpacking")),
             Instr::MakeStruct { .. } | Instr::StructConst { .. } => return Err(self.bad("a struct")),
+            Instr::DefFunc { .. } => return Err(self.bad("a nested function or lambda")),
+            Instr::DefStruct { .. } => return Err(self.bad("a struct")),
             Instr::CallSuper { .. } => return Err(self.bad("super()")),
             Instr::Len { a, b } => calls::call_named(self, st, r(a), "len", &[r(b)], &[])?,
             Instr::IsInstance { a, b, c } => calls::call_named(self, st, r(a), "isinstance", &[r(b), r(c)], &[])?,

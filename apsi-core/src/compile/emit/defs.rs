@@ -21,6 +21,46 @@ impl<'a, 'e> Compiler<'a, 'e> {
         self.apply_decorators(decos, f, fd.span)
     }
 
+    /// A module's top-level `def` of a write-once global with nothing to
+    /// evaluate at the `def` (no decorators, no defaults, nothing captured):
+    /// compiled to `DefFunc`, which makes the function when the global is
+    /// first read. False (nothing emitted) for any other `def`.
+    pub(super) fn lazy_def(&mut self, fd: &'a FuncDef) -> CResult<bool> {
+        let name = &fd.name.name;
+        let has_default = fd
+            .params
+            .params
+            .iter()
+            .chain(fd.params.kwonly.iter())
+            .any(|p| p.default.is_some());
+        if !self.f().is_module || !fd.decorators.is_empty() || has_default || self.resolve(name) != Binding::Global {
+            return Ok(false);
+        }
+        let slot = self.env.slot_for_write(name);
+        if !slot.is_const {
+            return Ok(false);
+        }
+        let sid = self
+            .table
+            .of_func(fd)
+            .ok_or_else(|| cerr(fd.span, "internal: function without scope"))?;
+        let proto = self.compile_function(sid, name, &fd.params, FnBody::Stmts(&fd.body), fd.span)?;
+        let lazy = proto.captures.is_empty();
+        let p = u16::try_from(self.f().protos.len()).map_err(|_| cerr(fd.span, "too many functions in one body"))?;
+        self.f().protos.push(proto);
+        if lazy {
+            let g = self.global_index(slot);
+            self.emit_at(Instr::DefFunc { p, g }, fd.span);
+        } else {
+            // A module-level function captures nothing; were it to, it is
+            // made now, as any other.
+            let f = self.alloc()?;
+            self.emit_at(Instr::MakeFunc { a: f, p, b: f }, fd.span);
+            self.store_name(name, f, fd.name.span)?;
+        }
+        Ok(true)
+    }
+
     pub(super) fn apply_decorators(&mut self, decos: Vec<Reg>, mut f: Reg, span: Span) -> CResult<Reg> {
         for d in decos.into_iter().rev() {
             let c = self.alloc()?;
@@ -34,7 +74,118 @@ impl<'a, 'e> Compiler<'a, 'e> {
         Ok(f)
     }
 
+    /// A method's kind from its decorators, when they are only
+    /// `@staticmethod` and `@property` (the last one wins); `None` when it
+    /// has another.
+    fn plain_method_kind(&mut self, m: &FuncDef) -> Option<MethodKind> {
+        let mut kind = MethodKind::Plain;
+        for d in &m.decorators {
+            match &d.kind {
+                ExprKind::Name(n) if n == "staticmethod" && self.resolve(n) == Binding::Global => {
+                    kind = MethodKind::Static
+                }
+                ExprKind::Name(n) if n == "property" && self.resolve(n) == Binding::Global => {
+                    kind = MethodKind::Property
+                }
+                _ => return None,
+            }
+        }
+        Some(kind)
+    }
+
+    /// A module's top-level struct of a write-once global with nothing to
+    /// evaluate at its definition (no decorators, parent, field defaults
+    /// or constants; methods without other decorators or defaults):
+    /// compiled to `DefStruct`, which makes the struct when the global is
+    /// first read. False (nothing emitted) for any other struct.
+    fn lazy_struct(&mut self, sd: &'a StructDef) -> CResult<bool> {
+        let name = &sd.name.name;
+        if !self.f().is_module
+            || !sd.decorators.is_empty()
+            || sd.base.is_some()
+            || !sd.consts.is_empty()
+            || sd.fields.iter().any(|f| f.default.is_some())
+            || self.resolve(name) != Binding::Global
+        {
+            return Ok(false);
+        }
+        let mut kinds = Vec::with_capacity(sd.methods.len());
+        for m in &sd.methods {
+            let has_default = m
+                .params
+                .params
+                .iter()
+                .chain(m.params.kwonly.iter())
+                .any(|p| p.default.is_some());
+            match self.plain_method_kind(m) {
+                Some(k) if !has_default => kinds.push(k),
+                _ => return Ok(false),
+            }
+        }
+        let slot = self.env.slot_for_write(name);
+        if !slot.is_const {
+            return Ok(false);
+        }
+        let methods_at = self.f().protos.len();
+        for (m, kind) in sd.methods.iter().zip(&kinds) {
+            let sid = self
+                .table
+                .of_func(m)
+                .ok_or_else(|| cerr(m.span, "internal: method without scope"))?;
+            self.next_method = match (kind, m.params.params.first()) {
+                (MethodKind::Static, _) | (_, None) => None,
+                (_, Some(s)) => Some((name.clone(), s.name.name.clone())),
+            };
+            let made = self.compile_function(sid, &m.name.name, &m.params, FnBody::Stmts(&m.body), m.span);
+            self.next_method = None;
+            self.f().protos.push(made?);
+        }
+        let too_many = || cerr(sd.span, "too many functions in one body");
+        let n = u16::try_from(sd.methods.len()).map_err(|_| too_many())?;
+        let at = u16::try_from(methods_at).map_err(|_| too_many())?;
+        at.checked_add(n).ok_or_else(too_many)?;
+        let captures = self.f().protos[methods_at..].iter().any(|p| !p.captures.is_empty());
+        let proto = StructProto {
+            name: Arc::from(name.as_str()),
+            fields: sd.fields.iter().map(|f| Arc::from(f.name.name.as_str())).collect(),
+            has_default: sd.fields.iter().map(|_| false).collect(),
+            annotations: sd
+                .fields
+                .iter()
+                .map(|f| f.annotation.as_ref().map(|a| Arc::from(annotation_text(a))))
+                .collect(),
+            methods: sd.methods.iter().map(|m| Arc::from(m.name.name.as_str())).collect(),
+            method_kinds: kinds.into_boxed_slice(),
+            has_base: false,
+            methods_at: at,
+        };
+        let s = u16::try_from(self.f().structs.len()).map_err(|_| cerr(sd.span, "too many structs in one body"))?;
+        self.f().structs.push(Arc::new(proto));
+        if !captures {
+            let g = self.global_index(slot);
+            self.emit_at(Instr::DefStruct { s, g }, sd.span);
+            return Ok(true);
+        }
+        // Methods of a module-level struct capture nothing; were one to,
+        // the struct is made now, as any other.
+        let dst = self.alloc()?;
+        let b = self.alloc_n(sd.methods.len())?;
+        for i in 0..n {
+            self.emit(Instr::MakeFunc {
+                a: b + i,
+                p: at + i,
+                b: b + i,
+            });
+        }
+        self.emit_at(Instr::MakeStruct { a: dst, p: s, b }, sd.span);
+        self.store_name(name, dst, sd.name.span)?;
+        Ok(true)
+    }
+
     pub(super) fn struct_def(&mut self, sd: &'a StructDef) -> CResult<()> {
+        if self.lazy_struct(sd)? {
+            return Ok(());
+        }
         let mut decos = Vec::new();
         for d in &sd.decorators {
             decos.push(self.expr_tmp_keep(d)?);
@@ -99,6 +250,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
             methods: sd.methods.iter().map(|m| Arc::from(m.name.name.as_str())).collect(),
             method_kinds: kinds.into_boxed_slice(),
             has_base: sd.base.is_some(),
+            methods_at: 0,
         };
         let p = self.f().structs.len();
         let p = u16::try_from(p).map_err(|_| cerr(sd.span, "too many structs in one body"))?;

@@ -274,7 +274,7 @@ impl<'a> FnState<'a> {
             spans: crate::code::SpanTable::ready(self.spans.into_boxed_slice()),
             consts: self.consts.into_boxed_slice(),
             globals: self.globals.into_boxed_slice(),
-            protos: self.protos.into_boxed_slice(),
+            protos: self.protos.into_iter().map(crate::code::ProtoSlot::ready).collect(),
             structs: self.structs.into_boxed_slice(),
             nregs: self.max.max(1),
             ncells,

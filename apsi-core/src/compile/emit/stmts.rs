@@ -215,8 +215,10 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 };
             }
             StmtKind::FuncDef(fd) => {
-                let dst = self.def_value(fd)?;
-                self.store_name(&fd.name.name, dst, fd.name.span)?;
+                if !self.lazy_def(fd)? {
+                    let dst = self.def_value(fd)?;
+                    self.store_name(&fd.name.name, dst, fd.name.span)?;
+                }
             }
             StmtKind::StructDef(sd) => self.struct_def(sd)?,
             StmtKind::Use { path, alias } => {

@@ -9,6 +9,7 @@
 //! registers instead of spilling it around every dispatch.
 
 use super::*;
+use crate::code::{FuncProto, ProtoSlot};
 use crate::value::ic::AttrCache;
 
 /// `a op b` (`inplace`: `a op= b`) where an operand is a struct: its
@@ -74,6 +75,29 @@ pub(super) enum Flow {
     /// The error has already unwound to depth `stop` (or was raised by the
     /// frame at that depth on its way out): `run` returns it.
     Fail(Exc),
+}
+
+/// The function of a `def` bound lazily (`Instr::DefFunc`, a lazily
+/// defined struct's methods): nothing is evaluated at such a `def`, so it
+/// has no defaults and captures nothing. A prototype with either (damaged
+/// bytes: the compiler never binds one lazily) makes a function that
+/// raises.
+fn lazy_function(proto: &ProtoSlot) -> Value {
+    let p = proto.get();
+    let p = if p.ndefaults == 0 && p.kwonly_has_default.iter().all(|d| !d) && p.captures.is_empty() {
+        p.clone()
+    } else {
+        Arc::new(FuncProto::unreadable(
+            "a lazily defined function with defaults or captures",
+        ))
+    };
+    Value::Func(Arc::new(Closure {
+        name: p.name.clone(),
+        proto: p,
+        defaults: Box::default(),
+        kwdefaults: Box::default(),
+        free: Box::default(),
+    }))
 }
 
 /// The value of a module global, or the `NameError` of reading it unbound.
@@ -1133,7 +1157,7 @@ impl Executor {
                 }
             }
             Instr::MakeFunc { a, p, b } => {
-                let Some(proto) = code.protos.get(p as usize) else {
+                let Some(proto) = code.protos.get(p as usize).map(|p| p.get()) else {
                     throw!(err(ErrorKind::Error, "internal error: bad function"))
                 };
                 let nd = proto.ndefaults as usize;
@@ -1180,6 +1204,29 @@ impl Executor {
                     free: free.into_boxed_slice(),
                 };
                 setv(r!(a), Value::Func(Arc::new(f)));
+            }
+            Instr::DefFunc { p, g } => {
+                let (Some(proto), Some(slot)) = (code.protos.get(p as usize), code.globals.get(g as usize)) else {
+                    throw!(err(ErrorKind::Error, "internal error: bad function"))
+                };
+                let proto = proto.clone();
+                slot.set_lazy(Box::new(move || Some(lazy_function(&proto))));
+            }
+            Instr::DefStruct { s, g } => {
+                let def = code.structs.get(s as usize).and_then(|sp| {
+                    let at = usize::from(sp.methods_at);
+                    let methods: Box<[Arc<ProtoSlot>]> = code.protos.get(at..at + sp.methods.len())?.into();
+                    let sp = sp.clone();
+                    let make: crate::value::globals::MakeLazy = Box::new(move || {
+                        let funcs = methods.iter().map(|m| lazy_function(m)).collect();
+                        crate::ops::structs::make_struct_type(&sp, funcs).ok()
+                    });
+                    Some(make)
+                });
+                let (Some(def), Some(slot)) = (def, code.globals.get(g as usize)) else {
+                    throw!(err(ErrorKind::Error, "internal error: bad struct"))
+                };
+                slot.set_lazy(def);
             }
             Instr::MakeStruct { a, p, b } => {
                 let Some(sp) = code.structs.get(p as usize) else {
