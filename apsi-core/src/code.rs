@@ -333,25 +333,6 @@ pub enum Instr {
         p: u16,
         b: Reg,
     },
-    /// `globals[g] = function(protos[p])`, made when the global is first
-    /// read: a module's top-level `def` of a write-once global, without
-    /// decorators, defaults or captured variables (nothing to evaluate at
-    /// the `def`, so making it later changes nothing a program can see).
-    /// A cached start then decodes and makes only the functions its run
-    /// uses ([`GlobalSlot`]'s lazy binding).
-    DefFunc {
-        p: u16,
-        g: u32,
-    },
-    /// `globals[g] = struct(structs[s])`, made when the global is first
-    /// read, as `DefFunc` does for functions: a module's top-level struct of
-    /// a write-once global without decorators, parent, field defaults or
-    /// constants, whose methods are plain functions (`@staticmethod` and
-    /// `@property` aside) made from `protos[structs[s].methods_at ..]`.
-    DefStruct {
-        s: u16,
-        g: u32,
-    },
     /// `a = struct(structs[p])` with field defaults then methods in `b ..`.
     MakeStruct {
         a: Reg,
@@ -501,6 +482,25 @@ pub enum Instr {
         op: ReduceOp,
         a: Reg,
         b: Reg,
+    },
+    /// `globals[g] = function(protos[p])`, made when the global is first
+    /// read: a module's top-level `def` of a write-once global, without
+    /// decorators, defaults or captured variables (nothing to evaluate at
+    /// the `def`, so making it later changes nothing a program can see).
+    /// A cached start then decodes and makes only the functions its run
+    /// uses ([`GlobalSlot`]'s lazy binding).
+    DefFunc {
+        p: u16,
+        g: u32,
+    },
+    /// `globals[g] = struct(structs[s])`, made when the global is first
+    /// read, as `DefFunc` does for functions: a module's top-level struct of
+    /// a write-once global without decorators, parent, field defaults or
+    /// constants, whose methods are plain functions (`@staticmethod` and
+    /// `@property` aside) made from `protos[structs[s].methods_at ..]`.
+    DefStruct {
+        s: u16,
+        g: u32,
     },
 }
 

@@ -60,14 +60,24 @@ impl GlobalSlot {
     #[inline(always)]
     pub fn get(&self) -> Option<Value> {
         if self.is_const {
-            self.get_const().map(Value::dup_words)
+            self.get_const_or_make().map(Value::dup_words)
         } else {
             self.var.read().as_ref().map(Value::dup_words)
         }
     }
 
+    /// A write-once slot's value: one load, for the interpreter's fast
+    /// paths. `None` when unbound, and also when bound lazily and not made
+    /// yet: those paths then take the slow one, which makes it
+    /// ([`get_const_or_make`](Self::get_const_or_make)).
     #[inline]
     pub fn get_const(&self) -> Option<&Value> {
+        self.konst.get()
+    }
+
+    /// A write-once slot's value, made first if it was bound lazily.
+    #[inline]
+    pub fn get_const_or_make(&self) -> Option<&Value> {
         match self.konst.get() {
             Some(v) => Some(v),
             None => self.bind_lazy(),
@@ -76,7 +86,7 @@ impl GlobalSlot {
 
     /// Binds a write-once slot to what `make` makes (a function, a
     /// struct: `vm/exec/slow.rs`), when it is first read
-    /// ([`get_const`](Self::get_const)). A slot that is not
+    /// ([`get_const_or_make`](Self::get_const_or_make), [`get`](Self::get)). A slot that is not
     /// write-once, or already bound, is bound at once (the compiler emits
     /// this only for write-once slots bound here).
     pub fn set_lazy(&self, make: MakeLazy) {

@@ -82,6 +82,7 @@ pub(super) enum Flow {
 /// has no defaults and captures nothing. A prototype with either (damaged
 /// bytes: the compiler never binds one lazily) makes a function that
 /// raises.
+#[inline(never)]
 fn lazy_function(proto: &ProtoSlot) -> Value {
     let p = proto.get();
     let p = if p.ndefaults == 0 && p.kwonly_has_default.iter().all(|d| !d) && p.captures.is_empty() {
@@ -100,10 +101,46 @@ fn lazy_function(proto: &ProtoSlot) -> Value {
     }))
 }
 
+/// `DefFunc`: binds `globals[g]` lazily to a function of `protos[p]`;
+/// false when the code has no such prototype or global. Kept out of the
+/// slow path's body (it runs once per `def`).
+#[cold]
+#[inline(never)]
+fn def_func(code: &Code, p: u16, g: u32) -> bool {
+    let (Some(proto), Some(slot)) = (code.protos.get(p as usize), code.globals.get(g as usize)) else {
+        return false;
+    };
+    let proto = proto.clone();
+    slot.set_lazy(Box::new(move || Some(lazy_function(&proto))));
+    true
+}
+
+/// `DefStruct`: binds `globals[g]` lazily to the struct of `structs[s]`
+/// and its methods' prototypes; false when the code has no such struct,
+/// prototypes or global.
+#[cold]
+#[inline(never)]
+fn def_struct(code: &Code, s: u16, g: u32) -> bool {
+    let Some(sp) = code.structs.get(s as usize) else {
+        return false;
+    };
+    let at = usize::from(sp.methods_at);
+    let (Some(methods), Some(slot)) = (code.protos.get(at..at + sp.methods.len()), code.globals.get(g as usize)) else {
+        return false;
+    };
+    let methods: Box<[Arc<ProtoSlot>]> = methods.into();
+    let sp = sp.clone();
+    slot.set_lazy(Box::new(move || {
+        let funcs = methods.iter().map(|m| lazy_function(m)).collect();
+        crate::ops::structs::make_struct_type(&sp, funcs).ok()
+    }));
+    true
+}
+
 /// The value of a module global, or the `NameError` of reading it unbound.
 fn read_global(slot: &crate::value::globals::GlobalSlot) -> VResult<Value> {
     let v = if slot.is_const {
-        slot.get_const().cloned()
+        slot.get_const_or_make().cloned()
     } else {
         slot.get()
     };
@@ -434,7 +471,7 @@ impl Executor {
                         let z = match load {
                             Some(Instr::GetGlobal { g, .. }) => code.globals.get(g as usize).and_then(|s| {
                                 if s.is_const {
-                                    s.get_const().cloned()
+                                    s.get_const_or_make().cloned()
                                 } else {
                                     s.get()
                                 }
@@ -1206,27 +1243,14 @@ impl Executor {
                 setv(r!(a), Value::Func(Arc::new(f)));
             }
             Instr::DefFunc { p, g } => {
-                let (Some(proto), Some(slot)) = (code.protos.get(p as usize), code.globals.get(g as usize)) else {
+                if !def_func(code, p, g) {
                     throw!(err(ErrorKind::Error, "internal error: bad function"))
-                };
-                let proto = proto.clone();
-                slot.set_lazy(Box::new(move || Some(lazy_function(&proto))));
+                }
             }
             Instr::DefStruct { s, g } => {
-                let def = code.structs.get(s as usize).and_then(|sp| {
-                    let at = usize::from(sp.methods_at);
-                    let methods: Box<[Arc<ProtoSlot>]> = code.protos.get(at..at + sp.methods.len())?.into();
-                    let sp = sp.clone();
-                    let make: crate::value::globals::MakeLazy = Box::new(move || {
-                        let funcs = methods.iter().map(|m| lazy_function(m)).collect();
-                        crate::ops::structs::make_struct_type(&sp, funcs).ok()
-                    });
-                    Some(make)
-                });
-                let (Some(def), Some(slot)) = (def, code.globals.get(g as usize)) else {
+                if !def_struct(code, s, g) {
                     throw!(err(ErrorKind::Error, "internal error: bad struct"))
-                };
-                slot.set_lazy(def);
+                }
             }
             Instr::MakeStruct { a, p, b } => {
                 let Some(sp) = code.structs.get(p as usize) else {
