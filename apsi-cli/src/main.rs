@@ -179,3 +179,28 @@ fn install_panic_hook() {
         std::process::exit(70);
     }));
 }
+
+#[cfg(test)]
+mod tests {
+    /// The unwinder is linked in (`build.rs`): a panic still unwinds to
+    /// the `catch_unwind` that the thread pools use.
+    #[test]
+    fn a_panic_unwinds_with_the_linked_in_unwinder() {
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let dropped = std::sync::atomic::AtomicBool::new(false);
+        struct Guard<'a>(&'a std::sync::atomic::AtomicBool);
+        impl Drop for Guard<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _g = Guard(&dropped);
+            panic!("unwind me");
+        }));
+        std::panic::set_hook(hook);
+        assert!(r.is_err());
+        assert!(dropped.load(std::sync::atomic::Ordering::SeqCst), "locals are dropped on the way out");
+    }
+}
