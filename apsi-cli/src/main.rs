@@ -201,6 +201,9 @@ mod tests {
         }));
         std::panic::set_hook(hook);
         assert!(r.is_err());
-        assert!(dropped.load(std::sync::atomic::Ordering::SeqCst), "locals are dropped on the way out");
+        assert!(
+            dropped.load(std::sync::atomic::Ordering::SeqCst),
+            "locals are dropped on the way out"
+        );
     }
 }

@@ -532,8 +532,10 @@ pub struct Code {
     pub globals: Box<[Arc<GlobalSlot>]>,
     /// The functions defined in this body, each decoded when first made
     /// (see [`ProtoSlot`]).
-    pub protos: Box<[Arc<ProtoSlot>]>,
-    pub structs: Box<[Arc<StructProto>]>,
+    pub protos: Arc<[Arc<ProtoSlot>]>,
+    /// The structs defined in this body, each decoded when first made
+    /// (see [`StructSlot`]).
+    pub structs: Box<[Arc<StructSlot>]>,
     pub nregs: u16,
     pub ncells: u16,
     /// The registers this code reads through `CheckBound` (locals that may
@@ -763,6 +765,8 @@ pub(crate) trait BodyImage: Send + Sync {
     fn read_body(&self, at: &PendingBody) -> Result<Arc<Code>, String>;
     /// Reads the prototype `at` points to; why not, when it does not decode.
     fn read_proto(&self, at: &PendingProto) -> Result<Arc<FuncProto>, String>;
+    /// Reads the struct `at` points to; why not, when it does not decode.
+    fn read_struct(&self, at: &PendingProto) -> Result<Arc<StructProto>, String>;
     /// Reads the span table `at` points to; why not, when it does not decode.
     fn read_spans(&self, at: &PendingSpans) -> Result<Box<[Span]>, String>;
 }
@@ -923,6 +927,58 @@ impl ProtoSlot {
     }
 }
 
+/// A struct of a body: compiled, or left in a decoded program's bytes
+/// until a `DefStruct` global is first read or a `MakeStruct` runs, so a
+/// cached start decodes only the structs its run makes (as [`ProtoSlot`]
+/// does for functions). One that cannot be read says why when it is made.
+pub struct StructSlot {
+    cell: std::sync::OnceLock<Result<Arc<StructProto>, Arc<str>>>,
+    pending: Option<PendingProto>,
+}
+
+impl StructSlot {
+    /// A compiled struct.
+    pub fn ready(p: Arc<StructProto>) -> Arc<StructSlot> {
+        Arc::new(StructSlot {
+            cell: std::sync::OnceLock::from(Ok(p)),
+            pending: None,
+        })
+    }
+
+    /// A struct still in a compiled program's bytes (its range as a
+    /// prototype's is given).
+    pub(crate) fn pending(p: PendingProto) -> Arc<StructSlot> {
+        Arc::new(StructSlot {
+            cell: std::sync::OnceLock::new(),
+            pending: Some(p),
+        })
+    }
+
+    /// The struct, read first if it has not been; why it cannot be read.
+    #[inline]
+    pub fn get(&self) -> Result<&Arc<StructProto>, &str> {
+        let r = match self.cell.get() {
+            Some(r) => r,
+            None => self.read(),
+        };
+        r.as_ref().map_err(|why| &**why)
+    }
+
+    /// The struct if it has been compiled or read.
+    pub fn peek(&self) -> Option<&Arc<StructProto>> {
+        self.cell.get().and_then(|r| r.as_ref().ok())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn read(&self) -> &Result<Arc<StructProto>, Arc<str>> {
+        self.cell.get_or_init(|| match &self.pending {
+            Some(p) => p.image.read_struct(p).map_err(Arc::from),
+            None => Err(Arc::from("no struct")),
+        })
+    }
+}
+
 impl std::ops::Deref for ProtoSlot {
     type Target = FuncProto;
     #[inline(always)]
@@ -989,7 +1045,7 @@ impl Code {
             instrs,
             consts: Box::new([Value::Error(e)]),
             globals: Box::new([]),
-            protos: Box::new([]),
+            protos: Arc::new([]),
             structs: Box::new([]),
             nregs: nregs.max(1),
             ncells: 0,

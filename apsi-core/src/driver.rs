@@ -152,6 +152,25 @@ impl CompiledProgram {
         n
     }
 
+    /// How many structs have been read or compiled in the read bodies: a
+    /// cached start reads only those it makes.
+    pub fn structs_read(&self) -> usize {
+        fn walk(p: &crate::compile::FuncProto) -> usize {
+            if !p.code.is_read() {
+                return 0;
+            }
+            let own = p.code.structs.iter().filter(|s| s.peek().is_some()).count();
+            own + p
+                .code
+                .protos
+                .iter()
+                .filter_map(|q| q.peek())
+                .map(|q| walk(q))
+                .sum::<usize>()
+        }
+        self.units.iter().map(|u| walk(&u.proto)).sum()
+    }
+
     /// How many of the read bodies have had their span tables read.
     pub fn span_tables_read(&self) -> usize {
         let mut n = 0;

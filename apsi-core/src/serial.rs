@@ -47,7 +47,7 @@
 use crate::check::{ResolvedUse, UseTarget};
 use crate::code::{
     BodyImage, Capture, Code, FuncProto, Instr, LazyCode, MethodKind, PendingBody, PendingProto, PendingSpans,
-    ProtoSlot, ReduceOp, SpanTable, StructProto, TypeCheck,
+    ProtoSlot, ReduceOp, SpanTable, StructProto, StructSlot, TypeCheck,
 };
 use crate::diagnostic::{FileId, Span};
 use crate::error::ErrorKind;
@@ -61,7 +61,7 @@ use std::sync::Arc;
 
 /// The format's version: bumped whenever the layout or the meaning of any
 /// instruction changes (an entry of another format is never decoded).
-pub const FORMAT: u16 = 7;
+pub const FORMAT: u16 = 8;
 
 /// The natives the compiler itself puts into code, which no program can
 /// name (`super()`'s helper, the iterators of a loop's `zip`/`enumerate`/
@@ -468,14 +468,8 @@ fn check_instr(i: &Instr, c: &Code) -> DResult<()> {
         Instr::CallGlobal { g, .. } => (g as usize) < ng,
         Instr::MakeFunc { p, .. } => (p as usize) < c.protos.len(),
         Instr::DefFunc { p, g } => (p as usize) < c.protos.len() && (g as usize) < ng,
-        Instr::DefStruct { s, g } => {
-            (g as usize) < ng
-                && c.structs.get(s as usize).is_some_and(|sp| {
-                    usize::from(sp.methods_at) + sp.methods.len() <= c.protos.len()
-                        && !sp.has_base
-                        && sp.has_default.iter().all(|d| !d)
-                })
-        }
+        // The struct itself is checked when it is made (`def_struct`).
+        Instr::DefStruct { s, g } => (g as usize) < ng && (s as usize) < c.structs.len(),
         Instr::MakeStruct { p, .. } => (p as usize) < c.structs.len(),
         Instr::Jmp { t } | Instr::JmpIf { t, .. } | Instr::JmpIfNot { t, .. } | Instr::PushHandler { t, .. } => {
             (t as usize) <= n
@@ -727,9 +721,16 @@ impl Enc<'_> {
             done?;
             self.w.bytes(&proto);
         }
+        // Each struct behind its length too, read when it is first made.
         self.w.len(c.structs.len());
         for s in c.structs.iter() {
-            self.struct_proto(s);
+            let sp = s
+                .get()
+                .map_err(|why| EncodeError(format!("a struct of '{}' cannot be read: {why}", c.name)))?;
+            let outer = std::mem::take(&mut self.w.buf);
+            self.struct_proto(sp);
+            let bytes = std::mem::replace(&mut self.w.buf, outer);
+            self.w.bytes(&bytes);
         }
         self.w.var(u64::from(c.nregs));
         self.w.var(u64::from(c.ncells));
@@ -897,6 +898,10 @@ impl BodyImage for Image {
         decode_proto(self, at).map_err(|e| e.0)
     }
 
+    fn read_struct(&self, at: &PendingProto) -> Result<Arc<StructProto>, String> {
+        decode_struct(self, at).map_err(|e| e.0)
+    }
+
     fn read_spans(&self, at: &PendingSpans) -> Result<Box<[Span]>, String> {
         let bytes = self
             .bytes
@@ -950,6 +955,26 @@ fn decode_body(img: &Image, p: &PendingBody) -> DResult<Arc<Code>> {
         return Err(bad("a body's registers"));
     }
     Ok(code)
+}
+
+/// Reads a struct left for later; the same checks as any other.
+fn decode_struct(img: &Image, p: &PendingProto) -> DResult<Arc<StructProto>> {
+    let bytes = img.bytes.get(p.range()).ok_or_else(|| bad("struct range"))?;
+    let mut str_vals = img.str_vals.lock();
+    let mut d = Dec {
+        r: Reader::new(bytes),
+        strings: &img.strings,
+        named: &img.named,
+        slots: &img.slots,
+        str_vals: &mut str_vals,
+        image: None,
+        base: p.start as usize,
+    };
+    let sp = d.struct_proto()?;
+    if d.r.pos != bytes.len() {
+        return Err(bad("trailing bytes in a struct"));
+    }
+    Ok(Arc::new(sp))
 }
 
 /// Reads a prototype left for later; the same checks as any other.
@@ -1127,7 +1152,18 @@ impl Dec<'_> {
         let n = self.r.len()?;
         let mut structs = Vec::with_capacity(n);
         for _ in 0..n {
-            structs.push(Arc::new(self.struct_proto()?));
+            let len = self.r.len()?;
+            let start = self.base + self.r.pos;
+            self.r.take(len)?;
+            let Some(image) = self.image else {
+                return Err(bad("a struct outside the units"));
+            };
+            structs.push(StructSlot::pending(PendingProto {
+                image: image.clone(),
+                start: u32::try_from(start).map_err(|_| bad("a compiled program over 4 GiB"))?,
+                len: u32::try_from(len).map_err(|_| bad("a compiled program over 4 GiB"))?,
+                depth: 0,
+            }));
         }
         let nregs: u16 = self.r.num()?;
         let ncells: u16 = self.r.num()?;
@@ -1144,7 +1180,7 @@ impl Dec<'_> {
             spans,
             consts: consts.into_boxed_slice(),
             globals: globals.into_boxed_slice(),
-            protos: protos.into_boxed_slice(),
+            protos: protos.into(),
             structs: structs.into_boxed_slice(),
             nregs: nregs.max(1),
             ncells,

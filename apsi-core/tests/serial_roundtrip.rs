@@ -283,6 +283,8 @@ fn definitions_are_made_when_first_read() {
     // The unit's, `helper`'s and `Used`'s two methods' prototypes: `Used`
     // is made with all its methods; `Unused` and `other` never are.
     assert_eq!(c.prototypes_read(), 4);
+    // Of the two structs, only `Used` was read.
+    assert_eq!(c.structs_read(), 1);
     // The top level, `helper` and `Used.get` ran.
     assert_eq!(c.bodies_read(), (3, 7));
     assert!(c.read_all_bodies().is_ok());

@@ -275,7 +275,7 @@ impl<'a> FnState<'a> {
             consts: self.consts.into_boxed_slice(),
             globals: self.globals.into_boxed_slice(),
             protos: self.protos.into_iter().map(crate::code::ProtoSlot::ready).collect(),
-            structs: self.structs.into_boxed_slice(),
+            structs: self.structs.into_iter().map(crate::code::StructSlot::ready).collect(),
             nregs: self.max.max(1),
             ncells,
             span: self.span,

@@ -116,23 +116,28 @@ fn def_func(code: &Code, p: u16, g: u32) -> bool {
 }
 
 /// `DefStruct`: binds `globals[g]` lazily to the struct of `structs[s]`
-/// and its methods' prototypes; false when the code has no such struct,
-/// prototypes or global.
+/// and its methods' prototypes (both read when the global is first
+/// read); false when the code has no such struct or global. A struct
+/// that cannot be read, or is not one `DefStruct` can make (it has a
+/// parent or field defaults, or its methods' prototypes are not there),
+/// leaves the global unbound.
 #[cold]
 #[inline(never)]
 fn def_struct(code: &Code, s: u16, g: u32) -> bool {
-    let Some(sp) = code.structs.get(s as usize) else {
+    let (Some(sp), Some(slot)) = (code.structs.get(s as usize), code.globals.get(g as usize)) else {
         return false;
     };
-    let at = usize::from(sp.methods_at);
-    let (Some(methods), Some(slot)) = (code.protos.get(at..at + sp.methods.len()), code.globals.get(g as usize)) else {
-        return false;
-    };
-    let methods: Box<[Arc<ProtoSlot>]> = methods.into();
     let sp = sp.clone();
+    let protos = code.protos.clone();
     slot.set_lazy(Box::new(move || {
+        let sp = sp.get().ok()?;
+        if sp.has_base || sp.has_default.iter().any(|d| *d) {
+            return None;
+        }
+        let at = usize::from(sp.methods_at);
+        let methods = protos.get(at..at + sp.methods.len())?;
         let funcs = methods.iter().map(|m| lazy_function(m)).collect();
-        crate::ops::structs::make_struct_type(&sp, funcs).ok()
+        crate::ops::structs::make_struct_type(sp, funcs).ok()
     }));
     true
 }
@@ -1255,6 +1260,16 @@ impl Executor {
             Instr::MakeStruct { a, p, b } => {
                 let Some(sp) = code.structs.get(p as usize) else {
                     throw!(err(ErrorKind::Error, "internal error: bad struct"))
+                };
+                let sp = match sp.get() {
+                    Ok(sp) => sp,
+                    Err(why) => throw!(err(
+                        ErrorKind::Error,
+                        format!(
+                            "this struct's compiled code cannot be read ({why}); compile the program again \
+                             (`apsi run --no-cache`, or `apsi build` for an executable)"
+                        )
+                    )),
                 };
                 let ndef = sp.has_default.iter().filter(|d| **d).count();
                 let vals: Vec<Value> = (0..ndef + sp.methods.len() + usize::from(sp.has_base))
