@@ -532,10 +532,10 @@ pub struct Code {
     pub globals: Box<[Arc<GlobalSlot>]>,
     /// The functions defined in this body, each decoded when first made
     /// (see [`ProtoSlot`]).
-    pub protos: Arc<[Arc<ProtoSlot>]>,
+    pub protos: Arc<[ProtoSlot]>,
     /// The structs defined in this body, each decoded when first made
     /// (see [`StructSlot`]).
-    pub structs: Box<[Arc<StructSlot>]>,
+    pub structs: Arc<[StructSlot]>,
     pub nregs: u16,
     pub ncells: u16,
     /// The registers this code reads through `CheckBound` (locals that may
@@ -876,19 +876,19 @@ impl PendingProto {
 
 impl ProtoSlot {
     /// A compiled prototype.
-    pub fn ready(p: Arc<FuncProto>) -> Arc<ProtoSlot> {
-        Arc::new(ProtoSlot {
+    pub fn ready(p: Arc<FuncProto>) -> ProtoSlot {
+        ProtoSlot {
             cell: std::sync::OnceLock::from(p),
             pending: None,
-        })
+        }
     }
 
     /// A prototype still in a compiled program's bytes.
-    pub(crate) fn pending(p: PendingProto) -> Arc<ProtoSlot> {
-        Arc::new(ProtoSlot {
+    pub(crate) fn pending(p: PendingProto) -> ProtoSlot {
+        ProtoSlot {
             cell: std::sync::OnceLock::new(),
             pending: Some(p),
-        })
+        }
     }
 
     /// The prototype, read first if it has not been.
@@ -938,20 +938,20 @@ pub struct StructSlot {
 
 impl StructSlot {
     /// A compiled struct.
-    pub fn ready(p: Arc<StructProto>) -> Arc<StructSlot> {
-        Arc::new(StructSlot {
+    pub fn ready(p: Arc<StructProto>) -> StructSlot {
+        StructSlot {
             cell: std::sync::OnceLock::from(Ok(p)),
             pending: None,
-        })
+        }
     }
 
     /// A struct still in a compiled program's bytes (its range as a
     /// prototype's is given).
-    pub(crate) fn pending(p: PendingProto) -> Arc<StructSlot> {
-        Arc::new(StructSlot {
+    pub(crate) fn pending(p: PendingProto) -> StructSlot {
+        StructSlot {
             cell: std::sync::OnceLock::new(),
             pending: Some(p),
-        })
+        }
     }
 
     /// The struct, read first if it has not been; why it cannot be read.
@@ -1046,7 +1046,7 @@ impl Code {
             consts: Box::new([Value::Error(e)]),
             globals: Box::new([]),
             protos: Arc::new([]),
-            structs: Box::new([]),
+            structs: Arc::new([]),
             nregs: nregs.max(1),
             ncells: 0,
             unbound_regs: Box::new([]),

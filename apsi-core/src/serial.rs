@@ -1181,7 +1181,7 @@ impl Dec<'_> {
             consts: consts.into_boxed_slice(),
             globals: globals.into_boxed_slice(),
             protos: protos.into(),
-            structs: structs.into_boxed_slice(),
+            structs: structs.into(),
             nregs: nregs.max(1),
             ncells,
             unbound_regs,
@@ -1633,6 +1633,7 @@ pub(crate) fn decode_units(
         let mut lists = [Vec::new(), Vec::new()];
         for l in &mut lists {
             let n = d.r.len()?;
+            l.reserve(n);
             for _ in 0..n {
                 let name = d.name()?;
                 let i: usize = d.r.num()?;

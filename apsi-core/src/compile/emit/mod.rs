@@ -789,7 +789,7 @@ mod tests {
     fn generators_are_never_simple_and_keep_plain_returns() {
         let src = "def g(n):\n    if n < 2:\n        return n\n    yield n\n";
         let p = match compile(src) {
-            Ok(p) => p.code.protos[0].clone(),
+            Ok(p) => p.code.protos[0].get().clone(),
             Err(e) => panic!("{e:?}"),
         };
         assert!(p.generator && !p.simple);
@@ -797,7 +797,7 @@ mod tests {
         assert!(p.code.instrs.iter().any(|i| matches!(i, Instr::Yield { .. })));
         // A generator expression is a generator function of its own.
         let p = match compile("g = (x for x in [1])\n") {
-            Ok(p) => p.code.protos[0].clone(),
+            Ok(p) => p.code.protos[0].get().clone(),
             Err(e) => panic!("{e:?}"),
         };
         assert!(p.generator && &*p.name == "<genexpr>");

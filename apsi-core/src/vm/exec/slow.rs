@@ -107,11 +107,11 @@ fn lazy_function(proto: &ProtoSlot) -> Value {
 #[cold]
 #[inline(never)]
 fn def_func(code: &Code, p: u16, g: u32) -> bool {
-    let (Some(proto), Some(slot)) = (code.protos.get(p as usize), code.globals.get(g as usize)) else {
+    let (Some(_), Some(slot)) = (code.protos.get(p as usize), code.globals.get(g as usize)) else {
         return false;
     };
-    let proto = proto.clone();
-    slot.set_lazy(Box::new(move || Some(lazy_function(&proto))));
+    let protos = code.protos.clone();
+    slot.set_lazy(Box::new(move || Some(lazy_function(&protos[usize::from(p)]))));
     true
 }
 
@@ -124,19 +124,19 @@ fn def_func(code: &Code, p: u16, g: u32) -> bool {
 #[cold]
 #[inline(never)]
 fn def_struct(code: &Code, s: u16, g: u32) -> bool {
-    let (Some(sp), Some(slot)) = (code.structs.get(s as usize), code.globals.get(g as usize)) else {
+    let (Some(_), Some(slot)) = (code.structs.get(s as usize), code.globals.get(g as usize)) else {
         return false;
     };
-    let sp = sp.clone();
+    let structs = code.structs.clone();
     let protos = code.protos.clone();
     slot.set_lazy(Box::new(move || {
-        let sp = sp.get().ok()?;
+        let sp = structs[usize::from(s)].get().ok()?;
         if sp.has_base || sp.has_default.iter().any(|d| *d) {
             return None;
         }
         let at = usize::from(sp.methods_at);
         let methods = protos.get(at..at + sp.methods.len())?;
-        let funcs = methods.iter().map(|m| lazy_function(m)).collect();
+        let funcs = methods.iter().map(lazy_function).collect();
         crate::ops::structs::make_struct_type(sp, funcs).ok()
     }));
     true
