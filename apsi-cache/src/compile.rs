@@ -10,9 +10,12 @@
 //! ```
 //!
 //! where the tag is HMAC-SHA256 under the per-user key (`key.rs`) of the
-//! entry's name and body: a changed, truncated, renamed (swapped) or
-//! foreign-keyed file fails it. `files` are the program's source files
-//! (canonical path, name as shown, SHA-256 of the text), each read and
+//! entry's name and the BLAKE3 digest of its body (`key::content_digest`:
+//! hashing the body once with BLAKE3 and signing the digest is a quarter of
+//! the work of HMAC over the whole body, which a cached start waited for):
+//! a changed, truncated, renamed (swapped) or foreign-keyed file fails it.
+//! `files` are the program's source files (canonical path, name as shown,
+//! BLAKE3 digest of the text), each read and
 //! compared on load; `probes` are paths where a `use` looked before finding
 //! its module, which must still not exist (a new file there would change
 //! which module the program uses). Anything that does not hold makes the
@@ -30,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-const MAGIC: &[u8; 8] = b"APSICC\0\x01";
+const MAGIC: &[u8; 8] = b"APSICC\0\x02";
 const TAG_DOMAIN: &[u8] = b"apsi compile cache entry";
 /// The default size bound (`APSI_CACHE_MAX_MB` changes it).
 pub const DEFAULT_MAX_BYTES: u64 = 256 << 20;
@@ -42,7 +45,8 @@ pub struct FileRecord {
     pub path: PathBuf,
     /// The name diagnostics show for it.
     pub display: String,
-    pub sha256: [u8; 32],
+    /// `key::content_digest` of the text.
+    pub digest: [u8; 32],
 }
 
 /// What an entry holds.
@@ -127,11 +131,12 @@ pub fn read_text(path: &Path) -> std::io::Result<Arc<str>> {
     Ok(unsafe { Arc::from_raw(Arc::into_raw(buf) as *const str) })
 }
 
-/// A source file the caller has already read: canonical path, text, SHA-256.
+/// A source file the caller has already read: canonical path, text, and
+/// its `key::content_digest`.
 pub struct Known {
     pub path: PathBuf,
     pub text: Arc<str>,
-    pub sha256: [u8; 32],
+    pub digest: [u8; 32],
 }
 
 /// The compile cache of this user.
@@ -218,7 +223,7 @@ fn encode_body(name: &str, version: &str, e: &Entry) -> Vec<u8> {
     for f in &e.files {
         put_bytes(&mut b, path_bytes(&f.path));
         put_bytes(&mut b, f.display.as_bytes());
-        b.extend_from_slice(&f.sha256);
+        b.extend_from_slice(&f.digest);
     }
     put_len(&mut b, e.probes.len());
     for p in &e.probes {
@@ -239,8 +244,8 @@ fn decode_body(b: &[u8]) -> Option<(String, String, Entry, std::ops::Range<usize
     for _ in 0..n {
         let path = c.path()?;
         let display = c.str()?.to_string();
-        let sha256: [u8; 32] = c.take(32)?.try_into().ok()?;
-        files.push(FileRecord { path, display, sha256 });
+        let digest: [u8; 32] = c.take(32)?.try_into().ok()?;
+        files.push(FileRecord { path, display, digest });
     }
     let n = c.len()?;
     let mut probes = Vec::new();
@@ -264,7 +269,7 @@ fn decode_body(b: &[u8]) -> Option<(String, String, Entry, std::ops::Range<usize
 /// A whole entry file as written (magic, tag, body).
 pub fn encode_file(key: &[u8; KEY_LEN], name: &str, version: &str, e: &Entry) -> Vec<u8> {
     let body = encode_body(name, version, e);
-    let t = key::tag(key, &[TAG_DOMAIN, name.as_bytes(), &body]);
+    let t = key::tag(key, &[TAG_DOMAIN, name.as_bytes(), &key::content_digest(&body)]);
     let mut out = Vec::with_capacity(MAGIC.len() + t.len() + body.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&t);
@@ -294,7 +299,7 @@ fn verify_file(
         return Err("it is truncated".into());
     }
     let (t, body) = rest.split_at(32);
-    if !key::verify(key, &[TAG_DOMAIN, name.as_bytes(), body], t) {
+    if !key::verify(key, &[TAG_DOMAIN, name.as_bytes(), &key::content_digest(body)], t) {
         return Err(
             "it does not verify with this user's cache key (changed, truncated, moved, or written with another key)"
                 .into(),
@@ -362,7 +367,7 @@ impl CompileCache {
             let (text, sha) = match known.iter().position(|k| k.path == f.path) {
                 Some(i) => {
                     let k = known.swap_remove(i);
-                    (k.text, k.sha256)
+                    (k.text, k.digest)
                 }
                 // A module found through a link (an installed package's
                 // folder) must still be reached the way the program found it:
@@ -370,13 +375,13 @@ impl CompileCache {
                 None if std::fs::canonicalize(&f.display).ok().as_ref() != Some(&f.path) => return Lookup::Miss,
                 None => match read_text(&f.path) {
                     Ok(t) => {
-                        let h = key::digest(t.as_bytes());
+                        let h = key::content_digest(t.as_bytes());
                         (t, h)
                     }
                     Err(_) => return Lookup::Miss,
                 },
             };
-            if sha != f.sha256 {
+            if sha != f.digest {
                 return Lookup::Miss;
             }
             texts.push((f.display, text));
@@ -492,7 +497,7 @@ mod tests {
             files: vec![FileRecord {
                 path: src.clone(),
                 display: src.display().to_string(),
-                sha256: key::digest(text.as_bytes()),
+                digest: key::content_digest(text.as_bytes()),
             }],
             probes: vec![dir.join("nothing-here.apsi")],
             payload: b"compiled bytes".to_vec(),
@@ -589,7 +594,7 @@ mod tests {
         let known = Known {
             path: t.path().join("p.apsi"),
             text: "print(1)\n".into(),
-            sha256: key::digest(b"print(1)\n"),
+            digest: key::content_digest(b"print(1)\n"),
         };
         assert!(hit(&c.load("n1", vec![known])));
     }

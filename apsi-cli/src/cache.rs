@@ -86,12 +86,12 @@ pub fn look_ahead(file: &str, allowed: &[String]) -> Option<LookAhead> {
         return None;
     };
     let cache = CompileCache::open(crate::APSI_VERSION).ok()?;
-    let sha256 = apsi_cache::key::digest(text.as_bytes());
-    let name = entry_name(&build_identity(), file, &canon, &sha256, allowed);
+    let digest = apsi_cache::key::content_digest(text.as_bytes());
+    let name = entry_name(&build_identity(), file, &canon, &digest, allowed);
     let known = Known {
         path: canon,
         text,
-        sha256,
+        digest,
     };
     let lookup = cache.load(&name, vec![known]);
     Some(LookAhead {
@@ -253,7 +253,7 @@ fn entry_for(program: &Program, compiled: &CompiledProgram, runtime: &Runtime, s
         files.push(FileRecord {
             path: std::fs::canonicalize(&unit.path).unwrap_or_else(|_| unit.path.clone()),
             display: f.name.clone(),
-            sha256: apsi_cache::key::digest(f.text.as_bytes()),
+            digest: apsi_cache::key::content_digest(f.text.as_bytes()),
         });
         id += 1;
     }
@@ -299,7 +299,7 @@ pub fn compile_into_cache(
         build,
         file,
         &canon,
-        &apsi_cache::key::digest(text.as_bytes()),
+        &apsi_cache::key::content_digest(text.as_bytes()),
         &env.allowed,
     );
     match entry_for(&program, &compiled, runtime, sources) {
