@@ -17,6 +17,7 @@ mod modules;
 mod net;
 #[cfg(feature = "pkg")]
 mod pkg;
+mod placement;
 mod repl;
 mod run;
 mod session;
@@ -54,9 +55,12 @@ fn main() -> ExitCode {
     };
     // `apsi run` stops on SIGINT/SIGTERM with its output flushed; the REPL
     // keeps the terminal's own Ctrl-C handling.
-    if app.is_some() || argv.first().map(String::as_str) == Some("run") {
-        signals::install();
-    }
+    #[cfg(unix)]
+    let blocked = if app.is_some() || argv.first().map(String::as_str) == Some("run") {
+        signals::block()
+    } else {
+        None
+    };
     // A Jupyter kernel: SIGINT (the notebook's interrupt) stops the running
     // cell with KeyboardInterrupt instead of the process.
     #[cfg(feature = "kernel")]
@@ -80,10 +84,14 @@ fn main() -> ExitCode {
     // waking this thread and unmapping that stack (with the hand-over's
     // polling, 0.2-0.35 ms of `hello.apsi` here: bench/README, stop 49).
     let exit_from_worker = matches!(launch, Launch::App(_) | Launch::Command(Ok(args::Command::Run(_))));
+    // The interpreter's thread starts on another processor than this one's
+    // (`placement.rs`).
+    let (handoff, apart) = placement::pair();
     let worker = std::thread::Builder::new()
         .name("apsi-main".into())
         .stack_size(MAIN_STACK)
         .spawn(move || {
+            apart.settle();
             let code = match launch {
                 Launch::App(app) => build::run_embedded(app, &argv),
                 Launch::Command(command) => dispatch(command),
@@ -94,8 +102,17 @@ fn main() -> ExitCode {
             }
             code
         });
+    if let Ok(w) = &worker {
+        handoff.place(w);
+    }
     if let (Ok(_), Some(ahead)) = (&worker, ahead) {
         ahead.make();
+    }
+    // The interpreter's thread ends the process: this one watches for
+    // SIGINT and SIGTERM until then.
+    #[cfg(unix)]
+    if let (Ok(_), true, Some(set)) = (&worker, exit_from_worker, blocked) {
+        signals::watch(set);
     }
     let code = match worker {
         Ok(handle) => handle.join().unwrap_or(70),

@@ -5,7 +5,8 @@
 //!
 //! How: `block` is called in `main` before any other thread exists, so every
 //! thread (the interpreter, the pools, tasks) inherits a mask that blocks
-//! both signals; one watcher thread takes them with `sigwait`. Nothing runs
+//! both signals; the process's first thread, once it has handed the
+//! interpreter's thread what it needs, takes them with `sigwait` (`watch`). Nothing runs
 //! in signal-handler context. Child processes get an empty mask (Rust's
 //! `Command` resets it), so a Python worker still dies of SIGTERM.
 //!
@@ -33,9 +34,11 @@ pub fn on_stop_flush(f: impl Fn(Duration) -> bool + Send + Sync + 'static) {
 }
 
 /// Blocks SIGINT and SIGTERM in this thread (and every thread it starts)
-/// and starts the watcher. Call before starting any other thread.
+/// and installs the SIGBUS handler; the set to [`watch`] for, or `None`
+/// when they could not be blocked (they then stop the process as usual).
+/// Call before starting any other thread.
 #[cfg(unix)]
-pub fn install() {
+pub fn block() -> Option<libc::sigset_t> {
     // SAFETY: plain libc calls on a local, initialised signal set.
     let set = unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
@@ -43,29 +46,30 @@ pub fn install() {
         libc::sigaddset(&mut set, libc::SIGINT);
         libc::sigaddset(&mut set, libc::SIGTERM);
         if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
-            return;
+            return None;
         }
         set
     };
-    let started = std::thread::Builder::new()
-        .name("apsi-signals".into())
-        .stack_size(64 * 1024)
-        .spawn(move || loop {
-            let mut sig: libc::c_int = 0;
-            // SAFETY: `set` is a valid signal set blocked in every thread.
-            if unsafe { libc::sigwait(&set, &mut sig) } != 0 {
-                continue;
-            }
-            stop(sig);
-        });
-    if started.is_err() {
-        // No watcher: take the signals back, so they still stop the program.
-        // SAFETY: as above.
-        unsafe {
-            libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
-        }
-    }
     install_bus_handler();
+    Some(set)
+}
+
+/// Takes the signals [`block`] blocked, for good: the first one stops the
+/// program. `apsi run` calls it on the process's first thread once that
+/// thread has nothing else to do (the interpreter runs on its own thread
+/// and ends the process), which spares starting a watcher thread while
+/// the interpreter's is starting (the two competed for the second core:
+/// the interpreter's thread began 0.1 ms later in a cached start).
+#[cfg(unix)]
+pub fn watch(set: libc::sigset_t) -> ! {
+    loop {
+        let mut sig: libc::c_int = 0;
+        // SAFETY: `set` is a valid signal set blocked in every thread.
+        if unsafe { libc::sigwait(&set, &mut sig) } != 0 {
+            continue;
+        }
+        stop(sig);
+    }
 }
 
 /// For `apsi kernel`: blocks SIGINT in this thread (and every thread it
@@ -158,9 +162,6 @@ extern "C" fn on_bus(_sig: libc::c_int, _info: *mut libc::siginfo_t, _ctx: *mut 
     // SAFETY: _exit ends the process without running anything else.
     unsafe { libc::_exit(135) }
 }
-#[cfg(not(unix))]
-pub fn install() {}
-
 #[cfg(unix)]
 fn stop(sig: libc::c_int) -> ! {
     if let Some(f) = FLUSH.get() {
