@@ -868,7 +868,7 @@ pub(crate) struct PendingProto {
 }
 
 impl PendingProto {
-    /// Where the prototype is in the image's bytes.
+    /// Where the prototype (or struct) is in the image's bytes.
     pub(crate) fn range(&self) -> std::ops::Range<usize> {
         self.start as usize..self.start as usize + self.len as usize
     }

@@ -934,9 +934,20 @@ fn span_entries(bytes: &[u8], n: usize, body: Span) -> DResult<Box<[Span]>> {
     Ok(v.into_boxed_slice())
 }
 
-/// Reads a body left for later; the same checks as any other.
-fn decode_body(img: &Image, p: &PendingBody) -> DResult<Arc<Code>> {
-    let bytes = img.bytes.get(p.range()).ok_or_else(|| bad("body range"))?;
+/// Reads a part of `img` left for later (`range`, at `start` of the
+/// image's bytes) with `read`, which must take all of it; `image` is what
+/// the bodies it holds are read from later, where it holds any.
+fn decode_part<T>(
+    img: &Image,
+    range: std::ops::Range<usize>,
+    image: Option<&Arc<dyn BodyImage>>,
+    what: &str,
+    read: impl FnOnce(&mut Dec<'_>) -> DResult<T>,
+) -> DResult<T> {
+    let bytes = img
+        .bytes
+        .get(range.clone())
+        .ok_or_else(|| bad(&format!("{what} range")))?;
     let mut str_vals = img.str_vals.lock();
     let mut d = Dec {
         r: Reader::new(bytes),
@@ -944,13 +955,19 @@ fn decode_body(img: &Image, p: &PendingBody) -> DResult<Arc<Code>> {
         named: &img.named,
         slots: &img.slots,
         str_vals: &mut str_vals,
-        image: Some(&p.image),
-        base: p.start as usize,
+        image,
+        base: range.start,
     };
-    let code = d.code(usize::from(p.depth))?;
+    let part = read(&mut d)?;
     if d.r.pos != bytes.len() {
-        return Err(bad("trailing bytes in a body"));
+        return Err(bad(&format!("trailing bytes in a {what}")));
     }
+    Ok(part)
+}
+
+/// Reads a body left for later; the same checks as any other.
+fn decode_body(img: &Image, p: &PendingBody) -> DResult<Arc<Code>> {
+    let code = decode_part(img, p.range(), Some(&p.image), "body", |d| d.code(usize::from(p.depth)))?;
     if code.nregs != p.nregs.max(1) {
         return Err(bad("a body's registers"));
     }
@@ -959,42 +976,14 @@ fn decode_body(img: &Image, p: &PendingBody) -> DResult<Arc<Code>> {
 
 /// Reads a struct left for later; the same checks as any other.
 fn decode_struct(img: &Image, p: &PendingProto) -> DResult<Arc<StructProto>> {
-    let bytes = img.bytes.get(p.range()).ok_or_else(|| bad("struct range"))?;
-    let mut str_vals = img.str_vals.lock();
-    let mut d = Dec {
-        r: Reader::new(bytes),
-        strings: &img.strings,
-        named: &img.named,
-        slots: &img.slots,
-        str_vals: &mut str_vals,
-        image: None,
-        base: p.start as usize,
-    };
-    let sp = d.struct_proto()?;
-    if d.r.pos != bytes.len() {
-        return Err(bad("trailing bytes in a struct"));
-    }
-    Ok(Arc::new(sp))
+    decode_part(img, p.range(), None, "struct", |d| d.struct_proto()).map(Arc::new)
 }
 
 /// Reads a prototype left for later; the same checks as any other.
 fn decode_proto(img: &Image, p: &PendingProto) -> DResult<Arc<FuncProto>> {
-    let bytes = img.bytes.get(p.range()).ok_or_else(|| bad("prototype range"))?;
-    let mut str_vals = img.str_vals.lock();
-    let mut d = Dec {
-        r: Reader::new(bytes),
-        strings: &img.strings,
-        named: &img.named,
-        slots: &img.slots,
-        str_vals: &mut str_vals,
-        image: Some(&p.image),
-        base: p.start as usize,
-    };
-    let proto = d.proto(usize::from(p.depth))?;
-    if d.r.pos != bytes.len() {
-        return Err(bad("trailing bytes in a prototype"));
-    }
-    Ok(proto)
+    decode_part(img, p.range(), Some(&p.image), "prototype", |d| {
+        d.proto(usize::from(p.depth))
+    })
 }
 
 /// Reads `p`'s body and every body nested in it, without keeping those not

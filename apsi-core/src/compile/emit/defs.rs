@@ -80,17 +80,19 @@ impl<'a, 'e> Compiler<'a, 'e> {
     fn plain_method_kind(&mut self, m: &FuncDef) -> Option<MethodKind> {
         let mut kind = MethodKind::Plain;
         for d in &m.decorators {
-            match &d.kind {
-                ExprKind::Name(n) if n == "staticmethod" && self.resolve(n) == Binding::Global => {
-                    kind = MethodKind::Static
-                }
-                ExprKind::Name(n) if n == "property" && self.resolve(n) == Binding::Global => {
-                    kind = MethodKind::Property
-                }
-                _ => return None,
-            }
+            kind = self.kind_decorator(d)?;
         }
         Some(kind)
+    }
+
+    /// The method kind a decorator names: the built-in `@staticmethod` or
+    /// `@property` (not a name that shadows them); `None` for any other.
+    fn kind_decorator(&mut self, d: &Expr) -> Option<MethodKind> {
+        match &d.kind {
+            ExprKind::Name(n) if n == "staticmethod" && self.resolve(n) == Binding::Global => Some(MethodKind::Static),
+            ExprKind::Name(n) if n == "property" && self.resolve(n) == Binding::Global => Some(MethodKind::Property),
+            _ => None,
+        }
     }
 
     /// A module's top-level struct of a write-once global with nothing to
@@ -206,14 +208,9 @@ impl<'a, 'e> Compiler<'a, 'e> {
             let mut mdecos = Vec::new();
             let mut kind = MethodKind::Plain;
             for d in &m.decorators {
-                match &d.kind {
-                    ExprKind::Name(n) if n == "staticmethod" && self.resolve(n) == Binding::Global => {
-                        kind = MethodKind::Static
-                    }
-                    ExprKind::Name(n) if n == "property" && self.resolve(n) == Binding::Global => {
-                        kind = MethodKind::Property
-                    }
-                    _ => mdecos.push(self.expr_tmp_keep(d)?),
+                match self.kind_decorator(d) {
+                    Some(k) => kind = k,
+                    None => mdecos.push(self.expr_tmp_keep(d)?),
                 }
             }
             kinds.push(kind);
