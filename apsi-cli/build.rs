@@ -18,7 +18,8 @@
 //!   `hello.apsi`). The standard library names `gcc_s` for its unwinder;
 //!   a folder holding `libgcc_s.a` (the static unwinder under that name),
 //!   searched before the system's, makes the linker take the archive.
-//!   Where the compiler has no `libgcc_eh.a`, nothing changes.
+//!   Where the compiler has no `libgcc_eh.a`, or in a cross build, nothing
+//!   changes.
 
 use std::path::PathBuf;
 
@@ -28,7 +29,9 @@ fn main() {
         return;
     }
     println!("cargo:rustc-link-arg-bin=apsi=-no-pie");
-    if std::env::var("CARGO_CFG_TARGET_ENV").as_deref() == Ok("gnu") {
+    // The host's C compiler names the host's archive: not for a cross build.
+    let native = std::env::var("TARGET").ok() == std::env::var("HOST").ok();
+    if native && std::env::var("CARGO_CFG_TARGET_ENV").as_deref() == Ok("gnu") {
         if let Some(dir) = static_unwinder_dir() {
             println!("cargo:rustc-link-search=native={}", dir.display());
         }

@@ -59,7 +59,10 @@ pub fn block() -> Option<libc::sigset_t> {
 /// thread has nothing else to do (the interpreter runs on its own thread
 /// and ends the process), which spares starting a watcher thread while
 /// the interpreter's is starting (the two competed for the second core:
-/// the interpreter's thread began 0.1 ms later in a cached start).
+/// the interpreter's thread began 0.1 ms later in a cached start). A
+/// signal that comes while that thread still reads and hashes the
+/// program for the cache is taken when it is done: the interpreter's
+/// thread waits for the same read, so nothing of the program has run.
 #[cfg(unix)]
 pub fn watch(set: libc::sigset_t) -> ! {
     loop {
