@@ -147,20 +147,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         let at = u16::try_from(methods_at).map_err(|_| too_many())?;
         at.checked_add(n).ok_or_else(too_many)?;
         let captures = self.f().protos[methods_at..].iter().any(|p| !p.captures.is_empty());
-        let proto = StructProto {
-            name: Arc::from(name.as_str()),
-            fields: sd.fields.iter().map(|f| Arc::from(f.name.name.as_str())).collect(),
-            has_default: sd.fields.iter().map(|_| false).collect(),
-            annotations: sd
-                .fields
-                .iter()
-                .map(|f| f.annotation.as_ref().map(|a| Arc::from(annotation_text(a))))
-                .collect(),
-            methods: sd.methods.iter().map(|m| Arc::from(m.name.name.as_str())).collect(),
-            method_kinds: kinds.into_boxed_slice(),
-            has_base: false,
-            methods_at: at,
-        };
+        let proto = struct_proto_of(sd, kinds, at);
         let s = u16::try_from(self.f().structs.len()).map_err(|_| cerr(sd.span, "too many structs in one body"))?;
         self.f().structs.push(Arc::new(proto));
         if !captures {
@@ -235,20 +222,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         if let Some(base) = &sd.base {
             self.expr_to(base, b + i)?;
         }
-        let proto = StructProto {
-            name: Arc::from(sd.name.name.as_str()),
-            fields: sd.fields.iter().map(|f| Arc::from(f.name.name.as_str())).collect(),
-            has_default: sd.fields.iter().map(|f| f.default.is_some()).collect(),
-            annotations: sd
-                .fields
-                .iter()
-                .map(|f| f.annotation.as_ref().map(|a| Arc::from(annotation_text(a))))
-                .collect(),
-            methods: sd.methods.iter().map(|m| Arc::from(m.name.name.as_str())).collect(),
-            method_kinds: kinds.into_boxed_slice(),
-            has_base: sd.base.is_some(),
-            methods_at: 0,
-        };
+        let proto = struct_proto_of(sd, kinds, 0);
         let p = self.f().structs.len();
         let p = u16::try_from(p).map_err(|_| cerr(sd.span, "too many structs in one body"))?;
         self.f().structs.push(Arc::new(proto));
@@ -776,5 +750,25 @@ impl<'a, 'e> Compiler<'a, 'e> {
         self.patch_here(vec![exit]);
         self.free_to(m);
         Ok(())
+    }
+}
+
+/// The prototype of struct `sd` with its methods' kinds, its methods'
+/// prototypes from `methods_at` of its body's (a lazily made struct's; 0
+/// otherwise).
+fn struct_proto_of(sd: &StructDef, kinds: Vec<MethodKind>, methods_at: u16) -> StructProto {
+    StructProto {
+        name: Arc::from(sd.name.name.as_str()),
+        fields: sd.fields.iter().map(|f| Arc::from(f.name.name.as_str())).collect(),
+        has_default: sd.fields.iter().map(|f| f.default.is_some()).collect(),
+        annotations: sd
+            .fields
+            .iter()
+            .map(|f| f.annotation.as_ref().map(|a| Arc::from(annotation_text(a))))
+            .collect(),
+        methods: sd.methods.iter().map(|m| Arc::from(m.name.name.as_str())).collect(),
+        method_kinds: kinds.into_boxed_slice(),
+        has_base: sd.base.is_some(),
+        methods_at,
     }
 }
