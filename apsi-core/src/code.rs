@@ -964,6 +964,11 @@ impl StructSlot {
         r.as_ref().map_err(|why| &**why)
     }
 
+    /// The bytes the struct is still to be read from, if it came from them.
+    pub(crate) fn pending_struct(&self) -> Option<&PendingProto> {
+        self.pending.as_ref()
+    }
+
     /// The struct if it has been compiled or read.
     pub fn peek(&self) -> Option<&Arc<StructProto>> {
         self.cell.get().and_then(|r| r.as_ref().ok())

@@ -123,9 +123,10 @@ pub struct CompiledProgram {
 }
 
 impl CompiledProgram {
-    /// Reads every function body a decoded program left for its first run
-    /// ([`crate::code::LazyCode`]), the first that does not decode an
-    /// error: what a run would find, without running (tests, checks).
+    /// Reads every function body and struct a decoded program left for
+    /// its first run ([`crate::code::LazyCode`], [`crate::code::StructSlot`]),
+    /// the first that does not decode an error: what a run would find,
+    /// without running (tests, checks).
     pub fn read_all_bodies(&self) -> Result<(), crate::serial::DecodeError> {
         self.units
             .iter()

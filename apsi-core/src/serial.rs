@@ -934,9 +934,9 @@ fn span_entries(bytes: &[u8], n: usize, body: Span) -> DResult<Box<[Span]>> {
     Ok(v.into_boxed_slice())
 }
 
-/// Reads a part of `img` left for later (`range`, at `start` of the
-/// image's bytes) with `read`, which must take all of it; `image` is what
-/// the bodies it holds are read from later, where it holds any.
+/// Reads a part of `img` left for later (`range` of the image's bytes)
+/// with `read`, which must take all of it; `image` is what the bodies it
+/// holds are read from later, where it holds any.
 fn decode_part<T>(
     img: &Image,
     range: std::ops::Range<usize>,
@@ -998,6 +998,11 @@ pub(crate) fn read_bodies(p: &FuncProto, depth: usize) -> DResult<()> {
     };
     // A span table that does not read gives the body's span, never an error.
     let _ = code.spans.all();
+    for st in code.structs.iter() {
+        if let (None, Some(at)) = (st.peek(), st.pending_struct()) {
+            at.image.read_struct(at).map_err(DecodeError)?;
+        }
+    }
     code.protos
         .iter()
         .try_for_each(|q| match (q.peek(), q.pending_proto()) {
