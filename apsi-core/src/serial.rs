@@ -1090,6 +1090,23 @@ impl Dec<'_> {
         Ok(self.r.list(|r| r.num::<T>())?.into_boxed_slice())
     }
 
+    /// A prototype or struct stored behind its length, skipped and left
+    /// in the image to be read when first made, `depth` functions deep.
+    fn pending_part(&mut self, depth: u16) -> DResult<PendingProto> {
+        let len = self.r.len()?;
+        let start = self.base + self.r.pos;
+        self.r.take(len)?;
+        let Some(image) = self.image else {
+            return Err(bad("a prototype or struct outside the units"));
+        };
+        Ok(PendingProto {
+            image: image.clone(),
+            start: u32::try_from(start).map_err(|_| bad("a compiled program over 4 GiB"))?,
+            len: u32::try_from(len).map_err(|_| bad("a compiled program over 4 GiB"))?,
+            depth,
+        })
+    }
+
     fn code(&mut self, depth: usize) -> DResult<Arc<Code>> {
         if depth > 256 {
             return Err(bad("functions nested too deeply"));
@@ -1129,35 +1146,14 @@ impl Dec<'_> {
         }
         let n = self.r.len()?;
         let mut protos = Vec::with_capacity(n);
+        let inner = u16::try_from(depth + 1).map_err(|_| bad("functions nested too deeply"))?;
         for _ in 0..n {
-            let len = self.r.len()?;
-            let start = self.base + self.r.pos;
-            self.r.take(len)?;
-            let Some(image) = self.image else {
-                return Err(bad("a prototype outside the units"));
-            };
-            protos.push(ProtoSlot::pending(PendingProto {
-                image: image.clone(),
-                start: u32::try_from(start).map_err(|_| bad("a compiled program over 4 GiB"))?,
-                len: u32::try_from(len).map_err(|_| bad("a compiled program over 4 GiB"))?,
-                depth: u16::try_from(depth + 1).map_err(|_| bad("functions nested too deeply"))?,
-            }));
+            protos.push(ProtoSlot::pending(self.pending_part(inner)?));
         }
         let n = self.r.len()?;
         let mut structs = Vec::with_capacity(n);
         for _ in 0..n {
-            let len = self.r.len()?;
-            let start = self.base + self.r.pos;
-            self.r.take(len)?;
-            let Some(image) = self.image else {
-                return Err(bad("a struct outside the units"));
-            };
-            structs.push(StructSlot::pending(PendingProto {
-                image: image.clone(),
-                start: u32::try_from(start).map_err(|_| bad("a compiled program over 4 GiB"))?,
-                len: u32::try_from(len).map_err(|_| bad("a compiled program over 4 GiB"))?,
-                depth: 0,
-            }));
+            structs.push(StructSlot::pending(self.pending_part(0)?));
         }
         let nregs: u16 = self.r.num()?;
         let ncells: u16 = self.r.num()?;

@@ -150,6 +150,16 @@ pub struct Params {
     pub kwarg: Option<Param>,
 }
 
+impl Params {
+    /// Whether a positional or keyword-only parameter has a default.
+    pub fn has_default(&self) -> bool {
+        self.params
+            .iter()
+            .chain(self.kwonly.iter())
+            .any(|p| p.default.is_some())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Param {
     pub name: Ident,

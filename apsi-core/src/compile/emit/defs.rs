@@ -27,13 +27,11 @@ impl<'a, 'e> Compiler<'a, 'e> {
     /// first read. False (nothing emitted) for any other `def`.
     pub(super) fn lazy_def(&mut self, fd: &'a FuncDef) -> CResult<bool> {
         let name = &fd.name.name;
-        let has_default = fd
-            .params
-            .params
-            .iter()
-            .chain(fd.params.kwonly.iter())
-            .any(|p| p.default.is_some());
-        if !self.f().is_module || !fd.decorators.is_empty() || has_default || self.resolve(name) != Binding::Global {
+        if !self.f().is_module
+            || !fd.decorators.is_empty()
+            || fd.params.has_default()
+            || self.resolve(name) != Binding::Global
+        {
             return Ok(false);
         }
         let slot = self.env.slot_for_write(name);
@@ -113,14 +111,8 @@ impl<'a, 'e> Compiler<'a, 'e> {
         }
         let mut kinds = Vec::with_capacity(sd.methods.len());
         for m in &sd.methods {
-            let has_default = m
-                .params
-                .params
-                .iter()
-                .chain(m.params.kwonly.iter())
-                .any(|p| p.default.is_some());
             match self.plain_method_kind(m) {
-                Some(k) if !has_default => kinds.push(k),
+                Some(k) if !m.params.has_default() => kinds.push(k),
                 _ => return Ok(false),
             }
         }
