@@ -56,12 +56,39 @@ fn call_method(obj: &Value, name: &str, rest: &[Value]) -> Option<VResult<Value>
 }
 
 fn call_method_with(c: &mut dyn Caller, obj: &Value, name: &str, rest: &[Value]) -> Option<VResult<Value>> {
-    let s = as_struct(obj)?;
-    let f = s.ty.method(name)?.clone();
-    let mut args: smallvec::SmallVec<[Value; 4]> = smallvec::SmallVec::with_capacity(rest.len() + 1);
-    args.push(obj.clone());
-    args.extend(rest.iter().cloned());
-    Some(c.call(&f, &args, &[]))
+    // Borrowed from the type, which `obj` keeps alive through the call.
+    let f = as_struct(obj)?.ty.method(name)?;
+    Some(call_found(c, f, obj, rest))
+}
+
+/// `obj`'s comparison method `CMP_METHODS[i]` called with `other`, when
+/// `obj` is a struct that has it (looked up once per type, not by name).
+fn call_cmp_with(c: &mut dyn Caller, obj: &Value, i: usize, other: &Value) -> Option<VResult<Value>> {
+    let f = as_struct(obj)?.ty.cmp_methods.get(i)?.as_ref()?;
+    Some(call_found(c, f, obj, std::slice::from_ref(other)))
+}
+
+/// The method `f` of `obj` called with `rest`.
+fn call_found(c: &mut dyn Caller, f: &Value, obj: &Value, rest: &[Value]) -> VResult<Value> {
+    match rest {
+        [] => c.call(f, std::slice::from_ref(obj), &[]),
+        [other] => {
+            // `self` and the one argument side by side without raising
+            // either's count: bitwise copies that are never dropped. A
+            // callee only borrows its arguments (it clones what it keeps),
+            // and both originals outlive the call.
+            // SAFETY: see above; `ManuallyDrop` keeps the copies from
+            // being dropped, so each object's count stays what it was.
+            let pair = std::mem::ManuallyDrop::new(unsafe { [std::ptr::read(obj), std::ptr::read(other)] });
+            c.call(f, &pair[..], &[])
+        }
+        _ => {
+            let mut args: smallvec::SmallVec<[Value; 4]> = smallvec::SmallVec::with_capacity(rest.len() + 1);
+            args.push(obj.clone());
+            args.extend(rest.iter().cloned());
+            c.call(f, &args, &[])
+        }
+    }
 }
 
 pub(crate) fn binary_names(op: BinOp) -> (&'static str, &'static str, &'static str) {
@@ -212,18 +239,6 @@ pub(crate) fn reflect(op: CmpOp) -> CmpOp {
     }
 }
 
-pub(crate) fn cmp_name(op: CmpOp) -> Option<&'static str> {
-    Some(match op {
-        CmpOp::Eq => "__eq__",
-        CmpOp::NotEq => "__ne__",
-        CmpOp::Lt => "__lt__",
-        CmpOp::LtE => "__le__",
-        CmpOp::Gt => "__gt__",
-        CmpOp::GtE => "__ge__",
-        _ => return None,
-    })
-}
-
 /// `a op b` for the six rich comparisons, as a value (a method may return
 /// anything). `None` when no method applies: `==`/`!=` then keep their
 /// default, the orderings raise.
@@ -260,18 +275,18 @@ fn compare_from(c: &mut dyn Caller, op: CmpOp, a: &Value, b: &Value, forward_don
     if as_struct(a).is_none() && as_struct(b).is_none() {
         return None;
     }
-    let name = cmp_name(op)?;
+    let name = crate::value::cmp_method_index(op)?;
     let rop = reflect(op);
-    let rname = cmp_name(rop)?;
-    let attempts: [Option<(&Value, &str, &Value)>; 2] = if forward_done {
+    let rname = crate::value::cmp_method_index(rop)?;
+    let attempts: [Option<(&Value, usize, &Value)>; 2] = if forward_done {
         [Some((b, rname, a)), None]
-    } else if reflected_first(a, b, rname) {
+    } else if reflected_first(a, b, crate::value::CMP_METHODS[rname]) {
         [Some((b, rname, a)), Some((a, name, b))]
     } else {
         [Some((a, name, b)), Some((b, rname, a))]
     };
     for (x, m, y) in attempts.into_iter().flatten() {
-        if let Some(r) = call_method_with(c, x, m, std::slice::from_ref(y)) {
+        if let Some(r) = call_cmp_with(c, x, m, y) {
             match r {
                 Ok(v) if is_not_implemented(&v) => {}
                 other => return Some(other),
@@ -287,7 +302,7 @@ fn compare_from(c: &mut dyn Caller, op: CmpOp, a: &Value, b: &Value, forward_don
     match op {
         CmpOp::Eq | CmpOp::NotEq => {
             // Defined only when some side has `__eq__` (else the default rule).
-            let has = |v: &Value| as_struct(v).map(|s| s.ty.method("__eq__").is_some()).unwrap_or(false);
+            let has = |v: &Value| as_struct(v).is_some_and(|s| s.ty.cmp_methods[0].is_some());
             if has(a) || has(b) {
                 let same = a.is(b);
                 return Some(Ok(Value::Bool(if op == CmpOp::Eq { same } else { !same })));

@@ -545,6 +545,20 @@ impl Executor {
     /// Call any callable with the given arguments, running Apsi code to completion.
     pub fn call_value(&mut self, f: &Value, args: &[Value], kwargs: Kwargs) -> VResult<Value> {
         super::reentry::install(&self.shared);
+        self.call_value_here(f, args, kwargs)
+    }
+
+    /// [`Executor::call`] for a spare executor of `reentry`, whose runtime
+    /// is this thread's already.
+    pub(crate) fn call_installed(&mut self, f: &Value, args: &[Value], kwargs: Kwargs) -> VResult<Value> {
+        self.native_enter()?;
+        let r = self.call_value_here(f, args, kwargs);
+        self.native_leave();
+        r
+    }
+
+    /// [`Executor::call_value`] once the runtime is installed.
+    fn call_value_here(&mut self, f: &Value, args: &[Value], kwargs: Kwargs) -> VResult<Value> {
         let fpos = self.frame_end();
         self.ensure(fpos + 2 + args.len());
         let depth = self.frames.len();
@@ -564,7 +578,7 @@ impl Executor {
                     Err(e) => return Err(e),
                 };
                 if let Some(s) = self.stack.get_mut(fpos) {
-                    *s = Value::Unbound;
+                    setv(s, Value::Unbound);
                 }
                 return match &mut r {
                     Ok(v) => Ok(v.take_words().into_value()),
@@ -572,7 +586,7 @@ impl Executor {
                 };
             }
         }
-        self.stack[fpos] = f.clone();
+        setv(&mut self.stack[fpos], f.clone());
         let pos: Args = args.iter().cloned().collect();
         let kw: Vec<(Arc<str>, Value)> = kwargs.to_vec();
         let r = match self.setup_call(fpos, f.clone(), pos, kw) {
@@ -581,7 +595,7 @@ impl Executor {
             Err(e) => Err(e),
         };
         if let Some(s) = self.stack.get_mut(fpos) {
-            *s = Value::Unbound;
+            setv(s, Value::Unbound);
         }
         r
     }
@@ -961,7 +975,10 @@ impl Executor {
                     if let Value::Struct(_) = &*r!($x) {
                         let (x, y) = (r!($x).dup_words(), r!($y).dup_words());
                         save_pc!();
-                        match self.push_cmp_frame($op, &x, &y) {
+                        let pushed = self.push_cmp_frame($op, &x, &y);
+                        // Given up the solo way, not with atomic decrements.
+                        release_args([x, y]);
+                        match pushed {
                             Some(Ok(())) => reenter_top!(),
                             Some(Err(e)) => throw!(e),
                             None => {}
@@ -1579,7 +1596,10 @@ impl Executor {
                             if let Some(m) = &s.ty.item_methods[0] {
                                 let (x, i) = (r!(b).dup_words(), r!(c).dup_words());
                                 save_pc!();
-                                match self.push_method_frame(m, [&x, &i], Ret::Op) {
+                                let pushed = self.push_method_frame(m, [&x, &i], Ret::Op);
+                                // Given up the solo way, not with atomic decrements.
+                                release_args([x, i]);
+                                match pushed {
                                     Some(Ok(())) => reenter_top!(),
                                     Some(Err(e)) => throw!(e),
                                     None => {}
@@ -1671,7 +1691,10 @@ impl Executor {
                             if let Some(m) = &s.ty.item_methods[1] {
                                 let (x, i, v) = (r!(a).dup_words(), r!(b).dup_words(), r!(c).dup_words());
                                 save_pc!();
-                                match self.push_method_frame(m, [&x, &i, &v], Ret::Discard) {
+                                let pushed = self.push_method_frame(m, [&x, &i, &v], Ret::Discard);
+                                // Given up the solo way, not with atomic decrements.
+                                release_args([x, i, v]);
+                                match pushed {
                                     Some(Ok(())) => reenter_top!(),
                                     Some(Err(e)) => throw!(e),
                                     None => {}

@@ -20,7 +20,7 @@ use super::exec::Executor;
 use super::shared::Shared;
 use crate::error::ErrorKind;
 use crate::value::{err, Caller, Kwargs, VResult, Value};
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::sync::Arc;
 
 /// How deeply operator methods may nest through Rust code.
@@ -28,11 +28,18 @@ pub const MAX_DEPTH: usize = 200;
 
 thread_local! {
     static RUNTIME: RefCell<Option<Arc<Shared>>> = const { RefCell::new(None) };
+    static NEST: RefCell<Nest> = const { RefCell::new(Nest { depth: 0, spares: Vec::new() }) };
+}
+
+/// This thread's nested calls: how deep they go now, and the executors
+/// not in use. One thread-local for both: a call reaches it twice (taking
+/// a spare, putting it back), each time once.
+struct Nest {
+    depth: usize,
     // Boxed: a call takes a spare out and puts it back, and an executor is
     // a few hundred bytes that would be copied both ways.
     #[allow(clippy::vec_box)]
-    static SPARES: RefCell<Vec<Box<Executor>>> = const { RefCell::new(Vec::new()) };
-    static DEPTH: Cell<usize> = const { Cell::new(0) };
+    spares: Vec<Box<Executor>>,
 }
 
 /// Record that this thread runs code of `shared` (cheap when unchanged).
@@ -43,21 +50,31 @@ pub(crate) fn install(shared: &Arc<Shared>) {
         if !same {
             crate::ops::reentry::set_hook(crate::ops::reentry::ReentryHook { call, write_out });
             *r.borrow_mut() = Some(shared.clone());
-            SPARES.with(|s| s.borrow_mut().clear());
+            NEST.with(|n| n.borrow_mut().spares.clear());
         }
     });
 }
 
 /// Call `f(*args, **kwargs)` on a spare executor of this thread's runtime.
 pub fn call(f: &Value, args: &[Value], kwargs: Kwargs) -> VResult<Value> {
-    let depth = DEPTH.with(|d| d.get());
-    if depth >= MAX_DEPTH {
-        return Err(err(
-            ErrorKind::RecursionError,
-            "maximum recursion depth exceeded (through operator methods)",
-        ));
-    }
-    let spare = SPARES.with(|s| s.borrow_mut().pop());
+    let spare = NEST.with(|n| {
+        let mut n = n.borrow_mut();
+        if n.depth >= MAX_DEPTH {
+            return Err(err(
+                ErrorKind::RecursionError,
+                "maximum recursion depth exceeded (through operator methods)",
+            ));
+        }
+        n.depth += 1;
+        Ok(n.spares.pop())
+    })?;
+    let leave = |ex: Option<Box<Executor>>| {
+        NEST.with(|n| {
+            let mut n = n.borrow_mut();
+            n.depth -= 1;
+            n.spares.extend(ex);
+        })
+    };
     let mut ex = match spare {
         Some(e) => e,
         None => {
@@ -65,16 +82,16 @@ pub fn call(f: &Value, args: &[Value], kwargs: Kwargs) -> VResult<Value> {
             match shared {
                 Some(sh) => Box::new(Executor::nested(sh)),
                 None => {
+                    leave(None);
                     // No interpreter on this thread: natives only.
                     return crate::ops::NoCaller.call(f, args, kwargs);
                 }
             }
         }
     };
-    DEPTH.with(|d| d.set(depth + 1));
-    let r = ex.call(f, args, kwargs);
-    DEPTH.with(|d| d.set(depth));
-    SPARES.with(|s| s.borrow_mut().push(ex));
+    // The runtime is this thread's already (a spare is only ever made for it).
+    let r = ex.call_installed(f, args, kwargs);
+    leave(Some(ex));
     r
 }
 

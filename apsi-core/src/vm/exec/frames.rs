@@ -102,7 +102,8 @@ impl Executor {
             return None;
         }
         let c = c.clone();
-        Some(self.push_closure_frame(c, [x, y], ret))
+        let (mut x, mut y) = (x, y);
+        Some(self.push_closure_frame(c, [x.take_words(), y.take_words()], ret))
     }
 
     /// `x op y`, a comparison, where `x` is a struct whose method for it
@@ -160,21 +161,21 @@ impl Executor {
         if !c.proto.simple || c.proto.nparams as usize != N {
             return None;
         }
-        Some(self.push_closure_frame(crate::value::solo::clone_arc(c), args.map(Value::dup_words), ret))
+        // The copies are taken by parts before the stack can move.
+        Some(self.push_closure_frame(crate::value::solo::clone_arc(c), args.map(Value::words), ret))
     }
 
     /// Push `c` (checked by the caller to be plain and to take `N`
     /// parameters) above the top frame's window, the arguments moved in.
-    fn push_closure_frame<const N: usize>(&mut self, c: Arc<Closure>, args: [Value; N], ret: Ret) -> VResult<()> {
+    fn push_closure_frame<const N: usize>(&mut self, c: Arc<Closure>, args: [Words; N], ret: Ret) -> VResult<()> {
         let fpos = self.frame_end();
         self.ensure(fpos + 2 + N);
-        let clo = Arc::as_ptr(&c);
-        // The callee slot keeps the closure alive.
-        self.stack[fpos] = Value::Func(c);
-        for (i, a) in args.into_iter().enumerate() {
-            self.stack[fpos + 1 + i] = a;
-        }
-        self.push_frame_as(fpos, clo, N, ret)
+        // The callee and its arguments go in by parts, as for any call
+        // (`enter_closure`); what the slots held (the last call's, usually)
+        // is given up the solo way.
+        self.enter_closure(fpos, c, args.into_iter())?;
+        self.mark_top(ret);
+        Ok(())
     }
 
     /// Push a frame of kind `ret` for `clo`, whose callee slot `fpos` keeps
@@ -222,9 +223,9 @@ impl Executor {
         };
         let n = slots.len();
         self.ensure(fpos + 2 + n);
-        self.stack[fpos] = obj;
+        setv(&mut self.stack[fpos], obj);
         for (i, v) in slots.into_iter().enumerate() {
-            self.stack[fpos + 1 + i] = v;
+            setv(&mut self.stack[fpos + 1 + i], v);
         }
         Ok(self.push_frame_as(fpos, Arc::as_ptr(&c), n, Ret::Init))
     }
@@ -256,7 +257,7 @@ impl Executor {
                     return Flow::Return(v);
                 }
                 if let Some(s) = self.stack.get_mut(fpos) {
-                    *s = v;
+                    setv(s, v);
                 }
                 Ok(())
             }
@@ -286,7 +287,7 @@ impl Executor {
             },
             Ret::Cmp | Ret::CmpNot => {
                 if let Some(s) = self.stack.get_mut(fpos) {
-                    *s = Value::Unbound;
+                    setv(s, Value::Unbound);
                 }
                 if bottom {
                     return Flow::Return(v);
@@ -295,7 +296,7 @@ impl Executor {
             }
             Ret::Discard => {
                 if let Some(s) = self.stack.get_mut(fpos) {
-                    *s = Value::Unbound;
+                    setv(s, Value::Unbound);
                 }
                 if bottom {
                     return Flow::Return(v);
@@ -304,7 +305,7 @@ impl Executor {
             }
             Ret::Op | Ret::OpInplace => {
                 if let Some(s) = self.stack.get_mut(fpos) {
-                    *s = Value::Unbound;
+                    setv(s, Value::Unbound);
                 }
                 if bottom {
                     return Flow::Return(v);
