@@ -1487,6 +1487,28 @@ impl Executor {
                                 let callee: *const Code = &*c.proto.code;
                                 push_and_enter!(Arc::as_ptr(c), callee, base + a as usize, n as usize)
                             }
+                        } else if let Value::BoundMethod(bm) = &*r!(a) {
+                            // `f = obj.m; f(args…)`: the arguments move up one
+                            // slot and the receiver goes in as `self`. The
+                            // slot above the last argument is the callee's
+                            // (its window starts at `a + 1`), so nothing of
+                            // this frame lives there, and it lies within this
+                            // window or right above it (reserved with it). The
+                            // bound method stays in the callee slot, keeping
+                            // the function alive.
+                            if let Value::Func(c) = &bm.func {
+                                if takes_positional(c, n as usize + 1) {
+                                    let clo = Arc::as_ptr(c);
+                                    let callee: *const Code = &*c.proto.code;
+                                    let recv = bm.receiver.words();
+                                    for j in (0..n as usize).rev() {
+                                        let w = r!(a as usize + 1 + j).take_words();
+                                        set_words(r!(a as usize + 2 + j), w);
+                                    }
+                                    set_words(r!(a as usize + 1), recv);
+                                    push_and_enter!(clo, callee, base + a as usize, n as usize + 1)
+                                }
+                            }
                         }
                     }
                     // A prelude or module function with a few arguments.
@@ -2348,7 +2370,7 @@ impl Executor {
         for i in (0..n).rev() {
             w.swap(i, i + 1);
         }
-        w[0] = v;
+        setv(&mut w[0], v);
     }
 
     /// `T(args…)` for a struct type without `__init__`, with the `n`
@@ -2429,13 +2451,19 @@ impl Executor {
     fn call_kw_at(&mut self, fpos: usize, n: usize, names: &[Value]) -> Option<VResult<()>> {
         // The callee, what goes before the arguments (`self`), and for a
         // constructor its type.
+        // Counted the solo way (`solo::clone_arc`); the copy of the closure
+        // is given up that way too at the end.
         let (c, recv, ty) = match self.stack.get(fpos)? {
-            Value::Func(c) => (c.clone(), None, None),
+            Value::Func(c) => (crate::value::solo::clone_arc(c), None, None),
             Value::BoundMethod(bm) => match &bm.func {
-                Value::Func(c) => (c.clone(), Some(bm.receiver.clone()), None),
+                Value::Func(c) => (crate::value::solo::clone_arc(c), Some(bm.receiver.dup_words()), None),
                 _ => return None,
             },
-            Value::StructType(t) => (t.simple_init.clone()?, None, Some(t.clone())),
+            Value::StructType(t) => (
+                crate::value::solo::clone_arc(t.simple_init.as_ref()?),
+                None,
+                Some(crate::value::solo::clone_arc(t)),
+            ),
             _ => return None,
         };
         let p = &c.proto;
@@ -2454,7 +2482,11 @@ impl Executor {
         let mut slot_of: SmallVec<[usize; 8]> = SmallVec::new();
         for name in names {
             let name = name.as_str()?;
-            let i = p.param_names.iter().position(|pn| &**pn == name)?;
+            // The first byte first: most names differ there, and a call
+            // of `memcmp` for a few bytes costs more than the compare.
+            let i = p.param_names.iter().position(|pn| {
+                pn.len() == name.len() && pn.as_bytes().first() == name.as_bytes().first() && **pn == *name
+            })?;
             if i >= np || filled & (1 << i) != 0 {
                 return None;
             }
@@ -2468,29 +2500,53 @@ impl Executor {
         let (slot, first, ret) = match ty {
             Some(t) => {
                 let obj = crate::ops::structs::blank(&t);
+                release_args([Value::StructType(t)]);
                 (obj.clone(), Some(obj), Ret::Init)
             }
-            None => (Value::Func(c.clone()), recv, Ret::Normal),
+            None => (Value::Func(crate::value::solo::clone_arc(&c)), recv, Ret::Normal),
         };
-        let kv: SmallVec<[Value; 8]> = (0..names.len())
-            .map(|j| take(&mut self.stack[fpos + 1 + n + j]))
-            .collect();
+        // The keyword values move out first (their slots and the ones they
+        // go to overlap): into an array on the Rust stack when there are a
+        // few, as most calls have.
+        let few = names.len() <= 4;
+        let mut kv4: [Value; 4] = if few {
+            take_args(&mut self.stack, fpos + 1 + n, names.len())
+        } else {
+            std::array::from_fn(|_| Value::None)
+        };
+        let kv: SmallVec<[Value; 8]> = if few {
+            SmallVec::new()
+        } else {
+            (0..names.len())
+                .map(|j| take(&mut self.stack[fpos + 1 + n + j]))
+                .collect()
+        };
         self.ensure(fpos + np.max(n + off + names.len()) + 2);
         if let Some(v) = first {
             self.insert_first(fpos, n, v);
         }
         for i in n + off..np {
             if filled & (1 << i) == 0 {
-                self.stack[fpos + 1 + i] = c.defaults[i + nd - np].clone();
+                setv(&mut self.stack[fpos + 1 + i], c.defaults[i + nd - np].clone());
             }
         }
-        for (v, &i) in kv.into_iter().zip(slot_of.iter()) {
-            self.stack[fpos + 1 + i] = v;
+        if few {
+            for (j, &i) in slot_of.iter().enumerate() {
+                let w = kv4[j].take_words();
+                set_words(&mut self.stack[fpos + 1 + i], w);
+            }
+        } else {
+            for (v, &i) in kv.into_iter().zip(slot_of.iter()) {
+                setv(&mut self.stack[fpos + 1 + i], v);
+            }
         }
+        release_args(kv4);
         // The callee slot keeps the closure alive: the function, or the
         // instance (whose type holds its `__init__`).
-        self.stack[fpos] = slot;
-        Some(self.push_frame_as(fpos, Arc::as_ptr(&c), np, ret))
+        setv(&mut self.stack[fpos], slot);
+        let clo = Arc::as_ptr(&c);
+        release_args([Value::Func(c)]);
+        Some(self.push_frame_as(fpos, clo, np, ret))
     }
 
     /// A built-in called with `n <= 3` positional arguments in the slots
