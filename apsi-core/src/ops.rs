@@ -32,7 +32,7 @@ pub(crate) use arith::num;
 pub use arith::{binary, unary};
 pub use attr::{get_attr, set_attr, suggest};
 pub(crate) use compare::num_cmp;
-pub use compare::{compare, compare_value, eq, eq_or_same, order};
+pub use compare::{compare, compare_value, eq, eq_or_same, list_position, order};
 pub(crate) use hash::hash_builtin;
 pub use hash::{hash_float, hash_int, hash_of, struct_hash};
 pub use index::{del_index, get_index, set_index, slice_indices};

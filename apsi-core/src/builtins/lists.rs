@@ -106,33 +106,23 @@ fn pop(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     Ok(items.remove(j as usize))
 }
 
-/// The position of the first element equal to `x`, comparing on a snapshot.
-fn position(items: &[Value], x: &Value, start: usize, stop: usize) -> VResult<Option<usize>> {
-    for (i, v) in items.iter().enumerate().take(stop).skip(start) {
-        if ops::eq_or_same(v, x)? {
-            return Ok(Some(i));
-        }
-    }
-    Ok(None)
-}
-
 fn remove(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let (l, rest) = recv(args, "remove")?;
     let a = Args::new("remove", rest, kw, 1, &["x"])?;
     let x = a.req(0)?;
-    let snapshot = l.items.read().clone();
-    let Some(i) = position(&snapshot, x, 0, snapshot.len())? else {
+    // Scanned as it is at each step; the element at the index found goes
+    // (CPython's `list.remove`), if an `__eq__` has not shortened the list.
+    let Some(i) = ops::list_position(l, x, 0, usize::MAX)? else {
         return Err(err(
             ErrorKind::ValueError,
             format!("list.remove(x): {} is not in the list", repr_of(x)),
         ));
     };
     let mut items = l.items.write();
-    // The list may have changed meanwhile; remove the element we found if it is still there.
-    if i < items.len() && items[i].is(&snapshot[i]) {
-        items.remove(i);
-    } else if let Some(j) = items.iter().position(|v| v.is(&snapshot[i])) {
-        items.remove(j);
+    if i < items.len() {
+        let gone = items.remove(i);
+        drop(items);
+        drop(gone);
     }
     Ok(Value::None)
 }
@@ -143,21 +133,50 @@ fn clamp_bound(i: i64, n: usize) -> usize {
 }
 
 fn index(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    let Some((Value::List(l), rest)) = args.split_first() else {
+        return tuple_index(args, kw);
+    };
+    let a = Args::new("index", rest, kw, 1, &["x", "start", "stop"])?;
+    let n = l.items.read().len();
+    let start = clamp_bound(a.int_or(1, 0)?, n);
+    let stop = clamp_bound(a.int_or(2, n as i64)?, n);
+    let x = a.req(0)?;
+    match ops::list_position(l, x, start, stop)? {
+        Some(i) => Ok(Value::Int(i as i64)),
+        None => Err(err(ErrorKind::ValueError, format!("{} is not in the list", repr_of(x)))),
+    }
+}
+
+/// `tuple.index`: on the tuple's own items (it cannot change).
+fn tuple_index(args: &[Value], kw: Kwargs) -> VResult<Value> {
     let (items, rest) = elements(args, "index")?;
     let a = Args::new("index", &rest, kw, 1, &["x", "start", "stop"])?;
     let start = clamp_bound(a.int_or(1, 0)?, items.len());
     let stop = clamp_bound(a.int_or(2, items.len() as i64)?, items.len());
     let x = a.req(0)?;
-    match position(&items, x, start, stop)? {
-        Some(i) => Ok(Value::Int(i as i64)),
-        None => Err(err(
-            ErrorKind::ValueError,
-            format!("{} is not in the {}", repr_of(x), args[0].type_name()),
-        )),
+    for (i, v) in items.iter().enumerate().take(stop).skip(start) {
+        if ops::eq_or_same(v, x)? {
+            return Ok(Value::Int(i as i64));
+        }
     }
+    Err(err(
+        ErrorKind::ValueError,
+        format!("{} is not in the {}", repr_of(x), args[0].type_name()),
+    ))
 }
 
 fn count(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
+    if let Some((Value::List(l), rest)) = args.split_first() {
+        // Scanned as it is at each step, as CPython's `list.count`.
+        let a = Args::new("count", rest, kw, 1, &["x"])?;
+        let x = a.req(0)?;
+        let (mut n, mut i) = (0, 0);
+        while let Some(at) = ops::list_position(l, x, i, usize::MAX)? {
+            n += 1;
+            i = at + 1;
+        }
+        return Ok(Value::Int(n));
+    }
     let (items, rest) = elements(args, "count")?;
     let a = Args::new("count", &rest, kw, 1, &["x"])?;
     let x = a.req(0)?;

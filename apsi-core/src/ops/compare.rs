@@ -6,7 +6,7 @@ use super::iter::contains;
 use super::protocol::call_dunder;
 use crate::error::ErrorKind;
 use crate::syntax::ast::CmpOp;
-use crate::value::{err, VResult, Value};
+use crate::value::{err, ListObj, VResult, Value};
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -120,6 +120,30 @@ pub fn eq(a: &Value, b: &Value) -> VResult<bool> {
 /// when `__eq__` is costly or odd. Floats have no identity in Apsi (they are
 /// values), so a NaN never matches itself here either.
 #[inline]
+/// Where the first element of `list` at `start` or after (below `stop`)
+/// equal to `x` is, scanning the list as it is at each step, as CPython
+/// does: an `__eq__` that changes the list changes what is scanned, and no
+/// copy of the list is made. Each element is compared through a copy of
+/// it, taken and given up the solo way, with no lock held.
+pub fn list_position(list: &ListObj, x: &Value, start: usize, stop: usize) -> VResult<Option<usize>> {
+    let mut i = start;
+    loop {
+        let v = {
+            let items = list.items.read();
+            match items.get(i) {
+                Some(v) if i < stop => v.dup_words(),
+                _ => return Ok(None),
+            }
+        };
+        let same = eq_or_same(&v, x);
+        v.give_up();
+        if same? {
+            return Ok(Some(i));
+        }
+        i += 1;
+    }
+}
+
 pub fn eq_or_same(element: &Value, item: &Value) -> VResult<bool> {
     if element.is(item) && !matches!(element, Value::Float(_)) {
         return Ok(true);

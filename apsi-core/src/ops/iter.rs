@@ -154,7 +154,7 @@ pub fn contains(container: &Value, item: &Value) -> VResult<bool> {
                     Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Str(_)
                 )
             };
-            let items = {
+            let from = {
                 let g = l.items.read();
                 let mut i = 0;
                 if plain(item) {
@@ -168,14 +168,11 @@ pub fn contains(container: &Value, item: &Value) -> VResult<bool> {
                         i += 1;
                     }
                 }
-                g[i..].to_vec()
+                i
             };
-            for x in &items {
-                if eq_or_same(x, item)? {
-                    return Ok(true);
-                }
-            }
-            Ok(false)
+            // From the first other value on, Apsi code may run: the list
+            // is scanned as it is at each step (as CPython does).
+            Ok(super::compare::list_position(l, item, from, usize::MAX)?.is_some())
         }
         Value::Tuple(t) => {
             if let Some(found) = int_among_ints(item, &t.0) {

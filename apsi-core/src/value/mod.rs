@@ -159,6 +159,16 @@ impl Value {
         solo::on() && self.count().is_some_and(solo::dec)
     }
 
+    /// Drop this value, giving up a reference that is not the last one the
+    /// solo way ([`Value::release_solo`]) rather than with an atomic
+    /// decrement.
+    #[inline(always)]
+    pub fn give_up(self) {
+        if self.release_solo() {
+            std::mem::forget(self);
+        }
+    }
+
     /// A copy of this value as its parts ([`Words`]: the tag byte, the
     /// byte after it, which holds a `bool` or an error kind, and the word
     /// at offset 8, which holds a number or a pointer): the count is raised
