@@ -114,17 +114,14 @@ pub fn eq(a: &Value, b: &Value) -> VResult<bool> {
     eq_depth(a, b, 0)
 }
 
-/// Equality as a container sees it (`in`, `list.remove`, `index`, `count`):
-/// an element that *is* the item matches without its `__eq__` running, as
-/// in Python (`PyObject_RichCompareBool`), so `x in xs` finds `x` itself even
-/// when `__eq__` is costly or odd. Floats have no identity in Apsi (they are
-/// values), so a NaN never matches itself here either.
-#[inline]
 /// Where the first element of `list` at `start` or after (below `stop`)
 /// equal to `x` is, scanning the list as it is at each step, as CPython
 /// does: an `__eq__` that changes the list changes what is scanned, and no
 /// copy of the list is made. Each element is compared through a copy of
 /// it, taken and given up the solo way, with no lock held.
+// Out of line: each step may run Apsi code, and kept out of the callers
+// (the dispatch loop reaches `contains`), it leaves their code as it was.
+#[inline(never)]
 pub fn list_position(list: &ListObj, x: &Value, start: usize, stop: usize) -> VResult<Option<usize>> {
     let mut i = start;
     loop {
@@ -144,6 +141,12 @@ pub fn list_position(list: &ListObj, x: &Value, start: usize, stop: usize) -> VR
     }
 }
 
+/// Equality as a container sees it (`in`, `list.remove`, `index`, `count`):
+/// an element that *is* the item matches without its `__eq__` running, as
+/// in Python (`PyObject_RichCompareBool`), so `x in xs` finds `x` itself even
+/// when `__eq__` is costly or odd. Floats have no identity in Apsi (they are
+/// values), so a NaN never matches itself here either.
+#[inline]
 pub fn eq_or_same(element: &Value, item: &Value) -> VResult<bool> {
     if element.is(item) && !matches!(element, Value::Float(_)) {
         return Ok(true);
