@@ -120,6 +120,7 @@ fn remove(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     };
     let mut items = l.items.write();
     if i < items.len() {
+        // Dropped after the lock is let go, not under it.
         let gone = items.remove(i);
         drop(items);
         drop(gone);

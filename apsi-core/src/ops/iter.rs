@@ -172,7 +172,7 @@ pub fn contains(container: &Value, item: &Value) -> VResult<bool> {
             };
             // From the first other value on, Apsi code may run: the list
             // is scanned as it is at each step (as CPython does).
-            Ok(super::compare::list_position(l, item, from, usize::MAX)?.is_some())
+            Ok(super::list_position(l, item, from, usize::MAX)?.is_some())
         }
         Value::Tuple(t) => {
             if let Some(found) = int_among_ints(item, &t.0) {

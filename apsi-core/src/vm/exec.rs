@@ -240,10 +240,10 @@ fn take_args<const N: usize>(stack: &mut [Value], from: usize, n: usize) -> [Val
 #[inline(always)]
 fn release_args<const N: usize>(args: [Value; N]) {
     for a in args {
-        if holds_nothing(&a) || a.release_solo() {
+        if holds_nothing(&a) {
             std::mem::forget(a);
         } else {
-            drop(a);
+            a.give_up();
         }
     }
 }
@@ -973,12 +973,10 @@ impl Executor {
             macro_rules! cmp_frame {
                 ($op:expr, $x:expr, $y:expr) => {
                     if let Value::Struct(_) = &*r!($x) {
-                        let (x, y) = (r!($x).dup_words(), r!($y).dup_words());
                         save_pc!();
-                        let pushed = self.push_cmp_frame($op, &x, &y);
-                        // Given up the solo way, not with atomic decrements.
-                        release_args([x, y]);
-                        match pushed {
+                        // The registers themselves: `push_cmp_frame` copies
+                        // the operands before the stack can move.
+                        match self.push_cmp_frame($op, &*r!($x), &*r!($y)) {
                             Some(Ok(())) => reenter_top!(),
                             Some(Err(e)) => throw!(e),
                             None => {}
@@ -1616,12 +1614,10 @@ impl Executor {
                         // pushed here; its value goes to `a` (`Ret::Op`).
                         (Value::Struct(s), _) => {
                             if let Some(m) = &s.ty.item_methods[0] {
-                                let (x, i) = (r!(b).dup_words(), r!(c).dup_words());
                                 save_pc!();
-                                let pushed = self.push_method_frame(m, [&x, &i], Ret::Op);
-                                // Given up the solo way, not with atomic decrements.
-                                release_args([x, i]);
-                                match pushed {
+                                // `push_method_frame` copies the operands
+                                // (and the method) before the stack can move.
+                                match self.push_method_frame(m, [&*r!(b), &*r!(c)], Ret::Op) {
                                     Some(Ok(())) => reenter_top!(),
                                     Some(Err(e)) => throw!(e),
                                     None => {}
@@ -1711,12 +1707,9 @@ impl Executor {
                         // whose value is dropped (`Ret::Discard`).
                         (Value::Struct(s), _) => {
                             if let Some(m) = &s.ty.item_methods[1] {
-                                let (x, i, v) = (r!(a).dup_words(), r!(b).dup_words(), r!(c).dup_words());
                                 save_pc!();
-                                let pushed = self.push_method_frame(m, [&x, &i, &v], Ret::Discard);
-                                // Given up the solo way, not with atomic decrements.
-                                release_args([x, i, v]);
-                                match pushed {
+                                // As for `GetIndex`: copied before the stack can move.
+                                match self.push_method_frame(m, [&*r!(a), &*r!(b), &*r!(c)], Ret::Discard) {
                                     Some(Ok(())) => reenter_top!(),
                                     Some(Err(e)) => throw!(e),
                                     None => {}
@@ -2500,7 +2493,7 @@ impl Executor {
         let (slot, first, ret) = match ty {
             Some(t) => {
                 let obj = crate::ops::structs::blank(&t);
-                release_args([Value::StructType(t)]);
+                Value::StructType(t).give_up();
                 (obj.clone(), Some(obj), Ret::Init)
             }
             None => (Value::Func(crate::value::solo::clone_arc(&c)), recv, Ret::Normal),
@@ -2545,7 +2538,7 @@ impl Executor {
         // instance (whose type holds its `__init__`).
         setv(&mut self.stack[fpos], slot);
         let clo = Arc::as_ptr(&c);
-        release_args([Value::Func(c)]);
+        Value::Func(c).give_up();
         Some(self.push_frame_as(fpos, clo, np, ret))
     }
 
@@ -2594,10 +2587,8 @@ impl Executor {
 
 impl Caller for Executor {
     fn call(&mut self, f: &Value, args: &[Value], kwargs: Kwargs) -> VResult<Value> {
-        self.native_enter()?;
-        let r = self.call_value(f, args, kwargs);
-        self.native_leave();
-        r
+        super::reentry::install(&self.shared);
+        self.call_installed(f, args, kwargs)
     }
 
     fn write_out(&mut self, text: &str) -> VResult<()> {

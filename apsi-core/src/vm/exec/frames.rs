@@ -81,16 +81,17 @@ impl Executor {
         x: *const Value,
         y: *const Value,
     ) -> Option<VResult<()>> {
-        // SAFETY: the caller's registers are live until the stack grows,
-        // and the copies are taken before that.
-        let (x, y) = unsafe { ((*x).dup_words(), (*y).dup_words()) };
-        let Value::Struct(s) = &x else { return None };
+        // SAFETY: the caller's registers are live until the stack grows;
+        // they are only read, and the copies are taken (by parts, below)
+        // before `push_closure_frame` can grow it.
+        let (x, y) = unsafe { (&*x, &*y) };
+        let Value::Struct(s) = x else { return None };
         let (i, ret) = match ic.get(s.ty.id)? {
             Hit::Method(i) => (i, Ret::Op),
             Hit::MethodInplace(i) => (i, Ret::OpInplace),
             _ => return None,
         };
-        if let Value::Struct(t) = &y {
+        if let Value::Struct(t) = y {
             if t.ty.id != s.ty.id {
                 return None;
             }
@@ -101,9 +102,7 @@ impl Executor {
         if !c.proto.simple || c.proto.nparams != 2 {
             return None;
         }
-        let c = c.clone();
-        let (mut x, mut y) = (x, y);
-        Some(self.push_closure_frame(c, [x.take_words(), y.take_words()], ret))
+        Some(self.push_closure_frame(crate::value::solo::clone_arc(c), [x.words(), y.words()], ret))
     }
 
     /// `x op y`, a comparison, where `x` is a struct whose method for it
