@@ -37,6 +37,7 @@ pub(crate) use hash::hash_builtin;
 pub use hash::{hash_float, hash_int, hash_of, struct_hash};
 pub use index::{del_index, get_index, set_index, slice_indices};
 pub(crate) use iter::int_among_ints;
+pub(crate) use iter::known_len;
 pub(crate) use iter::range_position;
 pub use iter::{contains, hash_key, iterate, len, len_with};
 pub use protocol::{call_dunder, NoCaller};

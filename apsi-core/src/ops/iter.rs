@@ -218,6 +218,23 @@ fn no_len(v: &Value) -> crate::value::Exc {
 
 /// `len(v)`: characters of a string, elements of a container; a module
 /// object through its `__len__` hook.
+/// How many items iterating `v` yields when that is known without running
+/// any code (a built-in container, string, range or bytes); 0 otherwise.
+/// A hint for sizing what is built from them, never a promise.
+pub fn known_len(v: &Value) -> usize {
+    match v {
+        Value::Str(s) if s.is_ascii() => s.as_str().len(),
+        Value::Str(s) => s.char_len(),
+        Value::List(l) => l.items.read().len(),
+        Value::Tuple(t) => t.0.len(),
+        Value::Dict(d) => d.map.read().len(),
+        Value::Set(s) => s.map.read().len(),
+        Value::Range(r) => usize::try_from(r.len_wide()).unwrap_or(usize::MAX),
+        Value::Bytes(b) => b.0.len(),
+        _ => 0,
+    }
+}
+
 pub fn len(v: &Value) -> VResult<i64> {
     if let Value::Struct(_) = v {
         if let Some(r) = super::dunder::len(v) {

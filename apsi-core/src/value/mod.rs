@@ -224,6 +224,20 @@ impl Value {
     }
 }
 
+/// The most items [`room_for`] makes room for at once (256 MiB of values):
+/// past it (`[f(x) for x in range(10**12)]`) the rest is left to the
+/// list's own growth.
+const MOST_ROOM: usize = 1 << 24;
+
+/// An empty vector with room for `n` values when that much memory is
+/// there to be had (a size hint, capped at [`MOST_ROOM`]); a plain empty
+/// one otherwise.
+pub fn room_for(n: usize) -> Vec<Value> {
+    let mut v = Vec::new();
+    let _ = v.try_reserve_exact(n.min(MOST_ROOM));
+    v
+}
+
 /// Copies of `items` (what `items.to_vec()` makes): each count is raised
 /// with `retain` (a plain increment in solo mode, not an atomic one) and
 /// the values are then copied whole, which a slice of ints turns into one

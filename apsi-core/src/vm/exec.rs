@@ -1095,11 +1095,15 @@ impl Executor {
                         let w = r!($a).take_words();
                         ret!(|s: &mut Value| set_words(s, w))
                     }
+                    // The value leaves by parts here too: a 16-byte read
+                    // of a register just written by parts stalls on store
+                    // forwarding (it was the busiest instruction of a
+                    // `filter` lambda's call from Rust).
                     if self.frames.len() == floor && floor > stop + 1 {
-                        let v = std::mem::replace(r!($a), Value::None);
+                        let v = r!($a).take_words().into_value();
                         return_special!(v)
                     }
-                    return_bottom!(std::mem::replace(r!($a), Value::None), $clear);
+                    return_bottom!(r!($a).take_words().into_value(), $clear);
                 }};
             }
             // A return from the bottom frame of this `run` (a call from Rust
@@ -2254,7 +2258,8 @@ impl Executor {
                     | Instr::DelCell { .. }
                     | Instr::DelFree { .. }
                     | Instr::GetIter { .. }
-                    | Instr::IterPrep { .. } => {}
+                    | Instr::IterPrep { .. }
+                    | Instr::NewListFor { .. } => {}
                 }
                 // Everything else, and the cases above whose fast path did not apply.
                 let mut pc = pc!();

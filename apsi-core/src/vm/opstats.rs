@@ -11,12 +11,21 @@ use std::cell::RefCell;
 struct Table {
     counts: Vec<[u64; 2]>,
     names: Vec<&'static str>,
+    /// Pairs run one after the other (`APSI_OPSTATS=pairs`), by the two
+    /// variants' indices, and the variant run last.
+    pairs: std::collections::HashMap<(u8, u8), u64>,
+    last: u8,
 }
 
 thread_local! {
     /// Slow-path entries by site: (code name, byte offset, instruction) -> count.
     static SITES: RefCell<std::collections::HashMap<(String, u32, String), u64>> = RefCell::new(Default::default());
-    static TABLE: RefCell<Table> = RefCell::new(Table { counts: vec![[0; 2]; 256], names: vec![""; 256] });
+    static TABLE: RefCell<Table> = RefCell::new(Table {
+        counts: vec![[0; 2]; 256],
+        names: vec![""; 256],
+        pairs: Default::default(),
+        last: 0,
+    });
 }
 
 /// The variant's index: the enum's tag byte (`Instr` is a plain enum of
@@ -26,12 +35,22 @@ fn variant(ins: &Instr) -> usize {
     unsafe { *(ins as *const Instr as *const u8) as usize }
 }
 
+/// Whether `APSI_OPSTATS=pairs` asks for the pairs of instructions run
+/// one after the other (the busiest are printed after the table).
+static PAIRS_ASKED: std::sync::LazyLock<bool> =
+    std::sync::LazyLock::new(|| std::env::var_os("APSI_OPSTATS").is_some_and(|v| v == "pairs"));
+
 /// Count one instruction: run by the dispatch loop, or (`slow`) by the slow path.
 pub fn count(ins: &Instr, slow: bool) {
     TABLE.with(|t| {
         let mut t = t.borrow_mut();
         let v = variant(ins);
         t.counts[v][slow as usize] += 1;
+        if !slow && *PAIRS_ASKED {
+            let last = t.last;
+            *t.pairs.entry((last, v as u8)).or_insert(0) += 1;
+            t.last = v as u8;
+        }
         if t.names[v].is_empty() {
             let text = format!("{ins:?}");
             let name = text.split([' ', '{']).next().unwrap_or("?").to_string();
@@ -66,6 +85,11 @@ pub fn dump_if_asked() {
         eprintln!("{:>12} {:>12}  instruction", "run", "slow path");
         for (run, slow, name) in rows {
             eprintln!("{run:>12} {slow:>12}  {name}");
+        }
+        let mut pairs: Vec<_> = t.pairs.iter().collect();
+        pairs.sort_by_key(|r| std::cmp::Reverse(*r.1));
+        for ((a, b), n) in pairs.into_iter().take(40) {
+            eprintln!("{n:>12}  {} -> {}", t.names[*a as usize], t.names[*b as usize]);
         }
     });
     SITES.with(|s| {

@@ -388,9 +388,11 @@ impl FnLower<'_> {
                 }
                 self.par_for(st, r(a), n as usize)?;
             }
-            Instr::BuildList { .. } | Instr::ListAppend { .. } | Instr::ListExtend { .. } | Instr::AppendTo { .. } => {
-                return Err(self.bad("a list"))
-            }
+            Instr::BuildList { .. }
+            | Instr::NewListFor { .. }
+            | Instr::ListAppend { .. }
+            | Instr::ListExtend { .. }
+            | Instr::AppendTo { .. } => return Err(self.bad("a list")),
             Instr::BuildDict { .. } | Instr::DictSet { .. } | Instr::DictUpdate { .. } => {
                 return Err(self.bad("a dict"))
             }

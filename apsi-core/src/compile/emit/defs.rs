@@ -620,7 +620,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
             }
             GenReduce::List => {
                 let acc = self.alloc()?;
-                self.emit(Instr::BuildList { a: acc, b: acc, n: 0 });
+                self.emit(new_list_for(acc, generators));
                 self.comp_level(e, generators, 0, acc)?;
                 self.emit(Instr::Return { a: acc });
             }
@@ -648,7 +648,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         } else if matches!(e.kind, ExprKind::SetComp { .. }) {
             self.emit(Instr::BuildSet { a: acc, b: acc, n: 0 });
         } else {
-            self.emit(Instr::BuildList { a: acc, b: acc, n: 0 });
+            self.emit(new_list_for(acc, gens));
         }
         self.comp_level(e, gens, 0, acc)?;
         self.emit(Instr::Return { a: acc });
@@ -742,6 +742,17 @@ impl<'a, 'e> Compiler<'a, 'e> {
         self.patch_here(vec![exit]);
         self.free_to(m);
         Ok(())
+    }
+}
+
+/// The empty list a comprehension (or `list(…)` of a generator
+/// expression) fills into `acc`: one `for` and no `if` append one item per
+/// item of the iterable, which its body gets as parameter 0, so the list
+/// is made with room for them all (`NewListFor`).
+fn new_list_for(acc: Reg, gens: &[Comprehension]) -> Instr {
+    match gens {
+        [g] if g.ifs.is_empty() => Instr::NewListFor { a: acc, b: 0 },
+        _ => Instr::BuildList { a: acc, b: acc, n: 0 },
     }
 }
 

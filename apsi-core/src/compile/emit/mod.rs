@@ -956,6 +956,21 @@ mod tests {
     }
 
     #[test]
+    fn a_comprehension_with_one_for_and_no_if_starts_with_room() {
+        let first = |src: &str| func(src, 0).protos[0].code.instrs[0];
+        assert!(matches!(
+            first("def f(xs):\n    return [x * 2 for x in xs]\n"),
+            Instr::NewListFor { b: 0, .. }
+        ));
+        for src in [
+            "def f(xs):\n    return [x for x in xs if x]\n",
+            "def f(xs):\n    return [x for y in xs for x in y]\n",
+        ] {
+            assert!(matches!(first(src), Instr::BuildList { n: 0, .. }), "{src}");
+        }
+    }
+
+    #[test]
     fn captured_parameters_move_into_cells() {
         let code = func("def f(p):\n    return lambda: p\n", 0);
         assert!(matches!(code.instrs[0], Instr::MakeCell { a: 0, c: 0 }), "{code:?}");

@@ -974,6 +974,10 @@ impl Executor {
                 let items: Vec<Value> = (0..n as usize).map(|i| take(r!(b as usize + i))).collect();
                 setv(r!(a), Value::list(items));
             }
+            Instr::NewListFor { a, b } => {
+                let room = crate::ops::known_len(r!(b));
+                setv(r!(a), Value::list(crate::value::room_for(room)));
+            }
             Instr::BuildTuple { a, b, n } => {
                 if n == u16::MAX {
                     let v = match &*r!(b) {
