@@ -28,10 +28,6 @@ pub const MAX_DEPTH: usize = 200;
 
 thread_local! {
     static RUNTIME: RefCell<Option<Arc<Shared>>> = const { RefCell::new(None) };
-    /// `RUNTIME`'s pointer, checked on every call from Rust into Apsi
-    /// without a `RefCell` borrow (`RUNTIME` keeps that runtime alive, so
-    /// no other can be made at its address while it is recorded).
-    static INSTALLED: std::cell::Cell<*const Shared> = const { std::cell::Cell::new(std::ptr::null()) };
     static NEST: RefCell<Nest> = const { RefCell::new(Nest { depth: 0, spares: Vec::new() }) };
 }
 
@@ -49,17 +45,6 @@ struct Nest {
 /// Record that this thread runs code of `shared` (cheap when unchanged).
 #[inline]
 pub(crate) fn install(shared: &Arc<Shared>) {
-    if INSTALLED.with(|p| p.get()) == Arc::as_ptr(shared) {
-        return;
-    }
-    install_new(shared)
-}
-
-/// [`install`] when this thread had recorded another runtime, or none.
-#[cold]
-#[inline(never)]
-fn install_new(shared: &Arc<Shared>) {
-    INSTALLED.with(|p| p.set(Arc::as_ptr(shared)));
     RUNTIME.with(|r| {
         let same = matches!(&*r.borrow(), Some(cur) if Arc::ptr_eq(cur, shared));
         if !same {
