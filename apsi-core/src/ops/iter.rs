@@ -219,7 +219,8 @@ fn no_len(v: &Value) -> crate::value::Exc {
 /// `len(v)`: characters of a string, elements of a container; a module
 /// object through its `__len__` hook.
 /// How many items iterating `v` yields when that is known without running
-/// any code (a built-in container, string, range or bytes); 0 otherwise.
+/// any code (a built-in container, string, range or bytes, or the rows
+/// left of a loop's `zip`/`enumerate`/`d.items()`); 0 otherwise.
 /// A hint for sizing what is built from them, never a promise.
 pub fn known_len(v: &Value) -> usize {
     match v {
@@ -231,6 +232,13 @@ pub fn known_len(v: &Value) -> usize {
         Value::Set(s) => s.map.read().len(),
         Value::Range(r) => usize::try_from(r.len_wide()).unwrap_or(usize::MAX),
         Value::Bytes(b) => b.0.len(),
+        // A loop's `zip`/`enumerate`/`d.items()` over eager iterables.
+        Value::Object(o) => {
+            o.0.as_any()
+                .downcast_ref::<super::iters::IterObj>()
+                .and_then(super::iters::IterObj::rows_left)
+                .unwrap_or(0)
+        }
         _ => 0,
     }
 }
