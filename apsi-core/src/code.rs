@@ -243,10 +243,11 @@ pub enum Instr {
         n: u16,
     },
     /// `a = []` with room for as many items as `b` holds when `b` is a
-    /// list, tuple, str, range, dict, set or bytes: the list a
-    /// comprehension with one `for` and no `if` fills, which appends
-    /// exactly that many (no growth copies on the way). Nothing else of
-    /// `b` is read; any other `b` gets a plain empty list.
+    /// list, tuple, str, range, dict, set or bytes, or a loop's
+    /// `zip`/`enumerate`/`d.items()` over such (`ops::known_len`): the
+    /// list a comprehension with one `for` and no `if` fills, which
+    /// appends one item per item (no growth copies on the way). Nothing
+    /// else of `b` is read; any other `b` gets a plain empty list.
     NewListFor {
         a: Reg,
         b: Reg,

@@ -216,8 +216,6 @@ fn no_len(v: &Value) -> crate::value::Exc {
     )
 }
 
-/// `len(v)`: characters of a string, elements of a container; a module
-/// object through its `__len__` hook.
 /// How many items iterating `v` yields when that is known without running
 /// any code (a built-in container, string, range or bytes, or the rows
 /// left of a loop's `zip`/`enumerate`/`d.items()`); 0 otherwise.
@@ -230,7 +228,7 @@ pub fn known_len(v: &Value) -> usize {
         Value::Tuple(t) => t.0.len(),
         Value::Dict(d) => d.map.read().len(),
         Value::Set(s) => s.map.read().len(),
-        Value::Range(r) => usize::try_from(r.len_wide()).unwrap_or(usize::MAX),
+        Value::Range(r) => usize::try_from(r.len_wide().max(0)).unwrap_or(usize::MAX),
         Value::Bytes(b) => b.0.len(),
         // A loop's `zip`/`enumerate`/`d.items()` over eager iterables.
         Value::Object(o) => {
@@ -243,6 +241,8 @@ pub fn known_len(v: &Value) -> usize {
     }
 }
 
+/// `len(v)`: characters of a string, elements of a container; a module
+/// object through its `__len__` hook.
 pub fn len(v: &Value) -> VResult<i64> {
     if let Value::Struct(_) = v {
         if let Some(r) = super::dunder::len(v) {

@@ -88,7 +88,10 @@ pub fn dump_if_asked() {
         }
         let mut pairs: Vec<_> = t.pairs.iter().collect();
         pairs.sort_by_key(|r| std::cmp::Reverse(*r.1));
-        for ((a, b), n) in pairs.into_iter().take(40) {
+        // (The first instruction of a thread has no pair: its `last` is
+        // the table's initial 0, which has no name unless a `Nop` ran.)
+        let named = |i: u8| !t.names[i as usize].is_empty();
+        for ((a, b), n) in pairs.into_iter().filter(|((a, b), _)| named(*a) && named(*b)).take(40) {
             eprintln!("{n:>12}  {} -> {}", t.names[*a as usize], t.names[*b as usize]);
         }
     });
