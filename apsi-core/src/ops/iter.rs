@@ -216,21 +216,31 @@ fn no_len(v: &Value) -> crate::value::Exc {
     )
 }
 
+/// The length of a built-in string, container, range or bytes, which no
+/// Apsi code decides (`None` for anything else); a range's may pass
+/// `i64` (`range(2**63 + 1)`).
+fn builtin_len(v: &Value) -> Option<i128> {
+    Some(match v {
+        Value::Str(s) => s.char_len() as i128,
+        Value::List(l) => l.items.read().len() as i128,
+        Value::Tuple(t) => t.0.len() as i128,
+        Value::Dict(d) => d.map.read().len() as i128,
+        Value::Set(s) => s.map.read().len() as i128,
+        Value::Range(r) => r.len_wide(),
+        Value::Bytes(b) => b.0.len() as i128,
+        _ => return None,
+    })
+}
+
 /// How many items iterating `v` yields when that is known without running
-/// any code (a built-in container, string, range or bytes, or the rows
+/// any code (a built-in string, container, range or bytes, or the rows
 /// left of a loop's `zip`/`enumerate`/`d.items()`); 0 otherwise.
 /// A hint for sizing what is built from them, never a promise.
 pub fn known_len(v: &Value) -> usize {
+    if let Some(n) = builtin_len(v) {
+        return usize::try_from(n.max(0)).unwrap_or(usize::MAX);
+    }
     match v {
-        Value::Str(s) if s.is_ascii() => s.as_str().len(),
-        Value::Str(s) => s.char_len(),
-        Value::List(l) => l.items.read().len(),
-        Value::Tuple(t) => t.0.len(),
-        Value::Dict(d) => d.map.read().len(),
-        Value::Set(s) => s.map.read().len(),
-        Value::Range(r) => usize::try_from(r.len_wide().max(0)).unwrap_or(usize::MAX),
-        Value::Bytes(b) => b.0.len(),
-        // A loop's `zip`/`enumerate`/`d.items()` over eager iterables.
         Value::Object(o) => {
             o.0.as_any()
                 .downcast_ref::<super::iters::IterObj>()
@@ -249,19 +259,16 @@ pub fn len(v: &Value) -> VResult<i64> {
             return r;
         }
     }
-    match v {
-        Value::Str(s) => Ok(s.char_len() as i64),
-        Value::List(l) => Ok(l.items.read().len() as i64),
-        Value::Tuple(t) => Ok(t.0.len() as i64),
-        Value::Dict(d) => Ok(d.map.read().len() as i64),
-        Value::Set(s) => Ok(s.map.read().len() as i64),
-        Value::Range(r) => i64::try_from(r.len_wide()).map_err(|_| {
+    if let Some(n) = builtin_len(v) {
+        // Only a range can be that long.
+        return i64::try_from(n).map_err(|_| {
             err(
                 ErrorKind::OverflowError,
                 "range has more than 2**63 - 1 items: too many for len()",
             )
-        }),
-        Value::Bytes(b) => Ok(b.0.len() as i64),
+        });
+    }
+    match v {
         Value::Object(o) if o.0.protocols().len => o.0.len(v),
         Value::Object(_) => match call_dunder(v, "__len__", &[]) {
             Some(r) => match r? {
