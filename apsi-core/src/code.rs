@@ -304,6 +304,15 @@ pub enum Instr {
         a: Reg,
         b: Reg,
     },
+    /// +J (body): the bottom of a `for` loop or comprehension, `ForNext`
+    /// turned around: `b = next item` and jump back to the body; when the
+    /// iteration in `a` is exhausted, go on past the jump word. The loop is
+    /// entered by a `Jmp` to this instruction, so each item costs one
+    /// dispatch less than `ForNext` at the top and a `Jmp` at the bottom.
+    ForLoop {
+        a: Reg,
+        b: Reg,
+    },
     /// +J (exit): `a, a+1, a+2` = start, stop, step (ints, checked); jump when empty, else `b = start`.
     ForRangePrep {
         a: Reg,

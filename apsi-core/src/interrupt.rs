@@ -1,7 +1,7 @@
 //! Interrupting a running program from another thread: a Jupyter kernel's
 //! interrupt (SIGINT, or an `interrupt_request`) calls [`request`], and the
 //! thread running Apsi code raises `KeyboardInterrupt` at the next loop
-//! back-edge (`Jmp`, `ForRangeLoop`) it runs. A single native operation
+//! back-edge (`Jmp`, `ForRangeLoop`, `ForLoop`) it runs. A single native operation
 //! already under way (a large `matmul`) finishes first.
 //!
 //! The flag is process-wide (one interpreter runs per process); the first

@@ -79,7 +79,7 @@ enum Ret {
     /// A method run for an instruction with no result (`x[i] = v` through
     /// `__setitem__`): the value is dropped. Pushed like `Op`.
     Discard,
-    /// A generator's frame resumed by the caller's `ForNext` (whose `Jmp`
+    /// A generator's frame resumed by the caller's `ForNext` or `ForLoop` (whose `Jmp`
     /// word is at the caller's saved pc); the loop's iterator register
     /// holds the generator (the callee slot stays empty). A `yield` suspends the frame into the generator and hands
     /// the value to the loop; a return ends the generator and the loop
@@ -1179,6 +1179,131 @@ impl Executor {
                 }};
             }
 
+            // One step of a `for` loop: `ForNext` at the loop's top (its
+            // item skips the jump word, its end follows it) and `ForLoop` at
+            // its bottom (the other way round) share it. `$unpack_pc` is where
+            // the body's `UnpackRegs` of the row would be.
+            macro_rules! for_step {
+                ($a:expr, $b:expr, $item:ident, $end:ident, $unpack_pc:expr) => {{
+                    let (a, b) = ($a, $b);
+                    if let Value::Int(i) = *r!(a as usize + 1) {
+                        if let Value::List(l) = &*r!(a) {
+                            // An int item (the common case) is copied by
+                            // its payload, not through a generic clone.
+                            let g = l.items.read();
+                            if let Some(&Value::Int(x)) = g.get(i as usize) {
+                                drop(g);
+                                setv(r!(b), Value::Int(x));
+                                setv(r!(a as usize + 1), Value::Int(i + 1));
+                                $item!();
+                                continue;
+                            }
+                        }
+                        // `ForPrep` keeps only ASCII strings, so byte i is
+                        // character i (a shared one-character string).
+                        // Its own arm: an item handed through the
+                        // `Option` below was written to the stack and
+                        // read back at other offsets, stalling each step.
+                        if let Value::Str(s) = &*r!(a) {
+                            match s.as_str().as_bytes().get(i as usize) {
+                                Some(&c) => {
+                                    setv(r!(b), Value::ascii_char(c));
+                                    setv(r!(a as usize + 1), Value::Int(i + 1));
+                                    $item!();
+                                }
+                                None => $end!(),
+                            }
+                            continue;
+                        }
+                        // The item goes from the container to the
+                        // register as its parts (`Value::words`).
+                        let item = match &*r!(a) {
+                            Value::List(l) => {
+                                let g = l.items.read();
+                                Some(g.get(i as usize).map(Value::words))
+                            }
+                            Value::Tuple(t) => Some(t.0.get(i as usize).map(Value::words)),
+                            // A range value (`[f(x) for x in range(n)]`,
+                            // `for i in RANGE`).
+                            Value::Range(rg) => {
+                                match rg.item(i) {
+                                    Some(x) => {
+                                        setv(r!(b), Value::Int(x));
+                                        setv(r!(a as usize + 1), Value::Int(i + 1));
+                                        $item!();
+                                    }
+                                    None => $end!(),
+                                }
+                                continue;
+                            }
+                            _ => None,
+                        };
+                        match item {
+                            Some(Some(w)) => {
+                                set_words(r!(b), w);
+                                setv(r!(a as usize + 1), Value::Int(i + 1));
+                                $item!();
+                                continue;
+                            }
+                            Some(None) => {
+                                $end!();
+                                continue;
+                            }
+                            None => {}
+                        }
+                    }
+                    // A loop's `zip`/`enumerate` whose row the loop
+                    // unpacks at once (`ForNext; Jmp; UnpackRegs` of the
+                    // row, or a `ForLoop` whose body starts with that
+                    // `UnpackRegs`): each value goes straight into its
+                    // target, and no row tuple is built.
+                    if let Value::Object(o) = &*r!(a) {
+                        let unpack_pc: usize = $unpack_pc;
+                        if let (Some(it), Some(&Instr::UnpackRegs { b: row, k, n })) = (
+                            o.0.as_any().downcast_ref::<ops::iters::IterObj>(),
+                            code.instrs.get(unpack_pc),
+                        ) {
+                            if let (true, Some(Value::Tuple(targets))) = (row == b, code.consts.get(k as usize)) {
+                                let step = it.next_unpacked(n as usize, |j, w| match targets.0.get(j) {
+                                    Some(&Value::Int(t)) => set_words(r!(t), w),
+                                    _ => drop(w.into_value()),
+                                });
+                                match step {
+                                    Some(true) => {
+                                        goto!(unpack_pc + 1);
+                                        continue;
+                                    }
+                                    Some(false) => {
+                                        $end!();
+                                        continue;
+                                    }
+                                    None => {}
+                                }
+                            }
+                        }
+                    }
+                    // A generator: its frame is pushed on this loop
+                    // (`resume.rs`); its `yield` comes back to the `Jmp` word.
+                    if let Value::Object(o) = &*r!(a) {
+                        if let Some(g) = o.0.as_generator() {
+                            let g: *const crate::value::generator::GenObj = g;
+                            save_pc!();
+                            // SAFETY: register `a` keeps the generator alive (the
+                            // register may move as the stack grows; it does not).
+                            match self.push_gen_frame(unsafe { &*g }) {
+                                Ok(true) => reenter_top!(),
+                                Ok(false) => {
+                                    setv(r!(a as usize + 1), Value::None);
+                                    $end!();
+                                    continue;
+                                }
+                                Err(e) => throw!(e),
+                            }
+                        }
+                    }
+                }};
+            }
+
             loop {
                 // SAFETY: every code object ends in a return, and jump targets are in range.
                 // Operands are read from the instruction in memory by each case
@@ -2064,121 +2189,12 @@ impl Executor {
                             continue;
                         }
                     }
-                    Instr::ForNext { a, b } => {
-                        if let Value::Int(i) = *r!(a as usize + 1) {
-                            if let Value::List(l) = &*r!(a) {
-                                // An int item (the common case) is copied by
-                                // its payload, not through a generic clone.
-                                let g = l.items.read();
-                                if let Some(&Value::Int(x)) = g.get(i as usize) {
-                                    drop(g);
-                                    setv(r!(b), Value::Int(x));
-                                    setv(r!(a as usize + 1), Value::Int(i + 1));
-                                    skip_jmp!();
-                                    continue;
-                                }
-                            }
-                            // `ForPrep` keeps only ASCII strings, so byte i is
-                            // character i (a shared one-character string).
-                            // Its own arm: an item handed through the
-                            // `Option` below was written to the stack and
-                            // read back at other offsets, stalling each step.
-                            if let Value::Str(s) = &*r!(a) {
-                                match s.as_str().as_bytes().get(i as usize) {
-                                    Some(&c) => {
-                                        setv(r!(b), Value::ascii_char(c));
-                                        setv(r!(a as usize + 1), Value::Int(i + 1));
-                                        skip_jmp!();
-                                    }
-                                    None => follow_jmp!(),
-                                }
-                                continue;
-                            }
-                            // The item goes from the container to the
-                            // register as its parts (`Value::words`).
-                            let item = match &*r!(a) {
-                                Value::List(l) => {
-                                    let g = l.items.read();
-                                    Some(g.get(i as usize).map(Value::words))
-                                }
-                                Value::Tuple(t) => Some(t.0.get(i as usize).map(Value::words)),
-                                // A range value (`[f(x) for x in range(n)]`,
-                                // `for i in RANGE`).
-                                Value::Range(rg) => {
-                                    match rg.item(i) {
-                                        Some(x) => {
-                                            setv(r!(b), Value::Int(x));
-                                            setv(r!(a as usize + 1), Value::Int(i + 1));
-                                            skip_jmp!();
-                                        }
-                                        None => follow_jmp!(),
-                                    }
-                                    continue;
-                                }
-                                _ => None,
-                            };
-                            match item {
-                                Some(Some(w)) => {
-                                    set_words(r!(b), w);
-                                    setv(r!(a as usize + 1), Value::Int(i + 1));
-                                    skip_jmp!();
-                                    continue;
-                                }
-                                Some(None) => {
-                                    follow_jmp!();
-                                    continue;
-                                }
-                                None => {}
-                            }
-                        }
-                        // A loop's `zip`/`enumerate` whose row the loop
-                        // unpacks at once (`ForNext; Jmp; UnpackRegs` of the
-                        // row): each value goes straight into its target, and
-                        // no row tuple is built.
-                        if let Value::Object(o) = &*r!(a) {
-                            if let (Some(it), Some(&Instr::UnpackRegs { b: row, k, n })) = (
-                                o.0.as_any().downcast_ref::<ops::iters::IterObj>(),
-                                code.instrs.get(pc!() + 1),
-                            ) {
-                                if let (true, Some(Value::Tuple(targets))) = (row == b, code.consts.get(k as usize)) {
-                                    let step = it.next_unpacked(n as usize, |j, w| match targets.0.get(j) {
-                                        Some(&Value::Int(t)) => set_words(r!(t), w),
-                                        _ => drop(w.into_value()),
-                                    });
-                                    match step {
-                                        Some(true) => {
-                                            // SAFETY: the `Jmp` and `UnpackRegs` words follow.
-                                            ip = unsafe { ip.add(2) };
-                                            continue;
-                                        }
-                                        Some(false) => {
-                                            follow_jmp!();
-                                            continue;
-                                        }
-                                        None => {}
-                                    }
-                                }
-                            }
-                        }
-                        // A generator: its frame is pushed on this loop
-                        // (`resume.rs`); its `yield` comes back to the `Jmp` word.
-                        if let Value::Object(o) = &*r!(a) {
-                            if let Some(g) = o.0.as_generator() {
-                                let g: *const crate::value::generator::GenObj = g;
-                                save_pc!();
-                                // SAFETY: register `a` keeps the generator alive (the
-                                // register may move as the stack grows; it does not).
-                                match self.push_gen_frame(unsafe { &*g }) {
-                                    Ok(true) => reenter_top!(),
-                                    Ok(false) => {
-                                        setv(r!(a as usize + 1), Value::None);
-                                        follow_jmp!();
-                                        continue;
-                                    }
-                                    Err(e) => throw!(e),
-                                }
-                            }
-                        }
+                    Instr::ForNext { a, b } => for_step!(a, b, skip_jmp, follow_jmp, pc!() + 1),
+                    Instr::ForLoop { a, b } => {
+                        // A back-edge: the interrupt check (see `Jmp`).
+                        interrupt_point!();
+                        // The body starts where the jump word goes.
+                        for_step!(a, b, follow_jmp, skip_jmp, jump_target(&code.instrs, pc!()))
                     }
                     Instr::Reduce { op, a, b } => {
                         // `sum` of ints that stay in 64 bits, or of floats.

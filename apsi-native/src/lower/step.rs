@@ -422,6 +422,9 @@ impl FnLower<'_> {
             | Instr::DelCell { .. }
             | Instr::DelFree { .. } => return Err(self.bad("del")),
             Instr::Yield { .. } => return Err(self.bad("yield (a generator)")),
+            // A `for` statement's or comprehension's loop over a list,
+            // tuple or other iterable (range loops are `ForRangeLoop`).
+            Instr::ForLoop { .. } => return Err(self.bad("a for loop over a non-range iterable")),
             Instr::GetIter { .. } | Instr::IterPrep { .. } | Instr::Reduce { .. } => {
                 return Err(self.bad("an iterator (yield from, a generator expression)"))
             }

@@ -724,9 +724,9 @@ impl<'a, 'e> Compiler<'a, 'e> {
         }
         self.emit_at(Instr::ForPrep { a: it }, g.iter.span);
         let (dst, direct) = self.loop_target_reg(&g.target)?;
-        let top = self.here();
-        self.emit_at(Instr::ForNext { a: it, b: dst }, g.iter.span);
-        let exit = self.jmp_placeholder();
+        // The loop's test at its bottom (`ForLoop`), as a `for` statement's.
+        let enter = self.jmp_placeholder();
+        let body_start = self.here();
         if !direct {
             self.assign(&g.target, dst)?;
         }
@@ -735,11 +735,10 @@ impl<'a, 'e> Compiler<'a, 'e> {
             skips.extend(self.cond_jump(c, false)?);
         }
         self.comp_level(e, gens, i + 1, acc)?;
-        for s in skips {
-            self.patch(s, top);
-        }
-        self.emit(Instr::Jmp { t: top as u32 });
-        self.patch_here(vec![exit]);
+        self.patch_here(skips);
+        self.patch_here(vec![enter]);
+        self.emit_at(Instr::ForLoop { a: it, b: dst }, g.iter.span);
+        self.emit(Instr::Jmp { t: body_start as u32 });
         self.free_to(m);
         Ok(())
     }

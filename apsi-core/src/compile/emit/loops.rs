@@ -226,9 +226,10 @@ impl<'a, 'e> Compiler<'a, 'e> {
         self.for_iterable_to(iter, it)?;
         self.emit_at(Instr::ForPrep { a: it }, iter.span);
         let (dst, direct) = self.loop_target_reg(target)?;
-        let top = self.here();
-        self.emit_at(Instr::ForNext { a: it, b: dst }, iter.span);
-        let exit = self.jmp_placeholder();
+        // Entered at its test, which sits at the bottom (`ForLoop`): an
+        // item goes back to the body, the end falls through.
+        let enter = self.jmp_placeholder();
+        let body_start = self.here();
         if !direct {
             self.assign(target, dst)?;
         }
@@ -237,12 +238,11 @@ impl<'a, 'e> Compiler<'a, 'e> {
             continues: Vec::new(),
         });
         self.block(body)?;
-        self.emit(Instr::Jmp { t: top as u32 });
         let (breaks, continues) = self.pop_loop();
-        for c in continues {
-            self.patch(c, top);
-        }
-        self.patch_here(vec![exit]);
+        self.patch_here(continues);
+        self.patch_here(vec![enter]);
+        self.emit_at(Instr::ForLoop { a: it, b: dst }, iter.span);
+        self.emit(Instr::Jmp { t: body_start as u32 });
         self.loop_else(entry, orelse)?;
         self.patch_here(breaks);
         Ok(())

@@ -896,6 +896,47 @@ mod tests {
     }
 
     #[test]
+    fn for_loops_test_at_the_bottom() {
+        // A `for` statement and a comprehension: entered by a jump to the
+        // `ForLoop` at the bottom, whose jump word goes back to the body.
+        for src in [
+            "def f(xs):\n    s = 0\n    for x in xs:\n        s += x\n    return s\n",
+            "def f(xs):\n    return [x * 2 for x in xs if x]\n",
+        ] {
+            let f = func(src, 0);
+            // The function's own body, or its comprehension's.
+            let code = if src.contains('[') {
+                let Some(c) = f
+                    .protos
+                    .iter()
+                    .map(|p| p.code.arc().clone())
+                    .find(|c| &*c.name == "<comprehension>")
+                else {
+                    panic!("no comprehension body in {f:?}");
+                };
+                c
+            } else {
+                f
+            };
+            let at = code.instrs.iter().position(|i| matches!(i, Instr::ForLoop { .. }));
+            let Some(at) = at else { panic!("no ForLoop in {code:?}") };
+            assert!(
+                !code.instrs.iter().any(|i| matches!(i, Instr::ForNext { .. })),
+                "{code:?}"
+            );
+            let Some(&Instr::Jmp { t: body }) = code.instrs.get(at + 1) else {
+                panic!("ForLoop without its jump word: {code:?}");
+            };
+            assert!((body as usize) < at, "{code:?}");
+            // The loop is entered by a jump to its test.
+            let Some(&Instr::Jmp { t: enter }) = code.instrs.get(body as usize - 1) else {
+                panic!("no entry jump before the body: {code:?}");
+            };
+            assert_eq!(enter as usize, at, "{code:?}");
+        }
+    }
+
+    #[test]
     fn shadowed_range_is_a_plain_loop() {
         let code = func("def f(range):\n    for i in range(3):\n        pass\n", 0);
         assert!(

@@ -18,6 +18,7 @@ pub(super) fn reads_next_jmp(ins: &Instr) -> bool {
             | Instr::CmpJmpI { .. }
             | Instr::CmpJmpNone { .. }
             | Instr::ForNext { .. }
+            | Instr::ForLoop { .. }
             | Instr::ForRangePrep { .. }
             | Instr::ForRangeLoop { .. }
     )

@@ -547,14 +547,20 @@ impl Executor {
         self.leave_for(unsafe { &*g });
         self.special.pop();
         self.gen_for = self.gen_for.saturating_sub(1);
-        // The loop's `ForNext` is just before its saved pc, its `Jmp` word at it.
+        // The loop's `ForNext` or `ForLoop` is just before its saved pc,
+        // its `Jmp` word at it.
         let Some(caller) = self.frames.last_mut() else {
             return Flow::Return(v);
         };
         // SAFETY: the caller's code is alive (its closure is on the stack).
         let code = unsafe { &*caller.code };
-        if let Some(&Instr::ForNext { b, .. }) = code.instrs.get((caller.pc as usize).wrapping_sub(1)) {
-            caller.pc += 1;
+        let pc = caller.pc as usize;
+        if let Some(&(Instr::ForNext { b, .. } | Instr::ForLoop { b, .. })) = code.instrs.get(pc.wrapping_sub(1)) {
+            // The item: past `ForNext`'s jump word, or along `ForLoop`'s.
+            caller.pc = match code.instrs.get(pc.wrapping_sub(1)) {
+                Some(Instr::ForLoop { .. }) => jump_target(&code.instrs, pc) as u32,
+                _ => caller.pc + 1,
+            };
             let slot = caller.base as usize + b as usize;
             if let Some(s) = self.stack.get_mut(slot) {
                 setv(s, v);
@@ -597,8 +603,12 @@ impl Executor {
         // SAFETY: as in `yield_to_for`.
         let code = unsafe { &*caller.code };
         let pc = caller.pc as usize;
-        if let Some(&Instr::ForNext { a, .. }) = code.instrs.get(pc.wrapping_sub(1)) {
-            caller.pc = jump_target(&code.instrs, pc) as u32;
+        if let Some(&(Instr::ForNext { a, .. } | Instr::ForLoop { a, .. })) = code.instrs.get(pc.wrapping_sub(1)) {
+            // The end: along `ForNext`'s jump word, or past `ForLoop`'s.
+            caller.pc = match code.instrs.get(pc.wrapping_sub(1)) {
+                Some(Instr::ForLoop { .. }) => caller.pc + 1,
+                _ => jump_target(&code.instrs, pc) as u32,
+            };
             let slot = caller.base as usize + a as usize + 1;
             if let Some(s) = self.stack.get_mut(slot) {
                 setv(s, v);
@@ -650,14 +660,15 @@ impl Executor {
         Some(root)
     }
 
-    /// The generator in the iterator register of the `ForNext` that frame
+    /// The generator in the iterator register of the `ForNext` (or
+    /// `ForLoop`) that frame
     /// `i` waits at (its saved pc is just after it).
     fn loop_generator(&self, i: usize) -> Option<*const GenObj> {
         let fr = self.frames.get(i)?;
         // SAFETY: a live frame's code is alive (its closure is).
         let code = unsafe { &*fr.code };
         match code.instrs.get((fr.pc as usize).wrapping_sub(1))? {
-            Instr::ForNext { a, .. } => {
+            Instr::ForNext { a, .. } | Instr::ForLoop { a, .. } => {
                 let g = GenObj::of(self.stack.get(fr.base as usize + *a as usize)?)?;
                 Some(g as *const GenObj)
             }

@@ -1092,7 +1092,10 @@ impl Executor {
                 setv(r!(a), prepared);
                 setv(r!(a as usize + 1), Value::Int(0));
             }
-            Instr::ForNext { a, b } => {
+            Instr::ForNext { a, b } | Instr::ForLoop { a, b } => {
+                // An item skips `ForNext`'s jump word and follows
+                // `ForLoop`'s (back to the body); the end the other way.
+                let back = matches!(ins, Instr::ForLoop { .. });
                 // (A generator, and a loop's `zip`/`enumerate` row unpacked
                 // at once, are `run`'s cases.)
                 if ops::iters::is_lazy(r!(a)) {
@@ -1102,9 +1105,9 @@ impl Executor {
                     match tri!(res) {
                         Some(v) => {
                             setv(r!(b), v);
-                            pc += 1;
+                            pc = if back { jump_target(instrs, pc) } else { pc + 1 };
                         }
-                        None => pc = jump_target(instrs, pc),
+                        None => pc = if back { pc + 1 } else { jump_target(instrs, pc) },
                     }
                     exit!(Flow::Next);
                 }
@@ -1117,9 +1120,9 @@ impl Executor {
                         Value::Tuple(t) if t.0.len() == 1 => {
                             let v = t.0[0].clone();
                             setv(r!(b), v);
-                            pc += 1;
+                            pc = if back { jump_target(instrs, pc) } else { pc + 1 };
                         }
-                        Value::None => pc = jump_target(instrs, pc),
+                        Value::None => pc = if back { pc + 1 } else { jump_target(instrs, pc) },
                         other => throw!(type_err(format!(
                             "__next__ must return a 1-tuple or none, not '{}'",
                             other.type_name()
@@ -1142,9 +1145,9 @@ impl Executor {
                     Some(v) => {
                         setv(r!(b), v);
                         setv(r!(a as usize + 1), Value::Int(i + 1));
-                        pc += 1;
+                        pc = if back { jump_target(instrs, pc) } else { pc + 1 };
                     }
-                    None => pc = jump_target(instrs, pc),
+                    None => pc = if back { pc + 1 } else { jump_target(instrs, pc) },
                 }
             }
             Instr::ForRangePrep { a, b } => {
