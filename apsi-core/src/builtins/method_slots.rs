@@ -34,6 +34,11 @@ const KINDS: usize = 7;
 pub const LIST_APPEND: (u32, usize) = (LIST, 0);
 const _: () = assert!(matches!(lists::LIST_NAMES[0].as_bytes(), b"append"));
 
+/// `xs.remove(x)`'s key and number: the dispatch loop scans with the
+/// elements' `__eq__` as frames when `x` is a struct.
+pub const LIST_REMOVE: (u32, usize) = (LIST, 4);
+const _: () = assert!(matches!(lists::LIST_NAMES[4].as_bytes(), b"remove"));
+
 /// `d.get(k)`'s key and number: the dispatch loop looks a string or int
 /// key up in place.
 pub const DICT_GET: (u32, usize) = (DICT, 3);

@@ -79,6 +79,12 @@ enum Ret {
     /// A method run for an instruction with no result (`x[i] = v` through
     /// `__setitem__`): the value is dropped. Pushed like `Op`.
     Discard,
+    /// An element's `__eq__` run by the caller's `x in xs` (`Cmp` or
+    /// `CmpJmp` just before its saved pc) as it scans a list or tuple: a
+    /// true value ends the scan, a false one goes on with the next element
+    /// (`frames.rs`, `Executor::scan`; where it stands is in `scans`).
+    /// Pushed like `Op`.
+    Scan,
     /// A generator's frame resumed by the caller's `ForNext` or `ForLoop` (whose `Jmp`
     /// word is at the caller's saved pc); the loop's iterator register
     /// holds the generator (the callee slot stays empty). A `yield` suspends the frame into the generator and hands
@@ -124,6 +130,9 @@ pub struct Executor {
     /// chains) is bounded like native re-entry was, since every item
     /// passes through each level.
     gen_for: usize,
+    /// For each live `Ret::Scan` frame, innermost last: where its scan
+    /// stands.
+    scans: Vec<frames::ScanAt>,
 }
 
 // SAFETY: the only non-Send fields are the raw closure pointers in `frames`;
@@ -502,6 +511,7 @@ impl Executor {
             yielded: false,
             special: Vec::new(),
             gen_for: 0,
+            scans: Vec::new(),
         }
     }
 
@@ -523,6 +533,7 @@ impl Executor {
             yielded: false,
             special: Vec::new(),
             gen_for: 0,
+            scans: Vec::new(),
         }
     }
 
@@ -828,7 +839,15 @@ impl Executor {
             if fr.ret == Ret::GenFor && self.gen_for_raised() {
                 continue;
             }
-            if matches!(fr.ret, Ret::Op | Ret::OpInplace | Ret::Discard | Ret::Cmp | Ret::CmpNot) {
+            if fr.ret == Ret::Scan {
+                if let Some(at) = self.scans.pop() {
+                    at.give_up();
+                }
+            }
+            if matches!(
+                fr.ret,
+                Ret::Op | Ret::OpInplace | Ret::Discard | Ret::Cmp | Ret::CmpNot | Ret::Scan
+            ) {
                 // Its callee slot lies above the caller's window.
                 if let Some(s) = self.stack.get_mut((fr.base as usize).wrapping_sub(1)) {
                     *s = Value::Unbound;
@@ -981,6 +1000,32 @@ impl Executor {
                             Some(Err(e)) => throw!(e),
                             None => {}
                         }
+                    }
+                };
+            }
+            // `x in xs` for a struct `x` and a list or tuple `xs`: the
+            // elements' `__eq__` run as frames on this loop (`Ret::Scan`).
+            // `Some(found)` when the scan ended without one (or after
+            // others, in `scan_returned`, which then finishes the
+            // instruction itself).
+            macro_rules! scan_frames {
+                ($x:expr, $xs:expr) => {
+                    match (&*r!($x), &*r!($xs)) {
+                        (Value::Struct(_), Value::List(_) | Value::Tuple(_)) => {
+                            save_pc!();
+                            // Copies: an element's `__eq__` compared from
+                            // Rust may grow the stack.
+                            let step = self.scan(dup(r!($x)), dup(r!($xs)));
+                            match step {
+                                Ok(frames::ScanStep::Pushed) => reenter_top!(),
+                                Ok(frames::ScanStep::Done(found)) => {
+                                    regs = unsafe { self.stack.as_mut_ptr().add(base) };
+                                    Some(found.is_some())
+                                }
+                                Err(e) => throw!(e),
+                            }
+                        }
+                        _ => None,
                     }
                 };
             }
@@ -1450,6 +1495,10 @@ impl Executor {
                                 setv(r!(a), Value::Bool(found == (op == CmpOp::In)));
                                 continue;
                             }
+                            if let Some(found) = scan_frames!(b, c) {
+                                setv(r!(a), Value::Bool(found == (op == CmpOp::In)));
+                                continue;
+                            }
                         }
                     }
                     Instr::CmpJmp { op, a, b, jt } => {
@@ -1461,6 +1510,9 @@ impl Executor {
                         }
                         if let CmpOp::In | CmpOp::NotIn = op {
                             if let Some(found) = int_in(r!(a), r!(b)) {
+                                jump_if!((found == (op == CmpOp::In)) == jt)
+                            }
+                            if let Some(found) = scan_frames!(a, b) {
                                 jump_if!((found == (op == CmpOp::In)) == jt)
                             }
                         }
@@ -2048,6 +2100,26 @@ impl Executor {
                                         push_words(&mut l.items.write(), w);
                                         setv(r!(a), Value::None);
                                         continue;
+                                    }
+                                    // `xs.remove(x)` of a struct: the elements'
+                                    // `__eq__` run as frames, as for `x in xs`.
+                                    if (key, i) == crate::builtins::method_slots::LIST_REMOVE
+                                        && matches!(&*r!(a as usize + 2), Value::Struct(_))
+                                    {
+                                        save_pc!();
+                                        let step = self.scan(dup(r!(a as usize + 2)), dup(r!(a as usize + 1)));
+                                        let done = match step {
+                                            Ok(frames::ScanStep::Pushed) => reenter_top!(),
+                                            Ok(frames::ScanStep::Done(found)) => {
+                                                self.remove_found(base + a as usize, found)
+                                            }
+                                            Err(e) => Err(e),
+                                        };
+                                        regs = unsafe { self.stack.as_mut_ptr().add(base) };
+                                        match done {
+                                            Ok(()) => continue,
+                                            Err(e) => throw!(e),
+                                        }
                                     }
                                 }
                                 // `d.get(k)`, `d.get(k, default)` with a string or int

@@ -1,6 +1,8 @@
 //! Calls the VM makes for an instruction, pushed as frames on the running
 //! loop instead of re-entering it: a constructor's `__init__` (`Ret::Init`)
-//! and a struct's operator methods (`Ret::Op`, `Ret::OpInplace`).
+//! a struct's operator methods (`Ret::Op`, `Ret::OpInplace`), comparison
+//! methods (`Ret::Cmp`) and the `__eq__` of each element of a list that
+//! `x in xs` scans (`Ret::Scan`).
 //!
 //! Re-entering the loop (`Caller::call`) costs a Rust call chain, argument
 //! vectors and a nested `run` per call; a pushed frame costs what a call
@@ -19,6 +21,35 @@
 use super::*;
 use crate::ops::dunder;
 use crate::value::ic::AttrCache;
+
+/// Where a list scan (`x in xs`, [`Executor::scan`]) stands while an
+/// element's `__eq__` runs as a `Scan` frame: the element's index and a
+/// handle on the element (the `NotImplemented` protocol needs it, and the
+/// list may change meanwhile). One per live `Scan` frame, innermost last.
+pub(super) struct ScanAt {
+    at: u32,
+    el: Value,
+    /// The item looked for and the list or tuple scanned, held for the
+    /// whole scan (taken once, not at each element).
+    x: Value,
+    xs: Value,
+}
+
+impl ScanAt {
+    /// Give up the handles (a scan ended by an error).
+    pub(super) fn give_up(self) {
+        self.el.give_up();
+        self.x.give_up();
+        self.xs.give_up();
+    }
+}
+
+/// What [`Executor::scan`] did: pushed an element's `__eq__`, or finished
+/// (with the index of the element found, if one was).
+pub(super) enum ScanStep {
+    Pushed,
+    Done(Option<usize>),
+}
 
 impl Executor {
     /// `x op y` (`inplace`: `x op= y`) where `x` is a struct whose method
@@ -132,6 +163,184 @@ impl Executor {
             }
         }
         self.push_method_frame(m, [x, y], ret)
+    }
+
+    /// `x in xs` (or `not in`) for a list or tuple `xs`, as CPython's
+    /// `list_contains` does it: an element that is `x` itself matches; an
+    /// element whose type has a plain Apsi `__eq__` gets it pushed as a
+    /// `Scan` frame (`Pushed`: the scan goes on from `scan_returned` when
+    /// it returns); any other element is compared here (`eq_or_same`,
+    /// which calls Apsi code from Rust where it must). The list is read at
+    /// each step, so a list that changes during the scan is seen as
+    /// CPython sees it.
+    pub(super) fn scan(&mut self, x: Value, xs: Value) -> VResult<ScanStep> {
+        self.scans.push(ScanAt {
+            at: 0,
+            el: Value::None,
+            x,
+            xs,
+        });
+        self.scan_on(0)
+    }
+
+    /// Go on with the innermost scan (`self.scans`' last) from element
+    /// `from`; its entry is popped when the scan ends.
+    fn scan_on(&mut self, from: usize) -> VResult<ScanStep> {
+        let Some(st) = self.scans.last_mut() else {
+            return Ok(ScanStep::Done(None));
+        };
+        let st: *mut ScanAt = st;
+        let mut i = from;
+        // SAFETY: `st` stays valid for the loop: nothing here pushes or
+        // pops `self.scans` (`push_method_frame` changes frames and the
+        // stack; `eq_or_same` runs Apsi code on a spare executor, never
+        // on this one: `vm/reentry.rs`).
+        let found = loop {
+            let (el, x, xs) = unsafe { (&mut (*st).el, &(*st).x, &(*st).xs) };
+            let w = match xs {
+                Value::List(l) => l.items.read().get(i).map(Value::words),
+                Value::Tuple(t) => t.0.get(i).map(Value::words),
+                _ => None,
+            };
+            let Some(w) = w else { break Ok(None) };
+            // The element stays held in the entry (by parts: see `Words`).
+            set_words(el, w);
+            let same = match (&*el, x) {
+                (Value::Struct(a), Value::Struct(b)) => Arc::ptr_eq(a, b),
+                (Value::Float(_), _) => false,
+                (e, x) => e.is(x),
+            };
+            if same {
+                break Ok(Some(i));
+            }
+            if let Value::Struct(s) = &*el {
+                // `x`'s reflected `__eq__` goes first when its type is a
+                // subtype of the element's that redefines it: the general
+                // path below does that.
+                let own = matches!(x, Value::Struct(t) if Arc::ptr_eq(&t.ty, &s.ty));
+                let eq = s.ty.cmp_methods[0]
+                    .as_ref()
+                    .filter(|_| own || !dunder::reflected_first(el, x, "__eq__"));
+                if let Some(m) = eq {
+                    match self.push_method_frame(m, [&*el, x], Ret::Scan) {
+                        Some(Ok(())) => {
+                            unsafe { (*st).at = i as u32 };
+                            return Ok(ScanStep::Pushed);
+                        }
+                        Some(Err(e)) => break Err(e),
+                        None => {}
+                    }
+                }
+            }
+            match ops::eq_or_same(el, x) {
+                Ok(true) => break Ok(Some(i)),
+                Ok(false) => i += 1,
+                Err(e) => break Err(e),
+            }
+        };
+        if let Some(st) = self.scans.pop() {
+            st.give_up();
+        }
+        found.map(ScanStep::Done)
+    }
+
+    /// An element's `__eq__` pushed by [`Executor::scan`] returned `v`
+    /// (its frame popped, so the scanning frame is on top, its `Cmp` or
+    /// `CmpJmp` just before its saved pc): a true `v` ends the scan, a
+    /// false one goes on with the next element, and `NotImplemented` goes
+    /// on with the rest of the protocol for this element (`x`'s reflected
+    /// `__eq__`, then identity, which was tested already).
+    fn scan_returned(&mut self, v: Value) -> VResult<()> {
+        let Some(st) = self.scans.last() else {
+            return Err(err(ErrorKind::Error, "internal error: a scan frame without its scan"));
+        };
+        let at = st.at as usize;
+        let found = if dunder::is_not_implemented(&v) {
+            // Copies: the reflected method runs on this executor.
+            let (el, x) = (st.el.clone(), st.x.clone());
+            dunder::compare_after_forward(self, CmpOp::Eq, &el, &x).and_then(|r| r.truthy())
+        } else {
+            match v {
+                Value::Bool(b) => Ok(b),
+                other => other.truthy(),
+            }
+        };
+        let found = match found {
+            Ok(false) => match self.scan_on(at + 1)? {
+                ScanStep::Pushed => return Ok(()),
+                ScanStep::Done(f) => f,
+            },
+            other => {
+                if let Some(st) = self.scans.pop() {
+                    st.give_up();
+                }
+                other?.then_some(at)
+            }
+        };
+        let Some(&fr) = self.frames.last() else { return Ok(()) };
+        // SAFETY: the frame is live.
+        let code = unsafe { &*fr.code };
+        let base = fr.base as usize;
+        let pc = fr.pc as usize;
+        match code.instrs.get(pc.wrapping_sub(1)).copied() {
+            Some(Instr::Cmp { op, a, .. }) => {
+                if let Some(s) = self.stack.get_mut(base + a as usize) {
+                    setv(s, Value::Bool(found.is_some() == (op == CmpOp::In)));
+                }
+            }
+            Some(Instr::CallMethod { a, .. }) => {
+                // `xs.remove(x)`: its receiver and argument are still in
+                // the call's registers.
+                let slot = base + a as usize;
+                return self.remove_found(slot, found);
+            }
+            Some(Instr::CmpJmp { op, jt, .. }) => {
+                let t = found.is_some() == (op == CmpOp::In);
+                let next = if t == jt { jump_target(&code.instrs, pc) } else { pc + 1 };
+                if let Some(f) = self.frames.last_mut() {
+                    f.pc = next as u32;
+                }
+            }
+            _ => {
+                return Err(err(
+                    ErrorKind::Error,
+                    "internal error: a scan's __eq__ returned to no comparison",
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// `xs.remove(x)` (the list in register `slot + 1`, `x` in `slot + 2`)
+    /// after its scan: the element at the index found goes, if an `__eq__`
+    /// has not shortened the list meanwhile (CPython's `list.remove`);
+    /// none found is a `ValueError`. The call's value, `none`, goes to
+    /// `slot`, and the receiver and argument registers are let go.
+    pub(super) fn remove_found(&mut self, slot: usize, found: Option<usize>) -> VResult<()> {
+        let mut take = |r: usize| match self.stack.get_mut(r) {
+            Some(v) => std::mem::replace(v, Value::None),
+            None => Value::None,
+        };
+        let (xs, x) = (take(slot + 1), take(slot + 2));
+        let Some(i) = found else {
+            return Err(err(
+                ErrorKind::ValueError,
+                format!("list.remove(x): {} is not in the list", crate::format::repr_of(&x)),
+            ));
+        };
+        if let Value::List(l) = &xs {
+            let mut items = l.items.write();
+            if i < items.len() {
+                // Dropped after the lock is let go, not under it.
+                let gone = items.remove(i);
+                drop(items);
+                drop(gone);
+            }
+        }
+        if let Some(s) = self.stack.get_mut(slot) {
+            setv(s, Value::None);
+        }
+        Ok(())
     }
 
     /// `-x`, `+x`, `~x` on a struct whose method is a plain function of one parameter.
@@ -292,6 +501,15 @@ impl Executor {
                     return Flow::Return(v);
                 }
                 self.deliver_cmp(ret, v)
+            }
+            Ret::Scan => {
+                if let Some(s) = self.stack.get_mut(fpos) {
+                    setv(s, Value::Unbound);
+                }
+                if bottom {
+                    return Flow::Return(v);
+                }
+                self.scan_returned(v)
             }
             Ret::Discard => {
                 if let Some(s) = self.stack.get_mut(fpos) {
