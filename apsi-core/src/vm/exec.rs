@@ -80,10 +80,10 @@ enum Ret {
     /// `__setitem__`): the value is dropped. Pushed like `Op`.
     Discard,
     /// An element's `__eq__` run by the caller's `x in xs` (`Cmp` or
-    /// `CmpJmp` just before its saved pc) as it scans a list or tuple: a
-    /// true value ends the scan, a false one goes on with the next element
-    /// (`frames.rs`, `Executor::scan`; where it stands is in `scans`).
-    /// Pushed like `Op`.
+    /// `CmpJmp` just before its saved pc) or `xs.remove(x)` (`CallMethod`)
+    /// as it scans a list or tuple: a true value ends the scan, a false one
+    /// goes on with the next element (`frames.rs`, `Executor::scan`; where
+    /// it stands is in `scans`). Pushed like `Op`.
     Scan,
     /// A generator's frame resumed by the caller's `ForNext` or `ForLoop` (whose `Jmp`
     /// word is at the caller's saved pc); the loop's iterator register
@@ -1005,16 +1005,16 @@ impl Executor {
             }
             // `x in xs` for a struct `x` and a list or tuple `xs`: the
             // elements' `__eq__` run as frames on this loop (`Ret::Scan`).
-            // `Some(found)` when the scan ended without one (or after
-            // others, in `scan_returned`, which then finishes the
-            // instruction itself).
+            // `Some(found)` when the scan ended here without pushing one;
+            // once it has, `scan_returned` finishes the instruction.
+            // `None`: not such a scan, nothing done.
             macro_rules! scan_frames {
                 ($x:expr, $xs:expr) => {
                     match (&*r!($x), &*r!($xs)) {
                         (Value::Struct(_), Value::List(_) | Value::Tuple(_)) => {
                             save_pc!();
-                            // Copies: an element's `__eq__` compared from
-                            // Rust may grow the stack.
+                            // Copies, held by the scan until it ends: a
+                            // pushed frame may move the stack.
                             let step = self.scan(dup(r!($x)), dup(r!($xs)));
                             match step {
                                 Ok(frames::ScanStep::Pushed) => reenter_top!(),

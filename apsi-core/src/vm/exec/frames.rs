@@ -2,7 +2,7 @@
 //! loop instead of re-entering it: a constructor's `__init__` (`Ret::Init`)
 //! a struct's operator methods (`Ret::Op`, `Ret::OpInplace`), comparison
 //! methods (`Ret::Cmp`) and the `__eq__` of each element of a list that
-//! `x in xs` scans (`Ret::Scan`).
+//! `x in xs` or `xs.remove(x)` scans (`Ret::Scan`).
 //!
 //! Re-entering the loop (`Caller::call`) costs a Rust call chain, argument
 //! vectors and a nested `run` per call; a pushed frame costs what a call
@@ -25,7 +25,8 @@ use crate::value::ic::AttrCache;
 /// Where a list scan (`x in xs`, [`Executor::scan`]) stands while an
 /// element's `__eq__` runs as a `Scan` frame: the element's index and a
 /// handle on the element (the `NotImplemented` protocol needs it, and the
-/// list may change meanwhile). One per live `Scan` frame, innermost last.
+/// list may change meanwhile). One per scan under way, innermost last:
+/// pushed when the scan starts, popped when it ends or its frame unwinds.
 pub(super) struct ScanAt {
     at: u32,
     el: Value,
@@ -36,7 +37,7 @@ pub(super) struct ScanAt {
 }
 
 impl ScanAt {
-    /// Give up the handles (a scan ended by an error).
+    /// Give up the handles (the scan ended).
     pub(super) fn give_up(self) {
         self.el.give_up();
         self.x.give_up();
