@@ -110,9 +110,18 @@ fn remove(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
     let (l, rest) = recv(args, "remove")?;
     let a = Args::new("remove", rest, kw, 1, &["x"])?;
     let x = a.req(0)?;
-    // Scanned as it is at each step; the element at the index found goes
-    // (CPython's `list.remove`), if an `__eq__` has not shortened the list.
-    let Some(i) = ops::list_position(l, x, 0, usize::MAX)? else {
+    // Scanned as it is at each step.
+    let found = ops::list_position(l, x, 0, usize::MAX)?;
+    remove_found(l, x, found)?;
+    Ok(Value::None)
+}
+
+/// The end of `l.remove(x)` once its scan found index `found` (or none,
+/// a `ValueError`): that element goes (CPython's `list.remove`), if an
+/// `__eq__` has not shortened the list meanwhile. The dispatch loop's scan
+/// (`Ret::Scan`) ends here too.
+pub(crate) fn remove_found(l: &ListObj, x: &Value, found: Option<usize>) -> VResult<()> {
+    let Some(i) = found else {
         return Err(err(
             ErrorKind::ValueError,
             format!("list.remove(x): {} is not in the list", repr_of(x)),
@@ -125,7 +134,7 @@ fn remove(_c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
         drop(items);
         drop(gone);
     }
-    Ok(Value::None)
+    Ok(())
 }
 
 fn clamp_bound(i: i64, n: usize) -> usize {

@@ -15,6 +15,7 @@ mod decimal_digits;
 mod dicts;
 mod iters;
 mod lists;
+pub(crate) use lists::remove_found;
 mod math;
 pub mod method_slots;
 pub mod native_fallback;

@@ -319,6 +319,18 @@ fn jump_target(instrs: &[Instr], pc: usize) -> usize {
     }
 }
 
+/// Where a loop's step (`ForNext` or `ForLoop` at `pc - 1`, its jump word
+/// at `pc`) goes on: with an item, past `ForNext`'s jump word or along
+/// `ForLoop`'s (back to the body); at the end, the other way.
+fn for_step_pc(instrs: &[Instr], pc: usize, item: bool) -> usize {
+    let back = matches!(instrs.get(pc.wrapping_sub(1)), Some(Instr::ForLoop { .. }));
+    if item == back {
+        jump_target(instrs, pc)
+    } else {
+        pc + 1
+    }
+}
+
 /// Before a method's frame is pushed: the callee slot holds a handle on
 /// the method, unless the method keeps its receiver in register 0
 /// (`FuncProto::keeps_first`), which keeps it alive (instance → type →
@@ -1005,9 +1017,10 @@ impl Executor {
             }
             // `x in xs` for a struct `x` and a list or tuple `xs`: the
             // elements' `__eq__` run as frames on this loop (`Ret::Scan`).
-            // `Some(found)` when the scan ended here without pushing one;
-            // once it has, `scan_returned` finishes the instruction.
-            // `None`: not such a scan, nothing done.
+            // `Some(found)` (the index of the element found, if any) when
+            // the scan ended here without pushing one; once it has,
+            // `scan_returned` finishes the instruction. `None`: not such a
+            // scan, nothing done.
             macro_rules! scan_frames {
                 ($x:expr, $xs:expr) => {
                     match (&*r!($x), &*r!($xs)) {
@@ -1020,7 +1033,7 @@ impl Executor {
                                 Ok(frames::ScanStep::Pushed) => reenter_top!(),
                                 Ok(frames::ScanStep::Done(found)) => {
                                     regs = unsafe { self.stack.as_mut_ptr().add(base) };
-                                    Some(found.is_some())
+                                    Some(found)
                                 }
                                 Err(e) => throw!(e),
                             }
@@ -1496,7 +1509,7 @@ impl Executor {
                                 continue;
                             }
                             if let Some(found) = scan_frames!(b, c) {
-                                setv(r!(a), Value::Bool(found == (op == CmpOp::In)));
+                                setv(r!(a), Value::Bool(found.is_some() == (op == CmpOp::In)));
                                 continue;
                             }
                         }
@@ -1513,7 +1526,7 @@ impl Executor {
                                 jump_if!((found == (op == CmpOp::In)) == jt)
                             }
                             if let Some(found) = scan_frames!(a, b) {
-                                jump_if!((found == (op == CmpOp::In)) == jt)
+                                jump_if!((found.is_some() == (op == CmpOp::In)) == jt)
                             }
                         }
                         cmp_frame!(op, a, b);
@@ -2103,22 +2116,12 @@ impl Executor {
                                     }
                                     // `xs.remove(x)` of a struct: the elements'
                                     // `__eq__` run as frames, as for `x in xs`.
-                                    if (key, i) == crate::builtins::method_slots::LIST_REMOVE
-                                        && matches!(&*r!(a as usize + 2), Value::Struct(_))
-                                    {
-                                        save_pc!();
-                                        let step = self.scan(dup(r!(a as usize + 2)), dup(r!(a as usize + 1)));
-                                        let done = match step {
-                                            Ok(frames::ScanStep::Pushed) => reenter_top!(),
-                                            Ok(frames::ScanStep::Done(found)) => {
-                                                self.remove_found(base + a as usize, found)
+                                    if (key, i) == crate::builtins::method_slots::LIST_REMOVE {
+                                        if let Some(found) = scan_frames!(a as usize + 2, a as usize + 1) {
+                                            match self.remove_found(base + a as usize, found) {
+                                                Ok(()) => continue,
+                                                Err(e) => throw!(e),
                                             }
-                                            Err(e) => Err(e),
-                                        };
-                                        regs = unsafe { self.stack.as_mut_ptr().add(base) };
-                                        match done {
-                                            Ok(()) => continue,
-                                            Err(e) => throw!(e),
                                         }
                                     }
                                 }

@@ -170,8 +170,8 @@ impl Executor {
     /// `list_contains` does it: an element that is `x` itself matches; an
     /// element whose type has a plain Apsi `__eq__` gets it pushed as a
     /// `Scan` frame (`Pushed`: the scan goes on from `scan_returned` when
-    /// it returns); any other element is compared here (`eq_or_same`,
-    /// which calls Apsi code from Rust where it must). The list is read at
+    /// it returns); any other element is compared here (`ops::eq`, which
+    /// calls Apsi code from Rust where it must). The list is read at
     /// each step, so a list that changes during the scan is seen as
     /// CPython sees it.
     pub(super) fn scan(&mut self, x: Value, xs: Value) -> VResult<ScanStep> {
@@ -194,7 +194,7 @@ impl Executor {
         let mut i = from;
         // SAFETY: `st` stays valid for the loop: nothing here pushes or
         // pops `self.scans` (`push_method_frame` changes frames and the
-        // stack; `eq_or_same` runs Apsi code on a spare executor, never
+        // stack; `ops::eq` runs Apsi code on a spare executor, never
         // on this one: `vm/reentry.rs`).
         let found = loop {
             let (el, x, xs) = unsafe { (&mut (*st).el, &(*st).x, &(*st).xs) };
@@ -216,8 +216,8 @@ impl Executor {
             }
             if let Value::Struct(s) = &*el {
                 // `x`'s reflected `__eq__` goes first when its type is a
-                // subtype of the element's that redefines it: the general
-                // path below does that.
+                // subtype of the element's that redefines it: `ops::eq`
+                // below does that.
                 let own = matches!(x, Value::Struct(t) if Arc::ptr_eq(&t.ty, &s.ty));
                 let eq = s.ty.cmp_methods[0]
                     .as_ref()
@@ -233,7 +233,8 @@ impl Executor {
                     }
                 }
             }
-            match ops::eq_or_same(el, x) {
+            // Identity was tested above.
+            match ops::eq(el, x) {
                 Ok(true) => break Ok(Some(i)),
                 Ok(false) => i += 1,
                 Err(e) => break Err(e),
@@ -296,11 +297,7 @@ impl Executor {
                 return self.remove_found(slot, found);
             }
             Some(Instr::CmpJmp { op, jt, .. }) => {
-                let t = found.is_some() == (op == CmpOp::In);
-                let next = if t == jt { jump_target(&code.instrs, pc) } else { pc + 1 };
-                if let Some(f) = self.frames.last_mut() {
-                    f.pc = next as u32;
-                }
+                self.jump_top_if(&code.instrs, pc, (found.is_some() == (op == CmpOp::In)) == jt);
             }
             _ => {
                 return Err(err(
@@ -313,30 +310,17 @@ impl Executor {
     }
 
     /// `xs.remove(x)` (the list in register `slot + 1`, `x` in `slot + 2`)
-    /// after its scan: the element at the index found goes, if an `__eq__`
-    /// has not shortened the list meanwhile (CPython's `list.remove`);
-    /// none found is a `ValueError`. The call's value, `none`, goes to
-    /// `slot`, and the receiver and argument registers are let go.
+    /// after its scan found index `found` (`builtins::remove_found`). The
+    /// call's value, `none`, goes to `slot`, and the receiver and argument
+    /// registers are let go.
     pub(super) fn remove_found(&mut self, slot: usize, found: Option<usize>) -> VResult<()> {
         let mut take = |r: usize| match self.stack.get_mut(r) {
             Some(v) => std::mem::replace(v, Value::None),
             None => Value::None,
         };
         let (xs, x) = (take(slot + 1), take(slot + 2));
-        let Some(i) = found else {
-            return Err(err(
-                ErrorKind::ValueError,
-                format!("list.remove(x): {} is not in the list", crate::format::repr_of(&x)),
-            ));
-        };
         if let Value::List(l) = &xs {
-            let mut items = l.items.write();
-            if i < items.len() {
-                // Dropped after the lock is let go, not under it.
-                let gone = items.remove(i);
-                drop(items);
-                drop(gone);
-            }
+            crate::builtins::remove_found(l, &x, found)?;
         }
         if let Some(s) = self.stack.get_mut(slot) {
             setv(s, Value::None);
@@ -584,14 +568,20 @@ impl Executor {
             }
             None => {
                 let jt = matches!(code.instrs.get(pc - 1), Some(Instr::CmpJmp { jt: true, .. }));
-                let t = v.truthy()?;
-                let next = if t == jt { jump_target(&code.instrs, pc) } else { pc + 1 };
-                if let Some(f) = self.frames.last_mut() {
-                    f.pc = next as u32;
-                }
+                self.jump_top_if(&code.instrs, pc, v.truthy()? == jt);
             }
         }
         Ok(())
+    }
+
+    /// A two-word test of the top frame (its jump word at the saved pc
+    /// `pc`) decided by a frame the VM pushed: follow the jump word when
+    /// `take`, else go past it.
+    fn jump_top_if(&mut self, instrs: &[Instr], pc: usize, take: bool) {
+        let next = if take { jump_target(instrs, pc) } else { pc + 1 };
+        if let Some(f) = self.frames.last_mut() {
+            f.pc = next as u32;
+        }
     }
 
     /// An operator method pushed for the top frame's last instruction

@@ -556,11 +556,7 @@ impl Executor {
         let code = unsafe { &*caller.code };
         let pc = caller.pc as usize;
         if let Some(&(Instr::ForNext { b, .. } | Instr::ForLoop { b, .. })) = code.instrs.get(pc.wrapping_sub(1)) {
-            // The item: past `ForNext`'s jump word, or along `ForLoop`'s.
-            caller.pc = match code.instrs.get(pc.wrapping_sub(1)) {
-                Some(Instr::ForLoop { .. }) => jump_target(&code.instrs, pc) as u32,
-                _ => caller.pc + 1,
-            };
+            caller.pc = for_step_pc(&code.instrs, pc, true) as u32;
             let slot = caller.base as usize + b as usize;
             if let Some(s) = self.stack.get_mut(slot) {
                 setv(s, v);
@@ -604,11 +600,7 @@ impl Executor {
         let code = unsafe { &*caller.code };
         let pc = caller.pc as usize;
         if let Some(&(Instr::ForNext { a, .. } | Instr::ForLoop { a, .. })) = code.instrs.get(pc.wrapping_sub(1)) {
-            // The end: along `ForNext`'s jump word, or past `ForLoop`'s.
-            caller.pc = match code.instrs.get(pc.wrapping_sub(1)) {
-                Some(Instr::ForLoop { .. }) => caller.pc + 1,
-                _ => jump_target(&code.instrs, pc) as u32,
-            };
+            caller.pc = for_step_pc(&code.instrs, pc, false) as u32;
             let slot = caller.base as usize + a as usize + 1;
             if let Some(s) = self.stack.get_mut(slot) {
                 setv(s, v);

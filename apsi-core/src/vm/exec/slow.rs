@@ -1092,10 +1092,8 @@ impl Executor {
                 setv(r!(a), prepared);
                 setv(r!(a as usize + 1), Value::Int(0));
             }
+            // Where an item and the end go: `for_step_pc`.
             Instr::ForNext { a, b } | Instr::ForLoop { a, b } => {
-                // An item skips `ForNext`'s jump word and follows
-                // `ForLoop`'s (back to the body); the end the other way.
-                let back = matches!(ins, Instr::ForLoop { .. });
                 // (A generator, and a loop's `zip`/`enumerate` row unpacked
                 // at once, are `run`'s cases.)
                 if ops::iters::is_lazy(r!(a)) {
@@ -1105,9 +1103,9 @@ impl Executor {
                     match tri!(res) {
                         Some(v) => {
                             setv(r!(b), v);
-                            pc = if back { jump_target(instrs, pc) } else { pc + 1 };
+                            pc = for_step_pc(instrs, pc, true);
                         }
-                        None => pc = if back { pc + 1 } else { jump_target(instrs, pc) },
+                        None => pc = for_step_pc(instrs, pc, false),
                     }
                     exit!(Flow::Next);
                 }
@@ -1120,9 +1118,9 @@ impl Executor {
                         Value::Tuple(t) if t.0.len() == 1 => {
                             let v = t.0[0].clone();
                             setv(r!(b), v);
-                            pc = if back { jump_target(instrs, pc) } else { pc + 1 };
+                            pc = for_step_pc(instrs, pc, true);
                         }
-                        Value::None => pc = if back { pc + 1 } else { jump_target(instrs, pc) },
+                        Value::None => pc = for_step_pc(instrs, pc, false),
                         other => throw!(type_err(format!(
                             "__next__ must return a 1-tuple or none, not '{}'",
                             other.type_name()
@@ -1145,9 +1143,9 @@ impl Executor {
                     Some(v) => {
                         setv(r!(b), v);
                         setv(r!(a as usize + 1), Value::Int(i + 1));
-                        pc = if back { jump_target(instrs, pc) } else { pc + 1 };
+                        pc = for_step_pc(instrs, pc, true);
                     }
-                    None => pc = if back { pc + 1 } else { jump_target(instrs, pc) },
+                    None => pc = for_step_pc(instrs, pc, false),
                 }
             }
             Instr::ForRangePrep { a, b } => {
