@@ -15,12 +15,22 @@ fn apsi(dir: &Path, args: &[&str]) -> Output {
         .expect("cannot run apsi")
 }
 
+/// Runs a built program. The tests write executables themselves while other
+/// test threads fork: a child forked while a file was open for writing holds
+/// it until it execs, and meanwhile running the file fails with "Text file
+/// busy" (ETXTBSY). That is the test harness's race, not the build's, so it
+/// is retried for a while.
 fn run(exe: &Path, args: &[&str]) -> Output {
-    Command::new(exe)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("cannot run the built program")
+    let mut tries = 0;
+    loop {
+        match Command::new(exe).args(args).env("NO_COLOR", "1").output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            r => return r.expect("cannot run the built program"),
+        }
+    }
 }
 
 fn text(b: &[u8]) -> String {
