@@ -1158,6 +1158,12 @@ impl Executor {
                     // forwarding (it was the busiest instruction of a
                     // `filter` lambda's call from Rust).
                     if self.frames.len() == floor && floor > stop + 1 {
+                        // A list scan's `__eq__` said no: the next element,
+                        // of the same type, runs in this frame again.
+                        if matches!(*r!($a), Value::Bool(false)) && self.scan_again() {
+                            ip = start;
+                            continue;
+                        }
                         let v = r!($a).take_words().into_value();
                         return_special!(v)
                     }

@@ -246,6 +246,67 @@ impl Executor {
         found.map(ScanStep::Done)
     }
 
+    /// The top frame, a `Scan` frame that is the innermost special one,
+    /// returned `false`: when the scan's next element is a struct of the
+    /// same type as the one just compared (so the same `__eq__`, which the
+    /// first push of that type found to go first), and is not `x` itself,
+    /// run that `__eq__` again in the same frame instead of popping it,
+    /// going through `finish_return` and pushing the next one. Its window
+    /// is cleared as a pop would clear it, the two arguments are written
+    /// into it, and true tells `run` to start the frame's code again.
+    /// False (nothing changed) sends the return down the general path.
+    ///
+    /// The frame must own no cells or handlers (a pop would drop them) and
+    /// its closure must still be the type's `__eq__` (a method replaced
+    /// meanwhile is looked up again by that path).
+    #[inline(never)]
+    pub(super) fn scan_again(&mut self) -> bool {
+        let depth = self.frames.len();
+        let Some(&fr) = self.frames.last() else { return false };
+        let (base, nregs) = (fr.base as usize, (fr.nregs as usize).max(2));
+        if fr.ret != Ret::Scan
+            || self.stack.len() < base + nregs
+            || self.cells.len() > fr.cell_base as usize
+            || self.handlers.last().is_some_and(|h| h.frame as usize + 1 >= depth)
+        {
+            return false;
+        }
+        let Some(st) = self.scans.last_mut() else { return false };
+        let i = st.at as usize + 1;
+        let (Value::Struct(cur), Value::Struct(x)) = (&st.el, &st.x) else {
+            return false;
+        };
+        let same = |v: &Value| match v {
+            Value::Struct(n) => Arc::ptr_eq(&n.ty, &cur.ty) && !Arc::ptr_eq(n, x),
+            _ => false,
+        };
+        let w = match &st.xs {
+            Value::List(l) => match l.items.read().get(i) {
+                Some(v) if same(v) => v.words(),
+                _ => return false,
+            },
+            Value::Tuple(t) => match t.0.get(i) {
+                Some(v) if same(v) => v.words(),
+                _ => return false,
+            },
+            _ => return false,
+        };
+        let unchanged = matches!(&cur.ty.cmp_methods[0], Some(Value::Func(c)) if std::ptr::eq(Arc::as_ptr(c), fr.clo));
+        if !unchanged {
+            drop(w.into_value());
+            return false;
+        }
+        set_words(&mut st.el, w);
+        st.at = i as u32;
+        let win = &mut self.stack[base..base + nregs];
+        for v in win.iter_mut() {
+            setv(v, Value::Unbound);
+        }
+        set_words(&mut win[0], st.el.words());
+        set_words(&mut win[1], st.x.words());
+        true
+    }
+
     /// An element's `__eq__` pushed by [`Executor::scan`] returned `v`
     /// (its frame popped, so the scanning frame is on top, its `Cmp` or
     /// `CmpJmp` just before its saved pc): a true `v` ends the scan, a
