@@ -615,13 +615,13 @@ impl Runtime {
                 s.set(v);
             }
         }
-        let clo = Arc::new(Closure {
-            name: "<module>".into(),
-            proto: c.proto.clone(),
-            defaults: Box::new([]),
-            kwdefaults: Box::new([]),
-            free: Box::new([]),
-        });
+        let clo = Arc::new(Closure::named(
+            "<module>".into(),
+            c.proto.clone(),
+            Box::new([]),
+            Box::new([]),
+            Box::new([]),
+        ));
         let r = exec.run_closure(clo);
         #[cfg(feature = "opstats")]
         crate::vm::opstats::dump_if_asked();
@@ -737,13 +737,13 @@ impl Runtime {
                 s.set(v);
             }
         }
-        let clo = Arc::new(Closure {
-            name: "<module>".into(),
+        let clo = Arc::new(Closure::named(
+            "<module>".into(),
             proto,
-            defaults: Box::new([]),
-            kwdefaults: Box::new([]),
-            free: Box::new([]),
-        });
+            Box::new([]),
+            Box::new([]),
+            Box::new([]),
+        ));
         let stack = self.thread_stack;
         let shared = self.shared.clone();
         let run = move || {

@@ -6,8 +6,9 @@
 //! behind a lock, so closures may be called from several threads at once.
 
 use super::vlock::VLock as RwLock;
-use crate::code::FuncProto;
+use crate::code::{Code, FuncProto};
 use crate::value::Value;
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 
 /// A variable captured by an inner function (or declared `nonlocal`).
@@ -65,6 +66,15 @@ impl Cell {
 
 /// A function value: compiled code plus what it captured when defined.
 pub struct Closure {
+    /// What a call reads first, copied from `proto` (the call paths read
+    /// them here, one load from the closure, instead of through the
+    /// prototype): `proto.nparams`, `proto.simple`.
+    pub nparams: u16,
+    pub simple: bool,
+    /// `proto`'s body once it has been read ([`Closure::code`]); null
+    /// before. Stored with `Release` after the prototype's `OnceLock`
+    /// handed it out, read with `Acquire`: plain moves on x86.
+    code: AtomicPtr<Code>,
     /// The function's name (`<lambda>` for lambdas): its prototype's, shared.
     pub name: Arc<str>,
     pub proto: Arc<FuncProto>,
@@ -74,4 +84,56 @@ pub struct Closure {
     pub kwdefaults: Box<[Option<Value>]>,
     /// Captured cells, in the order of `proto.free`.
     pub free: Box<[Arc<Cell>]>,
+}
+
+impl Closure {
+    /// A closure of `proto` named as it is.
+    pub fn new(
+        proto: Arc<FuncProto>,
+        defaults: Box<[Value]>,
+        kwdefaults: Box<[Option<Value>]>,
+        free: Box<[Arc<Cell>]>,
+    ) -> Closure {
+        Closure::named(proto.name.clone(), proto, defaults, kwdefaults, free)
+    }
+
+    /// A closure of `proto` under another name (a module body's `<module>`).
+    pub fn named(
+        name: Arc<str>,
+        proto: Arc<FuncProto>,
+        defaults: Box<[Value]>,
+        kwdefaults: Box<[Option<Value>]>,
+        free: Box<[Arc<Cell>]>,
+    ) -> Closure {
+        Closure {
+            nparams: proto.nparams,
+            simple: proto.simple,
+            code: AtomicPtr::new(std::ptr::null_mut()),
+            name,
+            proto,
+            defaults,
+            kwdefaults,
+            free,
+        }
+    }
+
+    /// The body (read from the program's bytes first, if it has not been).
+    #[inline(always)]
+    pub fn code(&self) -> &Code {
+        let p = self.code.load(Ordering::Acquire);
+        if p.is_null() {
+            return self.code_first();
+        }
+        // SAFETY: `p` came from `proto.code`, whose `OnceLock` never changes
+        // once set and which `self.proto` keeps alive as long as `self`.
+        unsafe { &*p }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn code_first(&self) -> &Code {
+        let c: &Arc<Code> = self.proto.code.arc();
+        self.code.store(Arc::as_ptr(c) as *mut Code, Ordering::Release);
+        c
+    }
 }

@@ -150,7 +150,7 @@ fn type_err(msg: String) -> Exc {
 /// Does a call of `c` with `n` arguments plus `self` fit its parameters
 /// (defaults filling the rest)?
 fn fits_with_self(c: &Closure, n: usize) -> bool {
-    let (np, nd) = (c.proto.nparams as usize, c.proto.ndefaults as usize);
+    let (np, nd) = (c.nparams as usize, c.proto.ndefaults as usize);
     n < np && n + 1 + nd >= np
 }
 
@@ -456,8 +456,8 @@ fn compare(op: CmpOp, a: &Value, b: &Value) -> VResult<bool> {
 /// arguments, the rest of its parameters taking their defaults?
 #[inline(always)]
 fn takes_positional(c: &Closure, n: usize) -> bool {
-    let np = c.proto.nparams as usize;
-    c.proto.simple && n <= np && n + c.defaults.len() >= np
+    let np = c.nparams as usize;
+    c.simple && n <= np && n + c.defaults.len() >= np
 }
 
 #[inline(always)]
@@ -589,7 +589,7 @@ impl Executor {
         // operator method called by a list scan, a sort key, a `map`
         // lambda): no argument vector, no binding.
         if let (Value::Func(c), true) = (f, kwargs.is_empty()) {
-            if c.proto.simple && args.len() == c.proto.nparams as usize {
+            if c.simple && args.len() == c.nparams as usize {
                 // The arguments go into their slots by parts and the result
                 // comes back by parts (`Value::words`, `take_words`): each was
                 // usually just written that way (by the caller's loop, by the
@@ -629,7 +629,7 @@ impl Executor {
     #[inline(always)]
     fn push_frame(&mut self, fpos: usize, clo: *const Closure) -> VResult<()> {
         // SAFETY: `clo` is owned by the Value at `stack[fpos]` (or by a write-once global).
-        let code: *const Code = &*unsafe { &*clo }.proto.code;
+        let code: *const Code = unsafe { &*clo }.code();
         let nregs = unsafe { &*code }.nregs as usize;
         let base = fpos + 1;
         let depth = self.frames.len();
@@ -688,7 +688,7 @@ impl Executor {
     fn fill_defaults(&mut self, clo: *const Closure, base: usize, given: usize) {
         // SAFETY: the closure is kept alive by the callee slot below `base`.
         let c = unsafe { &*clo };
-        let np = c.proto.nparams as usize;
+        let np = c.nparams as usize;
         let first = np - c.defaults.len();
         for i in given..np {
             let v = c.defaults[i - first].clone();
@@ -719,7 +719,7 @@ impl Executor {
             return Err(err(ErrorKind::RecursionError, "maximum recursion depth exceeded"));
         }
         // SAFETY: as in push_frame.
-        let nregs = unsafe { &*clo }.proto.code.nregs as usize;
+        let nregs = unsafe { &*clo }.code().nregs as usize;
         self.ensure(fpos + 1 + nregs + 1);
         self.frames.reserve(1);
         self.push_frame(fpos, clo)
@@ -1233,7 +1233,7 @@ impl Executor {
                     match self.push_frame(fpos, clo) {
                         Ok(()) => {
                             // SAFETY: the callee slot keeps the closure alive.
-                            if given < unsafe { &*clo }.proto.nparams as usize {
+                            if given < unsafe { &*clo }.nparams as usize {
                                 self.fill_defaults(clo, fpos + 1, given);
                             }
                             enter!($callee, fpos + 1, 0)
@@ -1670,9 +1670,9 @@ impl Executor {
                         // A closure with plain positional parameters, called with
                         // exactly that many arguments: the registers are the frame.
                         if let Value::Func(c) = &*r!(a) {
-                            if c.proto.simple && n == c.proto.nparams {
+                            if c.simple && n == c.nparams {
                                 let clo = Arc::as_ptr(c);
-                                let callee: *const Code = &*c.proto.code;
+                                let callee: *const Code = c.code();
                                 let fpos = base + a as usize;
                                 save_pc!();
                                 match self.push_frame(fpos, clo) {
@@ -1682,7 +1682,7 @@ impl Executor {
                             }
                             // Fewer arguments than parameters, defaults for the rest.
                             if takes_positional(c, n as usize) {
-                                let callee: *const Code = &*c.proto.code;
+                                let callee: *const Code = c.code();
                                 push_and_enter!(Arc::as_ptr(c), callee, base + a as usize, n as usize)
                             }
                         } else if let Value::BoundMethod(bm) = &*r!(a) {
@@ -1697,7 +1697,7 @@ impl Executor {
                             if let Value::Func(c) = &bm.func {
                                 if takes_positional(c, n as usize + 1) {
                                     let clo = Arc::as_ptr(c);
-                                    let callee: *const Code = &*c.proto.code;
+                                    let callee: *const Code = c.code();
                                     let recv = bm.receiver.words();
                                     for j in (0..n as usize).rev() {
                                         let w = r!(a as usize + 1 + j).take_words();
@@ -1725,11 +1725,11 @@ impl Executor {
                         // refcount. The slot (kept alive by this code object, which
                         // outlives the callee's frame) owns the closure.
                         match code.globals.get(g as usize).and_then(|s| s.get_const()) {
-                            Some(Value::Func(c)) if c.proto.simple && n == c.proto.nparams => {
+                            Some(Value::Func(c)) if c.simple && n == c.nparams => {
                                 // `stack[base + a]` keeps whatever it held until the
                                 // return value replaces it.
                                 save_pc!();
-                                let callee: *const Code = &*c.proto.code;
+                                let callee: *const Code = c.code();
                                 let fpos = base + a as usize;
                                 match self.push_frame(fpos, Arc::as_ptr(c)) {
                                     Ok(()) => enter!(callee, fpos + 1, 0),
@@ -1738,7 +1738,7 @@ impl Executor {
                             }
                             // Fewer arguments than parameters, defaults for the rest.
                             Some(Value::Func(c)) if takes_positional(c, n as usize) => {
-                                let callee: *const Code = &*c.proto.code;
+                                let callee: *const Code = c.code();
                                 push_and_enter!(Arc::as_ptr(c), callee, base + a as usize, n as usize)
                             }
                             // `T(args…)` for a struct whose `__init__` is a plain
@@ -2075,7 +2075,7 @@ impl Executor {
                                 if let Some((_, Value::Func(c))) = s.ty.methods.get_index(i) {
                                     if takes_positional(c, n as usize + 1) {
                                         let clo = Arc::as_ptr(c);
-                                        let callee: *const Code = &*c.proto.code;
+                                        let callee: *const Code = c.code();
                                         hold_method(r!(a), c);
                                         push_and_enter!(clo, callee, base + a as usize, n as usize + 1)
                                     }
@@ -2088,7 +2088,7 @@ impl Executor {
                                 if let Some((_, Value::Func(c))) = t.statics.get_index(i) {
                                     if takes_positional(c, n as usize) {
                                         let clo = Arc::as_ptr(c);
-                                        let callee: *const Code = &*c.proto.code;
+                                        let callee: *const Code = c.code();
                                         let f = Value::Func(crate::value::solo::clone_arc(c));
                                         for j in 0..n as usize {
                                             let v = take(r!(a as usize + 2 + j));
@@ -2207,7 +2207,7 @@ impl Executor {
                                 if let Some(Value::Func(c)) = ops::structs::super_target(&s.ty, slot) {
                                     if takes_positional(c, n as usize + 1) {
                                         let clo = Arc::as_ptr(c);
-                                        let callee: *const Code = &*c.proto.code;
+                                        let callee: *const Code = c.code();
                                         hold_method(r!(a), c);
                                         push_and_enter!(clo, callee, base + a as usize, n as usize + 1)
                                     }
@@ -2379,7 +2379,7 @@ impl Executor {
     fn call_at(&mut self, fpos: usize, n: usize) -> VResult<Option<Value>> {
         if let Some(Value::Func(c)) = self.stack.get(fpos) {
             if takes_positional(c, n) {
-                let (ptr, np) = (Arc::as_ptr(c), c.proto.nparams as usize);
+                let (ptr, np) = (Arc::as_ptr(c), c.nparams as usize);
                 self.push_frame(fpos, ptr)?;
                 if n < np {
                     self.fill_defaults(ptr, fpos + 1, n);
@@ -2415,7 +2415,7 @@ impl Executor {
     fn call_with_self_at(&mut self, fpos: usize, n: usize) -> Option<VResult<()>> {
         let (clo, recv, slot, ret) = match self.stack.get(fpos)? {
             Value::BoundMethod(bm) => match &bm.func {
-                Value::Func(c) if c.proto.simple => (c.clone(), bm.receiver.clone(), bm.func.clone(), Ret::Normal),
+                Value::Func(c) if c.simple => (c.clone(), bm.receiver.clone(), bm.func.clone(), Ret::Normal),
                 _ => return None,
             },
             Value::StructType(t) => {
@@ -2448,7 +2448,7 @@ impl Executor {
         ret: Ret,
     ) -> VResult<()> {
         // SAFETY: the caller keeps `clo` alive until `slot` is stored.
-        let np = unsafe { &*clo }.proto.nparams as usize;
+        let np = unsafe { &*clo }.nparams as usize;
         self.ensure(fpos + np + 2);
         self.insert_first(fpos, n, first);
         self.fill_defaults(clo, fpos + 1, n + 1);

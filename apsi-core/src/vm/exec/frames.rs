@@ -131,7 +131,7 @@ impl Executor {
         let Some((_, Value::Func(c))) = s.ty.methods.get_index(i) else {
             return None;
         };
-        if !c.proto.simple || c.proto.nparams != 2 {
+        if !c.simple || c.nparams != 2 {
             return None;
         }
         Some(self.push_closure_frame(crate::value::solo::clone_arc(c), [x.words(), y.words()], ret))
@@ -412,7 +412,7 @@ impl Executor {
         ret: Ret,
     ) -> Option<VResult<()>> {
         let Value::Func(c) = m else { return None };
-        if !c.proto.simple || c.proto.nparams as usize != N {
+        if !c.simple || c.nparams as usize != N {
             return None;
         }
         // The copies are taken by parts before the stack can move.

@@ -92,13 +92,12 @@ fn lazy_function(proto: &ProtoSlot) -> Value {
             "a lazily defined function with defaults or captures",
         ))
     };
-    Value::Func(Arc::new(Closure {
-        name: p.name.clone(),
-        proto: p,
-        defaults: Box::default(),
-        kwdefaults: Box::default(),
-        free: Box::default(),
-    }))
+    Value::Func(Arc::new(Closure::new(
+        p,
+        Box::default(),
+        Box::default(),
+        Box::default(),
+    )))
 }
 
 /// `DefFunc`: binds `globals[g]` lazily to a function of `protos[p]`;
@@ -1243,13 +1242,7 @@ impl Executor {
                         None => throw!(err(ErrorKind::Error, "internal error: bad capture")),
                     }
                 }
-                let f = Closure {
-                    name: proto.name.clone(),
-                    proto: proto.clone(),
-                    defaults,
-                    kwdefaults,
-                    free: free.into_boxed_slice(),
-                };
+                let f = Closure::new(proto.clone(), defaults, kwdefaults, free.into_boxed_slice());
                 setv(r!(a), Value::Func(Arc::new(f)));
             }
             Instr::DefFunc { p, g } => {
