@@ -740,22 +740,55 @@ pub(crate) fn filter(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<
             format!("filter() got an unexpected keyword argument '{k}'"),
         ));
     }
+    // A list or tuple is walked as Python's iterator walks it, by index
+    // (a list that `f` changes is seen changed): no snapshot of it is made.
+    let seq = match xs {
+        Value::List(_) | Value::Tuple(_) => Some(xs),
+        _ => None,
+    };
+    if let Some(xs) = seq {
+        let mut out = Vec::new();
+        for i in 0.. {
+            let item = match xs {
+                Value::List(l) => l.items.read().get(i).map(Value::words),
+                Value::Tuple(t) => t.0.get(i).map(Value::words),
+                _ => None,
+            };
+            let Some(item) = item else { break };
+            let item = item.into_value();
+            if keeps(c, f, &item)? {
+                out.push(item);
+            }
+        }
+        return Ok(Value::list(out));
+    }
     // The kept items are gathered at the front of the snapshot (no item is
     // moved out of it whole: see `map`).
     let mut items = ops::iterate(c, xs)?;
     let mut kept = 0;
     for i in 0..items.len() {
-        let keep = match f {
-            Value::None => items[i].truthy()?,
-            f => c.call(f, std::slice::from_ref(&items[i]), &[])?.truthy()?,
-        };
-        if keep {
+        if keeps(c, f, &items[i])? {
             items.swap(kept, i);
             kept += 1;
         }
     }
     items.truncate(kept);
     Ok(Value::list(items))
+}
+
+/// Does `filter` keep `x`: `f(x)` is true (`x` itself when `f` is none).
+/// A bool or int answer, what predicates return, is tested here.
+#[inline]
+fn keeps(c: &mut dyn Caller, f: &Value, x: &Value) -> VResult<bool> {
+    let r = match f {
+        Value::None => return x.truthy(),
+        f => c.call(f, std::slice::from_ref(x), &[])?,
+    };
+    match r {
+        Value::Bool(b) => Ok(b),
+        Value::Int(i) => Ok(i != 0),
+        r => r.truthy(),
+    }
 }
 
 pub(crate) fn reduce(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<Value> {
