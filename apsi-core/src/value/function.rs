@@ -68,9 +68,10 @@ impl Cell {
 pub struct Closure {
     /// What a call reads first, copied from `proto` (the call paths read
     /// them here, one load from the closure, instead of through the
-    /// prototype): `proto.nparams`, `proto.simple`.
+    /// prototype): `proto.nparams`, `proto.simple`, `proto.keeps_first`.
     pub nparams: u16,
     pub simple: bool,
+    pub keeps_first: bool,
     /// `proto`'s body once it has been read ([`Closure::code`]); null
     /// before. Stored with `Release` after the prototype's `OnceLock`
     /// handed it out, read with `Acquire`: plain moves on x86.
@@ -108,6 +109,7 @@ impl Closure {
         Closure {
             nparams: proto.nparams,
             simple: proto.simple,
+            keeps_first: proto.keeps_first,
             code: AtomicPtr::new(std::ptr::null_mut()),
             name,
             proto,

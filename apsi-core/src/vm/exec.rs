@@ -361,7 +361,7 @@ fn for_step_pc(instrs: &[Instr], pc: usize, item: bool) -> usize {
 /// held, as for `CallGlobal`.
 #[inline(always)]
 fn hold_method(slot: &mut Value, c: &Arc<Closure>) {
-    if !c.proto.keeps_first {
+    if !c.keeps_first {
         setv(slot, Value::Func(crate::value::solo::clone_arc(c)));
     }
 }
