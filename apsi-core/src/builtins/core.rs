@@ -756,6 +756,14 @@ pub(crate) fn filter(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<
             };
             let Some(item) = item else { break };
             let item = item.into_value();
+            // A function that keeps growing the list never lets this loop
+            // end (as in Python): Ctrl-C still stops it. (The function's
+            // own code may have no loop whose back-edge would look.)
+            if i % 1024 == 1023 && crate::interrupt::pending() {
+                if let Some(e) = crate::interrupt::take() {
+                    return Err(e);
+                }
+            }
             if keeps(c, f, &item)? {
                 out.push(item);
             }
