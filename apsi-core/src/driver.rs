@@ -615,13 +615,7 @@ impl Runtime {
                 s.set(v);
             }
         }
-        let clo = Arc::new(Closure::named(
-            "<module>".into(),
-            c.proto.clone(),
-            Box::new([]),
-            Box::new([]),
-            Box::new([]),
-        ));
+        let clo = Arc::new(Closure::module_body(c.proto.clone()));
         let r = exec.run_closure(clo);
         #[cfg(feature = "opstats")]
         crate::vm::opstats::dump_if_asked();
@@ -737,13 +731,7 @@ impl Runtime {
                 s.set(v);
             }
         }
-        let clo = Arc::new(Closure::named(
-            "<module>".into(),
-            proto,
-            Box::new([]),
-            Box::new([]),
-            Box::new([]),
-        ));
+        let clo = Arc::new(Closure::module_body(proto));
         let stack = self.thread_stack;
         let shared = self.shared.clone();
         let run = move || {

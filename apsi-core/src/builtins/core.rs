@@ -742,19 +742,10 @@ pub(crate) fn filter(c: &mut dyn Caller, args: &[Value], kw: Kwargs) -> VResult<
     }
     // A list or tuple is walked as Python's iterator walks it, by index
     // (a list that `f` changes is seen changed): no snapshot of it is made.
-    let seq = match xs {
-        Value::List(_) | Value::Tuple(_) => Some(xs),
-        _ => None,
-    };
-    if let Some(xs) = seq {
+    if matches!(xs, Value::List(_) | Value::Tuple(_)) {
         let mut out = Vec::new();
         for i in 0.. {
-            let item = match xs {
-                Value::List(l) => l.items.read().get(i).map(Value::words),
-                Value::Tuple(t) => t.0.get(i).map(Value::words),
-                _ => None,
-            };
-            let Some(item) = item else { break };
+            let Some(item) = xs.seq_item_words(i) else { break };
             let item = item.into_value();
             // A function that keeps growing the list never lets this loop
             // end (as in Python): Ctrl-C still stops it. (The function's

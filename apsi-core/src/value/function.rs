@@ -98,8 +98,13 @@ impl Closure {
         Closure::named(proto.name.clone(), proto, defaults, kwdefaults, free)
     }
 
-    /// A closure of `proto` under another name (a module body's `<module>`).
-    pub fn named(
+    /// A module body's closure (`<module>`: no parameters, defaults or
+    /// captures).
+    pub fn module_body(proto: Arc<FuncProto>) -> Closure {
+        Closure::named("<module>".into(), proto, Box::new([]), Box::new([]), Box::new([]))
+    }
+
+    fn named(
         name: Arc<str>,
         proto: Arc<FuncProto>,
         defaults: Box<[Value]>,

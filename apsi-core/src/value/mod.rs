@@ -186,6 +186,19 @@ impl Value {
         self.read_parts()
     }
 
+    /// Item `i` of a list (as it is now) or a tuple, as its parts
+    /// ([`Value::words`]: the count raised); `None` past the end and for
+    /// any other value. Always inlined: its result, returned through
+    /// memory by parts and read back whole, stalled `filter`'s loop (5%).
+    #[inline(always)]
+    pub(crate) fn seq_item_words(&self, i: usize) -> Option<Words> {
+        match self {
+            Value::List(l) => l.items.read().get(i).map(Value::words),
+            Value::Tuple(t) => t.0.get(i).map(Value::words),
+            _ => None,
+        }
+    }
+
     /// The parts of this value, read one by one (no count changes).
     #[inline(always)]
     fn read_parts(&self) -> Words {

@@ -242,24 +242,12 @@ fn take_args<const N: usize>(stack: &mut [Value], from: usize, n: usize) -> [Val
     args
 }
 
-/// Give up a built-in's argument array: scalars need no drop, and a
-/// reference that is not the last one is given up with solo counting (as
-/// `setv` does); only the rest go through `drop_in_place` (an atomic
-/// decrement, or the free).
-#[inline(always)]
-fn release_args<const N: usize>(args: [Value; N]) {
-    for a in args {
-        if holds_nothing(&a) {
-            std::mem::forget(a);
-        } else {
-            a.give_up();
-        }
-    }
-}
-
-/// A built-in's argument array, given up by [`release_args`] when it goes
-/// out of scope: after the call, which can then be the function's last
-/// expression, so that its result is written where the caller wants it.
+/// A built-in's argument array, given up when it goes out of scope: after
+/// the call, which can then be the function's last expression, so that
+/// its result is written where the caller wants it. Scalars need no drop,
+/// and a reference that is not the last one is given up with solo
+/// counting (as `setv` does); only the rest go through `drop_in_place`
+/// (an atomic decrement, or the free).
 /// Kept in a variable and released after, the result was copied out of
 /// the callee's place whole, just after the callee wrote it by parts (a
 /// store-forwarding stall: a third of `call_native_small`'s own samples
@@ -277,7 +265,13 @@ impl<const N: usize> Drop for Released<N> {
     #[inline(always)]
     fn drop(&mut self) {
         // SAFETY: taken once, here; the field is not used again.
-        release_args(unsafe { std::mem::ManuallyDrop::take(&mut self.0) });
+        for a in unsafe { std::mem::ManuallyDrop::take(&mut self.0) } {
+            if holds_nothing(&a) {
+                std::mem::forget(a);
+            } else {
+                a.give_up();
+            }
+        }
     }
 }
 

@@ -198,12 +198,7 @@ impl Executor {
         // on this one: `vm/reentry.rs`).
         let found = loop {
             let (el, x, xs) = unsafe { (&mut (*st).el, &(*st).x, &(*st).xs) };
-            let w = match xs {
-                Value::List(l) => l.items.read().get(i).map(Value::words),
-                Value::Tuple(t) => t.0.get(i).map(Value::words),
-                _ => None,
-            };
-            let Some(w) = w else { break Ok(None) };
+            let Some(w) = xs.seq_item_words(i) else { break Ok(None) };
             // The element stays held in the entry (by parts: see `Words`).
             set_words(el, w);
             let same = match (&*el, x) {
