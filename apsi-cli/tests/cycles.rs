@@ -102,6 +102,21 @@ fn a_loop_of_cycles_runs_in_bounded_memory() {
 }
 
 #[test]
+fn cycles_made_by_a_one_step_setter_are_freed() {
+    // `a.link(b)` is done without a frame (`Code::leaf`): the store must
+    // still tell the collector, or these 600,000 instances would stay.
+    let r = run_source(
+        "setter.apsi",
+        "struct Node:\n    name: int\n    other: any\n    def link(self, o):\n        self.other = o\n\n\
+         def pair(i):\n    a = Node(i, none)\n    b = Node(i + 1, none)\n    a.link(b)\n    b.link(a)\n    \
+         return a.name + b.name\n\ntotal = 0\nfor i in range(300000):\n    total += pair(i)\nprint(total)\n",
+    );
+    assert_eq!(r.stdout, "90000000000\n");
+    let (_, freed) = gc_stats(&r.stderr);
+    assert!(freed >= 580_000, "{}", r.stderr);
+}
+
+#[test]
 fn no_collection_once_threads_have_run_apsi_code() {
     // After a `parallel for`, counts are shared between threads for good
     // and the collector stands down: the program runs on, as before.

@@ -323,7 +323,11 @@ pub enum Instr {
         a: Reg,
         b: Reg,
     },
-    /// Unpack the iterable `b` into `a ..< a+n` (ValueError on a count mismatch).
+    /// Unpack the iterable `b` into `a ..< a+n` (ValueError on a count
+    /// mismatch, before anything is written). The registers are fresh
+    /// temporaries, or the targets themselves when they are consecutive
+    /// locals (`b` then never one of them); nothing is written before every
+    /// item is known.
     Unpack {
         a: Reg,
         b: Reg,
@@ -582,6 +586,75 @@ pub struct Code {
     /// Some pc is a `yield from`'s resume point (`yield_from_site`): a
     /// generator of this code may delegate (`vm/exec/resume.rs`).
     pub has_yield_from: bool,
+    /// What the body does when it is a single step ([`leaf_of`]).
+    pub leaf: Leaf,
+}
+
+/// A body that is a single step: `return self.name`, `self.name = value`,
+/// `return` of a constant scalar, or nothing (`pass`). A method call of such
+/// a body (`CallMethod` on a struct, `vm/exec.rs`) is done in the caller's
+/// frame, without a frame of its own, when the step is a plain hit (the
+/// body's own attribute cache knows the receiver's layout); otherwise, and
+/// for every other kind of call, the body runs as a frame as usual. The
+/// result is the same either way: none of these steps can raise once its
+/// cache hits, and a frame that cannot raise and calls nothing leaves no
+/// trace. (The depth limit is kept: at the limit the call goes the frame
+/// way and raises `RecursionError`.)
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Leaf {
+    /// Anything else.
+    No,
+    /// `GetAttr { a: r, b: 0 }; Return { a: r }` (`return self.name`).
+    GetSelf,
+    /// `SetAttr { a: 0, c: 1 }; ReturnNone` (`self.name = value`, the
+    /// method's second parameter).
+    SetSelf,
+    /// Returns this constant (`return false`, `return 0`, `pass`).
+    Returns(Scalar),
+}
+
+/// A constant that owns nothing, for [`Leaf::Returns`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalar {
+    None,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+}
+
+impl Scalar {
+    pub fn value(self) -> Value {
+        match self {
+            Scalar::None => Value::None,
+            Scalar::Bool(b) => Value::Bool(b),
+            Scalar::Int(i) => Value::Int(i),
+            Scalar::Float(f) => Value::Float(f),
+        }
+    }
+}
+
+/// Which [`Leaf`] a body with these instructions and constants is.
+pub fn leaf_of(instrs: &[Instr], consts: &[Value]) -> Leaf {
+    let returns = |r: Reg| match instrs.get(1) {
+        Some(&Instr::Return { a } | &Instr::ReturnParams { a, .. }) => a == r,
+        _ => false,
+    };
+    match instrs.first() {
+        Some(Instr::ReturnNone) => Leaf::Returns(Scalar::None),
+        Some(&Instr::GetAttr { a, b: 0, .. }) if returns(a) => Leaf::GetSelf,
+        Some(&Instr::SetAttr { a: 0, c: 1, .. }) if matches!(instrs.get(1), Some(Instr::ReturnNone)) => Leaf::SetSelf,
+        Some(&Instr::LoadNone { a }) if returns(a) => Leaf::Returns(Scalar::None),
+        Some(&Instr::LoadBool { a, v }) if returns(a) => Leaf::Returns(Scalar::Bool(v)),
+        Some(&Instr::LoadInt { a, v }) if returns(a) => Leaf::Returns(Scalar::Int(v as i64)),
+        Some(&Instr::LoadK { a, k }) if returns(a) => match consts.get(k as usize) {
+            Some(Value::None) => Leaf::Returns(Scalar::None),
+            Some(&Value::Bool(b)) => Leaf::Returns(Scalar::Bool(b)),
+            Some(&Value::Int(i)) => Leaf::Returns(Scalar::Int(i)),
+            Some(&Value::Float(f)) => Leaf::Returns(Scalar::Float(f)),
+            _ => Leaf::No,
+        },
+        _ => Leaf::No,
+    }
 }
 
 impl Code {
@@ -753,6 +826,10 @@ pub struct FuncProto {
     /// then needs no handle on the method in its callee slot: the receiver
     /// keeps its type, which keeps its methods (`vm/exec.rs`).
     pub keeps_first: bool,
+    /// The body is one step ([`Leaf`], not [`Leaf::No`]): a method call may
+    /// be done without a frame. Copied into each closure, so a call reads
+    /// it beside the parameter count; the body's own `leaf` decides.
+    pub leaf: bool,
 }
 
 impl FuncProto {
@@ -1030,6 +1107,7 @@ impl FuncProto {
             simple: false,
             generator: false,
             keeps_first: false,
+            leaf: false,
         }
     }
 }
@@ -1082,6 +1160,7 @@ impl Code {
             ic: Box::new([]),
             ic_slots: Box::new([]),
             has_yield_from: false,
+            leaf: Leaf::No,
         }
     }
 }

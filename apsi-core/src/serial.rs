@@ -761,6 +761,7 @@ impl Enc<'_> {
             | u8::from(!p.captures.is_empty()) << 6
             | u8::from(!p.checks.is_empty()) << 7;
         self.w.u8(flags);
+        self.w.u8(u8::from(p.leaf));
         self.name(&p.name);
         self.w.var(u64::from(p.code.nregs));
         self.w.var(u64::from(p.nparams));
@@ -1166,6 +1167,7 @@ impl Dec<'_> {
         let free_names = self.strs()?;
         let has_yield_from = self.r.bool()?;
         let (ncached, ic_slots) = crate::code::cache_slots(&instrs);
+        let leaf = crate::code::leaf_of(&instrs, &consts);
         let code = Code {
             name,
             instrs,
@@ -1185,6 +1187,7 @@ impl Dec<'_> {
             ic: (0..ncached).map(|_| Default::default()).collect(),
             ic_slots,
             has_yield_from,
+            leaf,
         };
         if code.unbound_regs.iter().any(|&r| r >= code.nregs) {
             return Err(bad("register out of range"));
@@ -1195,10 +1198,12 @@ impl Dec<'_> {
         Ok(Arc::new(code))
     }
 
-    /// A prototype's header (see `Enc::proto`: a flags byte, then only the
+    /// A prototype's header (see `Enc::proto`: a flags byte, the leaf byte, then only the
     /// parts a function has); its body stays in the bytes ([`PendingBody`]).
     fn proto(&mut self, depth: usize) -> DResult<Arc<FuncProto>> {
         let flags = self.r.u8()?;
+        // A hint only: a call checks the body's own `Code::leaf`.
+        let leaf = self.r.u8()? != 0;
         let name = self.name()?;
         let nregs: u16 = self.r.num()?;
         let nparams: u16 = self.r.num()?;
@@ -1274,6 +1279,7 @@ impl Dec<'_> {
             simple: flags & 1 << 2 != 0,
             generator: flags & 1 << 3 != 0,
             keeps_first: flags & 1 << 4 != 0,
+            leaf,
         }))
     }
 

@@ -68,10 +68,13 @@ impl Cell {
 pub struct Closure {
     /// What a call reads first, copied from `proto` (the call paths read
     /// them here, one load from the closure, instead of through the
-    /// prototype): `proto.nparams`, `proto.simple`, `proto.keeps_first`.
+    /// prototype): `proto.nparams`, `proto.simple`, `proto.keeps_first`,
+    /// `proto.leaf`.
     pub nparams: u16,
     pub simple: bool,
     pub keeps_first: bool,
+    /// `proto.leaf`.
+    pub leaf: bool,
     /// `proto`'s body once it has been read ([`Closure::code`]); null
     /// before. Stored with `Release` after the prototype's `OnceLock`
     /// handed it out, read with `Acquire`: plain moves on x86.
@@ -115,6 +118,7 @@ impl Closure {
             nparams: proto.nparams,
             simple: proto.simple,
             keeps_first: proto.keeps_first,
+            leaf: proto.leaf,
             code: AtomicPtr::new(std::ptr::null_mut()),
             name,
             proto,

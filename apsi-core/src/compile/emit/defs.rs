@@ -442,6 +442,8 @@ impl<'a, 'e> Compiler<'a, 'e> {
                     && !scope.declared_global.contains(p.name.name.as_str())
                     && !scope.declared_nonlocal.contains(p.name.name.as_str())
             });
+        // (A generator's body never runs at the call.)
+        let leaf = code.leaf != crate::code::Leaf::No && !generator;
         Ok(Arc::new(FuncProto {
             name: name.into(),
             code: crate::code::LazyCode::ready(code),
@@ -461,6 +463,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
             simple,
             generator,
             keeps_first,
+            leaf,
         }))
     }
 
@@ -728,7 +731,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         let enter = self.jmp_placeholder();
         let body_start = self.here();
         if !direct {
-            self.assign(&g.target, dst)?;
+            self.assign_loop_item(&g.target, dst)?;
         }
         let mut skips = Vec::new();
         for c in &g.ifs {

@@ -231,7 +231,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
         let enter = self.jmp_placeholder();
         let body_start = self.here();
         if !direct {
-            self.assign(target, dst)?;
+            self.assign_loop_item(target, dst)?;
         }
         self.f().blocks.push(Block::Loop {
             breaks: Vec::new(),

@@ -209,6 +209,7 @@ pub fn compile_module(
                 simple: true,
                 generator: false,
                 keeps_first: false,
+                leaf: false,
             }))
         }
         None => Err(vec![Diagnostic::new(
@@ -284,7 +285,9 @@ impl<'a> FnState<'a> {
             cell_names: names.0,
             free_names: names.1,
             has_yield_from: false,
+            leaf: crate::code::Leaf::No,
         };
+        code.leaf = crate::code::leaf_of(&code.instrs, &code.consts);
         code.has_yield_from = (1..code.instrs.len()).any(|pc| code.yield_from_site(pc).is_some());
         let code = Arc::new(code);
         if dump_bytecode() {
@@ -801,6 +804,46 @@ mod tests {
             Err(e) => panic!("{e:?}"),
         };
         assert!(p.generator && &*p.name == "<genexpr>");
+    }
+
+    #[test]
+    fn one_step_bodies_are_leaves_and_nothing_else_is() {
+        use crate::code::{Leaf, Scalar};
+        let leaf = |body: &str| match compile(&format!("def m(self, v=1):\n{body}")) {
+            Ok(p) => {
+                let proto = &p.code.protos[0];
+                if proto.leaf {
+                    proto.code.leaf
+                } else {
+                    Leaf::No
+                }
+            }
+            Err(e) => panic!("{e:?}"),
+        };
+        assert_eq!(leaf("    return self.x\n"), Leaf::GetSelf);
+        assert_eq!(leaf("    self.x = v\n"), Leaf::SetSelf);
+        assert_eq!(leaf("    pass\n"), Leaf::Returns(Scalar::None));
+        assert_eq!(leaf("    return\n"), Leaf::Returns(Scalar::None));
+        assert_eq!(leaf("    return none\n"), Leaf::Returns(Scalar::None));
+        assert_eq!(leaf("    return false\n"), Leaf::Returns(Scalar::Bool(false)));
+        assert_eq!(leaf("    return 7\n"), Leaf::Returns(Scalar::Int(7)));
+        assert_eq!(leaf("    return 1 << 40\n"), Leaf::Returns(Scalar::Int(1 << 40)));
+        assert_eq!(leaf("    return 0.5\n"), Leaf::Returns(Scalar::Float(0.5)));
+        for body in [
+            "    return v.x\n",
+            "    return self.x.y\n",
+            "    self.x = 1\n",
+            "    v.x = self\n",
+            "    self.x = v\n    return 1\n",
+            "    return 'text'\n",
+            "    return v\n",
+            "    x = self.x\n    return x + 1\n",
+            "    if v:\n        return 1\n    return 2\n",
+            "    return self.x\n    yield 1\n",
+            "    f = lambda: self\n    return self.x\n",
+        ] {
+            assert_eq!(leaf(body), Leaf::No, "{body}");
+        }
     }
 
     #[test]

@@ -7,6 +7,20 @@ impl<'a, 'e> Compiler<'a, 'e> {
     // ----------------------------------------------------------- assignment
 
     pub(super) fn assign(&mut self, target: &'a Expr, src: Reg) -> CResult<()> {
+        self.assign_as(target, src, false)
+    }
+
+    /// Assign a `for` loop's or comprehension's item to its target. A row
+    /// unpacked into locals stays `UnpackRegs`, consecutive or not: the
+    /// dispatch loop fuses that instruction with the step of a `zip` or
+    /// `enumerate` (`for_step!` in `vm/exec.rs`; teaching it `Unpack` as
+    /// well cost every call 3% more instructions, by the loop's register
+    /// allocation).
+    pub(super) fn assign_loop_item(&mut self, target: &'a Expr, src: Reg) -> CResult<()> {
+        self.assign_as(target, src, true)
+    }
+
+    fn assign_as(&mut self, target: &'a Expr, src: Reg, loop_item: bool) -> CResult<()> {
         let span = target.span;
         match &target.kind {
             ExprKind::Name(n) => self.store_name(n, src, span),
@@ -29,6 +43,19 @@ impl<'a, 'e> Compiler<'a, 'e> {
                             })
                             .collect();
                         if let Some(regs) = regs {
+                            // Consecutive registers in order (locals are
+                            // numbered as they are first assigned, so
+                            // `a, b, c = t` usually is): `Unpack` straight
+                            // into them, which copies a row of scalars at
+                            // once.
+                            if !loop_item && regs.windows(2).all(|w| w[1] == w[0] + 1) {
+                                self.emit_at(Instr::Unpack { a: regs[0], b: src, n }, span);
+                                for r in regs {
+                                    self.mark_defined(r);
+                                }
+                                self.free_to(m);
+                                return Ok(());
+                            }
                             let k = self.konst16(Value::tuple(regs.iter().map(|r| Value::Int(*r as i64)).collect()))?;
                             self.emit_at(Instr::UnpackRegs { b: src, k, n }, span);
                             for r in regs {
