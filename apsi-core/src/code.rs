@@ -129,6 +129,14 @@ pub enum Instr {
         b: Reg,
         jt: bool,
     },
+    /// `a = b op v` for a small int constant `v` (`len(xs) == 1`,
+    /// `n % 2 != 0`); never `in`, `not in`, `is`, `is not`.
+    CmpI {
+        op: CmpOp,
+        a: Reg,
+        b: Reg,
+        v: i16,
+    },
     /// +J: jump when `(a op v) == jt`.
     CmpJmpI {
         op: CmpOp,

@@ -444,6 +444,7 @@ instr_codec! {
     GetIter { a, b },
     IterPrep { a },
     Reduce { op, a, b },
+    CmpI { op, a, b, v },
 }
 
 /// Checks the indices an instruction carries against its code object.

@@ -1575,6 +1575,12 @@ impl Executor {
                         }
                         struct_op!(b, c);
                     }
+                    Instr::CmpI { op, a, b, v } => {
+                        if let Value::Int(x) = *r!(b) {
+                            setv(r!(a), Value::Bool(cmp_int(op, x, v as i64)));
+                            continue;
+                        }
+                    }
                     Instr::Cmp { op, a, b, c } => {
                         // `x is none` and friends: identity needs no protocol.
                         if let CmpOp::Is | CmpOp::IsNot = op {

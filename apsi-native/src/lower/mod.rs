@@ -511,6 +511,7 @@ fn writes(ins: &Instr) -> Option<Reg> {
         | Instr::Bin { a, .. }
         | Instr::Unary { a, .. }
         | Instr::Cmp { a, .. }
+        | Instr::CmpI { a, .. }
         | Instr::GetIndex { a, .. }
         | Instr::GetAttr { a, .. } => Some(a),
         _ => Some(NO_REG - 1),

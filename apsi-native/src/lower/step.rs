@@ -102,6 +102,17 @@ impl FnLower<'_> {
                 let d = self.compare(st, op, r(b), r(c))?;
                 self.set(st, r(a), T::Bool, &[d]);
             }
+            Instr::CmpI { op, a, b, v } => {
+                let tmp = self.nslots; // a scratch register holding `v`
+                let k = self.konst(Const::Int(v as i64));
+                let mut st2 = st.clone();
+                st2.push(T::Undef);
+                self.set(&mut st2, tmp, T::Int, &[k]);
+                let d = self.compare(&st2, op, r(b), tmp)?;
+                st2.pop();
+                *st = st2;
+                self.set(st, r(a), T::Bool, &[d]);
+            }
             Instr::CmpJmp { op, a, b, jt } => {
                 let d = self.compare(st, op, r(a), r(b))?;
                 return self.cond_jump(pc, d, jt);

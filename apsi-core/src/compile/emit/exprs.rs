@@ -148,6 +148,25 @@ impl<'a, 'e> Compiler<'a, 'e> {
             }
             ExprKind::Compare { left, ops } => {
                 let mut l = self.expr_reg(left)?;
+                // One comparison with a small int: the int is the
+                // instruction's (no register loaded with it).
+                if let [(op, right)] = &ops[..] {
+                    if let (false, Some(v)) = (
+                        matches!(op, CmpOp::In | CmpOp::NotIn | CmpOp::Is | CmpOp::IsNot),
+                        small_int(right),
+                    ) {
+                        self.emit_at(
+                            Instr::CmpI {
+                                op: *op,
+                                a: dst,
+                                b: l,
+                                v,
+                            },
+                            span,
+                        );
+                        return Ok(());
+                    }
+                }
                 let mut exits = Vec::new();
                 for (i, (op, x)) in ops.iter().enumerate() {
                     let last = i + 1 == ops.len();

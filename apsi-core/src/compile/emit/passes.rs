@@ -122,7 +122,8 @@ pub(super) fn mark_early_returns(instrs: &mut [Instr], nparams: u16) {
         | Instr::AddI { a, .. }
         | Instr::Bin { a, .. }
         | Instr::Unary { a, .. }
-        | Instr::Cmp { a, .. } => a == r,
+        | Instr::Cmp { a, .. }
+        | Instr::CmpI { a, .. } => a == r,
         _ => false,
     };
     let mut regs: Vec<Reg> = instrs

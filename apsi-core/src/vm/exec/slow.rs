@@ -602,6 +602,15 @@ impl Executor {
                     pc += 1;
                 }
             }
+            Instr::CmpI { op, a, b, v } => {
+                let y = Value::Int(v as i64);
+                let v = match cmp_fast(op, r!(b), &y) {
+                    Some(v) => Value::Bool(v),
+                    // Objects (tensors) may compare elementwise.
+                    None => tri!(ops::compare_value(op, r!(b), &y)),
+                };
+                setv(r!(a), v);
+            }
             Instr::CmpJmpI { op, a, v, jt } => {
                 let res = match &*r!(a) {
                     Value::Int(x) => cmp_int(op, *x, v as i64),
