@@ -2107,7 +2107,17 @@ impl Executor {
                         }
                         // `T.CONST` (`Strength.REQUIRED`) and `T.method`.
                         Value::StructType(t) => {
-                            if let Some(w) = slow::type_attr_hit(t, code.ic_at(pc!() - 1).and_then(|ic| ic.get(t.id))) {
+                            let hit = code.ic_at(pc!() - 1).and_then(|ic| ic.get(t.id));
+                            // A constant (`Direction.FORWARD`, the busiest
+                            // kind) here; the rest out of line.
+                            if let Some(Hit::Const(i)) = hit {
+                                let w = t.consts.read().get_index(i).map(|(_, v)| v.words());
+                                if let Some(w) = w {
+                                    set_words(r!(a), w);
+                                    continue;
+                                }
+                            }
+                            if let Some(w) = slow::type_attr_hit(t, hit) {
                                 set_words(r!(a), w);
                                 continue;
                             }
