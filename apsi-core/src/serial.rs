@@ -61,7 +61,7 @@ use std::sync::Arc;
 
 /// The format's version: bumped whenever the layout or the meaning of any
 /// instruction changes (an entry of another format is never decoded).
-pub const FORMAT: u16 = 10;
+pub const FORMAT: u16 = 11;
 
 /// The natives the compiler itself puts into code, which no program can
 /// name (`super()`'s helper, the iterators of a loop's `zip`/`enumerate`/
