@@ -193,11 +193,18 @@ fn const_cached(t: &StructType, name: &str, ic: Option<&AttrCache>, on_type: boo
 #[inline]
 pub(super) fn type_attr_hit(t: &StructType, hit: Option<Hit>) -> Option<Words> {
     match hit? {
-        Hit::Const(i) => t.consts.read().get_index(i).map(|(_, v)| v.words()),
+        Hit::Const(i) => type_const(t, i),
         Hit::Method(i) => t.methods.get_index(i).map(|(_, v)| v.words()),
         Hit::Static(i) => t.statics.get_index(i).map(|(_, v)| v.words()),
         _ => None,
     }
+}
+
+/// Constant `i` of a struct type (`Direction.FORWARD`, `self.RATE`), as
+/// its parts.
+#[inline(always)]
+pub(super) fn type_const(t: &StructType, i: usize) -> Option<Words> {
+    t.consts.read().get_index(i).map(|(_, v)| v.words())
 }
 
 /// `module.name` when the instruction's cache knows the module: the
