@@ -73,7 +73,6 @@ pub struct Closure {
     pub nparams: u16,
     pub simple: bool,
     pub keeps_first: bool,
-    /// `proto.leaf`.
     pub leaf: bool,
     /// `proto`'s body once it has been read ([`Closure::code`]); null
     /// before. Stored with `Release` after the prototype's `OnceLock`

@@ -103,14 +103,7 @@ impl FnLower<'_> {
                 self.set(st, r(a), T::Bool, &[d]);
             }
             Instr::CmpI { op, a, b, v } => {
-                let tmp = self.nslots; // a scratch register holding `v`
-                let k = self.konst(Const::Int(v as i64));
-                let mut st2 = st.clone();
-                st2.push(T::Undef);
-                self.set(&mut st2, tmp, T::Int, &[k]);
-                let d = self.compare(&st2, op, r(b), tmp)?;
-                st2.pop();
-                *st = st2;
+                let d = self.compare_small_int(st, op, r(b), v)?;
                 self.set(st, r(a), T::Bool, &[d]);
             }
             Instr::CmpJmp { op, a, b, jt } => {
@@ -126,12 +119,7 @@ impl FnLower<'_> {
                 return self.cond_jump(pc, d, jt);
             }
             Instr::CmpJmpI { op, a, v, jt } => {
-                let tmp = self.nslots;
-                let k = self.konst(Const::Int(v as i64));
-                let mut st2 = st.clone();
-                st2.push(T::Undef);
-                self.set(&mut st2, tmp, T::Int, &[k]);
-                let d = self.compare(&st2, op, r(a), tmp)?;
+                let d = self.compare_small_int(st, op, r(a), v)?;
                 return self.cond_jump(pc, d, jt);
             }
             Instr::Jmp { t } => {
@@ -486,6 +474,17 @@ impl FnLower<'_> {
         self.set(st, b, T::Int, &[xa]);
         self.push(Op::Jmp(body_pc as u32));
         vec![body_pc, exit_pc]
+    }
+
+    /// `a op v` for the small int `v` of `CmpI`/`CmpJmpI`, which goes into a
+    /// scratch register past the file.
+    fn compare_small_int(&mut self, st: &[T], op: CmpOp, a: usize, v: i16) -> R<Var> {
+        let tmp = self.nslots;
+        let k = self.konst(Const::Int(v as i64));
+        let mut st2 = st.to_vec();
+        st2.push(T::Undef);
+        self.set(&mut st2, tmp, T::Int, &[k]);
+        self.compare(&st2, op, a, tmp)
     }
 
     pub(super) fn cond_jump(&mut self, pc: usize, c: Var, jt: bool) -> R<Vec<usize>> {

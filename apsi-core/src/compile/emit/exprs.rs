@@ -151,10 +151,7 @@ impl<'a, 'e> Compiler<'a, 'e> {
                 // One comparison with a small int: the int is the
                 // instruction's (no register loaded with it).
                 if let [(op, right)] = &ops[..] {
-                    if let (false, Some(v)) = (
-                        matches!(op, CmpOp::In | CmpOp::NotIn | CmpOp::Is | CmpOp::IsNot),
-                        small_int(right),
-                    ) {
+                    if let Some(v) = small_int_operand(*op, right) {
                         self.emit_at(
                             Instr::CmpI {
                                 op: *op,
@@ -722,8 +719,8 @@ impl<'a, 'e> Compiler<'a, 'e> {
             ExprKind::Compare { left, ops } if ops.len() == 1 => {
                 let (op, right) = (&ops[0].0, &ops[0].1);
                 let l = self.expr_reg(left)?;
-                let ins = match small_int(right) {
-                    Some(v) if !matches!(op, CmpOp::In | CmpOp::NotIn | CmpOp::Is | CmpOp::IsNot) => Instr::CmpJmpI {
+                let ins = match small_int_operand(*op, right) {
+                    Some(v) => Instr::CmpJmpI {
                         op: *op,
                         a: l,
                         v,

@@ -266,6 +266,7 @@ impl<'a> FnState<'a> {
         unbound_regs.sort_unstable();
         unbound_regs.dedup();
         let (ncached, ic_slots) = crate::code::cache_slots(&self.instrs);
+        let leaf = crate::code::leaf_of(&self.instrs, &self.consts);
         let mut code = Code {
             ic: (0..ncached).map(|_| Default::default()).collect(),
             ic_slots,
@@ -285,9 +286,8 @@ impl<'a> FnState<'a> {
             cell_names: names.0,
             free_names: names.1,
             has_yield_from: false,
-            leaf: crate::code::Leaf::No,
+            leaf,
         };
-        code.leaf = crate::code::leaf_of(&code.instrs, &code.consts);
         code.has_yield_from = (1..code.instrs.len()).any(|pc| code.yield_from_site(pc).is_some());
         let code = Arc::new(code);
         if dump_bytecode() {
@@ -409,6 +409,15 @@ pub fn annotation_text(e: &Expr) -> String {
         ExprKind::Int(i) => i.to_string(),
         ExprKind::Str(s) => s.clone(),
         _ => "?".into(),
+    }
+}
+
+/// The right side of `x op k` as an immediate (`CmpI`, `CmpJmpI`): a small
+/// int constant, and an operator other than `in`/`is` and their negations.
+fn small_int_operand(op: CmpOp, e: &Expr) -> Option<i16> {
+    match op {
+        CmpOp::In | CmpOp::NotIn | CmpOp::Is | CmpOp::IsNot => None,
+        _ => small_int(e),
     }
 }
 

@@ -46,18 +46,15 @@ impl<'a, 'e> Compiler<'a, 'e> {
                             // Consecutive registers in order (locals are
                             // numbered as they are first assigned, so
                             // `a, b, c = t` usually is): `Unpack` straight
-                            // into them, which copies a row of scalars at
-                            // once.
-                            if !loop_item && regs.windows(2).all(|w| w[1] == w[0] + 1) {
-                                self.emit_at(Instr::Unpack { a: regs[0], b: src, n }, span);
-                                for r in regs {
-                                    self.mark_defined(r);
-                                }
-                                self.free_to(m);
-                                return Ok(());
-                            }
-                            let k = self.konst16(Value::tuple(regs.iter().map(|r| Value::Int(*r as i64)).collect()))?;
-                            self.emit_at(Instr::UnpackRegs { b: src, k, n }, span);
+                            // into them, with no list of registers to read.
+                            let ins = if !loop_item && regs.windows(2).all(|w| w[1] == w[0] + 1) {
+                                Instr::Unpack { a: regs[0], b: src, n }
+                            } else {
+                                let k =
+                                    self.konst16(Value::tuple(regs.iter().map(|r| Value::Int(*r as i64)).collect()))?;
+                                Instr::UnpackRegs { b: src, k, n }
+                            };
+                            self.emit_at(ins, span);
                             for r in regs {
                                 self.mark_defined(r);
                             }
