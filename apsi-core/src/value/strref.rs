@@ -30,6 +30,9 @@ use std::sync::atomic::{fence, AtomicUsize, Ordering};
 /// (`solo.rs`) keeps.
 use super::solo::{IMMORTAL, MAX_COUNT};
 
+/// `repr(C)`, count first: `Value::count` finds a string's count where it
+/// finds an `Arc`'s, at the start of the pointee.
+#[repr(C)]
 struct Inner {
     count: AtomicUsize,
     obj: StrObj,

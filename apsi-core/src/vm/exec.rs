@@ -172,10 +172,7 @@ fn mul_add_partner(instrs: &[Instr], pc: usize, t: Reg) -> Option<(usize, Reg, R
 /// Does a register hold nothing that needs a drop (a scalar or unbound)?
 #[inline(always)]
 fn holds_nothing(slot: &Value) -> bool {
-    matches!(
-        slot,
-        Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Unbound
-    )
+    slot.owns_nothing()
 }
 
 /// Store into a register; a scalar being overwritten needs no drop.
