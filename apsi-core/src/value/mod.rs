@@ -49,7 +49,12 @@ pub type VResult<T> = Result<T, Exc>;
 /// A raised error travelling up the Rust stack.
 pub type Exc = Arc<ErrorObj>;
 
+/// `repr(u8)`: the tag is the first byte and equals the variant's index,
+/// and each variant's data follows as in a `repr(C)` struct (a `bool` or an
+/// error kind at byte 1, a number or a pointer at offset 8): the layout
+/// `Value::words` and `Value::count` read.
 #[derive(Clone)]
+#[repr(u8)]
 pub enum Value {
     None,
     Bool(bool),
@@ -98,6 +103,7 @@ pub enum Value {
 
 const _: () = assert!(
     std::mem::size_of::<Value>() == 16
+        && std::mem::size_of::<Option<Value>>() == 16
         && std::mem::align_of::<Value>() == 8
         && std::mem::size_of::<crate::error::ErrorKind>() == 1
 );
