@@ -133,7 +133,6 @@ impl Value {
     }
 
     /// The reference count of what this value owns, if it owns something.
-    #[inline(always)]
     ///
     /// Every variant that owns something holds, at offset 8, one pointer
     /// to memory that starts with its count (an `Arc`'s `ArcInner`, a
@@ -204,6 +203,30 @@ impl Value {
     pub fn words(&self) -> Words {
         self.retain();
         self.read_parts()
+    }
+
+    /// [`Value::words`] for a caller that has just seen solo mode on
+    /// (`solo::on()`): the count is raised with a plain load and store
+    /// without testing the mode again (each test is a load of a global, a
+    /// test and a branch on the hottest paths of the dispatch loop).
+    ///
+    /// # Safety
+    /// Solo mode is on (`solo.rs`).
+    #[inline(always)]
+    pub unsafe fn words_solo(&self) -> Words {
+        if let Some(c) = self.count() {
+            solo::inc(c);
+        }
+        self.read_parts()
+    }
+
+    /// [`Value::release_solo`] for a caller that has just seen solo mode on.
+    ///
+    /// # Safety
+    /// Solo mode is on (`solo.rs`).
+    #[inline(always)]
+    pub unsafe fn release_solo_unchecked(&self) -> bool {
+        self.count().is_some_and(solo::dec)
     }
 
     /// Item `i` of a list (as it is now) or a tuple, as its parts

@@ -120,8 +120,9 @@ impl StrRef {
         unsafe { self.ptr.as_ref() }
     }
 
-    /// The reference count, for solo counting (`solo.rs`).
-    #[inline(always)]
+    /// The reference count (solo counting finds it through `Value::count`,
+    /// at the start of the block; a test checks the two agree).
+    #[cfg(test)]
     pub(crate) fn count(&self) -> &AtomicUsize {
         &self.inner().count
     }

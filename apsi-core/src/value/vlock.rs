@@ -109,7 +109,8 @@ impl<T> VLock<T> {
         self.0.get_mut()
     }
 
-    /// The data, read without the lock, for the cycle collector.
+    /// The data, read without the lock, for the cycle collector and the
+    /// dispatch loop's field reads in solo mode (`vm/exec.rs`, `GetAttr`).
     ///
     /// # Safety
     /// Nothing writes the data while the reference lives (solo mode at a

@@ -204,6 +204,21 @@ fn set_words(slot: &mut Value, w: Words) {
     unsafe { w.write_to(slot) }
 }
 
+/// [`set_words`] for a caller that has just seen solo mode on.
+///
+/// # Safety
+/// Solo mode is on (`solo.rs`).
+#[inline(always)]
+unsafe fn set_words_solo(slot: &mut Value, w: Words) {
+    // SAFETY: the caller's (solo mode).
+    if !holds_nothing(slot) && !unsafe { slot.release_solo_unchecked() } {
+        // SAFETY: the old value is dropped here and overwritten next.
+        unsafe { std::ptr::drop_in_place(slot) }
+    }
+    // SAFETY: the old value owns nothing any more.
+    unsafe { w.write_to(slot) }
+}
+
 /// Copy a register; scalars are copied without touching a refcount.
 ///
 /// The payload is read on its own (volatile, so the compiler cannot merge it
@@ -294,6 +309,13 @@ fn copy_to(dst: &mut Value, src: &Value) {
         Value::Float(f) => setv(dst, Value::Float(unsafe { std::ptr::read_volatile(f) })),
         Value::Bool(b) => setv(dst, Value::Bool(unsafe { std::ptr::read_volatile(b) })),
         Value::None => setv(dst, Value::None),
+        // Solo mode tested once for the copy and the store (see `GetAttr`).
+        other if crate::value::solo::on() => {
+            // SAFETY: solo mode is on.
+            let w = unsafe { other.words_solo() };
+            // SAFETY: as above.
+            unsafe { set_words_solo(dst, w) }
+        }
         other => set_words(dst, other.words()),
     }
 }
@@ -2088,12 +2110,29 @@ impl Executor {
                         Value::Struct(s) => {
                             if let Some(ic) = code.ic_at(pc!() - 1) {
                                 if let Some(i) = ic.field(s.ty.layout) {
-                                    let f = s.fields.read();
-                                    if let Some(v) = f.get(i) {
-                                        let w = v.words();
-                                        drop(f);
-                                        set_words(r!(a), w);
-                                        continue;
+                                    if crate::value::solo::on() {
+                                        // Solo mode (`solo.rs`) tested once for the
+                                        // read, the copy and the store: no lock, and
+                                        // counts changed with plain loads and stores.
+                                        // SAFETY: in solo mode no other thread touches
+                                        // values, and no guard of these fields is held.
+                                        let f = unsafe { s.fields.peek() };
+                                        if let Some(v) = f.get(i) {
+                                            // SAFETY: solo mode is on.
+                                            let w = unsafe { v.words_solo() };
+                                            let dst = r!(a);
+                                            // SAFETY: as above.
+                                            unsafe { set_words_solo(dst, w) };
+                                            continue;
+                                        }
+                                    } else {
+                                        let f = s.fields.read();
+                                        if let Some(v) = f.get(i) {
+                                            let w = v.words();
+                                            drop(f);
+                                            set_words(r!(a), w);
+                                            continue;
+                                        }
                                     }
                                 } else {
                                     let v = match ic.get(s.ty.id) {
