@@ -53,7 +53,6 @@ pub type Exc = Arc<ErrorObj>;
 /// and each variant's data follows as in a `repr(C)` struct (a `bool` or an
 /// error kind at byte 1, a number or a pointer at offset 8): the layout
 /// `Value::words` and `Value::count` read.
-#[derive(Clone)]
 #[repr(u8)]
 pub enum Value {
     None,
@@ -115,7 +114,60 @@ fn _assert_send_sync() {
     is::<Value>();
 }
 
+impl Clone for Value {
+    /// In solo mode (`solo.rs`) the count is raised with a plain load and
+    /// store, as [`Value::retain`] raises it, after one tag test; otherwise
+    /// atomically, kind by kind. A derived `clone` took a locked increment
+    /// for every copy a built-in made (a list's items, a dict's values, a
+    /// method's arguments) even while only one thread runs Apsi code.
+    #[inline]
+    fn clone(&self) -> Value {
+        if solo::on() {
+            if let Some(c) = self.count() {
+                solo::inc(c);
+            }
+            // SAFETY: the count was raised for this second owner, a
+            // bitwise copy (what each kind's own `clone` makes). Copied
+            // whole: a copy built by parts and returned whole stalls on
+            // store forwarding where the caller reads it back (go ran 20%
+            // slower that way).
+            unsafe { std::ptr::read(self) }
+        } else {
+            self.clone_atomic()
+        }
+    }
+}
+
 impl Value {
+    /// `clone` outside solo mode: each kind's own handle is cloned.
+    #[inline(never)]
+    fn clone_atomic(&self) -> Value {
+        match self {
+            Value::None => Value::None,
+            Value::Bool(b) => Value::Bool(*b),
+            Value::Int(i) => Value::Int(*i),
+            Value::Float(f) => Value::Float(*f),
+            Value::Unbound => Value::Unbound,
+            Value::Kind(k) => Value::Kind(*k),
+            Value::Str(s) => Value::Str(s.clone()),
+            Value::List(a) => Value::List(a.clone()),
+            Value::Tuple(a) => Value::Tuple(a.clone()),
+            Value::Dict(a) => Value::Dict(a.clone()),
+            Value::Range(a) => Value::Range(a.clone()),
+            Value::Slice(a) => Value::Slice(a.clone()),
+            Value::Func(a) => Value::Func(a.clone()),
+            Value::Native(a) => Value::Native(a.clone()),
+            Value::BoundMethod(a) => Value::BoundMethod(a.clone()),
+            Value::StructType(a) => Value::StructType(a.clone()),
+            Value::Struct(a) => Value::Struct(a.clone()),
+            Value::Error(a) => Value::Error(a.clone()),
+            Value::Module(a) => Value::Module(a.clone()),
+            Value::Object(a) => Value::Object(a.clone()),
+            Value::Bytes(a) => Value::Bytes(a.clone()),
+            Value::Set(a) => Value::Set(a.clone()),
+        }
+    }
+
     /// Add one reference to what this value owns (nothing for a scalar),
     /// as `clone` does, without building the copy: the caller copies the
     /// value's parts itself (`words`). In solo mode (`solo.rs`) with a
@@ -128,7 +180,7 @@ impl Value {
                 solo::inc(c);
             }
         } else {
-            std::mem::forget(self.clone());
+            std::mem::forget(self.clone_atomic());
         }
     }
 
