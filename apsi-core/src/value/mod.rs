@@ -123,9 +123,8 @@ impl Clone for Value {
     #[inline]
     fn clone(&self) -> Value {
         if solo::on() {
-            if let Some(c) = self.count() {
-                solo::inc(c);
-            }
+            // SAFETY: solo mode is on.
+            unsafe { self.retain_solo() };
             // SAFETY: the count was raised for this second owner, a
             // bitwise copy (what each kind's own `clone` makes). Copied
             // whole: a copy built by parts and returned whole stalls on
@@ -176,11 +175,22 @@ impl Value {
     #[inline(always)]
     pub fn retain(&self) {
         if solo::on() {
-            if let Some(c) = self.count() {
-                solo::inc(c);
-            }
+            // SAFETY: solo mode is on.
+            unsafe { self.retain_solo() }
         } else {
             std::mem::forget(self.clone_atomic());
+        }
+    }
+
+    /// [`Value::retain`] for a caller that has just seen solo mode on:
+    /// a plain increment, without testing the mode again.
+    ///
+    /// # Safety
+    /// Solo mode is on (`solo.rs`).
+    #[inline(always)]
+    unsafe fn retain_solo(&self) {
+        if let Some(c) = self.count() {
+            solo::inc(c);
         }
     }
 
@@ -199,9 +209,9 @@ impl Value {
         if self.owns_nothing() {
             return None;
         }
-        // SAFETY: `Value` is 16 bytes, 8-aligned (asserted above), and a
-        // variant that owns something keeps its one pointer at offset 8
-        // (`key_tests::words_copy_every_kind_of_value`); that pointer's
+        // SAFETY: `Value` is `repr(u8)`, 16 bytes, 8-aligned (asserted
+        // above), so a variant that owns something keeps its one pointer
+        // at offset 8; that pointer's
         // memory starts with the strong count (`solo::arc_count`, checked
         // by `arc_layout_holds` before solo mode starts; `strref::Inner`
         // is `repr(C)` with its count first) and lives while this value does.
@@ -227,7 +237,8 @@ impl Value {
     /// otherwise: the caller drops the value the usual way.
     #[inline(always)]
     pub fn release_solo(&self) -> bool {
-        solo::on() && self.count().is_some_and(solo::dec)
+        // SAFETY: tested just before.
+        solo::on() && unsafe { self.release_solo_unchecked() }
     }
 
     /// Drop this value, giving up a reference that is not the last one the
@@ -266,9 +277,8 @@ impl Value {
     /// Solo mode is on (`solo.rs`).
     #[inline(always)]
     pub unsafe fn words_solo(&self) -> Words {
-        if let Some(c) = self.count() {
-            solo::inc(c);
-        }
+        // SAFETY: the caller's.
+        unsafe { self.retain_solo() };
         self.read_parts()
     }
 

@@ -169,16 +169,10 @@ fn mul_add_partner(instrs: &[Instr], pc: usize, t: Reg) -> Option<(usize, Reg, R
     }
 }
 
-/// Does a register hold nothing that needs a drop (a scalar or unbound)?
-#[inline(always)]
-fn holds_nothing(slot: &Value) -> bool {
-    slot.owns_nothing()
-}
-
 /// Store into a register; a scalar being overwritten needs no drop.
 #[inline(always)]
 fn setv(slot: &mut Value, v: Value) {
-    if holds_nothing(slot) {
+    if slot.owns_nothing() {
         // SAFETY: the old value owns nothing, so skipping its drop leaks nothing.
         unsafe { std::ptr::write(slot, v) }
     } else if slot.release_solo() {
@@ -195,7 +189,7 @@ fn setv(slot: &mut Value, v: Value) {
 /// by part: nothing goes through a 16-byte temporary.
 #[inline(always)]
 fn set_words(slot: &mut Value, w: Words) {
-    if !holds_nothing(slot) && !slot.release_solo() {
+    if !slot.owns_nothing() && !slot.release_solo() {
         // SAFETY: the old value is dropped here and overwritten next.
         unsafe { std::ptr::drop_in_place(slot) }
     }
@@ -211,7 +205,7 @@ fn set_words(slot: &mut Value, w: Words) {
 #[inline(always)]
 unsafe fn set_words_solo(slot: &mut Value, w: Words) {
     // SAFETY: the caller's (solo mode).
-    if !holds_nothing(slot) && !unsafe { slot.release_solo_unchecked() } {
+    if !slot.owns_nothing() && !unsafe { slot.release_solo_unchecked() } {
         // SAFETY: the old value is dropped here and overwritten next.
         unsafe { std::ptr::drop_in_place(slot) }
     }
@@ -278,7 +272,7 @@ impl<const N: usize> Drop for Released<N> {
     fn drop(&mut self) {
         // SAFETY: taken once, here; the field is not used again.
         for a in unsafe { std::mem::ManuallyDrop::take(&mut self.0) } {
-            if holds_nothing(&a) {
+            if a.owns_nothing() {
                 std::mem::forget(a);
             } else {
                 a.give_up();
@@ -327,7 +321,7 @@ fn copy_to(dst: &mut Value, src: &Value) {
 #[inline(always)]
 fn copy_item(dst: &mut Value, src: &Value) {
     if matches!(src, Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_)) {
-        if !holds_nothing(dst) {
+        if !dst.owns_nothing() {
             *dst = Value::None;
         }
         // SAFETY: `src` owns nothing (a scalar), so a bitwise copy is a
@@ -401,7 +395,7 @@ fn hold_method(slot: &mut Value, c: &Arc<Closure>) {
 /// to be dropped once the lock is released.
 #[inline(always)]
 fn replace_field(slot: &mut Value, w: Words) -> Option<Value> {
-    let old = if holds_nothing(slot) || slot.release_solo() {
+    let old = if slot.owns_nothing() || slot.release_solo() {
         None
     } else {
         // SAFETY: overwritten just below without a drop.
@@ -2189,7 +2183,7 @@ impl Executor {
                                     // register allocation, +1–2% instructions in
                                     // deltablue and richards under callgrind.
                                     let w = r!(c).words();
-                                    let old = if holds_nothing(slot) || slot.release_solo() {
+                                    let old = if slot.owns_nothing() || slot.release_solo() {
                                         None
                                     } else {
                                         // SAFETY: overwritten just below without a drop.
