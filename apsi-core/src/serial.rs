@@ -29,8 +29,8 @@
 //! A code object's spans are stored as differences from the previous
 //! span's start, with their length and (rarely) another file, behind the
 //! table's length in bytes: a body's table is read only when one of its
-//! spans is asked for (`code::SpanTable`). The inline caches' slots are
-//! not stored; they follow from the instructions (`code::cache_slots`).
+//! spans is asked for (`code::SpanTable`). The inline caches are not
+//! stored; they follow from the instructions (`code::InlineCaches`).
 //!
 //! Constants that are plain data (none, bools, ints, floats, strings, bytes,
 //! tuples of those, error kinds) are stored by value; a constant the
@@ -742,8 +742,8 @@ impl Enc<'_> {
         self.u32s(c.sub_addi.iter().map(|&r| u64::from(r)));
         self.strs(&c.cell_names);
         self.strs(&c.free_names);
-        // The inline caches are not stored: `code::cache_slots` makes them
-        // from the instructions.
+        // The inline caches are not stored: `code::InlineCaches::for_instrs`
+        // makes them from the instructions.
         self.w.bool(c.has_yield_from);
         Ok(())
     }
@@ -1167,7 +1167,7 @@ impl Dec<'_> {
         let cell_names = self.strs()?;
         let free_names = self.strs()?;
         let has_yield_from = self.r.bool()?;
-        let (ncached, ic_slots) = crate::code::cache_slots(&instrs);
+        let ic = crate::code::InlineCaches::for_instrs(&instrs);
         let leaf = crate::code::leaf_of(&instrs, &consts);
         let code = Code {
             name,
@@ -1185,8 +1185,7 @@ impl Dec<'_> {
             sub_addi,
             cell_names,
             free_names,
-            ic: (0..ncached).map(|_| Default::default()).collect(),
-            ic_slots,
+            ic,
             has_yield_from,
             leaf,
         };

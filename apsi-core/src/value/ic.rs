@@ -1,8 +1,8 @@
 //! Inline caches for attribute reads, writes and method calls on structs
 //! (the simplest form of CPython 3.11's specialising interpreter, PEP 659).
 //!
-//! A code object holds one cache per instruction that looks a name up on
-//! a struct (`Code::ic`, found through `Code::ic_slots` by pc): `WAYS`
+//! A code object holds a cache for each instruction that looks a name up
+//! on a struct (`Code::ic`, indexed by pc: `code::InlineCaches`): `WAYS`
 //! words, each saying "on a struct of type id T, this name is field i" (or
 //! "method i" in the type's method map, or a static method or constant of
 //! the type), so a site that sees a few types stays a hit. The dispatch loop tries the word first

@@ -1152,14 +1152,26 @@ impl Executor {
             macro_rules! struct_op {
                 ($b:expr, $c:expr) => {
                     if let Value::Struct(_) = &*r!($b) {
-                        if let Some(ic) = code.ic_at(pc!() - 1) {
-                            save_pc!();
-                            match self.push_op_frame_hit(ic, r!($b), r!($c)) {
-                                Some(Ok(())) => reenter_top!(),
-                                Some(Err(e)) => throw!(e),
-                                None => {}
-                            }
+                        let ic = ic!();
+                        save_pc!();
+                        match self.push_op_frame_hit(ic, r!($b), r!($c)) {
+                            Some(Ok(())) => reenter_top!(),
+                            Some(Err(e)) => throw!(e),
+                            None => {}
                         }
+                    }
+                };
+            }
+            // The cache of the instruction running (`Code::ic_of`).
+            macro_rules! ic {
+                () => {
+                    // SAFETY: only the arms of instructions that have a
+                    // cache use it (`GetAttr`, `SetAttr`, `CallMethod`,
+                    // `CallSuper`, and `Add`, `Sub`, `Mul`, `MulT`, `Bin`
+                    // through `struct_op`): `code::has_cache`.
+                    {
+                        let pc = pc!() - 1;
+                        unsafe { code.ic_of(pc) }
                     }
                 };
             }
@@ -2102,55 +2114,54 @@ impl Executor {
                     // inline cache (`value/ic.rs`); `slow` fills it on a miss.
                     Instr::GetAttr { a, b, .. } => match &*r!(b) {
                         Value::Struct(s) => {
-                            if let Some(ic) = code.ic_at(pc!() - 1) {
-                                if let Some(i) = ic.field(s.ty.layout) {
-                                    if crate::value::solo::on() {
-                                        // Solo mode (`solo.rs`) tested once for the
-                                        // read, the copy and the store: no lock, and
-                                        // counts changed with plain loads and stores.
-                                        // SAFETY: in solo mode no other thread touches
-                                        // values, and no guard of these fields is held.
-                                        let f = unsafe { s.fields.peek() };
-                                        if let Some(v) = f.get(i) {
-                                            // SAFETY: solo mode is on.
-                                            let w = unsafe { v.words_solo() };
-                                            let dst = r!(a);
-                                            // SAFETY: as above.
-                                            unsafe { set_words_solo(dst, w) };
-                                            continue;
-                                        }
-                                    } else {
-                                        let f = s.fields.read();
-                                        if let Some(v) = f.get(i) {
-                                            let w = v.words();
-                                            drop(f);
-                                            set_words(r!(a), w);
-                                            continue;
-                                        }
-                                    }
-                                } else {
-                                    let v = match ic.get(s.ty.id) {
-                                        // `self.RATE`: a constant of the instance's type.
-                                        Some(Hit::Const(i)) => slow::type_const(&s.ty, i).map(Words::into_value),
-                                        // `obj.m` as a value: a bound method.
-                                        Some(Hit::Method(i)) => s.ty.methods.get_index(i).map(|(_, m)| {
-                                            Value::BoundMethod(Arc::new(BoundMethod {
-                                                receiver: r!(b).dup_words(),
-                                                func: m.dup_words(),
-                                            }))
-                                        }),
-                                        _ => None,
-                                    };
-                                    if let Some(v) = v {
-                                        setv(r!(a), v);
+                            let ic = ic!();
+                            if let Some(i) = ic.field(s.ty.layout) {
+                                if crate::value::solo::on() {
+                                    // Solo mode (`solo.rs`) tested once for the
+                                    // read, the copy and the store: no lock, and
+                                    // counts changed with plain loads and stores.
+                                    // SAFETY: in solo mode no other thread touches
+                                    // values, and no guard of these fields is held.
+                                    let f = unsafe { s.fields.peek() };
+                                    if let Some(v) = f.get(i) {
+                                        // SAFETY: solo mode is on.
+                                        let w = unsafe { v.words_solo() };
+                                        let dst = r!(a);
+                                        // SAFETY: as above.
+                                        unsafe { set_words_solo(dst, w) };
                                         continue;
                                     }
+                                } else {
+                                    let f = s.fields.read();
+                                    if let Some(v) = f.get(i) {
+                                        let w = v.words();
+                                        drop(f);
+                                        set_words(r!(a), w);
+                                        continue;
+                                    }
+                                }
+                            } else {
+                                let v = match ic.get(s.ty.id) {
+                                    // `self.RATE`: a constant of the instance's type.
+                                    Some(Hit::Const(i)) => slow::type_const(&s.ty, i).map(Words::into_value),
+                                    // `obj.m` as a value: a bound method.
+                                    Some(Hit::Method(i)) => s.ty.methods.get_index(i).map(|(_, m)| {
+                                        Value::BoundMethod(Arc::new(BoundMethod {
+                                            receiver: r!(b).dup_words(),
+                                            func: m.dup_words(),
+                                        }))
+                                    }),
+                                    _ => None,
+                                };
+                                if let Some(v) = v {
+                                    setv(r!(a), v);
+                                    continue;
                                 }
                             }
                         }
                         // `T.CONST` (`Strength.REQUIRED`) and `T.method`.
                         Value::StructType(t) => {
-                            let hit = code.ic_at(pc!() - 1).and_then(|ic| ic.get(t.id));
+                            let hit = ic!().get(t.id);
                             // A constant (`Direction.FORWARD`, the busiest
                             // kind) here; the rest out of line.
                             if let Some(Hit::Const(i)) = hit {
@@ -2166,7 +2177,7 @@ impl Executor {
                         }
                         // `module.name` (`math.pi`, `random.random`).
                         Value::Module(m) => {
-                            if let Some(w) = slow::module_attr_hit(m, code.ic_at(pc!() - 1)) {
+                            if let Some(w) = slow::module_attr_hit(m, Some(ic!())) {
                                 set_words(r!(a), w);
                                 continue;
                             }
@@ -2175,7 +2186,7 @@ impl Executor {
                     },
                     Instr::SetAttr { a, c, .. } => {
                         if let Value::Struct(s) = &*r!(a) {
-                            if let Some(i) = code.ic_at(pc!() - 1).and_then(|ic| ic.field(s.ty.layout)) {
+                            if let Some(i) = ic!().field(s.ty.layout) {
                                 let mut f = s.fields.write();
                                 if let Some(slot) = f.get_mut(i) {
                                     // `replace_field`, written out: calling it here
@@ -2203,7 +2214,7 @@ impl Executor {
                         // `obj.m(args…)`: the receiver already sits where `self`
                         // goes, so the method is called like a plain closure.
                         if let Value::Struct(s) = &*r!(a as usize + 1) {
-                            if let Some(i) = code.ic_at(pc!() - 1).and_then(|ic| ic.method(s.ty.id)) {
+                            if let Some(i) = ic!().method(s.ty.id) {
                                 if let Some((_, Value::Func(c))) = s.ty.methods.get_index(i) {
                                     if takes_positional(c, n as usize + 1) {
                                         let clo = Arc::as_ptr(c);
@@ -2226,7 +2237,7 @@ impl Executor {
                         } else if let Value::StructType(t) = &*r!(a as usize + 1) {
                             // `T.helper(args…)`, a static method: the arguments
                             // move down over the receiver slot, as for a plain call.
-                            if let Some(Hit::Static(i)) = code.ic_at(pc!() - 1).and_then(|ic| ic.get(t.id)) {
+                            if let Some(Hit::Static(i)) = ic!().get(t.id) {
                                 if let Some((_, Value::Func(c))) = t.statics.get_index(i) {
                                     if takes_positional(c, n as usize) {
                                         let clo = Arc::as_ptr(c);
@@ -2245,7 +2256,7 @@ impl Executor {
                             // `math.sqrt(x)`: a built-in of a module, its
                             // arguments already above the receiver slot.
                             if let Some(Value::Native(nf)) =
-                                slow::module_attr_hit(m, code.ic_at(pc!() - 1)).map(Words::into_value)
+                                slow::module_attr_hit(m, Some(ic!())).map(Words::into_value)
                             {
                                 save_pc!();
                                 let res = self.call_native_small(&nf, base + a as usize + 1, n as usize);
@@ -2254,7 +2265,7 @@ impl Executor {
                         } else if let Some(key) = crate::builtins::method_slots::receiver_key(&*r!(a as usize + 1)) {
                             // `xs.append(v)`, `d.get(k)`: a built-in method the
                             // site's cache names, called without its name.
-                            if let Some(i) = code.ic_at(pc!() - 1).and_then(|ic| ic.builtin(key)) {
+                            if let Some(i) = ic!().builtin(key) {
                                 if let (Value::List(l), 1) = (&*r!(a as usize + 1), n) {
                                     if (key, i) == crate::builtins::method_slots::LIST_APPEND {
                                         let w = r!(a as usize + 2).take_words();
@@ -2341,7 +2352,7 @@ impl Executor {
                         // `super().m(args…)`: `self` sits where the receiver
                         // goes; the site's cache names the ancestor's method.
                         if let Value::Struct(s) = &*r!(a as usize + 1) {
-                            if let Some(slot) = code.ic_at(pc!() - 1).and_then(|ic| ic.super_slot(s.ty.id)) {
+                            if let Some(slot) = ic!().super_slot(s.ty.id) {
                                 if slot == ops::structs::SUPER_ROOT_INIT {
                                     setv(r!(a), Value::None);
                                     continue;

@@ -265,11 +265,10 @@ impl<'a> FnState<'a> {
             .collect();
         unbound_regs.sort_unstable();
         unbound_regs.dedup();
-        let (ncached, ic_slots) = crate::code::cache_slots(&self.instrs);
+        let ic = crate::code::InlineCaches::for_instrs(&self.instrs);
         let leaf = crate::code::leaf_of(&self.instrs, &self.consts);
         let mut code = Code {
-            ic: (0..ncached).map(|_| Default::default()).collect(),
-            ic_slots,
+            ic,
             unbound_regs: unbound_regs.into_boxed_slice(),
             name: self.name,
             instrs: self.instrs.into_boxed_slice(),
@@ -713,6 +712,37 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    /// `Code::ic_of` reads a cache without a bounds check: every body with
+    /// an instruction that has one gets one per instruction, and a body
+    /// without any gets none.
+    #[test]
+    fn a_body_that_looks_names_up_has_a_cache_per_instruction() {
+        let src = "struct P:\n    x: int = 0\n    def get(self):\n        return self.x + 1\n\
+                   def f(p):\n    p.x = 2\n    return p.get()\n\
+                   def g(n):\n    return n * 2\n\
+                   def h(n):\n    return [i for i in range(n)]\n";
+        let top = compile(src).unwrap_or_else(|e| panic!("{e:?}"));
+        let mut bodies = vec![top.code.arc().clone()];
+        let mut i = 0;
+        while i < bodies.len() {
+            let c = bodies[i].clone();
+            for p in c.protos.iter() {
+                bodies.push(p.code.arc().clone());
+            }
+            i += 1;
+        }
+        let mut with = 0;
+        for c in &bodies {
+            if c.instrs.iter().any(crate::code::has_cache) {
+                assert_eq!(c.ic.len(), c.instrs.len(), "{c:?}");
+                with += 1;
+            } else {
+                assert!(c.ic.is_empty(), "{c:?}");
+            }
+        }
+        assert!(with >= 2 && with < bodies.len(), "{with} of {}", bodies.len());
     }
 
     #[test]
