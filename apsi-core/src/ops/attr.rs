@@ -332,6 +332,46 @@ mod tests {
         assert_eq!(e.hint.as_deref(), Some("did you mean 'y'?"));
     }
 
+    fn fields(n: usize) -> Vec<StructField> {
+        (0..n)
+            .map(|i| StructField {
+                name: format!("f{i}").into(),
+                default: None,
+                annotation: None,
+            })
+            .collect()
+    }
+
+    /// `StructObj::field_solo` (the dispatch loop's field read in solo
+    /// mode) finds each field through the address taken when the instance
+    /// was made: inside the instance (up to three fields) or in the
+    /// vector's own block, also after fields were overwritten in place.
+    #[test]
+    fn field_reads_through_the_first_field_address_see_every_field() {
+        for n in [1, 3, 4, 9] {
+            let ty = Arc::new(StructType::plain("S", fields(n), Default::default()));
+            let vals: Vec<Value> = (0..n as i64).map(Value::Int).collect();
+            let obj = StructObj::new(ty, vals.into());
+            let v = Value::Struct(obj.clone());
+            set_attr(&v, &format!("f{}", n - 1), Value::str("last")).must();
+            for i in 0..n {
+                // SAFETY: this test is the only thread touching the instance,
+                // and `i` is below the type's field count.
+                let got = unsafe { obj.field_solo(i) };
+                let want = get_attr(&v, &format!("f{i}")).must();
+                assert!(crate::ops::eq(got, &want).must(), "{n} fields, field {i}");
+            }
+            assert_eq!(crate::format::str_of(unsafe { obj.field_solo(n - 1) }), "last");
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "wrong number of fields")]
+    fn an_instance_has_exactly_its_types_fields() {
+        let ty = Arc::new(StructType::plain("S", fields(2), Default::default()));
+        StructObj::new(ty, vec![Value::Int(1)].into());
+    }
+
     #[test]
     fn struct_methods_bind_and_structs_compare_by_fields() {
         let v = vec2();

@@ -213,11 +213,7 @@ pub(crate) unsafe fn new_instance(t: &Arc<StructType>, write: impl FnOnce(*mut V
     let link = write(vals.as_mut_ptr());
     // SAFETY: there was room for `n` values, and the caller wrote each.
     unsafe { vals.set_len(n) };
-    let obj = Arc::new(StructObj {
-        ty: crate::value::solo::clone_arc(t),
-        fields: VLock::new(vals),
-        gc: crate::value::cycles::GcLink::new(),
-    });
+    let obj = StructObj::placed(crate::value::solo::clone_arc(t), vals);
     if link {
         crate::value::cycles::linked(&obj);
     }

@@ -17,6 +17,7 @@ use parking_lot::{Mutex, RwLock};
 use smallvec::SmallVec;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::sync::atomic::AtomicPtr;
 use std::sync::Arc;
 
 pub mod cycles;
@@ -1514,25 +1515,73 @@ impl StructType {
 }
 
 /// A struct instance. Fields are in declaration order.
+///
+/// Invariants: an instance has exactly its type's fields
+/// (`ty.fields.len()` values, checked where one is made), and its field
+/// vector is never grown, shrunk or replaced while it lives (fields are
+/// overwritten in place), so `first` stays the address of field 0.
 pub struct StructObj {
     pub ty: Arc<StructType>,
     pub fields: VLock<FieldVec>,
     /// Its place among the instances the cycle collector watches
     /// (`cycles.rs`); untracked unless a field may lead back to an instance.
     pub gc: cycles::GcLink,
+    /// The address of field 0, inside this instance (up to three fields)
+    /// or in the vector's own block, set once the instance is in its `Arc`
+    /// (`StructObj::placed`): a field read in solo mode is one load from
+    /// it, without the vector's test of where its items live and a bounds
+    /// check (`StructObj::field_solo`).
+    first: AtomicPtr<Value>,
 }
 
 impl StructObj {
     /// An instance of `ty` with these fields, tracked by the cycle collector
     /// when one of them may lead back to an instance.
+    ///
+    /// # Panics
+    /// When `fields` are not as many as the type's (a bug of the caller).
     pub fn new(ty: Arc<StructType>, fields: FieldVec) -> Arc<StructObj> {
+        let obj = StructObj::placed(ty, fields);
+        cycles::adopt(&obj);
+        obj
+    }
+
+    /// The instance in its `Arc`, its `first` set; not yet seen by the
+    /// cycle collector (`new` adopts it, `ops::structs::new_instance` links
+    /// it when it must).
+    #[inline(always)]
+    pub(crate) fn placed(ty: Arc<StructType>, fields: FieldVec) -> Arc<StructObj> {
+        assert_eq!(
+            fields.len(),
+            ty.fields.len(),
+            "an instance of {} with the wrong number of fields",
+            ty.name
+        );
         let obj = Arc::new(StructObj {
             ty,
             fields: VLock::new(fields),
             gc: cycles::GcLink::new(),
+            first: AtomicPtr::new(std::ptr::null_mut()),
         });
-        cycles::adopt(&obj);
+        // SAFETY: nothing else can reach the new instance yet. The items
+        // do not move from here on (the invariants above).
+        let first = unsafe { (*obj.fields.data_ptr()).as_ptr() } as *mut Value;
+        obj.first.store(first, std::sync::atomic::Ordering::Relaxed);
         obj
+    }
+
+    /// Field `i`, read without the lock.
+    ///
+    /// # Safety
+    /// As for `VLock::peek` (solo mode at a safe point of the dispatch
+    /// loop: nothing writes the fields while the reference lives), and `i`
+    /// is below the type's field count (a cache word for the type's
+    /// layout says so: every type of one layout has its fields).
+    #[inline(always)]
+    pub(crate) unsafe fn field_solo(&self, i: usize) -> &Value {
+        debug_assert!(i < self.ty.fields.len());
+        // SAFETY: the caller's; `first` points at `ty.fields.len()` values.
+        unsafe { &*self.first.load(std::sync::atomic::Ordering::Relaxed).add(i) }
     }
 }
 

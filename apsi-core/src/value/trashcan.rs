@@ -248,7 +248,15 @@ mod tests {
     /// 4 MiB stack: freed recursively, each would need hundreds of MiB.
     #[test]
     fn deep_chains_are_freed_without_deep_recursion() {
-        let ty = Arc::new(StructType::plain("Node", Vec::new(), Default::default()));
+        let ty = Arc::new(StructType::plain(
+            "Node",
+            vec![crate::value::StructField {
+                name: "next".into(),
+                default: None,
+                annotation: None,
+            }],
+            Default::default(),
+        ));
         let wraps: Vec<(&str, Wrap)> = vec![
             ("list", Box::new(|v| Value::list(vec![v, Value::Int(1)]))),
             ("tuple", Box::new(|v| Value::tuple(vec![Value::Int(1), v]))),

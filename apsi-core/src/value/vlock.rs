@@ -121,6 +121,12 @@ impl<T> VLock<T> {
         unsafe { &*self.0.data_ptr() }
     }
 
+    /// Where the data lies (reading or writing through it is the caller's
+    /// to justify, as for `peek`).
+    pub(crate) fn data_ptr(&self) -> *mut T {
+        self.0.data_ptr()
+    }
+
     pub fn into_inner(self) -> T {
         self.0.into_inner()
     }

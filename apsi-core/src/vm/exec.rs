@@ -2122,15 +2122,15 @@ impl Executor {
                                     // counts changed with plain loads and stores.
                                     // SAFETY: in solo mode no other thread touches
                                     // values, and no guard of these fields is held.
-                                    let f = unsafe { s.fields.peek() };
-                                    if let Some(v) = f.get(i) {
-                                        // SAFETY: solo mode is on.
-                                        let w = unsafe { v.words_solo() };
-                                        let dst = r!(a);
-                                        // SAFETY: as above.
-                                        unsafe { set_words_solo(dst, w) };
-                                        continue;
-                                    }
+                                    // `i` is a field of the instance's layout (the
+                                    // cache word for it says so).
+                                    let v = unsafe { s.field_solo(i) };
+                                    // SAFETY: solo mode is on.
+                                    let w = unsafe { v.words_solo() };
+                                    let dst = r!(a);
+                                    // SAFETY: as above.
+                                    unsafe { set_words_solo(dst, w) };
+                                    continue;
                                 } else {
                                     let f = s.fields.read();
                                     if let Some(v) = f.get(i) {
