@@ -1563,9 +1563,10 @@ impl StructObj {
             gc: cycles::GcLink::new(),
             first: AtomicPtr::new(std::ptr::null_mut()),
         });
-        // SAFETY: nothing else can reach the new instance yet. The items
-        // do not move from here on (the invariants above).
-        let first = unsafe { (*obj.fields.data_ptr()).as_ptr() } as *mut Value;
+        // SAFETY: nothing else can reach the new instance yet, so nothing
+        // writes its fields. The items do not move from here on (the
+        // invariants above).
+        let first = unsafe { obj.fields.peek() }.as_ptr() as *mut Value;
         obj.first.store(first, std::sync::atomic::Ordering::Relaxed);
         obj
     }

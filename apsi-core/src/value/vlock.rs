@@ -109,8 +109,8 @@ impl<T> VLock<T> {
         self.0.get_mut()
     }
 
-    /// The data, read without the lock, for the cycle collector and the
-    /// dispatch loop's field reads in solo mode (`vm/exec.rs`, `GetAttr`).
+    /// The data, read without the lock, for the cycle collector and for
+    /// taking a new struct instance's field address (`StructObj::placed`).
     ///
     /// # Safety
     /// Nothing writes the data while the reference lives (solo mode at a
@@ -119,12 +119,6 @@ impl<T> VLock<T> {
     pub(crate) unsafe fn peek(&self) -> &T {
         // SAFETY: the caller's.
         unsafe { &*self.0.data_ptr() }
-    }
-
-    /// Where the data lies (reading or writing through it is the caller's
-    /// to justify, as for `peek`).
-    pub(crate) fn data_ptr(&self) -> *mut T {
-        self.0.data_ptr()
     }
 
     pub fn into_inner(self) -> T {

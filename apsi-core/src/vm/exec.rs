@@ -2131,14 +2131,13 @@ impl Executor {
                                     // SAFETY: as above.
                                     unsafe { set_words_solo(dst, w) };
                                     continue;
-                                } else {
-                                    let f = s.fields.read();
-                                    if let Some(v) = f.get(i) {
-                                        let w = v.words();
-                                        drop(f);
-                                        set_words(r!(a), w);
-                                        continue;
-                                    }
+                                }
+                                let f = s.fields.read();
+                                if let Some(v) = f.get(i) {
+                                    let w = v.words();
+                                    drop(f);
+                                    set_words(r!(a), w);
+                                    continue;
                                 }
                             } else {
                                 let v = match ic.get(s.ty.id) {
