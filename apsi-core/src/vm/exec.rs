@@ -419,7 +419,7 @@ fn call_leaf(window: &mut [Value], callee: &Code) -> bool {
         (Leaf::No, _) => return false,
         (Leaf::Returns(c), _) => c.value().take_words(),
         (Leaf::GetSelf, Value::Struct(s)) => {
-            let Some(i) = callee.ic_at(0).and_then(|ic| ic.field(s.ty.layout)) else {
+            let Some(i) = callee.ic_at(0).and_then(|ic| ic.field(s.layout)) else {
                 return false;
             };
             let f = s.fields.read();
@@ -427,7 +427,7 @@ fn call_leaf(window: &mut [Value], callee: &Code) -> bool {
             v.words()
         }
         (Leaf::SetSelf, Value::Struct(s)) if !args.is_empty() => {
-            let Some(i) = callee.ic_at(0).and_then(|ic| ic.field(s.ty.layout)) else {
+            let Some(i) = callee.ic_at(0).and_then(|ic| ic.field(s.layout)) else {
                 return false;
             };
             crate::value::cycles::note_store(s, &args[0]);
@@ -2115,7 +2115,7 @@ impl Executor {
                     Instr::GetAttr { a, b, .. } => match &*r!(b) {
                         Value::Struct(s) => {
                             let ic = ic!();
-                            if let Some(i) = ic.field(s.ty.layout) {
+                            if let Some(i) = ic.field(s.layout) {
                                 if crate::value::solo::on() {
                                     // Solo mode (`solo.rs`) tested once for the
                                     // read, the copy and the store: no lock, and
@@ -2185,7 +2185,7 @@ impl Executor {
                     },
                     Instr::SetAttr { a, c, .. } => {
                         if let Value::Struct(s) = &*r!(a) {
-                            if let Some(i) = ic!().field(s.ty.layout) {
+                            if let Some(i) = ic!().field(s.layout) {
                                 let mut f = s.fields.write();
                                 if let Some(slot) = f.get_mut(i) {
                                     // `replace_field`, written out: calling it here
