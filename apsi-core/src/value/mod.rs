@@ -1841,6 +1841,16 @@ pub struct ObjBox(pub Box<dyn ApsiObject>);
 #[cfg(test)]
 mod key_tests {
     #[test]
+    fn an_instance_keeps_its_types_layout_in_no_extra_room() {
+        use super::{FieldVec, StructObj, StructType, VLock};
+        use std::mem::size_of;
+        use std::sync::Arc;
+        // `layout` and `gc` (4 bytes each) share one 8-byte word.
+        let parts = size_of::<Arc<StructType>>() + size_of::<VLock<FieldVec>>() + 8 + size_of::<usize>();
+        assert_eq!(size_of::<StructObj>(), parts);
+    }
+
+    #[test]
     fn only_a_list_no_one_else_holds_gives_up_its_items() {
         use super::ListObj;
         let v = Value::list(vec![Value::Int(1), Value::Int(2)]);
