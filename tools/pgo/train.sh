@@ -20,7 +20,7 @@ APSI_HOME=$(mktemp -d)
 export APSI_HOME
 trap 'rm -rf "$APSI_HOME"' EXIT
 run() { timeout 120 "$apsi" run "$@" >/dev/null 2>&1 </dev/null; }
-for pass in 1 2; do
+for _ in 1 2; do
   for f in examples/*.apsi tests/spec/*.apsi; do
     # shellcheck disable=SC2046
     run "$f" $(sed -n 's/^# argv: //p' "$f")
