@@ -23,7 +23,7 @@ use crate::value::*;
 use crate::vm::exec::Executor;
 use crate::vm::shared::Shared;
 use indexmap::IndexMap;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::io::{BufWriter, Write};
 use std::sync::Arc;
@@ -851,7 +851,7 @@ fn module_of(c: &CompiledUnit) -> FileModule {
         id: StructType::new_id(),
         name: c.name.clone(),
         path: Some(c.path.display().to_string()),
-        attrs: RwLock::new(attrs),
+        attrs: crate::value::VLock::new(attrs),
     };
     FileModule {
         value: Value::Module(Arc::new(obj)),

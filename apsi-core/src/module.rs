@@ -204,7 +204,7 @@ fn module_obj(desc: &ModuleDescriptor) -> Arc<ModuleObj> {
         id: crate::value::StructType::new_id(),
         name: desc.name.to_string(),
         path: None,
-        attrs: parking_lot::RwLock::new(attrs),
+        attrs: crate::value::VLock::new(attrs),
     })
 }
 

@@ -13,7 +13,7 @@ use crate::diagnostic::TraceEntry;
 use crate::error::ErrorKind;
 use crate::syntax::ast::BinOp;
 use indexmap::IndexMap;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use smallvec::SmallVec;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
@@ -1711,7 +1711,10 @@ pub struct ModuleObj {
     pub name: String,
     /// The file it was loaded from, for file modules.
     pub path: Option<String>,
-    pub attrs: RwLock<IndexMap<Arc<str>, Value, FxBuild>>,
+    /// A `VLock`, as every container of values: free of locked
+    /// instructions while one thread runs Apsi code (`module.name` on the
+    /// dispatch loop's hot path: `slow::module_attr_hit`).
+    pub attrs: VLock<IndexMap<Arc<str>, Value, FxBuild>>,
 }
 
 /// Behaviour of values whose types live outside the core value model.

@@ -209,27 +209,14 @@ pub(super) fn type_const(t: &StructType, i: usize) -> Option<Words> {
 
 /// `module.name` when the instruction's cache knows the module: the
 /// attribute at the cached index (attributes are only ever added).
-///
-/// In solo mode the attributes are read without taking their lock: its
-/// two locked instructions were 85% of this function, and this function
-/// 9% of `bench/programs/float` (`math.sin`, `math.cos`, `math.sqrt` on
-/// every point).
+/// The attributes' lock is a `VLock`: no locked instruction while one
+/// thread runs Apsi code.
 #[inline]
 pub(super) fn module_attr_hit(m: &ModuleObj, ic: Option<&AttrCache>) -> Option<Words> {
-    let Hit::Static(i) = ic?.get(m.id)? else {
-        return None;
-    };
-    if crate::value::solo::on() {
-        // SAFETY: in solo mode one thread has ever run Apsi code, and
-        // threads that are not participants never hold values (`solo.rs`),
-        // so nothing else reads or writes these attributes; this thread
-        // holds no guard of them here (the dispatch loop holds none across
-        // instructions, and writers release theirs before returning).
-        let attrs = unsafe { &*m.attrs.data_ptr() };
-        // SAFETY: solo mode is on.
-        return attrs.get_index(i).map(|(_, v)| unsafe { v.words_solo() });
+    match ic?.get(m.id)? {
+        Hit::Static(i) => m.attrs.read().get_index(i).map(|(_, v)| v.words()),
+        _ => None,
     }
-    m.attrs.read().get_index(i).map(|(_, v)| v.words())
 }
 
 /// `module.name` through the cache, filling it on a miss; `None` when
